@@ -1,0 +1,220 @@
+//! `atc status`: the watched tasks, for people (or as JSON).
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::Output;
+use crate::cli::StatusArgs;
+use crate::cmd::describe_chat;
+use crate::exit::Exit;
+use crate::fail;
+use crate::ids::parse_task_id;
+use crate::job::{Job, Status};
+use crate::store::Store;
+use crate::time::{Timestamp, human};
+
+/// How many jobs `status` lists without `--all`.
+pub const RECENT: usize = 20;
+
+/// Lines of a finished job's text shown in the full view.
+const FINAL_LINES: usize = 12;
+
+pub fn run(store: &Store, args: &StatusArgs, out: Output) -> Result<()> {
+    let file = store.load()?;
+    let now = Timestamp::now();
+    if let Some(raw) = &args.task_id {
+        let task_id = parse_task_id(raw)?;
+        let Some(job) = file.find(&task_id) else {
+            fail!(
+                Exit::Refused,
+                "no watch for {task_id} in {}",
+                store.path().display()
+            );
+        };
+        if out.json {
+            crate::cmd::print_json(&json!({ "jobs": [job] }))?;
+        } else {
+            print!("{}", full(job, now));
+        }
+        return Ok(());
+    }
+
+    // Newest first; the file keeps registrations in order, so ties keep file order reversed.
+    let mut jobs: Vec<&Job> = file.jobs.iter().rev().collect();
+    jobs.sort_by_key(|job| std::cmp::Reverse(job.registered_at));
+    let total = jobs.len();
+    if !args.all {
+        jobs.truncate(RECENT);
+    }
+    if out.json {
+        return crate::cmd::print_json(&json!({ "jobs": jobs }));
+    }
+    if jobs.is_empty() {
+        println!("No jobs.");
+        return Ok(());
+    }
+    print!("{}", table(&jobs, now));
+    if jobs.len() < total {
+        println!(
+            "({} of {total} jobs shown; --all lists every one)",
+            jobs.len()
+        );
+    }
+    Ok(())
+}
+
+fn table(jobs: &[&Job], now: Timestamp) -> String {
+    let rows: Vec<[String; 5]> = jobs
+        .iter()
+        .map(|job| {
+            [
+                job.task_id.clone(),
+                job.status.to_string(),
+                human(job.registered_at.elapsed_at(now)),
+                format!("{} → {}", job.agent_id, job.session_id),
+                short_note(job, now),
+            ]
+        })
+        .collect();
+    let header = ["TASK", "STATUS", "AGE", "AGENT → SESSION", "NOTE"];
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header.map(str::to_owned)).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count();
+                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One short phrase: what is happening to the job now.
+fn short_note(job: &Job, now: Timestamp) -> String {
+    let delivery = job.delivery.clone().unwrap_or_default();
+    let note = match job.status {
+        Status::Pending if job.strikes > 0 => format!(
+            "{} failed check{}: {}",
+            job.strikes,
+            if job.strikes == 1 { "" } else { "s" },
+            job.last_error.as_deref().unwrap_or("")
+        ),
+        Status::Pending if job.polls == 0 => "not polled yet".to_owned(),
+        Status::Pending => format!(
+            "running; {} poll{}",
+            job.polls,
+            if job.polls == 1 { "" } else { "s" }
+        ),
+        Status::Delivering => match delivery.next_attempt_at {
+            _ if delivery.attempt_started_at.is_some() => "posting now".to_owned(),
+            Some(at) if at > now => format!(
+                "chat busy ×{}; next try in {}",
+                delivery.busy + delivery.unreachable,
+                human(now.elapsed_at(at))
+            ),
+            _ => "finished; delivers on the next tick".to_owned(),
+        },
+        Status::Done => match job.delivered_at {
+            Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
+            None => "delivered".to_owned(),
+        },
+        _ => job.note.clone().unwrap_or_default(),
+    };
+    crate::render::truncate_chars(note, 72)
+}
+
+/// Every field of one job, then the start of its result text.
+fn full(job: &Job, now: Timestamp) -> String {
+    let mut out = String::new();
+    let mut field = |name: &str, value: String| {
+        let _ = writeln!(out, "{name:<15} {value}");
+    };
+    field("task", job.task_id.clone());
+    field("status", job.status.to_string());
+    if let Some(note) = &job.note {
+        field("note", note.clone());
+    }
+    field("job", job.job_id.clone());
+    field("agent", job.agent_id.clone());
+    if let Some(on) = &job.target_agent {
+        field("runs on", on.clone());
+    }
+    field("delivers to", describe_chat(job));
+    field("base url", job.base_url.clone());
+    let ago = |t: Timestamp| format!("{t} ({} ago)", human(t.elapsed_at(now)));
+    field("registered", ago(job.registered_at));
+    field("updated", ago(job.updated_at));
+    if let Some(t) = job.started_at {
+        field("task started", ago(t));
+    }
+    if job.polls > 0 {
+        field("polls", job.polls.to_string());
+    }
+    if let Some(t) = job.last_polled_at {
+        field("last polled", ago(t));
+    }
+    if job.strikes > 0 {
+        field("strikes", job.strikes.to_string());
+    }
+    if let Some(error) = &job.last_error {
+        field("last error", error.clone());
+    }
+    if let Some(d) = &job.delivery {
+        field("attempts", d.attempts.to_string());
+        if d.busy > 0 {
+            field("busy", format!("{} (409 chat busy)", d.busy));
+        }
+        if d.unreachable > 0 {
+            field("unreachable", d.unreachable.to_string());
+        }
+        if let Some(status) = d.last_http_status {
+            field("last http", status.to_string());
+        }
+        if let Some(at) = d
+            .next_attempt_at
+            .filter(|_| job.status == Status::Delivering)
+        {
+            field(
+                "next attempt",
+                format!("{at} (in {})", human(now.elapsed_at(at))),
+            );
+        }
+        if let Some(at) = d.attempt_started_at {
+            field("posting since", ago(at));
+        }
+    }
+    if let Some(t) = job.delivered_at {
+        field("delivered", ago(t));
+    }
+    if let Some(turn) = &job.turn_task_id {
+        field("parent turn", turn.clone());
+    }
+    if let Some(text) = &job.final_text {
+        let lines: Vec<&str> = text.lines().collect();
+        let _ = writeln!(out, "\nresult ({} characters):", text.chars().count());
+        for line in lines.iter().take(FINAL_LINES) {
+            let _ = writeln!(out, "  {line}");
+        }
+        if lines.len() > FINAL_LINES {
+            let _ = writeln!(
+                out,
+                "  … {} more lines (--json shows all)",
+                lines.len() - FINAL_LINES
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,138 @@
+//! `atc watch`: record a task and exactly where its result must go.
+
+use anyhow::Result;
+
+use crate::Output;
+use crate::cli::WatchArgs;
+use crate::cmd::{describe_chat, print_json};
+use crate::exit::Exit;
+use crate::fail;
+use crate::ids::{new_job_id, parse_task_id};
+use crate::job::{Job, Status};
+use crate::lifecycle::{Registration, register};
+use crate::settings::{self, Environment};
+use crate::store::Store;
+use crate::time::Timestamp;
+
+pub fn run(
+    store: &Store,
+    args: &WatchArgs,
+    base_url: Option<&str>,
+    env: &dyn Environment,
+    out: Output,
+) -> Result<()> {
+    let task_id = parse_task_id(&args.task_id)?;
+    let target = settings::target(
+        &args.session,
+        &args.user,
+        &args.channel,
+        &args.agent,
+        args.target_agent.as_deref(),
+    )?;
+    if target.channel.eq_ignore_ascii_case("acp") {
+        fail!(
+            Exit::Refused,
+            "channel {:?} is an ACP session: atc posts results through QwenPaw's console API, which can never route back into an ACP session; poll check_agent_task (at most every 30 s) instead, or watch from a console session",
+            target.channel
+        );
+    }
+    let (base_url, source) = settings::base_url(base_url, env)?;
+    if out.verbose > 0 {
+        eprintln!("atc: QwenPaw API {base_url} (from {source})");
+    }
+
+    let now = Timestamp::now();
+    let (job, message) = store.update(|file| {
+        let existing = file.find(&task_id);
+        let decision = register(existing, &target);
+        let fresh = || Job::new(new_job_id(), task_id.clone(), base_url.clone(), target.clone(), now);
+        let (job, message) = match decision {
+            Registration::New => {
+                let job = fresh();
+                let message = format!("Watching {}; {}", subject(&job), destination(&job));
+                (job, message)
+            }
+            Registration::AlreadyWatching => {
+                let job = existing.cloned().expect("a live record exists");
+                let message = format!(
+                    "Already watching {} (job {}); {}",
+                    subject(&job),
+                    job.job_id,
+                    destination(&job)
+                );
+                return Ok((job, message));
+            }
+            Registration::Replace { was, same_target } => {
+                let old = existing.expect("a record exists");
+                let job = fresh();
+                let message = if !same_target && !was.is_terminal() {
+                    format!(
+                        "Re-targeted {}: the result now goes to {} instead of {} (agent '{}'), on the next atc tick.",
+                        subject(&job),
+                        describe_chat(&job),
+                        describe_chat(old),
+                        old.agent_id
+                    )
+                } else {
+                    format!(
+                        "Watching {} again (the previous watch ended {was}); {}",
+                        subject(&job),
+                        destination(&job)
+                    )
+                };
+                (job, message)
+            }
+            Registration::Refuse { was: Status::Done } => {
+                let job = existing.expect("a record exists");
+                let when = job.delivered_at.map(|t| format!(" at {t}")).unwrap_or_default();
+                fail!(
+                    Exit::Refused,
+                    "{task_id} was already delivered to {}{when}; watching it again would only post the result twice (`atc status {task_id}` shows what was sent)",
+                    describe_chat(job)
+                );
+            }
+            Registration::Refuse { was: Status::Unconfirmed } => {
+                fail!(
+                    Exit::Refused,
+                    "{task_id}'s result may already have been delivered (an attempt's outcome is unknown); watching it again could post it twice. `atc status {task_id}` shows the text; check_agent_task fetches it too"
+                );
+            }
+            Registration::Refuse { was } => {
+                let job = existing.expect("a record exists");
+                fail!(
+                    Exit::Refused,
+                    "{task_id}'s result is being posted to {} right now ({was}); try again after the next atc tick",
+                    describe_chat(job)
+                );
+            }
+        };
+        file.jobs.retain(|j| j.task_id != task_id);
+        file.jobs.push(job.clone());
+        Ok((job, message))
+    })?;
+
+    if out.json {
+        print_json(&job)?;
+    } else if !out.quiet {
+        println!("{message}");
+    }
+    Ok(())
+}
+
+/// "task-1 for agent 'default'" or "task-1 (on agent 'SE') for agent 'default'".
+fn subject(job: &Job) -> String {
+    match &job.target_agent {
+        Some(on) => format!(
+            "{} (running on agent '{on}') for agent '{}'",
+            job.task_id, job.agent_id
+        ),
+        None => format!("{} for agent '{}'", job.task_id, job.agent_id),
+    }
+}
+
+fn destination(job: &Job) -> String {
+    format!(
+        "the result goes to {} on the next atc tick.",
+        describe_chat(job)
+    )
+}

@@ -1,0 +1,142 @@
+//! Task ids (validated before anything touches the file or the network) and job ids.
+
+use crate::exit::{Exit, Failure};
+
+/// Longest task id accepted. Real 2.2 ids are `task-` + 12 hex digits.
+pub const MAX_TASK_ID_LEN: usize = 128;
+
+/// Normalises a task id the way QwenPaw's `normalize_id` does (trim whitespace, then
+/// surrounding quotes, then whitespace: agents often paste `'task-…'` with its quotes) and
+/// then insists on `^[A-Za-z0-9_-]{1,128}$`. Anything else (a `/`, `..`, `%`, spaces,
+/// non-ASCII) could address another route or smuggle bytes into the URL, so it is refused.
+pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
+    let id = raw.trim().trim_matches(|c| c == '"' || c == '\'').trim();
+    let shown = raw.escape_debug();
+    if id.is_empty() {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "task id \"{shown}\" is empty; pass the id submit_to_agent returned, e.g. task-3f9a0c1b2d4e"
+            ),
+        ));
+    }
+    if id.len() > MAX_TASK_ID_LEN {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "task id is {} characters long; at most {MAX_TASK_ID_LEN} are accepted",
+                id.chars().count()
+            ),
+        ));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "task id \"{shown}\" contains {:?}; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)",
+                bad
+            ),
+        ));
+    }
+    Ok(id.to_owned())
+}
+
+/// Percent-encodes one URL path segment (RFC 3986 unreserved characters pass through).
+/// Validated task ids never need it; it is applied anyway so no path can be built unescaped.
+pub fn encode_path_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// A fresh job id: 12 random hex digits.
+pub fn new_job_id() -> String {
+    let mut bytes = [0u8; 6];
+    if !read_urandom(&mut bytes) {
+        // No /dev/urandom (not Unix): std's per-process random hash keys, mixed with the
+        // clock, are random enough for an id that only has to differ between registrations.
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        hasher.write_u32(std::process::id());
+        bytes.copy_from_slice(&hasher.finish().to_le_bytes()[..6]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn read_urandom(buf: &mut [u8]) -> bool {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| file.read_exact(buf))
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_like_qwenpaw() {
+        for (raw, want) in [
+            ("task-3f9a0c1b2d4e", "task-3f9a0c1b2d4e"),
+            ("  task-1\n", "task-1"),
+            ("'task-1'", "task-1"),
+            ("\"task-1\"", "task-1"),
+            (" ' task_1 ' ", "task_1"),
+        ] {
+            assert_eq!(parse_task_id(raw).unwrap(), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_ids_that_could_escape_the_route() {
+        let long = "a".repeat(129);
+        for raw in [
+            "",
+            "''",
+            "task/x",
+            "../../version",
+            "task%2Fx",
+            "task 1",
+            "täsk",
+            "task.1",
+            &long,
+        ] {
+            let err = parse_task_id(raw).unwrap_err();
+            assert_eq!(err.exit, Exit::Usage, "{raw:?}");
+        }
+        assert!(parse_task_id(&"a".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn encodes_path_segments() {
+        assert_eq!(encode_path_segment("task-1_A"), "task-1_A");
+        assert_eq!(encode_path_segment("a/b c%"), "a%2Fb%20c%25");
+        assert_eq!(encode_path_segment("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn job_ids_are_12_hex_and_differ() {
+        let a = new_job_id();
+        let b = new_job_id();
+        assert_eq!(a.len(), 12);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,231 @@
+//! The job file: loading (refusing anything doubtful), atomic saving, and the locked
+//! read-modify-write every command goes through.
+//!
+//! A corrupt file is never "started fresh" (the seed plugin did that and lost every job):
+//! it is refused with exit 3 and left exactly as it was.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::exit::{Exit, Failure, OrExit};
+use crate::job::Job;
+use crate::lock;
+
+/// The schema version this atc reads and writes.
+pub const VERSION: u32 = 1;
+
+/// How long a command waits for another atc process to finish its read-modify-write.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobFile {
+    pub version: u32,
+    pub jobs: Vec<Job>,
+}
+
+impl JobFile {
+    pub fn find(&self, task_id: &str) -> Option<&Job> {
+        self.jobs.iter().find(|job| job.task_id == task_id)
+    }
+
+    pub fn find_mut(&mut self, task_id: &str) -> Option<&mut Job> {
+        self.jobs.iter_mut().find(|job| job.task_id == task_id)
+    }
+
+    /// The job of one registration: the guard for every late write.
+    pub fn registration_mut(&mut self, job_id: &str) -> Option<&mut Job> {
+        self.jobs.iter_mut().find(|job| job.job_id == job_id)
+    }
+}
+
+/// A job file and its sidecar locks.
+#[derive(Clone, Debug)]
+pub struct Store {
+    path: PathBuf,
+}
+
+impl Store {
+    pub fn new(path: PathBuf) -> Store {
+        Store { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `<job file>.lock`: held for every read-modify-write.
+    pub fn lock_path(&self) -> PathBuf {
+        lock::sidecar(&self.path, "lock")
+    }
+
+    /// `<job file>.tick.lock`: held for a whole tick (single flight).
+    pub fn tick_lock_path(&self) -> PathBuf {
+        lock::sidecar(&self.path, "tick.lock")
+    }
+
+    /// Reads the file without locking (writes are atomic renames, so a reader always sees
+    /// one whole version). A missing file is an empty job list.
+    pub fn load(&self) -> Result<JobFile> {
+        let bytes = match fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                return Ok(JobFile {
+                    version: VERSION,
+                    jobs: Vec::new(),
+                });
+            }
+            Err(err) => {
+                return Err(err).or_exit(Exit::StateUnreadable, || {
+                    format!("cannot read the job file {}", self.path.display())
+                });
+            }
+        };
+        parse(&bytes).map_err(|problem| {
+            Failure::new(
+                Exit::StateUnreadable,
+                format!(
+                    "the job file {} {problem}; it was left untouched: fix or move it aside (atc starts a new one where none exists)",
+                    self.path.display()
+                ),
+            )
+            .into()
+        })
+    }
+
+    /// Locks, loads, lets `change` edit the jobs, and saves if anything changed.
+    pub fn update<T>(&self, change: impl FnOnce(&mut JobFile) -> Result<T>) -> Result<T> {
+        self.ensure_dir()?;
+        let _guard = lock::exclusive(&self.lock_path(), LOCK_WAIT)?;
+        let mut file = self.load()?;
+        let before = file.clone();
+        let out = change(&mut file)?;
+        if file != before {
+            self.save(&file)?;
+        }
+        Ok(out)
+    }
+
+    /// Creates the job file's directory (0700) if it does not exist. Existing directories
+    /// are left as they are: `--state /tmp/jobs.json` must not chmod /tmp.
+    pub fn ensure_dir(&self) -> Result<()> {
+        let dir = parent_dir(&self.path);
+        if dir.is_dir() {
+            return Ok(());
+        }
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir).or_exit(Exit::StateUnwritable, || {
+            format!("cannot create the job file's directory {}", dir.display())
+        })
+    }
+
+    /// Atomic save: a private temp file in the same directory, fsync, rename over the job
+    /// file, fsync the directory. On any error the temp file is removed and the old file
+    /// stays whole.
+    fn save(&self, file: &JobFile) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
+        bytes.push(b'\n');
+        write_atomic(&self.path, &bytes).or_exit(Exit::StateUnwritable, || {
+            format!("cannot write the job file {}", self.path.display())
+        })
+    }
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// The job file in `bytes`, or why they are not one this atc can use.
+fn parse(bytes: &[u8]) -> Result<JobFile, String> {
+    if bytes.is_empty() {
+        return Err("is empty (0 bytes)".to_owned());
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| {
+        if err.is_eof() {
+            format!("is truncated ({err})")
+        } else {
+            format!("is not valid JSON ({err})")
+        }
+    })?;
+    let version = value
+        .get("version")
+        .ok_or_else(|| "has no \"version\" field".to_owned())?;
+    match version.as_u64() {
+        Some(v) if v == u64::from(VERSION) => {}
+        Some(v) if v > u64::from(VERSION) => {
+            return Err(format!(
+                "has version {v}, newer than this atc understands ({VERSION}); upgrade atc"
+            ));
+        }
+        _ => return Err(format!("has an unsupported version {version}")),
+    }
+    serde_json::from_value(value).map_err(|err| format!("does not match the v1 schema ({err})"))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_dir(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        crate::ids::new_job_id()
+    ));
+    let tmp = dir.join(tmp_name);
+
+    let result = (|| {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        // The rename is durable only once the directory entry is.
+        #[cfg(unix)]
+        File::open(dir)?.sync_all()?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_doubtful_files() {
+        for (bytes, says) in [
+            (&b""[..], "empty"),
+            (b"{\"version\": 1, \"jobs\": [", "truncated"),
+            (b"<html>", "not valid JSON"),
+            (b"{\"jobs\": []}", "no \"version\""),
+            (b"{\"version\": 2, \"jobs\": []}", "newer"),
+            (b"{\"version\": \"1\", \"jobs\": []}", "unsupported version"),
+            (b"{\"version\": 1, \"jobs\": {}}", "schema"),
+            (b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}", "schema"),
+        ] {
+            let problem = parse(bytes).unwrap_err();
+            assert!(problem.contains(says), "{problem} should say {says}");
+        }
+        assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+    }
+}
