@@ -78,10 +78,15 @@ macro_rules! fail {
     };
 }
 
-/// The exit code an error chain asks for: the outermost [`Failure`] wins.
+/// The exit code an error asks for: the outermost [`Failure`] wins.
 pub fn exit_for(err: &anyhow::Error) -> Exit {
-    err.chain()
-        .find_map(|cause| cause.downcast_ref::<Failure>())
+    // `downcast_ref` on the error itself also finds a Failure attached with `.context`,
+    // which walking the chain of `dyn Error`s would not.
+    err.downcast_ref::<Failure>()
+        .or_else(|| {
+            err.chain()
+                .find_map(|cause| cause.downcast_ref::<Failure>())
+        })
         .map_or(Exit::Refused, |failure| failure.exit)
 }
 
@@ -97,5 +102,25 @@ where
 {
     fn or_exit(self, exit: Exit, message: impl FnOnce() -> String) -> anyhow::Result<T> {
         self.map_err(|err| err.into().context(Failure::new(exit, message())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_carry_their_exit_code_through_context() {
+        let io = std::io::Error::other("disk full");
+        let err = Err::<(), _>(io)
+            .or_exit(Exit::StateUnwritable, || "cannot write x".into())
+            .unwrap_err();
+        assert_eq!(exit_for(&err), Exit::StateUnwritable);
+        assert_eq!(format!("{err:#}"), "cannot write x: disk full");
+        let plain = anyhow::anyhow!("something else");
+        assert_eq!(exit_for(&plain), Exit::Refused);
+        let wrapped =
+            anyhow::Error::new(Failure::new(Exit::LockBusy, "busy")).context("while saving");
+        assert_eq!(exit_for(&wrapped), Exit::LockBusy);
     }
 }

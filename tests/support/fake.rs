@@ -1,0 +1,525 @@
+//! A std-only fake QwenPaw HTTP/1.1 server for integration tests.
+//!
+//! One accept thread, one thread per connection, keep-alive, `Content-Length`
+//! bodies only. Routes are scripted per `METHOD path` (exact) or `METHOD prefix`;
+//! every request is recorded the moment it has been read, before any delay.
+//!
+//! Paths are recorded and matched **as sent on the wire** (not percent-decoded),
+//! so a test can check that the client percent-encodes task ids.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+/// Largest request head (request line + headers) the fake accepts.
+const MAX_HEAD: usize = 64 * 1024;
+/// Stack size of connection threads (they only parse HTTP).
+const CONN_STACK: usize = 256 * 1024;
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+    /// Slept after the request has been read and recorded, before answering.
+    pub delay: Duration,
+    /// Read and record the request, then close the socket without answering.
+    pub drop_connection: bool,
+}
+
+impl Reply {
+    fn new(status: u16, content_type: &str, body: &str) -> Reply {
+        Reply {
+            status,
+            content_type: content_type.to_string(),
+            body: body.to_string(),
+            delay: Duration::ZERO,
+            drop_connection: false,
+        }
+    }
+
+    /// `content-type: application/json`.
+    pub fn json(status: u16, body: &str) -> Reply {
+        Reply::new(status, "application/json", body)
+    }
+
+    /// `content-type: text/html; charset=utf-8`.
+    pub fn html(status: u16, body: &str) -> Reply {
+        Reply::new(status, "text/html; charset=utf-8", body)
+    }
+
+    /// `content-type: text/plain; charset=utf-8`.
+    pub fn text(status: u16, body: &str) -> Reply {
+        Reply::new(status, "text/plain; charset=utf-8", body)
+    }
+
+    /// Sleep `d` after reading the request, before answering (or dropping).
+    pub fn with_delay(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+
+    /// Read the whole request, record it, then close the socket without answering.
+    pub fn dropped() -> Reply {
+        Reply {
+            drop_connection: true,
+            ..Reply::new(0, "", "")
+        }
+    }
+}
+
+/// One request as the fake received it.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    /// Path without the query string, as sent (not percent-decoded).
+    pub path: String,
+    /// Query string without the `?` (empty if none).
+    pub query: String,
+    /// Header names lowercased, values trimmed, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// Body, lossily decoded as UTF-8.
+    pub body: String,
+}
+
+impl Recorded {
+    /// First header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON; panics with the body if it is not JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{} {} body is not JSON ({e}): {:?}",
+                self.method, self.path, self.body
+            )
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Script {
+    replies: Vec<Reply>,
+    next: usize,
+}
+
+impl Script {
+    fn new(replies: Vec<Reply>) -> Script {
+        assert!(
+            !replies.is_empty(),
+            "FakeQwenPaw: a route needs at least one reply"
+        );
+        Script { replies, next: 0 }
+    }
+
+    /// Next reply; the last one repeats forever.
+    fn take(&mut self) -> Reply {
+        let i = self.next.min(self.replies.len() - 1);
+        if self.next < self.replies.len() - 1 {
+            self.next += 1;
+        }
+        self.replies[i].clone()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    exact: HashMap<(String, String), Script>,
+    /// (method, prefix, script); looked up by longest matching prefix.
+    prefixes: Vec<(String, String, Script)>,
+    requests: Vec<Recorded>,
+}
+
+impl State {
+    fn reply_for(&mut self, method: &str, path: &str) -> Reply {
+        if let Some(s) = self.exact.get_mut(&(method.to_string(), path.to_string())) {
+            return s.take();
+        }
+        self.prefixes
+            .iter_mut()
+            .filter(|(m, p, _)| m == method && path.starts_with(p.as_str()))
+            .max_by_key(|(_, p, _)| p.len())
+            .map(|(_, _, s)| s.take())
+            .unwrap_or_else(|| Reply::json(404, r#"{"detail":"Not Found"}"#))
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Lock, ignoring poisoning (a panicking test thread must not wedge the fake).
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The fake server. Dropping it stops accepting new connections and closes
+/// kept-alive ones after their current request.
+pub struct FakeQwenPaw {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl FakeQwenPaw {
+    /// Bind `127.0.0.1:0` and start serving.
+    pub fn start() -> FakeQwenPaw {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("FakeQwenPaw: bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("FakeQwenPaw: local_addr");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            stop: AtomicBool::new(false),
+        });
+        let acc_shared = Arc::clone(&shared);
+        let acceptor = thread::Builder::new()
+            .name(format!("fake-qwenpaw-{}", addr.port()))
+            .spawn(move || accept_loop(listener, acc_shared))
+            .expect("FakeQwenPaw: spawn accept thread");
+        FakeQwenPaw {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` (no `/api`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.addr.port())
+    }
+
+    /// `http://127.0.0.1:PORT/api`.
+    pub fn api(&self) -> String {
+        format!("{}/api", self.url())
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Script replies for `method` + exact `path` (no query string). Replies are
+    /// consumed in order; the last one repeats forever. Replaces any earlier
+    /// script for the same route. Panics if `replies` is empty.
+    pub fn on(&self, method: &str, path: &str, replies: Vec<Reply>) {
+        let script = Script::new(replies);
+        self.shared
+            .lock()
+            .exact
+            .insert((method.to_ascii_uppercase(), path.to_string()), script);
+    }
+
+    /// Like [`on`](Self::on) for every path starting with `prefix`. Exact routes
+    /// win over prefixes; among prefixes the longest match wins.
+    pub fn on_prefix(&self, method: &str, prefix: &str, replies: Vec<Reply>) {
+        let script = Script::new(replies);
+        let method = method.to_ascii_uppercase();
+        let mut st = self.shared.lock();
+        match st
+            .prefixes
+            .iter_mut()
+            .find(|(m, p, _)| *m == method && p == prefix)
+        {
+            Some(entry) => entry.2 = script,
+            None => st.prefixes.push((method, prefix.to_string(), script)),
+        }
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Number of requests received with this method and exact path.
+    pub fn hits(&self, method: &str, path: &str) -> usize {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| r.method.eq_ignore_ascii_case(method) && r.path == path)
+            .count()
+    }
+}
+
+impl Drop for FakeQwenPaw {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept(). Only join if the wake-up connection got
+        // through; otherwise leave the thread (it dies with the process).
+        let woke = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok();
+        if let Some(h) = self.acceptor.take()
+            && woke
+        {
+            let _ = h.join();
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for conn in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let stream = match conn {
+            Ok(s) => s,
+            // e.g. EMFILE or a connection reset before accept: keep serving.
+            Err(_) => {
+                thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+        };
+        let conn_shared = Arc::clone(&shared);
+        let spawned = thread::Builder::new()
+            .name("fake-qwenpaw-conn".to_string())
+            .stack_size(CONN_STACK)
+            .spawn(move || {
+                let _ = serve_connection(stream, &conn_shared);
+            });
+        // If the thread cannot be spawned the stream is dropped (client sees a close).
+        drop(spawned);
+    }
+}
+
+/// A parsed request head plus body.
+struct Request {
+    rec: Recorded,
+    version: String,
+}
+
+/// Serve requests on one connection until the client closes it, a reply says
+/// close/drop, or the fake is stopped.
+fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        let req = match read_request(&mut reader, &mut writer)? {
+            Some(r) => r,
+            None => return Ok(()), // clean EOF between requests
+        };
+        if shared.stop.load(Ordering::SeqCst) {
+            let _ = writer.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+        let keep_alive = wants_keep_alive(&req);
+        let reply = {
+            let mut st = shared.lock();
+            let reply = st.reply_for(&req.rec.method, &req.rec.path);
+            st.requests.push(req.rec);
+            reply
+        };
+        if !reply.delay.is_zero() {
+            thread::sleep(reply.delay);
+        }
+        if reply.drop_connection {
+            let _ = writer.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+        write_reply(&mut writer, &reply, keep_alive)?;
+        if !keep_alive {
+            let _ = writer.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+    }
+}
+
+fn wants_keep_alive(req: &Request) -> bool {
+    let conn = req
+        .rec
+        .header("connection")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let tokens = || conn.split(',').map(str::trim);
+    if req.version.eq_ignore_ascii_case("HTTP/1.0") {
+        tokens().any(|t| t == "keep-alive")
+    } else {
+        !tokens().any(|t| t == "close")
+    }
+}
+
+/// Read one line (CRLF or LF), without the terminator. `None` on EOF before any byte.
+fn read_line(reader: &mut BufReader<TcpStream>, budget: &mut usize) -> io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = reader
+        .by_ref()
+        .take(*budget as u64 + 1)
+        .read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if n > *budget {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "request head too large",
+        ));
+    }
+    *budget -= n;
+    if buf.last() != Some(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "EOF inside request head",
+        ));
+    }
+    buf.pop();
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+fn bad(msg: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
+}
+
+/// Read one request. `Ok(None)` when the client closed the connection cleanly
+/// before sending anything.
+fn read_request(
+    reader: &mut BufReader<TcpStream>,
+    writer: &mut TcpStream,
+) -> io::Result<Option<Request>> {
+    let mut budget = MAX_HEAD;
+    // Tolerate stray empty lines before a request line (RFC 9112 §2.2).
+    let line = loop {
+        match read_line(reader, &mut budget)? {
+            None => return Ok(None),
+            Some(l) if l.is_empty() => continue,
+            Some(l) => break l,
+        }
+    };
+    let mut parts = line.split_whitespace();
+    let (method, target, version) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(t), Some(v)) => (m.to_string(), t.to_string(), v.to_string()),
+        _ => {
+            let _ = write_reply(
+                writer,
+                &Reply::text(400, "Invalid HTTP request received."),
+                false,
+            );
+            return Err(bad("malformed request line"));
+        }
+    };
+
+    let mut headers = Vec::new();
+    loop {
+        let l = read_line(reader, &mut budget)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "EOF in headers"))?;
+        if l.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = l.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+    }
+    let header = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
+
+    if header("transfer-encoding").is_some_and(|te| te.to_ascii_lowercase().contains("chunked")) {
+        let _ = write_reply(
+            writer,
+            &Reply::text(501, "chunked request bodies unsupported"),
+            false,
+        );
+        return Err(bad("chunked request body"));
+    }
+    let len: usize = match header("content-length") {
+        None => 0,
+        Some(v) => v.trim().parse().map_err(|_| bad("bad content-length"))?,
+    };
+    if len > 0 && header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
+        writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        writer.flush()?;
+    }
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body)?;
+
+    // Absolute-form target ("http://host:port/path?q") -> origin-form.
+    let target = match target.split_once("://") {
+        Some((_, rest)) => match rest.find('/') {
+            Some(i) => rest[i..].to_string(),
+            None => "/".to_string(),
+        },
+        None => target,
+    };
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (target, String::new()),
+    };
+
+    Ok(Some(Request {
+        rec: Recorded {
+            method: method.to_ascii_uppercase(),
+            path,
+            query,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        },
+        version,
+    }))
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Content Too Large",
+        422 => "Unprocessable Content",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Unknown",
+    }
+}
+
+fn write_reply(w: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\nserver: fake-qwenpaw\r\ncontent-length: {}\r\n",
+        reply.status,
+        reason(reply.status),
+        reply.body.len()
+    );
+    if !reply.content_type.is_empty() {
+        out.push_str(&format!("content-type: {}\r\n", reply.content_type));
+    }
+    out.push_str(if keep_alive {
+        "connection: keep-alive\r\n\r\n"
+    } else {
+        "connection: close\r\n\r\n"
+    });
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(reply.body.as_bytes());
+    w.write_all(&bytes)?;
+    w.flush()
+}

@@ -1,0 +1,5 @@
+#![allow(dead_code)]
+
+pub mod atc;
+pub mod bodies;
+pub mod fake;
