@@ -3,3 +3,4 @@
 pub mod atc;
 pub mod bodies;
 pub mod fake;
+pub mod scene;

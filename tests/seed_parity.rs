@@ -1,0 +1,513 @@
+//! The seed plugin's behaviours (Agent Task Callback 0.1.5, `../shared/seeds/000_…txt`:
+//! "How it works", "Limitations" and the changelog 0.1.2–0.1.5), ported one test each and
+//! named after them, against the fake QwenPaw. Where the seed and the verified 2.2.2
+//! contract disagree, the contract wins (noted per test).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::bodies;
+use support::fake::Reply;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+
+/// 0.1.2: "a task id that 404s … 404 now parks the job as lost" — after one poll, and it
+/// is never polled again.
+#[test]
+fn a_404_parks_the_job_as_lost_after_one_poll() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "lost");
+    let note = s.job(TASK)["note"].as_str().unwrap().to_owned();
+    assert!(
+        note.contains("Task not found: task-3f9a0c1b2d4e") && note.contains("restarted"),
+        "{note}"
+    );
+    s.tick(&[]);
+    s.tick(&[]);
+    assert_eq!(s.polls(TASK), 1);
+    assert!(s.posts().is_empty());
+}
+
+/// "An answer that isn't JSON names the base URL as the suspect and counts as one failed
+/// check" — an HTML 404 page is a wrong URL, not a lost task.
+#[test]
+fn an_html_404_is_a_wrong_url_not_a_lost_task() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![Reply::html(404, "<html><body>Not Found</body></html>")],
+    );
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["strikes"], 1);
+    let error = job["last_error"].as_str().unwrap();
+    assert!(
+        error.contains("instead of JSON") && error.contains(&s.server.api()),
+        "{error}"
+    );
+}
+
+/// 0.1.2: failures other than 404 stay retryable (strikes), for a 500 and for a server
+/// that refuses connections.
+#[test]
+fn a_500_and_a_refused_connection_stay_retryable() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(500, r#"{"detail":"Internal Server Error"}"#),
+            Reply::json(200, bodies::RUNNING),
+        ],
+    );
+    s.tick(&[]);
+    assert_eq!(
+        (s.status(TASK), s.job(TASK)["strikes"].clone()),
+        ("pending".into(), json!(1))
+    );
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "pending");
+    assert!(
+        job.get("strikes").is_none(),
+        "a good answer resets the strikes: {job}"
+    );
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    s.env
+        .cmd()
+        .args([
+            "--base-url",
+            &dead,
+            "watch",
+            "task-refused",
+            "--session",
+            "s-77",
+        ])
+        .assert()
+        .success();
+    s.tick(&[]);
+    let job = s.job("task-refused");
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["strikes"], 1);
+    assert!(
+        job["last_error"].as_str().unwrap().contains("refused"),
+        "{job}"
+    );
+}
+
+/// "90 consecutive failed checks" → abandoned, with the last error kept.
+#[test]
+fn the_strike_cap_abandons_the_job() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(502, r#"{"detail":"bad gateway"}"#)]);
+    for _ in 0..3 {
+        s.tick(&["--max-strikes", "3"]);
+    }
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "abandoned");
+    assert!(job["last_error"].as_str().unwrap().contains("bad gateway"));
+    s.tick(&["--max-strikes", "3"]);
+    assert_eq!(s.polls(TASK), 3, "an abandoned job is not polled again");
+}
+
+/// "Jobs older than 24 h are dropped … their task record has almost certainly gone" — here
+/// a job still running past the age cap expires.
+#[test]
+fn the_age_cap_expires_the_job() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.env.edit_job(TASK, |job| {
+        job.insert("registered_at".into(), json!("2020-01-01T00:00:00Z"));
+    });
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&["--max-age", "24h"]);
+    assert_eq!(s.status(TASK), "expired");
+    s.tick(&[]);
+    assert_eq!(s.polls(TASK), 1);
+}
+
+/// 0.1.4 "stop-event checks around delivery": a cancel that lands before the delivery
+/// prevents the POST.
+#[test]
+fn a_cancel_before_delivery_blocks_the_post() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![
+        Reply::json(409, bodies::BUSY_409),
+        Reply::json(200, bodies::SUBMIT_OK),
+    ]);
+    s.tick(&["--busy-retry", "0s"]);
+    assert_eq!(s.status(TASK), "delivering");
+    s.env.cmd().args(["cancel", TASK]).assert().success();
+    s.tick(&["--busy-retry", "0s"]);
+    assert_eq!(s.status(TASK), "cancelled");
+    assert_eq!(
+        s.posts().len(),
+        1,
+        "only the busy attempt before the cancel"
+    );
+}
+
+/// 0.1.4 "idempotent re-registration keeping the live watcher's job_id"; "Registering the
+/// same task_id twice replaces the job record rather than starting a second poller."
+#[test]
+fn re_registration_keeps_one_job_per_task() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let first = s.job(TASK)["job_id"].clone();
+    s.watch(TASK, &[]);
+    assert_eq!(s.job(TASK)["job_id"], first);
+    s.watch(TASK, &["--user", "alice"]);
+    assert_ne!(s.job(TASK)["job_id"], first);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]);
+    assert_eq!(s.polls(TASK), 1, "one poller per task");
+    assert_eq!(s.env.jobs().len(), 1);
+}
+
+/// 0.1.4 "no re-watch of delivered tasks".
+#[test]
+fn a_delivered_task_is_not_watched_again() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "done");
+    s.env
+        .cmd()
+        .args([
+            "--base-url",
+            &s.server.url(),
+            "watch",
+            TASK,
+            "--session",
+            "s-77",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("already delivered"));
+    s.tick(&[]);
+    assert_eq!(s.posts().len(), 1);
+}
+
+/// 0.1.3: polls carry the X-Agent-Id of the target agent (as check_agent_task does); the
+/// delivery goes out as the watching agent.
+#[test]
+fn polls_carry_the_target_agents_id() {
+    let s = Scene::new();
+    s.watch(TASK, &["--agent", "default", "--target-agent", "SE"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    let requests = s.server.requests();
+    let get = requests.iter().find(|r| r.method == "GET").unwrap();
+    assert_eq!(get.header("x-agent-id"), Some("SE"));
+    let post = requests.iter().find(|r| r.method == "POST").unwrap();
+    assert_eq!(post.header("x-agent-id"), Some("default"));
+}
+
+/// How it works, 3–4: a finished task is delivered once, as a user turn into the exact
+/// registering chat, and the job becomes done.
+#[test]
+fn a_finished_task_is_delivered_exactly_once() {
+    let s = Scene::new();
+    s.watch(TASK, &["--user", "alice", "--channel", "discord"]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    s.post_replies(vec![Reply::json(
+        200,
+        r#"{"task_id":"task-aaaaaaaaaaaa","timeout":3600}"#,
+    )]);
+    for _ in 0..4 {
+        s.tick(&[]);
+    }
+    let posts = s.posts();
+    assert_eq!(posts.len(), 1);
+    let job = s.job(TASK);
+    let body = posts[0].json();
+    assert_eq!(
+        body,
+        json!({
+            "session_id": "s-77", "user_id": "alice", "channel": "discord",
+            "input": [{"role": "user", "content": [{"type": "text", "text": job["final"]}],
+                       "metadata": {"qwenpaw_client_message_id": format!("atc-{}", job["job_id"].as_str().unwrap()),
+                                    "atc_task_id": TASK}}]
+        })
+    );
+    assert_eq!(job["status"], "done");
+    assert_eq!(job["turn_task_id"], "task-aaaaaaaaaaaa");
+    assert!(job["delivered_at"].is_string());
+    assert_eq!(s.polls(TASK), 2, "a done job is not polled again");
+}
+
+/// "the payload has no final_response field (the reply is the text of the last output
+/// item) … only the formatter turns a failed run into a failure sentence" (0.1.2).
+#[test]
+fn the_delivery_is_the_last_messages_text_and_failures_say_task_failed() {
+    let s = Scene::new();
+    s.watch("task-ok", &[]);
+    s.watch("task-bad", &["--session", "s-88"]);
+    s.poll_replies(
+        "task-ok",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("child-1", "第一\n最终答案 🎯"),
+        )],
+    );
+    s.poll_replies("task-bad", vec![Reply::json(200, bodies::FINISHED_TIMEOUT)]);
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    let posts = s.posts();
+    assert_eq!(posts.len(), 2);
+    let by_session = |sid: &str| {
+        posts
+            .iter()
+            .find(|p| p.json()["session_id"] == sid)
+            .map(Scene::posted_text)
+            .unwrap()
+    };
+    assert_eq!(
+        by_session("s-77"),
+        "[TASK_ID: task-ok]\n[STATUS: finished]\n\nTask completed.\n\n[SESSION: child-1]\n\n第一\n最终答案 🎯"
+    );
+    let failed = by_session("s-88");
+    assert_eq!(
+        failed,
+        "[TASK_ID: task-bad]\n[STATUS: finished]\n\nTask failed.\n\nError: Task timed out after 1s"
+    );
+    assert!(!failed.contains('{'), "no JSON dump");
+}
+
+/// "When a POST's outcome is unknown the job parks as unconfirmed with the rendered answer
+/// kept in its final field, and nothing is sent again" — a reset after sending, a 5xx, a
+/// timeout.
+#[test]
+fn an_unknown_post_outcome_parks_as_unconfirmed() {
+    for (name, reply) in [
+        ("reset", Reply::dropped()),
+        ("502", Reply::json(502, r#"{"detail":"Bad Gateway"}"#)),
+        (
+            "timeout",
+            Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(3)),
+        ),
+    ] {
+        let s = Scene::new();
+        s.watch(TASK, &[]);
+        s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+        s.post_replies(vec![reply]);
+        s.tick(&["--http-timeout", "1s"]);
+        let job = s.job(TASK);
+        assert_eq!(job["status"], "unconfirmed", "{name}: {job}");
+        assert!(job["final"].as_str().unwrap().ends_with("ECHO: hello"));
+        assert!(job["delivery"]["attempt_started_at"].is_null());
+        s.tick(&["--http-timeout", "1s"]);
+        assert_eq!(s.posts().len(), 1, "{name}: never re-posted");
+    }
+}
+
+/// "a delivery attempt that meets HTTP 409 … backs off and retries up to 30 × 20 s instead
+/// of blindly re-posting, so a busy parent session never receives duplicate turns".
+#[test]
+fn a_409_backs_off_and_later_delivers_exactly_once() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![
+        Reply::json(409, bodies::BUSY_409),
+        Reply::json(200, bodies::SUBMIT_OK),
+    ]);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "delivering");
+    assert_eq!(job["delivery"]["busy"], 1);
+    assert_eq!(job["delivery"]["last_http_status"], 409);
+    assert!(job["delivery"]["next_attempt_at"].is_string());
+    s.tick(&[]);
+    assert_eq!(s.posts().len(), 1, "not before the back-off is over");
+    s.env.edit_job(TASK, |job| {
+        job["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
+    });
+    s.tick(&[]);
+    s.tick(&[]);
+    assert_eq!(s.posts().len(), 2);
+    assert_eq!(
+        Scene::posted_text(&s.posts()[0]),
+        Scene::posted_text(&s.posts()[1]),
+        "the same stored text"
+    );
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "done");
+    assert_eq!(job["delivery"]["attempts"], 2);
+    assert_eq!(
+        s.polls(TASK),
+        1,
+        "a finished task is not polled again while its delivery waits"
+    );
+}
+
+/// "… up to 30 × 20 s": after --max-busy busy answers the result is given up as
+/// undelivered, its text kept.
+#[test]
+fn a_chat_busy_too_long_leaves_the_result_undelivered() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
+    for _ in 0..3 {
+        s.tick(&["--busy-retry", "0s", "--max-busy", "3"]);
+    }
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "undelivered");
+    assert_eq!(job["delivery"]["busy"], 3);
+    assert!(job["final"].as_str().unwrap().contains("ECHO: hello"));
+    s.env
+        .cmd()
+        .args(["status", TASK])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("undelivered"))
+        .stdout(predicates::str::contains("ECHO: hello"));
+}
+
+/// "Jobs older than 24 h are dropped at startup" → pruning: ended jobs older than --keep
+/// go; live jobs and recent ended ones stay.
+#[test]
+fn pruning_keeps_pending_and_recent_terminal_jobs() {
+    let s = Scene::new();
+    for task in ["task-old-done", "task-new-done", "task-old-pending"] {
+        s.watch(task, &[]);
+    }
+    for (task, status) in [("task-old-done", "done"), ("task-new-done", "lost")] {
+        s.env.edit_job(task, |job| {
+            job.insert("status".into(), json!(status));
+        });
+    }
+    for task in ["task-old-done", "task-old-pending"] {
+        s.env.edit_job(task, |job| {
+            job.insert("registered_at".into(), json!("2020-01-01T00:00:00Z"));
+            job.insert("updated_at".into(), json!("2020-01-01T00:00:00Z"));
+        });
+    }
+    s.poll_replies("task-old-pending", vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&["--keep", "7d", "--max-age", "100000d"]);
+    let left: Vec<String> = s
+        .env
+        .jobs()
+        .iter()
+        .map(|j| j["task_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, ["task-new-done", "task-old-pending"]);
+}
+
+/// 0.1.4 "guarded terminal writes": a cancel that lands while the POST is in flight stays
+/// cancelled, and `cancel` says the result may be on its way.
+#[test]
+fn a_cancel_during_the_post_is_not_clobbered() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![
+        Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(2)),
+    ]);
+    let mut tick = s.env.std_cmd().arg("tick").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.posts().is_empty() {
+        assert!(Instant::now() < deadline, "the POST never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.env
+        .cmd()
+        .args(["cancel", TASK])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("may already be on its way"));
+    assert!(tick.wait().unwrap().success());
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "cancelled", "{job}");
+    assert!(job.get("delivered_at").is_none());
+    assert!(
+        job["note"].as_str().unwrap().contains("delivered anyway"),
+        "{job}"
+    );
+}
+
+/// 0.1.2 "dropping unconfirmed, which risked duplicate delivery": a tick killed mid-POST
+/// leaves a job the next tick parks as unconfirmed — never a second POST.
+#[test]
+fn a_tick_killed_during_the_post_never_posts_twice() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.post_replies(vec![
+        Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(30)),
+    ]);
+    let mut tick = s.env.std_cmd().arg("tick").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.posts().is_empty() {
+        assert!(Instant::now() < deadline, "the POST never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tick.kill().unwrap();
+    tick.wait().unwrap();
+    assert_eq!(
+        s.status(TASK),
+        "delivering",
+        "the write-ahead record is on disk"
+    );
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "unconfirmed");
+    assert!(
+        job["note"]
+            .as_str()
+            .unwrap()
+            .contains("stopped while posting")
+    );
+    s.tick(&[]);
+    assert_eq!(s.posts().len(), 1);
+}
+
+/// The same, for a tick that died between the write-ahead save and the POST: the file
+/// shows an attempt in flight and nothing was sent; the next tick still never posts blind.
+#[test]
+fn a_write_ahead_record_without_a_post_becomes_unconfirmed() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.env.edit_job(TASK, |job| {
+        job.insert("status".into(), json!("delivering"));
+        job.insert(
+            "final".into(),
+            json!("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: finished]\n\nTask completed.\n\nX"),
+        );
+        job.insert(
+            "delivery".into(),
+            json!({"attempts": 1, "busy": 0, "last_http_status": null, "next_attempt_at": null,
+                   "attempt_started_at": "2026-11-30T20:14:05Z"}),
+        );
+    });
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "unconfirmed");
+    assert!(s.posts().is_empty());
+    assert_eq!(s.polls(TASK), 0);
+}
