@@ -400,3 +400,28 @@ fn status_shows_what_the_tick_recorded() {
         "{delivered}"
     );
 }
+
+#[test]
+fn a_pass_with_nothing_to_change_does_not_rewrite_the_file() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Scene::new();
+    let mut finished = job("task-done", "done", &s.server.api());
+    finished["updated_at"] = json!("2099-01-01T00:00:00Z");
+    s.env.write_file(
+        &json!({"version": 1, "jobs": [finished, job("task-lost", "lost", &s.server.api())]}),
+    );
+    // Recent enough to be kept.
+    s.env.edit_job("task-lost", |j| {
+        j.insert("updated_at".into(), json!("2099-01-01T00:00:00Z"));
+    });
+    let inode = std::fs::metadata(&s.env.state).unwrap().ino();
+    let before = s.env.bytes();
+    s.tick(&[]);
+    assert_eq!(
+        std::fs::metadata(&s.env.state).unwrap().ino(),
+        inode,
+        "not replaced"
+    );
+    assert_eq!(s.env.bytes(), before);
+    assert!(s.server.requests().is_empty());
+}
