@@ -14,6 +14,18 @@ use support::scene::Scene;
 
 const TASK: &str = "task-3f9a0c1b2d4e";
 
+/// Starts `atc tick` in the background and returns once its delivery POST has reached the
+/// fake server (which holds the answer back as scripted).
+fn tick_until_posted(s: &Scene) -> std::process::Child {
+    let tick = s.env.std_cmd().arg("tick").spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.posts().is_empty() {
+        assert!(Instant::now() < deadline, "the POST never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tick
+}
+
 /// 0.1.2: "a task id that 404s … 404 now parks the job as lost" — after one poll, and it
 /// is never polled again.
 #[test]
@@ -428,12 +440,7 @@ fn a_cancel_during_the_post_is_not_clobbered() {
     s.post_replies(vec![
         Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(2)),
     ]);
-    let mut tick = s.env.std_cmd().arg("tick").spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.posts().is_empty() {
-        assert!(Instant::now() < deadline, "the POST never arrived");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut tick = tick_until_posted(&s);
     s.env
         .cmd()
         .args(["cancel", TASK])
@@ -460,12 +467,7 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
     s.post_replies(vec![
         Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(30)),
     ]);
-    let mut tick = s.env.std_cmd().arg("tick").spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while s.posts().is_empty() {
-        assert!(Instant::now() < deadline, "the POST never arrived");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut tick = tick_until_posted(&s);
     tick.kill().unwrap();
     tick.wait().unwrap();
     assert_eq!(

@@ -32,14 +32,23 @@ impl TestEnv {
 
     /// `atc` with a clean environment and `ATC_STATE` pointing at this env's job file.
     pub fn cmd(&self) -> Command {
-        let mut cmd = self.bare();
-        cmd.env("ATC_STATE", &self.state);
-        cmd
+        Command::from_std(self.std_cmd())
     }
 
     /// `atc` with a clean environment and no `ATC_STATE`: the default job file path.
     pub fn bare(&self) -> Command {
-        let mut cmd = Command::cargo_bin("atc").expect("atc binary");
+        Command::from_std(self.std_bare())
+    }
+
+    /// `cmd()` as a `std::process::Command`, for tests that start processes concurrently.
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut cmd = self.std_bare();
+        cmd.env("ATC_STATE", &self.state);
+        cmd
+    }
+
+    fn std_bare(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atc"));
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy().into_owned();
             if name.starts_with("ATC_") || name.starts_with("QWENPAW_") || name.starts_with("XDG_")
@@ -54,22 +63,6 @@ impl TestEnv {
             .env("XDG_CACHE_HOME", self.home.join(".cache"))
             .env("NO_COLOR", "1")
             .env_remove("RUST_BACKTRACE");
-        cmd
-    }
-
-    /// `std::process::Command` form, for tests that start processes concurrently.
-    pub fn std_cmd(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atc"));
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy().into_owned();
-            if name.starts_with("ATC_") || name.starts_with("QWENPAW_") || name.starts_with("XDG_")
-            {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.env("HOME", &self.home)
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("ATC_STATE", &self.state);
         cmd
     }
 
