@@ -220,6 +220,7 @@ pub fn apply_posted(job: &mut Job, posted: Posted, now: Timestamp, limits: &Limi
             job.status = Status::Done;
             job.delivered_at = Some(now);
             job.turn_task_id = turn_task_id;
+            job.last_error = None;
             job.note = None;
         }
         Posted::Busy { detail } => {
@@ -632,6 +633,19 @@ mod tests {
         );
         assert!(!is_due(&j, t(26)));
         assert!(is_due(&j, t(27)));
+        let mut accepted = j.clone();
+        begin_attempt(&mut accepted, t(27));
+        apply_posted(
+            &mut accepted,
+            Posted::Accepted { turn_task_id: None },
+            t(28),
+            &LIMITS,
+        );
+        assert_eq!(
+            (accepted.status, accepted.last_error, accepted.note),
+            (Status::Done, None, None),
+            "a delivery clears the busy error"
+        );
         begin_attempt(&mut j, t(27));
         // Nothing sent counts against the same cap: the second deferral of max_busy = 2.
         apply_posted(

@@ -4,3 +4,4 @@ pub mod atc;
 pub mod bodies;
 pub mod fake;
 pub mod scene;
+pub mod shape;

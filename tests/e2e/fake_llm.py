@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""A deterministic fake OpenAI-compatible LLM for atc's real-QwenPaw scenarios.
+
+Standard library only. Routes:
+
+  GET  /v1/models              -> one model list
+  POST /v1/chat/completions    -> streaming (SSE) or plain completion
+
+What it answers depends on the *last user text* of the request (see
+``last_user_text``):
+
+  contains ``SLEEP=<n>``       -> sleeps n seconds first, then the rules below
+  contains ``FAIL``            -> HTTP 500
+  contains ``RUNSHELL: <cmd>`` -> a tool call to ``execute_shell_command`` with
+                                  command <cmd> (the rest of the text); when the
+                                  next request's last message is that tool's
+                                  result, the reply is the tool output text
+  anything else                -> ``ECHO: <last user text>``
+
+A text that starts with ``[TASK_ID:`` is a background-task result delivered into
+a parent chat (by atc). It echoes back but never acts as a directive: a child's
+``ECHO: ... SLEEP=5`` must not make the parent's resumed turn sleep or fail.
+
+Usage: fake_llm.py [PORT]   (0 or nothing: pick a free port)
+Prints ``PORT <n>`` on stdout once listening.  FAKE_LLM_LOG=<file> appends
+every request body as one JSON line (for inspecting what QwenPaw sends).
+"""
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "fake-echo"
+LOG_LOCK = threading.Lock()
+
+# QwenPaw (agentscope) may wrap the user's words: a leading "[Time: ...]"
+# style header or <system-reminder> blocks. These patterns strip such
+# wrappers so "last user text" is what the caller posted.
+_WRAPPERS = [
+    re.compile(r"<system-reminder>.*?</system-reminder>", re.S),
+]
+
+
+def _text_of(content):
+    """Flatten an OpenAI message content (str or list of parts) into text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if isinstance(part, dict):
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        elif isinstance(part, str):
+            parts.append(part)
+    return "\n".join(parts)
+
+
+def last_user_text(messages):
+    """The text of the last ``role: user`` message, without QwenPaw's wrappers."""
+    for msg in reversed(messages):
+        if msg.get("role") == "user":
+            text = _text_of(msg.get("content"))
+            for pat in _WRAPPERS:
+                text = pat.sub("", text)
+            return text.strip()
+    return ""
+
+
+def decide(body):
+    """Return (http_status, kind, payload, delay_seconds)."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        # Report the tool's output as the answer.
+        return 200, "text", _text_of(last.get("content")).strip(), 0.0
+    text = last_user_text(messages)
+    if text.startswith("[TASK_ID:"):
+        return 200, "text", "ECHO: " + text, 0.0
+    delay = 0.0
+    m = re.search(r"SLEEP=(\d+(?:\.\d+)?)", text)
+    if m:
+        delay = float(m.group(1))
+    if "FAIL" in text:
+        return 500, "fail", "fake LLM: failure requested by the prompt", delay
+    m = re.search(r"RUNSHELL:\s*(.+)", text, re.S)
+    if m:
+        return 200, "tool", m.group(1).strip(), delay
+    return 200, "text", "ECHO: " + text, delay
+
+
+def _chunk(cid, created, delta, finish=None, usage=None):
+    obj = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage is not None:
+        obj["usage"] = usage
+    return obj
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-llm/1"
+
+    def log_message(self, fmt, *args):  # quiet
+        if os.environ.get("FAKE_LLM_VERBOSE"):
+            sys.stderr.write("fake_llm: " + (fmt % args) + "\n")
+
+    def _send_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": MODEL, "object": "model", "created": 0, "owned_by": "atc-e2e"}]})
+        else:
+            self._send_json(404, {"error": {"message": "no route " + self.path}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if not path.endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": "no route " + self.path}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(400, {"error": {"message": "invalid JSON"}})
+            return
+        log = os.environ.get("FAKE_LLM_LOG")
+        if log:
+            with LOG_LOCK, open(log, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(body, ensure_ascii=False) + "\n")
+
+        status, kind, payload, delay = decide(body)
+        if delay:
+            time.sleep(delay)
+        if status != 200:
+            self._send_json(status, {"error": {"message": payload, "type": "server_error",
+                                               "code": "fake_failure"}})
+            return
+
+        cid = "chatcmpl-" + uuid.uuid4().hex[:12]
+        created = int(time.time())
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if kind == "tool":
+            call = {"id": "call_" + uuid.uuid4().hex[:12], "type": "function",
+                    "function": {"name": "execute_shell_command",
+                                 "arguments": json.dumps({"command": payload})}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": payload}
+            finish = "stop"
+
+        if not body.get("stream"):
+            self._send_json(200, {
+                "id": cid, "object": "chat.completion", "created": created, "model": MODEL,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            })
+            return
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        chunks = [_chunk(cid, created, {"role": "assistant", "content": ""})]
+        if kind == "tool":
+            chunks.append(_chunk(cid, created, {"tool_calls": [dict(call, index=0)]}))
+        else:
+            chunks.append(_chunk(cid, created, {"content": payload}))
+        chunks.append(_chunk(cid, created, {}, finish=finish))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            last = _chunk(cid, created, {}, usage=usage)
+            last["choices"] = []
+            chunks.append(last)
+        try:
+            for c in chunks:
+                self.wfile.write(b"data: " + json.dumps(c).encode() + b"\n\n")
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    srv = Server(("127.0.0.1", port), Handler)
+    print("PORT %d" % srv.server_address[1], flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1128 @@
+//! The scenarios of issue 4, each a plain function over the shared context.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::R;
+use crate::api::{Api, Msg};
+use crate::atc::{Atc, is_terminal};
+use crate::ensure;
+use crate::proxy::Proxy;
+use crate::qwenpaw::{FakeLlm, Server, ServerOptions, Venv, e2e_dir};
+
+type Scenario = fn(&Ctx) -> R<()>;
+
+pub const ALL: &[(&str, Scenario)] = &[
+    ("happy-path", happy_path),
+    ("cross-agent", cross_agent),
+    ("failed-and-timed-out-child", failed_and_timed_out_child),
+    ("busy-parent", busy_parent),
+    ("server-restart", server_restart),
+    ("runtime-token", runtime_token),
+    ("agent-registers-itself", agent_registers_itself),
+    ("many-at-once", many_at_once),
+    ("unknown-parent-agent", unknown_parent_agent),
+    ("contract-pinning", contract_pinning),
+];
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+const USER_TURN_WAIT: Duration = Duration::from_secs(60);
+
+/// Bodies the fast suite's canned ones are pinned to (tests/support/bodies.rs).
+const REQUIRED_BODIES: &[&str] = &[
+    "running",
+    "finished_completed",
+    "finished_failed_llm",
+    "finished_timeout",
+    "not_found",
+    "busy_409",
+    "auth_401_runtime",
+];
+
+pub fn fixture_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/qwenpaw-2.2.2-bodies.json")
+}
+
+pub struct Ctx {
+    pub venv: Venv,
+    pub llm: FakeLlm,
+    /// Serves every scenario but the restart and token ones. Its agents find the
+    /// built atc on their PATH and `ATC_STATE` = `agent_state`.
+    pub main: Server,
+    pub atc_bin: PathBuf,
+    pub agent_state: PathBuf,
+    pub scratch: TempDir,
+    bodies: RefCell<BTreeMap<String, Value>>,
+    seq: Cell<u32>,
+}
+
+impl Ctx {
+    pub fn new() -> R<Ctx> {
+        let atc_bin = PathBuf::from(env!("CARGO_BIN_EXE_atc"));
+        ensure!(
+            atc_bin.is_file(),
+            "atc binary missing at {}",
+            atc_bin.display()
+        );
+        let venv = Venv::provision()?;
+        let mut scratch = tempfile::Builder::new()
+            .prefix("atc-e2e-run-")
+            .tempdir()
+            .map_err(|e| format!("temp dir: {e}"))?;
+        if crate::keep_dirs() {
+            scratch.disable_cleanup(true);
+            eprintln!("e2e: keeping {}", scratch.path().display());
+        }
+        let llm = FakeLlm::start(&venv, scratch.path())?;
+        // Only atc, not the rest of target/debug, goes on the agents' PATH.
+        let bin = scratch.path().join("bin");
+        fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(&atc_bin, bin.join("atc"))
+            .map_err(|e| format!("symlink atc: {e}"))?;
+        let agent_state = scratch.path().join("agent-jobs.json");
+        let main = Server::create(
+            "main",
+            &venv,
+            &llm,
+            ServerOptions {
+                token: None,
+                path_prepend: Some(bin),
+                env: vec![("ATC_STATE".into(), agent_state.display().to_string())],
+            },
+        )?;
+        ensure!(
+            main.agents.iter().any(|a| a == "default") && main.agents.len() >= 2,
+            "expected the default agent and a second shipped agent, got {:?}",
+            main.agents
+        );
+        Ok(Ctx {
+            venv,
+            llm,
+            main,
+            atc_bin,
+            agent_state,
+            scratch,
+            bodies: RefCell::new(BTreeMap::new()),
+            seq: Cell::new(0),
+        })
+    }
+
+    fn uniq(&self, prefix: &str) -> String {
+        self.seq.set(self.seq.get() + 1);
+        format!("{prefix}-{}", self.seq.get())
+    }
+
+    /// A fresh atc installation (own HOME and job file) aimed at `base_url`.
+    fn atc(&self, name: &str, base_url: &str) -> R<Atc> {
+        let dir = self.scratch.path().join(self.uniq(name));
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Atc::new(&self.atc_bin, &dir, dir.join("jobs.json"), base_url)
+    }
+
+    /// Keeps the first real body seen under `name` (for the fixture).
+    fn record(&self, name: &str, raw: &str) {
+        if let Ok(v) = serde_json::from_str::<Value>(raw) {
+            self.bodies
+                .borrow_mut()
+                .entry(name.to_string())
+                .or_insert(v);
+        }
+    }
+
+    /// QwenPaw's own `format_background_status_text` for one GET payload, run in the
+    /// venv: the oracle for what atc must deliver.
+    fn oracle(&self, task_id: &str, raw_payload: &str) -> R<String> {
+        let out = self.main.python(
+            "oracle",
+            &[
+                e2e_dir().join("qwenpaw_setup.py").into(),
+                "oracle".into(),
+                task_id.into(),
+            ],
+            Some(raw_payload.as_bytes()),
+            SECS(120),
+        )?;
+        ensure!(out.status.success(), "oracle failed: {}", out.describe());
+        Ok(out.stdout)
+    }
+
+    fn oracle_batch(&self, items: &[(&str, &str)]) -> R<Vec<String>> {
+        let input: Vec<Value> = items
+            .iter()
+            .map(|(tid, raw)| {
+                Ok(json!({"task_id": tid, "payload": serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())?}))
+            })
+            .collect::<R<_>>()?;
+        let out = self.main.python(
+            "oracle-batch",
+            &[
+                e2e_dir().join("qwenpaw_setup.py").into(),
+                "oracle-batch".into(),
+            ],
+            Some(Value::Array(input).to_string().as_bytes()),
+            SECS(120),
+        )?;
+        ensure!(
+            out.status.success(),
+            "oracle-batch failed: {}",
+            out.describe()
+        );
+        serde_json::from_str(out.stdout.trim())
+            .map_err(|e| format!("oracle-batch output: {e}: {:?}", out.stdout))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// helpers
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("")
+}
+
+fn final_text(job: &Value) -> R<String> {
+    job["final"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("job has no `final` text: {job}"))
+}
+
+fn require_status(job: &Value, want: &str) -> R<()> {
+    ensure!(
+        job["status"] == want,
+        "job {} is {} (last_error: {}), expected {want}: {job}",
+        job["task_id"],
+        job["status"],
+        job["last_error"]
+    );
+    Ok(())
+}
+
+/// Where two strings first differ, for a byte-exact comparison's failure message.
+fn first_diff(a: &str, b: &str) -> String {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let i = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let ctx = |s: &[u8]| {
+        String::from_utf8_lossy(&s[i.saturating_sub(20)..(i + 40).min(s.len())]).into_owned()
+    };
+    format!(
+        "first difference at byte {i} (lengths {} vs {}): {:?} vs {:?}",
+        a.len(),
+        b.len(),
+        ctx(a),
+        ctx(b)
+    )
+}
+
+fn ensure_same(what: &str, got: &str, want: &str) -> R<()> {
+    ensure!(got == want, "{what} differs: {}", first_diff(got, want));
+    Ok(())
+}
+
+/// Waits for the parent turn the delivery started (`turn_task_id`) to finish.
+fn wait_turn(api: &Api, job: &Value) -> R<Value> {
+    let turn = job["turn_task_id"]
+        .as_str()
+        .ok_or_else(|| format!("done job without turn_task_id: {job}"))?;
+    ensure!(
+        turn.starts_with("task-"),
+        "turn_task_id {turn:?} is not a QwenPaw task id"
+    );
+    Ok(api.wait_finished(turn, USER_TURN_WAIT)?.0)
+}
+
+/// Checks that the parent history gained exactly one user turn with `text` (after
+/// `before`), carrying atc's delivery id, followed by an assistant reply.
+fn check_delivered_once(after: &[Msg], before: usize, text: &str, job: &Value) -> R<()> {
+    ensure!(
+        after.len() > before,
+        "parent history did not grow ({before} messages)"
+    );
+    let new = &after[before..];
+    let users: Vec<(usize, &Msg)> = new
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == "user")
+        .collect();
+    ensure!(
+        users.len() == 1,
+        "expected exactly one new user turn in the parent, got {}: {:?}",
+        users.len(),
+        users.iter().map(|(_, m)| &m.text).collect::<Vec<_>>()
+    );
+    let (at, msg) = users[0];
+    ensure_same("delivered user turn vs job.final", &msg.text, text)?;
+    let want_id = format!("atc-{}", s(job, "job_id"));
+    ensure!(
+        msg.inner_meta("qwenpaw_client_message_id")
+            .and_then(Value::as_str)
+            == Some(want_id.as_str()),
+        "stored turn lacks metadata qwenpaw_client_message_id={want_id}: {}",
+        msg.raw["metadata"]
+    );
+    let reply = new[at + 1..]
+        .iter()
+        .find(|m| m.role == "assistant" && m.kind == "message");
+    let reply =
+        reply.ok_or_else(|| format!("no assistant reply after the delivered turn: {new:?}"))?;
+    // The fake LLM echoes a delivered result back verbatim.
+    ensure_same("assistant reply", &reply.text, &format!("ECHO: {text}"))?;
+    // Anything from the child appears exactly once in the whole history.
+    let copies = after
+        .iter()
+        .filter(|m| m.role == "user" && m.text == text)
+        .count();
+    ensure!(
+        copies == 1,
+        "the delivered text appears {copies} times in the parent history"
+    );
+    Ok(())
+}
+
+fn new_user_turns(after: &[Msg], before: usize) -> usize {
+    after
+        .iter()
+        .skip(before)
+        .filter(|m| m.role == "user")
+        .count()
+}
+
+// ---------------------------------------------------------------------------
+// 1. happy path
+
+fn happy_path(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = ("alice", ctx.uniq("happy-parent"), ctx.uniq("happy-child"));
+    let before = api.make_parent("default", user, &parent)?;
+
+    let submitted = api.submit_raw(Some("default"), &child, user, "child says hello", None)?;
+    ensure!(
+        submitted.status == 200,
+        "child submit: HTTP {} {}",
+        submitted.status,
+        submitted.body
+    );
+    ctx.record("submit_ok", &submitted.body);
+    let tid = s(&submitted.json()?, "task_id").to_string();
+
+    let atc = ctx.atc("happy", &ctx.main.root())?;
+    atc.watch(&tid, &parent, user, &[])?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
+        .remove(0);
+    require_status(&job, "done")?;
+    ensure!(
+        job["base_url"] == format!("{}/api", ctx.main.root()),
+        "job base_url {}",
+        job["base_url"]
+    );
+
+    // Task records are never evicted: the same payload atc saw is still there.
+    let (_, raw) = api.wait_finished(&tid, SECS(10))?;
+    ctx.record("finished_completed", &raw);
+    let oracle = ctx.oracle(&tid, &raw)?;
+    ensure!(
+        oracle.starts_with(&format!(
+            "[TASK_ID: {tid}]\n[STATUS: finished]\n\nTask completed."
+        )),
+        "oracle said {oracle:?}"
+    );
+    ensure_same(
+        "job.final vs QwenPaw's format_background_status_text",
+        &final_text(&job)?,
+        &oracle,
+    )?;
+
+    wait_turn(&api, &job)?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    for (a, b) in before.iter().zip(&after) {
+        ensure!(
+            a.text == b.text && a.role == b.role,
+            "parent history was rewritten: {a:?} vs {b:?}"
+        );
+    }
+    // Byte for byte: the stored user turn is exactly what QwenPaw's formatter says.
+    check_delivered_once(&after, before.len(), &oracle, &job)
+}
+
+// ---------------------------------------------------------------------------
+// 2. cross-agent
+
+fn cross_agent(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let second = ctx
+        .main
+        .agents
+        .iter()
+        .find(|a| *a != "default")
+        .ok_or("no second agent")?
+        .clone();
+    let (user, parent, child) = ("carol", ctx.uniq("cross-parent"), ctx.uniq("cross-child"));
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = api.submit(
+        Some(&second),
+        &child,
+        user,
+        "child on the second agent",
+        None,
+    )?;
+
+    // atc talks to the server through a recorder: GET task records ignore X-Agent-Id,
+    // so only the request itself shows whether --target-agent was honoured.
+    let proxy = Proxy::start(ctx.main.port)?;
+    let atc = ctx.atc("cross", &proxy.url())?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--agent", "default", "--target-agent", &second],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
+        .remove(0);
+    require_status(&job, "done")?;
+    ensure!(
+        job["target_agent"] == second.as_str(),
+        "job target_agent is {}",
+        job["target_agent"]
+    );
+
+    let seen = proxy.seen();
+    let polls: Vec<_> = seen
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with(&tid))
+        .collect();
+    ensure!(!polls.is_empty(), "atc never polled {tid}: {seen:?}");
+    for p in &polls {
+        ensure!(
+            p.header("x-agent-id") == Some(second.as_str()),
+            "poll {} went out with X-Agent-Id {:?}, expected {second}",
+            p.path,
+            p.header("x-agent-id")
+        );
+    }
+    let posts: Vec<_> = seen.iter().filter(|r| r.method == "POST").collect();
+    ensure!(
+        posts.len() == 1,
+        "expected one delivery POST, saw {}: {posts:?}",
+        posts.len()
+    );
+    ensure!(
+        posts[0].path == "/api/console/chat/task",
+        "delivery went to {}",
+        posts[0].path
+    );
+    ensure!(
+        posts[0].header("x-agent-id") == Some("default"),
+        "delivery went out with X-Agent-Id {:?}, expected the parent's agent `default`",
+        posts[0].header("x-agent-id")
+    );
+    ensure!(
+        posts[0].status == 200,
+        "delivery answered HTTP {}",
+        posts[0].status
+    );
+    let body: Value =
+        serde_json::from_str(&posts[0].body).map_err(|e| format!("delivery body: {e}"))?;
+    for (key, want) in [
+        ("session_id", parent.as_str()),
+        ("user_id", user),
+        ("channel", "console"),
+    ] {
+        ensure!(
+            body[key] == want,
+            "delivery body {key} is {}, expected {want}",
+            body[key]
+        );
+    }
+    ensure!(
+        body.get("timeout").is_none(),
+        "delivery sets a turn timeout without --turn-timeout: {body}"
+    );
+    let meta = &body["input"][0]["metadata"];
+    ensure!(
+        meta["qwenpaw_client_message_id"] == format!("atc-{}", s(&job, "job_id"))
+            && meta["atc_task_id"] == tid.as_str(),
+        "delivery metadata is {meta}"
+    );
+
+    let text = final_text(&job)?;
+    ensure!(
+        text.contains(&format!("[SESSION: {child}]"))
+            && text.ends_with("ECHO: child on the second agent"),
+        "unexpected delivered text {text:?}"
+    );
+    wait_turn(&api, &job)?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    check_delivered_once(&after, before.len(), &text, &job)?;
+    // The child really ran on the second agent, and nothing landed there by mistake.
+    ensure!(
+        api.chat_id(&second, user, &child)?.is_some(),
+        "child chat not found on {second}"
+    );
+    ensure!(
+        api.chat_id("default", user, &child)?.is_none(),
+        "child chat also exists on default"
+    );
+    ensure!(
+        api.chat_id(&second, user, &parent)?.is_none(),
+        "a ghost parent chat appeared on {second}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 3. failed child and timed-out child
+
+fn failed_and_timed_out_child(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let user = "dave";
+    let (p_fail, p_slow) = (ctx.uniq("fail-parent"), ctx.uniq("timeout-parent"));
+    let before_fail = api.make_parent("default", user, &p_fail)?.len();
+    let before_slow = api.make_parent("default", user, &p_slow)?.len();
+
+    let t_fail = api.submit(
+        Some("default"),
+        &ctx.uniq("fail-child"),
+        user,
+        "please FAIL",
+        None,
+    )?;
+    let t_slow = api.submit(
+        Some("default"),
+        &ctx.uniq("timeout-child"),
+        user,
+        "slow child SLEEP=5",
+        Some(1),
+    )?;
+    let running = api.task(&t_slow)?;
+    if running.status == 200 && running.json()?["status"] == "running" {
+        ctx.record("running", &running.body);
+    }
+
+    let atc = ctx.atc("failed", &ctx.main.root())?;
+    atc.watch(&t_fail, &p_fail, user, &[])?;
+    atc.watch(&t_slow, &p_slow, user, &[])?;
+    let jobs = atc.tick_until_terminal(&[], &[t_fail.clone(), t_slow.clone()], SECS(60))?;
+
+    let (v_fail, raw_fail) = api.wait_finished(&t_fail, SECS(5))?;
+    let (v_slow, raw_slow) = api.wait_finished(&t_slow, SECS(5))?;
+    ctx.record("finished_failed_llm", &raw_fail);
+    ctx.record("finished_timeout", &raw_slow);
+    let oracle = ctx.oracle_batch(&[(&t_fail, &raw_fail), (&t_slow, &raw_slow)])?;
+
+    let cases = [
+        (
+            &jobs[0],
+            &v_fail,
+            &oracle[0],
+            &p_fail,
+            before_fail,
+            "failure requested by the prompt",
+        ),
+        (
+            &jobs[1],
+            &v_slow,
+            &oracle[1],
+            &p_slow,
+            before_slow,
+            "Task timed out after 1s",
+        ),
+    ];
+    for (job, payload, want, parent, before, needle) in cases {
+        require_status(job, "done")?;
+        ensure!(
+            payload["result"]["status"] == "failed",
+            "server says {payload}"
+        );
+        let message = payload["result"]["error"]["message"].as_str().unwrap_or("");
+        ensure!(
+            message.contains(needle),
+            "server error message {message:?} lacks {needle:?}"
+        );
+        let text = final_text(job)?;
+        ensure!(
+            text.contains(&format!("Task failed.\n\nError: {message}")),
+            "delivered text lacks `Task failed.` with the server's message: {text:?}"
+        );
+        ensure_same("job.final vs QwenPaw's formatter", &text, want)?;
+        wait_turn(&api, job)?;
+        let after = api.history("default", user, parent, USER_TURN_WAIT)?;
+        check_delivered_once(&after, before, &text, job)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 4. busy parent
+
+fn busy_parent(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = ("erin", ctx.uniq("busy-parent"), ctx.uniq("busy-child"));
+    let before = api.make_parent("default", user, &parent)?.len();
+    let tid = api.submit(Some("default"), &child, user, "quick child", None)?;
+    api.wait_finished(&tid, SECS(30))?;
+
+    // The parent is busy with a slow turn when atc comes to deliver.
+    let slow = api.submit(
+        Some("default"),
+        &parent,
+        user,
+        "slow parent turn SLEEP=8",
+        None,
+    )?;
+    let refused = api.submit_raw(Some("default"), &parent, user, "should be refused", None)?;
+    ensure!(
+        refused.status == 409,
+        "second turn into a busy chat: HTTP {} {}",
+        refused.status,
+        refused.body
+    );
+    ctx.record("busy_409", &refused.body);
+
+    let atc = ctx.atc("busy", &ctx.main.root())?;
+    atc.watch(&tid, &parent, user, &[])?;
+    atc.ok(&["tick", "--busy-retry", "0s"])?;
+    let job = atc.job(&tid)?;
+    ensure!(
+        api.task(&slow)?.json()?["status"] == "running",
+        "the parent's slow turn ended before the first tick (machine too slow?)"
+    );
+    require_status(&job, "delivering")?;
+    let d = &job["delivery"];
+    ensure!(
+        d["busy"] == 1,
+        "delivery.busy is {}, expected 1: {d}",
+        d["busy"]
+    );
+    ensure!(
+        d["last_http_status"] == 409,
+        "delivery.last_http_status is {}: {d}",
+        d["last_http_status"]
+    );
+    ensure!(
+        d["next_attempt_at"].is_string(),
+        "no delivery.next_attempt_at recorded: {d}"
+    );
+    ensure!(
+        d["attempt_started_at"].is_null(),
+        "attempt_started_at left set after a recorded outcome: {d}"
+    );
+
+    api.wait_finished(&slow, SECS(30))?;
+    let job = atc
+        .tick_until_terminal(
+            &["--busy-retry", "0s"],
+            std::slice::from_ref(&tid),
+            SECS(30),
+        )?
+        .remove(0);
+    require_status(&job, "done")?;
+    ensure!(
+        job["delivery"]["attempts"] == 2,
+        "delivery.attempts is {}, expected 2",
+        job["delivery"]["attempts"]
+    );
+    wait_turn(&api, &job)?;
+    // Two more passes must not deliver again.
+    atc.ok(&["tick", "--busy-retry", "0s"])?;
+    atc.ok(&["tick", "--busy-retry", "0s"])?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    // New user turns: the slow one, then the delivery (the refused one never landed).
+    let text = final_text(&job)?;
+    let slow_at = after
+        .iter()
+        .position(|m| m.role == "user" && m.text.contains("SLEEP=8"));
+    let slow_at = slow_at.ok_or("the slow parent turn is missing from the history")?;
+    ensure!(slow_at >= before, "slow turn at {slow_at}, before {before}");
+    check_delivered_once(&after, slow_at + 1, &text, &job)?;
+    ensure!(
+        new_user_turns(&after, before) == 2,
+        "expected 2 new user turns, got {}",
+        new_user_turns(&after, before)
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 5. server restart
+
+fn server_restart(ctx: &Ctx) -> R<()> {
+    let mut server = Server::create(
+        "restart",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            token: None,
+            path_prepend: None,
+            env: Vec::new(),
+        },
+    )?;
+    let api = server.api();
+    let tid = api.submit(
+        Some("default"),
+        "restart-child",
+        "frank",
+        "long child SLEEP=20",
+        None,
+    )?;
+    let running = api.task(&tid)?;
+    ensure!(
+        running.status == 200,
+        "GET running task: HTTP {} {}",
+        running.status,
+        running.body
+    );
+    ctx.record("running", &running.body);
+
+    let atc = ctx.atc("restart", &server.root())?;
+    atc.watch(&tid, "restart-parent", "frank", &[])?;
+    atc.ok(&["tick"])?;
+    let job = atc.job(&tid)?;
+    require_status(&job, "pending")?;
+
+    server.restart()?;
+    let gone = api.task(&tid)?;
+    ensure!(
+        gone.status == 404,
+        "after restart GET {tid}: HTTP {} {}",
+        gone.status,
+        gone.body
+    );
+    ctx.record("not_found", &gone.body);
+
+    atc.ok(&["tick"])?;
+    let job = atc.job(&tid)?;
+    require_status(&job, "lost")?;
+    // atc keeps the reason of a terminal state in `note` (strikes use `last_error`).
+    let note = format!("{} {}", s(&job, "note"), s(&job, "last_error")).to_lowercase();
+    ensure!(
+        note.contains("restart"),
+        "lost job's note does not name a server restart: {job}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 6. runtime token
+
+fn runtime_token(ctx: &Ctx) -> R<()> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let token = format!("atc-e2e-token-{}-{nanos:x}", std::process::id());
+    let server = Server::create(
+        "token",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            token: Some(token.clone()),
+            path_prepend: None,
+            env: Vec::new(),
+        },
+    )?;
+    let api = server.api();
+    let denied = api.with_token(None).get("/api/version", None)?;
+    ensure!(
+        denied.status == 401,
+        "GET /api/version without the token: HTTP {} {}",
+        denied.status,
+        denied.body
+    );
+    ensure!(
+        denied.content_type.starts_with("application/json"),
+        "401 content-type {}",
+        denied.content_type
+    );
+    ctx.record("auth_401_runtime", &denied.body);
+
+    let (user, parent) = ("grace", "token-parent");
+    let before = api.make_parent("default", user, parent)?.len();
+    let tid = api.submit(
+        Some("default"),
+        "token-child",
+        user,
+        "child behind a token",
+        None,
+    )?;
+    api.wait_finished(&tid, SECS(30))?;
+
+    let atc = ctx.atc("token", &server.root())?;
+    atc.watch(&tid, parent, user, &[])?;
+    atc.ok(&["tick"])?;
+    let job = atc.job(&tid)?;
+    require_status(&job, "pending")?;
+    ensure!(
+        job["strikes"] == 1,
+        "strikes is {}, expected 1 after a 401: {job}",
+        job["strikes"]
+    );
+    ensure!(
+        s(&job, "last_error").contains("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
+        "the note does not say which variable supplies the token: {:?}",
+        job["last_error"]
+    );
+    let now = api.history("default", user, parent, USER_TURN_WAIT)?;
+    ensure!(
+        new_user_turns(&now, before) == 0,
+        "something was delivered without the token"
+    );
+
+    let with_token = atc.with_env("QWENPAW_RUNTIME_INTERNAL_TOKEN", &token);
+    let job = with_token
+        .tick_until_terminal(&["-v"], std::slice::from_ref(&tid), SECS(30))?
+        .remove(0);
+    require_status(&job, "done")?;
+    wait_turn(&api, &job)?;
+    let after = api.history("default", user, parent, USER_TURN_WAIT)?;
+    check_delivered_once(&after, before, &final_text(&job)?, &job)?;
+
+    let file = fs::read_to_string(&atc.state).map_err(|e| e.to_string())?;
+    ensure!(
+        !file.contains(&token),
+        "the job file contains the runtime token"
+    );
+    ensure!(
+        !with_token.transcript.borrow().contains(&token),
+        "atc printed the runtime token"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 7. the agent registers itself
+
+fn agent_registers_itself(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = ("heidi", ctx.uniq("self-parent"), ctx.uniq("self-child"));
+    api.make_parent("default", user, &parent)?;
+    let tid = api.submit(
+        Some("default"),
+        &child,
+        user,
+        "child of a self-registering agent",
+        None,
+    )?;
+    api.wait_finished(&tid, SECS(30))?;
+
+    // The values come from what the agent's prompt shows it (checked below).
+    let command = format!(
+        "atc watch {tid} --session {parent} --user {user} --channel console --agent default"
+    );
+    let turn = api.submit(
+        Some("default"),
+        &parent,
+        user,
+        &format!("RUNSHELL: {command}"),
+        None,
+    )?;
+    let (payload, _) = api.wait_finished(&turn, USER_TURN_WAIT)?;
+    let answer = payload["result"]["output"]
+        .as_array()
+        .and_then(|o| o.last())
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+
+    let prompt_ok = ctx.llm.requests().iter().any(|req| {
+        let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+        let asked = msgs
+            .iter()
+            .any(|m| m["role"] == "user" && m["content"].to_string().contains(&command));
+        let system = msgs
+            .first()
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default();
+        asked
+            && system.contains(&format!("Session ID: {parent}"))
+            && system.contains(&format!("User ID: {user}"))
+            && system.contains("Channel: console")
+            && system.contains(r#"Your agent id is \"default\""#)
+    });
+    ensure!(
+        prompt_ok,
+        "the agent's system prompt did not show the session/user/channel/agent used"
+    );
+
+    let atc = Atc::new(
+        &ctx.atc_bin,
+        ctx.scratch.path(),
+        ctx.agent_state.clone(),
+        &ctx.main.root(),
+    )?;
+    let job = atc
+        .job(&tid)
+        .map_err(|e| format!("{e}; the agent's turn answered {answer}"))?;
+    require_status(&job, "pending")?;
+    for (key, want) in [
+        ("session_id", parent.as_str()),
+        ("user_id", user),
+        ("channel", "console"),
+        ("agent_id", "default"),
+    ] {
+        ensure!(
+            job[key] == want,
+            "job {key} is {}, expected {want}",
+            job[key]
+        );
+    }
+    // The agent's atc found the server by itself (last_api in QwenPaw's config.json).
+    ensure!(
+        job["base_url"] == format!("{}/api", ctx.main.root()),
+        "atc inside the agent recorded base_url {}, expected {}/api",
+        job["base_url"],
+        ctx.main.root()
+    );
+
+    let before = api.history("default", user, &parent, USER_TURN_WAIT)?.len();
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
+        .remove(0);
+    require_status(&job, "done")?;
+    wait_turn(&api, &job)?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    check_delivered_once(&after, before, &final_text(&job)?, &job)
+}
+
+// ---------------------------------------------------------------------------
+// 8. many at once
+
+fn many_at_once(ctx: &Ctx) -> R<()> {
+    const N: usize = 20;
+    let api = ctx.main.api();
+    let user = "ivan";
+    let parents: Vec<String> = (0..N)
+        .map(|i| ctx.uniq(&format!("many-parent-{i:02}")))
+        .collect();
+    let first: Vec<String> = parents
+        .iter()
+        .map(|p| {
+            api.submit(
+                Some("default"),
+                p,
+                user,
+                &format!("hello from parent {p}"),
+                None,
+            )
+        })
+        .collect::<R<_>>()?;
+    for t in &first {
+        api.wait_finished(t, USER_TURN_WAIT)?;
+    }
+    let mut before = Vec::new();
+    for p in &parents {
+        before.push(api.history("default", user, p, USER_TURN_WAIT)?.len());
+    }
+    let children: Vec<String> = (0..N)
+        .map(|i| {
+            api.submit(
+                Some("default"),
+                &ctx.uniq(&format!("many-child-{i:02}")),
+                user,
+                &format!("child {i:02} of many"),
+                None,
+            )
+        })
+        .collect::<R<_>>()?;
+
+    let atc = ctx.atc("many", &ctx.main.root())?;
+    for (tid, parent) in children.iter().zip(&parents) {
+        atc.watch(tid, parent, user, &[])?;
+    }
+    let jobs = atc.tick_until_terminal(&["--busy-retry", "1s"], &children, SECS(180))?;
+    let all = atc.jobs()?;
+    ensure!(
+        all.len() == N,
+        "{} jobs in the file, expected {N}",
+        all.len()
+    );
+    ensure!(
+        all.iter().all(is_terminal),
+        "non-terminal jobs left: {all:?}"
+    );
+    for (i, job) in jobs.iter().enumerate() {
+        require_status(job, "done")?;
+        let text = final_text(job)?;
+        ensure!(
+            text.starts_with(&format!("[TASK_ID: {}]", children[i]))
+                && text.ends_with(&format!("ECHO: child {i:02} of many")),
+            "parent {i} got {text:?}"
+        );
+        wait_turn(&api, job)?;
+    }
+    for (i, job) in jobs.iter().enumerate() {
+        let after = api.history("default", user, &parents[i], USER_TURN_WAIT)?;
+        check_delivered_once(&after, before[i], &final_text(job)?, job)
+            .map_err(|e| format!("parent {i}: {e}"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// beyond the issue's eight: a parent agent that does not exist
+
+/// The delivery POST answers 404 `Agent '…' not found`: a definite refusal, so the
+/// job ends as `error` with the server's detail, and nothing lands anywhere.
+fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent) = ("kim", ctx.uniq("nobody-parent"));
+    let tid = api.submit(
+        Some("default"),
+        &ctx.uniq("nobody-child"),
+        user,
+        "child of nobody",
+        None,
+    )?;
+    api.wait_finished(&tid, SECS(30))?;
+    let refused = api.submit_raw(Some("no-such-agent"), &parent, user, "probe", None)?;
+    ensure!(
+        refused.status == 404,
+        "POST as an unknown agent: HTTP {} {}",
+        refused.status,
+        refused.body
+    );
+    ctx.record("unknown_agent_404", &refused.body);
+
+    let atc = ctx.atc("nobody", &ctx.main.root())?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--agent", "no-such-agent", "--target-agent", "default"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(30))?
+        .remove(0);
+    require_status(&job, "error")?;
+    let note = format!("{} {}", s(&job, "note"), s(&job, "last_error"));
+    ensure!(
+        note.contains("Agent 'no-such-agent' not found"),
+        "the job does not carry the server's detail: {job}"
+    );
+    ensure!(
+        job["final"].is_string(),
+        "the rendered text was not kept in `final`: {job}"
+    );
+    ensure!(
+        api.chat_id("default", user, &parent)?.is_none(),
+        "a chat appeared for the parent session on default"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// contract pinning
+
+fn contract_pinning(ctx: &Ctx) -> R<()> {
+    // A cancelled task, for completeness (tests/support/bodies.rs has one).
+    let api = ctx.main.api();
+    let tid = api.submit(
+        Some("default"),
+        "pin-cancel",
+        "judy",
+        "to be cancelled SLEEP=20",
+        None,
+    )?;
+    let chat = api
+        .chat_id("default", "judy", "pin-cancel")?
+        .ok_or("no chat for the task to cancel")?;
+    let stop = api.post(
+        &format!("/api/console/chat/stop?chat_id={chat}"),
+        Some("default"),
+        &json!({}),
+    )?;
+    ensure!(
+        stop.status == 200,
+        "POST chat/stop: HTTP {} {}",
+        stop.status,
+        stop.body
+    );
+    let (_, raw) = api.wait_finished(&tid, SECS(30))?;
+    ctx.record("finished_cancelled", &raw);
+    if !ctx.bodies.borrow().contains_key("not_found") {
+        ctx.record("not_found", &api.task("task-000000000000")?.body);
+    }
+
+    let bodies = ctx.bodies.borrow().clone();
+    let missing: Vec<&str> = REQUIRED_BODIES
+        .iter()
+        .copied()
+        .filter(|k| !bodies.contains_key(*k))
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "not observed (did their scenarios fail?): {missing:?}"
+    );
+    // What the names promise.
+    ensure!(
+        bodies["running"]["status"] == "running",
+        "running: {}",
+        bodies["running"]
+    );
+    ensure!(
+        bodies["finished_completed"]["result"]["status"] == "completed",
+        "finished_completed"
+    );
+    ensure!(
+        bodies["finished_failed_llm"]["result"]["error"]["code"] == "MODEL_EXECUTION_ERROR",
+        "finished_failed_llm"
+    );
+    ensure!(
+        bodies["finished_timeout"]["result"]["error"]["code"] == "timeout",
+        "finished_timeout"
+    );
+    ensure!(
+        s(&bodies["not_found"], "detail").starts_with("Task not found: task-"),
+        "not_found"
+    );
+    ensure!(
+        s(&bodies["busy_409"], "detail").starts_with("A task is already running"),
+        "busy_409"
+    );
+    ensure!(
+        bodies["auth_401_runtime"]["detail"] == "Invalid runtime boundary token",
+        "auth_401_runtime"
+    );
+
+    let path = fixture_path();
+    if crate::recording() {
+        let mut text = serde_json::to_string_pretty(&bodies).map_err(|e| e.to_string())?;
+        text.push('\n');
+        fs::create_dir_all(path.parent().expect("fixture dir")).map_err(|e| e.to_string())?;
+        fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "e2e: recorded {} bodies into {}",
+            bodies.len(),
+            path.display()
+        );
+        return Ok(());
+    }
+    let pinned: Value = serde_json::from_str(
+        &fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e} (record it with ATC_E2E_RECORD=1)", path.display()))?,
+    )
+    .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let mut diffs = Vec::new();
+    for (name, real) in &bodies {
+        match pinned.get(name) {
+            Some(p) => crate::shape::diff(name, real, p, ("live", "pinned"), &mut diffs),
+            None => diffs.push(format!("{name}: not in the fixture")),
+        }
+    }
+    ensure!(
+        diffs.is_empty(),
+        "the real server's bodies drifted from {} (re-record with ATC_E2E_RECORD=1 if intended): {}",
+        path.display(),
+        diffs.join("; ")
+    );
+    Ok(())
+}
