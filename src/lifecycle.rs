@@ -31,11 +31,13 @@ pub enum Registration {
     Refuse { was: Status },
 }
 
-pub fn register(existing: Option<&Job>, target: &Target) -> Registration {
+/// A different base URL is a different target too: it names another QwenPaw instance (and
+/// re-watching with a corrected URL is how a wrong one is fixed).
+pub fn register(existing: Option<&Job>, target: &Target, base_url: &str) -> Registration {
     let Some(job) = existing else {
         return Registration::New;
     };
-    let same_target = job.target() == *target;
+    let same_target = job.target() == *target && job.base_url == base_url;
     let in_flight = job
         .delivery
         .as_ref()
@@ -467,19 +469,35 @@ mod tests {
         ];
         for (status, new_target, want) in cases {
             let existing = status.map(job);
-            assert_eq!(register(existing.as_ref(), &new_target), want, "{status:?}");
+            assert_eq!(
+                register(existing.as_ref(), &new_target, "http://h/api"),
+                want,
+                "{status:?}"
+            );
         }
         let mut in_flight = delivering();
         begin_attempt(&mut in_flight, t(6));
         assert_eq!(
-            register(Some(&in_flight), &other),
+            register(Some(&in_flight), &other, "http://h/api"),
             Registration::Refuse {
                 was: Status::Delivering
             }
         );
         assert_eq!(
-            register(Some(&in_flight), &target()),
+            register(Some(&in_flight), &target(), "http://h/api"),
             Registration::AlreadyWatching
+        );
+    }
+
+    #[test]
+    fn another_base_url_is_another_target() {
+        let pending = job(Status::Pending);
+        assert_eq!(
+            register(Some(&pending), &target(), "http://other:8088/api"),
+            Registration::Replace {
+                was: Status::Pending,
+                same_target: false
+            }
         );
     }
 

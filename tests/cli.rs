@@ -370,7 +370,9 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
         .args(["watch", TASK, "--session", "s-78", "--user", "alice"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("instead of session s-77"));
+        .stdout(format!(
+            "Re-targeted {TASK} for agent 'default': session s-77 → s-78, user default → alice; the result goes there on the next atc tick.\n"
+        ));
     let second = env.job(TASK);
     assert_ne!(second["job_id"], first["job_id"]);
     assert_eq!(
@@ -378,6 +380,40 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
         (&json!("s-78"), &json!("alice"))
     );
     assert_eq!(second["status"], "pending");
+}
+
+#[test]
+fn watching_again_with_another_base_url_fixes_a_wrong_one() {
+    let env = TestEnv::new();
+    env.cmd()
+        .args([
+            "--base-url",
+            "http://127.0.0.1:1",
+            "watch",
+            TASK,
+            "--session",
+            "s-77",
+        ])
+        .assert()
+        .success();
+    let first = env.job(TASK);
+    env.cmd()
+        .args([
+            "--base-url",
+            "http://127.0.0.1:8088",
+            "watch",
+            TASK,
+            "--session",
+            "s-77",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "base URL http://127.0.0.1:1/api → http://127.0.0.1:8088/api",
+        ));
+    let second = env.job(TASK);
+    assert_ne!(second["job_id"], first["job_id"]);
+    assert_eq!(second["base_url"], "http://127.0.0.1:8088/api");
 }
 
 #[test]

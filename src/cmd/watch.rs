@@ -44,7 +44,7 @@ pub fn run(
     let now = Timestamp::now();
     let (job, message) = store.update(|file| {
         let existing = file.find(&task_id);
-        let decision = register(existing, &target);
+        let decision = register(existing, &target, &base_url);
         let fresh = || Job::new(new_job_id(), task_id.clone(), base_url.clone(), target.clone(), now);
         let (job, message) = match decision {
             Registration::New => {
@@ -67,11 +67,9 @@ pub fn run(
                 let job = fresh();
                 let message = if !same_target && !was.is_terminal() {
                     format!(
-                        "Re-targeted {}: the result now goes to {} instead of {} (agent '{}'), on the next atc tick.",
+                        "Re-targeted {}: {}; the result goes there on the next atc tick.",
                         subject(&job),
-                        describe_chat(&job),
-                        describe_chat(old),
-                        old.agent_id
+                        changes(old, &job)
                     )
                 } else {
                     format!(
@@ -128,6 +126,29 @@ fn subject(job: &Job) -> String {
         ),
         None => format!("{} for agent '{}'", job.task_id, job.agent_id),
     }
+}
+
+/// What a re-registration changed: "session s-77 → s-78, user default → alice".
+fn changes(old: &Job, new: &Job) -> String {
+    let none = || "(none)".to_owned();
+    let parts = [
+        ("agent", old.agent_id.clone(), new.agent_id.clone()),
+        (
+            "target agent",
+            old.target_agent.clone().unwrap_or_else(none),
+            new.target_agent.clone().unwrap_or_else(none),
+        ),
+        ("session", old.session_id.clone(), new.session_id.clone()),
+        ("user", old.user_id.clone(), new.user_id.clone()),
+        ("channel", old.channel.clone(), new.channel.clone()),
+        ("base URL", old.base_url.clone(), new.base_url.clone()),
+    ];
+    parts
+        .iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(what, a, b)| format!("{what} {a} → {b}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn destination(job: &Job) -> String {
