@@ -425,3 +425,31 @@ fn a_pass_with_nothing_to_change_does_not_rewrite_the_file() {
     assert_eq!(s.env.bytes(), before);
     assert!(s.server.requests().is_empty());
 }
+
+#[test]
+fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiting() {
+    let s = Scene::new();
+    s.watch("task-old", &[]);
+    s.watch("task-queued", &["--session", "s-2"]);
+    s.poll_replies(
+        "task-old",
+        vec![Reply::json(
+            200,
+            r#"{"status":"cancelled","started_at":1796003164.3}"#,
+        )],
+    );
+    s.poll_replies(
+        "task-queued",
+        vec![Reply::json(200, r#"{"status":"pending"}"#)],
+    );
+    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    s.tick(&[]);
+    assert_eq!(s.status("task-old"), "done");
+    assert_eq!(s.status("task-queued"), "pending");
+    let posts = s.posts();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(
+        Scene::posted_text(&posts[0]),
+        "[TASK_ID: task-old]\n[STATUS: cancelled]\n\n{\n  \"status\": \"cancelled\",\n  \"started_at\": 1796003164.3\n}"
+    );
+}
