@@ -64,6 +64,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => cmd::watch::run(&store, &args, cli.base_url.as_deref(), &env, out),
         Command::Status(args) => cmd::status::run(&store, &args, out),
         Command::Cancel(args) => cmd::cancel::run(&store, &args, out),
-        Command::Tick(args) => cmd::tick::run(&store, &cmd::tick::settings(&args, &env), out),
+        Command::Tick(args) => cmd::tick::run(&store, &settings::tick(&args, &env), out),
     }
 }

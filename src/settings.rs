@@ -246,6 +246,23 @@ pub fn target(
     })
 }
 
+/// The tick's knobs, as given (defaults live in `cli`), plus the credentials.
+pub fn tick(args: &crate::cli::TickArgs, env: &dyn Environment) -> Tick {
+    Tick {
+        limits: Limits {
+            max_strikes: args.max_strikes,
+            max_age: args.max_age,
+            busy_retry: args.busy_retry,
+            max_busy: args.max_busy,
+            keep: args.keep,
+        },
+        concurrency: args.concurrency as usize,
+        http_timeout: args.http_timeout,
+        turn_timeout: args.turn_timeout,
+        auth: Auth::from_env(env),
+    }
+}
+
 /// Everything one tick needs besides the job file.
 #[derive(Clone, Debug)]
 pub struct Tick {

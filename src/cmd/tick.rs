@@ -14,30 +14,13 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::Output;
-use crate::cli::TickArgs;
 use crate::http::Client;
 use crate::job::{Job, Status};
-use crate::lifecycle::{self, Check, Limits, Posted};
+use crate::lifecycle::{self, Check, Posted};
 use crate::lock;
-use crate::settings::{self, Auth, Environment};
+use crate::settings;
 use crate::store::Store;
 use crate::time::Timestamp;
-
-pub fn settings(args: &TickArgs, env: &dyn Environment) -> settings::Tick {
-    settings::Tick {
-        limits: Limits {
-            max_strikes: args.max_strikes,
-            max_age: args.max_age,
-            busy_retry: args.busy_retry,
-            max_busy: args.max_busy,
-            keep: args.keep,
-        },
-        concurrency: args.concurrency as usize,
-        http_timeout: args.http_timeout,
-        turn_timeout: args.turn_timeout,
-        auth: Auth::from_env(env),
-    }
-}
 
 /// What happened to which task in this pass (task ids only: never message text).
 #[derive(Debug, Default)]
@@ -149,21 +132,21 @@ pub fn run(store: &Store, tick: &settings::Tick, out: Output) -> Result<()> {
 
     // Deliver: the oldest due result per parent chat. A second POST into the same chat
     // would only meet 409 behind the turn the first one starts.
-    let due = store.update(|file| {
-        let now = Timestamp::now();
-        let mut due: Vec<&Job> = file
-            .jobs
-            .iter()
-            .filter(|job| lifecycle::is_due(job, now))
-            .collect();
-        due.sort_by_key(|job| job.registered_at);
-        let mut chats = HashSet::new();
-        Ok(due
-            .into_iter()
-            .filter(|job| chats.insert(job.chat_key()))
-            .map(|job| job.job_id.clone())
-            .collect::<Vec<String>>())
-    })?;
+    // Selection only reads: each delivery re-checks under the lock before it posts.
+    let file = store.load()?;
+    let now = Timestamp::now();
+    let mut due: Vec<&Job> = file
+        .jobs
+        .iter()
+        .filter(|job| lifecycle::is_due(job, now))
+        .collect();
+    due.sort_by_key(|job| job.registered_at);
+    let mut chats = HashSet::new();
+    let due: Vec<String> = due
+        .into_iter()
+        .filter(|job| chats.insert(job.chat_key()))
+        .map(|job| job.job_id.clone())
+        .collect();
     let report = Mutex::new(report);
     let results = parallel(&due, tick.concurrency, |job_id| {
         deliver(store, &client, job_id, tick, &report)
