@@ -34,6 +34,7 @@ Tokens are read from the environment on every request and never stored:
     long_about = LONG_ABOUT,
     after_help = format!("{AFTER_HELP}{}", crate::exit::HELP_TABLE),
     propagate_version = true,
+    disable_help_subcommand = true,
     max_term_width = 100
 )]
 pub struct Cli {
@@ -66,13 +67,59 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record a task and where its result must go
+    ///
+    /// The session, user and channel must be the asking chat's exact values (an agent's
+    /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
+    /// chat for any other combination. Watching a task again for the same target does
+    /// nothing; for another target it replaces the watch; once the result was delivered
+    /// (done) or may have been (unconfirmed) it is refused. ACP sessions are refused: results
+    /// travel through the console API, which cannot reach them.
     Watch(WatchArgs),
     /// Show watched tasks (the 20 most recent, newest first)
+    ///
+    /// The list shows each job's task, status, age, agent → session and what is happening to
+    /// it; `atc status TASK_ID` shows one job in full, with the start of its result text.
+    /// With --json: {"jobs": [...]}, the records as they are in the job file.
     Status(StatusArgs),
     /// Stop watching a task (the child task keeps running)
+    ///
+    /// A cancel that lands while the result is being posted still cancels, and says the
+    /// result may already be on its way. A delivered task cannot be cancelled.
     Cancel(CancelArgs),
     /// One pass: poll each watched task once and deliver finished results
+    ///
+    /// Run it every ~20 s from a systemd timer or cron. Each pending task is polled once
+    /// (GET /console/chat/task/ID as the agent it runs on); finished ones are rendered
+    /// exactly as check_agent_task shows them and posted into the asking session as a new
+    /// user turn, at most one per chat per pass. A 409 "chat busy" is retried after
+    /// --busy-retry; a POST whose outcome is unknown is never re-posted (unconfirmed).
+    /// A second tick started while one runs exits at once. Silent on success; -v prints a
+    /// summary line, --json a report. Exits 0 whenever the pass ran: the jobs' fates are in
+    /// the job file (atc status).
     Tick(TickArgs),
+    /// Print a man page or shell completions (for packagers)
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub what: Generated,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Generated {
+    /// The man page of atc, or of one command (man/ holds them all)
+    Man {
+        /// watch, status, cancel, tick or generate [default: the atc(1) page]
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
+    /// Completions for a shell (completions/ holds bash, zsh and fish)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Args)]

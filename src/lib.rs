@@ -45,11 +45,21 @@ pub fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`atc status | head -1`): nothing left to say to anyone.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("atc: {err:#}");
             ExitCode::from(exit::exit_for(&err).code())
         }
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,6 +68,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         quiet: cli.quiet,
         verbose: cli.verbose,
     };
+    if let Command::Generate(args) = &cli.command {
+        return cmd::generate::run(&args.what);
+    }
     let env = ProcessEnv;
     let store = Store::new(settings::state_path(cli.state)?);
     match cli.command {
@@ -65,5 +78,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status(args) => cmd::status::run(&store, &args, out),
         Command::Cancel(args) => cmd::cancel::run(&store, &args, out),
         Command::Tick(args) => cmd::tick::run(&store, &settings::tick(&args, &env), out),
+        Command::Generate(_) => unreachable!("handled before the job file is resolved"),
     }
 }

@@ -868,3 +868,33 @@ fn two_job_files_do_not_share_a_lock() {
         .success();
     assert!(other.with_file_name("other.json.lock").exists());
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let env = TestEnv::new();
+    let jobs: Vec<Value> = (0..3000)
+        .map(|i| {
+            job(
+                &format!("task-{i:012x}"),
+                "pending",
+                "http://127.0.0.1:8088/api",
+            )
+        })
+        .collect();
+    env.write_file(&json!({"version": 1, "jobs": jobs}));
+    let mut child = env
+        .std_cmd()
+        .args(["status", "--all"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 4];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout); // like `atc status --all | head -c 4`
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(&first, b"TASK");
+    assert_eq!(stderr(&out), "", "no panic, no error message");
+    assert!(out.status.success());
+}

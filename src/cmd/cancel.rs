@@ -46,7 +46,7 @@ pub fn run(store: &Store, args: &CancelArgs, out: Output) -> Result<()> {
     if out.json {
         print_json(&job)?;
     } else if !out.quiet {
-        println!("{message}");
+        crate::cmd::emit(&format!("{message}\n"))?;
     }
     Ok(())
 }

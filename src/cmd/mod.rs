@@ -1,6 +1,7 @@
 //! One module per command: the imperative shell around `lifecycle`.
 
 pub mod cancel;
+pub mod generate;
 pub mod status;
 pub mod tick;
 pub mod watch;
@@ -15,8 +16,17 @@ pub fn describe_chat(job: &Job) -> String {
     )
 }
 
-/// Prints a job record, as it is in the file, as one JSON document.
-pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`atc status | head -1`) is an
+/// error the caller returns, not a panic; `main` ends quietly on it.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     Ok(())
+}
+
+/// Prints a value (a job record as it is in the file, a report) as one JSON document.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    emit(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }

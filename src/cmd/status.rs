@@ -36,7 +36,7 @@ pub fn run(store: &Store, args: &StatusArgs, out: Output) -> Result<()> {
         if out.json {
             crate::cmd::print_json(&json!({ "jobs": [job] }))?;
         } else {
-            print!("{}", full(job, now));
+            crate::cmd::emit(&full(job, now))?;
         }
         return Ok(());
     }
@@ -52,17 +52,17 @@ pub fn run(store: &Store, args: &StatusArgs, out: Output) -> Result<()> {
         return crate::cmd::print_json(&json!({ "jobs": jobs }));
     }
     if jobs.is_empty() {
-        println!("No jobs.");
-        return Ok(());
+        return crate::cmd::emit("No jobs.\n");
     }
-    print!("{}", table(&jobs, now));
+    let mut text = table(&jobs, now);
     if jobs.len() < total {
-        println!(
+        let _ = writeln!(
+            text,
             "({} of {total} jobs shown; --all lists every one)",
             jobs.len()
         );
     }
-    Ok(())
+    crate::cmd::emit(&text)
 }
 
 fn table(jobs: &[&Job], now: Timestamp) -> String {

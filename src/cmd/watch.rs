@@ -112,7 +112,7 @@ pub fn run(
     if out.json {
         print_json(&job)?;
     } else if !out.quiet {
-        println!("{message}");
+        crate::cmd::emit(&format!("{message}\n"))?;
     }
     Ok(())
 }
