@@ -70,10 +70,11 @@ pub enum Command {
     ///
     /// The session, user and channel must be the asking chat's exact values (an agent's
     /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
-    /// chat for any other combination. Watching a task again for the same target does
-    /// nothing; for another target it replaces the watch; once the result was delivered
-    /// (done) or may have been (unconfirmed) it is refused. ACP sessions are refused: results
-    /// travel through the console API, which cannot reach them.
+    /// chat for any other combination; watch warns when the server has no such chat.
+    /// Watching a task again for the same target does nothing; for another target it
+    /// replaces the watch; once the result was delivered (done) or may have been
+    /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
+    /// console API, which cannot reach them.
     Watch(WatchArgs),
     /// Show watched tasks (the 20 most recent, newest first)
     ///

@@ -9,7 +9,7 @@ use ureq::http::Response;
 use ureq::{Agent, Body};
 
 use crate::ids::encode_path_segment;
-use crate::job::Job;
+use crate::job::{Job, Target};
 use crate::lifecycle::{Check, Posted};
 use crate::render;
 use crate::settings::Auth;
@@ -118,6 +118,32 @@ impl Client {
                 http_status: None,
             },
         }
+    }
+}
+
+impl Client {
+    /// Whether the parent chat exists on the server: `Some(false)` means QwenPaw would
+    /// silently start a new ("ghost") chat for this triple. `None`: could not tell.
+    pub fn chat_exists(&self, base_url: &str, target: &Target) -> Option<bool> {
+        let url = format!(
+            "{base_url}/chats?user_id={}&channel={}",
+            encode_path_segment(&target.user_id),
+            encode_path_segment(&target.channel)
+        );
+        let request = self
+            .with_auth(self.polls.get(&url))
+            .header("X-Agent-Id", &target.agent_id)
+            .header("Accept", "application/json");
+        let answer = read(request.call().ok()?);
+        if answer.status != 200 || !is_json(&answer.content_type) {
+            return None;
+        }
+        let chats: Value = serde_json::from_str(&answer.body.ok()?).ok()?;
+        Some(chats.as_array()?.iter().any(|chat| {
+            chat.get("session_id").and_then(Value::as_str) == Some(target.session_id.as_str())
+                && chat.get("user_id").and_then(Value::as_str) == Some(target.user_id.as_str())
+                && chat.get("channel").and_then(Value::as_str) == Some(target.channel.as_str())
+        }))
     }
 }
 

@@ -272,7 +272,7 @@ fn base_url_resolution_order() {
     env.cmd()
         .args([
             "--base-url",
-            "https://qp.example:8443/root",
+            "https://127.0.0.1:9443/root",
             "watch",
             "t-flag",
             "--session",
@@ -281,7 +281,7 @@ fn base_url_resolution_order() {
         .env("ATC_BASE_URL", "http://127.0.0.1:9300")
         .assert()
         .success();
-    assert_eq!(base("t-flag"), "https://qp.example:8443/root/api");
+    assert_eq!(base("t-flag"), "https://127.0.0.1:9443/root/api");
 
     // QWENPAW_WORKING_DIR, then ~/.copaw when it exists, then ~/.qwenpaw, then the default.
     let custom = env.path("custom-work");

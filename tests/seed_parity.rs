@@ -226,7 +226,10 @@ fn polls_carry_the_target_agents_id() {
     s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
     let requests = s.server.requests();
-    let get = requests.iter().find(|r| r.method == "GET").unwrap();
+    let get = requests
+        .iter()
+        .find(|r| r.path == Scene::task_path(TASK))
+        .unwrap();
     assert_eq!(get.header("x-agent-id"), Some("SE"));
     let post = requests.iter().find(|r| r.method == "POST").unwrap();
     assert_eq!(post.header("x-agent-id"), Some("default"));

@@ -183,6 +183,7 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
+    let before = s.server.requests().len();
     let out = s
         .env
         .cmd()
@@ -192,7 +193,9 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    for request in s.server.requests() {
+    let requests: Vec<_> = s.server.requests().into_iter().skip(before).collect();
+    assert_eq!(requests.len(), 2, "one poll, one delivery");
+    for request in requests {
         assert_eq!(
             request.header("x-qwenpaw-runtime-token"),
             Some("rt-secret-1")
@@ -202,7 +205,6 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
             Some("Bearer bearer-secret-2")
         );
     }
-    assert_eq!(s.server.requests().len(), 2);
     let all_output = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!all_output.contains("secret"), "{all_output}");
     assert!(!String::from_utf8_lossy(&s.env.bytes()).contains("secret"));
@@ -452,4 +454,57 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
         Scene::posted_text(&posts[0]),
         "[TASK_ID: task-old]\n[STATUS: cancelled]\n\n{\n  \"status\": \"cancelled\",\n  \"started_at\": 1796003164.3\n}"
     );
+}
+
+#[test]
+fn watch_warns_when_the_parent_chat_does_not_exist() {
+    let s = Scene::new();
+    let chats = r#"[{"id":"6f1c0e1a-0000-4000-8000-000000000001","session_id":"s-77","user_id":"default","channel":"console","status":"idle"}]"#;
+    s.server
+        .on("GET", "/api/chats", vec![Reply::json(200, chats)]);
+    let watch = |task: &str, session: &str| {
+        s.env
+            .cmd()
+            .args([
+                "--base-url",
+                &s.server.url(),
+                "watch",
+                task,
+                "--session",
+                session,
+            ])
+            .output()
+            .unwrap()
+    };
+    let known = watch("task-a", "s-77");
+    assert!(known.status.success());
+    assert_eq!(stderr(&known), "");
+    let ghost = watch("task-b", "s-78");
+    assert!(ghost.status.success(), "a warning, not a refusal");
+    let warning = stderr(&ghost);
+    assert!(
+        warning.starts_with("atc: warning: ")
+            && warning.contains("no chat with session s-78 (user default, channel console)"),
+        "{warning}"
+    );
+    assert_eq!(s.status("task-b"), "pending");
+    let lookup = s
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/api/chats")
+        .unwrap();
+    assert_eq!(lookup.query, "user_id=default&channel=console");
+    assert_eq!(lookup.header("x-agent-id"), Some("default"));
+
+    // The server being away is no reason to complain (or to fail).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    s.env
+        .cmd()
+        .args(["--base-url", &dead, "watch", "task-c", "--session", "s-1"])
+        .assert()
+        .success()
+        .stderr("");
 }

@@ -1,5 +1,7 @@
 //! `atc watch`: record a task and exactly where its result must go.
 
+use std::time::Duration;
+
 use anyhow::Result;
 
 use crate::Output;
@@ -7,12 +9,16 @@ use crate::cli::WatchArgs;
 use crate::cmd::{describe_chat, print_json};
 use crate::exit::Exit;
 use crate::fail;
+use crate::http::Client;
 use crate::ids::{new_job_id, parse_task_id};
 use crate::job::{Job, Status};
 use crate::lifecycle::{Registration, register};
-use crate::settings::{self, Environment};
+use crate::settings::{self, Auth, Environment};
 use crate::store::Store;
 use crate::time::Timestamp;
+
+/// The chat check must not make `watch` slow when the server is away.
+const GHOST_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub fn run(
     store: &Store,
@@ -114,7 +120,30 @@ pub fn run(
     } else if !out.quiet {
         crate::cmd::emit(&format!("{message}\n"))?;
     }
+    if !out.quiet {
+        warn_if_ghost(&job, env, out);
+    }
     Ok(())
+}
+
+/// QwenPaw silently starts a new chat for a (session, user, channel) it does not know, and
+/// the parent would never see the result there. Check, briefly, that the chat exists; say
+/// so if it does not. Never fails the watch: the server may simply be down right now.
+fn warn_if_ghost(job: &Job, env: &dyn Environment, out: Output) {
+    let client = Client::new(GHOST_CHECK_TIMEOUT, Auth::from_env(env));
+    match client.chat_exists(&job.base_url, &job.target()) {
+        Some(false) => eprintln!(
+            "atc: warning: {} has no chat with {} for agent '{}'; delivering there would start a new chat the asking agent never sees. Check --session, --user and --channel against the agent's prompt (re-run watch to correct them)",
+            job.base_url,
+            describe_chat(job),
+            job.agent_id
+        ),
+        None if out.verbose > 0 => eprintln!(
+            "atc: could not check that the chat exists on {} (server unreachable?)",
+            job.base_url
+        ),
+        _ => {}
+    }
 }
 
 /// "task-1 for agent 'default'" or "task-1 (on agent 'SE') for agent 'default'".

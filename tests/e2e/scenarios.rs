@@ -315,7 +315,20 @@ fn happy_path(ctx: &Ctx) -> R<()> {
     let tid = s(&submitted.json()?, "task_id").to_string();
 
     let atc = ctx.atc("happy", &ctx.main.root())?;
-    atc.watch(&tid, &parent, user, &[])?;
+    let watched = atc.watch(&tid, &parent, user, &[])?;
+    ensure!(
+        watched.stderr.is_empty(),
+        "watch warned about an existing parent chat: {}",
+        watched.stderr
+    );
+    // The same session under another user is a chat QwenPaw does not have: a ghost.
+    let ghost = ctx.atc("ghost", &ctx.main.root())?;
+    let warned = ghost.watch(&tid, &parent, "not-alice", &[])?;
+    ensure!(
+        warned.stderr.contains("warning") && warned.stderr.contains("no chat with session"),
+        "watch did not warn about a chat that does not exist: {:?}",
+        warned.stderr
+    );
     let job = atc
         .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
         .remove(0);
