@@ -93,9 +93,7 @@ fn a_500_and_a_refused_connection_stay_retryable() {
         "a good answer resets the strikes: {job}"
     );
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
+    let dead = Scene::dead_url();
     s.env
         .cmd()
         .args([

@@ -319,9 +319,7 @@ fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
     s.tick(&[]);
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}/api", closed.local_addr().unwrap());
-    drop(closed);
+    let dead = format!("{}/api", Scene::dead_url());
     s.env.edit_job(TASK, |job| {
         job.insert("base_url".into(), json!(dead));
         job["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
@@ -498,9 +496,7 @@ fn watch_warns_when_the_parent_chat_does_not_exist() {
     assert_eq!(lookup.header("x-agent-id"), Some("default"));
 
     // The server being away is no reason to complain (or to fail).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
+    let dead = Scene::dead_url();
     s.env
         .cmd()
         .args(["--base-url", &dead, "watch", "task-c", "--session", "s-1"])

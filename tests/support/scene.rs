@@ -26,6 +26,12 @@ impl Scene {
         }
     }
 
+    /// A loopback URL where nothing listens (connections are refused at once).
+    pub fn dead_url() -> String {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", closed.local_addr().unwrap())
+    }
+
     pub fn task_path(task_id: &str) -> String {
         format!("/api/console/chat/task/{task_id}")
     }
