@@ -234,6 +234,16 @@ fn classify_poll(job: &Job, response: Response<Body>, auth: &Auth) -> Check {
     }
     match status {
         200 => {}
+        // FastAPI's own "no such route" 404 is JSON too: a wrong base URL path, not a
+        // lost task (which says "Task not found: <id>").
+        404 if detail(&body) == "Not Found" => {
+            return Check::Failed {
+                error: format!(
+                    "HTTP 404 Not Found: no such route; is the base URL {} right? It must point at QwenPaw's /api",
+                    job.base_url
+                ),
+            };
+        }
         404 => {
             return Check::Lost {
                 detail: detail(&body),

@@ -67,6 +67,26 @@ fn an_html_404_is_a_wrong_url_not_a_lost_task() {
     );
 }
 
+/// The same lesson for FastAPI's JSON "no such route" 404 (a base URL with a wrong path):
+/// only "Task not found" means the task is lost.
+#[test]
+fn a_json_no_route_404_is_a_wrong_url_not_a_lost_task() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(404, bodies::NO_ROUTE)]);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["strikes"], 1);
+    assert!(
+        job["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("no such route"),
+        "{job}"
+    );
+}
+
 /// 0.1.2: failures other than 404 stay retryable (strikes), for a 500 and for a server
 /// that refuses connections.
 #[test]
