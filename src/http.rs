@@ -119,9 +119,6 @@ impl Client {
             },
         }
     }
-}
-
-impl Client {
     /// Whether the parent chat exists on the server: `Some(false)` means QwenPaw would
     /// silently start a new ("ghost") chat for this triple. `None`: could not tell.
     pub fn chat_exists(&self, base_url: &str, target: &Target) -> Option<bool> {

@@ -68,16 +68,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         quiet: cli.quiet,
         verbose: cli.verbose,
     };
-    if let Command::Generate(args) = &cli.command {
-        return cmd::generate::run(&args.what);
-    }
     let env = ProcessEnv;
-    let store = Store::new(settings::state_path(cli.state)?);
+    // Resolved only by the commands that use the job file (`generate` does not).
+    let state = cli.state;
+    let store = || settings::state_path(state.clone()).map(Store::new);
     match cli.command {
-        Command::Watch(args) => cmd::watch::run(&store, &args, cli.base_url.as_deref(), &env, out),
-        Command::Status(args) => cmd::status::run(&store, &args, out),
-        Command::Cancel(args) => cmd::cancel::run(&store, &args, out),
-        Command::Tick(args) => cmd::tick::run(&store, &settings::tick(&args, &env), out),
-        Command::Generate(_) => unreachable!("handled before the job file is resolved"),
+        Command::Watch(args) => {
+            cmd::watch::run(&store()?, &args, cli.base_url.as_deref(), &env, out)
+        }
+        Command::Status(args) => cmd::status::run(&store()?, &args, out),
+        Command::Cancel(args) => cmd::cancel::run(&store()?, &args, out),
+        Command::Tick(args) => cmd::tick::run(&store()?, &settings::tick(&args, &env), out),
+        Command::Generate(args) => cmd::generate::run(&args.what),
     }
 }

@@ -504,3 +504,19 @@ fn watch_warns_when_the_parent_chat_does_not_exist() {
         .success()
         .stderr("");
 }
+
+#[test]
+fn an_abandoned_job_counts_as_one_error() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    let out = s.tick(&["-v", "--max-strikes", "1"]);
+    assert_eq!(s.status(TASK), "abandoned");
+    assert_eq!(
+        stderr(&out),
+        "tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 errors\n"
+    );
+}
