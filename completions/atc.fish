@@ -24,8 +24,8 @@ function __fish_atc_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c atc -n "__fish_atc_needs_command" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_needs_command" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_needs_command" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_needs_command" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_needs_command" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_needs_command" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
@@ -36,50 +36,50 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched ta
 complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching a task (the child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
-complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID"' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt)' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt)' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt) [env: ATC_USER_ID] [default: default]' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent the task runs on, when it is not --agent (polls go out as this agent, as check_agent_task does)' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand status" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand status" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand status" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand status" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand status" -l all -d 'List every job, not just the 20 most recent'
 complete -c atc -n "__fish_atc_using_subcommand status" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand status" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand status" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand status" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand cancel" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand cancel" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand cancel" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand cancel" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand tick" -l concurrency -d 'Polls and deliveries in flight at once' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l http-timeout -d 'Timeout of each HTTP phase (connect, send, wait for the answer, read it)' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l max-strikes -d 'Consecutive failed checks before a job is abandoned' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l max-age -d 'A task not finished this long after `watch` expires' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l busy-retry -d 'Wait before retrying a delivery the parent chat refused as busy (409)' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l max-busy -d 'Busy (or unreachable) answers before a delivery is given up as undelivered' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l keep -d 'Keep finished jobs in the file this long after their last change' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l concurrency -d 'Polls and deliveries in flight at once [default: 8]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l http-timeout -d 'Timeout of each HTTP phase (connect, send, wait for the answer, read it) [default: 30s]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l max-strikes -d 'Consecutive failed checks before a job is abandoned [default: 90]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l max-age -d 'A task not finished this long after `watch` expires [default: 24h]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l busy-retry -d 'Wait before retrying a delivery the parent chat refused as busy (409) [default: 20s]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l max-busy -d 'Busy (or unreachable) answers before a delivery is given up as undelivered [default: 30]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l keep -d 'Keep finished jobs in the file this long after their last change [default: 7d]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask QwenPaw to stop the parent\'s resumed turn after this long [default: QwenPaw\'s own, 1h]' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s v -l verbose -d 'Say more on stderr (repeat for more)'
@@ -87,15 +87,15 @@ complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_su
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -f -a "man" -d 'The man page of atc, or of one command (man/ holds them all)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -f -a "completions" -d 'Completions for a shell (completions/ holds bash, zsh and fish)'
-complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s h -l help -d 'Print help'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l state -d 'Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l base-url -d 'QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s v -l verbose -d 'Say more on stderr (repeat for more)'

@@ -44,20 +44,6 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
     Ok(id.to_owned())
 }
 
-/// Percent-encodes one URL path segment (RFC 3986 unreserved characters pass through).
-/// Validated task ids never need it; it is applied anyway so no path can be built unescaped.
-pub fn encode_path_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 /// A fresh job id: 12 random hex digits.
 pub fn new_job_id() -> String {
     let mut bytes = [0u8; 6];
@@ -119,13 +105,6 @@ mod tests {
             assert_eq!(err.exit, Exit::Usage, "{raw:?}");
         }
         assert!(parse_task_id(&"a".repeat(128)).is_ok());
-    }
-
-    #[test]
-    fn encodes_path_segments() {
-        assert_eq!(encode_path_segment("task-1_A"), "task-1_A");
-        assert_eq!(encode_path_segment("a/b c%"), "a%2Fb%20c%25");
-        assert_eq!(encode_path_segment("é"), "%C3%A9");
     }
 
     #[test]

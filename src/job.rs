@@ -1,4 +1,6 @@
-//! A watch registration and its record in the job file.
+//! A watch registration and its record in the job file: `Job`, its `Status`, the chat
+//! `Target` it delivers to. Field names are a stable interface (other tools read the file);
+//! only `lifecycle::step` changes a job's status.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -7,7 +9,7 @@ use crate::time::Timestamp;
 
 /// Where a job stands. Only `pending` and `delivering` are live; everything else is final
 /// and only ever pruned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Watching: the task has not finished yet.
@@ -38,6 +40,40 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in declaration order (`ordinal` keeps the list complete).
+    pub const ALL: [Status; 12] = [
+        Status::Pending,
+        Status::Delivering,
+        Status::Done,
+        Status::Unconfirmed,
+        Status::Undelivered,
+        Status::Lost,
+        Status::Abandoned,
+        Status::Expired,
+        Status::Cancelled,
+        Status::Skipped,
+        Status::Misrouted,
+        Status::Error,
+    ];
+
+    /// Position in [`Status::ALL`]. Exhaustive, so a new status cannot be forgotten there.
+    pub const fn ordinal(self) -> usize {
+        match self {
+            Status::Pending => 0,
+            Status::Delivering => 1,
+            Status::Done => 2,
+            Status::Unconfirmed => 3,
+            Status::Undelivered => 4,
+            Status::Lost => 5,
+            Status::Abandoned => 6,
+            Status::Expired => 7,
+            Status::Cancelled => 8,
+            Status::Skipped => 9,
+            Status::Misrouted => 10,
+            Status::Error => 11,
+        }
+    }
+
     pub fn is_terminal(self) -> bool {
         !matches!(self, Status::Pending | Status::Delivering)
     }
@@ -69,13 +105,30 @@ impl std::fmt::Display for Status {
 /// Where a result must go: the exact chat triple plus the agent that owns it, and the agent
 /// the child task runs on. QwenPaw silently creates a new ("ghost") chat for any triple it
 /// does not know, so every part is recorded exactly as given.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
     pub agent_id: String,
+    #[serde(default)]
     pub target_agent: Option<String>,
     pub session_id: String,
     pub user_id: String,
     pub channel: String,
+}
+
+impl Target {
+    /// The agent whose task registry holds the child task: the same identity QwenPaw's own
+    /// `check_agent_task` polls as.
+    pub fn poll_agent(&self) -> &str {
+        self.target_agent.as_deref().unwrap_or(&self.agent_id)
+    }
+
+    /// "session s-77 (user default, channel console)": where a result goes, for people.
+    pub fn describe_chat(&self) -> String {
+        format!(
+            "session {} (user {}, channel {})",
+            self.session_id, self.user_id, self.channel
+        )
+    }
 }
 
 /// Delivery bookkeeping: the write-ahead record and the back-off state.
@@ -101,28 +154,30 @@ pub struct Delivery {
     pub attempt_started_at: Option<Timestamp>,
 }
 
+impl Delivery {
+    /// Busy and unreachable answers so far: the deferrals `--max-busy` caps.
+    pub fn deferrals(&self) -> u32 {
+        self.busy + self.unreachable
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// One watch registration. Field names are a stable interface: other tools read the file.
-/// Fields added after v1 are optional so v1 files keep loading; fields this version does
-/// not know are kept as they are (`extra`).
+/// One watch registration. Fields added after v1 are optional so v1 files keep loading;
+/// fields this version does not know are kept as they are (`extra`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job_id: String,
     pub task_id: String,
     pub base_url: String,
-    pub agent_id: String,
-    #[serde(default)]
-    pub target_agent: Option<String>,
-    pub session_id: String,
-    pub user_id: String,
-    pub channel: String,
+    #[serde(flatten)]
+    pub target: Target,
     pub registered_at: Timestamp,
     pub updated_at: Timestamp,
     pub status: Status,
-    /// One line for people: why the job is where it is.
+    /// What happened that no other field records (how a cancel met a delivery), for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Consecutive failed checks.
@@ -135,6 +190,8 @@ pub struct Job {
     /// When the child task started, as the server reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Timestamp>,
+    /// The last thing that went wrong: a failed check, a refused or unknown delivery, the
+    /// server's 404 for a lost task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// The exact text delivered, or to be delivered (at most 8000 characters).
@@ -163,11 +220,7 @@ impl Job {
             job_id,
             task_id,
             base_url,
-            agent_id: target.agent_id,
-            target_agent: target.target_agent,
-            session_id: target.session_id,
-            user_id: target.user_id,
-            channel: target.channel,
+            target,
             registered_at: now,
             updated_at: now,
             status: Status::Pending,
@@ -185,20 +238,32 @@ impl Job {
         }
     }
 
-    pub fn target(&self) -> Target {
-        Target {
-            agent_id: self.agent_id.clone(),
-            target_agent: self.target_agent.clone(),
-            session_id: self.session_id.clone(),
-            user_id: self.user_id.clone(),
-            channel: self.channel.clone(),
-        }
+    /// True while a delivery POST is claimed and its outcome not yet recorded (or the tick
+    /// that claimed it died).
+    pub fn in_flight(&self) -> bool {
+        self.delivery
+            .as_ref()
+            .is_some_and(|d| d.attempt_started_at.is_some())
     }
 
-    /// The agent whose task registry holds the child task: the same identity QwenPaw's own
-    /// `check_agent_task` polls as.
-    pub fn poll_agent(&self) -> &str {
-        self.target_agent.as_deref().unwrap_or(&self.agent_id)
+    /// A job in `status` for tests: task `task-1`, session `s` of user `u` on `console`.
+    #[cfg(test)]
+    pub fn sample(status: Status) -> Job {
+        let mut job = Job::new(
+            "a1b2c3d4e5f6".into(),
+            "task-1".into(),
+            "http://h/api".into(),
+            Target {
+                agent_id: "default".into(),
+                target_agent: None,
+                session_id: "s".into(),
+                user_id: "u".into(),
+                channel: "console".into(),
+            },
+            Timestamp::from_unix(1_800_000_000),
+        );
+        job.status = status;
+        job
     }
 
     /// The parent chat the result goes to. Two jobs with the same key must never be
@@ -206,10 +271,58 @@ impl Job {
     pub fn chat_key(&self) -> (&str, &str, &str, &str, &str) {
         (
             &self.base_url,
-            &self.agent_id,
-            &self.session_id,
-            &self.user_id,
-            &self.channel,
+            &self.target.agent_id,
+            &self.target.session_id,
+            &self.target.user_id,
+            &self.target.channel,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_status_once_in_order() {
+        for (i, status) in Status::ALL.iter().enumerate() {
+            assert_eq!(status.ordinal(), i, "{status}");
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json, status.as_str());
+        }
+    }
+
+    #[test]
+    fn the_target_is_flattened_into_the_v1_layout() {
+        let job = Job::sample(Status::Pending);
+        let value = serde_json::to_value(&job).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "job_id",
+                "task_id",
+                "base_url",
+                "agent_id",
+                "target_agent",
+                "session_id",
+                "user_id",
+                "channel",
+                "registered_at",
+                "updated_at",
+                "status"
+            ]
+        );
+        let back: Job = serde_json::from_value(value).unwrap();
+        assert_eq!(back, job);
+        assert!(
+            back.extra.is_empty(),
+            "target fields are not also kept as extra"
+        );
     }
 }

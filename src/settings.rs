@@ -1,16 +1,39 @@
-//! Resolved settings: flags > environment > QwenPaw's own configuration > defaults, as
-//! plain structs. The only reader of the process environment (tokens included).
+//! Resolved settings: [`resolve`] turns the parsed command line and the environment into
+//! one [`Settings`], every value plain and checked, each with the [`Source`] it came from
+//! (flag > environment > QwenPaw's own configuration > default), so that every message
+//! names the real origin of a bad value. The only reader of the process environment
+//! (tokens included); nothing below it sees the command line.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
+use crate::ids::parse_task_id;
 use crate::job::Target;
 use crate::lifecycle::Limits;
 
-/// Where QwenPaw's `qwenpaw app` listens by default.
-pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8088";
+/// The defaults, in one place (`--help` shows them; a test keeps the two in step).
+pub mod defaults {
+    use std::time::Duration;
+
+    /// Where QwenPaw's `qwenpaw app` listens by default.
+    pub const BASE_URL: &str = "http://127.0.0.1:8088";
+    pub const USER: &str = "default";
+    pub const CHANNEL: &str = "console";
+    pub const AGENT: &str = "default";
+    pub const CONCURRENCY: u32 = 8;
+    pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The seed's MAX_STRIKES: ~30 min of 20 s ticks.
+    pub const MAX_STRIKES: u32 = 90;
+    /// The seed's MAX_JOB_AGE.
+    pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+    pub const BUSY_RETRY: Duration = Duration::from_secs(20);
+    /// The seed's 30 × 20 s of 409 back-off.
+    pub const MAX_BUSY: u32 = 30;
+    pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+}
 
 /// A source of environment variables and the home directory (the process, or a test's map).
 pub trait Environment {
@@ -18,7 +41,7 @@ pub trait Environment {
     fn home(&self) -> Option<PathBuf>;
 }
 
-/// The real process environment.
+/// The real process environment. Empty variables count as unset.
 pub struct ProcessEnv;
 
 impl Environment for ProcessEnv {
@@ -31,20 +54,304 @@ impl Environment for ProcessEnv {
     }
 }
 
-/// The job file: `--state`/`ATC_STATE`, else the platform state dir
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag (`--session`).
+    Flag(&'static str),
+    /// An environment variable (`ATC_SESSION_ID`).
+    Env(&'static str),
+    /// `QWENPAW_RUNTIME_API_URL`, honoured with `QWENPAW_RUNTIME_ID` and the runtime token.
+    ManagedRuntime,
+    /// `last_api` in QwenPaw's `config.json` at this path.
+    QwenPawConfig(PathBuf),
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag(name) | Source::Env(name) => f.write_str(name),
+            Source::ManagedRuntime => f.write_str("QWENPAW_RUNTIME_API_URL"),
+            Source::QwenPawConfig(path) => write!(f, "last_api in {}", path.display()),
+            Source::Default => f.write_str("the default"),
+        }
+    }
+}
+
+/// A resolved value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// How much to print, and in which form.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Output {
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: u8,
+}
+
+/// Everything a run needs: what to print, and what to do.
+#[derive(Debug)]
+pub struct Settings {
+    pub output: Output,
+    pub action: Action,
+}
+
+#[derive(Debug)]
+pub enum Action {
+    Watch(Box<Watch>),
+    Status(Status),
+    Cancel(Cancel),
+    Tick(Tick),
+    Generate(Generate),
+}
+
+#[derive(Debug)]
+pub struct Watch {
+    pub state: Setting<PathBuf>,
+    pub task_id: String,
+    pub session: Setting<String>,
+    pub user: Setting<String>,
+    pub channel: Setting<String>,
+    pub agent: Setting<String>,
+    /// The agent the task runs on, when it is not `agent`.
+    pub target_agent: Option<Setting<String>>,
+    /// The QwenPaw API root recorded into the job (ends in `/api`).
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+}
+
+impl Watch {
+    pub fn target(&self) -> Target {
+        Target {
+            agent_id: self.agent.value.clone(),
+            target_agent: self.target_agent.as_ref().map(|a| a.value.clone()),
+            session_id: self.session.value.clone(),
+            user_id: self.user.value.clone(),
+            channel: self.channel.value.clone(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Status {
+    pub state: Setting<PathBuf>,
+    pub task_id: Option<String>,
+    pub all: bool,
+}
+
+#[derive(Debug)]
+pub struct Cancel {
+    pub state: Setting<PathBuf>,
+    pub task_id: String,
+    pub limits: Limits,
+}
+
+/// Everything one tick needs besides the job file's contents.
+#[derive(Clone, Debug)]
+pub struct Tick {
+    pub state: Setting<PathBuf>,
+    pub limits: Limits,
+    pub concurrency: usize,
+    pub http_timeout: Duration,
+    pub turn_timeout: Option<Duration>,
+    pub auth: Auth,
+}
+
+#[derive(Debug)]
+pub enum Generate {
+    Man(Option<String>),
+    Completions(cli::Shell),
+}
+
+/// Credentials, read from the environment; never stored or printed.
+#[derive(Clone, Default)]
+pub struct Auth {
+    pub runtime_token: Option<String>,
+    pub bearer_token: Option<String>,
+}
+
+impl Auth {
+    pub fn from_env(env: &dyn Environment) -> Auth {
+        Auth {
+            runtime_token: env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
+            bearer_token: env.var("ATC_BEARER_TOKEN"),
+        }
+    }
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = |t: &Option<String>| if t.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("Auth")
+            .field("runtime_token", &set(&self.runtime_token))
+            .field("bearer_token", &set(&self.bearer_token))
+            .finish()
+    }
+}
+
+/// The command line and the environment, resolved and checked. Only the settings the
+/// command uses are resolved (`generate` needs no job file).
+pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
+    let output = Output {
+        json: cli.json,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    };
+    let state = || state_path(cli.state.clone(), env);
+    let action = match cli.command {
+        Command::Watch(args) => {
+            Action::Watch(Box::new(watch(args, cli.base_url.as_deref(), env, state)?))
+        }
+        Command::Status(args) => Action::Status(Status {
+            task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
+            all: args.all,
+            state: state()?,
+        }),
+        Command::Cancel(args) => Action::Cancel(Cancel {
+            task_id: parse_task_id(&args.task_id)?,
+            state: state()?,
+            limits: default_limits(),
+        }),
+        Command::Tick(args) => Action::Tick(tick(args, env, state()?)),
+        Command::Generate(args) => Action::Generate(match args.what {
+            Generated::Man { command } => Generate::Man(command),
+            Generated::Completions { shell } => Generate::Completions(shell),
+        }),
+    };
+    Ok(Settings { output, action })
+}
+
+fn watch(
+    args: cli::WatchArgs,
+    base_url_flag: Option<&str>,
+    env: &dyn Environment,
+    state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
+) -> Result<Watch, Failure> {
+    let task_id = parse_task_id(&args.task_id)?;
+    let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
+    let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
+        .ok_or_else(|| {
+            Failure::new(
+                Exit::Usage,
+                "no session to deliver to: pass --session SID or set ATC_SESSION_ID (an agent's prompt shows it as \"Session ID\")",
+            )
+        })?;
+    let user =
+        part((args.user, "--user"), "ATC_USER_ID", Some(defaults::USER))?.expect("a default");
+    let channel = part(
+        (args.channel, "--channel"),
+        "ATC_CHANNEL",
+        Some(defaults::CHANNEL),
+    )?
+    .expect("a default");
+    let agent = part(
+        (args.agent, "--agent"),
+        "ATC_AGENT_ID",
+        Some(defaults::AGENT),
+    )?
+    .expect("a default");
+    let target_agent = args
+        .target_agent
+        .map(|value| {
+            checked(Setting {
+                value,
+                source: Source::Flag("--target-agent"),
+            })
+        })
+        .transpose()?
+        .filter(|on| on.value != agent.value);
+    if channel.value.eq_ignore_ascii_case("acp") {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!(
+                "channel {:?} ({}) is an ACP session: atc posts results through QwenPaw's console API, which can never route back into an ACP session; poll check_agent_task (at most every 30 s) instead, or watch from a console session",
+                channel.value, channel.source
+            ),
+        ));
+    }
+    let base_url = base_url(base_url_flag, env)?;
+    Ok(Watch {
+        state: state()?,
+        task_id,
+        session,
+        user,
+        channel,
+        agent,
+        target_agent,
+        base_url,
+        auth: Auth::from_env(env),
+    })
+}
+
+/// A text value: the flag, else the environment variable, else the default.
+fn text(
+    (flag, flag_name): (Option<String>, &'static str),
+    var: &'static str,
+    default: Option<&'static str>,
+    env: &dyn Environment,
+) -> Option<Setting<String>> {
+    if let Some(value) = flag {
+        Some(Setting {
+            value,
+            source: Source::Flag(flag_name),
+        })
+    } else if let Some(value) = env.var(var) {
+        Some(Setting {
+            value,
+            source: Source::Env(var),
+        })
+    } else {
+        default.map(|value| Setting {
+            value: value.to_owned(),
+            source: Source::Default,
+        })
+    }
+}
+
+/// One part of a chat target, kept exactly as given (QwenPaw matches the triple byte for
+/// byte) but never empty and free of control characters.
+fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
+    let usage = |why: String| Err(Failure::new(Exit::Usage, why));
+    if setting.value.trim().is_empty() {
+        return usage(format!("{} must not be empty", setting.source));
+    }
+    if setting.value.chars().any(char::is_control) {
+        return usage(format!(
+            "{} {:?} contains a control character",
+            setting.source, setting.value
+        ));
+    }
+    Ok(setting)
+}
+
+/// The job file: `--state`, else `ATC_STATE`, else the platform state dir
 /// (`~/.local/state/atc/jobs.json` on Linux; the local data dir where there is none).
-pub fn state_path(flag: Option<PathBuf>) -> Result<PathBuf, Failure> {
-    if let Some(path) = flag {
+fn state_path(flag: Option<PathBuf>, env: &dyn Environment) -> Result<Setting<PathBuf>, Failure> {
+    let given = match flag {
+        Some(path) => Some((path, Source::Flag("--state"))),
+        None => env
+            .var("ATC_STATE")
+            .map(|path| (PathBuf::from(path), Source::Env("ATC_STATE"))),
+    };
+    if let Some((path, source)) = given {
         if path.as_os_str().is_empty() || path.is_dir() {
             return Err(Failure::new(
                 Exit::Usage,
                 format!(
-                    "--state {:?} must name a file, not a directory",
+                    "{source} {:?} must name a file, not a directory",
                     path.display().to_string()
                 ),
             ));
         }
-        return Ok(path);
+        return Ok(Setting {
+            value: path,
+            source,
+        });
     }
     let dirs = directories::ProjectDirs::from("", "", "atc").ok_or_else(|| {
         Failure::new(
@@ -53,59 +360,37 @@ pub fn state_path(flag: Option<PathBuf>) -> Result<PathBuf, Failure> {
         )
     })?;
     let dir = dirs.state_dir().unwrap_or_else(|| dirs.data_local_dir());
-    Ok(dir.join("jobs.json"))
-}
-
-/// Which rule picked the base URL (shown by `-v`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BaseUrlSource {
-    Flag,
-    ManagedRuntime,
-    QwenPawConfig(PathBuf),
-    Default,
-}
-
-impl fmt::Display for BaseUrlSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BaseUrlSource::Flag => f.write_str("--base-url / ATC_BASE_URL"),
-            BaseUrlSource::ManagedRuntime => f.write_str("QWENPAW_RUNTIME_API_URL"),
-            BaseUrlSource::QwenPawConfig(path) => write!(f, "last_api in {}", path.display()),
-            BaseUrlSource::Default => f.write_str("the default"),
-        }
-    }
+    Ok(Setting {
+        value: dir.join("jobs.json"),
+        source: Source::Default,
+    })
 }
 
 /// The QwenPaw API root new watches talk to, resolved as QwenPaw's own clients do:
-/// explicit (`--base-url`, `ATC_BASE_URL`) > managed runtime (`QWENPAW_RUNTIME_API_URL`,
-/// only with `QWENPAW_RUNTIME_ID` and `QWENPAW_RUNTIME_INTERNAL_TOKEN`) > `last_api` in the
-/// working dir's `config.json` > `http://127.0.0.1:8088`. Always ends in `/api`.
-pub fn base_url(
-    flag: Option<&str>,
-    env: &dyn Environment,
-) -> Result<(String, BaseUrlSource), Failure> {
-    if let Some(url) = flag.filter(|u| !u.trim().is_empty()) {
-        return Ok((normalize_base_url(url)?, BaseUrlSource::Flag));
-    }
-    if let (Some(url), Some(_), Some(_)) = (
+/// `--base-url` > `ATC_BASE_URL` > managed runtime (`QWENPAW_RUNTIME_API_URL`, only with
+/// `QWENPAW_RUNTIME_ID` and `QWENPAW_RUNTIME_INTERNAL_TOKEN`) > `last_api` in the working
+/// dir's `config.json` > `http://127.0.0.1:8088`. Always ends in `/api`.
+pub fn base_url(flag: Option<&str>, env: &dyn Environment) -> Result<Setting<String>, Failure> {
+    let (raw, source) = if let Some(url) = flag.filter(|u| !u.trim().is_empty()) {
+        (url.to_owned(), Source::Flag("--base-url"))
+    } else if let Some(url) = env.var("ATC_BASE_URL") {
+        (url, Source::Env("ATC_BASE_URL"))
+    } else if let (Some(url), Some(_), Some(_)) = (
         env.var("QWENPAW_RUNTIME_API_URL"),
         env.var("QWENPAW_RUNTIME_ID"),
         env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
     ) {
-        return Ok((normalize_base_url(&url)?, BaseUrlSource::ManagedRuntime));
-    }
-    if let Some(config) = qwenpaw_working_dir(env).map(|dir| dir.join("config.json"))
+        (url, Source::ManagedRuntime)
+    } else if let Some(config) = qwenpaw_working_dir(env).map(|dir| dir.join("config.json"))
         && let Some(url) = last_api(&config)
     {
-        return Ok((
-            normalize_base_url(&url)?,
-            BaseUrlSource::QwenPawConfig(config),
-        ));
-    }
-    Ok((
-        normalize_base_url(DEFAULT_BASE_URL)?,
-        BaseUrlSource::Default,
-    ))
+        (url, Source::QwenPawConfig(config))
+    } else {
+        (defaults::BASE_URL.to_owned(), Source::Default)
+    };
+    let value = normalize_base_url(&raw)
+        .map_err(|why| Failure::new(Exit::Usage, format!("{source}: {why}")))?;
+    Ok(Setting { value, source })
 }
 
 /// `$QWENPAW_WORKING_DIR`, else `~/.copaw` if it exists (QwenPaw's former name), else
@@ -145,34 +430,34 @@ fn last_api(config: &Path) -> Option<String> {
 
 /// Trims, strips trailing `/`, appends `/api` unless present. Refuses what cannot be a
 /// plain QwenPaw address: other schemes, credentials in the URL (they would end up in the
-/// job file), queries and fragments.
-pub fn normalize_base_url(raw: &str) -> Result<String, Failure> {
-    let usage = |why: String| Failure::new(Exit::Usage, why);
+/// job file), queries and fragments. The error says why, for the caller to prefix with the
+/// value's source.
+pub fn normalize_base_url(raw: &str) -> Result<String, String> {
     let url = raw.trim().trim_end_matches('/');
     let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(usage(format!(
+        return Err(format!(
             "base URL {raw:?} has no scheme; write it like http://127.0.0.1:8088"
-        )));
+        ));
     };
     let scheme = scheme.to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
-        return Err(usage(format!(
+        return Err(format!(
             "base URL {raw:?} uses {scheme}://; only http:// and https:// are supported"
-        )));
+        ));
     }
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.contains('@') {
-        return Err(usage(
+        return Err(
             "base URL contains a user name or password; remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)".to_owned(),
-        ));
+        );
     }
     if authority.is_empty() || authority.starts_with(':') {
-        return Err(usage(format!("base URL {raw:?} has no host")));
+        return Err(format!("base URL {raw:?} has no host"));
     }
     if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(usage(format!(
+        return Err(format!(
             "base URL {raw:?} contains a query, fragment or whitespace; give only scheme, host, port and path"
-        )));
+        ));
     }
     let url = format!("{scheme}://{rest}");
     Ok(if url.ends_with("/api") {
@@ -182,95 +467,33 @@ pub fn normalize_base_url(raw: &str) -> Result<String, Failure> {
     })
 }
 
-/// Credentials, read from the environment when requests are made; never stored or printed.
-#[derive(Clone, Default)]
-pub struct Auth {
-    pub runtime_token: Option<String>,
-    pub bearer_token: Option<String>,
-}
-
-impl Auth {
-    pub fn from_env(env: &dyn Environment) -> Auth {
-        Auth {
-            runtime_token: env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
-            bearer_token: env.var("ATC_BEARER_TOKEN"),
-        }
+/// The tick's caps and back-off when no flag changes them.
+pub fn default_limits() -> Limits {
+    Limits {
+        max_strikes: defaults::MAX_STRIKES,
+        max_age: defaults::MAX_AGE,
+        busy_retry: defaults::BUSY_RETRY,
+        max_busy: defaults::MAX_BUSY,
+        keep: defaults::KEEP,
     }
 }
 
-impl fmt::Debug for Auth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let set = |t: &Option<String>| if t.is_some() { "<set>" } else { "<unset>" };
-        f.debug_struct("Auth")
-            .field("runtime_token", &set(&self.runtime_token))
-            .field("bearer_token", &set(&self.bearer_token))
-            .finish()
-    }
-}
-
-/// Checks one part of a chat target. Values are kept exactly as given (QwenPaw matches the
-/// triple byte for byte), but empty values and control characters are refused.
-pub fn target_part(flag: &str, value: &str) -> Result<String, Failure> {
-    if value.trim().is_empty() {
-        return Err(Failure::new(
-            Exit::Usage,
-            format!("{flag} must not be empty"),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(Failure::new(
-            Exit::Usage,
-            format!("{flag} {value:?} contains a control character"),
-        ));
-    }
-    Ok(value.to_owned())
-}
-
-/// Builds a chat target from the `watch` arguments.
-pub fn target(
-    session: &str,
-    user: &str,
-    channel: &str,
-    agent: &str,
-    target_agent: Option<&str>,
-) -> Result<Target, Failure> {
-    Ok(Target {
-        session_id: target_part("--session", session)?,
-        user_id: target_part("--user", user)?,
-        channel: target_part("--channel", channel)?,
-        agent_id: target_part("--agent", agent)?,
-        target_agent: target_agent
-            .map(|a| target_part("--target-agent", a))
-            .transpose()?
-            .filter(|a| a != agent),
-    })
-}
-
-/// The tick's knobs, as given (defaults live in `cli`), plus the credentials.
-pub fn tick(args: &crate::cli::TickArgs, env: &dyn Environment) -> Tick {
+fn tick(args: cli::TickArgs, env: &dyn Environment, state: Setting<PathBuf>) -> Tick {
+    let limits = default_limits();
     Tick {
+        state,
         limits: Limits {
-            max_strikes: args.max_strikes,
-            max_age: args.max_age,
-            busy_retry: args.busy_retry,
-            max_busy: args.max_busy,
-            keep: args.keep,
+            max_strikes: args.max_strikes.unwrap_or(limits.max_strikes),
+            max_age: args.max_age.unwrap_or(limits.max_age),
+            busy_retry: args.busy_retry.unwrap_or(limits.busy_retry),
+            max_busy: args.max_busy.unwrap_or(limits.max_busy),
+            keep: args.keep.unwrap_or(limits.keep),
         },
-        concurrency: args.concurrency as usize,
-        http_timeout: args.http_timeout,
+        concurrency: args.concurrency.unwrap_or(defaults::CONCURRENCY) as usize,
+        http_timeout: args.http_timeout.unwrap_or(defaults::HTTP_TIMEOUT),
         turn_timeout: args.turn_timeout,
         auth: Auth::from_env(env),
     }
-}
-
-/// Everything one tick needs besides the job file.
-#[derive(Clone, Debug)]
-pub struct Tick {
-    pub limits: Limits,
-    pub concurrency: usize,
-    pub http_timeout: Duration,
-    pub turn_timeout: Option<Duration>,
-    pub auth: Auth,
 }
 
 #[cfg(test)]
@@ -296,6 +519,18 @@ mod tests {
         )
     }
 
+    fn resolve_args(args: &[&str], env: &MapEnv) -> Result<Settings, Failure> {
+        let cli = crate::cli::parse_from(args.iter().copied()).expect("valid arguments");
+        resolve(cli, env)
+    }
+
+    fn watch_of(settings: Settings) -> Watch {
+        match settings.action {
+            Action::Watch(watch) => *watch,
+            other => panic!("not a watch: {other:?}"),
+        }
+    }
+
     #[test]
     fn normalises_base_urls() {
         for (raw, want) in [
@@ -316,16 +551,12 @@ mod tests {
             "http://h/?x=1",
             "file:///etc",
         ] {
-            assert_eq!(
-                normalize_base_url(raw).unwrap_err().exit,
-                Exit::Usage,
-                "{raw}"
-            );
+            assert!(normalize_base_url(raw).is_err(), "{raw}");
         }
     }
 
     #[test]
-    fn base_url_precedence() {
+    fn base_url_precedence_and_sources() {
         let home = tempfile::tempdir().unwrap();
         let work = home.path().join(".qwenpaw");
         std::fs::create_dir_all(&work).unwrap();
@@ -339,29 +570,42 @@ mod tests {
             ("QWENPAW_RUNTIME_ID", "r1"),
             ("QWENPAW_RUNTIME_INTERNAL_TOKEN", "secret"),
         ];
+        let setting = |value: &str, source| Setting {
+            value: value.to_owned(),
+            source,
+        };
 
-        let e = env(&managed, Some(home.path()));
+        let mut vars = managed.to_vec();
+        vars.push(("ATC_BASE_URL", "http://env:2"));
+        let e = env(&vars, Some(home.path()));
         assert_eq!(
-            base_url(Some("http://flag:1"), &e).unwrap().0,
-            "http://flag:1/api"
+            base_url(Some("http://flag:1"), &e).unwrap(),
+            setting("http://flag:1/api", Source::Flag("--base-url"))
         );
         assert_eq!(
             base_url(None, &e).unwrap(),
-            (
-                "http://runtime:7000/api".into(),
-                BaseUrlSource::ManagedRuntime
-            )
+            setting("http://env:2/api", Source::Env("ATC_BASE_URL"))
+        );
+        let e = env(&managed, Some(home.path()));
+        assert_eq!(
+            base_url(None, &e).unwrap(),
+            setting("http://runtime:7000/api", Source::ManagedRuntime)
         );
         // The managed URL alone is not enough: QwenPaw also wants the id and the token.
         let e = env(&managed[..2], Some(home.path()));
-        assert_eq!(base_url(None, &e).unwrap().0, "http://127.0.0.1:9001/api");
-        let e = env(&[], Some(home.path()));
-        assert_eq!(base_url(None, &e).unwrap().0, "http://127.0.0.1:9001/api");
-        // ~/.copaw wins when it exists.
-        std::fs::create_dir_all(home.path().join(".copaw")).unwrap();
         assert_eq!(
             base_url(None, &e).unwrap(),
-            ("http://127.0.0.1:8088/api".into(), BaseUrlSource::Default)
+            setting(
+                "http://127.0.0.1:9001/api",
+                Source::QwenPawConfig(work.join("config.json"))
+            )
+        );
+        // ~/.copaw wins when it exists.
+        std::fs::create_dir_all(home.path().join(".copaw")).unwrap();
+        let e = env(&[], Some(home.path()));
+        assert_eq!(
+            base_url(None, &e).unwrap(),
+            setting("http://127.0.0.1:8088/api", Source::Default)
         );
         let other = home.path().join("elsewhere");
         std::fs::create_dir_all(&other).unwrap();
@@ -374,9 +618,105 @@ mod tests {
             &[("QWENPAW_WORKING_DIR", other.to_str().unwrap())],
             Some(home.path()),
         );
-        assert_eq!(base_url(None, &e).unwrap().0, "http://127.0.0.2:9002/api");
+        assert_eq!(
+            base_url(None, &e).unwrap().value,
+            "http://127.0.0.2:9002/api"
+        );
         let e = env(&[], None);
-        assert_eq!(base_url(None, &e).unwrap().0, "http://127.0.0.1:8088/api");
+        assert_eq!(
+            base_url(None, &e).unwrap().value,
+            "http://127.0.0.1:8088/api"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_source_of_the_bad_value() {
+        let e = env(&[("ATC_BASE_URL", "ftp://h")], None);
+        let err = base_url(None, &e).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert!(err.message.starts_with("ATC_BASE_URL: base URL"), "{err}");
+        let err = base_url(Some("h:1"), &e).unwrap_err();
+        assert!(err.message.starts_with("--base-url: "), "{err}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let e = env(&[("ATC_STATE", dir.path().to_str().unwrap())], None);
+        let err = resolve_args(&["status"], &e).unwrap_err();
+        assert!(err.message.starts_with("ATC_STATE \""), "{err}");
+        let err =
+            resolve_args(&["--state", dir.path().to_str().unwrap(), "status"], &e).unwrap_err();
+        assert!(err.message.starts_with("--state \""), "{err}");
+
+        let e = env(&[("ATC_USER_ID", " ")], None);
+        let err = resolve_args(&["watch", "task-1", "--session", "s"], &e).unwrap_err();
+        assert_eq!(err.message, "ATC_USER_ID must not be empty");
+        let err = resolve_args(&["watch", "task-1", "--session", "s\n"], &e).unwrap_err();
+        assert!(
+            err.message.starts_with("--session \"s\\n\" contains"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn watch_settings_know_where_each_value_came_from() {
+        let e = env(
+            &[
+                ("ATC_SESSION_ID", "env-session"),
+                ("ATC_CHANNEL", "env-channel"),
+            ],
+            None,
+        );
+        let w = watch_of(
+            resolve_args(
+                &[
+                    "watch",
+                    "'task-1'",
+                    "--user",
+                    "alice",
+                    "--target-agent",
+                    "SE",
+                ],
+                &e,
+            )
+            .unwrap(),
+        );
+        assert_eq!(w.task_id, "task-1");
+        assert_eq!(w.session.source, Source::Env("ATC_SESSION_ID"));
+        assert_eq!(w.user.source, Source::Flag("--user"));
+        assert_eq!(w.channel.value, "env-channel");
+        assert_eq!(
+            (w.agent.value.as_str(), &w.agent.source),
+            ("default", &Source::Default)
+        );
+        assert_eq!(w.target().target_agent.as_deref(), Some("SE"));
+        let same =
+            watch_of(resolve_args(&["watch", "task-1", "--target-agent", "default"], &e).unwrap());
+        assert_eq!(same.target().target_agent, None, "the asking agent itself");
+
+        let none = env(&[], None);
+        let err = resolve_args(&["watch", "task-1"], &none).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert!(err.message.contains("ATC_SESSION_ID"), "{err}");
+        let err = resolve_args(
+            &["watch", "task-1", "--session", "s", "--channel", "ACP"],
+            &none,
+        )
+        .unwrap_err();
+        assert_eq!(err.exit, Exit::Refused);
+    }
+
+    #[test]
+    fn tick_knobs_default_as_documented() {
+        let tick = match resolve_args(&["tick", "--max-busy", "3"], &env(&[], None))
+            .unwrap()
+            .action
+        {
+            Action::Tick(tick) => tick,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(tick.limits.max_busy, 3);
+        assert_eq!(tick.limits.max_strikes, defaults::MAX_STRIKES);
+        assert_eq!(tick.concurrency, 8);
+        assert_eq!(tick.http_timeout, Duration::from_secs(30));
     }
 
     #[test]
@@ -385,22 +725,5 @@ mod tests {
         let shown = format!("{auth:?}");
         assert!(!shown.contains("s3cr3t"));
         assert!(shown.contains("<set>"));
-    }
-
-    #[test]
-    fn targets_keep_values_exactly_but_refuse_empty_ones() {
-        let t = target("s 77", "alice", "console", "default", Some("SE")).unwrap();
-        assert_eq!(
-            (t.session_id.as_str(), t.target_agent.as_deref()),
-            ("s 77", Some("SE"))
-        );
-        assert_eq!(
-            target("s", "u", "c", "default", Some("default"))
-                .unwrap()
-                .target_agent,
-            None
-        );
-        assert!(target(" ", "u", "c", "a", None).is_err());
-        assert!(target("s\n", "u", "c", "a", None).is_err());
     }
 }

@@ -1,15 +1,16 @@
 //! The core commands (`watch`, `status`, `cancel`) and the job file, through the real
-//! binary in a hermetic environment: each test checks exit status, stdout, stderr and the
-//! job file left on disk.
+//! binary in a hermetic environment. Every invocation goes through `Run`, which checks
+//! exit status, stdout, stderr and the job file left on disk.
 
 mod support;
 
 use std::io::Read;
 use std::time::Duration;
 
-use predicates::prelude::*;
 use serde_json::{Value, json};
-use support::atc::{TestEnv, job, mode, stderr, stdout};
+use support::atc::{TestEnv, job, mode, stderr};
+use support::fake::{FakeQwenPaw, Reply};
+use support::hermetic::NOWHERE;
 
 const TASK: &str = "task-3f9a0c1b2d4e";
 
@@ -21,24 +22,39 @@ fn is_hex12(v: &Value) -> bool {
     })
 }
 
+/// A fake QwenPaw whose `GET {prefix}/api/chats` lists session `s` of user `default` on
+/// `console`, and must be asked exactly `hits` times.
+fn chat_server(prefix: &str, hits: usize) -> FakeQwenPaw {
+    let server = FakeQwenPaw::start();
+    let chats = r#"[{"id":"6f1c0e1a-0000-4000-8000-000000000001","session_id":"s","user_id":"default","channel":"console","status":"idle"}]"#;
+    let path = format!("{prefix}/api/chats");
+    server.on("GET", &path, vec![Reply::json(200, chats)]);
+    server.expect_hits("GET", &path, hits);
+    server
+}
+
+#[test]
+fn nowhere_is_nowhere() {
+    // The hermetic default base URL must refuse connections, or tests would talk to
+    // whatever listens there.
+    let addr = NOWHERE.trim_start_matches("http://");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "something listens on {addr}; the hermetic tests need it free"
+    );
+}
+
 #[test]
 fn watch_records_a_pending_job_and_says_where_the_result_goes() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77"])
-        .assert()
-        .success()
-        .stdout(format!(
-            "Watching {TASK} for agent 'default'; the result goes to session s-77 (user default, channel console) on the next atc tick.\n"
-        ))
-        .stderr("");
-    let file = env.file();
-    assert_eq!(file["version"], 1);
+    env.atc(["watch", TASK, "--session", "s-77"]).stdout(format!(
+        "Watching {TASK} for agent 'default'; the result goes to session s-77 (user default, channel console) on the next atc tick.\n"
+    )).file(|file| assert_eq!(file["version"], 1));
     let job = env.job(TASK);
     assert!(is_hex12(&job["job_id"]), "{job}");
     for (key, want) in [
         ("task_id", json!(TASK)),
-        ("base_url", json!("http://127.0.0.1:8088/api")),
+        ("base_url", json!(format!("{NOWHERE}/api"))),
         ("agent_id", json!("default")),
         ("target_agent", Value::Null),
         ("session_id", json!("s-77")),
@@ -59,9 +75,8 @@ fn watch_records_a_pending_job_and_says_where_the_result_goes() {
 #[test]
 fn watch_json_prints_the_record_as_stored() {
     let env = TestEnv::new();
-    let out = env
-        .cmd()
-        .args([
+    let printed = env
+        .atc([
             "--json",
             "watch",
             TASK,
@@ -70,60 +85,41 @@ fn watch_json_prints_the_record_as_stored() {
             "--target-agent",
             "SE",
         ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .json();
     assert_eq!(printed, env.job(TASK));
     assert_eq!(printed["target_agent"], "SE");
-    assert_eq!(stderr(&out), "");
 }
 
 #[test]
 fn flags_beat_environment_which_beats_defaults() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", "task-a"])
-        .env("ATC_SESSION_ID", "env-session")
-        .env("ATC_USER_ID", "env-user")
-        .env("ATC_CHANNEL", "env-channel")
-        .env("ATC_AGENT_ID", "env-agent")
-        .assert()
-        .success();
-    let a = env.job("task-a");
-    assert_eq!(
-        (
-            &a["session_id"],
-            &a["user_id"],
-            &a["channel"],
-            &a["agent_id"]
-        ),
-        (
-            &json!("env-session"),
-            &json!("env-user"),
-            &json!("env-channel"),
-            &json!("env-agent")
-        )
-    );
-    env.cmd()
-        .args([
-            "watch",
-            "task-b",
-            "--session",
-            "s",
-            "--user",
-            "u",
-            "--channel",
-            "c",
-            "--agent",
-            "a",
-        ])
-        .env("ATC_SESSION_ID", "env-session")
-        .env("ATC_USER_ID", "env-user")
-        .env("ATC_CHANNEL", "env-channel")
-        .env("ATC_AGENT_ID", "env-agent")
-        .assert()
-        .success();
+    let vars = [
+        ("ATC_SESSION_ID", "env-session"),
+        ("ATC_USER_ID", "env-user"),
+        ("ATC_CHANNEL", "env-channel"),
+        ("ATC_AGENT_ID", "env-agent"),
+    ];
+    let mut run = env.atc(["watch", "task-a"]);
+    for (name, value) in vars {
+        run = run.env(name, value);
+    }
+    run.stdout("Watching task-a for agent 'env-agent'; the result goes to session env-session (user env-user, channel env-channel) on the next atc tick.\n").run();
+    let mut run = env.atc([
+        "watch",
+        "task-b",
+        "--session",
+        "s",
+        "--user",
+        "u",
+        "--channel",
+        "c",
+        "--agent",
+        "a",
+    ]);
+    for (name, value) in vars {
+        run = run.env(name, value);
+    }
+    run.stdout_contains("session s (user u, channel c)").run();
     let b = env.job("task-b");
     assert_eq!(
         (
@@ -137,25 +133,64 @@ fn flags_beat_environment_which_beats_defaults() {
 }
 
 #[test]
-fn watch_without_a_session_is_a_usage_error() {
+fn watch_without_a_session_says_where_to_find_one() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK])
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(predicate::str::contains("--session"));
-    assert!(!env.exists());
+    env.atc(["watch", TASK])
+        .status(2)
+        .stderr_contains("atc: no session")
+        .stderr_contains("--session")
+        .stderr_contains("ATC_SESSION_ID")
+        .stderr_contains("Session ID")
+        .no_file();
 }
 
 #[test]
-fn help_names_the_environment_fallback_of_every_setting_and_the_exit_codes() {
+fn an_empty_value_names_where_it_came_from() {
     let env = TestEnv::new();
-    let top = env.cmd().arg("--help").output().unwrap();
-    let top = stdout(&top);
+    env.atc(["watch", TASK, "--session", "s"])
+        .env("ATC_USER_ID", "a\tb")
+        .status(2)
+        .stderr("atc: ATC_USER_ID \"a\\tb\" contains a control character\n")
+        .no_file();
+    env.atc(["watch", TASK, "--session", "s", "--user", ""])
+        .env("ATC_USER_ID", "u")
+        .status(2)
+        .stderr("atc: --user must not be empty\n")
+        .no_file();
+}
+
+#[test]
+fn a_directory_as_job_file_names_the_setting_it_came_from() {
+    let env = TestEnv::new();
+    let dir = env.path("a-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    env.atc(["status"])
+        .env("ATC_STATE", &dir)
+        .status(2)
+        .stderr(format!(
+            "atc: ATC_STATE {:?} must name a file, not a directory\n",
+            dir.display().to_string()
+        ))
+        .judging(&dir.join("jobs.json"));
+    env.atc(["--state", dir.to_str().unwrap(), "status"])
+        .status(2)
+        .stderr_contains("atc: --state ")
+        .judging(&dir.join("jobs.json"));
+}
+
+fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn help_names_the_environment_fallback_and_the_default_of_every_setting() {
+    use atc::settings::defaults;
+    let env = TestEnv::new();
+    let top = env.atc(["--help"]).stdout_inspected().run();
+    let top = squeeze(&String::from_utf8_lossy(&top.stdout));
     for needle in [
-        "ATC_STATE",
-        "ATC_BASE_URL",
+        "[env: ATC_STATE]",
+        "[env: ATC_BASE_URL]",
         "QWENPAW_RUNTIME_INTERNAL_TOKEN",
         "ATC_BEARER_TOKEN",
         "Exit codes:",
@@ -164,30 +199,49 @@ fn help_names_the_environment_fallback_of_every_setting_and_the_exit_codes() {
     ] {
         assert!(top.contains(needle), "atc --help lacks {needle}:\n{top}");
     }
-    let watch = env.cmd().args(["watch", "--help"]).output().unwrap();
-    let watch = stdout(&watch);
+    let watch = env.atc(["watch", "--help"]).stdout_inspected().run();
+    let watch = squeeze(&String::from_utf8_lossy(&watch.stdout));
     for needle in [
-        "ATC_SESSION_ID",
-        "ATC_USER_ID",
-        "ATC_CHANNEL",
-        "ATC_AGENT_ID",
-        "[default: default]",
-        "[default: console]",
+        "[env: ATC_SESSION_ID]".to_owned(),
+        "[env: ATC_USER_ID]".into(),
+        "[env: ATC_CHANNEL]".into(),
+        "[env: ATC_AGENT_ID]".into(),
+        format!("[default: {}]", defaults::USER),
+        format!("[default: {}]", defaults::CHANNEL),
     ] {
         assert!(
-            watch.contains(needle),
+            watch.contains(&needle),
             "atc watch --help lacks {needle}:\n{watch}"
         );
     }
+    let tick = env.atc(["tick", "--help"]).stdout_inspected().run();
+    let tick = squeeze(&String::from_utf8_lossy(&tick.stdout));
+    let shown_default = |flag: &str| -> String {
+        let start = tick.find(&format!("{flag} <")).expect(flag);
+        let rest = &tick[start + flag.len()..];
+        let rest = &rest[..rest.find(" --").unwrap_or(rest.len())];
+        let at = rest
+            .find("[default: ")
+            .unwrap_or_else(|| panic!("{flag}: {rest}"));
+        let value = &rest[at + "[default: ".len()..];
+        value[..value.find(']').unwrap()].to_owned()
+    };
+    let duration = |flag: &str| humantime::parse_duration(&shown_default(flag)).unwrap();
+    let number = |flag: &str| shown_default(flag).parse::<u32>().unwrap();
+    assert_eq!(number("--concurrency"), defaults::CONCURRENCY);
+    assert_eq!(duration("--http-timeout"), defaults::HTTP_TIMEOUT);
+    assert_eq!(number("--max-strikes"), defaults::MAX_STRIKES);
+    assert_eq!(duration("--max-age"), defaults::MAX_AGE);
+    assert_eq!(duration("--busy-retry"), defaults::BUSY_RETRY);
+    assert_eq!(number("--max-busy"), defaults::MAX_BUSY);
+    assert_eq!(duration("--keep"), defaults::KEEP);
 }
 
 #[test]
 fn task_ids_are_normalised_like_qwenpaw() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", &format!("  '{TASK}' "), "--session", "s-77"])
-        .assert()
-        .success();
+    env.atc(["watch", &format!("  '{TASK}' "), "--session", "s-77"])
+        .stdout_contains(format!("Watching {TASK} "));
     assert_eq!(env.jobs().len(), 1);
     assert_eq!(env.jobs()[0]["task_id"], TASK);
 }
@@ -211,12 +265,10 @@ fn bad_task_ids_are_refused_before_anything_is_touched() {
             vec!["status", bad],
             vec!["cancel", bad],
         ] {
-            env.cmd()
-                .args(&args)
-                .assert()
-                .code(2)
-                .stdout("")
-                .stderr(predicate::str::starts_with("atc: task id"));
+            env.atc(&args)
+                .status(2)
+                .stderr_contains("atc: task id")
+                .no_file();
         }
     }
     assert!(
@@ -228,151 +280,140 @@ fn bad_task_ids_are_refused_before_anything_is_touched() {
 #[test]
 fn base_url_resolution_order() {
     let env = TestEnv::new();
-    let work = env.home.join(".qwenpaw");
-    std::fs::create_dir_all(&work).unwrap();
-    std::fs::write(
-        work.join("config.json"),
-        r#"{"last_api": {"host": "127.0.0.1", "port": 9100}}"#,
-    )
-    .unwrap();
     let base = |task: &str| env.job(task)["base_url"].as_str().unwrap().to_owned();
+    let config = |dir: &std::path::Path, port: u16| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("config.json"),
+            format!(r#"{{"last_api": {{"host": "0.0.0.0", "port": {port}}}}}"#),
+        )
+        .unwrap();
+    };
+    let watch = |task: &str| {
+        env.atc(["watch", task, "--session", "s"])
+            .env_remove("ATC_BASE_URL")
+            .stdout_contains(format!("Watching {task} "))
+    };
 
-    env.cmd()
-        .args(["watch", "t-config", "--session", "s"])
-        .assert()
-        .success();
-    assert_eq!(base("t-config"), "http://127.0.0.1:9100/api");
+    // last_api in ~/.qwenpaw/config.json (a 0.0.0.0 bind is reached on loopback).
+    let from_config = chat_server("", 2);
+    config(&env.home.join(".qwenpaw"), from_config.port());
+    watch("t-config").run();
+    assert_eq!(base("t-config"), from_config.api());
 
     // The managed runtime URL counts only with its id and token, as in QwenPaw.
-    env.cmd()
-        .args(["watch", "t-half-runtime", "--session", "s"])
-        .env("QWENPAW_RUNTIME_API_URL", "http://127.0.0.1:9200")
-        .assert()
-        .success();
-    assert_eq!(base("t-half-runtime"), "http://127.0.0.1:9100/api");
-    env.cmd()
-        .args(["watch", "t-runtime", "--session", "s"])
-        .env("QWENPAW_RUNTIME_API_URL", "http://127.0.0.1:9200/")
+    let runtime = chat_server("", 1);
+    let half = FakeQwenPaw::start();
+    watch("t-half-runtime")
+        .env("QWENPAW_RUNTIME_API_URL", half.url())
+        .stdout_contains("Watching");
+    assert_eq!(base("t-half-runtime"), from_config.api());
+    assert!(half.requests().is_empty());
+    watch("t-runtime")
+        .env("QWENPAW_RUNTIME_API_URL", format!("{}/", runtime.url()))
         .env("QWENPAW_RUNTIME_ID", "rt-1")
         .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-secret-1")
-        .assert()
-        .success();
-    assert_eq!(base("t-runtime"), "http://127.0.0.1:9200/api");
+        .never_shows("tok-secret-1")
+        .run();
+    assert_eq!(base("t-runtime"), runtime.api());
 
-    env.cmd()
-        .args(["watch", "t-env", "--session", "s"])
-        .env("ATC_BASE_URL", "http://127.0.0.1:9300/api/")
-        .env("QWENPAW_RUNTIME_API_URL", "http://127.0.0.1:9200")
+    let from_env = chat_server("", 1);
+    watch("t-env")
+        .env("ATC_BASE_URL", format!("{}/api/", from_env.url()))
+        .env("QWENPAW_RUNTIME_API_URL", runtime.url())
         .env("QWENPAW_RUNTIME_ID", "rt-1")
         .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-secret-1")
-        .assert()
-        .success();
-    assert_eq!(base("t-env"), "http://127.0.0.1:9300/api");
+        .run();
+    assert_eq!(base("t-env"), from_env.api());
 
-    env.cmd()
-        .args([
-            "--base-url",
-            "https://127.0.0.1:9443/root",
-            "watch",
-            "t-flag",
-            "--session",
-            "s",
-        ])
-        .env("ATC_BASE_URL", "http://127.0.0.1:9300")
-        .assert()
-        .success();
-    assert_eq!(base("t-flag"), "https://127.0.0.1:9443/root/api");
+    let from_flag = chat_server("/root", 1);
+    env.atc([
+        "--base-url",
+        &format!("{}/root", from_flag.url()),
+        "watch",
+        "t-flag",
+        "--session",
+        "s",
+    ])
+    .env("ATC_BASE_URL", from_env.url())
+    .stdout_contains("Watching t-flag ")
+    .run();
+    assert_eq!(base("t-flag"), format!("{}/root/api", from_flag.url()));
 
-    // QWENPAW_WORKING_DIR, then ~/.copaw when it exists, then ~/.qwenpaw, then the default.
+    // QWENPAW_WORKING_DIR, then ~/.copaw when it exists, then ~/.qwenpaw. (The last
+    // fallback, 127.0.0.1:8088, is not run here: a test must not reach a server it did not
+    // start. `settings` tests it without a network.)
+    let from_workdir = chat_server("", 1);
     let custom = env.path("custom-work");
-    std::fs::create_dir_all(&custom).unwrap();
-    std::fs::write(
-        custom.join("config.json"),
-        r#"{"last_api": {"host": "0.0.0.0", "port": 9400}}"#,
-    )
-    .unwrap();
-    env.cmd()
-        .args(["watch", "t-workdir", "--session", "s"])
-        .env("QWENPAW_WORKING_DIR", &custom)
-        .assert()
-        .success();
-    assert_eq!(base("t-workdir"), "http://127.0.0.1:9400/api");
-    std::fs::create_dir_all(env.home.join(".copaw")).unwrap();
-    env.cmd()
-        .args(["watch", "t-default", "--session", "s"])
-        .assert()
-        .success();
-    assert_eq!(base("t-default"), "http://127.0.0.1:8088/api");
+    config(&custom, from_workdir.port());
+    watch("t-workdir").env("QWENPAW_WORKING_DIR", &custom).run();
+    assert_eq!(base("t-workdir"), from_workdir.api());
+    let from_copaw = chat_server("", 1);
+    config(&env.home.join(".copaw"), from_copaw.port());
+    watch("t-copaw").run();
+    assert_eq!(base("t-copaw"), from_copaw.api());
 }
 
 #[test]
-fn bad_base_urls_are_usage_errors_that_touch_nothing() {
+fn bad_base_urls_are_usage_errors_that_name_their_source_and_touch_nothing() {
     let env = TestEnv::new();
     for (url, says) in [
         ("ftp://127.0.0.1:8088", "only http:// and https://"),
         ("http://admin:pw@127.0.0.1:8088", "user name or password"),
         ("127.0.0.1:8088", "no scheme"),
     ] {
-        env.cmd()
-            .args(["--base-url", url, "watch", TASK, "--session", "s"])
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(predicate::str::contains(says))
-            .stderr(predicate::str::contains("pw").not());
+        env.atc(["--base-url", url, "watch", TASK, "--session", "s"])
+            .status(2)
+            .stderr_contains("atc: --base-url: ")
+            .stderr_contains(says)
+            .never_shows("admin:pw")
+            .no_file();
+        env.atc(["watch", TASK, "--session", "s"])
+            .env("ATC_BASE_URL", url)
+            .status(2)
+            .stderr_contains("atc: ATC_BASE_URL: ")
+            .stderr_contains(says)
+            .never_shows("admin:pw")
+            .no_file();
     }
-    assert!(!env.exists());
 }
 
 #[test]
 fn acp_sessions_are_refused_in_any_case() {
     let env = TestEnv::new();
     for channel in ["acp", "ACP", "Acp"] {
-        env.cmd()
-            .args(["watch", TASK, "--session", "s", "--channel", channel])
-            .assert()
-            .code(1)
-            .stdout("")
-            .stderr(predicate::str::contains("check_agent_task"));
+        env.atc(["watch", TASK, "--session", "s", "--channel", channel])
+            .status(1)
+            .stderr_contains("check_agent_task")
+            .no_file();
     }
-    assert!(!env.exists());
 }
 
 #[test]
 fn watching_the_same_task_for_the_same_target_is_idempotent() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77"])
-        .assert()
-        .success();
-    let before = env.bytes();
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_contains("Watching")
+        .run();
     let first = env.job(TASK);
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77"])
-        .assert()
-        .success()
-        .stdout(predicate::str::starts_with(format!(
-            "Already watching {TASK}"
-        )))
-        .stdout(predicate::str::contains(first["job_id"].as_str().unwrap()));
-    assert_eq!(env.bytes(), before, "an idempotent watch changes nothing");
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_contains(format!("Already watching {TASK}"))
+        .stdout_contains(first["job_id"].as_str().unwrap())
+        .file_unchanged();
 }
 
 #[test]
 fn watching_the_same_task_for_another_target_replaces_the_registration() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77"])
-        .assert()
-        .success();
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_contains("Watching")
+        .run();
     let first = env.job(TASK);
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-78", "--user", "alice"])
-        .assert()
-        .success()
+    env.atc(["watch", TASK, "--session", "s-78", "--user", "alice"])
         .stdout(format!(
             "Re-targeted {TASK} for agent 'default': session s-77 → s-78, user default → alice; the result goes there on the next atc tick.\n"
-        ));
+        ))
+        .run();
     let second = env.job(TASK);
     assert_ne!(second["job_id"], first["job_id"]);
     assert_eq!(
@@ -385,52 +426,28 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
 #[test]
 fn watching_again_with_another_base_url_fixes_a_wrong_one() {
     let env = TestEnv::new();
-    env.cmd()
-        .args([
-            "--base-url",
-            "http://127.0.0.1:1",
-            "watch",
-            TASK,
-            "--session",
-            "s-77",
-        ])
-        .assert()
-        .success();
+    env.atc(["watch", TASK, "--session", "s"])
+        .stdout_contains("Watching")
+        .run();
     let first = env.job(TASK);
-    env.cmd()
-        .args([
-            "--base-url",
-            "http://127.0.0.1:8088",
-            "watch",
-            TASK,
-            "--session",
-            "s-77",
-        ])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
-            "base URL http://127.0.0.1:1/api → http://127.0.0.1:8088/api",
-        ));
+    let right = chat_server("", 1);
+    env.atc(["--base-url", &right.url(), "watch", TASK, "--session", "s"])
+        .stdout_contains(format!("base URL {NOWHERE}/api → {}", right.api()))
+        .run();
     let second = env.job(TASK);
     assert_ne!(second["job_id"], first["job_id"]);
-    assert_eq!(second["base_url"], "http://127.0.0.1:8088/api");
+    assert_eq!(second["base_url"], right.api());
 }
 
 #[test]
 fn a_delivered_or_maybe_delivered_task_is_not_watched_again() {
     for status in ["done", "unconfirmed"] {
         let env = TestEnv::new();
-        env.write_file(
-            &json!({"version": 1, "jobs": [job(TASK, status, "http://127.0.0.1:8088/api")]}),
-        );
-        let before = env.bytes();
-        env.cmd()
-            .args(["watch", TASK, "--session", "s-77"])
-            .assert()
-            .code(1)
-            .stdout("")
-            .stderr(predicate::str::contains("twice"));
-        assert_eq!(env.bytes(), before, "{status}: the file must not change");
+        env.write_file(&json!({"version": 1, "jobs": [job(TASK, status, NOWHERE)]}));
+        env.atc(["watch", TASK, "--session", "s-77"])
+            .status(1)
+            .stderr_contains("twice")
+            .file_unchanged();
     }
 }
 
@@ -447,20 +464,19 @@ fn other_ended_watches_are_replaced_by_a_fresh_pending_job() {
         "misrouted",
     ] {
         let env = TestEnv::new();
-        let mut old = job(TASK, status, "http://127.0.0.1:1/api");
+        let mut old = job(TASK, status, "http://127.0.0.2:9/api");
         old["final"] = json!("old text");
         env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
-        env.cmd()
-            .args(["watch", TASK, "--session", "s-77"])
-            .assert()
-            .success()
-            .stdout(predicate::str::contains(format!("ended {status}")));
+        env.atc(["watch", TASK, "--session", "s-77"])
+            .stdout_contains(format!("ended {status}"))
+            .run();
         let new = env.job(TASK);
         assert_eq!(new["status"], "pending", "{status}");
         assert_ne!(new["job_id"], old["job_id"]);
         assert!(new.get("final").is_none());
         assert_eq!(
-            new["base_url"], "http://127.0.0.1:8088/api",
+            new["base_url"],
+            format!("{NOWHERE}/api"),
             "the new registration's URL"
         );
     }
@@ -471,19 +487,18 @@ fn status_lists_the_20_most_recent_newest_first() {
     let env = TestEnv::new();
     let jobs: Vec<Value> = (0..25)
         .map(|i| {
-            let mut j = job(
-                &format!("task-{i:02}"),
-                "pending",
-                "http://127.0.0.1:8088/api",
-            );
+            let mut j = job(&format!("task-{i:02}"), "pending", NOWHERE);
             j["registered_at"] = json!(format!("2026-11-30T10:{i:02}:00Z"));
             j
         })
         .collect();
     env.write_file(&json!({"version": 1, "jobs": jobs}));
-    let out = env.cmd().arg("status").output().unwrap();
-    assert!(out.status.success());
-    let text = stdout(&out);
+    let out = env
+        .atc(["status"])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("TASK"), "{text}");
     assert!(lines[1].starts_with("task-24 "), "{text}");
@@ -492,17 +507,16 @@ fn status_lists_the_20_most_recent_newest_first() {
     assert!(lines[21].contains("20 of 25"), "{text}");
     assert!(lines[1].contains("default → s-77"), "{text}");
 
-    let all = env.cmd().args(["status", "--all"]).output().unwrap();
+    let all = env.atc(["status", "--all"]).stdout_inspected().run();
     assert_eq!(
-        stdout(&all)
+        String::from_utf8_lossy(&all.stdout)
             .lines()
             .filter(|l| l.starts_with("task-"))
             .count(),
         25
     );
 
-    let json_out = env.cmd().args(["--json", "status"]).output().unwrap();
-    let listed: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    let listed = env.atc(["--json", "status"]).json();
     let ids: Vec<&str> = listed["jobs"]
         .as_array()
         .unwrap()
@@ -511,12 +525,7 @@ fn status_lists_the_20_most_recent_newest_first() {
         .collect();
     assert_eq!(ids.len(), 20);
     assert_eq!((ids[0], ids[19]), ("task-24", "task-05"));
-    let json_all = env
-        .cmd()
-        .args(["--json", "status", "--all"])
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&json_all.stdout).unwrap();
+    let listed = env.atc(["--json", "status", "--all"]).json();
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 25);
     assert_eq!(
         listed["jobs"][24],
@@ -528,90 +537,65 @@ fn status_lists_the_20_most_recent_newest_first() {
 #[test]
 fn status_of_one_task_shows_it_in_full() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77", "--target-agent", "SE"])
-        .assert()
-        .success();
+    env.atc(["watch", TASK, "--session", "s-77", "--target-agent", "SE"])
+        .stdout_contains("Watching")
+        .run();
     let job_id = env.job(TASK)["job_id"].as_str().unwrap().to_owned();
-    env.cmd()
-        .args(["status", TASK])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(&job_id))
-        .stdout(predicate::str::contains("runs on         SE"))
-        .stdout(predicate::str::contains(
-            "session s-77 (user default, channel console)",
-        ))
-        .stdout(predicate::str::contains("http://127.0.0.1:8088/api"));
-    let out = env.cmd().args(["--json", "status", TASK]).output().unwrap();
-    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    env.atc(["status", TASK])
+        .stdout_contains(&job_id)
+        .stdout_contains("runs on         SE")
+        .stdout_contains("session s-77 (user default, channel console)")
+        .stdout_contains(format!("{NOWHERE}/api"))
+        .run();
+    let shown = env.atc(["--json", "status", TASK]).json();
     assert_eq!(shown, json!({"jobs": [env.job(TASK)]}));
-    env.cmd()
-        .args(["status", "task-unknown"])
-        .assert()
-        .code(1)
-        .stdout("")
-        .stderr(predicate::str::contains("no watch for task-unknown"));
+    env.atc(["status", "task-unknown"])
+        .status(1)
+        .stderr_contains("no watch for task-unknown");
 }
 
 #[test]
 fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
-    env.cmd()
-        .arg("status")
-        .assert()
-        .success()
-        .stdout("No jobs.\n")
-        .stderr("");
-    env.cmd()
-        .args(["--json", "status"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("\"jobs\": []"));
+    env.atc(["status"]).stdout("No jobs.\n").no_file();
+    env.atc(["--json", "status"])
+        .stdout("{\n  \"jobs\": []\n}\n")
+        .no_file();
     assert!(!env.state.parent().unwrap().exists());
 }
 
 #[test]
 fn cancel_marks_the_job_cancelled_and_the_child_keeps_running() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s-77"])
-        .assert()
-        .success();
-    env.cmd()
-        .args(["cancel", TASK])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("keeps running"));
-    assert_eq!(env.job(TASK)["status"], "cancelled");
-    let before = env.bytes();
-    env.cmd()
-        .args(["cancel", TASK])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("already cancelled"));
-    assert_eq!(env.bytes(), before);
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_contains("Watching")
+        .run();
+    env.atc(["cancel", TASK])
+        .stdout_contains("keeps running")
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    env.atc(["cancel", TASK])
+        .stdout_contains("already cancelled")
+        .file_unchanged();
+    env.atc(["status", TASK])
+        .stdout_contains("cancelled; the child task keeps running");
 }
 
 #[test]
 fn cancel_refuses_unknown_and_delivered_tasks() {
     let env = TestEnv::new();
-    env.write_file(
-        &json!({"version": 1, "jobs": [job(TASK, "done", "http://127.0.0.1:8088/api")]}),
-    );
-    let before = env.bytes();
-    env.cmd()
-        .args(["cancel", TASK])
-        .assert()
-        .code(1)
-        .stdout("")
-        .stderr(predicate::str::contains("already delivered"));
-    env.cmd()
-        .args(["cancel", "task-nope"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("no watch for task-nope"));
-    assert_eq!(env.bytes(), before);
+    env.write_file(&json!({"version": 1, "jobs": [job(TASK, "done", NOWHERE)]}));
+    env.atc(["cancel", TASK])
+        .status(1)
+        .stderr_contains("already delivered");
+    env.atc(["cancel", "task-nope"])
+        .status(1)
+        .stderr_contains("no watch for task-nope");
+    let mut lost = job("task-lost", "lost", NOWHERE);
+    lost["job_id"] = json!("0123456789ab");
+    env.write_file(&json!({"version": 1, "jobs": [lost]}));
+    env.atc(["cancel", "task-lost"])
+        .status(1)
+        .stderr("atc: the watch on task-lost already ended (lost); nothing to cancel\n");
 }
 
 #[test]
@@ -638,21 +622,21 @@ fn doubtful_job_files_are_refused_with_exit_3_and_left_untouched() {
             vec!["cancel", TASK],
             vec!["tick"],
         ] {
-            env.cmd()
-                .args(&args)
-                .assert()
-                .code(3)
-                .stdout("")
-                .stderr(predicate::str::contains(env.state.to_str().unwrap()))
-                .stderr(predicate::str::contains(says));
+            // The default check of a failed run: the file is exactly as before.
+            let out = env
+                .atc(&args)
+                .status(3)
+                .stderr_contains(env.state.to_str().unwrap())
+                .stderr_contains(says)
+                .stderr_inspected()
+                .run();
+            assert!(
+                stderr(&out).starts_with("atc: the job file"),
+                "{name}: {}",
+                stderr(&out)
+            );
             assert_eq!(env.bytes(), bytes, "{name}: {args:?} changed the file");
         }
-        let leftovers: Vec<_> = std::fs::read_dir(env.state.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }
 
@@ -665,13 +649,7 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
     ))
     .unwrap();
     env.write_bytes(&fixture);
-    let out = env
-        .cmd()
-        .args(["--json", "status", "--all"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = env.atc(["--json", "status", "--all"]).json();
     let original: Value = serde_json::from_slice(&fixture).unwrap();
     let mut want = original["jobs"].as_array().unwrap().clone();
     want.sort_by(|a, b| {
@@ -681,10 +659,9 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
     });
     assert_eq!(listed["jobs"].as_array().unwrap(), &want);
 
-    env.cmd()
-        .args(["watch", "task-new", "--session", "s-1"])
-        .assert()
-        .success();
+    env.atc(["watch", "task-new", "--session", "s-1"])
+        .stdout_contains("Watching task-new")
+        .run();
     let jobs = env.jobs();
     assert_eq!(jobs.len(), 4);
     assert_eq!(
@@ -697,44 +674,39 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
 #[test]
 fn fields_from_a_newer_atc_are_kept_when_the_file_is_rewritten() {
     let env = TestEnv::new();
-    let mut old = job("task-old", "pending", "http://127.0.0.1:8088/api");
+    let mut old = job("task-old", "pending", NOWHERE);
     old["future_field"] = json!({"nested": [1, 2.5, "x"]});
     env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
-    env.cmd()
-        .args(["watch", "task-new", "--session", "s"])
-        .assert()
-        .success();
+    env.atc(["watch", "task-new", "--session", "s"])
+        .stdout_contains("Watching task-new")
+        .run();
     assert_eq!(env.job("task-old"), old);
 }
 
 #[test]
 fn twenty_concurrent_watches_lose_nothing() {
     let env = TestEnv::new();
-    let children: Vec<_> = (0..20)
+    let running: Vec<_> = (0..20)
         .map(|i| {
-            env.std_cmd()
-                .args([
-                    "watch",
-                    &format!("task-{i:012x}"),
-                    "--session",
-                    &format!("s-{i}"),
-                ])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
+            env.atc([
+                "watch".to_owned(),
+                format!("task-{i:012x}"),
+                "--session".into(),
+                format!("s-{i}"),
+            ])
+            .stdout_contains(format!("Watching task-{i:012x} "))
+            .spawn()
         })
         .collect();
-    for mut child in children {
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        assert!(child.wait().unwrap().success(), "{err}");
+    for run in running {
+        run.wait();
     }
+    let leftovers: Vec<_> = std::fs::read_dir(env.state.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let jobs = env.jobs();
     assert_eq!(jobs.len(), 20);
     for i in 0..20 {
@@ -746,25 +718,38 @@ fn twenty_concurrent_watches_lose_nothing() {
 #[test]
 fn the_default_job_file_is_private_and_holds_no_token() {
     let env = TestEnv::new();
-    env.bare()
-        .args(["watch", TASK, "--session", "s-77"])
+    env.atc_default_state(["watch", TASK, "--session", "s-77"])
         .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "runtime-secret-123")
         .env("ATC_BEARER_TOKEN", "bearer-secret-456")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("secret").not());
+        .stdout_contains("Watching")
+        .never_shows("runtime-secret-123")
+        .never_shows("bearer-secret-456")
+        .run();
     let dir = env.home.join(".local/state/atc");
     let file = dir.join("jobs.json");
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&file), 0o600);
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains(TASK));
-    assert!(!text.contains("secret"), "{text}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains(TASK));
     // Rewrites keep it private, even if someone loosened it.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    env.bare().args(["cancel", TASK]).assert().success();
+    env.atc_default_state(["cancel", TASK])
+        .stdout_contains("Cancelled")
+        .run();
     assert_eq!(mode(&file), 0o600);
+}
+
+/// `atc --state STATE watch TASK --session s`, judged by that job file.
+fn watch_into<'a>(env: &'a TestEnv, state: &std::path::Path) -> support::atc::Run<'a> {
+    env.atc([
+        "--state",
+        state.to_str().unwrap(),
+        "watch",
+        TASK,
+        "--session",
+        "s",
+    ])
+    .judging(state)
 }
 
 #[test]
@@ -774,19 +759,10 @@ fn an_existing_directory_keeps_its_permissions() {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    env.cmd()
-        .args([
-            "--state",
-            dir.join("jobs.json").to_str().unwrap(),
-            "watch",
-            TASK,
-            "--session",
-            "s",
-        ])
-        .assert()
-        .success();
+    let state = dir.join("jobs.json");
+    watch_into(&env, &state).stdout_contains("Watching").run();
     assert_eq!(mode(&dir), 0o755);
-    assert_eq!(mode(&dir.join("jobs.json")), 0o600);
+    assert_eq!(mode(&state), 0o600);
 }
 
 #[test]
@@ -794,29 +770,18 @@ fn an_unwritable_location_exits_4() {
     let env = TestEnv::new();
     let blocker = env.path("a-file");
     std::fs::write(&blocker, "not a directory").unwrap();
-    env.cmd()
-        .args([
-            "--state",
-            blocker.join("jobs.json").to_str().unwrap(),
-            "watch",
-            TASK,
-            "--session",
-            "s",
-        ])
-        .assert()
-        .code(4)
-        .stdout("")
-        .stderr(predicate::str::contains("a-file"));
+    let state = blocker.join("jobs.json");
+    watch_into(&env, &state)
+        .status(4)
+        .stderr_contains("a-file");
 }
 
 #[test]
 fn a_held_lock_makes_writers_wait_then_exit_75_naming_the_lock_file() {
     let env = TestEnv::new();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s"])
-        .assert()
-        .success();
-    let before = env.bytes();
+    env.atc(["watch", TASK, "--session", "s"])
+        .stdout_contains("Watching")
+        .run();
     let lock_path = env.state.with_file_name("jobs.json.lock");
     let lock = std::fs::OpenOptions::new()
         .write(true)
@@ -824,21 +789,18 @@ fn a_held_lock_makes_writers_wait_then_exit_75_naming_the_lock_file() {
         .unwrap();
     lock.lock().unwrap();
     let started = std::time::Instant::now();
-    env.cmd()
-        .args(["cancel", TASK])
-        .assert()
-        .code(75)
-        .stdout("")
-        .stderr(predicate::str::contains(lock_path.to_str().unwrap()));
+    env.atc(["cancel", TASK])
+        .status(75)
+        .stderr_contains(lock_path.to_str().unwrap())
+        .run();
     assert!(
         started.elapsed() >= Duration::from_secs(9),
         "it waits for the lock first"
     );
     // Readers do not need the lock.
-    env.cmd().arg("status").assert().success();
+    env.atc(["status"]).stdout_contains(TASK).run();
     drop(lock);
-    assert_eq!(env.bytes(), before);
-    env.cmd().args(["cancel", TASK]).assert().success();
+    env.atc(["cancel", TASK]).stdout_contains("Cancelled");
 }
 
 #[test]
@@ -846,26 +808,15 @@ fn two_job_files_do_not_share_a_lock() {
     let env = TestEnv::new();
     let other = env.path("other/other.json");
     std::fs::create_dir_all(other.parent().unwrap()).unwrap();
-    env.cmd()
-        .args(["watch", TASK, "--session", "s"])
-        .assert()
-        .success();
+    env.atc(["watch", TASK, "--session", "s"])
+        .stdout_contains("Watching")
+        .run();
     let lock = std::fs::OpenOptions::new()
         .write(true)
         .open(env.state.with_file_name("jobs.json.lock"))
         .unwrap();
     lock.lock().unwrap();
-    env.cmd()
-        .args([
-            "--state",
-            other.to_str().unwrap(),
-            "watch",
-            TASK,
-            "--session",
-            "s",
-        ])
-        .assert()
-        .success();
+    watch_into(&env, &other).stdout_contains("Watching").run();
     assert!(other.with_file_name("other.json.lock").exists());
 }
 
@@ -873,13 +824,7 @@ fn two_job_files_do_not_share_a_lock() {
 fn a_closed_pipe_ends_output_quietly() {
     let env = TestEnv::new();
     let jobs: Vec<Value> = (0..3000)
-        .map(|i| {
-            job(
-                &format!("task-{i:012x}"),
-                "pending",
-                "http://127.0.0.1:8088/api",
-            )
-        })
+        .map(|i| job(&format!("task-{i:012x}"), "pending", NOWHERE))
         .collect();
     env.write_file(&json!({"version": 1, "jobs": jobs}));
     let mut child = env

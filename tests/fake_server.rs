@@ -186,9 +186,10 @@ fn prefix_routes_longest_wins_exact_beats_prefix_and_query_is_split_off() {
             "<p>exact</p>".into()
         )
     );
-    // Method must match too.
+    // Method must match too: a POST nobody scripted is unscripted.
     let resp = a.post(format!("{u}/api/version")).send("").unwrap();
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(resp.status().as_u16(), 500);
+    assert_eq!(fake.take_unscripted(), ["POST /api/version"]);
 
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 4);
@@ -201,13 +202,53 @@ fn prefix_routes_longest_wins_exact_beats_prefix_and_query_is_split_off() {
 }
 
 #[test]
-fn unscripted_routes_answer_fastapi_404_json() {
+fn an_unscripted_request_is_answered_500_and_named() {
     let fake = FakeQwenPaw::start();
-    let (status, ct, body) = get(&agent(), &format!("{}/api/nope", fake.api()));
-    assert_eq!(status, 404);
+    let (status, ct, body) = get(&agent(), &format!("{}/api/nope?x=1", fake.api()));
+    assert_eq!(status, 500);
     assert_eq!(ct, "application/json");
-    assert_eq!(body, bodies::NO_ROUTE);
+    assert!(
+        body.contains("no script for GET /api/api/nope?x=1"),
+        "{body}"
+    );
     assert_eq!(fake.hits("GET", "/api/api/nope"), 1);
+    assert_eq!(fake.take_unscripted(), ["GET /api/api/nope?x=1"]);
+    assert!(fake.take_unscripted().is_empty(), "taken once");
+}
+
+#[test]
+fn an_unscripted_request_left_untaken_fails_the_test_on_drop() {
+    let fake = FakeQwenPaw::start();
+    let (status, _, _) = get(&agent(), &format!("{}/nobody-scripted", fake.url()));
+    assert_eq!(status, 500);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(fake)));
+    let message = dropped.expect_err("dropping the fake must fail the test");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("GET /nobody-scripted"), "{message}");
+}
+
+#[test]
+fn expected_hits_are_checked_on_drop() {
+    let fake = FakeQwenPaw::start();
+    fake.on("GET", "/api/version", vec![Reply::json(200, r#""2.2.2""#)]);
+    fake.expect_hits("GET", "/api/version", 2);
+    get(&agent(), &format!("{}/version", fake.api()));
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(fake)));
+    let message = dropped.expect_err("one hit of two must fail the test");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("hit 1 times, expected 2"), "{message}");
+
+    let fake = FakeQwenPaw::start();
+    fake.on("GET", "/api/version", vec![Reply::json(200, r#""2.2.2""#)]);
+    fake.expect_hits("GET", "/api/version", 1);
+    get(&agent(), &format!("{}/version", fake.api()));
+    drop(fake);
 }
 
 #[test]

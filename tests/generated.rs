@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use atc::cmd::generate::PAGES;
+use atc::cli::generate::PAGES;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -34,7 +34,7 @@ fn man_pages_match_the_binary() {
     );
     for (command, title) in pages {
         let mut generated = Vec::new();
-        atc::cmd::generate::man(command, &mut generated).unwrap();
+        atc::cli::generate::man(command, &mut generated).unwrap();
         let text = String::from_utf8(generated.clone()).unwrap();
         assert!(text.contains(&format!(".TH {title} 1")), "{title}");
         check(
@@ -53,7 +53,7 @@ fn man_pages_match_the_binary() {
 #[test]
 fn the_atc_page_documents_settings_and_exit_codes() {
     let mut generated = Vec::new();
-    atc::cmd::generate::man(None, &mut generated).unwrap();
+    atc::cli::generate::man(None, &mut generated).unwrap();
     let text = String::from_utf8(generated).unwrap();
     for needle in [
         "ATC_STATE",

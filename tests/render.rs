@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use atc::render::{MAX_CHARS, render};
+use atc::qwenpaw::render::{MAX_CHARS, render};
 
 const TASK_ID: &str = "task-d7f9d48350b1";
 

@@ -8,16 +8,18 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use support::atc::Running;
 use support::bodies;
 use support::fake::Reply;
+use support::hermetic::NOWHERE;
 use support::scene::Scene;
 
 const TASK: &str = "task-3f9a0c1b2d4e";
 
 /// Starts `atc tick` in the background and returns once its delivery POST has reached the
 /// fake server (which holds the answer back as scripted).
-fn tick_until_posted(s: &Scene) -> std::process::Child {
-    let tick = s.env.std_cmd().arg("tick").spawn().unwrap();
+fn tick_until_posted(s: &Scene) -> Running<'_> {
+    let tick = s.tick(&[]).spawn();
     let deadline = Instant::now() + Duration::from_secs(10);
     while s.posts().is_empty() {
         assert!(Instant::now() < deadline, "the POST never arrived");
@@ -35,11 +37,13 @@ fn a_404_parks_the_job_as_lost_after_one_poll() {
     s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
     s.tick(&[]);
     assert_eq!(s.status(TASK), "lost");
-    let note = s.job(TASK)["note"].as_str().unwrap().to_owned();
-    assert!(
-        note.contains("Task not found: task-3f9a0c1b2d4e") && note.contains("restarted"),
-        "{note}"
+    assert_eq!(
+        s.job(TASK)["last_error"],
+        "Task not found: task-3f9a0c1b2d4e"
     );
+    s.atc(["status", TASK])
+        .stdout_contains("the server has no record of the task (Task not found: task-3f9a0c1b2d4e)")
+        .stdout_contains("restarted");
     s.tick(&[]);
     s.tick(&[]);
     assert_eq!(s.polls(TASK), 1);
@@ -113,19 +117,15 @@ fn a_500_and_a_refused_connection_stay_retryable() {
         "a good answer resets the strikes: {job}"
     );
 
-    let dead = Scene::dead_url();
-    s.env
-        .cmd()
-        .args([
-            "--base-url",
-            &dead,
-            "watch",
-            "task-refused",
-            "--session",
-            "s-77",
-        ])
-        .assert()
-        .success();
+    s.atc([
+        "--base-url",
+        NOWHERE,
+        "watch",
+        "task-refused",
+        "--session",
+        "s-77",
+    ])
+    .stdout_contains("Watching task-refused");
     s.tick(&[]);
     let job = s.job("task-refused");
     assert_eq!(job["status"], "pending");
@@ -181,7 +181,7 @@ fn a_cancel_before_delivery_blocks_the_post() {
     ]);
     s.tick(&["--busy-retry", "0s"]);
     assert_eq!(s.status(TASK), "delivering");
-    s.env.cmd().args(["cancel", TASK]).assert().success();
+    s.atc(["cancel", TASK]).stdout_contains("Cancelled");
     s.tick(&["--busy-retry", "0s"]);
     assert_eq!(s.status(TASK), "cancelled");
     assert_eq!(
@@ -217,19 +217,9 @@ fn a_delivered_task_is_not_watched_again() {
     s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
-    s.env
-        .cmd()
-        .args([
-            "--base-url",
-            &s.server.url(),
-            "watch",
-            TASK,
-            "--session",
-            "s-77",
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicates::str::contains("already delivered"));
+    s.atc(["watch", TASK, "--session", "s-77"])
+        .status(1)
+        .stderr_contains("already delivered");
     s.tick(&[]);
     assert_eq!(s.posts().len(), 1);
 }
@@ -412,13 +402,12 @@ fn a_chat_busy_too_long_leaves_the_result_undelivered() {
     assert_eq!(job["status"], "undelivered");
     assert_eq!(job["delivery"]["busy"], 3);
     assert!(job["final"].as_str().unwrap().contains("ECHO: hello"));
-    s.env
-        .cmd()
-        .args(["status", TASK])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("undelivered"))
-        .stdout(predicates::str::contains("ECHO: hello"));
+    s.atc(["status", TASK])
+        .stdout_contains("undelivered")
+        .stdout_contains(
+            "not delivered after 3 tries (parent chat busy (409: A task is already running",
+        )
+        .stdout_contains("ECHO: hello");
 }
 
 /// "Jobs older than 24 h are dropped at startup" → pruning: ended jobs older than --keep
@@ -461,14 +450,11 @@ fn a_cancel_during_the_post_is_not_clobbered() {
     s.post_replies(vec![
         Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(2)),
     ]);
-    let mut tick = tick_until_posted(&s);
-    s.env
-        .cmd()
-        .args(["cancel", TASK])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("may already be on its way"));
-    assert!(tick.wait().unwrap().success());
+    let tick = tick_until_posted(&s);
+    s.atc(["cancel", TASK])
+        .stdout_contains("may already be on its way")
+        .run();
+    tick.wait();
     let job = s.job(TASK);
     assert_eq!(job["status"], "cancelled", "{job}");
     assert!(job.get("delivered_at").is_none());
@@ -488,9 +474,7 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
     s.post_replies(vec![
         Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_secs(30)),
     ]);
-    let mut tick = tick_until_posted(&s);
-    tick.kill().unwrap();
-    tick.wait().unwrap();
+    tick_until_posted(&s).kill();
     assert_eq!(
         s.status(TASK),
         "delivering",
@@ -501,11 +485,14 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
     let job = s.job(TASK);
     assert_eq!(job["status"], "unconfirmed");
     assert!(
-        job["note"]
+        job["last_error"]
             .as_str()
             .unwrap()
-            .contains("stopped while posting")
+            .contains("stopped while posting"),
+        "{job}"
     );
+    s.atc(["status", TASK])
+        .stdout_contains("delivery outcome unknown (an atc tick stopped while posting the result");
     s.tick(&[]);
     assert_eq!(s.posts().len(), 1);
 }

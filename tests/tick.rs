@@ -5,11 +5,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use predicates::prelude::*;
 use serde_json::{Value, json};
-use support::atc::{job, stderr, stdout};
+use support::atc::job;
 use support::bodies;
 use support::fake::Reply;
+use support::hermetic::NOWHERE;
 use support::scene::Scene;
 
 const TASK: &str = "task-3f9a0c1b2d4e";
@@ -23,10 +23,9 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 #[test]
-fn polls_run_in_parallel() {
+fn polls_run_in_parallel_up_to_the_concurrency() {
     let s = Scene::new();
-    const JOBS: usize = 200;
-    const LATENCY: Duration = Duration::from_millis(50);
+    const JOBS: usize = 120;
     let jobs: Vec<Value> = (0..JOBS)
         .map(|i| job(&format!("task-{i:012x}"), "pending", &s.server.api()))
         .collect();
@@ -34,16 +33,14 @@ fn polls_run_in_parallel() {
     s.server.on_prefix(
         "GET",
         "/api/console/chat/task/",
-        vec![Reply::json(200, bodies::RUNNING).with_delay(LATENCY)],
+        vec![Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(30))],
     );
-    let started = Instant::now();
-    s.tick(&[]);
-    let elapsed = started.elapsed();
-    let sequential = LATENCY * JOBS as u32;
+    s.tick(&["--concurrency", "6"]).run();
     assert_eq!(s.server.requests().len(), JOBS);
+    let peak = s.server.peak_in_flight();
     assert!(
-        elapsed * 4 <= sequential,
-        "one tick over {JOBS} jobs took {elapsed:?}; sequential polling would take {sequential:?}"
+        (2..=6).contains(&peak),
+        "{peak} polls were in flight at once; want parallel, at most --concurrency 6"
     );
     assert!(s.env.jobs().iter().all(|j| j["polls"] == 1));
 }
@@ -62,11 +59,9 @@ fn two_ticks_started_together_never_deliver_twice() {
         s.post_replies(vec![
             Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_millis(300)),
         ]);
-        let ticks: Vec<_> = (0..2)
-            .map(|_| s.env.std_cmd().arg("tick").spawn().unwrap())
-            .collect();
-        for mut tick in ticks {
-            assert!(tick.wait().unwrap().success());
+        let ticks: Vec<_> = (0..2).map(|_| s.tick(&[]).spawn()).collect();
+        for tick in ticks {
+            tick.wait();
         }
         s.tick(&[]);
         assert_eq!(s.posts().len(), 1, "round {round}");
@@ -85,19 +80,12 @@ fn a_second_tick_exits_quietly_while_one_runs() {
         .open(s.env.state.with_file_name("jobs.json.tick.lock"))
         .unwrap();
     lock.lock().unwrap();
-    s.env
-        .cmd()
-        .arg("tick")
-        .assert()
-        .success()
-        .stdout("")
-        .stderr("");
-    s.env
-        .cmd()
-        .args(["tick", "-v"])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains("another atc tick is running"));
+    s.tick(&[]).file_unchanged();
+    s.tick(&["-v"])
+        .stderr_contains("tick: another atc tick is running")
+        .file_unchanged();
+    let report = s.atc(["--json", "tick"]).file_unchanged().json();
+    assert_eq!(report, json!({"skipped": "another atc tick is running"}));
     assert_eq!(s.polls(TASK), 0);
 }
 
@@ -107,24 +95,27 @@ fn watch_and_cancel_do_not_wait_for_a_tick_stuck_on_a_slow_server() {
     s.watch(TASK, &[]);
     s.poll_replies(
         TASK,
-        vec![Reply::json(200, bodies::RUNNING).with_delay(Duration::from_secs(10))],
+        vec![Reply::json(200, bodies::RUNNING).with_delay(Duration::from_secs(5))],
     );
-    let mut tick = s.env.std_cmd().arg("tick").spawn().unwrap();
+    // The poll gives up after --http-timeout: the window in which the others must finish.
+    let mut tick = s.tick(&["--http-timeout", "3s"]).spawn();
     wait_until("the slow poll", || s.polls(TASK) == 1);
     s.watch("task-other", &[]);
-    s.env
-        .cmd()
-        .args(["cancel", "task-other"])
-        .assert()
-        .success();
-    s.env.cmd().arg("status").assert().success();
-    assert!(
-        tick.try_wait().unwrap().is_none(),
-        "the tick is still waiting on the server"
-    );
-    assert!(tick.wait().unwrap().success());
+    s.atc(["cancel", "task-other"])
+        .stdout_contains("Cancelled the watch on task-other");
+    s.atc(["status"]).stdout_contains("task-other");
+    assert!(tick.is_running(), "the tick is still waiting on the server");
+    tick.wait();
     assert_eq!(s.status("task-other"), "cancelled");
-    assert_eq!(s.job(TASK)["polls"], 1);
+    let job = s.job(TASK);
+    assert_eq!(
+        (job["polls"].as_u64(), job["strikes"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(
+        job["last_error"].as_str().unwrap().contains("timed out"),
+        "{job}"
+    );
 }
 
 #[test]
@@ -143,8 +134,7 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         vec![Reply::json(404, &bodies::not_found("task-gone"))],
     );
     s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
-    let out = s.tick(&[]);
-    assert_eq!((stdout(&out), stderr(&out)), (String::new(), String::new()));
+    s.tick(&[]);
 
     s.watch("task-fin2", &["--session", "s-4"]);
     s.poll_replies(
@@ -152,28 +142,21 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         vec![Reply::json(200, bodies::FINISHED_COMPLETED)],
     );
     s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
-    let out = s.tick(&["-v", "--busy-retry", "0s"]);
-    assert_eq!(stdout(&out), "");
-    assert_eq!(
-        stderr(&out),
-        "tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n"
-    );
+    s.tick(&["-v", "--busy-retry", "0s"])
+        .stderr("tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n");
 
-    let out = s
-        .env
-        .cmd()
-        .args(["--json", "tick", "--busy-retry", "0s"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = s.atc(["--json", "tick", "--busy-retry", "0s"]).json();
     assert_eq!(report["polled"], 1);
     assert_eq!(report["busy"], 1);
     assert_eq!(report["tasks"]["busy"], json!(["task-fin2"]));
     assert_eq!(report["tasks"]["running"], json!(["task-run"]));
     assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("ECHO"),
+        !report.to_string().contains("ECHO"),
         "no message text in reports"
+    );
+
+    s.tick(&["-vv", "--busy-retry", "0s"]).stderr(
+        "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n",
     );
 }
 
@@ -184,15 +167,14 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     let before = s.server.requests().len();
-    let out = s
-        .env
-        .cmd()
-        .args(["-vv", "--json", "tick"])
+    let report = s
+        .atc(["-vv", "--json", "tick"])
         .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "rt-secret-1")
         .env("ATC_BEARER_TOKEN", "bearer-secret-2")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .never_shows("rt-secret-1")
+        .never_shows("bearer-secret-2")
+        .json();
+    assert_eq!(report["delivered"], 1);
     let requests: Vec<_> = s.server.requests().into_iter().skip(before).collect();
     assert_eq!(requests.len(), 2, "one poll, one delivery");
     for request in requests {
@@ -205,9 +187,6 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
             Some("Bearer bearer-secret-2")
         );
     }
-    let all_output = format!("{}{}", stdout(&out), stderr(&out));
-    assert!(!all_output.contains("secret"), "{all_output}");
-    assert!(!String::from_utf8_lossy(&s.env.bytes()).contains("secret"));
 }
 
 #[test]
@@ -312,6 +291,8 @@ fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
             .contains("Agent 'ghost' not found"),
         "{job}"
     );
+    s.atc(["status", TASK])
+        .stdout_contains("the server refused the delivery (404: Agent 'ghost' not found)");
 
     // Nothing sent: the server is down when the delivery is due.
     let s = Scene::new();
@@ -319,9 +300,8 @@ fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
     s.tick(&[]);
-    let dead = format!("{}/api", Scene::dead_url());
     s.env.edit_job(TASK, |job| {
-        job.insert("base_url".into(), json!(dead));
+        job.insert("base_url".into(), json!(format!("{NOWHERE}/api")));
         job["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
     });
     s.tick(&[]);
@@ -373,32 +353,20 @@ fn status_shows_what_the_tick_recorded() {
         "task-busy"
     };
 
-    let list = stdout(&s.env.cmd().arg("status").output().unwrap());
-    assert!(list.contains("1 failed check: HTTP 503"), "{list}");
-    assert!(list.contains("chat busy ×1; next try in"), "{list}");
-    assert!(list.contains("delivered 0s ago"), "{list}");
-
-    let strike = stdout(
-        &s.env
-            .cmd()
-            .args(["status", "task-strike"])
-            .output()
-            .unwrap(),
-    );
-    assert!(
-        strike.contains("strikes         1") && strike.contains("last error      HTTP 503"),
-        "{strike}"
-    );
-    let waiting = stdout(&s.env.cmd().args(["status", busy]).output().unwrap());
-    assert!(
-        waiting.contains("busy            1 (409 chat busy)") && waiting.contains("next attempt"),
-        "{waiting}"
-    );
-    let delivered = stdout(&s.env.cmd().args(["status", done]).output().unwrap());
-    assert!(
-        delivered.contains("delivered       ") && delivered.contains("[STATUS: finished]"),
-        "{delivered}"
-    );
+    s.atc(["status"])
+        .stdout_contains("1 failed check: HTTP 503")
+        .stdout_contains("chat busy ×1; next try in")
+        .stdout_contains("delivered 0s ago");
+    s.atc(["status", "task-strike"])
+        .stdout_contains("strikes         1")
+        .stdout_contains("last error      HTTP 503")
+        .stdout_contains("note            1 failed check in a row; last: HTTP 503");
+    s.atc(["status", busy])
+        .stdout_contains("busy            1 (409 chat busy)")
+        .stdout_contains("next attempt");
+    s.atc(["status", done])
+        .stdout_contains("delivered       ")
+        .stdout_contains("[STATUS: finished]");
 }
 
 #[test]
@@ -407,22 +375,19 @@ fn a_pass_with_nothing_to_change_does_not_rewrite_the_file() {
     let s = Scene::new();
     let mut finished = job("task-done", "done", &s.server.api());
     finished["updated_at"] = json!("2099-01-01T00:00:00Z");
-    s.env.write_file(
-        &json!({"version": 1, "jobs": [finished, job("task-lost", "lost", &s.server.api())]}),
-    );
+    let mut lost = job("task-lost", "lost", &s.server.api());
+    lost["job_id"] = json!("0123456789ab");
     // Recent enough to be kept.
-    s.env.edit_job("task-lost", |j| {
-        j.insert("updated_at".into(), json!("2099-01-01T00:00:00Z"));
-    });
+    lost["updated_at"] = json!("2099-01-01T00:00:00Z");
+    s.env
+        .write_file(&json!({"version": 1, "jobs": [finished, lost]}));
     let inode = std::fs::metadata(&s.env.state).unwrap().ino();
-    let before = s.env.bytes();
-    s.tick(&[]);
+    s.tick(&[]).file_unchanged().run();
     assert_eq!(
         std::fs::metadata(&s.env.state).unwrap().ino(),
         inode,
         "not replaced"
     );
-    assert_eq!(s.env.bytes(), before);
     assert!(s.server.requests().is_empty());
 }
 
@@ -457,35 +422,15 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
 #[test]
 fn watch_warns_when_the_parent_chat_does_not_exist() {
     let s = Scene::new();
-    let chats = r#"[{"id":"6f1c0e1a-0000-4000-8000-000000000001","session_id":"s-77","user_id":"default","channel":"console","status":"idle"}]"#;
-    s.server
-        .on("GET", "/api/chats", vec![Reply::json(200, chats)]);
-    let watch = |task: &str, session: &str| {
-        s.env
-            .cmd()
-            .args([
-                "--base-url",
-                &s.server.url(),
-                "watch",
-                task,
-                "--session",
-                session,
-            ])
-            .output()
-            .unwrap()
-    };
-    let known = watch("task-a", "s-77");
-    assert!(known.status.success());
-    assert_eq!(stderr(&known), "");
-    let ghost = watch("task-b", "s-78");
-    assert!(ghost.status.success(), "a warning, not a refusal");
-    let warning = stderr(&ghost);
-    assert!(
-        warning.starts_with("atc: warning: ")
-            && warning.contains("no chat with session s-78 (user default, channel console)"),
-        "{warning}"
-    );
-    assert_eq!(s.status("task-b"), "pending");
+    s.add_chat("s-77", "default", "console");
+    s.atc(["watch", "task-a", "--session", "s-77"])
+        .stdout_contains("Watching task-a");
+    s.atc(["watch", "task-b", "--session", "s-78"])
+        .stdout_contains("Watching task-b")
+        .stderr_contains("atc: warning: ")
+        .stderr_contains("no chat with session s-78 (user default, channel console)")
+        .run();
+    assert_eq!(s.status("task-b"), "pending", "a warning, not a refusal");
     let lookup = s
         .server
         .requests()
@@ -496,13 +441,20 @@ fn watch_warns_when_the_parent_chat_does_not_exist() {
     assert_eq!(lookup.header("x-agent-id"), Some("default"));
 
     // The server being away is no reason to complain (or to fail).
-    let dead = Scene::dead_url();
-    s.env
-        .cmd()
-        .args(["--base-url", &dead, "watch", "task-c", "--session", "s-1"])
-        .assert()
-        .success()
-        .stderr("");
+    s.atc(["--base-url", NOWHERE, "watch", "task-c", "--session", "s-1"])
+        .stdout_contains("Watching task-c");
+    s.atc([
+        "-v",
+        "--base-url",
+        NOWHERE,
+        "watch",
+        "task-d",
+        "--session",
+        "s-1",
+    ])
+    .stdout_contains("Watching task-d")
+    .stderr_contains("atc: QwenPaw API http://127.0.0.1:9/api (from --base-url)")
+    .stderr_contains("could not check that the chat exists");
 }
 
 #[test]
@@ -513,10 +465,24 @@ fn an_abandoned_job_counts_as_one_error() {
         TASK,
         vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
     );
-    let out = s.tick(&["-v", "--max-strikes", "1"]);
+    s.tick(&["-v", "--max-strikes", "1"])
+        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 errors\n")
+        .run();
     assert_eq!(s.status(TASK), "abandoned");
-    assert_eq!(
-        stderr(&out),
-        "tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 errors\n"
+    s.atc(["status", TASK]).stdout_contains(
+        "abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error",
     );
+}
+
+#[test]
+fn a_request_nobody_scripted_fails_the_test() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.tick(&[]);
+    assert_eq!(
+        s.server.take_unscripted(),
+        [format!("GET /api/console/chat/task/{TASK}")],
+        "the fake names the request it had no script for"
+    );
+    assert_eq!(s.job(TASK)["strikes"], 1);
 }

@@ -1,20 +1,10 @@
-//! One module per command: the imperative shell around `lifecycle`.
+//! One thin module per command: load or update the job file, hand decisions to
+//! `lifecycle`, say what happened. No decisions here.
 
 pub mod cancel;
-pub mod generate;
 pub mod status;
 pub mod tick;
 pub mod watch;
-
-use crate::job::Job;
-
-/// "session s-77 (user default, channel console)": where a result goes, for people.
-pub fn describe_chat(job: &Job) -> String {
-    format!(
-        "session {} (user {}, channel {})",
-        job.session_id, job.user_id, job.channel
-    )
-}
 
 /// Writes `text` to stdout. Unlike `print!`, a closed pipe (`atc status | head -1`) is an
 /// error the caller returns, not a panic; `main` ends quietly on it.

@@ -5,14 +5,12 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::Output;
-use crate::cli::StatusArgs;
-use crate::cmd::describe_chat;
+use crate::describe::{brief, explain};
 use crate::exit::Exit;
 use crate::fail;
-use crate::ids::parse_task_id;
 use crate::job::{Job, Status};
-use crate::store::Store;
+use crate::settings::{self, Output};
+use crate::state::Store;
 use crate::time::{Timestamp, human};
 
 /// How many jobs `status` lists without `--all`.
@@ -21,12 +19,12 @@ pub const RECENT: usize = 20;
 /// Lines of a finished job's text shown in the full view.
 const FINAL_LINES: usize = 12;
 
-pub fn run(store: &Store, args: &StatusArgs, out: Output) -> Result<()> {
+pub fn run(args: &settings::Status, out: Output) -> Result<()> {
+    let store = Store::new(args.state.value.clone());
     let file = store.load()?;
     let now = Timestamp::now();
-    if let Some(raw) = &args.task_id {
-        let task_id = parse_task_id(raw)?;
-        let Some(job) = file.find(&task_id) else {
+    if let Some(task_id) = &args.task_id {
+        let Some(job) = file.find(task_id) else {
             fail!(
                 Exit::Refused,
                 "no watch for {task_id} in {}",
@@ -73,8 +71,8 @@ fn table(jobs: &[&Job], now: Timestamp) -> String {
                 job.task_id.clone(),
                 job.status.to_string(),
                 human(job.registered_at.elapsed_at(now)),
-                format!("{} → {}", job.agent_id, job.session_id),
-                short_note(job, now),
+                format!("{} → {}", job.target.agent_id, job.target.session_id),
+                brief(job, now),
             ]
         })
         .collect();
@@ -102,40 +100,6 @@ fn table(jobs: &[&Job], now: Timestamp) -> String {
     out
 }
 
-/// One short phrase: what is happening to the job now.
-fn short_note(job: &Job, now: Timestamp) -> String {
-    let delivery = job.delivery.clone().unwrap_or_default();
-    let note = match job.status {
-        Status::Pending if job.strikes > 0 => format!(
-            "{} failed check{}: {}",
-            job.strikes,
-            if job.strikes == 1 { "" } else { "s" },
-            job.last_error.as_deref().unwrap_or("")
-        ),
-        Status::Pending if job.polls == 0 => "not polled yet".to_owned(),
-        Status::Pending => format!(
-            "running; {} poll{}",
-            job.polls,
-            if job.polls == 1 { "" } else { "s" }
-        ),
-        Status::Delivering => match delivery.next_attempt_at {
-            _ if delivery.attempt_started_at.is_some() => "posting now".to_owned(),
-            Some(at) if at > now => format!(
-                "chat busy ×{}; next try in {}",
-                delivery.busy + delivery.unreachable,
-                human(now.elapsed_at(at))
-            ),
-            _ => "finished; delivers on the next tick".to_owned(),
-        },
-        Status::Done => match job.delivered_at {
-            Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
-            None => "delivered".to_owned(),
-        },
-        _ => job.note.clone().unwrap_or_default(),
-    };
-    crate::render::truncate_chars(note, 72)
-}
-
 /// Every field of one job, then the start of its result text.
 fn full(job: &Job, now: Timestamp) -> String {
     let mut out = String::new();
@@ -144,15 +108,15 @@ fn full(job: &Job, now: Timestamp) -> String {
     };
     field("task", job.task_id.clone());
     field("status", job.status.to_string());
-    if let Some(note) = &job.note {
-        field("note", note.clone());
+    if let Some(note) = explain(job) {
+        field("note", note);
     }
     field("job", job.job_id.clone());
-    field("agent", job.agent_id.clone());
-    if let Some(on) = &job.target_agent {
+    field("agent", job.target.agent_id.clone());
+    if let Some(on) = &job.target.target_agent {
         field("runs on", on.clone());
     }
-    field("delivers to", describe_chat(job));
+    field("delivers to", job.target.describe_chat());
     field("base url", job.base_url.clone());
     let ago = |t: Timestamp| format!("{t} ({} ago)", human(t.elapsed_at(now)));
     field("registered", ago(job.registered_at));

@@ -4,55 +4,37 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::Output;
-use crate::cli::WatchArgs;
-use crate::cmd::{describe_chat, print_json};
+use crate::cmd::{emit, print_json};
 use crate::exit::Exit;
 use crate::fail;
-use crate::http::Client;
-use crate::ids::{new_job_id, parse_task_id};
+use crate::ids::new_job_id;
 use crate::job::{Job, Status};
 use crate::lifecycle::{Registration, register};
-use crate::settings::{self, Auth, Environment};
-use crate::store::Store;
+use crate::qwenpaw::{Client, chat};
+use crate::settings::{Output, Watch};
+use crate::state::Store;
 use crate::time::Timestamp;
 
 /// The chat check must not make `watch` slow when the server is away.
 const GHOST_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub fn run(
-    store: &Store,
-    args: &WatchArgs,
-    base_url: Option<&str>,
-    env: &dyn Environment,
-    out: Output,
-) -> Result<()> {
-    let task_id = parse_task_id(&args.task_id)?;
-    let target = settings::target(
-        &args.session,
-        &args.user,
-        &args.channel,
-        &args.agent,
-        args.target_agent.as_deref(),
-    )?;
-    if target.channel.eq_ignore_ascii_case("acp") {
-        fail!(
-            Exit::Refused,
-            "channel {:?} is an ACP session: atc posts results through QwenPaw's console API, which can never route back into an ACP session; poll check_agent_task (at most every 30 s) instead, or watch from a console session",
-            target.channel
-        );
-    }
-    let (base_url, source) = settings::base_url(base_url, env)?;
+pub fn run(watch: &Watch, out: Output) -> Result<()> {
+    let store = Store::new(watch.state.value.clone());
+    let task_id = &watch.task_id;
+    let target = watch.target();
+    let base_url = &watch.base_url.value;
     if out.verbose > 0 {
-        eprintln!("atc: QwenPaw API {base_url} (from {source})");
+        eprintln!(
+            "atc: QwenPaw API {base_url} (from {})",
+            watch.base_url.source
+        );
     }
 
     let now = Timestamp::now();
     let (job, message) = store.update(|file| {
-        let existing = file.find(&task_id);
-        let decision = register(existing, &target, &base_url);
+        let existing = file.find(task_id);
         let fresh = || Job::new(new_job_id(), task_id.clone(), base_url.clone(), target.clone(), now);
-        let (job, message) = match decision {
+        let (job, message) = match register(existing, &target, base_url) {
             Registration::New => {
                 let job = fresh();
                 let message = format!("Watching {}; {}", subject(&job), destination(&job));
@@ -92,7 +74,7 @@ pub fn run(
                 fail!(
                     Exit::Refused,
                     "{task_id} was already delivered to {}{when}; watching it again would only post the result twice (`atc status {task_id}` shows what was sent)",
-                    describe_chat(job)
+                    job.target.describe_chat()
                 );
             }
             Registration::Refuse { was: Status::Unconfirmed } => {
@@ -106,11 +88,11 @@ pub fn run(
                 fail!(
                     Exit::Refused,
                     "{task_id}'s result is being posted to {} right now ({was}); try again after the next atc tick",
-                    describe_chat(job)
+                    job.target.describe_chat()
                 );
             }
         };
-        file.jobs.retain(|j| j.task_id != task_id);
+        file.jobs.retain(|j| j.task_id != *task_id);
         file.jobs.push(job.clone());
         Ok((job, message))
     })?;
@@ -118,10 +100,10 @@ pub fn run(
     if out.json {
         print_json(&job)?;
     } else if !out.quiet {
-        crate::cmd::emit(&format!("{message}\n"))?;
+        emit(&format!("{message}\n"))?;
     }
     if !out.quiet {
-        warn_if_ghost(&job, env, out);
+        warn_if_ghost(&job, watch, out);
     }
     Ok(())
 }
@@ -129,14 +111,16 @@ pub fn run(
 /// QwenPaw silently starts a new chat for a (session, user, channel) it does not know, and
 /// the parent would never see the result there. Check, briefly, that the chat exists; say
 /// so if it does not. Never fails the watch: the server may simply be down right now.
-fn warn_if_ghost(job: &Job, env: &dyn Environment, out: Output) {
-    let client = Client::new(GHOST_CHECK_TIMEOUT, Auth::from_env(env));
-    match client.chat_exists(&job.base_url, &job.target()) {
+fn warn_if_ghost(job: &Job, watch: &Watch, out: Output) {
+    let client = Client::new(GHOST_CHECK_TIMEOUT, watch.auth.clone());
+    let t = &job.target;
+    let chats = client.list_chats(&job.base_url, &t.agent_id, &t.user_id, &t.channel);
+    match chat::has_chat(chats, &t.session_id, &t.user_id, &t.channel) {
         Some(false) => eprintln!(
             "atc: warning: {} has no chat with {} for agent '{}'; delivering there would start a new chat the asking agent never sees. Check --session, --user and --channel against the agent's prompt (re-run watch to correct them)",
             job.base_url,
-            describe_chat(job),
-            job.agent_id
+            t.describe_chat(),
+            t.agent_id
         ),
         None if out.verbose > 0 => eprintln!(
             "atc: could not check that the chat exists on {} (server unreachable?)",
@@ -146,30 +130,31 @@ fn warn_if_ghost(job: &Job, env: &dyn Environment, out: Output) {
     }
 }
 
-/// "task-1 for agent 'default'" or "task-1 (on agent 'SE') for agent 'default'".
+/// "task-1 for agent 'default'" or "task-1 (running on agent 'SE') for agent 'default'".
 fn subject(job: &Job) -> String {
-    match &job.target_agent {
+    match &job.target.target_agent {
         Some(on) => format!(
             "{} (running on agent '{on}') for agent '{}'",
-            job.task_id, job.agent_id
+            job.task_id, job.target.agent_id
         ),
-        None => format!("{} for agent '{}'", job.task_id, job.agent_id),
+        None => format!("{} for agent '{}'", job.task_id, job.target.agent_id),
     }
 }
 
 /// What a re-registration changed: "session s-77 → s-78, user default → alice".
 fn changes(old: &Job, new: &Job) -> String {
     let none = || "(none)".to_owned();
+    let (o, n) = (&old.target, &new.target);
     let parts = [
-        ("agent", old.agent_id.clone(), new.agent_id.clone()),
+        ("agent", o.agent_id.clone(), n.agent_id.clone()),
         (
             "target agent",
-            old.target_agent.clone().unwrap_or_else(none),
-            new.target_agent.clone().unwrap_or_else(none),
+            o.target_agent.clone().unwrap_or_else(none),
+            n.target_agent.clone().unwrap_or_else(none),
         ),
-        ("session", old.session_id.clone(), new.session_id.clone()),
-        ("user", old.user_id.clone(), new.user_id.clone()),
-        ("channel", old.channel.clone(), new.channel.clone()),
+        ("session", o.session_id.clone(), n.session_id.clone()),
+        ("user", o.user_id.clone(), n.user_id.clone()),
+        ("channel", o.channel.clone(), n.channel.clone()),
         ("base URL", old.base_url.clone(), new.base_url.clone()),
     ];
     parts
@@ -183,6 +168,6 @@ fn changes(old: &Job, new: &Job) -> String {
 fn destination(job: &Job) -> String {
     format!(
         "the result goes to {} on the next atc tick.",
-        describe_chat(job)
+        job.target.describe_chat()
     )
 }

@@ -59,20 +59,7 @@ impl Atc {
     }
 
     fn base_env(&self) -> Vec<(OsString, OsString)> {
-        // The outer environment minus everything that could steer atc or QwenPaw.
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-            .filter(|(k, _)| {
-                let k = k.to_string_lossy();
-                !(k.starts_with("ATC_") || k.starts_with("QWENPAW_") || k.starts_with("XDG_"))
-                    && k != "HOME"
-            })
-            .collect();
-        env.push(("HOME".into(), self.home.clone().into()));
-        env.push((
-            "XDG_STATE_HOME".into(),
-            self.home.join(".local/state").into(),
-        ));
-        env.push(("XDG_CONFIG_HOME".into(), self.home.join(".config").into()));
+        let mut env = crate::hermetic::vars(&self.home);
         env.push(("ATC_STATE".into(), self.state.clone().into()));
         env.push(("ATC_BASE_URL".into(), self.base_url.clone().into()));
         for (k, v) in &self.env {

@@ -16,6 +16,9 @@
 
 mod api;
 mod atc;
+#[path = "../support/hermetic.rs"]
+#[allow(dead_code)]
+mod hermetic;
 mod procs;
 mod proxy;
 mod qwenpaw;

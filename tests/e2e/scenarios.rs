@@ -716,11 +716,15 @@ fn server_restart(ctx: &Ctx) -> R<()> {
     atc.ok(&["tick"])?;
     let job = atc.job(&tid)?;
     require_status(&job, "lost")?;
-    // atc keeps the reason of a terminal state in `note` (strikes use `last_error`).
-    let note = format!("{} {}", s(&job, "note"), s(&job, "last_error")).to_lowercase();
     ensure!(
-        note.contains("restart"),
-        "lost job's note does not name a server restart: {job}"
+        s(&job, "last_error").starts_with("Task not found: task-"),
+        "lost job does not keep the server's 404: {job}"
+    );
+    // What people are told about it names the likely cause.
+    let shown = atc.ok(&["status", &tid])?.stdout;
+    ensure!(
+        shown.contains("restarted"),
+        "`atc status` of a lost job does not name a server restart: {shown}"
     );
     Ok(())
 }

@@ -1,17 +1,26 @@
-//! A hermetic environment for running the real `atc` binary: its own HOME and XDG dirs,
-//! no `ATC_*` or `QWENPAW_*` variables from the outside, and helpers to read and write the
-//! job file it leaves on disk.
+//! Running the real `atc` binary in a hermetic environment, and the job file it leaves.
+//!
+//! [`TestEnv`] is one installation: its own HOME, XDG dirs and job file, the base URL
+//! pointing where nothing listens. [`Run`] is one invocation, in the manner of `just`'s
+//! `Test` builder: it expects exit 0, **empty stdout and empty stderr** unless told
+//! otherwise, and checks the job file afterwards (a failing command must leave it byte
+//! for byte as it was; a succeeding one must leave valid, private JSON). It runs when
+//! dropped, or on `.run()`, which also hands back the output.
 
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
-use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
+
+use super::hermetic;
 
 pub struct TestEnv {
     pub dir: TempDir,
     pub home: PathBuf,
-    /// The job file every `cmd()` uses (through `ATC_STATE`).
+    /// The job file every `atc()` uses (through `ATC_STATE`).
     pub state: PathBuf,
 }
 
@@ -30,39 +39,32 @@ impl TestEnv {
         TestEnv { dir, home, state }
     }
 
-    /// `atc` with a clean environment and `ATC_STATE` pointing at this env's job file.
-    pub fn cmd(&self) -> Command {
-        Command::from_std(self.std_cmd())
+    /// `atc ARGS…` with `ATC_STATE` pointing at this env's job file.
+    pub fn atc<I, S>(&self, args: I) -> Run<'_>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut run = Run::new(self, self.state.clone());
+        run.cmd.env("ATC_STATE", &self.state);
+        run.args(args)
     }
 
-    /// `atc` with a clean environment and no `ATC_STATE`: the default job file path.
-    pub fn bare(&self) -> Command {
-        Command::from_std(self.std_bare())
+    /// `atc ARGS…` with no `ATC_STATE`: the default job file in this env's HOME.
+    pub fn atc_default_state<I, S>(&self, args: I) -> Run<'_>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let default = self.home.join(".local/state/atc/jobs.json");
+        Run::new(self, default).args(args)
     }
 
-    /// `cmd()` as a `std::process::Command`, for tests that start processes concurrently.
-    pub fn std_cmd(&self) -> std::process::Command {
-        let mut cmd = self.std_bare();
+    /// A plain `std::process::Command` in this environment, for tests that start many
+    /// processes at once and check each one's output themselves.
+    pub fn std_cmd(&self) -> Command {
+        let mut cmd = base_command(&self.home);
         cmd.env("ATC_STATE", &self.state);
-        cmd
-    }
-
-    fn std_bare(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atc"));
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy().into_owned();
-            if name.starts_with("ATC_") || name.starts_with("QWENPAW_") || name.starts_with("XDG_")
-            {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.env("HOME", &self.home)
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_CACHE_HOME", self.home.join(".cache"))
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_BACKTRACE");
         cmd
     }
 
@@ -121,6 +123,391 @@ impl TestEnv {
     }
 }
 
+/// `atc` in the hermetic environment of `home`, aimed at [`hermetic::NOWHERE`].
+fn base_command(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atc"));
+    cmd.env_clear()
+        .envs(hermetic::vars(home))
+        .env("ATC_BASE_URL", hermetic::NOWHERE)
+        .current_dir(home);
+    cmd
+}
+
+/// What a stream must hold.
+#[derive(Clone, Debug)]
+enum Expect {
+    Exactly(String),
+    Contains(Vec<String>),
+    /// The caller reads it from `.run()` and checks it there.
+    Inspected,
+}
+
+impl Expect {
+    fn check(&self, name: &str, got: &str, context: &str) {
+        match self {
+            Expect::Exactly(want) => assert!(
+                got == want,
+                "{context}: {name} differs\n--- got\n{got}\n--- want\n{want}"
+            ),
+            Expect::Contains(needles) => {
+                for needle in needles {
+                    assert!(
+                        got.contains(needle.as_str()),
+                        "{context}: {name} lacks {needle:?}:\n{got}"
+                    );
+                }
+            }
+            Expect::Inspected => {}
+        }
+    }
+
+    fn contains(self, needle: String) -> Expect {
+        match self {
+            Expect::Contains(mut needles) => {
+                needles.push(needle);
+                Expect::Contains(needles)
+            }
+            _ => Expect::Contains(vec![needle]),
+        }
+    }
+}
+
+/// What the job file must look like afterwards.
+enum FileCheck {
+    /// Unchanged when the command fails; valid private JSON when it succeeds.
+    Default,
+    /// Byte for byte as before, whatever the exit status.
+    Unchanged,
+    /// Absent afterwards (nothing created).
+    Absent,
+    Custom(Box<dyn FnOnce(&Path)>),
+}
+
+/// One invocation of atc and what it must do. Runs when dropped unless `.run()` ran it.
+pub struct Run<'a> {
+    _env: &'a TestEnv,
+    cmd: Command,
+    shown: Vec<String>,
+    state: PathBuf,
+    stdin: Option<Vec<u8>>,
+    status: i32,
+    stdout: Expect,
+    stderr: Expect,
+    lacks: Vec<String>,
+    file: Option<FileCheck>,
+    before: Option<Vec<u8>>,
+    concurrent: bool,
+    done: bool,
+}
+
+impl<'a> Run<'a> {
+    fn new(env: &'a TestEnv, state: PathBuf) -> Run<'a> {
+        Run {
+            _env: env,
+            cmd: base_command(&env.home),
+            shown: Vec::new(),
+            state,
+            stdin: None,
+            status: 0,
+            stdout: Expect::Exactly(String::new()),
+            stderr: Expect::Exactly(String::new()),
+            lacks: Vec::new(),
+            file: Some(FileCheck::Default),
+            before: None,
+            concurrent: false,
+            done: false,
+        }
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        for arg in args {
+            let arg: OsString = arg.into();
+            self.shown.push(arg.to_string_lossy().into_owned());
+            self.cmd.arg(arg);
+        }
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(name, value);
+        self
+    }
+
+    pub fn env_remove(mut self, name: &str) -> Self {
+        self.cmd.env_remove(name);
+        self
+    }
+
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// The exit status it must end with (default 0).
+    pub fn status(mut self, code: i32) -> Self {
+        self.status = code;
+        self
+    }
+
+    /// stdout must be exactly `text`.
+    pub fn stdout(mut self, text: impl Into<String>) -> Self {
+        self.stdout = Expect::Exactly(text.into());
+        self
+    }
+
+    /// stdout must contain `text` (repeatable).
+    pub fn stdout_contains(mut self, text: impl Into<String>) -> Self {
+        self.stdout = std::mem::replace(&mut self.stdout, Expect::Inspected).contains(text.into());
+        self
+    }
+
+    /// The test reads stdout from `.run()` and checks it itself.
+    pub fn stdout_inspected(mut self) -> Self {
+        self.stdout = Expect::Inspected;
+        self
+    }
+
+    /// stderr must be exactly `text`.
+    pub fn stderr(mut self, text: impl Into<String>) -> Self {
+        self.stderr = Expect::Exactly(text.into());
+        self
+    }
+
+    /// stderr must contain `text` (repeatable).
+    pub fn stderr_contains(mut self, text: impl Into<String>) -> Self {
+        self.stderr = std::mem::replace(&mut self.stderr, Expect::Inspected).contains(text.into());
+        self
+    }
+
+    /// The test reads stderr from `.run()` and checks it itself.
+    pub fn stderr_inspected(mut self) -> Self {
+        self.stderr = Expect::Inspected;
+        self
+    }
+
+    /// Neither stdout, stderr nor the job file may contain `text` (a token, say).
+    pub fn never_shows(mut self, text: impl Into<String>) -> Self {
+        self.lacks.push(text.into());
+        self
+    }
+
+    /// The job file must be byte for byte as before, whatever the exit status.
+    pub fn file_unchanged(mut self) -> Self {
+        self.file = Some(FileCheck::Unchanged);
+        self
+    }
+
+    /// No job file may exist afterwards.
+    pub fn no_file(mut self) -> Self {
+        self.file = Some(FileCheck::Absent);
+        self
+    }
+
+    /// The job file this run must be judged by, when `--state` names another one.
+    pub fn judging(mut self, path: &Path) -> Self {
+        self.state = path.to_path_buf();
+        self
+    }
+
+    /// Checks the job file afterwards (besides it being valid and private).
+    pub fn file(mut self, check: impl FnOnce(&Value) + 'static) -> Self {
+        self.file = Some(FileCheck::Custom(Box::new(move |path: &Path| {
+            let bytes = std::fs::read(path).expect("the job file exists");
+            let value: Value = serde_json::from_slice(&bytes).expect("the job file is JSON");
+            check(&value);
+        })));
+        self
+    }
+
+    fn context(&self) -> String {
+        format!("`atc {}`", self.shown.join(" "))
+    }
+
+    fn prepare(&mut self) -> Child {
+        assert!(!self.done, "{} ran twice", self.context());
+        self.done = true;
+        self.before = std::fs::read(&self.state).ok();
+        self.cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("start atc");
+        if let Some(bytes) = self.stdin.take() {
+            let mut stdin = child.stdin.take().expect("piped stdin");
+            let _ = stdin.write_all(&bytes);
+        }
+        child
+    }
+
+    fn verify(&mut self, output: &Output) {
+        let context = self.context();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(self.status),
+            "{context}: exit status\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        self.stdout.check("stdout", &stdout, &context);
+        self.stderr.check("stderr", &stderr, &context);
+        if self.status != 0 && self.status != 2 {
+            // Refusals and failures are one line of `atc: …` (clap's usage errors, exit 2,
+            // have their own layout).
+            assert!(
+                stderr.starts_with("atc: ") && stderr.trim_end().lines().count() == 1,
+                "{context}: an error must be one line starting with `atc: `:\n{stderr}"
+            );
+        }
+        let after = std::fs::read(&self.state).ok();
+        for secret in &self.lacks {
+            assert!(
+                !stdout.contains(secret.as_str()),
+                "{context}: stdout shows {secret:?}"
+            );
+            assert!(
+                !stderr.contains(secret.as_str()),
+                "{context}: stderr shows {secret:?}"
+            );
+            if let Some(bytes) = &after {
+                assert!(
+                    !String::from_utf8_lossy(bytes).contains(secret.as_str()),
+                    "{context}: the job file holds {secret:?}"
+                );
+            }
+        }
+        match self.file.take().expect("checked once") {
+            FileCheck::Default if self.status != 0 => {
+                assert_eq!(
+                    after, self.before,
+                    "{context} failed and changed the job file"
+                );
+            }
+            FileCheck::Default => {}
+            FileCheck::Unchanged => {
+                assert_eq!(after, self.before, "{context} changed the job file")
+            }
+            FileCheck::Absent => assert!(after.is_none(), "{context} created the job file"),
+            FileCheck::Custom(check) => check(&self.state),
+        }
+        if let Some(bytes) = after
+            .as_ref()
+            .filter(|bytes| Some(*bytes) != self.before.as_ref())
+        {
+            let value: Value = serde_json::from_slice(bytes)
+                .unwrap_or_else(|e| panic!("{context} left a job file that is not JSON: {e}"));
+            assert!(
+                value["version"].is_u64(),
+                "{context}: no version in the job file"
+            );
+            assert_eq!(
+                mode(&self.state),
+                0o600,
+                "{context}: the job file is not private"
+            );
+        }
+        let dir = self.state.parent().expect("a directory");
+        // Runs started together see each other's saves in progress.
+        if let Some(entries) = std::fs::read_dir(dir).ok().filter(|_| !self.concurrent) {
+            let temps: Vec<String> = entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".tmp"))
+                .collect();
+            assert!(temps.is_empty(), "{context} left temp files: {temps:?}");
+        }
+    }
+
+    /// Runs now, checks everything, and returns the output for further checks.
+    pub fn run(mut self) -> Output {
+        let child = self.prepare();
+        let output = child.wait_with_output().expect("wait for atc");
+        self.verify(&output);
+        output
+    }
+
+    /// Runs, checks, and parses stdout as the one JSON document it must be.
+    pub fn json(self) -> Value {
+        let context = self.context();
+        let output = self.stdout_inspected().run();
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{context}: stdout is not one JSON document: {e}"))
+    }
+
+    /// Starts it in the background; `.wait()` (or dropping the handle) checks it.
+    pub fn spawn(mut self) -> Running<'a> {
+        self.concurrent = true;
+        let child = self.prepare();
+        Running {
+            run: Some(self),
+            child: Some(child),
+        }
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        if !self.done && !std::thread::panicking() {
+            let child = self.prepare();
+            let output = child.wait_with_output().expect("wait for atc");
+            self.verify(&output);
+        }
+    }
+}
+
+/// An invocation started with [`Run::spawn`].
+pub struct Running<'a> {
+    run: Option<Run<'a>>,
+    child: Option<Child>,
+}
+
+impl Running<'_> {
+    /// Whether it is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .expect("not waited for yet")
+            .try_wait()
+            .expect("try_wait")
+            .is_none()
+    }
+
+    /// Kills it (a crash, as far as the job file is concerned); nothing is checked.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().expect("not waited for yet");
+        child.kill().expect("kill atc");
+        child.wait().expect("reap atc");
+        self.run.take().expect("one run").done = true;
+    }
+
+    /// Waits for it and checks everything.
+    pub fn wait(mut self) -> Output {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Output {
+        let child = self.child.take().expect("not waited for yet");
+        let output = child.wait_with_output().expect("wait for atc");
+        let mut run = self.run.take().expect("one run");
+        run.verify(&output);
+        output
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.child.is_some() && !std::thread::panicking() {
+            self.finish();
+        }
+    }
+}
+
 /// A job record in the v1 schema, for seeding files.
 pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
     serde_json::json!({
@@ -138,11 +525,11 @@ pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
     })
 }
 
-pub fn stdout(output: &std::process::Output) -> String {
+pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub fn stderr(output: &std::process::Output) -> String {
+pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

@@ -4,13 +4,17 @@
 //! bodies only. Routes are scripted per `METHOD path` (exact) or `METHOD prefix`;
 //! every request is recorded the moment it has been read, before any delay.
 //!
+//! Strict by default: a request no script covers is answered 500 and **fails the test**
+//! when the fake is dropped, naming the request (`take_unscripted` accepts them
+//! explicitly); `expect_hits` states how often a route must have been hit by then.
+//!
 //! Paths are recorded and matched **as sent on the wire** (not percent-decoded),
 //! so a test can check that the client percent-encodes task ids.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -138,25 +142,43 @@ struct State {
     /// (method, prefix, script); looked up by longest matching prefix.
     prefixes: Vec<(String, String, Script)>,
     requests: Vec<Recorded>,
+    /// `METHOD path?query` of every request no script covered.
+    unscripted: Vec<String>,
+    /// (method, exact path, hits) to check on drop.
+    expected: Vec<(String, String, usize)>,
 }
 
 impl State {
-    fn reply_for(&mut self, method: &str, path: &str) -> Reply {
+    fn reply_for(&mut self, method: &str, path: &str, query: &str) -> Reply {
         if let Some(s) = self.exact.get_mut(&(method.to_string(), path.to_string())) {
             return s.take();
         }
-        self.prefixes
+        if let Some(reply) = self
+            .prefixes
             .iter_mut()
             .filter(|(m, p, _)| m == method && path.starts_with(p.as_str()))
             .max_by_key(|(_, p, _)| p.len())
             .map(|(_, _, s)| s.take())
-            .unwrap_or_else(|| Reply::json(404, r#"{"detail":"Not Found"}"#))
+        {
+            return reply;
+        }
+        let shown = if query.is_empty() {
+            format!("{method} {path}")
+        } else {
+            format!("{method} {path}?{query}")
+        };
+        let body = serde_json::json!({ "detail": format!("fake QwenPaw: no script for {shown}") });
+        self.unscripted.push(shown);
+        Reply::json(500, &body.to_string())
     }
 }
 
 struct Shared {
     state: Mutex<State>,
     stop: AtomicBool,
+    /// Requests being answered right now, and the most there ever were at once.
+    in_flight: AtomicUsize,
+    peak_in_flight: AtomicUsize,
 }
 
 impl Shared {
@@ -182,6 +204,8 @@ impl FakeQwenPaw {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             stop: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
         });
         let acc_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -241,6 +265,26 @@ impl FakeQwenPaw {
         self.shared.lock().requests.clone()
     }
 
+    /// The most requests that were ever being answered at the same time (a measure of the
+    /// client's parallelism that needs no clock).
+    pub fn peak_in_flight(&self) -> usize {
+        self.shared.peak_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The requests no script covered so far (and forgets them: a test that takes them
+    /// has dealt with them). Any left when the fake is dropped fail the test.
+    pub fn take_unscripted(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared.lock().unscripted)
+    }
+
+    /// When the fake is dropped, `method path` (exact) must have been hit `hits` times.
+    pub fn expect_hits(&self, method: &str, path: &str, hits: usize) {
+        self.shared
+            .lock()
+            .expected
+            .push((method.to_ascii_uppercase(), path.to_string(), hits));
+    }
+
     /// Number of requests received with this method and exact path.
     pub fn hits(&self, method: &str, path: &str) -> usize {
         self.shared
@@ -262,6 +306,26 @@ impl Drop for FakeQwenPaw {
             && woke
         {
             let _ = h.join();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        let state = self.shared.lock();
+        assert!(
+            state.unscripted.is_empty(),
+            "FakeQwenPaw got requests no script covers: {:?}",
+            state.unscripted
+        );
+        for (method, path, want) in &state.expected {
+            let got = state
+                .requests
+                .iter()
+                .filter(|r| r.method == *method && r.path == *path)
+                .count();
+            assert_eq!(
+                got, *want,
+                "FakeQwenPaw: {method} {path} was hit {got} times, expected {want}"
+            );
         }
     }
 }
@@ -313,15 +377,18 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             return Ok(());
         }
         let keep_alive = wants_keep_alive(&req);
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.peak_in_flight.fetch_max(now, Ordering::SeqCst);
         let reply = {
             let mut st = shared.lock();
-            let reply = st.reply_for(&req.rec.method, &req.rec.path);
+            let reply = st.reply_for(&req.rec.method, &req.rec.path, &req.rec.query);
             st.requests.push(req.rec);
             reply
         };
         if !reply.delay.is_zero() {
             thread::sleep(reply.delay);
         }
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         if reply.drop_connection {
             let _ = writer.shutdown(Shutdown::Both);
             return Ok(());

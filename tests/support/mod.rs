@@ -3,5 +3,6 @@
 pub mod atc;
 pub mod bodies;
 pub mod fake;
+pub mod hermetic;
 pub mod scene;
 pub mod shape;

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use anyhow::Result;
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Generated};
+use super::{Cli, Shell};
 use crate::exit::Exit;
 use crate::fail;
 
@@ -19,14 +19,10 @@ pub const PAGES: [(&str, &str); 5] = [
     ("generate", "atc-generate"),
 ];
 
-pub fn run(what: &Generated) -> Result<()> {
+/// Writes atc(1) (`command` None), or atc-COMMAND(1) for one of [`PAGES`], to stdout.
+pub fn man_to_stdout(command: Option<&str>) -> Result<()> {
     let mut out = io::stdout().lock();
-    match what {
-        Generated::Man { command } => man(command.as_deref(), &mut out)?,
-        Generated::Completions { shell } => {
-            clap_complete::generate(*shell, &mut Cli::command(), "atc", &mut out);
-        }
-    }
+    man(command, &mut out)?;
     out.flush()?;
     Ok(())
 }
@@ -54,5 +50,20 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
         }
     };
     clap_mangen::Man::new(page).render(out)?;
+    Ok(())
+}
+
+/// Writes the completions for `shell` to stdout.
+pub fn completions(shell: Shell) -> Result<()> {
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Elvish => clap_complete::Shell::Elvish,
+        Shell::Fish => clap_complete::Shell::Fish,
+        Shell::Powershell => clap_complete::Shell::PowerShell,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+    };
+    let mut out = io::stdout().lock();
+    clap_complete::generate(shell, &mut Cli::command(), "atc", &mut out);
+    out.flush()?;
     Ok(())
 }

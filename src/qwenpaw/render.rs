@@ -9,6 +9,9 @@ use std::io;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::task::TaskRecord;
+use crate::text::truncate_chars;
+
 /// The seed's `[:8000]`: at most this many characters are delivered.
 pub const MAX_CHARS: usize = 8000;
 
@@ -17,13 +20,9 @@ pub fn render(task_id: &str, payload: &Value) -> String {
     truncate_chars(format_status_text(task_id, payload), MAX_CHARS)
 }
 
-/// Keeps the first `max` characters (Unicode scalar values, as Python counts them); never
-/// splits a UTF-8 sequence. No marker is added.
-pub fn truncate_chars(mut text: String, max: usize) -> String {
-    if let Some((cut, _)) = text.char_indices().nth(max) {
-        text.truncate(cut);
-    }
-    text
+/// Renders a polled task record (what a delivery carries).
+pub fn render_record(task_id: &str, record: &TaskRecord) -> String {
+    render(task_id, &record.payload)
 }
 
 fn format_status_text(task_id: &str, payload: &Value) -> String {
@@ -310,17 +309,6 @@ mod tests {
         ] {
             assert_eq!(py_float(x), want, "{x}");
         }
-    }
-
-    #[test]
-    fn truncation_counts_characters_not_bytes() {
-        assert_eq!(truncate_chars("héllo".into(), 2), "hé");
-        assert_eq!(truncate_chars("🙂🙂🙂".into(), 2), "🙂🙂");
-        assert_eq!(truncate_chars("abc".into(), 8000), "abc");
-        let long = "任".repeat(9000);
-        let cut = truncate_chars(long, MAX_CHARS);
-        assert_eq!(cut.chars().count(), MAX_CHARS);
-        assert_eq!(cut.len(), MAX_CHARS * 3);
     }
 
     #[test]

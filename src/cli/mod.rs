@@ -1,10 +1,14 @@
-//! The command line, as clap-derive types. Nothing else in the crate imports clap;
-//! `settings` turns these into plain structs.
+//! The command line, as clap-derive types, and what is generated from it (man pages,
+//! completions). Together with `lib.rs`, the only code that names clap. Flags stay
+//! `Option`s here: `settings` applies the environment and the defaults, so every value
+//! knows where it came from.
+
+pub mod generate;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str =
     "Watch QwenPaw background tasks and post each result back into the session that asked for it.";
@@ -38,14 +42,15 @@ Tokens are read from the environment on every request and never stored:
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Job file [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]
-    #[arg(long, global = true, value_name = "FILE", env = "ATC_STATE")]
+    /// Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e.
+    /// ~/.local/state/atc/jobs.json]
+    #[arg(long, global = true, value_name = "FILE")]
     pub state: Option<PathBuf>,
 
-    /// QwenPaw URL recorded into new watches [default: QWENPAW_RUNTIME_API_URL (managed
-    /// runtime), else last_api in QwenPaw's config.json, else http://127.0.0.1:8088]; /api is
-    /// appended unless present
-    #[arg(long, global = true, value_name = "URL", env = "ATC_BASE_URL")]
+    /// QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default:
+    /// QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw's config.json, else
+    /// http://127.0.0.1:8088]; /api is appended unless present
+    #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
 
     /// Print one JSON document on stdout instead of text
@@ -119,8 +124,19 @@ pub enum Generated {
     /// Completions for a shell (completions/ holds bash, zsh and fish)
     Completions {
         #[arg(value_enum)]
-        shell: clap_complete::Shell,
+        shell: Shell,
     },
+}
+
+/// The shells completions are generated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "lower")]
+pub enum Shell {
+    Bash,
+    Elvish,
+    Fish,
+    Powershell,
+    Zsh,
 }
 
 #[derive(Debug, Args)]
@@ -128,36 +144,23 @@ pub struct WatchArgs {
     /// The task id submit_to_agent returned (e.g. task-3f9a0c1b2d4e)
     pub task_id: String,
 
-    /// Session the result goes to: the asking agent's "Session ID"
-    #[arg(long, value_name = "SID", env = "ATC_SESSION_ID")]
-    pub session: String,
+    /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
 
-    /// User of that session ("User ID" in the agent's prompt)
-    #[arg(
-        long,
-        value_name = "UID",
-        env = "ATC_USER_ID",
-        default_value = "default"
-    )]
-    pub user: String,
+    /// User of that session ("User ID" in the agent's prompt) [env: ATC_USER_ID] [default:
+    /// default]
+    #[arg(long, value_name = "UID")]
+    pub user: Option<String>,
 
-    /// Channel of that session ("Channel" in the agent's prompt)
-    #[arg(
-        long,
-        value_name = "CH",
-        env = "ATC_CHANNEL",
-        default_value = "console"
-    )]
-    pub channel: String,
+    /// Channel of that session ("Channel" in the agent's prompt) [env: ATC_CHANNEL]
+    /// [default: console]
+    #[arg(long, value_name = "CH")]
+    pub channel: Option<String>,
 
-    /// Agent that owns the session (the one asking)
-    #[arg(
-        long,
-        value_name = "AID",
-        env = "ATC_AGENT_ID",
-        default_value = "default"
-    )]
-    pub agent: String,
+    /// Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]
+    #[arg(long, value_name = "AID")]
+    pub agent: Option<String>,
 
     /// Agent the task runs on, when it is not --agent (polls go out as this agent, as
     /// check_agent_task does)
@@ -183,33 +186,35 @@ pub struct CancelArgs {
 
 #[derive(Debug, Args)]
 pub struct TickArgs {
-    /// Polls and deliveries in flight at once
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub concurrency: u32,
+    /// Polls and deliveries in flight at once [default: 8]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: Option<u32>,
 
-    /// Timeout of each HTTP phase (connect, send, wait for the answer, read it)
-    #[arg(long, value_name = "D", default_value = "30s", value_parser = parse_duration)]
-    pub http_timeout: Duration,
+    /// Timeout of each HTTP phase (connect, send, wait for the answer, read it) [default:
+    /// 30s]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub http_timeout: Option<Duration>,
 
-    /// Consecutive failed checks before a job is abandoned
-    #[arg(long, value_name = "N", default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_strikes: u32,
+    /// Consecutive failed checks before a job is abandoned [default: 90]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_strikes: Option<u32>,
 
-    /// A task not finished this long after `watch` expires
-    #[arg(long, value_name = "D", default_value = "24h", value_parser = parse_duration)]
-    pub max_age: Duration,
+    /// A task not finished this long after `watch` expires [default: 24h]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub max_age: Option<Duration>,
 
-    /// Wait before retrying a delivery the parent chat refused as busy (409)
-    #[arg(long, value_name = "D", default_value = "20s", value_parser = parse_duration)]
-    pub busy_retry: Duration,
+    /// Wait before retrying a delivery the parent chat refused as busy (409) [default: 20s]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub busy_retry: Option<Duration>,
 
-    /// Busy (or unreachable) answers before a delivery is given up as undelivered
-    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_busy: u32,
+    /// Busy (or unreachable) answers before a delivery is given up as undelivered [default:
+    /// 30]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_busy: Option<u32>,
 
-    /// Keep finished jobs in the file this long after their last change
-    #[arg(long, value_name = "D", default_value = "7d", value_parser = parse_duration)]
-    pub keep: Duration,
+    /// Keep finished jobs in the file this long after their last change [default: 7d]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub keep: Option<Duration>,
 
     /// Ask QwenPaw to stop the parent's resumed turn after this long [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
@@ -219,4 +224,18 @@ pub struct TickArgs {
 fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|err| format!("{err} (write durations like 30s, 5m, 24h, 7d)"))
+}
+
+/// Parses the process's arguments; on a usage error (or `--help`, `--version`) prints
+/// clap's message and returns the exit code it asks for.
+pub fn parse() -> Result<Cli, u8> {
+    Cli::try_parse().map_err(|err| {
+        let _ = err.print();
+        u8::try_from(err.exit_code()).unwrap_or(2)
+    })
+}
+
+/// Parses `args` (without the program name), for tests; a usage error as clap prints it.
+pub fn parse_from<'a>(args: impl IntoIterator<Item = &'a str>) -> Result<Cli, String> {
+    Cli::try_parse_from(std::iter::once("atc").chain(args)).map_err(|err| err.to_string())
 }

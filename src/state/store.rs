@@ -4,17 +4,18 @@
 //! A corrupt file is never "started fresh" (the seed plugin did that and lost every job):
 //! it is refused with exit 3 and left exactly as it was.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::fsutil::{parent_dir, write_atomic};
+use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
-use crate::lock;
 
 /// The schema version this atc reads and writes.
 pub const VERSION: u32 = 1;
@@ -66,6 +67,12 @@ impl Store {
     /// `<job file>.tick.lock`: held for a whole tick (single flight).
     pub fn tick_lock_path(&self) -> PathBuf {
         lock::sidecar(&self.path, "tick.lock")
+    }
+
+    /// The single-flight lock of a tick, if no other tick holds it. Held until dropped.
+    pub fn try_lock_tick(&self) -> Result<Option<lock::Guard>> {
+        self.ensure_dir()?;
+        lock::try_exclusive(&self.tick_lock_path())
     }
 
     /// Reads the file without locking (writes are atomic renames, so a reader always sees
@@ -138,13 +145,6 @@ impl Store {
     }
 }
 
-fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    }
-}
-
 /// The job file in `bytes`, or why they are not one this atc can use.
 fn parse(bytes: &[u8]) -> Result<JobFile, String> {
     if bytes.is_empty() {
@@ -170,41 +170,6 @@ fn parse(bytes: &[u8]) -> Result<JobFile, String> {
         _ => return Err(format!("has an unsupported version {version}")),
     }
     serde_json::from_value(value).map_err(|err| format!("does not match the v1 schema ({err})"))
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path);
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        crate::ids::new_job_id()
-    ));
-    let tmp = dir.join(tmp_name);
-
-    let result = (|| {
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        // The rename is durable only once the directory entry is.
-        #[cfg(unix)]
-        File::open(dir)?.sync_all()?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -1,0 +1,257 @@
+//! The HTTP side of QwenPaw: one configured client, one method per request kind, every URL
+//! built (and percent-encoded) here. It returns what the server answered, as an
+//! [`Answer`], or why nothing usable came back, as a [`Transport`] error; `task` and
+//! `chat` turn those into typed observations.
+
+use std::io;
+use std::time::Duration;
+
+use serde_json::Value;
+use ureq::http::Response;
+use ureq::{Agent, Body};
+
+use crate::settings::Auth;
+
+/// Answers larger than this are cut off and count as unreadable.
+pub const MAX_BODY: u64 = 8 * 1024 * 1024;
+
+/// What the server answered: status, content type (lowercase) and the body, if it could be
+/// read whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Result<String, String>,
+}
+
+impl Answer {
+    /// Whether the answer claims to be JSON (`application/json`, `…+json`).
+    pub fn is_json(&self) -> bool {
+        let mime = self.content_type.split(';').next().unwrap_or("").trim();
+        mime == "application/json" || mime.ends_with("+json")
+    }
+}
+
+/// No answer: the request failed in transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transport {
+    /// True when the request certainly never reached the server (refused, DNS, connect
+    /// timeout): nothing was sent.
+    pub nothing_sent: bool,
+    /// `METHOD url: what went wrong`.
+    pub message: String,
+}
+
+pub struct Client {
+    /// Reads: keep-alive, shared by every worker thread.
+    reads: Agent,
+    /// Deliveries: never reuses a pooled connection. A POST sent on a connection the server
+    /// had already closed fails after sending, and would have to count as "outcome unknown".
+    posts: Agent,
+    auth: Auth,
+}
+
+impl Client {
+    pub fn new(http_timeout: Duration, auth: Auth) -> Client {
+        let build = |pooled: bool| -> Agent {
+            let phase = Some(http_timeout);
+            let mut config = Agent::config_builder()
+                .http_status_as_error(false)
+                .user_agent(concat!("atc/", env!("CARGO_PKG_VERSION")))
+                // Per-phase timeouts, so a timeout says whether the request went out.
+                .timeout_resolve(phase)
+                .timeout_connect(phase)
+                .timeout_send_request(phase)
+                .timeout_send_body(phase)
+                .timeout_recv_response(phase)
+                .timeout_recv_body(phase)
+                .max_redirects(0);
+            if !pooled {
+                config = config
+                    .max_idle_connections(0)
+                    .max_idle_connections_per_host(0);
+            }
+            config.build().into()
+        };
+        Client {
+            reads: build(true),
+            posts: build(false),
+            auth,
+        }
+    }
+
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn with_auth<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        if let Some(token) = &self.auth.runtime_token {
+            request = request.header("X-QwenPaw-Runtime-Token", token);
+        }
+        if let Some(token) = &self.auth.bearer_token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        request
+    }
+
+    /// `GET {base}/console/chat/task/{id}` as `agent` (the agent the task runs on, as
+    /// `check_agent_task` asks).
+    pub fn get_task(
+        &self,
+        base_url: &str,
+        task_id: &str,
+        agent: &str,
+    ) -> Result<Answer, Transport> {
+        let url = format!("{base_url}/console/chat/task/{}", encode(task_id));
+        let request = self
+            .with_auth(self.reads.get(&url))
+            .header("X-Agent-Id", agent)
+            .header("Accept", "application/json");
+        finish("GET", &url, request.call())
+    }
+
+    /// `POST {base}/console/chat/task` with `body` (a new user turn) as `agent`.
+    pub fn post_turn(
+        &self,
+        base_url: &str,
+        agent: &str,
+        body: &Value,
+    ) -> Result<Answer, Transport> {
+        let url = format!("{base_url}/console/chat/task");
+        let request = self
+            .with_auth(self.posts.post(&url))
+            .header("X-Agent-Id", agent)
+            .header("Accept", "application/json");
+        finish("POST", &url, request.send_json(body))
+    }
+
+    /// `GET {base}/chats?user_id=…&channel=…` as `agent`: the agent's chats of one user on
+    /// one channel.
+    pub fn list_chats(
+        &self,
+        base_url: &str,
+        agent: &str,
+        user_id: &str,
+        channel: &str,
+    ) -> Result<Answer, Transport> {
+        let url = format!(
+            "{base_url}/chats?user_id={}&channel={}",
+            encode(user_id),
+            encode(channel)
+        );
+        let request = self
+            .with_auth(self.reads.get(&url))
+            .header("X-Agent-Id", agent)
+            .header("Accept", "application/json");
+        finish("GET", &url, request.call())
+    }
+}
+
+fn finish(
+    method: &str,
+    url: &str,
+    result: Result<Response<Body>, ureq::Error>,
+) -> Result<Answer, Transport> {
+    match result {
+        Ok(response) => Ok(read(response)),
+        Err(err) => Err(Transport {
+            nothing_sent: nothing_sent(&err),
+            message: format!("{method} {url}: {}", describe(&err)),
+        }),
+    }
+}
+
+fn read(mut response: Response<Body>) -> Answer {
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .read_to_string()
+        .map_err(|err| match err {
+            ureq::Error::BodyExceedsLimit(_) => {
+                format!("the answer is larger than {} MiB", MAX_BODY / 1024 / 1024)
+            }
+            other => format!("reading the answer failed: {}", describe(&other)),
+        });
+    Answer {
+        status,
+        content_type,
+        body,
+    }
+}
+
+/// Percent-encodes one URL path segment or query value (RFC 3986 unreserved characters
+/// pass through). Validated task ids never need it; it is applied anyway so no URL is ever
+/// built from raw input.
+pub fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// True when the request certainly never reached the server.
+fn nothing_sent(err: &ureq::Error) -> bool {
+    match err {
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => true,
+        ureq::Error::Timeout(timeout) => {
+            matches!(timeout, ureq::Timeout::Resolve | ureq::Timeout::Connect)
+        }
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::AddrNotAvailable
+                | io::ErrorKind::NetworkUnreachable
+                | io::ErrorKind::HostUnreachable
+        ),
+        _ => false,
+    }
+}
+
+fn describe(err: &ureq::Error) -> String {
+    match err {
+        ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
+            "connection refused (is QwenPaw running?)".to_owned()
+        }
+        ureq::Error::Timeout(timeout) => format!("timed out ({timeout})"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_segments_and_values() {
+        assert_eq!(encode("task-1_A"), "task-1_A");
+        assert_eq!(encode("a/b c%"), "a%2Fb%20c%25");
+        assert_eq!(encode("é&x=1"), "%C3%A9%26x%3D1");
+    }
+
+    #[test]
+    fn json_is_recognised_by_its_content_type() {
+        let answer = |ct: &str| Answer {
+            status: 200,
+            content_type: ct.into(),
+            body: Ok(String::new()),
+        };
+        assert!(answer("application/json").is_json());
+        assert!(answer("application/json; charset=utf-8").is_json());
+        assert!(answer("application/problem+json").is_json());
+        assert!(!answer("text/html; charset=utf-8").is_json());
+        assert!(!answer("").is_json());
+    }
+}

@@ -1,0 +1,259 @@
+//! What a poll of `GET /console/chat/task/{id}` answered, as a typed [`Poll`]: a
+//! [`TaskRecord`], QwenPaw's "no such task", or why the answer is no use (a strike).
+//!
+//! Content type is judged before status: a wrong base URL can answer an HTML 404 page,
+//! which must not park a live task as lost.
+
+use serde_json::Value;
+
+use super::{Answer, Transport, detail};
+use crate::settings::Auth;
+use crate::time::Timestamp;
+
+/// The task record QwenPaw keeps: its top-level status, when it started, and the whole
+/// payload (rendering needs all of it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskRecord {
+    pub status: String,
+    pub started_at: Option<Timestamp>,
+    pub payload: Value,
+}
+
+impl TaskRecord {
+    /// 2.2 only ever answers `running` or `finished`; older servers also reported these
+    /// top-level terminal states. Anything else is still on its way.
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "finished" | "failed" | "cancelled" | "timeout" | "error"
+        )
+    }
+}
+
+/// What one poll saw.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Poll {
+    Record(TaskRecord),
+    /// A JSON 404 other than FastAPI's "no such route": the server has no record of the
+    /// task.
+    NotFound {
+        detail: String,
+    },
+    /// No usable answer; `error` says what went wrong and what to suspect.
+    Failed {
+        error: String,
+    },
+}
+
+/// Classifies a poll's answer. `base_url` is named when it is the likely culprit; `auth`
+/// says which token hint fits a 401.
+pub fn classify(result: Result<Answer, Transport>, base_url: &str, auth: &Auth) -> Poll {
+    let answer = match result {
+        Ok(answer) => answer,
+        Err(transport) => {
+            return Poll::Failed {
+                error: transport.message,
+            };
+        }
+    };
+    let status = answer.status;
+    let body = match &answer.body {
+        Ok(body) => body,
+        Err(error) => {
+            return Poll::Failed {
+                error: format!("HTTP {status}: {error}"),
+            };
+        }
+    };
+    if !answer.is_json() {
+        let shown = if answer.content_type.is_empty() {
+            "no content type"
+        } else {
+            &answer.content_type
+        };
+        return Poll::Failed {
+            error: format!(
+                "HTTP {status} with {shown} instead of JSON: is the base URL {base_url} right? It must point at QwenPaw's /api"
+            ),
+        };
+    }
+    match status {
+        200 => {}
+        // FastAPI's own "no such route" 404 is JSON too: a wrong base URL path, not a lost
+        // task (which says "Task not found: <id>").
+        404 if detail(body) == "Not Found" => {
+            return Poll::Failed {
+                error: format!(
+                    "HTTP 404 Not Found: no such route; is the base URL {base_url} right? It must point at QwenPaw's /api"
+                ),
+            };
+        }
+        404 => {
+            return Poll::NotFound {
+                detail: detail(body),
+            };
+        }
+        401 | 403 => {
+            let hint = match (
+                status,
+                auth.runtime_token.is_some(),
+                auth.bearer_token.is_some(),
+            ) {
+                (403, ..) => "the agent may be disabled, or the token lacks access",
+                (_, false, false) => {
+                    "set QWENPAW_RUNTIME_INTERNAL_TOKEN (runtime token) or ATC_BEARER_TOKEN (web login) in atc tick's environment"
+                }
+                _ => {
+                    "check QWENPAW_RUNTIME_INTERNAL_TOKEN / ATC_BEARER_TOKEN in atc tick's environment"
+                }
+            };
+            return Poll::Failed {
+                error: format!("HTTP {status} {}: {hint}", detail(body)),
+            };
+        }
+        _ => {
+            return Poll::Failed {
+                error: format!("HTTP {status}: {}", detail(body)),
+            };
+        }
+    }
+    let payload: Value = match serde_json::from_str(body) {
+        Ok(value @ Value::Object(_)) => value,
+        Ok(_) | Err(_) => {
+            return Poll::Failed {
+                error: "HTTP 200 but the body is not a JSON object".to_owned(),
+            };
+        }
+    };
+    let started_at = payload
+        .get("started_at")
+        .and_then(Value::as_f64)
+        .and_then(Timestamp::from_unix_f64);
+    match payload.get("status").and_then(Value::as_str) {
+        Some(status) => Poll::Record(TaskRecord {
+            status: status.to_owned(),
+            started_at,
+            payload,
+        }),
+        None => Poll::Failed {
+            error: "HTTP 200 but the body has no \"status\"".to_owned(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "http://h/api";
+
+    fn answer(status: u16, content_type: &str, body: &str) -> Result<Answer, Transport> {
+        Ok(Answer {
+            status,
+            content_type: content_type.into(),
+            body: Ok(body.into()),
+        })
+    }
+
+    fn json(status: u16, body: &str) -> Result<Answer, Transport> {
+        answer(status, "application/json", body)
+    }
+
+    fn failed(poll: Poll) -> String {
+        match poll {
+            Poll::Failed { error } => error,
+            other => panic!("not a failed check: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn records_carry_status_start_and_payload() {
+        let poll = classify(
+            json(200, r#"{"status":"running","started_at":1796003454.67}"#),
+            BASE,
+            &Auth::default(),
+        );
+        let Poll::Record(record) = poll else {
+            panic!("{poll:?}")
+        };
+        assert_eq!(record.status, "running");
+        assert!(!record.is_finished());
+        assert_eq!(record.started_at, Some(Timestamp::from_unix(1796003454)));
+        for status in ["finished", "failed", "cancelled", "timeout", "error"] {
+            let body = format!(r#"{{"status":"{status}"}}"#);
+            let Poll::Record(record) = classify(json(200, &body), BASE, &Auth::default()) else {
+                panic!("{status}")
+            };
+            assert!(record.is_finished(), "{status}");
+        }
+    }
+
+    #[test]
+    fn only_a_task_404_is_not_found() {
+        assert_eq!(
+            classify(
+                json(404, r#"{"detail":"Task not found: task-1"}"#),
+                BASE,
+                &Auth::default()
+            ),
+            Poll::NotFound {
+                detail: "Task not found: task-1".into()
+            }
+        );
+        let route = failed(classify(
+            json(404, r#"{"detail":"Not Found"}"#),
+            BASE,
+            &Auth::default(),
+        ));
+        assert!(
+            route.contains("no such route") && route.contains(BASE),
+            "{route}"
+        );
+        let html = failed(classify(
+            answer(404, "text/html", "<html>"),
+            BASE,
+            &Auth::default(),
+        ));
+        assert!(
+            html.contains("instead of JSON") && html.contains(BASE),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn other_answers_are_strikes_that_say_why() {
+        let auth = Auth::default();
+        let unauthorized = failed(classify(
+            json(401, r#"{"detail":"Invalid runtime boundary token"}"#),
+            BASE,
+            &auth,
+        ));
+        assert!(
+            unauthorized.contains("QWENPAW_RUNTIME_INTERNAL_TOKEN")
+                && unauthorized.contains("Invalid runtime boundary token"),
+            "{unauthorized}"
+        );
+        let with_token = Auth {
+            runtime_token: Some("t".into()),
+            bearer_token: None,
+        };
+        assert!(failed(classify(json(401, "{}"), BASE, &with_token)).contains("check"));
+        assert!(failed(classify(json(503, r#"{"detail":"x"}"#), BASE, &auth)).contains("503: x"));
+        assert!(failed(classify(json(200, "[]"), BASE, &auth)).contains("not a JSON object"));
+        assert!(failed(classify(json(200, "{}"), BASE, &auth)).contains("no \"status\""));
+        let unreadable = Ok(Answer {
+            status: 200,
+            content_type: "application/json".into(),
+            body: Err("the answer is larger than 8 MiB".into()),
+        });
+        assert!(failed(classify(unreadable, BASE, &auth)).contains("8 MiB"));
+        let refused = Err(Transport {
+            nothing_sent: true,
+            message: "GET x: connection refused".into(),
+        });
+        assert_eq!(
+            failed(classify(refused, BASE, &auth)),
+            "GET x: connection refused"
+        );
+    }
+}
