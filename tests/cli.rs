@@ -771,9 +771,7 @@ fn an_unwritable_location_exits_4() {
     let blocker = env.path("a-file");
     std::fs::write(&blocker, "not a directory").unwrap();
     let state = blocker.join("jobs.json");
-    watch_into(&env, &state)
-        .status(4)
-        .stderr_contains("a-file");
+    watch_into(&env, &state).status(4).stderr_contains("a-file");
 }
 
 #[test]
