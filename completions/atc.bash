@@ -22,6 +22,9 @@ _atc() {
             atc,generate)
                 cmd="atc__subcmd__generate"
                 ;;
+            atc,redeliver)
+                cmd="atc__subcmd__redeliver"
+                ;;
             atc,status)
                 cmd="atc__subcmd__status"
                 ;;
@@ -44,7 +47,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version watch status cancel tick generate"
+            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version watch status cancel tick redeliver generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,6 +156,28 @@ _atc() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        atc__subcmd__redeliver)
+            opts="-q -v -h -V --create-session --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         atc__subcmd__status)
             opts="-q -v -h -V --all --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -176,7 +201,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__tick)
-            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --max-busy --keep --turn-timeout --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --turn-timeout --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -202,7 +227,7 @@ _atc() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --max-busy)
+                --busy-deadline)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -230,7 +255,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__watch)
-            opts="-q -v -h -V --session --user --channel --agent --target-agent --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -253,6 +278,22 @@ _atc() {
                     return 0
                     ;;
                 --target-agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-no-answer)
+                    COMPREPLY=($(compgen -W "notify silent" -- "${cur}"))
+                    return 0
+                    ;;
+                --on-empty)
+                    COMPREPLY=($(compgen -W "deliver skip" -- "${cur}"))
+                    return 0
+                    ;;
+                --fork-branch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -31,18 +31,26 @@ complete -c atc -n "__fish_atc_needs_command" -s q -l quiet -d 'Print nothing on
 complete -c atc -n "__fish_atc_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_needs_command" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_needs_command" -f -a "watch" -d 'Record a task and where its result must go'
+complete -c atc -n "__fish_atc_needs_command" -f -a "watch" -d 'Record tasks and where their results must go'
 complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched tasks (the 20 most recent, newest first)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching a task (the child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
+complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-up delivery again: undelivered, unconfirmed, misrouted or error'
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt) [env: ATC_USER_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent the task runs on, when it is not --agent (polls go out as this agent, as check_agent_task does)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l on-no-answer -d 'When the watch ends without an answer (lost, expired, abandoned) [default: notify]' -r -f -a "notify\t'Post one notice turn into the parent chat'
+silent\t'Post nothing'"
+complete -c atc -n "__fish_atc_using_subcommand watch" -l on-empty -d 'When the child succeeds with an empty answer [default: deliver]' -r -f -a "deliver\t'Deliver it like any result ("(No text content in response)")'
+skip\t'Record the job as skipped and post nothing'"
+complete -c atc -n "__fish_atc_using_subcommand watch" -l fork-branch -d 'The fork branch the child works on: a completed delivery ends with [FORK_BRANCH: BRANCH]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l create-session -d 'Deliver even if the parent chat does not exist yet: QwenPaw starts it'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s v -l verbose -d 'Say more on stderr (repeat for more)'
@@ -67,8 +75,8 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -l concurrency -d 'Polls a
 complete -c atc -n "__fish_atc_using_subcommand tick" -l http-timeout -d 'Timeout of each HTTP phase (connect, send, wait for the answer, read it) [default: 30s]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l max-strikes -d 'Consecutive failed checks before a job is abandoned [default: 90]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l max-age -d 'A task not finished this long after `watch` expires [default: 24h]' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l busy-retry -d 'Wait before retrying a delivery the parent chat refused as busy (409) [default: 20s]' -r
-complete -c atc -n "__fish_atc_using_subcommand tick" -l max-busy -d 'Busy (or unreachable) answers before a delivery is given up as undelivered [default: 30]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l busy-retry -d 'Wait before retrying a delivery the parent chat refused as busy anyway (409) [default: 20s]' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l busy-deadline -d 'How long a delivery waits for a busy or unreachable parent chat before it is given up as undelivered (and how long an unknown one is read back) [default: 6h]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l keep -d 'Keep finished jobs in the file this long after their last change [default: 7d]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask QwenPaw to stop the parent\'s resumed turn after this long [default: QwenPaw\'s own, 1h]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
@@ -78,6 +86,14 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print no
 complete -c atc -n "__fish_atc_using_subcommand tick" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -l create-session -d 'Allow the delivery to start the parent chat if it does not exist'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'

@@ -1,8 +1,10 @@
-//! What people are told about a job, derived from its typed fields (strikes, `last_error`,
-//! the delivery counters), so a note can never disagree with them. The one stored note
-//! (`Job::note`) records what no field can: how a cancel met a POST.
+//! What people and parent agents are told, derived from a job's typed fields (strikes,
+//! `last_error`, the delivery record), so it can never disagree with them: the sentence
+//! `atc status` shows, its short form in the list, the notice turn of a watch that ended
+//! without an answer, and a group's one turn. The one stored note (`Job::note`) records
+//! what no field can: how a cancel met a POST.
 
-use crate::job::{Job, Status};
+use crate::job::{Job, Outbound, Status, TaskOutcome};
 use crate::text::truncate_chars;
 use crate::time::{Timestamp, human};
 
@@ -13,56 +15,187 @@ fn plural(n: u32, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The text of the one notice turn a watch that ended without an answer posts: QwenPaw's
+/// own two framing lines, then what happened and what the parent can do.
+pub fn notice_text(job: &Job) -> String {
+    let error = job.last_error.as_deref().unwrap_or("no detail");
+    let what = match job.status {
+        Status::Lost => "atc was watching this task for you, but the QwenPaw server no longer has any record of it (a server restart loses every task record), so its answer cannot be delivered.".to_owned(),
+        Status::Expired => format!(
+            "atc stopped watching this task: it had not finished {} after it was delegated.",
+            human(job.registered_at.elapsed_at(job.updated_at))
+        ),
+        _ => format!(
+            "atc stopped watching this task after {} in a row (last: {error}).",
+            plural(job.strikes, "failed check", "failed checks")
+        ),
+    };
+    format!(
+        "[TASK_ID: {}]\n[STATUS: {}]\n\n{what} Check on it with check_agent_task, or delegate the work again.",
+        job.task_id, job.status
+    )
+}
+
+/// How a member is counted in a group's header: its child's outcome, or why its watch
+/// ended without one.
+fn label(job: &Job) -> &'static str {
+    if job.status.ends_without_answer() {
+        job.status.as_str()
+    } else {
+        job.outcome.unwrap_or(TaskOutcome::Other).as_str()
+    }
+}
+
+/// A group's one turn: `[ATC_GROUP: name] 3 tasks: 2 completed, 1 failed`, then each
+/// member's block (its rendered result or its notice) in registration order.
+pub fn group_text(name: &str, members: &[&Job]) -> String {
+    let mut counts: Vec<(&str, u32)> = Vec::new();
+    for job in members {
+        let label = label(job);
+        match counts.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((label, 1)),
+        }
+    }
+    let counts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
+    let mut text = format!(
+        "[ATC_GROUP: {name}] {}: {}",
+        plural(members.len() as u32, "task", "tasks"),
+        counts.join(", ")
+    );
+    for job in members {
+        let block = if job.status.ends_without_answer() {
+            notice_text(job)
+        } else {
+            job.final_text.clone().unwrap_or_default()
+        };
+        text.push_str("\n\n");
+        text.push_str(&block);
+    }
+    text
+}
+
+/// What the parent was told of a watch that ended without an answer.
+fn told(job: &Job) -> String {
+    let why = job
+        .delivery
+        .as_ref()
+        .and_then(|d| d.error.as_deref())
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default();
+    match job.notice {
+        None if job.options.group.is_some() => String::new(),
+        None => "; the parent was not told (--on-no-answer silent)".to_owned(),
+        Some(Outbound::Delivering) => format!("; telling the parent{why}"),
+        Some(Outbound::Delivered) => "; the parent was told".to_owned(),
+        Some(Outbound::Unconfirmed) => format!("; whether the parent was told is unknown{why}"),
+        Some(Outbound::Undelivered | Outbound::Misrouted) => {
+            format!("; the parent could not be told{why}")
+        }
+    }
+}
+
 /// Why the job is where it is, in a sentence, or `None` when its status says it all.
 pub fn explain(job: &Job) -> Option<String> {
     if let Some(note) = &job.note {
         return Some(note.clone());
     }
     let error = job.last_error.as_deref().unwrap_or("no detail recorded");
-    let deferrals = job.delivery.as_ref().map_or(0, |d| d.deferrals());
+    let delivery = job.delivery.clone().unwrap_or_default();
+    let deferrals = delivery.deferrals();
+    let fork = match (job.outcome, &job.options.fork_branch) {
+        (Some(TaskOutcome::ForkNotFinalized), Some(branch)) => format!(
+            "; the child failed to finalize its fork worktree: branch {branch} is not ready to merge"
+        ),
+        (Some(TaskOutcome::ForkNotFinalized), None) => {
+            "; the child failed to finalize its fork worktree: its branch is not ready to merge"
+                .to_owned()
+        }
+        _ => String::new(),
+    };
     Some(match job.status {
         Status::Pending if job.strikes > 0 => format!(
             "{} in a row; last: {error}",
             plural(job.strikes, "failed check", "failed checks")
         ),
-        Status::Pending | Status::Done => return None,
+        Status::Pending => return None,
         Status::Delivering if job.in_flight() => "its result is being posted now".to_owned(),
+        Status::Delivering if job.carried_by.is_some() => {
+            "finished; goes out in its group's one turn".to_owned()
+        }
+        Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
+            format!(
+                "finished; held until every task of group {} has finished",
+                job.options.group.as_deref().unwrap_or_default()
+            )
+        }
         Status::Delivering if deferrals > 0 => format!(
-            "{error}; retrying (tried {})",
-            plural(deferrals, "time", "times")
+            "{error}; trying again on the next ticks (until --busy-deadline), {} so far",
+            plural(deferrals, "wait", "waits")
         ),
-        Status::Delivering => "the task finished; its result is being delivered".to_owned(),
+        Status::Delivering => format!("the task finished; its result is being delivered{fork}"),
+        Status::Done => {
+            let how = if delivery.confirmed.is_some() {
+                " (confirmed by reading the parent chat back)"
+            } else {
+                ""
+            };
+            let turn = match job.parent_turn.as_deref() {
+                Some("unknown") => "; how the parent's turn ended is not known".to_owned(),
+                Some(status) => format!("; the parent's turn {status}"),
+                None if job.turn_task_id.is_some() => "; the parent's turn is running".to_owned(),
+                None => String::new(),
+            };
+            format!("delivered{how}{turn}{fork}")
+        }
         Status::Unconfirmed => format!(
-            "delivery outcome unknown ({error}); not re-posted, to avoid a duplicate turn; the text is kept in `final`"
+            "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
         ),
         Status::Undelivered => format!(
-            "not delivered after {} ({error}); the text is kept in `final`",
-            plural(deferrals, "try", "tries")
+            "not delivered after {} ({error}); the text is kept in `final`; `atc redeliver` tries again",
+            plural(deferrals, "wait", "waits")
+        ),
+        Status::Misrouted => format!(
+            "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver --create-session`"
         ),
         Status::Lost => format!(
-            "the server has no record of the task ({error}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong",
-            job.base_url
+            "the server has no record of the task ({error}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong{}",
+            job.base_url,
+            told(job)
         ),
         Status::Abandoned => format!(
-            "abandoned after {} in a row; last: {error}",
-            plural(job.strikes, "failed check", "failed checks")
+            "abandoned after {} in a row; last: {error}{}",
+            plural(job.strikes, "failed check", "failed checks"),
+            told(job)
         ),
         Status::Expired => format!(
-            "still not finished {} after registration (--max-age)",
-            human(job.registered_at.elapsed_at(job.updated_at))
+            "still not finished {} after registration (--max-age){}",
+            human(job.registered_at.elapsed_at(job.updated_at)),
+            told(job)
         ),
         Status::Cancelled if job.in_flight() => {
             "cancelled while its result was being posted; it may already have arrived".to_owned()
         }
+        Status::Cancelled if delivery.unknown_since.is_some() => {
+            "cancelled while it was unknown whether its result had arrived".to_owned()
+        }
         Status::Cancelled => "cancelled; the child task keeps running".to_owned(),
         Status::Error => format!("the server refused the delivery ({error})"),
-        Status::Skipped | Status::Misrouted => return None,
+        Status::Skipped => {
+            "the child's answer was empty and the watch said --on-empty skip: nothing was posted"
+                .to_owned()
+        }
     })
 }
 
 /// One short phrase for the `atc status` list: what is happening to the job now.
 pub fn brief(job: &Job, now: Timestamp) -> String {
     let delivery = job.delivery.clone().unwrap_or_default();
+    let outcome = job
+        .outcome
+        .filter(|o| *o != TaskOutcome::Completed)
+        .map(|o| format!("{}; ", o.as_str()))
+        .unwrap_or_default();
     let note = match job.status {
         Status::Pending if job.strikes > 0 => format!(
             "{}: {}",
@@ -71,6 +204,14 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         ),
         Status::Pending if job.polls == 0 => "not polled yet".to_owned(),
         Status::Pending => format!("running; {}", plural(job.polls, "poll", "polls")),
+        Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
+            let group = job.options.group.as_deref().unwrap_or_default();
+            if job.carried_by.is_some() {
+                format!("{outcome}in group {group}'s turn")
+            } else {
+                format!("{outcome}held for group {group}")
+            }
+        }
         Status::Delivering => match delivery.next_attempt_at {
             _ if job.in_flight() => "posting now".to_owned(),
             Some(at) if at > now => format!(
@@ -78,12 +219,38 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
                 delivery.deferrals(),
                 human(now.elapsed_at(at))
             ),
-            _ => "finished; delivers on the next tick".to_owned(),
+            _ if delivery.deferrals() > 0 => {
+                format!("{outcome}waiting for the chat ×{}", delivery.deferrals())
+            }
+            _ => format!("{outcome}finished; delivers on the next tick"),
         },
-        Status::Done => match job.delivered_at {
-            Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
-            None => "delivered".to_owned(),
-        },
+        Status::Done => {
+            let when = match job.delivered_at {
+                Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
+                None => "delivered".to_owned(),
+            };
+            let turn = job
+                .parent_turn
+                .as_deref()
+                .map(|t| format!("; parent turn {t}"))
+                .unwrap_or_default();
+            format!("{outcome}{when}{turn}")
+        }
+        status if status.ends_without_answer() => {
+            let short = match status {
+                Status::Lost => "no record on the server",
+                Status::Expired => "not finished within --max-age",
+                _ => "too many failed checks",
+            };
+            let told = match job.notice {
+                Some(Outbound::Delivered) => ", parent told",
+                Some(Outbound::Delivering) => ", telling parent",
+                Some(Outbound::Unconfirmed) => ", parent told?",
+                Some(Outbound::Undelivered | Outbound::Misrouted) => ", parent not told",
+                None => "",
+            };
+            format!("{short}{told}")
+        }
         _ => explain(job).unwrap_or_default(),
     };
     truncate_chars(note, BRIEF_CHARS)
@@ -102,9 +269,12 @@ mod tests {
     fn explanations_come_from_the_fields() {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("Task not found: task-1".into());
+        lost.notice = Some(Outbound::Delivered);
         let said = explain(&lost).unwrap();
         assert!(
-            said.contains("Task not found: task-1") && said.contains("restarted"),
+            said.contains("Task not found: task-1")
+                && said.contains("restarted")
+                && said.ends_with("the parent was told"),
             "{said}"
         );
 
@@ -113,7 +283,7 @@ mod tests {
         abandoned.last_error = Some("HTTP 502: bad gateway".into());
         assert_eq!(
             explain(&abandoned).unwrap(),
-            "abandoned after 90 failed checks in a row; last: HTTP 502: bad gateway"
+            "abandoned after 90 failed checks in a row; last: HTTP 502: bad gateway; the parent was not told (--on-no-answer silent)"
         );
 
         let mut undelivered = job(Status::Undelivered);
@@ -126,7 +296,7 @@ mod tests {
         assert!(
             explain(&undelivered)
                 .unwrap()
-                .starts_with("not delivered after 30 tries")
+                .starts_with("not delivered after 30 waits")
         );
 
         let mut striking = job(Status::Pending);
@@ -147,17 +317,64 @@ mod tests {
             explain(&cancelled).unwrap().contains("delivered anyway"),
             "the stored fact wins"
         );
+
+        let mut confirmed = job(Status::Done);
+        confirmed.delivery = Some(Delivery {
+            confirmed: Some("read-back".into()),
+            ..Delivery::default()
+        });
+        confirmed.parent_turn = Some("completed".into());
+        assert_eq!(
+            explain(&confirmed).unwrap(),
+            "delivered (confirmed by reading the parent chat back); the parent's turn completed"
+        );
+
+        let mut fork = job(Status::Done);
+        fork.outcome = Some(TaskOutcome::ForkNotFinalized);
+        fork.options.fork_branch = Some("fork/a".into());
+        assert!(
+            explain(&fork)
+                .unwrap()
+                .contains("branch fork/a is not ready to merge")
+        );
     }
 
     #[test]
-    fn briefs_are_short() {
+    fn briefs_are_short_and_name_the_outcome() {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("x".repeat(200));
-        assert_eq!(
-            brief(&lost, Timestamp::from_unix(1_800_000_000))
-                .chars()
-                .count(),
-            72
+        lost.notice = Some(Outbound::Delivered);
+        let now = Timestamp::from_unix(1_800_000_000);
+        assert_eq!(brief(&lost, now), "no record on the server, parent told");
+        let mut done = job(Status::Done);
+        done.outcome = Some(TaskOutcome::Failed);
+        done.delivered_at = Some(now);
+        assert_eq!(brief(&done, now), "failed; delivered 0s ago");
+        let mut long = job(Status::Error);
+        long.last_error = Some("y".repeat(200));
+        assert_eq!(brief(&long, now).chars().count(), 72);
+    }
+
+    #[test]
+    fn notices_frame_like_qwenpaw_and_say_what_to_do() {
+        let mut lost = job(Status::Lost);
+        lost.task_id = "task-3f9a0c1b2d4e".into();
+        let text = notice_text(&lost);
+        assert!(
+            text.starts_with("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: lost]\n\natc was watching"),
+            "{text}"
+        );
+        assert!(text.contains("restart") && text.ends_with("delegate the work again."));
+        let mut expired = job(Status::Expired);
+        expired.updated_at = expired
+            .registered_at
+            .saturating_add(std::time::Duration::from_secs(90000));
+        assert!(notice_text(&expired).contains("had not finished 1day 1h"));
+        let mut abandoned = job(Status::Abandoned);
+        abandoned.strikes = 3;
+        abandoned.last_error = Some("HTTP 500: x".into());
+        assert!(
+            notice_text(&abandoned).contains("after 3 failed checks in a row (last: HTTP 500: x)")
         );
     }
 }

@@ -31,9 +31,9 @@ pub enum Status {
     Expired,
     /// Cancelled by a person; the child task itself keeps running.
     Cancelled,
-    /// Nothing to deliver (reserved).
+    /// The child's answer was empty and the watch said `--on-empty skip`: nothing posted.
     Skipped,
-    /// The result could not be routed to the asking session (reserved).
+    /// The parent chat does not exist: delivering would start a chat nobody reads.
     Misrouted,
     /// The server refused the delivery (4xx other than 409).
     Error,
@@ -74,8 +74,16 @@ impl Status {
         }
     }
 
+    /// No more polls, nothing more to deliver of the result itself. (An `unconfirmed`
+    /// job is still read back, and an ended job may still have a notice to deliver: see
+    /// `Job::outbound`.)
     pub fn is_terminal(self) -> bool {
         !matches!(self, Status::Pending | Status::Delivering)
+    }
+
+    /// The watch ended without the child's answer: the parent is owed a notice.
+    pub fn ends_without_answer(self) -> bool {
+        matches!(self, Status::Lost | Status::Expired | Status::Abandoned)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -100,6 +108,110 @@ impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Where a job's outbound turn stands: its result (mirrored in `status`: delivering, done,
+/// unconfirmed, undelivered, misrouted) or, for a job that ended without one (lost,
+/// expired, abandoned), the notice that says so (`notice`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outbound {
+    /// Waiting to be posted: the chat check, a busy parent, or a group still running.
+    Delivering,
+    /// Posted into the parent chat (confirmed by the server's answer or by read-back).
+    Delivered,
+    /// An attempt's outcome is unknown; the chat is read back to find out.
+    Unconfirmed,
+    /// The parent chat stayed busy or unreachable past `--busy-deadline`; nothing was sent.
+    Undelivered,
+    /// The parent chat does not exist (and `--create-session` was not given).
+    Misrouted,
+}
+
+impl Outbound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outbound::Delivering => "delivering",
+            Outbound::Delivered => "delivered",
+            Outbound::Unconfirmed => "unconfirmed",
+            Outbound::Undelivered => "undelivered",
+            Outbound::Misrouted => "misrouted",
+        }
+    }
+}
+
+/// How the child task ended, as far as its record tells: finished is not succeeded, and a
+/// fork child that finished may still not be ready to merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    Completed,
+    Failed,
+    TimedOut,
+    Cancelled,
+    /// "Failed to finalize fork worktree": the fork branch is not ready to merge.
+    ForkNotFinalized,
+    /// A result status QwenPaw 2.2 does not produce.
+    Other,
+}
+
+impl TaskOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskOutcome::Completed => "completed",
+            TaskOutcome::Failed => "failed",
+            TaskOutcome::TimedOut => "timed out",
+            TaskOutcome::Cancelled => "cancelled",
+            TaskOutcome::ForkNotFinalized => "fork not finalized",
+            TaskOutcome::Other => "other",
+        }
+    }
+}
+
+/// What to do when a watch ends without an answer (lost, expired, abandoned).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNoAnswer {
+    /// Post one notice turn into the parent chat.
+    #[default]
+    Notify,
+    Silent,
+}
+
+/// What to do with a successful child whose final answer is empty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnEmpty {
+    #[default]
+    Deliver,
+    /// Record `skipped`; post nothing.
+    Skip,
+}
+
+/// How a watch was asked to behave (`atc watch` options). All default to off.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Options {
+    /// Deliver even when the parent chat does not exist (QwenPaw then starts it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub create_session: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_no_answer: OnNoAnswer,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_empty: OnEmpty,
+    /// The fork branch the child works on; a completed delivery names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork_branch: Option<String>,
+    /// Fan-in: every member's result goes out together, as one turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// Where a result must go: the exact chat triple plus the agent that owns it, and the agent
@@ -145,17 +257,37 @@ pub struct Delivery {
     pub unreachable: u32,
     #[serde(default)]
     pub last_http_status: Option<u16>,
-    /// When the next attempt is due (after a busy or unreachable answer).
+    /// When the next attempt is due (after a 409, or an unreachable server).
     #[serde(default)]
     pub next_attempt_at: Option<Timestamp>,
     /// Set while a POST is in flight. Found set by a later tick, it means the tick died
     /// mid-POST: the outcome is unknown.
     #[serde(default)]
     pub attempt_started_at: Option<Timestamp>,
+    /// The first busy or unreachable answer since the turn became due: `--busy-deadline`
+    /// counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<Timestamp>,
+    /// When the last POST was claimed (it may have reached the server from then on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt_at: Option<Timestamp>,
+    /// When atc learned an attempt's outcome was unknown: the read-back window counts
+    /// from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_since: Option<Timestamp>,
+    /// The last thing that went wrong delivering (a busy or missing chat, an unknown or
+    /// refused POST). For a result it is also `last_error`; for a notice, `last_error`
+    /// keeps why the watch ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `read-back` when the delivery was confirmed by finding it in the parent chat rather
+    /// than by the server's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<String>,
 }
 
 impl Delivery {
-    /// Busy and unreachable answers so far: the deferrals `--max-busy` caps.
+    /// Busy and unreachable answers so far.
     pub fn deferrals(&self) -> u32 {
         self.busy + self.unreachable
     }
@@ -164,6 +296,9 @@ impl Delivery {
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
+
+/// A parent chat: (base URL, agent, session, user, channel).
+pub type ChatKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
 /// One watch registration. Fields added after v1 are optional so v1 files keep loading;
 /// fields this version does not know are kept as they are (`extra`).
@@ -177,6 +312,8 @@ pub struct Job {
     pub registered_at: Timestamp,
     pub updated_at: Timestamp,
     pub status: Status,
+    #[serde(flatten)]
+    pub options: Options,
     /// What happened that no other field records (how a cancel met a delivery), for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -194,16 +331,36 @@ pub struct Job {
     /// server's 404 for a lost task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// The exact text delivered, or to be delivered (at most 8000 characters).
+    /// How the child ended (from its record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<TaskOutcome>,
+    /// The exact text this job's outbound turn carries: the rendered result, the notice of
+    /// a watch that ended without one, or a whole group's turn (at most 8000 characters a
+    /// block).
     #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,
+    /// Whether the parent was told that the watch ended without an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<Outbound>,
+    /// The parent chat's id on the server, once looked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<Timestamp>,
     /// The task id of the parent turn the delivery started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_task_id: Option<String>,
+    /// How that parent turn ended (completed, failed…), once the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_turn: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// A group's carrier: the task ids its one turn carries, in registration order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_tasks: Option<Vec<String>>,
+    /// A group member whose result another member's turn carries: that member's job id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_by: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -224,17 +381,54 @@ impl Job {
             registered_at: now,
             updated_at: now,
             status: Status::Pending,
+            options: Options::default(),
             note: None,
             strikes: 0,
             polls: 0,
             last_polled_at: None,
             started_at: None,
             last_error: None,
+            outcome: None,
             final_text: None,
+            notice: None,
+            chat_id: None,
             delivered_at: None,
             turn_task_id: None,
+            parent_turn: None,
             delivery: None,
+            group_tasks: None,
+            carried_by: None,
             extra: Map::new(),
+        }
+    }
+
+    /// Where its outbound turn stands, if it has one: the result's delivery for the
+    /// statuses that mirror it, the notice for a watch that ended without an answer.
+    pub fn outbound(&self) -> Option<Outbound> {
+        match self.status {
+            Status::Delivering => Some(Outbound::Delivering),
+            Status::Done => Some(Outbound::Delivered),
+            Status::Unconfirmed => Some(Outbound::Unconfirmed),
+            Status::Undelivered => Some(Outbound::Undelivered),
+            Status::Misrouted => Some(Outbound::Misrouted),
+            Status::Lost | Status::Expired | Status::Abandoned => self.notice,
+            Status::Pending | Status::Cancelled | Status::Skipped | Status::Error => None,
+        }
+    }
+
+    /// Moves the outbound turn on: the status for a result, the notice record for a
+    /// notice. (Called by `lifecycle` only.)
+    pub(crate) fn set_outbound(&mut self, outbound: Outbound) {
+        if self.notice.is_some() && self.status.ends_without_answer() {
+            self.notice = Some(outbound);
+        } else {
+            self.status = match outbound {
+                Outbound::Delivering => Status::Delivering,
+                Outbound::Delivered => Status::Done,
+                Outbound::Unconfirmed => Status::Unconfirmed,
+                Outbound::Undelivered => Status::Undelivered,
+                Outbound::Misrouted => Status::Misrouted,
+            };
         }
     }
 
@@ -268,7 +462,7 @@ impl Job {
 
     /// The parent chat the result goes to. Two jobs with the same key must never be
     /// delivered concurrently: the second POST would only meet 409.
-    pub fn chat_key(&self) -> (&str, &str, &str, &str, &str) {
+    pub fn chat_key(&self) -> ChatKey<'_> {
         (
             &self.base_url,
             &self.target.agent_id,

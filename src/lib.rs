@@ -10,6 +10,7 @@ pub mod cli;
 pub mod cmd;
 pub mod describe;
 pub mod exit;
+pub mod group;
 pub mod ids;
 pub mod job;
 pub mod lifecycle;
@@ -51,6 +52,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Status(status) => cmd::status::run(&status, out),
         Action::Cancel(cancel) => cmd::cancel::run(&cancel, out),
         Action::Tick(tick) => cmd::tick::run(&tick, out),
+        Action::Redeliver(redeliver) => cmd::redeliver::run(&redeliver, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
     }

@@ -1,21 +1,28 @@
 //! One `atc tick`, top to bottom, as the README's "How a tick works" tells it:
 //!
 //! 1. **prepare**: recover what a dead tick left mid-POST, prune old ended jobs, select
-//!    the jobs to poll (one locked update);
-//! 2. **poll** every pending task once, in parallel, without the lock;
+//!    the tasks to poll and the delivered turns to follow (one locked update);
+//! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
+//!    without the lock;
 //! 3. **render** finished tasks into the text a delivery carries;
-//! 4. **decide**: apply every poll, then claim the due deliveries, at most one per parent
-//!    chat, writing their write-ahead records (one locked update);
-//! 5. **deliver**: POST each claimed result, in parallel, without the lock;
-//! 6. **record** what each POST did (one locked update);
-//! 7. **report**.
+//! 4. **decide**: apply every poll, compose complete groups, and pick the turns due now,
+//!    at most one per parent chat (one locked update);
+//! 5. **probe** each parent chat: does it exist, is it busy, and (for a delivery of
+//!    unknown outcome) is the turn already in it; in parallel, without the lock;
+//! 6. **claim**: apply what the probes found; the turns that may go out get their
+//!    write-ahead records (one locked update);
+//! 7. **deliver**: POST each claimed turn, in parallel, without the lock;
+//! 8. **record** what each POST did (one locked update);
+//! 9. **report**.
 //!
 //! The invariants of delivery, kept here and nowhere else:
 //! - The job-file lock is never held across network I/O, so `watch` and `cancel` never
 //!   wait on a slow server.
 //! - A POST goes out only after its write-ahead record (attempt counted, in flight) is on
-//!   disk. A tick that dies after that leaves a job the next tick recovers as unconfirmed:
-//!   never posted blind.
+//!   disk. A tick that dies after that leaves a job the next tick recovers as unconfirmed
+//!   and reads back: never posted blind.
+//! - Every POST of one job carries the same delivery id (`atc-<job_id>`), which QwenPaw
+//!   keeps on the stored message: that is what read-back finds.
 //! - Every write after a network step goes through `lifecycle::step` on the job with the
 //!   same `job_id`: a cancel or re-watch that landed meanwhile is never overwritten.
 //! - The tick lock is held for the whole pass: one tick at a time, so a job found in
@@ -28,16 +35,24 @@ use std::thread;
 
 use anyhow::Result;
 
-use crate::job::Job;
-use crate::lifecycle::{self, Check, Effect, Event, Limits, Posted};
+use crate::group;
+use crate::job::{Job, Outbound};
+use crate::lifecycle::{self, Check, Effect, Event, Limits, Posted, Probe, Turn};
+use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
-use crate::qwenpaw::{Client, chat, render};
+use crate::qwenpaw::{Client, render};
 use crate::report::{Outcome, Report};
 use crate::settings::Tick;
 use crate::state::{JobFile, Store};
 use crate::time::Timestamp;
 
-/// A delivery the pass has claimed: the job as claimed, and the text to post.
+/// What `prepare` chose: tasks to poll, delivered turns to follow.
+struct Work {
+    poll: Vec<Job>,
+    follow: Vec<Job>,
+}
+
+/// A turn the pass has claimed: the job as claimed, and the text to post.
 struct Claim {
     job: Job,
     text: String,
@@ -50,16 +65,20 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     };
     let client = Client::new(tick.http_timeout, tick.auth.clone());
     let limits = &tick.limits;
+    let workers = tick.concurrency;
     let mut report = Report::default();
 
-    let to_poll = prepare(store, limits, &mut report)?;
-    let polls = parallel(&to_poll, tick.concurrency, |job| {
+    let work = prepare(store, limits, &mut report)?;
+    let polls = parallel(&work.poll, workers, |job| {
         let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
-        task::classify(answer, &job.base_url, client.auth())
+        task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
-    let checks: Vec<Check> = to_poll.iter().zip(polls).map(render).collect();
-    let claims = decide(store, &to_poll, checks, limits, &mut report)?;
-    let posted = parallel(&claims, tick.concurrency, |claim| {
+    let turns = parallel(&work.follow, workers, |job| follow(&client, job));
+    let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
+    let due = decide(store, &work, checks, turns, limits, &mut report)?;
+    let probes = parallel(&due, workers, |job| probe(&client, job));
+    let claims = claim(store, &due, probes, limits, &mut report)?;
+    let posted = parallel(&claims, workers, |claim| {
         let body = chat::turn(&claim.job, &claim.text, tick.turn_timeout);
         chat::posted(client.post_turn(&claim.job.base_url, &claim.job.target.agent_id, &body))
     });
@@ -67,34 +86,46 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     Ok(Some(report))
 }
 
-/// Recover, prune, select: what is pending now gets polled.
-fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Vec<Job>> {
+/// Recover, prune, select: what is pending gets polled; delivered turns get followed.
+fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> {
     store.update(|file| {
         let now = Timestamp::now();
         for i in lifecycle::interrupted(&file.jobs) {
             apply(&mut file.jobs[i], Event::Recovered, now, limits, report);
         }
         file.jobs.retain(|job| {
-            let prune = lifecycle::prunable(job, now, limits.keep);
+            let prune = lifecycle::prunable(job, now, limits);
             if prune {
                 report.add(Outcome::Pruned, &job.task_id);
             }
             !prune
         });
-        Ok(lifecycle::to_poll(&file.jobs)
-            .into_iter()
-            .cloned()
-            .collect())
+        Ok(Work {
+            poll: lifecycle::to_poll(&file.jobs)
+                .into_iter()
+                .cloned()
+                .collect(),
+            follow: lifecycle::to_follow(&file.jobs, now, limits)
+                .into_iter()
+                .cloned()
+                .collect(),
+        })
     })
 }
 
 /// What a poll means for the job: a finished task is rendered exactly as QwenPaw's
-/// `check_agent_task` would show it.
+/// `check_agent_task` would show it (and names the fork branch when it has one).
 fn render((job, poll): (&Job, Poll)) -> Check {
     match poll {
         Poll::Record(record) if record.is_finished() => Check::Finished {
-            text: render::render_record(&job.task_id, &record),
+            text: render::render_delivery(
+                &job.task_id,
+                &record,
+                job.options.fork_branch.as_deref(),
+            ),
             started_at: record.started_at,
+            outcome: record.outcome(),
+            empty: record.answer().is_empty(),
         },
         Poll::Record(record) => Check::Running {
             started_at: record.started_at,
@@ -104,37 +135,136 @@ fn render((job, poll): (&Job, Poll)) -> Check {
     }
 }
 
-/// Applies the polls, then claims the deliveries due now: their write-ahead records are
-/// saved with the same write, before any POST.
+/// How the parent turn a delivery started is doing (its own task record). `None`: the
+/// server did not say; ask again next tick.
+fn follow(client: &Client, job: &Job) -> Option<Turn> {
+    let turn = job.turn_task_id.as_deref()?;
+    let answer = client.get_task(&job.base_url, turn, &job.target.agent_id);
+    match task::classify(answer, turn, &job.base_url, client.auth()) {
+        Poll::Record(record) if record.is_finished() => Some(Turn::Ended {
+            status: record
+                .result_status()
+                .unwrap_or(record.status.as_str())
+                .to_owned(),
+        }),
+        Poll::Record(_) => Some(Turn::Running),
+        Poll::NotFound { .. } => Some(Turn::Gone),
+        Poll::Failed { .. } => None,
+    }
+}
+
+/// Applies the polls and the followed turns, composes the groups that are complete, and
+/// picks the turns due now.
 fn decide(
     store: &Store,
-    polled: &[Job],
+    work: &Work,
     checks: Vec<Check>,
+    turns: Vec<Option<Turn>>,
     limits: &Limits,
     report: &mut Report,
-) -> Result<Vec<Claim>> {
+) -> Result<Vec<Job>> {
     store.update(|file| {
         let now = Timestamp::now();
         let index = registrations(file);
-        for (job, check) in polled.iter().zip(checks) {
+        for (job, check) in work.poll.iter().zip(checks) {
             if let Some(&i) = index.get(&job.job_id) {
                 apply(&mut file.jobs[i], Event::Polled(check), now, limits, report);
             }
         }
-        let due: Vec<usize> = lifecycle::deliveries(&file.jobs, now)
-            .iter()
-            .map(|job| index[&job.job_id])
-            .collect();
+        for (job, turn) in work.follow.iter().zip(turns) {
+            if let (Some(&i), Some(turn)) = (index.get(&job.job_id), turn) {
+                apply(
+                    &mut file.jobs[i],
+                    Event::TurnPolled(turn),
+                    now,
+                    limits,
+                    report,
+                );
+            }
+        }
+        groups(file, now, limits, report);
+        Ok(lifecycle::deliveries(&file.jobs, now, limits)
+            .into_iter()
+            .cloned()
+            .collect())
+    })
+}
+
+/// Looks at the parent chat of a due turn. Before the first attempt the chat is found by
+/// its exact triple (it may have vanished: posting would start a new one); later, by the
+/// id found then. A delivery of unknown outcome is looked for in the chat's history.
+fn probe(client: &Client, job: &Job) -> Probe {
+    let t = &job.target;
+    let (base, agent) = (&job.base_url, &t.agent_id);
+    let reading_back = job.outbound() == Some(Outbound::Unconfirmed);
+    let attempted = job.delivery.as_ref().is_some_and(|d| d.attempts > 0);
+    let chat_id = match &job.chat_id {
+        Some(id) if attempted => id.clone(),
+        _ => {
+            let listed =
+                chat::chats(client.list_chats(base, agent, Some((&t.user_id, &t.channel))));
+            let chats = match listed {
+                Ok(chats) => chats,
+                Err(chat::Unusable::Refused(error)) => return Probe::Refused { error },
+                Err(chat::Unusable::Unknown(error)) => return Probe::Unknown { error },
+            };
+            match chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
+                None => return Probe::NoChat,
+                Some(found) if !reading_back => {
+                    return Probe::Chat {
+                        chat_id: found.id.clone(),
+                        running: found.running,
+                    };
+                }
+                Some(found) => found.id.clone(),
+            }
+        }
+    };
+    if reading_back {
+        let history = client.chat_history(base, agent, &chat_id);
+        match chat::read_back(history, &chat::client_message_id(job)) {
+            Ok(ReadBack::Found { turn }) => Probe::Found { chat_id, turn },
+            Ok(ReadBack::Absent { running }) => Probe::NotFound { chat_id, running },
+            Ok(ReadBack::NoChat) => Probe::NoChat,
+            Err(error) => Probe::Unknown { error },
+        }
+    } else {
+        match chat::running(client.chat_status(base, agent, &chat_id)) {
+            Ok(running) => Probe::Chat { chat_id, running },
+            Err(error) => Probe::Unknown { error },
+        }
+    }
+}
+
+/// Applies what the probes found. The turns that may go out now are claimed: their
+/// write-ahead records are saved with this write, before any POST.
+fn claim(
+    store: &Store,
+    due: &[Job],
+    probes: Vec<Probe>,
+    limits: &Limits,
+    report: &mut Report,
+) -> Result<Vec<Claim>> {
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    store.update(|file| {
+        let now = Timestamp::now();
+        let index = registrations(file);
         let mut claims = Vec::new();
-        for i in due {
+        for (job, probe) in due.iter().zip(probes) {
+            let Some(&i) = index.get(&job.job_id) else {
+                continue;
+            };
             let job = &mut file.jobs[i];
-            if let Effect::Post { text } = apply(job, Event::Claimed, now, limits, report) {
+            if let Effect::Post { text } = apply(job, Event::Probed(probe), now, limits, report) {
                 claims.push(Claim {
                     job: job.clone(),
                     text,
                 });
             }
         }
+        groups(file, now, limits, report);
         Ok(claims)
     })
 }
@@ -167,8 +297,16 @@ fn record(
                 None => report.add(Outcome::Replaced, &claim.job.task_id),
             }
         }
+        groups(file, now, limits, report);
         Ok(())
     })
+}
+
+/// Gives the groups the events `group::plan` says they need.
+fn groups(file: &mut JobFile, now: Timestamp, limits: &Limits, report: &mut Report) {
+    for (i, event) in group::plan(&file.jobs) {
+        apply(&mut file.jobs[i], event, now, limits, report);
+    }
 }
 
 /// Steps one job through one event, in place; the effect is the caller's to carry out.

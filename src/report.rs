@@ -24,6 +24,24 @@ pub enum Outcome {
     Expired,
     /// A delivery's write-ahead record was saved: its POST may go out.
     Claimed,
+    /// The parent chat does not exist: nothing was posted.
+    Misrouted,
+    /// The child's answer was empty and the watch said `--on-empty skip`.
+    Skipped,
+    /// A watch ended without an answer: a notice for the parent is queued.
+    Noticed,
+    /// A group's results are all in: its one turn is composed.
+    Sealed,
+    /// Reading the parent chat back found a delivery whose outcome was unknown.
+    Confirmed,
+    /// An unknown delivery is not in the parent chat (yet): read back again later.
+    Waiting,
+    /// How the parent turn a delivery started ended is now known.
+    Followed,
+    /// `atc redeliver` put a given-up turn back in line.
+    Requeued,
+    /// A group member lost its carrier and waits to be sealed again.
+    Unsealed,
     /// The result was posted into the parent chat.
     Delivered,
     /// The parent chat was busy (409); retried later.
@@ -64,6 +82,15 @@ impl Outcome {
             Outcome::Abandoned => "abandoned",
             Outcome::Expired => "expired",
             Outcome::Claimed => "claimed",
+            Outcome::Misrouted => "misrouted",
+            Outcome::Skipped => "skipped",
+            Outcome::Noticed => "noticed",
+            Outcome::Sealed => "sealed",
+            Outcome::Confirmed => "confirmed",
+            Outcome::Waiting => "waiting",
+            Outcome::Followed => "followed",
+            Outcome::Requeued => "requeued",
+            Outcome::Unsealed => "unsealed",
             Outcome::Delivered => "delivered",
             Outcome::Busy => "busy",
             Outcome::Unreachable => "unreachable",
@@ -85,7 +112,11 @@ impl Outcome {
     pub fn is_error(self) -> bool {
         matches!(
             self,
-            Outcome::FailedCheck | Outcome::Unconfirmed | Outcome::Error | Outcome::Undelivered
+            Outcome::FailedCheck
+                | Outcome::Unconfirmed
+                | Outcome::Error
+                | Outcome::Undelivered
+                | Outcome::Misrouted
         )
     }
 
@@ -93,7 +124,13 @@ impl Outcome {
     fn is_internal(self) -> bool {
         matches!(
             self,
-            Outcome::Claimed | Outcome::Ignored | Outcome::Cancelled | Outcome::AlreadyCancelled
+            Outcome::Claimed
+                | Outcome::Ignored
+                | Outcome::Cancelled
+                | Outcome::AlreadyCancelled
+                | Outcome::Followed
+                | Outcome::Requeued
+                | Outcome::Unsealed
         )
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
-use crate::job::Target;
+use crate::job::{OnEmpty, OnNoAnswer, Options, Target};
 use crate::lifecycle::Limits;
 
 /// The defaults, in one place (`--help` shows them; a test keeps the two in step).
@@ -30,8 +30,8 @@ pub mod defaults {
     /// The seed's MAX_JOB_AGE.
     pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
     pub const BUSY_RETRY: Duration = Duration::from_secs(20);
-    /// The seed's 30 × 20 s of 409 back-off.
-    pub const MAX_BUSY: u32 = 30;
+    /// Long enough for a parent agent's longest turns; the seed gave up after 10 minutes.
+    pub const BUSY_DEADLINE: Duration = Duration::from_secs(6 * 3600);
     pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 }
 
@@ -107,13 +107,16 @@ pub enum Action {
     Status(Status),
     Cancel(Cancel),
     Tick(Tick),
+    Redeliver(Redeliver),
     Generate(Generate),
 }
 
 #[derive(Debug)]
 pub struct Watch {
     pub state: Setting<PathBuf>,
-    pub task_id: String,
+    /// Validated, in the order given, each once.
+    pub task_ids: Vec<String>,
+    pub options: Options,
     pub session: Setting<String>,
     pub user: Setting<String>,
     pub channel: Setting<String>,
@@ -148,6 +151,14 @@ pub struct Status {
 pub struct Cancel {
     pub state: Setting<PathBuf>,
     pub task_id: String,
+    pub limits: Limits,
+}
+
+#[derive(Debug)]
+pub struct Redeliver {
+    pub state: Setting<PathBuf>,
+    pub task_id: String,
+    pub create_session: bool,
     pub limits: Limits,
 }
 
@@ -218,6 +229,12 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             limits: default_limits(),
         }),
         Command::Tick(args) => Action::Tick(tick(args, env, state()?)),
+        Command::Redeliver(args) => Action::Redeliver(Redeliver {
+            task_id: parse_task_id(&args.task_id)?,
+            create_session: args.create_session,
+            state: state()?,
+            limits: default_limits(),
+        }),
         Command::Generate(args) => Action::Generate(match args.what {
             Generated::Man { command } => Generate::Man(command),
             Generated::Completions { shell } => Generate::Completions(shell),
@@ -232,7 +249,38 @@ fn watch(
     env: &dyn Environment,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
 ) -> Result<Watch, Failure> {
-    let task_id = parse_task_id(&args.task_id)?;
+    let mut task_ids: Vec<String> = Vec::new();
+    for raw in &args.task_ids {
+        let id = parse_task_id(raw)?;
+        if !task_ids.contains(&id) {
+            task_ids.push(id);
+        }
+    }
+    let label = |flag: &'static str, value: Option<String>| {
+        value
+            .map(|value| {
+                checked(Setting {
+                    value,
+                    source: Source::Flag(flag),
+                })
+                .and_then(short(200))
+                .map(|s| s.value)
+            })
+            .transpose()
+    };
+    let options = Options {
+        create_session: args.create_session,
+        on_no_answer: match args.on_no_answer {
+            Some(cli::NoAnswer::Silent) => OnNoAnswer::Silent,
+            Some(cli::NoAnswer::Notify) | None => OnNoAnswer::Notify,
+        },
+        on_empty: match args.on_empty {
+            Some(cli::Empty::Skip) => OnEmpty::Skip,
+            Some(cli::Empty::Deliver) | None => OnEmpty::Deliver,
+        },
+        fork_branch: label("--fork-branch", args.fork_branch)?,
+        group: label("--group", args.group)?,
+    };
     let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
     let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
         .ok_or_else(|| {
@@ -277,7 +325,8 @@ fn watch(
     let base_url = base_url(base_url_flag, env)?;
     Ok(Watch {
         state: state()?,
-        task_id,
+        task_ids,
+        options,
         session,
         user,
         channel,
@@ -327,6 +376,23 @@ fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
         ));
     }
     Ok(setting)
+}
+
+/// A check that a label (group name, branch) is of reasonable length.
+fn short(max: usize) -> impl Fn(Setting<String>) -> Result<Setting<String>, Failure> {
+    move |setting| {
+        let n = setting.value.chars().count();
+        if n > max {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "{} is {n} characters long; at most {max} are accepted",
+                    setting.source
+                ),
+            ));
+        }
+        Ok(setting)
+    }
 }
 
 /// The job file: `--state`, else `ATC_STATE`, else the platform state dir
@@ -473,24 +539,29 @@ pub fn default_limits() -> Limits {
         max_strikes: defaults::MAX_STRIKES,
         max_age: defaults::MAX_AGE,
         busy_retry: defaults::BUSY_RETRY,
-        max_busy: defaults::MAX_BUSY,
+        busy_deadline: defaults::BUSY_DEADLINE,
+        settle: defaults::HTTP_TIMEOUT,
         keep: defaults::KEEP,
     }
 }
 
 fn tick(args: cli::TickArgs, env: &dyn Environment, state: Setting<PathBuf>) -> Tick {
     let limits = default_limits();
+    let http_timeout = args.http_timeout.unwrap_or(defaults::HTTP_TIMEOUT);
     Tick {
         state,
         limits: Limits {
             max_strikes: args.max_strikes.unwrap_or(limits.max_strikes),
             max_age: args.max_age.unwrap_or(limits.max_age),
             busy_retry: args.busy_retry.unwrap_or(limits.busy_retry),
-            max_busy: args.max_busy.unwrap_or(limits.max_busy),
+            busy_deadline: args.busy_deadline.unwrap_or(limits.busy_deadline),
+            // A POST that may have reached the server has had the whole request timeout to
+            // start its turn before the same turn is posted again.
+            settle: http_timeout,
             keep: args.keep.unwrap_or(limits.keep),
         },
         concurrency: args.concurrency.unwrap_or(defaults::CONCURRENCY) as usize,
-        http_timeout: args.http_timeout.unwrap_or(defaults::HTTP_TIMEOUT),
+        http_timeout,
         turn_timeout: args.turn_timeout,
         auth: Auth::from_env(env),
     }
@@ -679,7 +750,7 @@ mod tests {
             )
             .unwrap(),
         );
-        assert_eq!(w.task_id, "task-1");
+        assert_eq!(w.task_ids, ["task-1"]);
         assert_eq!(w.session.source, Source::Env("ATC_SESSION_ID"));
         assert_eq!(w.user.source, Source::Flag("--user"));
         assert_eq!(w.channel.value, "env-channel");
@@ -706,14 +777,15 @@ mod tests {
 
     #[test]
     fn tick_knobs_default_as_documented() {
-        let tick = match resolve_args(&["tick", "--max-busy", "3"], &env(&[], None))
+        let tick = match resolve_args(&["tick", "--busy-deadline", "3m"], &env(&[], None))
             .unwrap()
             .action
         {
             Action::Tick(tick) => tick,
             other => panic!("{other:?}"),
         };
-        assert_eq!(tick.limits.max_busy, 3);
+        assert_eq!(tick.limits.busy_deadline, Duration::from_secs(180));
+        assert_eq!(tick.limits.settle, tick.http_timeout);
         assert_eq!(tick.limits.max_strikes, defaults::MAX_STRIKES);
         assert_eq!(tick.concurrency, 8);
         assert_eq!(tick.http_timeout, Duration::from_secs(30));

@@ -47,7 +47,8 @@ fn nowhere_is_nowhere() {
 #[test]
 fn watch_records_a_pending_job_and_says_where_the_result_goes() {
     let env = TestEnv::new();
-    env.atc(["watch", TASK, "--session", "s-77"]).stdout(format!(
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped().stdout(format!(
         "Watching {TASK} for agent 'default'; the result goes to session s-77 (user default, channel console) on the next atc tick.\n"
     )).file(|file| assert_eq!(file["version"], 1));
     let job = env.job(TASK);
@@ -85,6 +86,7 @@ fn watch_json_prints_the_record_as_stored() {
             "--target-agent",
             "SE",
         ])
+        .chat_check_skipped()
         .json();
     assert_eq!(printed, env.job(TASK));
     assert_eq!(printed["target_agent"], "SE");
@@ -99,23 +101,25 @@ fn flags_beat_environment_which_beats_defaults() {
         ("ATC_CHANNEL", "env-channel"),
         ("ATC_AGENT_ID", "env-agent"),
     ];
-    let mut run = env.atc(["watch", "task-a"]);
+    let mut run = env.atc(["watch", "task-a"]).chat_check_skipped();
     for (name, value) in vars {
         run = run.env(name, value);
     }
     run.stdout("Watching task-a for agent 'env-agent'; the result goes to session env-session (user env-user, channel env-channel) on the next atc tick.\n").run();
-    let mut run = env.atc([
-        "watch",
-        "task-b",
-        "--session",
-        "s",
-        "--user",
-        "u",
-        "--channel",
-        "c",
-        "--agent",
-        "a",
-    ]);
+    let mut run = env
+        .atc([
+            "watch",
+            "task-b",
+            "--session",
+            "s",
+            "--user",
+            "u",
+            "--channel",
+            "c",
+            "--agent",
+            "a",
+        ])
+        .chat_check_skipped();
     for (name, value) in vars {
         run = run.env(name, value);
     }
@@ -233,7 +237,7 @@ fn help_names_the_environment_fallback_and_the_default_of_every_setting() {
     assert_eq!(number("--max-strikes"), defaults::MAX_STRIKES);
     assert_eq!(duration("--max-age"), defaults::MAX_AGE);
     assert_eq!(duration("--busy-retry"), defaults::BUSY_RETRY);
-    assert_eq!(number("--max-busy"), defaults::MAX_BUSY);
+    assert_eq!(duration("--busy-deadline"), defaults::BUSY_DEADLINE);
     assert_eq!(duration("--keep"), defaults::KEEP);
 }
 
@@ -241,6 +245,7 @@ fn help_names_the_environment_fallback_and_the_default_of_every_setting() {
 fn task_ids_are_normalised_like_qwenpaw() {
     let env = TestEnv::new();
     env.atc(["watch", &format!("  '{TASK}' "), "--session", "s-77"])
+        .chat_check_skipped()
         .stdout_contains(format!("Watching {TASK} "));
     assert_eq!(env.jobs().len(), 1);
     assert_eq!(env.jobs()[0]["task_id"], TASK);
@@ -393,10 +398,12 @@ fn acp_sessions_are_refused_in_any_case() {
 fn watching_the_same_task_for_the_same_target_is_idempotent() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let first = env.job(TASK);
     env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
         .stdout_contains(format!("Already watching {TASK}"))
         .stdout_contains(first["job_id"].as_str().unwrap())
         .file_unchanged();
@@ -406,10 +413,12 @@ fn watching_the_same_task_for_the_same_target_is_idempotent() {
 fn watching_the_same_task_for_another_target_replaces_the_registration() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let first = env.job(TASK);
     env.atc(["watch", TASK, "--session", "s-78", "--user", "alice"])
+        .chat_check_skipped()
         .stdout(format!(
             "Re-targeted {TASK} for agent 'default': session s-77 → s-78, user default → alice; the result goes there on the next atc tick.\n"
         ))
@@ -427,6 +436,7 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
 fn watching_again_with_another_base_url_fixes_a_wrong_one() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let first = env.job(TASK);
@@ -468,6 +478,7 @@ fn other_ended_watches_are_replaced_by_a_fresh_pending_job() {
         old["final"] = json!("old text");
         env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
         env.atc(["watch", TASK, "--session", "s-77"])
+            .chat_check_skipped()
             .stdout_contains(format!("ended {status}"))
             .run();
         let new = env.job(TASK);
@@ -538,6 +549,7 @@ fn status_lists_the_20_most_recent_newest_first() {
 fn status_of_one_task_shows_it_in_full() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77", "--target-agent", "SE"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let job_id = env.job(TASK)["job_id"].as_str().unwrap().to_owned();
@@ -568,6 +580,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
 fn cancel_marks_the_job_cancelled_and_the_child_keeps_running() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     env.atc(["cancel", TASK])
@@ -660,6 +673,7 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
     assert_eq!(listed["jobs"].as_array().unwrap(), &want);
 
     env.atc(["watch", "task-new", "--session", "s-1"])
+        .chat_check_skipped()
         .stdout_contains("Watching task-new")
         .run();
     let jobs = env.jobs();
@@ -678,6 +692,7 @@ fn fields_from_a_newer_atc_are_kept_when_the_file_is_rewritten() {
     old["future_field"] = json!({"nested": [1, 2.5, "x"]});
     env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
     env.atc(["watch", "task-new", "--session", "s"])
+        .chat_check_skipped()
         .stdout_contains("Watching task-new")
         .run();
     assert_eq!(env.job("task-old"), old);
@@ -694,6 +709,7 @@ fn twenty_concurrent_watches_lose_nothing() {
                 "--session".into(),
                 format!("s-{i}"),
             ])
+            .chat_check_skipped()
             .stdout_contains(format!("Watching task-{i:012x} "))
             .spawn()
         })
@@ -719,6 +735,7 @@ fn twenty_concurrent_watches_lose_nothing() {
 fn the_default_job_file_is_private_and_holds_no_token() {
     let env = TestEnv::new();
     env.atc_default_state(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
         .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "runtime-secret-123")
         .env("ATC_BEARER_TOKEN", "bearer-secret-456")
         .stdout_contains("Watching")
@@ -760,7 +777,10 @@ fn an_existing_directory_keeps_its_permissions() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let state = dir.join("jobs.json");
-    watch_into(&env, &state).stdout_contains("Watching").run();
+    watch_into(&env, &state)
+        .stdout_contains("Watching")
+        .chat_check_skipped()
+        .run();
     assert_eq!(mode(&dir), 0o755);
     assert_eq!(mode(&state), 0o600);
 }
@@ -778,6 +798,7 @@ fn an_unwritable_location_exits_4() {
 fn a_held_lock_makes_writers_wait_then_exit_75_naming_the_lock_file() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let lock_path = env.state.with_file_name("jobs.json.lock");
@@ -807,6 +828,7 @@ fn two_job_files_do_not_share_a_lock() {
     let other = env.path("other/other.json");
     std::fs::create_dir_all(other.parent().unwrap()).unwrap();
     env.atc(["watch", TASK, "--session", "s"])
+        .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
     let lock = std::fs::OpenOptions::new()
@@ -814,7 +836,10 @@ fn two_job_files_do_not_share_a_lock() {
         .open(env.state.with_file_name("jobs.json.lock"))
         .unwrap();
     lock.lock().unwrap();
-    watch_into(&env, &other).stdout_contains("Watching").run();
+    watch_into(&env, &other)
+        .stdout_contains("Watching")
+        .chat_check_skipped()
+        .run();
     assert!(other.with_file_name("other.json.lock").exists());
 }
 

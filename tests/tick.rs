@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::atc::job;
 use support::bodies;
+use support::chats::PostFault;
 use support::fake::Reply;
 use support::hermetic::NOWHERE;
 use support::scene::Scene;
@@ -56,9 +57,8 @@ fn two_ticks_started_together_never_deliver_twice() {
                 Reply::json(200, bodies::FINISHED_COMPLETED).with_delay(Duration::from_millis(200)),
             ],
         );
-        s.post_replies(vec![
-            Reply::json(200, bodies::SUBMIT_OK).with_delay(Duration::from_millis(300)),
-        ]);
+        s.chats
+            .fault(PostFault::SlowAfterStore(Duration::from_millis(300)));
         let ticks: Vec<_> = (0..2).map(|_| s.tick(&[]).spawn()).collect();
         for tick in ticks {
             tick.wait();
@@ -66,6 +66,7 @@ fn two_ticks_started_together_never_deliver_twice() {
         s.tick(&[]);
         assert_eq!(s.posts().len(), 1, "round {round}");
         assert_eq!(s.status(TASK), "done");
+        assert_eq!(s.delivered("s-77").len(), 1, "round {round}");
     }
 }
 
@@ -133,7 +134,6 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         "task-gone",
         vec![Reply::json(404, &bodies::not_found("task-gone"))],
     );
-    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
 
     s.watch("task-fin2", &["--session", "s-4"]);
@@ -141,11 +141,11 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         "task-fin2",
         vec![Reply::json(200, bodies::FINISHED_COMPLETED)],
     );
-    s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
-    s.tick(&["-v", "--busy-retry", "0s"])
+    s.chats.busy_for("s-4", 1000);
+    s.tick(&["-v"])
         .stderr("tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n");
 
-    let report = s.atc(["--json", "tick", "--busy-retry", "0s"]).json();
+    let report = s.atc(["--json", "tick"]).json();
     assert_eq!(report["polled"], 1);
     assert_eq!(report["busy"], 1);
     assert_eq!(report["tasks"]["busy"], json!(["task-fin2"]));
@@ -155,7 +155,7 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         "no message text in reports"
     );
 
-    s.tick(&["-vv", "--busy-retry", "0s"]).stderr(
+    s.tick(&["-vv"]).stderr(
         "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n",
     );
 }
@@ -165,7 +165,6 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
     let s = Scene::new();
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     let before = s.server.requests().len();
     let report = s
         .atc(["-vv", "--json", "tick"])
@@ -176,7 +175,19 @@ fn tokens_come_from_the_environment_and_go_nowhere_else() {
         .json();
     assert_eq!(report["delivered"], 1);
     let requests: Vec<_> = s.server.requests().into_iter().skip(before).collect();
-    assert_eq!(requests.len(), 2, "one poll, one delivery");
+    let shown: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            format!("GET /api/console/chat/task/{TASK}"),
+            "GET /api/chats".to_owned(),
+            "POST /api/console/chat/task".to_owned()
+        ],
+        "one poll, one chat check, one delivery"
+    );
     for request in requests {
         assert_eq!(
             request.header("x-qwenpaw-runtime-token"),
@@ -239,7 +250,6 @@ fn the_delivery_posts_the_exact_shape_and_a_turn_timeout_only_when_asked() {
             Reply::json(200, bodies::FINISHED_COMPLETED),
         ],
     );
-    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
     s.tick(&["--turn-timeout", "5m"]);
     let posts = s.posts();
@@ -265,7 +275,6 @@ fn one_delivery_per_parent_chat_per_tick() {
     for task in ["task-a", "task-b", "task-c"] {
         s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     }
-    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
     assert_eq!(s.posts().len(), 2, "one per chat");
     assert_eq!(s.status("task-a"), "done", "oldest first");
@@ -276,11 +285,11 @@ fn one_delivery_per_parent_chat_per_tick() {
 }
 
 #[test]
-fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
+fn a_refused_delivery_is_an_error_with_the_detail_and_an_unreachable_chat_waits() {
     let s = Scene::new();
     s.watch(TASK, &["--agent", "ghost"]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    s.post_replies(vec![Reply::json(404, &bodies::unknown_agent("ghost"))]);
+    s.chats.fault(PostFault::UnknownAgent);
     s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["status"], "error");
@@ -294,11 +303,11 @@ fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
     s.atc(["status", TASK])
         .stdout_contains("the server refused the delivery (404: Agent 'ghost' not found)");
 
-    // Nothing sent: the server is down when the delivery is due.
+    // The server is down when the delivery is due: the chat check cannot be made.
     let s = Scene::new();
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    s.post_replies(vec![Reply::json(409, bodies::BUSY_409)]);
+    s.chats.fault(PostFault::Busy);
     s.tick(&[]);
     s.env.edit_job(TASK, |job| {
         job.insert("base_url".into(), json!(format!("{NOWHERE}/api")));
@@ -308,7 +317,18 @@ fn a_refused_delivery_waits_and_another_4xx_is_an_error_with_the_detail() {
     let job = s.job(TASK);
     assert_eq!(job["status"], "delivering", "{job}");
     assert_eq!(job["delivery"]["unreachable"], 1);
-    assert!(job["delivery"]["next_attempt_at"].as_str().unwrap() > "2020");
+    assert!(
+        job["delivery"]["next_attempt_at"].is_null(),
+        "asked again next tick"
+    );
+    assert!(
+        job["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("connection refused"),
+        "{job}"
+    );
+    assert_eq!(s.posts().len(), 1, "only the first, refused one");
 }
 
 #[test]
@@ -332,40 +352,24 @@ fn status_shows_what_the_tick_recorded() {
             &bodies::finished_completed("c", "line one\nline two"),
         )],
     );
-    s.server.on(
-        "POST",
-        "/api/console/chat/task",
-        vec![
-            Reply::json(409, bodies::BUSY_409),
-            Reply::json(200, bodies::SUBMIT_OK),
-        ],
-    );
+    s.chats.busy_for("s-2", 1000);
     s.tick(&[]);
-    // Which of the two deliveries met the 409 depends on timing; find out from the file.
-    let busy = if s.status("task-busy") == "delivering" {
-        "task-busy"
-    } else {
-        "task-done"
-    };
-    let done = if busy == "task-busy" {
-        "task-done"
-    } else {
-        "task-busy"
-    };
 
     s.atc(["status"])
         .stdout_contains("1 failed check: HTTP 503")
-        .stdout_contains("chat busy ×1; next try in")
+        .stdout_contains("waiting for the chat ×1")
         .stdout_contains("delivered 0s ago");
     s.atc(["status", "task-strike"])
         .stdout_contains("strikes         1")
         .stdout_contains("last error      HTTP 503")
         .stdout_contains("note            1 failed check in a row; last: HTTP 503");
-    s.atc(["status", busy])
-        .stdout_contains("busy            1 (409 chat busy)")
-        .stdout_contains("next attempt");
-    s.atc(["status", done])
+    s.atc(["status", "task-busy"])
+        .stdout_contains("busy            1 (parent chat busy)")
+        .stdout_contains("waiting since")
+        .stdout_contains("the parent chat is running a turn; trying again on the next ticks");
+    s.atc(["status", "task-done"])
         .stdout_contains("delivered       ")
+        .stdout_contains("outcome         completed")
         .stdout_contains("[STATUS: finished]");
 }
 
@@ -407,7 +411,6 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
         "task-queued",
         vec![Reply::json(200, r#"{"status":"pending"}"#)],
     );
-    s.post_replies(vec![Reply::json(200, bodies::SUBMIT_OK)]);
     s.tick(&[]);
     assert_eq!(s.status("task-old"), "done");
     assert_eq!(s.status("task-queued"), "pending");
@@ -420,29 +423,45 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
 }
 
 #[test]
-fn watch_warns_when_the_parent_chat_does_not_exist() {
+fn watch_refuses_a_parent_chat_that_does_not_exist() {
     let s = Scene::new();
-    s.add_chat("s-77", "default", "console");
-    s.atc(["watch", "task-a", "--session", "s-77"])
+    s.add_chat("s-77", "alice", "console");
+    s.atc(["watch", "task-a", "--session", "s-77", "--user", "alice"])
         .stdout_contains("Watching task-a");
-    s.atc(["watch", "task-b", "--session", "s-78"])
-        .stdout_contains("Watching task-b")
-        .stderr_contains("atc: warning: ")
-        .stderr_contains("no chat with session s-78 (user default, channel console)")
-        .run();
-    assert_eq!(s.status("task-b"), "pending", "a warning, not a refusal");
-    let lookup = s
+    s.atc(["watch", "task-b", "--session", "s-77"])
+        .status(1)
+        .stderr_contains(
+            "has no chat with session s-77 (user default, channel console) for agent 'default'",
+        )
+        .stderr_contains("chats with session id s-77: user alice on console")
+        .stderr_contains("--create-session")
+        .file_unchanged();
+    let lookups: Vec<String> = s
         .server
         .requests()
         .into_iter()
-        .find(|r| r.path == "/api/chats")
-        .unwrap();
-    assert_eq!(lookup.query, "user_id=default&channel=console");
-    assert_eq!(lookup.header("x-agent-id"), Some("default"));
+        .filter(|r| r.path == "/api/chats")
+        .map(|r| r.query)
+        .collect();
+    assert_eq!(
+        lookups,
+        [
+            "user_id=alice&channel=console",
+            "user_id=default&channel=console",
+            ""
+        ]
+    );
+    assert!(
+        s.server
+            .requests()
+            .iter()
+            .all(|r| r.header("x-agent-id") == Some("default"))
+    );
 
-    // The server being away is no reason to complain (or to fail).
+    // The server being away is no reason to refuse; it says the check was skipped.
     s.atc(["--base-url", NOWHERE, "watch", "task-c", "--session", "s-1"])
-        .stdout_contains("Watching task-c");
+        .stdout_contains("Watching task-c")
+        .chat_check_skipped();
     s.atc([
         "-v",
         "--base-url",
@@ -454,7 +473,17 @@ fn watch_warns_when_the_parent_chat_does_not_exist() {
     ])
     .stdout_contains("Watching task-d")
     .stderr_contains("atc: QwenPaw API http://127.0.0.1:9/api (from --base-url)")
-    .stderr_contains("could not check that the chat exists");
+    .chat_check_skipped();
+    s.atc([
+        "-q",
+        "--base-url",
+        NOWHERE,
+        "watch",
+        "task-e",
+        "--session",
+        "s-1",
+    ])
+    .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 4));
 }
 
 #[test]
@@ -466,11 +495,11 @@ fn an_abandoned_job_counts_as_one_error() {
         vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
     );
     s.tick(&["-v", "--max-strikes", "1"])
-        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 errors\n")
+        .stderr("tick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 errors\n")
         .run();
     assert_eq!(s.status(TASK), "abandoned");
     s.atc(["status", TASK]).stdout_contains(
-        "abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error",
+        "abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error; the parent was told",
     );
 }
 

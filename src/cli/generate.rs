@@ -11,11 +11,12 @@ use crate::exit::Exit;
 use crate::fail;
 
 /// The commands that get a page of their own, and its name.
-pub const PAGES: [(&str, &str); 5] = [
+pub const PAGES: [(&str, &str); 6] = [
     ("watch", "atc-watch"),
     ("status", "atc-status"),
     ("cancel", "atc-cancel"),
     ("tick", "atc-tick"),
+    ("redeliver", "atc-redeliver"),
     ("generate", "atc-generate"),
 ];
 

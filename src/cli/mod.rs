@@ -44,25 +44,41 @@ Tokens are read from the environment on every request and never stored:
 pub struct Cli {
     /// Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e.
     /// ~/.local/state/atc/jobs.json]
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        help_heading = "Global options"
+    )]
     pub state: Option<PathBuf>,
 
     /// QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default:
     /// QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw's config.json, else
     /// http://127.0.0.1:8088]; /api is appended unless present
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        help_heading = "Global options"
+    )]
     pub base_url: Option<String>,
 
     /// Print one JSON document on stdout instead of text
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
     /// Print nothing on success
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     pub quiet: bool,
 
     /// Say more on stderr (repeat for more)
-    #[arg(short, long, global = true, action = ArgAction::Count)]
+    #[arg(short, long, global = true, action = ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
 
     #[command(subcommand)]
@@ -71,13 +87,16 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Record a task and where its result must go
+    /// Record tasks and where their results must go
     ///
     /// The session, user and channel must be the asking chat's exact values (an agent's
     /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
-    /// chat for any other combination; watch warns when the server has no such chat.
-    /// Watching a task again for the same target does nothing; for another target it
-    /// replaces the watch; once the result was delivered (done) or may have been
+    /// chat for any other combination, so watch asks the server and refuses a chat that
+    /// does not exist, naming the chats that have that session id (--create-session
+    /// allows a new chat on purpose; an unreachable server is no reason to refuse).
+    /// Several task ids with --group are delivered together, as one turn, once none is
+    /// still running. Watching a task again for the same target does nothing; for another
+    /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
     /// console API, which cannot reach them.
     Watch(WatchArgs),
@@ -97,14 +116,51 @@ pub enum Command {
     /// Run it every ~20 s from a systemd timer or cron. Each pending task is polled once
     /// (GET /console/chat/task/ID as the agent it runs on); finished ones are rendered
     /// exactly as check_agent_task shows them and posted into the asking session as a new
-    /// user turn, at most one per chat per pass. A 409 "chat busy" is retried after
-    /// --busy-retry; a POST whose outcome is unknown is never re-posted (unconfirmed).
+    /// user turn, at most one per chat per pass, and only once the chat exists and is idle
+    /// (a busy parent is asked again each tick, until --busy-deadline). A POST whose
+    /// outcome is unknown is settled by reading the parent chat back: found, it is done;
+    /// absent from an idle chat, it is posted again with the same delivery id. A watch
+    /// that ends without an answer (lost, expired, abandoned) posts one notice instead.
     /// A second tick started while one runs exits at once. Silent on success; -v prints a
     /// summary line, --json a report. Exits 0 whenever the pass ran: the jobs' fates are in
     /// the job file (atc status).
     Tick(TickArgs),
+    /// Try a given-up delivery again: undelivered, unconfirmed, misrouted or error
+    ///
+    /// The next tick runs every check again before posting: the chat must exist (unless
+    /// --create-session) and be idle, and a delivery of unknown outcome is first looked for
+    /// in the parent chat, so nothing is posted twice.
+    Redeliver(RedeliverArgs),
     /// Print a man page or shell completions (for packagers)
     Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RedeliverArgs {
+    /// The watched task id
+    pub task_id: String,
+
+    /// Allow the delivery to start the parent chat if it does not exist
+    #[arg(long)]
+    pub create_session: bool,
+}
+
+/// `--on-no-answer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NoAnswer {
+    /// Post one notice turn into the parent chat
+    Notify,
+    /// Post nothing
+    Silent,
+}
+
+/// `--on-empty`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Empty {
+    /// Deliver it like any result ("(No text content in response)")
+    Deliver,
+    /// Record the job as skipped and post nothing
+    Skip,
 }
 
 #[derive(Debug, Args)]
@@ -140,9 +196,11 @@ pub enum Shell {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Where the result goes")]
 pub struct WatchArgs {
-    /// The task id submit_to_agent returned (e.g. task-3f9a0c1b2d4e)
-    pub task_id: String,
+    /// The task ids submit_to_agent returned (e.g. task-3f9a0c1b2d4e)
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]
@@ -166,6 +224,46 @@ pub struct WatchArgs {
     /// check_agent_task does)
     #[arg(long, value_name = "AID")]
     pub target_agent: Option<String>,
+
+    /// Deliver even if the parent chat does not exist yet: QwenPaw starts it
+    #[arg(long)]
+    pub create_session: bool,
+
+    /// Deliver the results of all these tasks together, as one turn, once none is still
+    /// running (fan-in)
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "How the result is delivered"
+    )]
+    pub group: Option<String>,
+
+    /// When the watch ends without an answer (lost, expired, abandoned) [default: notify]
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_enum,
+        help_heading = "How the result is delivered"
+    )]
+    pub on_no_answer: Option<NoAnswer>,
+
+    /// When the child succeeds with an empty answer [default: deliver]
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_enum,
+        help_heading = "How the result is delivered"
+    )]
+    pub on_empty: Option<Empty>,
+
+    /// The fork branch the child works on: a completed delivery ends with
+    /// [FORK_BRANCH: BRANCH]
+    #[arg(
+        long,
+        value_name = "BRANCH",
+        help_heading = "How the result is delivered"
+    )]
+    pub fork_branch: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -203,14 +301,15 @@ pub struct TickArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub max_age: Option<Duration>,
 
-    /// Wait before retrying a delivery the parent chat refused as busy (409) [default: 20s]
+    /// Wait before retrying a delivery the parent chat refused as busy anyway (409)
+    /// [default: 20s]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub busy_retry: Option<Duration>,
 
-    /// Busy (or unreachable) answers before a delivery is given up as undelivered [default:
-    /// 30]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_busy: Option<u32>,
+    /// How long a delivery waits for a busy or unreachable parent chat before it is given
+    /// up as undelivered (and how long an unknown one is read back) [default: 6h]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub busy_deadline: Option<Duration>,
 
     /// Keep finished jobs in the file this long after their last change [default: 7d]
     #[arg(long, value_name = "D", value_parser = parse_duration)]

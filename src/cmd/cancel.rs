@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::cmd::{emit, print_json};
+use crate::cmd::report_job;
 use crate::exit::Exit;
 use crate::fail;
 use crate::job::Status;
@@ -43,10 +43,5 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         *job = transition.job;
         Ok((job.clone(), message))
     })?;
-    if out.json {
-        print_json(&job)?;
-    } else if !out.quiet {
-        emit(&format!("{message}\n"))?;
-    }
-    Ok(())
+    report_job(&job, &message, out)
 }

@@ -2,6 +2,7 @@
 //! `lifecycle`, say what happened. No decisions here.
 
 pub mod cancel;
+pub mod redeliver;
 pub mod status;
 pub mod tick;
 pub mod watch;
@@ -14,6 +15,22 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// What a command that changed one job prints: the record with `--json`, else `message`
+/// (nothing with `-q`).
+pub fn report_job(
+    job: &crate::job::Job,
+    message: &str,
+    out: crate::settings::Output,
+) -> anyhow::Result<()> {
+    if out.json {
+        print_json(job)
+    } else if out.quiet {
+        Ok(())
+    } else {
+        emit(&format!("{message}\n"))
+    }
 }
 
 /// Prints a value (a job record as it is in the file, a report) as one JSON document.

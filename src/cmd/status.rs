@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::describe::{brief, explain};
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Status};
+use crate::job::{Job, OnEmpty, OnNoAnswer, Outbound};
 use crate::settings::{self, Output};
 use crate::state::Store;
 use crate::time::{Timestamp, human};
@@ -108,6 +108,12 @@ fn full(job: &Job, now: Timestamp) -> String {
     };
     field("task", job.task_id.clone());
     field("status", job.status.to_string());
+    if let Some(outcome) = job.outcome {
+        field("outcome", outcome.as_str().to_owned());
+    }
+    if let Some(notice) = job.notice {
+        field("notice", notice.as_str().to_owned());
+    }
     if let Some(note) = explain(job) {
         field("note", note);
     }
@@ -117,7 +123,35 @@ fn full(job: &Job, now: Timestamp) -> String {
         field("runs on", on.clone());
     }
     field("delivers to", job.target.describe_chat());
+    if let Some(id) = &job.chat_id {
+        field("chat id", id.clone());
+    }
     field("base url", job.base_url.clone());
+    let o = &job.options;
+    if let Some(group) = &o.group {
+        let members = match (&job.group_tasks, &job.carried_by) {
+            (Some(tasks), _) => format!(" (its turn carries {})", tasks.join(", ")),
+            (None, Some(_)) => " (carried in another member's turn)".to_owned(),
+            (None, None) => String::new(),
+        };
+        field("group", format!("{group}{members}"));
+    }
+    if let Some(branch) = &o.fork_branch {
+        field("fork branch", branch.clone());
+    }
+    let mut asked = Vec::new();
+    if o.create_session {
+        asked.push("--create-session");
+    }
+    if o.on_no_answer == OnNoAnswer::Silent {
+        asked.push("--on-no-answer silent");
+    }
+    if o.on_empty == OnEmpty::Skip {
+        asked.push("--on-empty skip");
+    }
+    if !asked.is_empty() {
+        field("options", asked.join(" "));
+    }
     let ago = |t: Timestamp| format!("{t} ({} ago)", human(t.elapsed_at(now)));
     field("registered", ago(job.registered_at));
     field("updated", ago(job.updated_at));
@@ -139,7 +173,7 @@ fn full(job: &Job, now: Timestamp) -> String {
     if let Some(d) = &job.delivery {
         field("attempts", d.attempts.to_string());
         if d.busy > 0 {
-            field("busy", format!("{} (409 chat busy)", d.busy));
+            field("busy", format!("{} (parent chat busy)", d.busy));
         }
         if d.unreachable > 0 {
             field("unreachable", d.unreachable.to_string());
@@ -149,7 +183,7 @@ fn full(job: &Job, now: Timestamp) -> String {
         }
         if let Some(at) = d
             .next_attempt_at
-            .filter(|_| job.status == Status::Delivering)
+            .filter(|_| job.outbound() == Some(Outbound::Delivering))
         {
             field(
                 "next attempt",
@@ -159,12 +193,25 @@ fn full(job: &Job, now: Timestamp) -> String {
         if let Some(at) = d.attempt_started_at {
             field("posting since", ago(at));
         }
+        if let Some(at) = d.waiting_since {
+            field("waiting since", ago(at));
+        }
+        if let Some(at) = d.unknown_since {
+            field("unknown since", ago(at));
+        }
+        if let Some(how) = &d.confirmed {
+            field("confirmed by", how.clone());
+        }
     }
     if let Some(t) = job.delivered_at {
         field("delivered", ago(t));
     }
     if let Some(turn) = &job.turn_task_id {
-        field("parent turn", turn.clone());
+        let ended = job
+            .parent_turn
+            .as_deref()
+            .map_or(String::new(), |status| format!(" ({status})"));
+        field("parent turn", format!("{turn}{ended}"));
     }
     if let Some(text) = &job.final_text {
         let lines: Vec<&str> = text.lines().collect();

@@ -1,11 +1,13 @@
-//! `atc watch`: record a task and exactly where its result must go.
+//! `atc watch`: record tasks and exactly where their results must go. The parent chat is
+//! looked up first: a (session, user, channel) QwenPaw does not know would get a new chat
+//! nobody reads, so it is refused unless `--create-session` says so.
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cmd::{emit, print_json};
-use crate::exit::Exit;
+use crate::exit::{Exit, Failure};
 use crate::fail;
 use crate::ids::new_job_id;
 use crate::job::{Job, Status};
@@ -16,11 +18,23 @@ use crate::state::Store;
 use crate::time::Timestamp;
 
 /// The chat check must not make `watch` slow when the server is away.
-const GHOST_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+const CHAT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the server said about the parent chat.
+enum ChatCheck {
+    Found {
+        chat_id: String,
+    },
+    /// Absent, and `--create-session` allows that.
+    New,
+    /// The server could not be asked; the tick checks again before delivering.
+    Skipped {
+        why: String,
+    },
+}
 
 pub fn run(watch: &Watch, out: Output) -> Result<()> {
     let store = Store::new(watch.state.value.clone());
-    let task_id = &watch.task_id;
     let target = watch.target();
     let base_url = &watch.base_url.value;
     if out.verbose > 0 {
@@ -29,115 +43,202 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             watch.base_url.source
         );
     }
+    let check = check_chat(watch)?;
+    let chat_id = match &check {
+        ChatCheck::Found { chat_id } => Some(chat_id.clone()),
+        ChatCheck::New | ChatCheck::Skipped { .. } => None,
+    };
 
     let now = Timestamp::now();
-    let (job, message) = store.update(|file| {
-        let existing = file.find(task_id);
-        let fresh = || Job::new(new_job_id(), task_id.clone(), base_url.clone(), target.clone(), now);
-        let (job, message) = match register(existing, &target, base_url) {
-            Registration::New => {
-                let job = fresh();
-                let message = format!("Watching {}; {}", subject(&job), destination(&job));
-                (job, message)
-            }
-            Registration::AlreadyWatching => {
-                let job = existing.cloned().expect("a live record exists");
-                let message = format!(
-                    "Already watching {} (job {}); {}",
-                    subject(&job),
-                    job.job_id,
-                    destination(&job)
-                );
-                return Ok((job, message));
-            }
-            Registration::Replace { was, same_target } => {
-                let old = existing.expect("a record exists");
-                let job = fresh();
-                let message = if !same_target && !was.is_terminal() {
-                    format!(
-                        "Re-targeted {}: {}; the result goes there on the next atc tick.",
+    let group = watch.options.group.as_deref();
+    let (jobs, messages) = store.update(|file| {
+        if let Some(name) = group
+            && file.jobs.iter().any(|j| {
+                j.options.group.as_deref() == Some(name)
+                    && j.target == target
+                    && j.base_url == *base_url
+                    && !watch.task_ids.contains(&j.task_id)
+                    && (j.group_tasks.is_some() || j.carried_by.is_some())
+            })
+        {
+            fail!(
+                Exit::Refused,
+                "group {name:?} of {} already went out (or is going out right now); give these tasks another --group name",
+                target.describe_chat()
+            );
+        }
+        let mut jobs = Vec::new();
+        let mut messages = Vec::new();
+        for task_id in &watch.task_ids {
+            let existing = file.find(task_id);
+            let mut fresh = Job::new(
+                new_job_id(),
+                task_id.clone(),
+                base_url.clone(),
+                target.clone(),
+                now,
+            );
+            fresh.options = watch.options.clone();
+            fresh.chat_id = chat_id.clone();
+            let (job, message) = match register(existing, &target, base_url, group) {
+                Registration::New => {
+                    let message = format!("Watching {}; {}", subject(&fresh), destination(&fresh));
+                    (fresh, message)
+                }
+                Registration::AlreadyWatching => {
+                    let job = existing.cloned().expect("a live record exists");
+                    let message = format!(
+                        "Already watching {} (job {}); {}",
                         subject(&job),
-                        changes(old, &job)
-                    )
-                } else {
-                    format!(
-                        "Watching {} again (the previous watch ended {was}); {}",
-                        subject(&job),
+                        job.job_id,
                         destination(&job)
-                    )
-                };
-                (job, message)
-            }
-            Registration::Refuse { was: Status::Done } => {
-                let job = existing.expect("a record exists");
-                let when = job.delivered_at.map(|t| format!(" at {t}")).unwrap_or_default();
-                fail!(
-                    Exit::Refused,
-                    "{task_id} was already delivered to {}{when}; watching it again would only post the result twice (`atc status {task_id}` shows what was sent)",
-                    job.target.describe_chat()
-                );
-            }
-            Registration::Refuse { was: Status::Unconfirmed } => {
-                fail!(
-                    Exit::Refused,
-                    "{task_id}'s result may already have been delivered (an attempt's outcome is unknown); watching it again could post it twice. `atc status {task_id}` shows the text; check_agent_task fetches it too"
-                );
-            }
-            Registration::Refuse { was } => {
-                let job = existing.expect("a record exists");
-                fail!(
-                    Exit::Refused,
-                    "{task_id}'s result is being posted to {} right now ({was}); try again after the next atc tick",
-                    job.target.describe_chat()
-                );
-            }
-        };
-        file.jobs.retain(|j| j.task_id != *task_id);
-        file.jobs.push(job.clone());
-        Ok((job, message))
+                    );
+                    jobs.push(job);
+                    messages.push(message);
+                    continue;
+                }
+                Registration::Replace { was, same_target } => {
+                    let old = existing.expect("a record exists");
+                    let message = if !same_target && !was.is_terminal() {
+                        format!(
+                            "Re-targeted {}: {}; the result goes there on the next atc tick.",
+                            subject(&fresh),
+                            changes(old, &fresh)
+                        )
+                    } else {
+                        format!(
+                            "Watching {} again (the previous watch ended {was}); {}",
+                            subject(&fresh),
+                            destination(&fresh)
+                        )
+                    };
+                    (fresh, message)
+                }
+                Registration::Refuse { was } => return Err(refusal(task_id, existing, was).into()),
+            };
+            file.jobs.retain(|j| j.task_id != *task_id);
+            file.jobs.push(job.clone());
+            jobs.push(job);
+            messages.push(message);
+        }
+        Ok((jobs, messages))
     })?;
 
     if out.json {
-        print_json(&job)?;
+        match jobs.as_slice() {
+            [one] => print_json(one)?,
+            all => print_json(&serde_json::json!({ "jobs": all }))?,
+        }
     } else if !out.quiet {
-        emit(&format!("{message}\n"))?;
+        emit(&format!("{}\n", messages.join("\n")))?;
     }
-    if !out.quiet {
-        warn_if_ghost(&job, watch, out);
+    match check {
+        ChatCheck::Skipped { why } if !out.quiet => eprintln!(
+            "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped: the next atc tick checks again before delivering"
+        ),
+        ChatCheck::New if out.verbose > 0 => eprintln!(
+            "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
+            target.describe_chat()
+        ),
+        _ => {}
     }
     Ok(())
 }
 
-/// QwenPaw silently starts a new chat for a (session, user, channel) it does not know, and
-/// the parent would never see the result there. Check, briefly, that the chat exists; say
-/// so if it does not. Never fails the watch: the server may simply be down right now.
-fn warn_if_ghost(job: &Job, watch: &Watch, out: Output) {
-    let client = Client::new(GHOST_CHECK_TIMEOUT, watch.auth.clone());
-    let t = &job.target;
-    let chats = client.list_chats(&job.base_url, &t.agent_id, &t.user_id, &t.channel);
-    match chat::has_chat(chats, &t.session_id, &t.user_id, &t.channel) {
-        Some(false) => eprintln!(
-            "atc: warning: {} has no chat with {} for agent '{}'; delivering there would start a new chat the asking agent never sees. Check --session, --user and --channel against the agent's prompt (re-run watch to correct them)",
-            job.base_url,
+/// Looks the exact triple up in the parent agent's chats. A chat that does not exist is
+/// refused (exit 1), naming the chats that share the session id, unless the watch allows
+/// a new one; a server that cannot be asked is no reason to refuse.
+fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
+    let client = Client::new(CHAT_CHECK_TIMEOUT, watch.auth.clone());
+    let t = watch.target();
+    let base = &watch.base_url.value;
+    let listed = chat::chats(client.list_chats(base, &t.agent_id, Some((&t.user_id, &t.channel))));
+    let chats = match listed {
+        Ok(chats) => chats,
+        Err(chat::Unusable::Refused(why)) => {
+            return Err(Failure::new(
+                Exit::Refused,
+                format!(
+                    "{base} will not serve agent '{}' ({why}); check --agent (the agent's prompt shows its id)",
+                    t.agent_id
+                ),
+            ));
+        }
+        Err(chat::Unusable::Unknown(why)) => return Ok(ChatCheck::Skipped { why }),
+    };
+    if let Some(found) = chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
+        return Ok(ChatCheck::Found {
+            chat_id: found.id.clone(),
+        });
+    }
+    if watch.options.create_session {
+        return Ok(ChatCheck::New);
+    }
+    let same_session: Vec<String> = chat::chats(client.list_chats(base, &t.agent_id, None))
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c.session_id == t.session_id)
+        .map(chat::ChatRef::describe)
+        .collect();
+    let hint = if same_session.is_empty() {
+        format!(
+            "agent '{}' has no chat with session id {} at all (is --agent right?)",
+            t.agent_id, t.session_id
+        )
+    } else {
+        format!(
+            "chats with session id {}: {}",
+            t.session_id,
+            same_session.join("; ")
+        )
+    };
+    Err(Failure::new(
+        Exit::Refused,
+        format!(
+            "{base} has no chat with {} for agent '{}': delivering there would start a new chat the asking agent never sees; {hint}. Pass the Session ID, User ID and Channel the agent's prompt shows, or --create-session to start a new chat on purpose",
             t.describe_chat(),
             t.agent_id
         ),
-        None if out.verbose > 0 => eprintln!(
-            "atc: could not check that the chat exists on {} (server unreachable?)",
-            job.base_url
+    ))
+}
+
+fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
+    let job = existing.expect("a refusal is about a record");
+    let chat = job.target.describe_chat();
+    let message = match was {
+        Status::Done => {
+            let when = job
+                .delivered_at
+                .map(|t| format!(" at {t}"))
+                .unwrap_or_default();
+            format!(
+                "{task_id} was already delivered to {chat}{when}; watching it again would only post the result twice (`atc status {task_id}` shows what was sent)"
+            )
+        }
+        Status::Unconfirmed => format!(
+            "{task_id}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {task_id}` shows the text; `atc redeliver {task_id}` tries again safely"
         ),
-        _ => {}
-    }
+        _ => format!(
+            "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
+        ),
+    };
+    Failure::new(Exit::Refused, message)
 }
 
 /// "task-1 for agent 'default'" or "task-1 (running on agent 'SE') for agent 'default'".
 fn subject(job: &Job) -> String {
+    let group = job
+        .options
+        .group
+        .as_deref()
+        .map(|g| format!(" in group {g}"))
+        .unwrap_or_default();
     match &job.target.target_agent {
         Some(on) => format!(
-            "{} (running on agent '{on}') for agent '{}'",
+            "{} (running on agent '{on}'){group} for agent '{}'",
             job.task_id, job.target.agent_id
         ),
-        None => format!("{} for agent '{}'", job.task_id, job.target.agent_id),
+        None => format!("{}{group} for agent '{}'", job.task_id, job.target.agent_id),
     }
 }
 
@@ -156,6 +257,11 @@ fn changes(old: &Job, new: &Job) -> String {
         ("user", o.user_id.clone(), n.user_id.clone()),
         ("channel", o.channel.clone(), n.channel.clone()),
         ("base URL", old.base_url.clone(), new.base_url.clone()),
+        (
+            "group",
+            old.options.group.clone().unwrap_or_else(none),
+            new.options.group.clone().unwrap_or_else(none),
+        ),
     ];
     parts
         .iter()
@@ -166,8 +272,10 @@ fn changes(old: &Job, new: &Job) -> String {
 }
 
 fn destination(job: &Job) -> String {
-    format!(
-        "the result goes to {} on the next atc tick.",
-        job.target.describe_chat()
-    )
+    let when = if job.options.group.is_some() {
+        "with the rest of its group"
+    } else {
+        "on the next atc tick"
+    };
+    format!("the result goes to {} {when}.", job.target.describe_chat())
 }

@@ -79,26 +79,170 @@ pub fn posted(result: Result<Answer, Transport>) -> Posted {
     }
 }
 
-/// Whether the chat list answered by `GET /chats?user_id=&channel=` holds the exact triple:
-/// `Some(false)` means QwenPaw would silently start a new ("ghost") chat for it; `None`,
-/// that the answer does not tell.
-pub fn has_chat(
-    result: Result<Answer, Transport>,
+/// One chat as `GET /chats` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatRef {
+    pub id: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub channel: String,
+    /// A turn is running in it.
+    pub running: bool,
+}
+
+impl ChatRef {
+    /// "user alice on console".
+    pub fn describe(&self) -> String {
+        format!("user {} on {}", self.user_id, self.channel)
+    }
+}
+
+/// What an answer that should be a JSON body of `want` says, or why it is no use.
+fn json_body(result: Result<Answer, Transport>, want: &str) -> Result<(u16, Value), String> {
+    let answer = result.map_err(|transport| transport.message)?;
+    let status = answer.status;
+    let body = answer
+        .body
+        .clone()
+        .map_err(|e| format!("HTTP {status}: {e}"))?;
+    if !answer.is_json() {
+        return Err(format!(
+            "HTTP {status} with {} instead of JSON {want}",
+            if answer.content_type.is_empty() {
+                "no content type"
+            } else {
+                &answer.content_type
+            }
+        ));
+    }
+    let value =
+        serde_json::from_str(&body).map_err(|e| format!("HTTP {status}: not JSON ({e})"))?;
+    Ok((status, value))
+}
+
+/// Why a chat lookup told nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// A definite no: the server does not know (or will not serve) the parent agent.
+    Refused(String),
+    /// Could not tell: unreachable, an error answer, a body that is no use.
+    Unknown(String),
+}
+
+impl Unusable {
+    pub fn message(&self) -> &str {
+        match self {
+            Unusable::Refused(m) | Unusable::Unknown(m) => m,
+        }
+    }
+}
+
+/// The chats `GET /chats` listed.
+pub fn chats(result: Result<Answer, Transport>) -> Result<Vec<ChatRef>, Unusable> {
+    let (status, value) = json_body(result, "(a chat list)").map_err(Unusable::Unknown)?;
+    if status != 200 {
+        let said = detail(&value.to_string());
+        let message = format!("HTTP {status}: {said}");
+        // QwenPaw's answer for an agent it does not have (404) or has disabled (403).
+        let unknown_agent =
+            status == 404 && said.starts_with("Agent ") && said.ends_with("not found");
+        return Err(if unknown_agent || status == 403 {
+            Unusable::Refused(message)
+        } else {
+            Unusable::Unknown(message)
+        });
+    }
+    let list = value
+        .as_array()
+        .ok_or_else(|| Unusable::Unknown("HTTP 200 but the chat list is not a list".to_owned()))?;
+    let text = |chat: &Value, key: &str| chat.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(list
+        .iter()
+        .filter_map(|chat| {
+            Some(ChatRef {
+                id: text(chat, "id")?,
+                session_id: text(chat, "session_id")?,
+                user_id: text(chat, "user_id")?,
+                channel: text(chat, "channel")?,
+                running: text(chat, "status").as_deref() == Some("running"),
+            })
+        })
+        .collect())
+}
+
+/// The chat with exactly this triple, if the list has one.
+pub fn find<'a>(
+    chats: &'a [ChatRef],
     session_id: &str,
     user_id: &str,
     channel: &str,
-) -> Option<bool> {
-    let answer = result.ok()?;
-    if answer.status != 200 || !answer.is_json() {
-        return None;
+) -> Option<&'a ChatRef> {
+    chats
+        .iter()
+        .find(|c| c.session_id == session_id && c.user_id == user_id && c.channel == channel)
+}
+
+/// `GET /chats/{id}/status`: whether a turn is running.
+pub fn running(result: Result<Answer, Transport>) -> Result<bool, String> {
+    let (status, value) = json_body(result, "(a chat status)")?;
+    match (status, value.get("status").and_then(Value::as_str)) {
+        (200, Some("running")) => Ok(true),
+        (200, Some(_)) => Ok(false),
+        (200, None) => Err("HTTP 200 but the chat status has no \"status\"".to_owned()),
+        (status, _) => Err(format!("HTTP {status}: {}", detail(&value.to_string()))),
     }
-    let chats: Value = serde_json::from_str(&answer.body.ok()?).ok()?;
-    let field = |chat: &Value, key| chat.get(key).and_then(Value::as_str).map(str::to_owned);
-    Some(chats.as_array()?.iter().any(|chat| {
-        field(chat, "session_id").as_deref() == Some(session_id)
-            && field(chat, "user_id").as_deref() == Some(user_id)
-            && field(chat, "channel").as_deref() == Some(channel)
-    }))
+}
+
+/// What reading the parent chat back said about one delivery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadBack {
+    /// A user message carries the delivery's id; `turn` is how the turn it started ended,
+    /// when the server has stamped it (`qwenpaw_turn_state`).
+    Found { turn: Option<String> },
+    /// No such message; whether a turn is running in the chat right now.
+    Absent { running: bool },
+    /// The server has no such chat (`Chat not found`).
+    NoChat,
+}
+
+/// Reads `GET /chats/{id}` for the user message whose metadata carries `client_message_id`
+/// (QwenPaw keeps input metadata under the stored message's `metadata.metadata`).
+pub fn read_back(
+    result: Result<Answer, Transport>,
+    client_message_id: &str,
+) -> Result<ReadBack, String> {
+    let (status, value) = json_body(result, "(a chat history)")?;
+    match status {
+        200 => {}
+        404 if detail(&value.to_string()).starts_with("Chat not found") => {
+            return Ok(ReadBack::NoChat);
+        }
+        _ => return Err(format!("HTTP {status}: {}", detail(&value.to_string()))),
+    }
+    let messages = value
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "HTTP 200 but the chat history has no messages".to_owned())?;
+    let ours = messages.iter().rev().find(|m| {
+        m.get("role").and_then(Value::as_str) == Some("user")
+            && inner_metadata(m, "qwenpaw_client_message_id").and_then(Value::as_str)
+                == Some(client_message_id)
+    });
+    Ok(match ours {
+        Some(message) => ReadBack::Found {
+            turn: inner_metadata(message, "qwenpaw_turn_state")
+                .and_then(|state| state.get("status"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
+        None => ReadBack::Absent {
+            running: value.get("status").and_then(Value::as_str) == Some("running"),
+        },
+    })
+}
+
+fn inner_metadata<'a>(message: &'a Value, key: &str) -> Option<&'a Value> {
+    message.get("metadata")?.get("metadata")?.get(key)
 }
 
 #[cfg(test)]
@@ -167,21 +311,73 @@ mod tests {
     }
 
     #[test]
-    fn a_chat_matches_on_the_whole_triple() {
-        let chats = r#"[{"id":"c1","session_id":"s-77","user_id":"alice","channel":"console"}]"#;
+    fn chats_are_found_by_the_whole_triple() {
+        let list = json(
+            200,
+            r#"[{"id":"c1","session_id":"s-77","user_id":"alice","channel":"console","status":"running"},
+                {"id":"c2","session_id":"s-77","user_id":"bob","channel":"discord","status":"idle"},
+                {"id":"c3"}]"#,
+        );
+        let listed = chats(list).unwrap();
+        assert_eq!(listed.len(), 2, "entries without the fields are skipped");
+        let found = find(&listed, "s-77", "alice", "console").unwrap();
+        assert_eq!((found.id.as_str(), found.running), ("c1", true));
+        assert!(find(&listed, "s-77", "alice", "discord").is_none());
+        assert!(find(&listed, "s-78", "alice", "console").is_none());
+        assert_eq!(listed[1].describe(), "user bob on discord");
         assert_eq!(
-            has_chat(json(200, chats), "s-77", "alice", "console"),
-            Some(true)
+            chats(json(401, r#"{"detail":"Not authenticated"}"#)),
+            Err(Unusable::Unknown("HTTP 401: Not authenticated".into()))
         );
         assert_eq!(
-            has_chat(json(200, chats), "s-77", "bob", "console"),
-            Some(false)
+            chats(json(404, r#"{"detail":"Agent 'x' not found"}"#)),
+            Err(Unusable::Refused("HTTP 404: Agent 'x' not found".into()))
+        );
+        assert!(matches!(
+            chats(json(404, r#"{"detail":"Not Found"}"#)),
+            Err(Unusable::Unknown(_))
+        ));
+        assert!(chats(json(200, "{}")).is_err());
+    }
+
+    #[test]
+    fn chat_status_and_read_back() {
+        assert_eq!(running(json(200, r#"{"status":"running"}"#)), Ok(true));
+        assert_eq!(running(json(200, r#"{"status":"idle"}"#)), Ok(false));
+        assert!(running(json(500, r#"{"detail":"x"}"#)).is_err());
+
+        let history = r#"{"status":"idle","messages":[
+            {"role":"user","type":"message","content":[{"type":"text","text":"hello"}],"metadata":{"original_name":"user","metadata":{"qwenpaw_client_message_id":"other"}}},
+            {"role":"user","type":"message","content":[{"type":"text","text":"T"}],"metadata":{"original_name":"user","metadata":{"qwenpaw_client_message_id":"atc-j1","qwenpaw_turn_state":{"status":"completed"}}}},
+            {"role":"assistant","type":"message","content":[{"type":"text","text":"ok"}]}]}"#;
+        assert_eq!(
+            read_back(json(200, history), "atc-j1"),
+            Ok(ReadBack::Found {
+                turn: Some("completed".into())
+            })
         );
         assert_eq!(
-            has_chat(json(200, chats), "s-77", "alice", "discord"),
-            Some(false)
+            read_back(json(200, history), "atc-j2"),
+            Ok(ReadBack::Absent { running: false })
         );
-        assert_eq!(has_chat(json(401, "{}"), "s-77", "alice", "console"), None);
-        assert_eq!(has_chat(json(200, "{}"), "s-77", "alice", "console"), None);
+        assert_eq!(
+            read_back(json(200, r#"{"status":"running","messages":[]}"#), "atc-j1"),
+            Ok(ReadBack::Absent { running: true })
+        );
+        assert_eq!(
+            read_back(json(404, r#"{"detail":"Chat not found: c9"}"#), "atc-j1"),
+            Ok(ReadBack::NoChat)
+        );
+        assert!(read_back(json(200, r#"{"status":"idle"}"#), "atc-j1").is_err());
+        let html = Ok(Answer {
+            status: 200,
+            content_type: "text/html".into(),
+            body: Ok("<html>".into()),
+        });
+        assert!(
+            read_back(html, "atc-j1")
+                .unwrap_err()
+                .contains("instead of JSON")
+        );
     }
 }

@@ -102,12 +102,10 @@ impl Client {
         task_id: &str,
         agent: &str,
     ) -> Result<Answer, Transport> {
-        let url = format!("{base_url}/console/chat/task/{}", encode(task_id));
-        let request = self
-            .with_auth(self.reads.get(&url))
-            .header("X-Agent-Id", agent)
-            .header("Accept", "application/json");
-        finish("GET", &url, request.call())
+        self.read(
+            &format!("{base_url}/console/chat/task/{}", encode(task_id)),
+            agent,
+        )
     }
 
     /// `POST {base}/console/chat/task` with `body` (a new user turn) as `agent`.
@@ -125,25 +123,54 @@ impl Client {
         finish("POST", &url, request.send_json(body))
     }
 
-    /// `GET {base}/chats?user_id=…&channel=…` as `agent`: the agent's chats of one user on
-    /// one channel.
+    /// `GET {base}/chats` as `agent`: its chats, of one user on one channel when
+    /// `filter` says which (otherwise all of them).
     pub fn list_chats(
         &self,
         base_url: &str,
         agent: &str,
-        user_id: &str,
-        channel: &str,
+        filter: Option<(&str, &str)>,
     ) -> Result<Answer, Transport> {
-        let url = format!(
-            "{base_url}/chats?user_id={}&channel={}",
-            encode(user_id),
-            encode(channel)
-        );
+        let url = match filter {
+            Some((user_id, channel)) => format!(
+                "{base_url}/chats?user_id={}&channel={}",
+                encode(user_id),
+                encode(channel)
+            ),
+            None => format!("{base_url}/chats"),
+        };
+        self.read(&url, agent)
+    }
+
+    /// `GET {base}/chats/{id}/status` as `agent`: is a turn running in the chat?
+    pub fn chat_status(
+        &self,
+        base_url: &str,
+        agent: &str,
+        chat_id: &str,
+    ) -> Result<Answer, Transport> {
+        self.read(
+            &format!("{base_url}/chats/{}/status", encode(chat_id)),
+            agent,
+        )
+    }
+
+    /// `GET {base}/chats/{id}` as `agent`: the chat's stored history and status.
+    pub fn chat_history(
+        &self,
+        base_url: &str,
+        agent: &str,
+        chat_id: &str,
+    ) -> Result<Answer, Transport> {
+        self.read(&format!("{base_url}/chats/{}", encode(chat_id)), agent)
+    }
+
+    fn read(&self, url: &str, agent: &str) -> Result<Answer, Transport> {
         let request = self
-            .with_auth(self.reads.get(&url))
+            .with_auth(self.reads.get(url))
             .header("X-Agent-Id", agent)
             .header("Accept", "application/json");
-        finish("GET", &url, request.call())
+        finish("GET", url, request.call())
     }
 }
 
@@ -153,7 +180,7 @@ fn finish(
     result: Result<Response<Body>, ureq::Error>,
 ) -> Result<Answer, Transport> {
     match result {
-        Ok(response) => Ok(read(response)),
+        Ok(response) => Ok(read_answer(response)),
         Err(err) => Err(Transport {
             nothing_sent: nothing_sent(&err),
             message: format!("{method} {url}: {}", describe(&err)),
@@ -161,7 +188,7 @@ fn finish(
     }
 }
 
-fn read(mut response: Response<Body>) -> Answer {
+fn read_answer(mut response: Response<Body>) -> Answer {
     let status = response.status().as_u16();
     let content_type = response
         .headers()

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::task::TaskRecord;
+use crate::job::TaskOutcome;
 use crate::text::truncate_chars;
 
 /// The seed's `[:8000]`: at most this many characters are delivered.
@@ -20,9 +21,29 @@ pub fn render(task_id: &str, payload: &Value) -> String {
     truncate_chars(format_status_text(task_id, payload), MAX_CHARS)
 }
 
-/// Renders a polled task record (what a delivery carries).
-pub fn render_record(task_id: &str, record: &TaskRecord) -> String {
-    render(task_id, &record.payload)
+/// What the delivery of a finished task carries: QwenPaw's own rendering and, for a
+/// fork child that completed, a last line naming its branch (`[FORK_BRANCH: <branch>]`,
+/// the marker QwenPaw's own fork tool ends a ready branch with); at most [`MAX_CHARS`]
+/// characters in all.
+pub fn render_delivery(task_id: &str, record: &TaskRecord, fork_branch: Option<&str>) -> String {
+    let text = format_status_text(task_id, &record.payload);
+    match fork_branch.filter(|_| record.outcome() == TaskOutcome::Completed) {
+        Some(branch) => {
+            let line = format!("\n\n[FORK_BRANCH: {branch}]");
+            let room = MAX_CHARS.saturating_sub(line.chars().count());
+            truncate_chars(text, room) + &line
+        }
+        None => truncate_chars(text, MAX_CHARS),
+    }
+}
+
+/// The answer of a finished payload as QwenPaw extracts it: "" when there is none.
+pub fn answer(payload: &Value) -> String {
+    payload
+        .get("result")
+        .and_then(Value::as_object)
+        .map(answer_text)
+        .unwrap_or_default()
 }
 
 fn format_status_text(task_id: &str, payload: &Value) -> String {
@@ -309,6 +330,35 @@ mod tests {
         ] {
             assert_eq!(py_float(x), want, "{x}");
         }
+    }
+
+    #[test]
+    fn a_completed_fork_child_names_its_branch_within_the_cap() {
+        let record = |payload: Value| TaskRecord {
+            status: "finished".into(),
+            started_at: None,
+            payload,
+        };
+        let done = record(
+            serde_json::json!({"status": "finished", "result": {"status": "completed",
+            "output": [{"content": [{"type": "text", "text": "x".repeat(9000)}]}]}}),
+        );
+        let text = render_delivery("task-1", &done, Some("fork/a1"));
+        assert!(text.ends_with("\n\n[FORK_BRANCH: fork/a1]"));
+        assert_eq!(text.chars().count(), MAX_CHARS);
+        let failed = record(
+            serde_json::json!({"status": "finished", "result": {"status": "failed",
+            "error": {"message": "Failed to finalize fork worktree"}}}),
+        );
+        assert_eq!(
+            render_delivery("task-1", &failed, Some("fork/a1")),
+            "[TASK_ID: task-1]\n[STATUS: finished]\n\nTask failed.\n\nError: Failed to finalize fork worktree",
+            "a branch that is not ready is not advertised"
+        );
+        assert_eq!(
+            render_delivery("task-1", &done, None),
+            render("task-1", &done.payload)
+        );
     }
 
     #[test]

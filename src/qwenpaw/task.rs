@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::{Answer, Transport, detail};
+use super::{Answer, Transport, detail, render};
+use crate::job::TaskOutcome;
 use crate::settings::Auth;
 use crate::time::Timestamp;
 
@@ -28,6 +29,53 @@ impl TaskRecord {
             "finished" | "failed" | "cancelled" | "timeout" | "error"
         )
     }
+
+    /// How a finished task ended. Success is `result.status == "completed"` and nothing
+    /// else; a failure is told apart by its error (contract §4, §10).
+    pub fn outcome(&self) -> TaskOutcome {
+        let result = self.payload.get("result");
+        match self.status.as_str() {
+            "finished" => match result.and_then(|r| r.get("status")).and_then(Value::as_str) {
+                Some("completed") => TaskOutcome::Completed,
+                Some("failed") => failure(result.and_then(|r| r.get("error"))),
+                _ => TaskOutcome::Other,
+            },
+            "cancelled" => TaskOutcome::Cancelled,
+            "timeout" => TaskOutcome::TimedOut,
+            "failed" | "error" => TaskOutcome::Failed,
+            _ => TaskOutcome::Other,
+        }
+    }
+
+    /// `result.status` of a finished record (`completed`, `failed`…), if it has one.
+    pub fn result_status(&self) -> Option<&str> {
+        self.payload.get("result")?.get("status")?.as_str()
+    }
+
+    /// The child's final answer as QwenPaw extracts it ("" when there is none).
+    pub fn answer(&self) -> String {
+        render::answer(&self.payload)
+    }
+}
+
+fn failure(error: Option<&Value>) -> TaskOutcome {
+    let (message, code) = match error {
+        Some(Value::Object(e)) => (
+            e.get("message").and_then(Value::as_str).unwrap_or(""),
+            e.get("code").and_then(Value::as_str).unwrap_or(""),
+        ),
+        Some(Value::String(message)) => (message.as_str(), ""),
+        _ => ("", ""),
+    };
+    if message == "Failed to finalize fork worktree" {
+        TaskOutcome::ForkNotFinalized
+    } else if code == "timeout" || message.starts_with("Task timed out") {
+        TaskOutcome::TimedOut
+    } else if message == "Task cancelled" {
+        TaskOutcome::Cancelled
+    } else {
+        TaskOutcome::Failed
+    }
 }
 
 /// What one poll saw.
@@ -45,9 +93,14 @@ pub enum Poll {
     },
 }
 
-/// Classifies a poll's answer. `base_url` is named when it is the likely culprit; `auth`
-/// says which token hint fits a 401.
-pub fn classify(result: Result<Answer, Transport>, base_url: &str, auth: &Auth) -> Poll {
+/// Classifies a poll of `task_id`. `base_url` is named when it is the likely culprit;
+/// `auth` says which token hint fits a 401.
+pub fn classify(
+    result: Result<Answer, Transport>,
+    task_id: &str,
+    base_url: &str,
+    auth: &Auth,
+) -> Poll {
     let answer = match result {
         Ok(answer) => answer,
         Err(transport) => {
@@ -79,8 +132,14 @@ pub fn classify(result: Result<Answer, Transport>, base_url: &str, auth: &Auth) 
     }
     match status {
         200 => {}
-        // FastAPI's own "no such route" 404 is JSON too: a wrong base URL path, not a lost
-        // task (which says "Task not found: <id>").
+        // Only QwenPaw's own answer for this id parks a job as lost. Any other 404 (FastAPI's
+        // "no such route", a proxy, another service on that port) means the base URL is
+        // wrong, and a live task must not be given up for it.
+        404 if detail(body) == format!("Task not found: {task_id}") => {
+            return Poll::NotFound {
+                detail: detail(body),
+            };
+        }
         404 if detail(body) == "Not Found" => {
             return Poll::Failed {
                 error: format!(
@@ -89,8 +148,11 @@ pub fn classify(result: Result<Answer, Transport>, base_url: &str, auth: &Auth) 
             };
         }
         404 => {
-            return Poll::NotFound {
-                detail: detail(body),
+            return Poll::Failed {
+                error: format!(
+                    "HTTP 404 {}: not QwenPaw's answer for this task; is the base URL {base_url} right? It must point at QwenPaw's /api",
+                    detail(body)
+                ),
             };
         }
         401 | 403 => {
@@ -159,6 +221,17 @@ mod tests {
         answer(status, "application/json", body)
     }
 
+    fn classify(result: Result<Answer, Transport>, base: &str, auth: &Auth) -> Poll {
+        super::classify(result, "task-1", base, auth)
+    }
+
+    fn record(body: &str) -> TaskRecord {
+        match classify(json(200, body), BASE, &Auth::default()) {
+            Poll::Record(record) => record,
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn failed(poll: Poll) -> String {
         match poll {
             Poll::Failed { error } => error,
@@ -217,6 +290,65 @@ mod tests {
         assert!(
             html.contains("instead of JSON") && html.contains(BASE),
             "{html}"
+        );
+        for other in [
+            r#"{"detail":"Task not found: task-2"}"#,
+            r#"{"detail":"Chat not found: x"}"#,
+            r#"{"error":"no such thing"}"#,
+        ] {
+            let strike = failed(classify(json(404, other), BASE, &Auth::default()));
+            assert!(
+                strike.contains("not QwenPaw's answer for this task") && strike.contains(BASE),
+                "{strike}"
+            );
+        }
+    }
+
+    #[test]
+    fn outcomes_tell_finished_from_succeeded() {
+        let finished =
+            |result: &str| record(&format!(r#"{{"status":"finished","result":{result}}}"#));
+        assert_eq!(
+            finished(r#"{"status":"completed","output":[]}"#).outcome(),
+            TaskOutcome::Completed
+        );
+        for (result, want) in [
+            (
+                r#"{"status":"failed","error":{"message":"Task timed out after 1s","code":"timeout"}}"#,
+                TaskOutcome::TimedOut,
+            ),
+            (
+                r#"{"status":"failed","error":{"message":"Task cancelled"}}"#,
+                TaskOutcome::Cancelled,
+            ),
+            (
+                r#"{"status":"failed","error":{"message":"Failed to finalize fork worktree"}}"#,
+                TaskOutcome::ForkNotFinalized,
+            ),
+            (
+                r#"{"status":"failed","error":{"code":"MODEL_EXECUTION_ERROR","message":"boom"}}"#,
+                TaskOutcome::Failed,
+            ),
+            (
+                r#"{"status":"failed","error":"Rate limit exceeded"}"#,
+                TaskOutcome::Failed,
+            ),
+            (r#"{"status":"weird"}"#, TaskOutcome::Other),
+        ] {
+            assert_eq!(finished(result).outcome(), want, "{result}");
+        }
+        assert_eq!(
+            record(r#"{"status":"cancelled"}"#).outcome(),
+            TaskOutcome::Cancelled
+        );
+        let answer = finished(
+            r#"{"status":"completed","output":[{"content":[{"type":"text","text":"  hi \n"}]}]}"#,
+        );
+        assert_eq!(answer.answer(), "hi");
+        assert_eq!(answer.result_status(), Some("completed"));
+        assert_eq!(
+            finished(r#"{"status":"completed","output":[]}"#).answer(),
+            ""
         );
     }
 

@@ -13,10 +13,13 @@ use serde_json::Value;
 use crate::R;
 use crate::procs::{self, Output};
 
+/// Statuses after which atc does nothing more with a job (`unconfirmed` is still being
+/// read back; a watch that ended without an answer may still be telling the parent).
 pub const TERMINAL: &[&str] = &[
     "done",
-    "unconfirmed",
     "undelivered",
+    "misrouted",
+    "skipped",
     "lost",
     "abandoned",
     "expired",
@@ -25,9 +28,11 @@ pub const TERMINAL: &[&str] = &[
 ];
 
 pub fn is_terminal(job: &Value) -> bool {
+    let notice_pending = matches!(job["notice"].as_str(), Some("delivering" | "unconfirmed"));
     job["status"]
         .as_str()
         .is_some_and(|s| TERMINAL.contains(&s))
+        && !notice_pending
 }
 
 /// One atc "installation": its HOME, job file and base URL.

@@ -1,9 +1,11 @@
 //! A recording HTTP/1.1 pass-through proxy, so a scenario can see the headers atc
 //! really sends (QwenPaw's GET of a task record ignores `X-Agent-Id`, so the server
-//! alone cannot tell whether `--target-agent` was honoured).
+//! alone cannot tell whether `--target-agent` was honoured), and can lose the answer to
+//! a POST the server did act on (`drop_next_posts`): the fault exactly-once is about.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,6 +33,8 @@ impl Seen {
 pub struct Proxy {
     pub port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// POSTs still to forward and then answer by closing the connection.
+    drops: Arc<AtomicUsize>,
 }
 
 impl Proxy {
@@ -38,17 +42,24 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("proxy bind: {e}"))?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (log, to_drop) = (Arc::clone(&seen), Arc::clone(&drops));
         // The accept thread lives until the process ends; it holds no process.
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
+                let (log, to_drop) = (Arc::clone(&log), Arc::clone(&to_drop));
                 std::thread::spawn(move || {
-                    let _ = serve(conn, upstream_port, &log);
+                    let _ = serve(conn, upstream_port, &log, &to_drop);
                 });
             }
         });
-        Ok(Proxy { port, seen })
+        Ok(Proxy { port, seen, drops })
+    }
+
+    /// The next `n` POSTs reach the server, which acts on them; their answers are lost
+    /// (the client's connection is closed instead).
+    pub fn drop_next_posts(&self, n: usize) {
+        self.drops.store(n, Ordering::SeqCst);
     }
 
     pub fn url(&self) -> String {
@@ -62,7 +73,12 @@ impl Proxy {
 
 /// One request per client connection: forwarded with `Connection: close`, the
 /// upstream answer passed back verbatim (it carries `connection: close`), then closed.
-fn serve(client: TcpStream, upstream_port: u16, log: &Mutex<Vec<Seen>>) -> io::Result<()> {
+fn serve(
+    client: TcpStream,
+    upstream_port: u16,
+    log: &Mutex<Vec<Seen>>,
+    drops: &AtomicUsize,
+) -> io::Result<()> {
     client.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut reader = BufReader::new(client.try_clone()?);
     let mut request_line = String::new();
@@ -113,6 +129,7 @@ fn serve(client: TcpStream, upstream_port: u16, log: &Mutex<Vec<Seen>>) -> io::R
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
+    let is_post = method == "POST";
     log.lock().unwrap_or_else(|e| e.into_inner()).push(Seen {
         method,
         path,
@@ -120,6 +137,14 @@ fn serve(client: TcpStream, upstream_port: u16, log: &Mutex<Vec<Seen>>) -> io::R
         body: String::from_utf8_lossy(&body).into_owned(),
         status,
     });
+    let drop_it = is_post
+        && drops
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+    if drop_it {
+        let _ = client.shutdown(std::net::Shutdown::Both);
+        return Ok(());
+    }
     // Make sure the client does not keep this connection for a next request.
     if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
         let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();

@@ -23,6 +23,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("cross-agent", cross_agent),
     ("failed-and-timed-out-child", failed_and_timed_out_child),
     ("busy-parent", busy_parent),
+    ("dropped-post-read-back", dropped_post_read_back),
+    ("group-of-three", group_of_three),
     ("server-restart", server_restart),
     ("runtime-token", runtime_token),
     ("agent-registers-itself", agent_registers_itself),
@@ -322,12 +324,32 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         watched.stderr
     );
     // The same session under another user is a chat QwenPaw does not have: a ghost.
+    // watch refuses it, names the chat that has the session id, and writes nothing.
     let ghost = ctx.atc("ghost", &ctx.main.root())?;
-    let warned = ghost.watch(&tid, &parent, "not-alice", &[])?;
+    let refused = ghost.run_env(
+        &[
+            "watch",
+            &tid,
+            "--session",
+            &parent,
+            "--user",
+            "not-alice",
+            "--channel",
+            "console",
+        ],
+        &[],
+    )?;
     ensure!(
-        warned.stderr.contains("warning") && warned.stderr.contains("no chat with session"),
-        "watch did not warn about a chat that does not exist: {:?}",
-        warned.stderr
+        refused.status.code() == Some(1)
+            && refused.stderr.contains("no chat with session")
+            && refused.stderr.contains("user alice on console"),
+        "watch did not refuse a chat that does not exist: {}",
+        refused.describe()
+    );
+    ensure!(
+        !ghost.state.exists(),
+        "a refused watch wrote {}",
+        ghost.state.display()
     );
     let job = atc
         .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
@@ -585,6 +607,11 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
     let tid = api.submit(Some("default"), &child, user, "quick child", None)?;
     api.wait_finished(&tid, SECS(30))?;
 
+    // atc talks to the server through a recorder, so every POST (and 409) is seen.
+    let proxy = Proxy::start(ctx.main.port)?;
+    let atc = ctx.atc("busy", &proxy.url())?;
+    atc.watch(&tid, &parent, user, &[])?;
+
     // The parent is busy with a slow turn when atc comes to deliver.
     let slow = api.submit(
         Some("default"),
@@ -602,67 +629,191 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
     );
     ctx.record("busy_409", &refused.body);
 
-    let atc = ctx.atc("busy", &ctx.main.root())?;
-    atc.watch(&tid, &parent, user, &[])?;
-    atc.ok(&["tick", "--busy-retry", "0s"])?;
-    let job = atc.job(&tid)?;
+    for _ in 0..2 {
+        atc.ok(&["tick"])?;
+    }
     ensure!(
         api.task(&slow)?.json()?["status"] == "running",
-        "the parent's slow turn ended before the first tick (machine too slow?)"
+        "the parent's slow turn ended before the ticks (machine too slow?)"
     );
+    let job = atc.job(&tid)?;
     require_status(&job, "delivering")?;
     let d = &job["delivery"];
     ensure!(
-        d["busy"] == 1,
-        "delivery.busy is {}, expected 1: {d}",
-        d["busy"]
-    );
-    ensure!(
-        d["last_http_status"] == 409,
-        "delivery.last_http_status is {}: {d}",
-        d["last_http_status"]
-    );
-    ensure!(
-        d["next_attempt_at"].is_string(),
-        "no delivery.next_attempt_at recorded: {d}"
-    );
-    ensure!(
-        d["attempt_started_at"].is_null(),
-        "attempt_started_at left set after a recorded outcome: {d}"
+        d["busy"].as_u64() >= Some(2) && d["attempts"] == 0 && d["waiting_since"].is_string(),
+        "a busy parent should be asked each tick and not posted to: {d}"
     );
 
     api.wait_finished(&slow, SECS(30))?;
-    let job = atc
-        .tick_until_terminal(
-            &["--busy-retry", "0s"],
-            std::slice::from_ref(&tid),
-            SECS(30),
-        )?
-        .remove(0);
+    // The first tick after the parent went idle delivers.
+    atc.ok(&["tick"])?;
+    let job = atc.job(&tid)?;
     require_status(&job, "done")?;
+    let posts: Vec<_> = proxy
+        .seen()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
     ensure!(
-        job["delivery"]["attempts"] == 2,
-        "delivery.attempts is {}, expected 2",
-        job["delivery"]["attempts"]
+        posts.len() == 1 && posts[0].status == 200,
+        "expected one POST, answered 200, and no 409 at all: {:?}",
+        posts.iter().map(|p| p.status).collect::<Vec<_>>()
     );
     wait_turn(&api, &job)?;
     // Two more passes must not deliver again.
-    atc.ok(&["tick", "--busy-retry", "0s"])?;
-    atc.ok(&["tick", "--busy-retry", "0s"])?;
+    atc.ok(&["tick"])?;
+    atc.ok(&["tick"])?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     // New user turns: the slow one, then the delivery (the refused one never landed).
     let text = final_text(&job)?;
     let slow_at = after
         .iter()
-        .position(|m| m.role == "user" && m.text.contains("SLEEP=8"));
-    let slow_at = slow_at.ok_or("the slow parent turn is missing from the history")?;
-    ensure!(slow_at >= before, "slow turn at {slow_at}, before {before}");
+        .position(|m| m.role == "user" && m.text.contains("slow parent turn"))
+        .ok_or("the slow parent turn is not in the history")?;
+    ensure!(slow_at >= before, "the slow turn is older than expected");
     check_delivered_once(&after, slow_at + 1, &text, &job)?;
     ensure!(
         new_user_turns(&after, before) == 2,
-        "expected 2 new user turns, got {}",
+        "expected 2 new user turns (slow turn + delivery), got {}",
         new_user_turns(&after, before)
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 4b. a delivery whose answer is lost: settled by reading the chat back
+
+fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = (
+        "olga",
+        ctx.uniq("dropped-parent"),
+        ctx.uniq("dropped-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?.len();
+    let tid = api.submit(
+        Some("default"),
+        &child,
+        user,
+        "child of a lost answer",
+        None,
+    )?;
+    api.wait_finished(&tid, SECS(30))?;
+
+    let proxy = Proxy::start(ctx.main.port)?;
+    let atc = ctx.atc("dropped", &proxy.url())?;
+    atc.watch(&tid, &parent, user, &[])?;
+    // The server receives the POST and starts the parent's turn; atc never hears back.
+    proxy.drop_next_posts(1);
+    atc.ok(&["tick", "--http-timeout", "5s"])?;
+    let job = atc.job(&tid)?;
+    require_status(&job, "unconfirmed")?;
+
+    let job = atc
+        .tick_until_terminal(
+            &["--http-timeout", "1s"],
+            std::slice::from_ref(&tid),
+            SECS(60),
+        )?
+        .remove(0);
+    require_status(&job, "done")?;
+    ensure!(
+        job["delivery"]["confirmed"] == "read-back",
+        "not confirmed by reading the chat back: {job}"
+    );
+    let posts = proxy
+        .seen()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    ensure!(posts == 1, "{posts} POSTs: the turn was posted again");
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    let text = final_text(&job)?;
+    let copies = after
+        .iter()
+        .filter(|m| m.role == "user" && m.text == text)
+        .count();
+    ensure!(copies == 1, "the parent holds {copies} copies");
+    ensure!(
+        new_user_turns(&after, before) == 1,
+        "expected exactly one new user turn"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 4c. fan-in: three children, one turn
+
+fn group_of_three(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent) = ("petra", ctx.uniq("group-parent"));
+    let before = api.make_parent("default", user, &parent)?.len();
+    let children: Vec<String> = ["first child", "second child SLEEP=3", "third child FAIL"]
+        .iter()
+        .map(|prompt| {
+            api.submit(
+                Some("default"),
+                &ctx.uniq("group-child"),
+                user,
+                prompt,
+                None,
+            )
+        })
+        .collect::<R<_>>()?;
+
+    let atc = ctx.atc("group", &ctx.main.root())?;
+    let mut args = vec!["watch"];
+    args.extend(children.iter().map(String::as_str));
+    args.extend([
+        "--session",
+        &parent,
+        "--user",
+        user,
+        "--channel",
+        "console",
+        "--group",
+        "trio",
+    ]);
+    atc.ok(&args)?;
+    let jobs = atc.tick_until_terminal(&[], &children, SECS(90))?;
+    for job in &jobs {
+        require_status(job, "done")?;
+    }
+    let carrier = &jobs[0];
+    ensure!(
+        carrier["group_tasks"] == json!(children),
+        "the first member should carry all three: {carrier}"
+    );
+    wait_turn(&api, carrier)?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    let turns: Vec<&Msg> = after[before..]
+        .iter()
+        .filter(|m| m.role == "user")
+        .collect();
+    ensure!(
+        turns.len() == 1,
+        "expected one turn for the group, got {}",
+        turns.len()
+    );
+    let text = &turns[0].text;
+    ensure!(
+        text.starts_with("[ATC_GROUP: trio] 3 tasks: 2 completed, 1 failed\n\n"),
+        "group header: {:?}",
+        text.lines().next()
+    );
+    let at: Vec<usize> = children
+        .iter()
+        .map(|t| text.find(&format!("[TASK_ID: {t}]")).unwrap_or(usize::MAX))
+        .collect();
+    ensure!(
+        at[0] < at[1] && at[1] < at[2] && at[2] != usize::MAX,
+        "member blocks missing or out of order: {at:?}"
+    );
+    ensure_same(
+        "the group turn vs the carrier's final",
+        text,
+        &final_text(carrier)?,
+    )?;
     Ok(())
 }
 
@@ -681,6 +832,7 @@ fn server_restart(ctx: &Ctx) -> R<()> {
         },
     )?;
     let api = server.api();
+    let before = api.make_parent("default", "frank", "restart-parent")?.len();
     let tid = api.submit(
         Some("default"),
         "restart-child",
@@ -720,13 +872,27 @@ fn server_restart(ctx: &Ctx) -> R<()> {
         s(&job, "last_error").starts_with("Task not found: task-"),
         "lost job does not keep the server's 404: {job}"
     );
-    // What people are told about it names the likely cause.
+    ensure!(
+        job["notice"] == "delivered",
+        "the parent was not told: notice is {}",
+        job["notice"]
+    );
+    // What people are told about it names the likely cause, and that the parent knows.
     let shown = atc.ok(&["status", &tid])?.stdout;
     ensure!(
-        shown.contains("restarted"),
-        "`atc status` of a lost job does not name a server restart: {shown}"
+        shown.contains("restarted") && shown.contains("the parent was told"),
+        "`atc status` of a lost job: {shown}"
     );
-    Ok(())
+    // The parent chat survived the restart and holds exactly one notice.
+    wait_turn(&api, &job)?;
+    atc.ok(&["tick"])?;
+    let after = api.history("default", "frank", "restart-parent", USER_TURN_WAIT)?;
+    let notice = final_text(&job)?;
+    ensure!(
+        notice.starts_with(&format!("[TASK_ID: {tid}]\n[STATUS: lost]\n\n")),
+        "notice text: {notice:?}"
+    );
+    check_delivered_once(&after, before, &notice, &job)
 }
 
 // ---------------------------------------------------------------------------
@@ -987,8 +1153,9 @@ fn many_at_once(ctx: &Ctx) -> R<()> {
 // ---------------------------------------------------------------------------
 // beyond the eight: a parent agent that does not exist
 
-/// The delivery POST answers 404 `Agent '…' not found`: a definite refusal, so the
-/// job ends as `error` with the server's detail, and nothing lands anywhere.
+/// An agent the server does not have: `watch` refuses it at once (QwenPaw's chat list
+/// answers 404 `Agent '…' not found`). A job whose agent disappeared after the watch
+/// ends as `error` with that detail, and nothing lands anywhere.
 fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     let (user, parent) = ("kim", ctx.uniq("nobody-parent"));
@@ -1010,19 +1177,45 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
     ctx.record("unknown_agent_404", &refused.body);
 
     let atc = ctx.atc("nobody", &ctx.main.root())?;
-    atc.watch(
-        &tid,
-        &parent,
-        user,
-        &["--agent", "no-such-agent", "--target-agent", "default"],
+    let watched = atc.run_env(
+        &[
+            "watch",
+            &tid,
+            "--session",
+            &parent,
+            "--user",
+            user,
+            "--channel",
+            "console",
+            "--agent",
+            "no-such-agent",
+            "--target-agent",
+            "default",
+        ],
+        &[],
     )?;
+    ensure!(
+        watched.status.code() == Some(1)
+            && watched
+                .stderr
+                .contains("will not serve agent 'no-such-agent'")
+            && watched.stderr.contains("Agent 'no-such-agent' not found"),
+        "watch did not refuse an unknown agent: {}",
+        watched.describe()
+    );
+    // A watch whose agent went away afterwards.
+    let job = json!({"version": 1, "jobs": [{
+        "job_id": "0123456789ab", "task_id": tid, "base_url": format!("{}/api", ctx.main.root()),
+        "agent_id": "no-such-agent", "target_agent": "default", "session_id": parent,
+        "user_id": user, "channel": "console", "registered_at": "2026-12-01T00:00:00Z",
+        "updated_at": "2026-12-01T00:00:00Z", "status": "pending"}]});
+    fs::write(&atc.state, job.to_string()).map_err(|e| e.to_string())?;
     let job = atc
         .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(30))?
         .remove(0);
     require_status(&job, "error")?;
-    let note = format!("{} {}", s(&job, "note"), s(&job, "last_error"));
     ensure!(
-        note.contains("Agent 'no-such-agent' not found"),
+        s(&job, "last_error").contains("Agent 'no-such-agent' not found"),
         "the job does not carry the server's detail: {job}"
     );
     ensure!(

@@ -283,6 +283,12 @@ impl<'a> Run<'a> {
         self
     }
 
+    /// stderr must say that `watch` could not check the parent chat (the hermetic base
+    /// URL points where nothing listens).
+    pub fn chat_check_skipped(self) -> Self {
+        self.stderr_contains("the chat check was skipped")
+    }
+
     /// The test reads stderr from `.run()` and checks it itself.
     pub fn stderr_inspected(mut self) -> Self {
         self.stderr = Expect::Inspected;

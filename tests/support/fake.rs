@@ -111,10 +111,14 @@ impl Recorded {
     }
 }
 
-#[derive(Debug)]
+/// Answers a request, or `None` to leave it unscripted.
+pub type Handler = Arc<dyn Fn(&Recorded) -> Option<Reply> + Send + Sync>;
+
 struct Script {
     replies: Vec<Reply>,
     next: usize,
+    /// A handler instead of canned replies.
+    handler: Option<Handler>,
 }
 
 impl Script {
@@ -123,7 +127,27 @@ impl Script {
             !replies.is_empty(),
             "FakeQwenPaw: a route needs at least one reply"
         );
-        Script { replies, next: 0 }
+        Script {
+            replies,
+            next: 0,
+            handler: None,
+        }
+    }
+
+    fn handled_by(handler: Handler) -> Script {
+        Script {
+            replies: Vec::new(),
+            next: 0,
+            handler: Some(handler),
+        }
+    }
+
+    /// The handler's answer, or the next canned reply.
+    fn answer(&mut self, request: &Recorded) -> Option<Reply> {
+        match &self.handler {
+            Some(handler) => handler(request),
+            None => Some(self.take()),
+        }
     }
 
     /// Next reply; the last one repeats forever.
@@ -149,7 +173,8 @@ struct State {
 }
 
 impl State {
-    fn reply_for(&mut self, method: &str, path: &str, query: &str) -> Reply {
+    fn reply_for(&mut self, request: &Recorded) -> Reply {
+        let (method, path, query) = (&request.method, &request.path, &request.query);
         if let Some(s) = self.exact.get_mut(&(method.to_string(), path.to_string())) {
             return s.take();
         }
@@ -158,7 +183,7 @@ impl State {
             .iter_mut()
             .filter(|(m, p, _)| m == method && path.starts_with(p.as_str()))
             .max_by_key(|(_, p, _)| p.len())
-            .map(|(_, _, s)| s.take())
+            .and_then(|(_, _, s)| s.answer(request))
         {
             return reply;
         }
@@ -247,7 +272,17 @@ impl FakeQwenPaw {
     /// Like [`on`](Self::on) for every path starting with `prefix`. Exact routes
     /// win over prefixes; among prefixes the longest match wins.
     pub fn on_prefix(&self, method: &str, prefix: &str, replies: Vec<Reply>) {
-        let script = Script::new(replies);
+        self.add_prefix(method, prefix, Script::new(replies));
+    }
+
+    /// Lets `handler` answer every `method` request whose path starts with `prefix` (a
+    /// prefix route: exact scripts win over it; `None` leaves a request unscripted).
+    pub fn handle(&self, method: &str, prefix: &str, handler: Handler) {
+        self.add_prefix(method, prefix, Script::handled_by(handler));
+    }
+
+    /// Adds a prefix route, or replaces the one for the same method and prefix.
+    fn add_prefix(&self, method: &str, prefix: &str, script: Script) {
         let method = method.to_ascii_uppercase();
         let mut st = self.shared.lock();
         match st
@@ -379,12 +414,9 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let keep_alive = wants_keep_alive(&req);
         let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         shared.peak_in_flight.fetch_max(now, Ordering::SeqCst);
-        let reply = {
-            let mut st = shared.lock();
-            let reply = st.reply_for(&req.rec.method, &req.rec.path, &req.rec.query);
-            st.requests.push(req.rec);
-            reply
-        };
+        // The request is on record before it is answered (a handler may take a while).
+        shared.lock().requests.push(req.rec.clone());
+        let reply = shared.lock().reply_for(&req.rec);
         if !reply.delay.is_zero() {
             thread::sleep(reply.delay);
         }

@@ -2,6 +2,7 @@
 
 pub mod atc;
 pub mod bodies;
+pub mod chats;
 pub mod fake;
 pub mod hermetic;
 pub mod scene;

@@ -1,19 +1,18 @@
-//! A test scene: a hermetic atc environment wired to a fake QwenPaw that knows the parent
-//! chats the scene's watches name (so `watch`'s chat check finds them).
+//! A test scene: a hermetic atc environment wired to a fake QwenPaw whose chats
+//! (`support::chats`) hold the parent chats the scene's watches name.
 
-use std::cell::RefCell;
 use std::ffi::OsString;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::atc::{Run, TestEnv};
+use super::chats::Chats;
 use super::fake::{FakeQwenPaw, Recorded, Reply};
 
 pub struct Scene {
     pub env: TestEnv,
     pub server: FakeQwenPaw,
-    /// The parent chats `GET /api/chats` lists: (session, user, channel).
-    chats: RefCell<Vec<(String, String, String)>>,
+    pub chats: Chats,
 }
 
 impl Default for Scene {
@@ -24,13 +23,13 @@ impl Default for Scene {
 
 impl Scene {
     pub fn new() -> Scene {
-        let scene = Scene {
+        let server = FakeQwenPaw::start();
+        let chats = Chats::install(&server);
+        Scene {
             env: TestEnv::new(),
-            server: FakeQwenPaw::start(),
-            chats: RefCell::new(Vec::new()),
-        };
-        scene.script_chats();
-        scene
+            server,
+            chats,
+        }
     }
 
     pub fn task_path(task_id: &str) -> String {
@@ -46,30 +45,9 @@ impl Scene {
         self.env.atc(args).env("ATC_BASE_URL", self.server.url())
     }
 
-    /// Makes `GET /api/chats` list this chat too.
-    pub fn add_chat(&self, session: &str, user: &str, channel: &str) {
-        self.chats
-            .borrow_mut()
-            .push((session.into(), user.into(), channel.into()));
-        self.script_chats();
-    }
-
-    fn script_chats(&self) {
-        let chats: Vec<Value> = self
-            .chats
-            .borrow()
-            .iter()
-            .enumerate()
-            .map(|(i, (session, user, channel))| {
-                json!({"id": format!("6f1c0e1a-0000-4000-8000-{i:012}"), "session_id": session,
-                       "user_id": user, "channel": channel, "status": "idle"})
-            })
-            .collect();
-        self.server.on(
-            "GET",
-            "/api/chats",
-            vec![Reply::json(200, &Value::Array(chats).to_string())],
-        );
+    /// Adds a parent chat of agent `default`; returns its id.
+    pub fn add_chat(&self, session: &str, user: &str, channel: &str) -> String {
+        self.chats.add("default", session, user, channel)
     }
 
     /// `atc watch TASK …extra` against the fake (session `s-77` unless `extra` names one),
@@ -82,12 +60,12 @@ impl Scene {
                 .position(|a| *a == flag)
                 .map_or(default.to_owned(), |i| extra[i + 1].to_owned())
         };
-        let (session, user, channel) = (
-            value("--session", "s-77"),
-            value("--user", "default"),
-            value("--channel", "console"),
+        self.chats.add(
+            &value("--agent", "default"),
+            &value("--session", "s-77"),
+            &value("--user", "default"),
+            &value("--channel", "console"),
         );
-        self.add_chat(&session, &user, &channel);
         let mut args = vec!["watch", task_id];
         if !extra.contains(&"--session") {
             args.extend(["--session", "s-77"]);
@@ -108,9 +86,30 @@ impl Scene {
         self.server.on("GET", &Self::task_path(task_id), replies);
     }
 
-    /// Scripts the delivery POST replies.
+    /// Scripts the delivery POST replies (instead of the chats' own answers: nothing is
+    /// stored then).
     pub fn post_replies(&self, replies: Vec<Reply>) {
         self.server.on("POST", "/api/console/chat/task", replies);
+    }
+
+    /// The texts atc delivered into the chat of `session`, as the fake stored them.
+    pub fn delivered(&self, session: &str) -> Vec<String> {
+        self.chats.delivered(session)
+    }
+
+    /// Starts `atc tick ARGS…` in the background and returns once its delivery POST has
+    /// reached the fake (which holds the answer back as scripted).
+    pub fn tick_until_posted(&self, args: &[&str]) -> super::atc::Running<'_> {
+        let tick = self.tick(args).spawn();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.posts().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the POST never arrived"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        tick
     }
 
     /// `atc tick ARGS…`: by default it must exit 0 and print nothing.

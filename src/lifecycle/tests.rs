@@ -1,0 +1,1078 @@
+//! The state machine's tables: every (status × event kind) pair for a job in that status,
+//! then the sub-states whose answers differ (a POST in flight, a notice, a group member),
+//! then the rules that need more than one step.
+
+use super::*;
+use crate::job::Options;
+
+const LIMITS: Limits = Limits {
+    max_strikes: 3,
+    max_age: Duration::from_secs(3600),
+    busy_retry: Duration::from_secs(20),
+    busy_deadline: Duration::from_secs(600),
+    settle: Duration::from_secs(5),
+    keep: Duration::from_secs(7 * 86400),
+};
+
+fn t(secs: u64) -> Timestamp {
+    Timestamp::from_unix(1_800_000_000 + secs)
+}
+
+fn target() -> Target {
+    Target {
+        agent_id: "default".into(),
+        target_agent: Some("SE".into()),
+        session_id: "s-77".into(),
+        user_id: "default".into(),
+        channel: "console".into(),
+    }
+}
+
+fn pending() -> Job {
+    let mut job = Job::sample(Status::Pending);
+    job.target = target();
+    job.registered_at = t(0);
+    job.updated_at = t(0);
+    job
+}
+
+/// A job in `status` as a tick would leave it: delivering jobs have their text and are
+/// due; an unknown delivery is settled and in its read-back window; a delivered one has a
+/// parent turn to follow; ended jobs have what their ending recorded (no notice).
+fn job(status: Status) -> Job {
+    let mut job = pending();
+    if status != Status::Pending {
+        job.final_text = Some("T".into());
+        job.delivery = Some(Delivery::default());
+    }
+    match status {
+        Status::Unconfirmed => job.delivery.as_mut().unwrap().unknown_since = Some(t(1)),
+        Status::Done => {
+            job.delivered_at = Some(t(1));
+            job.turn_task_id = Some("task-p".into());
+        }
+        _ => {}
+    }
+    job.status = status;
+    job
+}
+
+fn apply(job: &Job, event: Event, now: Timestamp) -> Transition {
+    step(job, event, now, &LIMITS)
+}
+
+fn in_flight() -> Job {
+    apply(&job(Status::Delivering), Event::Probed(idle()), t(6)).job
+}
+
+fn idle() -> Probe {
+    Probe::Chat {
+        chat_id: "c1".into(),
+        running: false,
+    }
+}
+
+fn busy() -> Probe {
+    Probe::Chat {
+        chat_id: "c1".into(),
+        running: true,
+    }
+}
+
+fn running() -> Check {
+    Check::Running {
+        started_at: Some(t(1)),
+    }
+}
+
+fn finished() -> Check {
+    Check::Finished {
+        text: "T2".into(),
+        started_at: None,
+        outcome: TaskOutcome::Completed,
+        empty: false,
+    }
+}
+
+fn accepted() -> Posted {
+    Posted::Accepted {
+        turn_task_id: Some("task-p".into()),
+    }
+}
+
+/// The kinds of event, one representative each.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Running,
+    Finished,
+    Lost,
+    Failed,
+    NoChat,
+    Idle,
+    Busy,
+    Found,
+    NotFound,
+    ProbeUnknown,
+    ProbeRefused,
+    Accepted,
+    Busy409,
+    NotSent,
+    PostUnknown,
+    Rejected,
+    TurnEnded,
+    Cancelled,
+    Redeliver,
+    Recovered,
+    Sealed,
+    Carried,
+    Unsealed,
+    Followed,
+}
+
+const KINDS: [Kind; 24] = [
+    Kind::Running,
+    Kind::Finished,
+    Kind::Lost,
+    Kind::Failed,
+    Kind::NoChat,
+    Kind::Idle,
+    Kind::Busy,
+    Kind::Found,
+    Kind::NotFound,
+    Kind::ProbeUnknown,
+    Kind::ProbeRefused,
+    Kind::Accepted,
+    Kind::Busy409,
+    Kind::NotSent,
+    Kind::PostUnknown,
+    Kind::Rejected,
+    Kind::TurnEnded,
+    Kind::Cancelled,
+    Kind::Redeliver,
+    Kind::Recovered,
+    Kind::Sealed,
+    Kind::Carried,
+    Kind::Unsealed,
+    Kind::Followed,
+];
+
+/// Every event kind, as a pattern: a new kind that is not added here leaves the tables
+/// below non-exhaustive, which does not compile.
+macro_rules! any_kind {
+    () => {
+        Kind::Running
+            | Kind::Finished
+            | Kind::Lost
+            | Kind::Failed
+            | Kind::NoChat
+            | Kind::Idle
+            | Kind::Busy
+            | Kind::Found
+            | Kind::NotFound
+            | Kind::ProbeUnknown
+            | Kind::ProbeRefused
+            | Kind::Accepted
+            | Kind::Busy409
+            | Kind::NotSent
+            | Kind::PostUnknown
+            | Kind::Rejected
+            | Kind::TurnEnded
+            | Kind::Cancelled
+            | Kind::Redeliver
+            | Kind::Recovered
+            | Kind::Sealed
+            | Kind::Carried
+            | Kind::Unsealed
+            | Kind::Followed
+    };
+}
+
+fn carrier_done() -> Job {
+    let mut carrier = job(Status::Done);
+    carrier.job_id = "carrier".into();
+    carrier
+}
+
+fn event(kind: Kind) -> Event {
+    match kind {
+        Kind::Running => Event::Polled(running()),
+        Kind::Finished => Event::Polled(finished()),
+        Kind::Lost => Event::Polled(Check::Lost {
+            detail: "Task not found: task-1".into(),
+        }),
+        Kind::Failed => Event::Polled(Check::Failed {
+            error: "HTTP 500".into(),
+        }),
+        Kind::NoChat => Event::Probed(Probe::NoChat),
+        Kind::Idle => Event::Probed(idle()),
+        Kind::Busy => Event::Probed(busy()),
+        Kind::Found => Event::Probed(Probe::Found {
+            chat_id: "c1".into(),
+            turn: Some("completed".into()),
+        }),
+        Kind::NotFound => Event::Probed(Probe::NotFound {
+            chat_id: "c1".into(),
+            running: false,
+        }),
+        Kind::ProbeUnknown => Event::Probed(Probe::Unknown {
+            error: "refused".into(),
+        }),
+        Kind::ProbeRefused => Event::Probed(Probe::Refused {
+            error: "HTTP 404: Agent 'x' not found".into(),
+        }),
+        Kind::Accepted => Event::Posted(accepted()),
+        Kind::Busy409 => Event::Posted(Posted::Busy {
+            detail: "busy".into(),
+        }),
+        Kind::NotSent => Event::Posted(Posted::NotSent {
+            error: "refused".into(),
+        }),
+        Kind::PostUnknown => Event::Posted(Posted::Unknown {
+            error: "timed out".into(),
+            http_status: None,
+        }),
+        Kind::Rejected => Event::Posted(Posted::Rejected {
+            http_status: 404,
+            detail: "Agent 'x' not found".into(),
+        }),
+        Kind::TurnEnded => Event::TurnPolled(Turn::Ended {
+            status: "completed".into(),
+        }),
+        Kind::Cancelled => Event::Cancelled,
+        Kind::Redeliver => Event::Redeliver {
+            create_session: false,
+        },
+        Kind::Recovered => Event::Recovered,
+        Kind::Sealed => Event::Sealed {
+            text: "G".into(),
+            tasks: vec!["task-1".into()],
+        },
+        Kind::Carried => Event::Carried {
+            carrier: "carrier".into(),
+        },
+        Kind::Unsealed => Event::Unsealed,
+        Kind::Followed => Event::Followed(Box::new(carrier_done())),
+    }
+}
+
+/// What a row expects: the status afterwards, whether a POST is due, what happened.
+type Row = (Status, bool, &'static [Outcome]);
+
+const IGNORED: &[Outcome] = &[Outcome::Ignored];
+
+/// The table: every (status × event kind) pair, for `job(status)`. Exhaustive by
+/// construction: a new status or event kind does not compile here until it has its rows.
+fn row(status: Status, kind: Kind) -> Row {
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match (status, kind) {
+        (S::Pending, K::Running) => (S::Pending, false, &[O::Polled, O::Running]),
+        (S::Pending, K::Finished) => (S::Delivering, false, &[O::Polled, O::Finished]),
+        (S::Pending, K::Lost) => (S::Lost, false, &[O::Polled, O::Lost, O::Noticed]),
+        (S::Pending, K::Failed) => (S::Pending, false, &[O::Polled, O::FailedCheck]),
+        (S::Pending | S::Delivering, K::Cancelled) => (S::Cancelled, false, &[O::Cancelled]),
+
+        (S::Delivering, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
+        (S::Delivering, K::Idle) => (S::Delivering, true, &[O::Claimed]),
+        (S::Delivering, K::Busy) => (S::Delivering, false, &[O::Busy]),
+        (S::Delivering, K::ProbeUnknown) => (S::Delivering, false, &[O::Unreachable]),
+        (S::Delivering | S::Unconfirmed, K::ProbeRefused) => (S::Error, false, &[O::Error]),
+
+        (S::Unconfirmed, K::Found) => (S::Done, false, &[O::Confirmed]),
+        (S::Unconfirmed, K::NotFound) => (S::Delivering, true, &[O::Claimed]),
+        (S::Unconfirmed, K::ProbeUnknown) => (S::Unconfirmed, false, &[O::Unconfirmed]),
+        (S::Unconfirmed, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
+        (S::Unconfirmed, K::Cancelled) => (S::Cancelled, false, &[O::CancelledInFlight]),
+        (S::Unconfirmed, K::Redeliver) => (S::Unconfirmed, false, &[O::Requeued]),
+
+        (S::Done, K::TurnEnded) => (S::Done, false, &[O::Followed]),
+        (S::Undelivered | S::Misrouted | S::Error, K::Redeliver) => {
+            (S::Delivering, false, &[O::Requeued])
+        }
+        (S::Cancelled, K::Cancelled) => (S::Cancelled, false, &[O::AlreadyCancelled]),
+
+        // Everything else changes nothing: polls apply to pending jobs only, probes to due
+        // turns, POST outcomes and recovery to jobs in flight (`in_flight_row`), group
+        // events to group members (`group_row`); an ended job is only ever pruned.
+        (
+            status @ (S::Pending
+            | S::Delivering
+            | S::Done
+            | S::Unconfirmed
+            | S::Undelivered
+            | S::Lost
+            | S::Abandoned
+            | S::Expired
+            | S::Cancelled
+            | S::Skipped
+            | S::Misrouted
+            | S::Error),
+            any_kind!(),
+        ) => (status, false, IGNORED),
+    }
+}
+
+/// A delivering job whose write-ahead record is saved (a POST in flight).
+// The last arm names every kind (so a new one must be added), some already taken above.
+#[allow(unreachable_patterns)]
+fn in_flight_row(kind: Kind) -> Row {
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match kind {
+        K::Accepted => (S::Done, false, &[O::Delivered]),
+        K::Busy409 => (S::Delivering, false, &[O::Busy]),
+        K::NotSent => (S::Delivering, false, &[O::Unreachable]),
+        K::PostUnknown => (S::Unconfirmed, false, &[O::Unconfirmed]),
+        K::Rejected => (S::Error, false, &[O::Error]),
+        K::Recovered => (S::Unconfirmed, false, &[O::RecoveredUnconfirmed]),
+        K::Cancelled => (S::Cancelled, false, &[O::CancelledInFlight]),
+        any_kind!() => (S::Delivering, false, IGNORED),
+    }
+}
+
+/// A job cancelled while its POST was in flight.
+// The last arm names every kind (so a new one must be added), some already taken above.
+#[allow(unreachable_patterns)]
+fn cancelled_in_flight_row(kind: Kind) -> Row {
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match kind {
+        K::Accepted | K::Busy409 | K::NotSent | K::PostUnknown | K::Rejected => {
+            (S::Cancelled, false, &[O::CancelledInFlight])
+        }
+        K::Recovered => (S::Cancelled, false, &[O::RecoveredUnconfirmed]),
+        K::Cancelled => (S::Cancelled, false, &[O::AlreadyCancelled]),
+        any_kind!() => (S::Cancelled, false, IGNORED),
+    }
+}
+
+/// A lost job whose notice is due: the same protocol as a result, the status unchanged.
+// The last arm names every kind (so a new one must be added), some already taken above.
+#[allow(unreachable_patterns)]
+fn notice_row(kind: Kind) -> Row {
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match kind {
+        K::NoChat => (S::Lost, false, &[O::Misrouted]),
+        K::Idle => (S::Lost, true, &[O::Claimed]),
+        K::Busy => (S::Lost, false, &[O::Busy]),
+        K::ProbeUnknown => (S::Lost, false, &[O::Unreachable]),
+        K::ProbeRefused => (S::Lost, false, &[O::Error]),
+        any_kind!() => (S::Lost, false, IGNORED),
+    }
+}
+
+/// A finished member of a group that is not complete yet (held), and one whose result
+/// another member carries.
+// The last arm names every kind (so a new one must be added), some already taken above.
+#[allow(unreachable_patterns)]
+fn group_row(carried: bool, kind: Kind) -> Row {
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match (carried, kind) {
+        (false, K::Sealed | K::Carried) => (S::Delivering, false, &[O::Sealed]),
+        (true, K::Unsealed) => (S::Delivering, false, &[O::Unsealed]),
+        (true, K::Followed) => (S::Done, false, &[O::Delivered]),
+        (_, K::Cancelled) => (S::Cancelled, false, &[O::Cancelled]),
+        (_, any_kind!()) => (S::Delivering, false, IGNORED),
+    }
+}
+
+fn check(job: &Job, kind: Kind, (status, posts, outcomes): Row, case: &str) {
+    let tr = apply(job, event(kind), t(10));
+    assert_eq!(tr.job.status, status, "{case}");
+    assert_eq!(tr.outcomes, outcomes, "{case}");
+    assert_eq!(
+        matches!(tr.effect, Effect::Post { .. }),
+        posts,
+        "{case}: effect {:?}",
+        tr.effect
+    );
+    if posts {
+        assert!(
+            tr.job.in_flight(),
+            "{case}: a POST only with its write-ahead record"
+        );
+    }
+    if tr.is_ignored() {
+        assert_eq!(tr.job, *job, "{case}: an ignored event changes nothing");
+    } else if tr.outcomes != [Outcome::AlreadyCancelled] {
+        assert_eq!(tr.job.updated_at, t(10), "{case}: a change is dated");
+    }
+}
+
+#[test]
+fn every_status_and_event_pair_has_a_row() {
+    for status in Status::ALL {
+        for kind in KINDS {
+            check(
+                &job(status),
+                kind,
+                row(status, kind),
+                &format!("{status} × {kind:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn sub_states_have_their_rows() {
+    let flying = in_flight();
+    let mut cancelled_flying = flying.clone();
+    cancelled_flying.status = Status::Cancelled;
+    let mut notice = job(Status::Lost);
+    notice.notice = Some(Outbound::Delivering);
+    let mut held = job(Status::Delivering);
+    held.options.group = Some("g".into());
+    let mut carried = held.clone();
+    carried.carried_by = Some("carrier".into());
+    for kind in KINDS {
+        check(
+            &flying,
+            kind,
+            in_flight_row(kind),
+            &format!("in flight × {kind:?}"),
+        );
+        check(
+            &cancelled_flying,
+            kind,
+            cancelled_in_flight_row(kind),
+            &format!("cancelled in flight × {kind:?}"),
+        );
+        check(
+            &notice,
+            kind,
+            notice_row(kind),
+            &format!("notice × {kind:?}"),
+        );
+        check(
+            &held,
+            kind,
+            group_row(false, kind),
+            &format!("held × {kind:?}"),
+        );
+        check(
+            &carried,
+            kind,
+            group_row(true, kind),
+            &format!("carried × {kind:?}"),
+        );
+    }
+}
+
+#[test]
+fn polls_update_the_record() {
+    let mut j = pending();
+    j.strikes = 2;
+    j.note = Some("check failed (2 in a row)".into());
+    let tr = apply(&j, Event::Polled(running()), t(10));
+    let n = &tr.job;
+    assert_eq!(
+        (n.strikes, n.polls, n.started_at, n.last_polled_at),
+        (0, 1, Some(t(1)), Some(t(10)))
+    );
+    assert_eq!(
+        n.note, None,
+        "an older atc's note does not outlive the poll"
+    );
+
+    let n = apply(&pending(), Event::Polled(finished()), t(5)).job;
+    assert_eq!(n.final_text.as_deref(), Some("T2"));
+    assert_eq!(n.outcome, Some(TaskOutcome::Completed));
+    assert!(is_due(&n, t(5), &LIMITS));
+
+    let lost = apply(
+        &pending(),
+        Event::Polled(Check::Lost {
+            detail: "Task not found: task-1".into(),
+        }),
+        t(5),
+    )
+    .job;
+    assert_eq!(lost.last_error.as_deref(), Some("Task not found: task-1"));
+    assert_eq!(lost.notice, Some(Outbound::Delivering));
+    let notice = lost.final_text.clone().unwrap();
+    assert!(
+        notice.starts_with("[TASK_ID: task-1]\n[STATUS: lost]\n\n"),
+        "{notice}"
+    );
+    assert!(
+        is_due(&lost, t(5), &LIMITS),
+        "the notice goes out like a result"
+    );
+}
+
+#[test]
+fn a_silent_watch_and_a_group_member_get_no_notice_of_their_own() {
+    let lost = |options: Options| {
+        let mut j = pending();
+        j.options = options;
+        apply(
+            &j,
+            Event::Polled(Check::Lost {
+                detail: "Task not found: task-1".into(),
+            }),
+            t(5),
+        )
+    };
+    let silent = lost(Options {
+        on_no_answer: OnNoAnswer::Silent,
+        ..Options::default()
+    });
+    assert_eq!((silent.job.notice, silent.job.final_text), (None, None));
+    assert_eq!(silent.outcomes, [Outcome::Polled, Outcome::Lost]);
+    let member = lost(Options {
+        group: Some("g".into()),
+        ..Options::default()
+    });
+    assert_eq!(member.job.notice, None, "the group's turn carries it");
+}
+
+#[test]
+fn an_empty_answer_is_skipped_only_when_asked_and_only_on_success() {
+    let empty = |outcome, on_empty| {
+        let mut j = pending();
+        j.options.on_empty = on_empty;
+        apply(
+            &j,
+            Event::Polled(Check::Finished {
+                text: "(No text content in response)".into(),
+                started_at: None,
+                outcome,
+                empty: true,
+            }),
+            t(5),
+        )
+    };
+    let skipped = empty(TaskOutcome::Completed, OnEmpty::Skip);
+    assert_eq!(skipped.job.status, Status::Skipped);
+    assert_eq!(
+        skipped.outcomes,
+        [Outcome::Polled, Outcome::Finished, Outcome::Skipped]
+    );
+    assert!(skipped.job.final_text.is_some(), "the text is kept");
+    assert_eq!(
+        empty(TaskOutcome::Completed, OnEmpty::Deliver).job.status,
+        Status::Delivering
+    );
+    assert_eq!(
+        empty(TaskOutcome::Failed, OnEmpty::Skip).job.status,
+        Status::Delivering,
+        "a failure is news"
+    );
+}
+
+#[test]
+fn strikes_abandon_at_the_cap_and_keep_the_last_error() {
+    let mut j = pending();
+    for n in 1..LIMITS.max_strikes {
+        j = apply(
+            &j,
+            Event::Polled(Check::Failed {
+                error: "500".into(),
+            }),
+            t(n.into()),
+        )
+        .job;
+        assert_eq!((j.status, j.strikes), (Status::Pending, n));
+    }
+    let tr = apply(
+        &j,
+        Event::Polled(Check::Failed {
+            error: "boom".into(),
+        }),
+        t(9),
+    );
+    assert_eq!(tr.job.status, Status::Abandoned);
+    assert_eq!(
+        tr.outcomes,
+        [
+            Outcome::Polled,
+            Outcome::FailedCheck,
+            Outcome::Abandoned,
+            Outcome::Noticed
+        ]
+    );
+    assert_eq!(tr.job.last_error.as_deref(), Some("boom"));
+}
+
+#[test]
+fn the_age_cap_expires_a_task_that_is_not_finished() {
+    let j = pending();
+    let at_cap = apply(&j, Event::Polled(running()), t(3600));
+    assert_eq!(
+        at_cap.job.status,
+        Status::Pending,
+        "exactly at the cap is not over it"
+    );
+    let over = apply(&j, Event::Polled(running()), t(3601));
+    assert_eq!(over.job.status, Status::Expired);
+    assert_eq!(
+        over.outcomes,
+        [
+            Outcome::Polled,
+            Outcome::Running,
+            Outcome::Expired,
+            Outcome::Noticed
+        ]
+    );
+    let done = apply(&j, Event::Polled(finished()), t(99_999));
+    assert_eq!(
+        done.job.status,
+        Status::Delivering,
+        "a result that is here is delivered"
+    );
+}
+
+#[test]
+fn a_claim_is_the_write_ahead_record_and_carries_the_text() {
+    let tr = apply(&job(Status::Delivering), Event::Probed(idle()), t(6));
+    assert_eq!(tr.effect, Effect::Post { text: "T".into() });
+    let d = tr.job.delivery.clone().unwrap();
+    assert_eq!((d.attempts, d.attempt_started_at), (1, Some(t(6))));
+    assert_eq!(tr.job.chat_id.as_deref(), Some("c1"));
+    assert!(!is_due(&tr.job, t(6), &LIMITS), "one POST at a time");
+    let mut no_text = job(Status::Delivering);
+    no_text.final_text = None;
+    assert!(apply(&no_text, Event::Probed(idle()), t(6)).is_ignored());
+}
+
+#[test]
+fn a_busy_chat_is_asked_again_each_tick_until_the_deadline() {
+    let first = apply(&job(Status::Delivering), Event::Probed(busy()), t(10)).job;
+    let d = first.delivery.clone().unwrap();
+    assert_eq!(
+        (d.busy, d.waiting_since, d.next_attempt_at),
+        (1, Some(t(10)), None),
+        "no back-off: the next tick asks again"
+    );
+    assert!(is_due(&first, t(11), &LIMITS));
+    let still = apply(&first, Event::Probed(busy()), t(610)).job;
+    assert_eq!(still.status, Status::Delivering, "exactly at the deadline");
+    let given_up = apply(&still, Event::Probed(busy()), t(611));
+    assert_eq!(given_up.job.status, Status::Undelivered);
+    assert_eq!(given_up.outcomes, [Outcome::Undelivered]);
+    assert_eq!(
+        given_up.job.final_text.as_deref(),
+        Some("T"),
+        "the text is kept"
+    );
+    let delivered = apply(
+        &apply(&still, Event::Probed(idle()), t(300)).job,
+        Event::Posted(accepted()),
+        t(301),
+    )
+    .job;
+    assert_eq!(
+        (
+            delivered.status,
+            delivered.delivered_at,
+            delivered.last_error
+        ),
+        (Status::Done, Some(t(301)), None),
+        "a delivery clears the busy error"
+    );
+}
+
+#[test]
+fn a_409_anyway_backs_off_and_counts_toward_the_deadline() {
+    let tr = apply(
+        &in_flight(),
+        Event::Posted(Posted::Busy {
+            detail: "busy".into(),
+        }),
+        t(7),
+    );
+    let j = tr.job;
+    let d = j.delivery.clone().unwrap();
+    assert_eq!(
+        (
+            d.busy,
+            d.last_http_status,
+            d.next_attempt_at,
+            d.attempt_started_at,
+            d.waiting_since
+        ),
+        (1, Some(409), Some(t(27)), None, Some(t(7)))
+    );
+    assert!(j.last_error.as_deref().unwrap().contains("409: busy"));
+    assert!(!is_due(&j, t(26), &LIMITS));
+    assert!(is_due(&j, t(27), &LIMITS));
+    let unreachable = apply(
+        &apply(&j, Event::Probed(idle()), t(27)).job,
+        Event::Posted(Posted::NotSent {
+            error: "refused".into(),
+        }),
+        t(700),
+    );
+    assert_eq!(unreachable.outcomes, [Outcome::Undelivered]);
+    let d = unreachable.job.delivery.clone().unwrap();
+    assert_eq!((d.attempts, d.busy, d.unreachable), (2, 1, 1));
+}
+
+#[test]
+fn an_unknown_delivery_is_read_back_and_posted_again_only_if_absent_and_idle() {
+    let unknown = apply(
+        &in_flight(),
+        Event::Posted(Posted::Unknown {
+            error: "HTTP 502: Bad Gateway".into(),
+            http_status: Some(502),
+        }),
+        t(7),
+    )
+    .job;
+    assert_eq!(unknown.status, Status::Unconfirmed);
+    assert_eq!(unknown.delivery.as_ref().unwrap().unknown_since, Some(t(7)));
+    assert!(is_due(&unknown, t(8), &LIMITS));
+
+    let not_found = |running| {
+        Event::Probed(Probe::NotFound {
+            chat_id: "c1".into(),
+            running,
+        })
+    };
+    let too_soon = apply(&unknown, not_found(false), t(10));
+    assert_eq!(too_soon.outcomes, [Outcome::Waiting], "settle first");
+    let ours_running = apply(&unknown, not_found(true), t(60));
+    assert_eq!(
+        ours_running.outcomes,
+        [Outcome::Waiting],
+        "the running turn may be ours"
+    );
+    let again = apply(&unknown, not_found(false), t(12));
+    assert_eq!(again.effect, Effect::Post { text: "T".into() });
+    assert_eq!(again.job.delivery.as_ref().unwrap().attempts, 2);
+
+    let found = apply(
+        &unknown,
+        Event::Probed(Probe::Found {
+            chat_id: "c1".into(),
+            turn: Some("failed".into()),
+        }),
+        t(60),
+    )
+    .job;
+    assert_eq!(found.status, Status::Done);
+    assert_eq!(found.parent_turn.as_deref(), Some("failed"));
+    assert_eq!(
+        found.delivery.as_ref().unwrap().confirmed.as_deref(),
+        Some("read-back")
+    );
+
+    let unreadable = apply(
+        &unknown,
+        Event::Probed(Probe::Unknown {
+            error: "HTTP 500".into(),
+        }),
+        t(60),
+    )
+    .job;
+    assert_eq!(unreadable.status, Status::Unconfirmed);
+    assert!(is_due(&unreadable, t(607), &LIMITS));
+    assert!(
+        !is_due(&unreadable, t(608), &LIMITS),
+        "read back at most --busy-deadline"
+    );
+    assert!(!prunable(&unreadable, t(600), &LIMITS));
+}
+
+#[test]
+fn a_missing_chat_is_misrouted_unless_a_new_one_was_asked_for() {
+    let misrouted = apply(
+        &job(Status::Delivering),
+        Event::Probed(Probe::NoChat),
+        t(10),
+    )
+    .job;
+    assert_eq!(misrouted.status, Status::Misrouted);
+    assert!(
+        misrouted
+            .last_error
+            .unwrap()
+            .contains("no chat with session s-77")
+    );
+    assert_eq!(
+        misrouted.final_text.as_deref(),
+        Some("T"),
+        "the text is kept"
+    );
+    let mut create = job(Status::Delivering);
+    create.options.create_session = true;
+    let tr = apply(&create, Event::Probed(Probe::NoChat), t(10));
+    assert!(matches!(tr.effect, Effect::Post { .. }));
+}
+
+#[test]
+fn refused_posts_keep_the_reason() {
+    let rejected = apply(
+        &in_flight(),
+        Event::Posted(Posted::Rejected {
+            http_status: 404,
+            detail: "Agent 'x' not found".into(),
+        }),
+        t(7),
+    )
+    .job;
+    assert_eq!(
+        rejected.last_error.as_deref(),
+        Some("404: Agent 'x' not found")
+    );
+    let mut notice = job(Status::Lost);
+    notice.notice = Some(Outbound::Delivering);
+    let flying = apply(&notice, Event::Probed(idle()), t(6)).job;
+    let refused = apply(
+        &flying,
+        Event::Posted(Posted::Rejected {
+            http_status: 404,
+            detail: "x".into(),
+        }),
+        t(7),
+    )
+    .job;
+    assert_eq!(
+        (refused.status, refused.notice),
+        (Status::Lost, Some(Outbound::Undelivered))
+    );
+}
+
+#[test]
+fn a_cancel_during_the_post_is_not_clobbered() {
+    for (posted, says) in [
+        (accepted(), "delivered anyway"),
+        (
+            Posted::Busy { detail: "b".into() },
+            "the result was not delivered",
+        ),
+        (
+            Posted::Unknown {
+                error: "e".into(),
+                http_status: Some(502),
+            },
+            "unknown",
+        ),
+    ] {
+        let cancelled = apply(&in_flight(), Event::Cancelled, t(7));
+        assert_eq!(cancelled.outcomes, [Outcome::CancelledInFlight]);
+        let after = apply(&cancelled.job, Event::Posted(posted), t(8)).job;
+        assert_eq!(after.status, Status::Cancelled);
+        assert_eq!(after.delivered_at, None);
+        assert!(!after.in_flight());
+        assert!(after.note.as_deref().unwrap().contains(says), "{after:?}");
+    }
+}
+
+#[test]
+fn recovery_turns_an_interrupted_post_into_one_to_read_back() {
+    let tr = apply(&in_flight(), Event::Recovered, t(9));
+    assert_eq!(tr.job.status, Status::Unconfirmed);
+    assert!(!tr.job.in_flight());
+    let d = tr.job.delivery.as_ref().unwrap();
+    assert_eq!(
+        (d.unknown_since, d.last_attempt_at),
+        (Some(t(9)), Some(t(6))),
+        "read back from now on; settled from the attempt"
+    );
+    let why = tr.job.last_error.unwrap();
+    assert!(
+        why.contains("stopped while posting") && why.contains(&t(6).to_string()),
+        "{why}"
+    );
+}
+
+#[test]
+fn redelivery_restarts_the_wait_and_reads_an_unknown_one_back_first() {
+    let given_up = apply(&job(Status::Delivering), Event::Probed(busy()), t(1)).job;
+    let given_up = apply(&given_up, Event::Probed(busy()), t(700)).job;
+    assert_eq!(given_up.status, Status::Undelivered);
+    let again = apply(
+        &given_up,
+        Event::Redeliver {
+            create_session: true,
+        },
+        t(800),
+    )
+    .job;
+    assert_eq!(again.status, Status::Delivering);
+    assert!(again.options.create_session);
+    assert_eq!(again.delivery.as_ref().unwrap().waiting_since, None);
+    assert!(is_due(&again, t(800), &LIMITS));
+
+    let unknown = apply(
+        &job(Status::Unconfirmed),
+        Event::Redeliver {
+            create_session: false,
+        },
+        t(900),
+    )
+    .job;
+    assert_eq!(
+        unknown.status,
+        Status::Unconfirmed,
+        "read back, never posted blind"
+    );
+    assert_eq!(
+        unknown.delivery.as_ref().unwrap().unknown_since,
+        Some(t(900))
+    );
+}
+
+#[test]
+fn the_parent_turn_is_followed_until_it_ends() {
+    let done = job(Status::Done);
+    assert!(apply(&done, Event::TurnPolled(Turn::Running), t(5)).is_ignored());
+    let ended = apply(
+        &done,
+        Event::TurnPolled(Turn::Ended {
+            status: "failed".into(),
+        }),
+        t(5),
+    )
+    .job;
+    assert_eq!(ended.parent_turn.as_deref(), Some("failed"));
+    let gone = apply(&done, Event::TurnPolled(Turn::Gone), t(5)).job;
+    assert_eq!(gone.parent_turn.as_deref(), Some("unknown"));
+    assert_eq!(
+        to_follow(std::slice::from_ref(&done), t(600), &LIMITS).len(),
+        1
+    );
+    assert!(to_follow(&[done], t(602), &LIMITS).is_empty());
+}
+
+#[test]
+fn a_carried_member_mirrors_where_its_carriers_turn_landed() {
+    let mut member = job(Status::Delivering);
+    member.options.group = Some("g".into());
+    member.carried_by = Some("carrier".into());
+    let mut carrier = carrier_done();
+    carrier.delivered_at = Some(t(3));
+    carrier.turn_task_id = Some("task-turn".into());
+    let done = apply(&member, Event::Followed(Box::new(carrier.clone())), t(5)).job;
+    assert_eq!(
+        (done.status, done.delivered_at, done.turn_task_id.as_deref()),
+        (Status::Done, Some(t(3)), Some("task-turn"))
+    );
+    let mut lost = job(Status::Lost);
+    lost.options.group = Some("g".into());
+    let lost = apply(
+        &lost,
+        Event::Carried {
+            carrier: "carrier".into(),
+        },
+        t(4),
+    )
+    .job;
+    assert_eq!(lost.notice, Some(Outbound::Delivering));
+    let told = apply(&lost, Event::Followed(Box::new(carrier.clone())), t(5)).job;
+    assert_eq!(
+        (told.status, told.notice),
+        (Status::Lost, Some(Outbound::Delivered))
+    );
+    carrier.status = Status::Undelivered;
+    let not = apply(&member, Event::Followed(Box::new(carrier)), t(5)).job;
+    assert_eq!(not.status, Status::Undelivered);
+}
+
+#[test]
+fn registration_rules() {
+    let other = Target {
+        session_id: "s-78".into(),
+        ..target()
+    };
+    let replace = |was, same_target| Registration::Replace { was, same_target };
+    for status in Status::ALL {
+        let existing = job(status);
+        let (same, different) = match status {
+            Status::Done | Status::Unconfirmed => (
+                Registration::Refuse { was: status },
+                Registration::Refuse { was: status },
+            ),
+            Status::Pending | Status::Delivering => {
+                (Registration::AlreadyWatching, replace(status, false))
+            }
+            _ => (replace(status, true), replace(status, false)),
+        };
+        assert_eq!(
+            register(Some(&existing), &target(), "http://h/api", None),
+            same
+        );
+        assert_eq!(
+            register(Some(&existing), &other, "http://h/api", None),
+            different
+        );
+    }
+    assert_eq!(
+        register(None, &target(), "http://h/api", None),
+        Registration::New
+    );
+    let flying = in_flight();
+    assert_eq!(
+        register(Some(&flying), &other, "http://h/api", None),
+        Registration::Refuse {
+            was: Status::Delivering
+        }
+    );
+    assert_eq!(
+        register(Some(&flying), &target(), "http://h/api", None),
+        Registration::AlreadyWatching
+    );
+    assert_eq!(
+        register(Some(&pending()), &target(), "http://other:8088/api", None),
+        replace(Status::Pending, false),
+        "another base URL is another target"
+    );
+    assert_eq!(
+        register(Some(&pending()), &target(), "http://h/api", Some("g")),
+        replace(Status::Pending, false),
+        "so is another group"
+    );
+}
+
+#[test]
+fn one_delivery_per_chat_oldest_first() {
+    let mut a = job(Status::Delivering);
+    a.job_id = "a".into();
+    a.registered_at = t(2);
+    let mut b = a.clone();
+    b.job_id = "b".into();
+    b.registered_at = t(1);
+    let mut c = a.clone();
+    c.job_id = "c".into();
+    c.target.session_id = "s-other".into();
+    let mut waiting = c.clone();
+    waiting.job_id = "w".into();
+    waiting.target.session_id = "s-third".into();
+    waiting.delivery.as_mut().unwrap().next_attempt_at = Some(t(100));
+    let mut held = c.clone();
+    held.job_id = "h".into();
+    held.target.session_id = "s-fourth".into();
+    held.options.group = Some("g".into());
+    let jobs = [a, b, c, waiting, pending(), in_flight(), held];
+    let ids: Vec<&str> = deliveries(&jobs, t(10), &LIMITS)
+        .iter()
+        .map(|j| j.job_id.as_str())
+        .collect();
+    assert_eq!(ids, ["b", "c"]);
+    assert_eq!(to_poll(&jobs).len(), 1);
+    assert_eq!(interrupted(&jobs), [5]);
+}
+
+#[test]
+fn pruning_keeps_live_and_recent_jobs() {
+    let week = LIMITS.keep.as_secs();
+    for status in Status::ALL {
+        assert!(!prunable(&job(status), t(week), &LIMITS), "{status}");
+        let old = prunable(&job(status), t(week + 2), &LIMITS);
+        assert_eq!(old, status.is_terminal(), "{status}");
+    }
+    let mut notice = job(Status::Lost);
+    notice.notice = Some(Outbound::Delivering);
+    assert!(
+        !prunable(&notice, t(week * 2), &LIMITS),
+        "a notice still going out"
+    );
+}

@@ -1,0 +1,353 @@
+//! A stateful stand-in for QwenPaw's chats on the fake server, with the behaviour the
+//! contract (§3, §6) pins: chats are keyed by the exact (session, user, channel) of an
+//! agent; a POST into a triple nobody has creates a new ("ghost") chat; a running chat
+//! answers 409; a posted user turn is stored with its input metadata under
+//! `metadata.metadata` and its turn state; `GET /api/chats/{id}` reads it all back. The
+//! turn a POST starts is a task the parent can be followed by.
+//!
+//! Faults for the next POST (`fault`) let a test drop the connection after the turn was
+//! stored, answer 500 after storing, and so on: what the exactly-once guarantee is about.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::bodies;
+use super::fake::{FakeQwenPaw, Recorded, Reply};
+
+/// What the next delivery POST suffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PostFault {
+    /// Store the turn, then close the connection without answering.
+    DropAfterStore,
+    /// Store the turn, then answer 500.
+    Error500AfterStore,
+    /// Answer 500 without storing anything.
+    Error500,
+    /// Store the turn, then wait this long before answering.
+    SlowAfterStore(Duration),
+    /// Answer 409 as if a turn were running.
+    Busy,
+    /// Answer 404 `Agent '…' not found`.
+    UnknownAgent,
+}
+
+struct Chat {
+    id: String,
+    agent: String,
+    session: String,
+    user: String,
+    channel: String,
+    messages: Vec<Value>,
+    /// Looks (list, status, history, POST) that still find it running.
+    running_for: u32,
+    /// Created by a POST, not by the test: a ghost.
+    ghost: bool,
+}
+
+#[derive(Default)]
+struct Sim {
+    chats: Vec<Chat>,
+    faults: VecDeque<PostFault>,
+    /// Parent turns started by POSTs: task id → its finished record.
+    turns: HashMap<String, String>,
+    next: u64,
+}
+
+impl Sim {
+    fn running(chat: &mut Chat) -> bool {
+        if chat.running_for > 0 {
+            chat.running_for -= 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The chats of a fake QwenPaw; cheap to clone (all clones share one state).
+#[derive(Clone)]
+pub struct Chats {
+    sim: Arc<Mutex<Sim>>,
+}
+
+/// Percent-decodes a query value (and `+` as space).
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query(request: &Recorded, key: &str) -> Option<String> {
+    request.query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (decode(k) == key).then(|| decode(v))
+    })
+}
+
+fn agent(request: &Recorded) -> String {
+    request.header("x-agent-id").unwrap_or("default").to_owned()
+}
+
+fn chat_json(chat: &Chat, running: bool) -> Value {
+    json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
+           "channel": chat.channel, "status": if running { "running" } else { "idle" }})
+}
+
+impl Chats {
+    /// Serves QwenPaw's chat routes, delivery POSTs and parent-turn polls on `server`.
+    /// Exact scripts on the server still win (a test can script a child's polls, or the
+    /// POST itself).
+    pub fn install(server: &FakeQwenPaw) -> Chats {
+        let chats = Chats {
+            sim: Arc::new(Mutex::new(Sim::default())),
+        };
+        let c = chats.clone();
+        server.handle("GET", "/api/chats", Arc::new(move |r| c.read(r)));
+        let c = chats.clone();
+        server.handle(
+            "POST",
+            "/api/console/chat/task",
+            Arc::new(move |r| c.post(r)),
+        );
+        let c = chats.clone();
+        server.handle(
+            "GET",
+            "/api/console/chat/task/",
+            Arc::new(move |r| c.turn(r)),
+        );
+        chats
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Sim> {
+        self.sim.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a parent chat of `agent` (with one earlier exchange in it); returns its id.
+    pub fn add(&self, agent: &str, session: &str, user: &str, channel: &str) -> String {
+        let mut sim = self.lock();
+        if let Some(chat) = sim.chats.iter().find(|c| {
+            c.agent == agent && c.session == session && c.user == user && c.channel == channel
+        }) {
+            return chat.id.clone();
+        }
+        sim.next += 1;
+        let id = format!("6f1c0e1a-0000-4000-8000-{:012}", sim.next);
+        sim.chats.push(Chat {
+            id: id.clone(),
+            agent: agent.into(),
+            session: session.into(),
+            user: user.into(),
+            channel: channel.into(),
+            messages: vec![
+                json!({"role": "user", "type": "message", "content": [{"type": "text", "text": "hello"}]}),
+                json!({"role": "assistant", "type": "message", "content": [{"type": "text", "text": "ECHO: hello"}]}),
+            ],
+            running_for: 0,
+            ghost: false,
+        });
+        id
+    }
+
+    /// The chat of `session` reports a running turn for its next `looks` looks.
+    pub fn busy_for(&self, session: &str, looks: u32) {
+        for chat in self
+            .lock()
+            .chats
+            .iter_mut()
+            .filter(|c| c.session == session)
+        {
+            chat.running_for = looks;
+        }
+    }
+
+    /// The next POST suffers `fault` (queued: one per POST).
+    pub fn fault(&self, fault: PostFault) {
+        self.lock().faults.push_back(fault);
+    }
+
+    /// Deletes the chat of `session`.
+    pub fn delete(&self, session: &str) {
+        self.lock().chats.retain(|c| c.session != session);
+    }
+
+    /// The texts of the user turns posted into the chat of `session` (by atc: those with
+    /// a delivery id), in order.
+    pub fn delivered(&self, session: &str) -> Vec<String> {
+        let sim = self.lock();
+        sim.chats
+            .iter()
+            .filter(|c| c.session == session && !c.ghost)
+            .flat_map(|c| c.messages.iter())
+            .filter(|m| {
+                m["role"] == "user"
+                    && m["metadata"]["metadata"]["qwenpaw_client_message_id"].is_string()
+            })
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    /// Chats a POST created because nobody had its triple: (session, user, channel).
+    pub fn ghosts(&self) -> Vec<(String, String, String)> {
+        self.lock()
+            .chats
+            .iter()
+            .filter(|c| c.ghost)
+            .map(|c| (c.session.clone(), c.user.clone(), c.channel.clone()))
+            .collect()
+    }
+
+    fn read(&self, request: &Recorded) -> Option<Reply> {
+        let mut sim = self.lock();
+        let agent = agent(request);
+        let rest = request.path.strip_prefix("/api/chats")?;
+        if rest.is_empty() {
+            let (user, channel) = (query(request, "user_id"), query(request, "channel"));
+            let listed: Vec<Value> = sim
+                .chats
+                .iter_mut()
+                .filter(|c| {
+                    c.agent == agent
+                        && user.as_ref().is_none_or(|u| *u == c.user)
+                        && channel.as_ref().is_none_or(|ch| *ch == c.channel)
+                })
+                .map(|c| {
+                    let running = Sim::running(c);
+                    chat_json(c, running)
+                })
+                .collect();
+            return Some(Reply::json(200, &Value::Array(listed).to_string()));
+        }
+        let rest = rest.strip_prefix('/')?;
+        let (id, status_only) = match rest.strip_suffix("/status") {
+            Some(id) => (decode(id), true),
+            None => (decode(rest), false),
+        };
+        let chat = sim
+            .chats
+            .iter_mut()
+            .find(|c| c.id == id && c.agent == agent);
+        Some(match (chat, status_only) {
+            // QwenPaw's status route asks the task tracker only: any id is "idle".
+            (None, true) => Reply::json(200, r#"{"status":"idle"}"#),
+            (None, false) => Reply::json(404, &bodies::chat_not_found(&id)),
+            (Some(chat), true) => {
+                let running = Sim::running(chat);
+                Reply::json(
+                    200,
+                    &json!({"status": if running { "running" } else { "idle" }}).to_string(),
+                )
+            }
+            (Some(chat), false) => {
+                let running = Sim::running(chat);
+                Reply::json(
+                    200,
+                    &json!({"messages": chat.messages, "status": if running { "running" } else { "idle" }})
+                        .to_string(),
+                )
+            }
+        })
+    }
+
+    fn post(&self, request: &Recorded) -> Option<Reply> {
+        let mut sim = self.lock();
+        let body: Value = serde_json::from_str(&request.body).ok()?;
+        let agent = agent(request);
+        let fault = sim.faults.pop_front();
+        match fault {
+            Some(PostFault::Busy) => return Some(Reply::json(409, bodies::BUSY_409)),
+            Some(PostFault::Error500) => {
+                return Some(Reply::json(500, r#"{"detail":"Internal Server Error"}"#));
+            }
+            Some(PostFault::UnknownAgent) => {
+                return Some(Reply::json(404, &bodies::unknown_agent(&agent)));
+            }
+            _ => {}
+        }
+        let text = |key: &str| body[key].as_str().unwrap_or("default").to_owned();
+        let (session, user, channel) = (text("session_id"), text("user_id"), text("channel"));
+        sim.next += 1;
+        let n = sim.next;
+        let position = sim.chats.iter().position(|c| {
+            c.agent == agent && c.session == session && c.user == user && c.channel == channel
+        });
+        let i = match position {
+            Some(i) => i,
+            None => {
+                sim.chats.push(Chat {
+                    id: format!("6f1c0e1a-0000-4000-9000-{n:012}"),
+                    agent: agent.clone(),
+                    session,
+                    user,
+                    channel,
+                    messages: Vec::new(),
+                    running_for: 0,
+                    ghost: true,
+                });
+                sim.chats.len() - 1
+            }
+        };
+        if Sim::running(&mut sim.chats[i]) {
+            return Some(Reply::json(409, bodies::BUSY_409));
+        }
+        let input = &body["input"][0];
+        let mut metadata = input["metadata"].clone();
+        if !metadata.is_object() {
+            metadata = json!({});
+        }
+        metadata["qwenpaw_tag"] = json!("external_user_query");
+        metadata["qwenpaw_turn_state"] = json!({"status": "completed"});
+        let said = input["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let chat = &mut sim.chats[i];
+        chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
+            "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata},
+            "timestamp": "2026-12-01 07:00:00.000"}));
+        chat.messages
+            .push(json!({"role": "assistant", "type": "message",
+            "content": [{"type": "text", "text": format!("ECHO: {said}")}]}));
+        let turn = format!("task-{n:012x}");
+        let finished = bodies::finished_completed(&chat.session, &format!("ECHO: {said}"));
+        sim.turns.insert(turn.clone(), finished);
+        let ok = Reply::json(200, &json!({"task_id": turn, "timeout": 3600}).to_string());
+        Some(match fault {
+            Some(PostFault::DropAfterStore) => Reply::dropped(),
+            Some(PostFault::Error500AfterStore) => {
+                Reply::json(500, r#"{"detail":"Internal Server Error"}"#)
+            }
+            Some(PostFault::SlowAfterStore(delay)) => ok.with_delay(delay),
+            _ => ok,
+        })
+    }
+
+    fn turn(&self, request: &Recorded) -> Option<Reply> {
+        let id = request.path.strip_prefix("/api/console/chat/task/")?;
+        let sim = self.lock();
+        sim.turns.get(id).map(|body| Reply::json(200, body))
+    }
+}
