@@ -255,7 +255,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__watch)
-            opts="-q -v -h -V --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -295,6 +295,10 @@ _atc() {
                     ;;
                 --fork-branch)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forward)
+                    COMPREPLY=($(compgen -W "auto never" -- "${cur}"))
                     return 0
                     ;;
                 --state)

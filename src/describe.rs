@@ -4,9 +4,12 @@
 //! without an answer, and a group's one turn. The one stored note (`Job::note`) records
 //! what no field can: how a cancel met a POST.
 
-use crate::job::{Job, Outbound, Status, TaskOutcome};
+use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
 use crate::text::truncate_chars;
 use crate::time::{Timestamp, human};
+
+/// Longest text a forward sends on to the person (as a delivery's cap).
+pub const MAX_FORWARD_CHARS: usize = 8000;
 
 /// Longest note in the `atc status` list.
 const BRIEF_CHARS: usize = 72;
@@ -95,6 +98,35 @@ fn told(job: &Job) -> String {
     }
 }
 
+/// Where sending the parent's reply on to the person stands, in a sentence.
+pub fn forward(job: &Job) -> Option<String> {
+    let f = job.forward.as_ref()?;
+    let reason = f
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    Some(match f.status {
+        ForwardStatus::Pending if f.attempt_started_at.is_some() => {
+            "the parent's reply is being sent to the person now".to_owned()
+        }
+        ForwardStatus::Pending => {
+            format!("the parent's reply waits to be sent to the person{reason}")
+        }
+        ForwardStatus::Sent => format!(
+            "the parent's reply was sent to the person on {}",
+            job.target.channel
+        ),
+        ForwardStatus::Skipped => format!("nothing was sent to the person{reason}"),
+        ForwardStatus::Failed => {
+            format!("the parent's reply could not be sent to the person{reason}")
+        }
+        ForwardStatus::Unconfirmed => {
+            format!("whether the parent's reply reached the person is unknown{reason}")
+        }
+    })
+}
+
 /// Why the job is where it is, in a sentence, or `None` when its status says it all.
 pub fn explain(job: &Job) -> Option<String> {
     if let Some(note) = &job.note {
@@ -146,7 +178,8 @@ pub fn explain(job: &Job) -> Option<String> {
                 None if job.turn_task_id.is_some() => "; the parent's turn is running".to_owned(),
                 None => String::new(),
             };
-            format!("delivered{how}{turn}{fork}")
+            let forward = forward(job).map(|f| format!("; {f}")).unwrap_or_default();
+            format!("delivered{how}{turn}{forward}{fork}")
         }
         Status::Unconfirmed => format!(
             "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
@@ -234,7 +267,15 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
                 .as_deref()
                 .map(|t| format!("; parent turn {t}"))
                 .unwrap_or_default();
-            format!("{outcome}{when}{turn}")
+            let forward = job
+                .forward
+                .as_ref()
+                .map(|f| match f.status {
+                    ForwardStatus::Sent => "; forwarded".to_owned(),
+                    other => format!("; forward {}", other.as_str()),
+                })
+                .unwrap_or_default();
+            format!("{outcome}{when}{turn}{forward}")
         }
         status if status.ends_without_answer() => {
             let short = match status {

@@ -188,6 +188,71 @@ pub enum OnEmpty {
     Skip,
 }
 
+/// `--forward`: whether the parent's reply is sent on to the person (IM parents).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardMode {
+    /// For parents on a channel other than `console`.
+    #[default]
+    Auto,
+    Never,
+}
+
+/// Where sending the parent's reply on to the person stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardStatus {
+    /// To be sent: waiting for a healthy channel, or retrying.
+    Pending,
+    /// The server said it sent it (2xx): never sent again.
+    Sent,
+    /// Nothing to send (an empty reply, a failed parent turn…): `reason` says which.
+    Skipped,
+    /// Refused by the server, or retries used up: `reason` says why.
+    Failed,
+    /// A send whose outcome is unknown; never repeated (a person would get it twice).
+    Unconfirmed,
+}
+
+impl ForwardStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForwardStatus::Pending => "pending",
+            ForwardStatus::Sent => "sent",
+            ForwardStatus::Skipped => "skipped",
+            ForwardStatus::Failed => "failed",
+            ForwardStatus::Unconfirmed => "unconfirmed",
+        }
+    }
+}
+
+/// Sending the parent's final reply to the person on the parent's IM channel
+/// (`POST /messages/send`): the woken turn runs through the console, so QwenPaw itself
+/// never sends it there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forward {
+    pub status: ForwardStatus,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub last_http_status: Option<u16>,
+    /// When it was sent (or given up).
+    #[serde(default)]
+    pub at: Option<Timestamp>,
+    /// Why it was skipped, failed or is held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The parent's final reply: what is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// When it became pending: `--busy-deadline` counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
+    /// Set while a send is in flight (write-ahead, like a delivery's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_started_at: Option<Timestamp>,
+}
+
 /// How a watch was asked to behave (`atc watch` options). All default to off.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {
@@ -204,6 +269,9 @@ pub struct Options {
     /// Fan-in: every member's result goes out together, as one turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// `--forward` (the `forward` field is the forward's record).
+    #[serde(rename = "forward_mode", default, skip_serializing_if = "is_default")]
+    pub forward: ForwardMode,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -355,6 +423,9 @@ pub struct Job {
     pub parent_turn: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// Sending the parent's reply on to the person (IM parents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<Forward>,
     /// A group's carrier: the task ids its one turn carries, in registration order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_tasks: Option<Vec<String>>,
@@ -396,6 +467,7 @@ impl Job {
             turn_task_id: None,
             parent_turn: None,
             delivery: None,
+            forward: None,
             group_tasks: None,
             carried_by: None,
             extra: Map::new(),
@@ -432,12 +504,25 @@ impl Job {
         }
     }
 
+    /// Whether the parent's reply goes on to the person: a parent on an IM channel (not
+    /// `console`, whose UI already shows the turn), unless the watch said `--forward never`.
+    pub fn forwards(&self) -> bool {
+        self.options.forward == ForwardMode::Auto && self.target.channel != "console"
+    }
+
     /// True while a delivery POST is claimed and its outcome not yet recorded (or the tick
     /// that claimed it died).
     pub fn in_flight(&self) -> bool {
         self.delivery
             .as_ref()
             .is_some_and(|d| d.attempt_started_at.is_some())
+    }
+
+    /// True while a forward is claimed and its outcome not yet recorded.
+    pub fn forward_in_flight(&self) -> bool {
+        self.forward
+            .as_ref()
+            .is_some_and(|f| f.attempt_started_at.is_some())
     }
 
     /// A job in `status` for tests: task `task-1`, session `s` of user `u` on `console`.
@@ -518,5 +603,25 @@ mod tests {
             back.extra.is_empty(),
             "target fields are not also kept as extra"
         );
+
+        let mut full = job.clone();
+        full.options.forward = ForwardMode::Never;
+        full.options.group = Some("g".into());
+        full.forward = Some(Forward {
+            status: ForwardStatus::Sent,
+            attempts: 1,
+            last_http_status: Some(200),
+            at: None,
+            reason: None,
+            text: None,
+            since: None,
+            attempt_started_at: None,
+        });
+        let value = serde_json::to_value(&full).unwrap();
+        assert_eq!(value["forward_mode"], "never");
+        assert_eq!(value["forward"]["status"], "sent");
+        assert_eq!(value["group"], "g");
+        let back: Job = serde_json::from_value(value).unwrap();
+        assert_eq!(back, full, "every field has a key of its own");
     }
 }

@@ -29,7 +29,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::describe;
-use crate::job::{Delivery, Job, OnEmpty, OnNoAnswer, Outbound, Status, Target, TaskOutcome};
+use crate::job::{
+    Delivery, Forward, ForwardStatus, Job, OnEmpty, OnNoAnswer, Outbound, Status, Target,
+    TaskOutcome,
+};
 use crate::report::Outcome;
 use crate::time::Timestamp;
 
@@ -112,13 +115,51 @@ pub enum Posted {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Turn {
     Running,
-    /// It ended: `completed`, `failed`…
+    /// It ended: `completed`, `failed`…, with its final tool-free reply ("" if none).
     Ended {
         status: String,
+        reply: String,
     },
     /// The server has no record of it (it restarted).
     Gone,
 }
+
+/// What the parent's channel says, before a forward goes out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    Healthy,
+    /// Running but not able to send (a disconnected broker, say): hold the forward.
+    Unhealthy {
+        detail: String,
+    },
+    /// Not configured or not running for the agent: a definite no.
+    Missing {
+        detail: String,
+    },
+    /// Could not tell.
+    Unknown {
+        error: String,
+    },
+}
+
+/// How one forward (`POST /messages/send`) ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// 2xx: the server sent it.
+    Accepted,
+    /// The server said sending failed (5xx), or nothing was sent: try again.
+    Failed {
+        http_status: Option<u16>,
+        detail: String,
+    },
+    /// Any other 4xx (an unconfigured channel, an unknown agent): never sent.
+    Rejected { http_status: u16, detail: String },
+    /// Timeout or reset after sending: it may have been sent.
+    Unknown { error: String },
+}
+
+/// Sends of one forward before it is given up (5xx and unreachable answers).
+pub const FORWARD_ATTEMPTS: u32 = 5;
 
 /// Something that happened to a job.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,6 +172,10 @@ pub enum Event {
     Posted(Posted),
     /// A tick polled the parent turn a delivery started.
     TurnPolled(Turn),
+    /// A tick asked the parent's channel whether it can send (before a forward).
+    ChannelChecked(Health),
+    /// The forward's send ended.
+    Forwarded(Sent),
     /// A person ran `atc cancel`.
     Cancelled,
     /// A person ran `atc redeliver`; `create_session` allows a new chat from now on.
@@ -154,6 +199,11 @@ pub enum Effect {
     /// POST `text` into the job's parent chat. Only ever returned with the write-ahead
     /// record (the attempt counted, `attempt_started_at` set) in the new job.
     Post {
+        text: String,
+    },
+    /// Send `text` to the person on the parent's channel, with the forward's write-ahead
+    /// record in the new job.
+    Forward {
         text: String,
     },
 }
@@ -196,6 +246,8 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Probed(probe) => probed(job, probe, now, limits),
         Event::Posted(posted) => posted_outcome(job, posted, now, limits),
         Event::TurnPolled(turn) => turn_polled(job, turn, now),
+        Event::ChannelChecked(health) => channel_checked(job, health, now, limits),
+        Event::Forwarded(sent) => forwarded(job, sent, now),
         Event::Cancelled => cancelled(job, now),
         Event::Redeliver { create_session } => redeliver(job, create_session, now),
         Event::Recovered => recovered(job, now),
@@ -536,20 +588,167 @@ fn defer(
     outcome
 }
 
-/// How the parent turn a delivery started ended, once it did.
+/// How the parent turn a delivery started ended, once it did. For a parent on an IM
+/// channel that is also when its reply is known: the forward is queued (or skipped, and
+/// why).
 fn turn_polled(job: &Job, turn: Turn, now: Timestamp) -> Transition {
     if job.outbound() != Some(Outbound::Delivered) || job.parent_turn.is_some() {
         return Transition::ignored(job);
     }
-    let status = match turn {
+    let (status, reply) = match turn {
         Turn::Running => return Transition::ignored(job),
-        Turn::Ended { status } => status,
-        Turn::Gone => "unknown".to_owned(),
+        Turn::Ended { status, reply } => (status, Some(reply)),
+        Turn::Gone => ("unknown".to_owned(), None),
     };
     let mut next = job.clone();
+    let mut outcomes = vec![Outcome::Followed];
+    if next.forwards() && next.forward.is_none() {
+        let skipped = |reason: String| Forward {
+            status: ForwardStatus::Skipped,
+            attempts: 0,
+            last_http_status: None,
+            at: Some(now),
+            reason: Some(reason),
+            text: None,
+            since: None,
+            attempt_started_at: None,
+        };
+        let forward = match (status.as_str(), reply) {
+            ("completed", Some(reply)) if !reply.is_empty() => Forward {
+                status: ForwardStatus::Pending,
+                at: None,
+                reason: None,
+                text: Some(crate::text::truncate_chars(reply, describe::MAX_FORWARD_CHARS)),
+                since: Some(now),
+                ..skipped(String::new())
+            },
+            ("completed", _) => skipped("the parent's final reply was empty".to_owned()),
+            ("unknown", None) => skipped(
+                "the parent's turn record is gone (the server restarted?), so its reply is not known"
+                    .to_owned(),
+            ),
+            (other, _) => skipped(format!("the parent's turn {other}: there is no reply to send")),
+        };
+        outcomes.push(match forward.status {
+            ForwardStatus::Pending => Outcome::Claimed,
+            _ => Outcome::ForwardSkipped,
+        });
+        next.forward = Some(forward);
+    }
     next.parent_turn = Some(status);
     next.updated_at = now;
-    Transition::to(next, vec![Outcome::Followed])
+    Transition::to(next, outcomes)
+}
+
+/// A forward that may go now: pending, not in flight.
+pub fn forward_due(job: &Job) -> bool {
+    job.forward
+        .as_ref()
+        .is_some_and(|f| f.status == ForwardStatus::Pending && f.attempt_started_at.is_none())
+}
+
+fn forward_mut(job: &mut Job) -> &mut Forward {
+    job.forward.as_mut().expect("a forward to update")
+}
+
+/// A healthy channel: claim the send (write-ahead). Otherwise hold it, until
+/// `--busy-deadline` after it became pending; a channel that is not there at all fails it.
+fn channel_checked(job: &Job, health: Health, now: Timestamp, limits: &Limits) -> Transition {
+    if !forward_due(job) {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    let forward = forward_mut(&mut next);
+    let held = match health {
+        Health::Healthy => {
+            forward.attempts += 1;
+            forward.attempt_started_at = Some(now);
+            let text = forward.text.clone().unwrap_or_default();
+            return Transition {
+                job: next,
+                effect: Effect::Forward { text },
+                outcomes: vec![Outcome::Claimed],
+            };
+        }
+        Health::Missing { detail } => {
+            forward.status = ForwardStatus::Failed;
+            forward.at = Some(now);
+            forward.reason = Some(format!("the channel cannot send: {detail}"));
+            return Transition::to(next, vec![Outcome::ForwardFailed]);
+        }
+        Health::Unhealthy { detail } => format!("the channel is not healthy ({detail})"),
+        Health::Unknown { error } => format!("could not ask the channel's health: {error}"),
+    };
+    let expired = forward
+        .since
+        .is_some_and(|since| since.elapsed_at(now) > limits.busy_deadline);
+    if expired {
+        forward.status = ForwardStatus::Failed;
+        forward.at = Some(now);
+        forward.reason = Some(format!("{held}, for longer than --busy-deadline"));
+        return Transition::to(next, vec![Outcome::ForwardFailed]);
+    }
+    forward.reason = Some(held);
+    Transition::to(next, vec![Outcome::ForwardHeld])
+}
+
+/// Records a send's outcome. Never sent twice once the server said 2xx; an unknown
+/// outcome is never retried (the person would get it twice).
+fn forwarded(job: &Job, sent: Sent, now: Timestamp) -> Transition {
+    if !job.forward_in_flight() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    let forward = forward_mut(&mut next);
+    forward.attempt_started_at = None;
+    let outcome = match sent {
+        Sent::Accepted => {
+            forward.status = ForwardStatus::Sent;
+            forward.last_http_status = Some(200);
+            forward.at = Some(now);
+            forward.reason = None;
+            Outcome::Forwarded
+        }
+        Sent::Failed {
+            http_status,
+            detail,
+        } => {
+            forward.last_http_status = http_status;
+            if forward.attempts >= FORWARD_ATTEMPTS {
+                forward.status = ForwardStatus::Failed;
+                forward.at = Some(now);
+                forward.reason = Some(format!(
+                    "{detail}; gave up after {} sends",
+                    forward.attempts
+                ));
+                Outcome::ForwardFailed
+            } else {
+                forward.reason = Some(format!("{detail}; trying again"));
+                Outcome::ForwardHeld
+            }
+        }
+        Sent::Rejected {
+            http_status,
+            detail,
+        } => {
+            forward.status = ForwardStatus::Failed;
+            forward.last_http_status = Some(http_status);
+            forward.at = Some(now);
+            forward.reason = Some(format!("{http_status}: {detail}"));
+            Outcome::ForwardFailed
+        }
+        Sent::Unknown { error } => {
+            forward.status = ForwardStatus::Unconfirmed;
+            forward.at = Some(now);
+            forward.reason = Some(format!(
+                "{error}; not sent again, so the person never gets it twice"
+            ));
+            Outcome::ForwardUnconfirmed
+        }
+    };
+    Transition::to(next, vec![outcome])
 }
 
 /// A cancel stops a live watch; the child task keeps running. One that meets a POST in
@@ -612,6 +811,19 @@ fn redeliver(job: &Job, create_session: bool, now: Timestamp) -> Transition {
 /// is read back before anything is posted again.
 fn recovered(job: &Job, now: Timestamp) -> Transition {
     let Some(started) = job.delivery.as_ref().and_then(|d| d.attempt_started_at) else {
+        if job.forward_in_flight() {
+            let mut next = job.clone();
+            next.updated_at = now;
+            let forward = forward_mut(&mut next);
+            forward.attempt_started_at = None;
+            forward.status = ForwardStatus::Unconfirmed;
+            forward.at = Some(now);
+            forward.reason = Some(
+                "an atc tick stopped while sending it; not sent again, so the person never gets it twice"
+                    .to_owned(),
+            );
+            return Transition::to(next, vec![Outcome::ForwardUnconfirmed]);
+        }
         return Transition::ignored(job);
     };
     let cancelled = job.status == Status::Cancelled;
@@ -786,14 +998,19 @@ pub fn to_follow<'a>(jobs: &'a [Job], now: Timestamp, limits: &Limits) -> Vec<&'
         .collect()
 }
 
-/// The jobs a tick recovers first (by position): a POST in flight. The tick lock says no
-/// other tick is running, so the tick that claimed them died.
+/// The jobs a tick recovers first (by position): a POST or a forward in flight. The tick
+/// lock says no other tick is running, so the tick that claimed them died.
 pub fn interrupted(jobs: &[Job]) -> Vec<usize> {
     jobs.iter()
         .enumerate()
-        .filter(|(_, job)| job.in_flight())
+        .filter(|(_, job)| job.in_flight() || job.forward_in_flight())
         .map(|(i, _)| i)
         .collect()
+}
+
+/// The forwards due now.
+pub fn forwards(jobs: &[Job]) -> Vec<&Job> {
+    jobs.iter().filter(|job| forward_due(job)).collect()
 }
 
 /// The turns due now: the oldest registration per parent chat. A second POST into the
@@ -813,7 +1030,7 @@ pub fn prunable(job: &Job, now: Timestamp, limits: &Limits) -> bool {
         Some(Outbound::Delivering) => true,
         Some(Outbound::Unconfirmed) => reading_back(job, now, limits),
         _ => false,
-    };
+    } || forward_due(job);
     job.status.is_terminal() && !settling && job.updated_at.elapsed_at(now) > limits.keep
 }
 

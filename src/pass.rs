@@ -5,14 +5,17 @@
 //! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
 //!    without the lock;
 //! 3. **render** finished tasks into the text a delivery carries;
-//! 4. **decide**: apply every poll, compose complete groups, and pick the turns due now,
-//!    at most one per parent chat (one locked update);
-//! 5. **probe** each parent chat: does it exist, is it busy, and (for a delivery of
-//!    unknown outcome) is the turn already in it; in parallel, without the lock;
-//! 6. **claim**: apply what the probes found; the turns that may go out get their
-//!    write-ahead records (one locked update);
-//! 7. **deliver**: POST each claimed turn, in parallel, without the lock;
-//! 8. **record** what each POST did (one locked update);
+//! 4. **decide**: apply every poll, compose complete groups, and pick what is due now:
+//!    turns, at most one per parent chat, and forwards of parents' replies (one locked
+//!    update);
+//! 5. **look** before acting: each parent chat (does it exist, is it busy, and, for a
+//!    delivery of unknown outcome, is the turn already in it); each IM channel a forward
+//!    goes through (is it healthy); in parallel, without the lock;
+//! 6. **claim**: apply what the looks found; what may go out gets its write-ahead record
+//!    (one locked update);
+//! 7. **send** each claimed turn (POST into the chat) and forward (to the person), in
+//!    parallel, without the lock;
+//! 8. **record** what each send did (one locked update);
 //! 9. **report**.
 //!
 //! The invariants of delivery, kept here and nowhere else:
@@ -37,7 +40,7 @@ use anyhow::Result;
 
 use crate::group;
 use crate::job::{Job, Outbound};
-use crate::lifecycle::{self, Check, Effect, Event, Limits, Posted, Probe, Turn};
+use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, render};
@@ -52,9 +55,19 @@ struct Work {
     follow: Vec<Job>,
 }
 
-/// A turn the pass has claimed: the job as claimed, and the text to post.
+/// What the tick is about to do for a job over the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Errand {
+    /// Post its outbound turn into the parent chat.
+    Turn,
+    /// Send the parent's reply on to the person.
+    Forward,
+}
+
+/// Something the pass has claimed: the job as claimed, and what to send.
 struct Claim {
     job: Job,
+    errand: Errand,
     text: String,
 }
 
@@ -76,13 +89,10 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     let turns = parallel(&work.follow, workers, |job| follow(&client, job));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
     let due = decide(store, &work, checks, turns, limits, &mut report)?;
-    let probes = parallel(&due, workers, |job| probe(&client, job));
-    let claims = claim(store, &due, probes, limits, &mut report)?;
-    let posted = parallel(&claims, workers, |claim| {
-        let body = chat::turn(&claim.job, &claim.text, tick.turn_timeout);
-        chat::posted(client.post_turn(&claim.job.base_url, &claim.job.target.agent_id, &body))
-    });
-    record(store, &claims, posted, limits, &mut report)?;
+    let looked = parallel(&due, workers, |(job, errand)| look(&client, job, *errand));
+    let claims = claim(store, &due, looked, limits, &mut report)?;
+    let sent = parallel(&claims, workers, |claim| send(&client, claim, tick));
+    record(store, &claims, sent, limits, &mut report)?;
     Ok(Some(report))
 }
 
@@ -146,6 +156,7 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
                 .result_status()
                 .unwrap_or(record.status.as_str())
                 .to_owned(),
+            reply: record.final_reply(),
         }),
         Poll::Record(_) => Some(Turn::Running),
         Poll::NotFound { .. } => Some(Turn::Gone),
@@ -154,7 +165,7 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
 }
 
 /// Applies the polls and the followed turns, composes the groups that are complete, and
-/// picks the turns due now.
+/// picks what is due now: turns, and forwards.
 fn decide(
     store: &Store,
     work: &Work,
@@ -162,7 +173,7 @@ fn decide(
     turns: Vec<Option<Turn>>,
     limits: &Limits,
     report: &mut Report,
-) -> Result<Vec<Job>> {
+) -> Result<Vec<(Job, Errand)>> {
     store.update(|file| {
         let now = Timestamp::now();
         let index = registrations(file);
@@ -183,11 +194,26 @@ fn decide(
             }
         }
         groups(file, now, limits, report);
-        Ok(lifecycle::deliveries(&file.jobs, now, limits)
+        let turns = lifecycle::deliveries(&file.jobs, now, limits)
             .into_iter()
-            .cloned()
-            .collect())
+            .map(|job| (job.clone(), Errand::Turn));
+        let forwards = lifecycle::forwards(&file.jobs)
+            .into_iter()
+            .map(|job| (job.clone(), Errand::Forward));
+        Ok(turns.chain(forwards).collect())
     })
+}
+
+/// Looks before acting: at the parent chat for a turn, at the channel for a forward.
+fn look(client: &Client, job: &Job, errand: Errand) -> Event {
+    match errand {
+        Errand::Turn => Event::Probed(probe(client, job)),
+        Errand::Forward => {
+            let t = &job.target;
+            let health = client.channel_health(&job.base_url, &t.agent_id, &t.channel);
+            Event::ChannelChecked(chat::health(health))
+        }
+    }
 }
 
 /// Looks at the parent chat of a due turn. Before the first attempt the chat is found by
@@ -236,12 +262,12 @@ fn probe(client: &Client, job: &Job) -> Probe {
     }
 }
 
-/// Applies what the probes found. The turns that may go out now are claimed: their
-/// write-ahead records are saved with this write, before any POST.
+/// Applies what the looks found. What may go out now is claimed: its write-ahead record
+/// is saved with this write, before anything is sent.
 fn claim(
     store: &Store,
-    due: &[Job],
-    probes: Vec<Probe>,
+    due: &[(Job, Errand)],
+    looked: Vec<Event>,
     limits: &Limits,
     report: &mut Report,
 ) -> Result<Vec<Claim>> {
@@ -252,28 +278,47 @@ fn claim(
         let now = Timestamp::now();
         let index = registrations(file);
         let mut claims = Vec::new();
-        for (job, probe) in due.iter().zip(probes) {
+        for ((job, errand), event) in due.iter().zip(looked) {
             let Some(&i) = index.get(&job.job_id) else {
                 continue;
             };
             let job = &mut file.jobs[i];
-            if let Effect::Post { text } = apply(job, Event::Probed(probe), now, limits, report) {
-                claims.push(Claim {
-                    job: job.clone(),
-                    text,
-                });
-            }
+            let text = match apply(job, event, now, limits, report) {
+                Effect::Post { text } | Effect::Forward { text } => text,
+                Effect::None => continue,
+            };
+            claims.push(Claim {
+                job: job.clone(),
+                errand: *errand,
+                text,
+            });
         }
         groups(file, now, limits, report);
         Ok(claims)
     })
 }
 
-/// Records each POST's outcome on the registration that claimed it.
+/// Sends one claimed thing: the turn into the parent chat, or the forward to the person.
+fn send(client: &Client, claim: &Claim, tick: &Tick) -> Event {
+    let job = &claim.job;
+    let (base, agent) = (&job.base_url, &job.target.agent_id);
+    match claim.errand {
+        Errand::Turn => {
+            let body = chat::turn(job, &claim.text, tick.turn_timeout);
+            Event::Posted(chat::posted(client.post_turn(base, agent, &body)))
+        }
+        Errand::Forward => {
+            let body = chat::forward_body(job, &claim.text);
+            Event::Forwarded(chat::forwarded(client.send_message(base, agent, &body)))
+        }
+    }
+}
+
+/// Records what each send did on the registration that claimed it.
 fn record(
     store: &Store,
     claims: &[Claim],
-    posted: Vec<Posted>,
+    sent: Vec<Event>,
     limits: &Limits,
     report: &mut Report,
 ) -> Result<()> {
@@ -283,16 +328,10 @@ fn record(
     store.update(|file| {
         let now = Timestamp::now();
         let index = registrations(file);
-        for (claim, posted) in claims.iter().zip(posted) {
+        for (claim, event) in claims.iter().zip(sent) {
             match index.get(&claim.job.job_id) {
                 Some(&i) => {
-                    apply(
-                        &mut file.jobs[i],
-                        Event::Posted(posted),
-                        now,
-                        limits,
-                        report,
-                    );
+                    apply(&mut file.jobs[i], event, now, limits, report);
                 }
                 None => report.add(Outcome::Replaced, &claim.job.task_id),
             }

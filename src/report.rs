@@ -38,6 +38,16 @@ pub enum Outcome {
     Waiting,
     /// How the parent turn a delivery started ended is now known.
     Followed,
+    /// The parent's reply was sent on to the person.
+    Forwarded,
+    /// A forward waits for a healthy channel (or a retry).
+    ForwardHeld,
+    /// Nothing to forward (empty reply, failed parent turn).
+    ForwardSkipped,
+    /// A forward was refused, or retries ran out.
+    ForwardFailed,
+    /// A forward's send may or may not have gone out.
+    ForwardUnconfirmed,
     /// `atc redeliver` put a given-up turn back in line.
     Requeued,
     /// A group member lost its carrier and waits to be sealed again.
@@ -89,6 +99,11 @@ impl Outcome {
             Outcome::Confirmed => "confirmed",
             Outcome::Waiting => "waiting",
             Outcome::Followed => "followed",
+            Outcome::Forwarded => "forwarded",
+            Outcome::ForwardHeld => "forward_held",
+            Outcome::ForwardSkipped => "forward_skipped",
+            Outcome::ForwardFailed => "forward_failed",
+            Outcome::ForwardUnconfirmed => "forward_unconfirmed",
             Outcome::Requeued => "requeued",
             Outcome::Unsealed => "unsealed",
             Outcome::Delivered => "delivered",
@@ -117,6 +132,8 @@ impl Outcome {
                 | Outcome::Error
                 | Outcome::Undelivered
                 | Outcome::Misrouted
+                | Outcome::ForwardFailed
+                | Outcome::ForwardUnconfirmed
         )
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
-use crate::job::{OnEmpty, OnNoAnswer, Options, Target};
+use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Target};
 use crate::lifecycle::Limits;
 
 /// The defaults, in one place (`--help` shows them; a test keeps the two in step).
@@ -280,6 +280,10 @@ fn watch(
         },
         fork_branch: label("--fork-branch", args.fork_branch)?,
         group: label("--group", args.group)?,
+        forward: match args.forward {
+            Some(cli::ForwardArg::Never) => ForwardMode::Never,
+            Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,
+        },
     };
     let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
     let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?

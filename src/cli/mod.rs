@@ -154,6 +154,15 @@ pub enum NoAnswer {
     Silent,
 }
 
+/// `--forward`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ForwardArg {
+    /// For a parent on a channel other than console
+    Auto,
+    /// Never
+    Never,
+}
+
 /// `--on-empty`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Empty {
@@ -264,6 +273,16 @@ pub struct WatchArgs {
         help_heading = "How the result is delivered"
     )]
     pub fork_branch: Option<String>,
+
+    /// Send the parent's final reply on to the person on an IM channel (QwenPaw runs the
+    /// woken turn through the console, so it never reaches them otherwise) [default: auto]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        value_enum,
+        help_heading = "How the result is delivered"
+    )]
+    pub forward: Option<ForwardArg>,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::describe::{brief, explain};
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, OnEmpty, OnNoAnswer, Outbound};
+use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Outbound};
 use crate::settings::{self, Output};
 use crate::state::Store;
 use crate::time::{Timestamp, human};
@@ -149,6 +149,9 @@ fn full(job: &Job, now: Timestamp) -> String {
     if o.on_empty == OnEmpty::Skip {
         asked.push("--on-empty skip");
     }
+    if o.forward == ForwardMode::Never {
+        asked.push("--forward never");
+    }
     if !asked.is_empty() {
         field("options", asked.join(" "));
     }
@@ -212,6 +215,20 @@ fn full(job: &Job, now: Timestamp) -> String {
             .as_deref()
             .map_or(String::new(), |status| format!(" ({status})"));
         field("parent turn", format!("{turn}{ended}"));
+    }
+    if let Some(f) = &job.forward {
+        let mut said = format!("{} ({} sends", f.status.as_str(), f.attempts);
+        if let Some(status) = f.last_http_status {
+            let _ = write!(said, ", last http {status}");
+        }
+        if let Some(at) = f.at {
+            let _ = write!(said, ", {}", ago(at));
+        }
+        said.push(')');
+        field("forward", said);
+        if let Some(reason) = &f.reason {
+            field("forward note", reason.clone());
+        }
     }
     if let Some(text) = &job.final_text {
         let lines: Vec<&str> = text.lines().collect();

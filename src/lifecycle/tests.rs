@@ -3,7 +3,7 @@
 //! then the rules that need more than one step.
 
 use super::*;
-use crate::job::Options;
+use crate::job::{ForwardStatus, Options};
 
 const LIMITS: Limits = Limits {
     max_strikes: 3,
@@ -120,6 +120,13 @@ enum Kind {
     PostUnknown,
     Rejected,
     TurnEnded,
+    Healthy,
+    Unhealthy,
+    NoChannel,
+    SentOk,
+    SendFailed,
+    SendRejected,
+    SendUnknown,
     Cancelled,
     Redeliver,
     Recovered,
@@ -129,7 +136,7 @@ enum Kind {
     Followed,
 }
 
-const KINDS: [Kind; 24] = [
+const KINDS: [Kind; 31] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -147,6 +154,13 @@ const KINDS: [Kind; 24] = [
     Kind::PostUnknown,
     Kind::Rejected,
     Kind::TurnEnded,
+    Kind::Healthy,
+    Kind::Unhealthy,
+    Kind::NoChannel,
+    Kind::SentOk,
+    Kind::SendFailed,
+    Kind::SendRejected,
+    Kind::SendUnknown,
     Kind::Cancelled,
     Kind::Redeliver,
     Kind::Recovered,
@@ -177,6 +191,13 @@ macro_rules! any_kind {
             | Kind::PostUnknown
             | Kind::Rejected
             | Kind::TurnEnded
+            | Kind::Healthy
+            | Kind::Unhealthy
+            | Kind::NoChannel
+            | Kind::SentOk
+            | Kind::SendFailed
+            | Kind::SendRejected
+            | Kind::SendUnknown
             | Kind::Cancelled
             | Kind::Redeliver
             | Kind::Recovered
@@ -237,6 +258,26 @@ fn event(kind: Kind) -> Event {
         }),
         Kind::TurnEnded => Event::TurnPolled(Turn::Ended {
             status: "completed".into(),
+            reply: "R".into(),
+        }),
+        Kind::Healthy => Event::ChannelChecked(Health::Healthy),
+        Kind::Unhealthy => Event::ChannelChecked(Health::Unhealthy {
+            detail: "not connected".into(),
+        }),
+        Kind::NoChannel => Event::ChannelChecked(Health::Missing {
+            detail: "Channel 'x' not available".into(),
+        }),
+        Kind::SentOk => Event::Forwarded(Sent::Accepted),
+        Kind::SendFailed => Event::Forwarded(Sent::Failed {
+            http_status: Some(500),
+            detail: "Failed to send message".into(),
+        }),
+        Kind::SendRejected => Event::Forwarded(Sent::Rejected {
+            http_status: 404,
+            detail: "Channel not found: x".into(),
+        }),
+        Kind::SendUnknown => Event::Forwarded(Sent::Unknown {
+            error: "reset".into(),
         }),
         Kind::Cancelled => Event::Cancelled,
         Kind::Redeliver => Event::Redeliver {
@@ -383,21 +424,50 @@ fn group_row(carried: bool, kind: Kind) -> Row {
     }
 }
 
+/// A delivered turn of a parent on an IM channel whose reply is to be forwarded, and the
+/// same forward once claimed (in flight).
+// The last arm names every kind (so a new one must be added), some already taken above.
+#[allow(unreachable_patterns)]
+fn forward_row(in_flight: bool, kind: Kind) -> (Row, Option<ForwardStatus>) {
+    use ForwardStatus as F;
+    use Kind as K;
+    use Outcome as O;
+    use Status as S;
+    match (in_flight, kind) {
+        (false, K::Healthy) => ((S::Done, true, &[O::Claimed]), Some(F::Pending)),
+        (false, K::Unhealthy) => ((S::Done, false, &[O::ForwardHeld]), Some(F::Pending)),
+        (false, K::NoChannel) => ((S::Done, false, &[O::ForwardFailed]), Some(F::Failed)),
+        (true, K::SentOk) => ((S::Done, false, &[O::Forwarded]), Some(F::Sent)),
+        (true, K::SendFailed) => ((S::Done, false, &[O::ForwardHeld]), Some(F::Pending)),
+        (true, K::SendRejected) => ((S::Done, false, &[O::ForwardFailed]), Some(F::Failed)),
+        (true, K::SendUnknown | K::Recovered) => (
+            (S::Done, false, &[O::ForwardUnconfirmed]),
+            Some(F::Unconfirmed),
+        ),
+        (_, any_kind!()) => ((S::Done, false, IGNORED), Some(F::Pending)),
+    }
+}
+
 fn check(job: &Job, kind: Kind, (status, posts, outcomes): Row, case: &str) {
     let tr = apply(job, event(kind), t(10));
     assert_eq!(tr.job.status, status, "{case}");
     assert_eq!(tr.outcomes, outcomes, "{case}");
     assert_eq!(
-        matches!(tr.effect, Effect::Post { .. }),
+        !matches!(tr.effect, Effect::None),
         posts,
         "{case}: effect {:?}",
         tr.effect
     );
-    if posts {
-        assert!(
+    match tr.effect {
+        Effect::Post { .. } => assert!(
             tr.job.in_flight(),
             "{case}: a POST only with its write-ahead record"
-        );
+        ),
+        Effect::Forward { .. } => assert!(
+            tr.job.forward_in_flight(),
+            "{case}: a forward only with its write-ahead record"
+        ),
+        Effect::None => {}
     }
     if tr.is_ignored() {
         assert_eq!(tr.job, *job, "{case}: an ignored event changes nothing");
@@ -463,6 +533,129 @@ fn sub_states_have_their_rows() {
             &format!("carried × {kind:?}"),
         );
     }
+}
+
+fn im_parent(forward: Option<ForwardStatus>, in_flight: bool) -> Job {
+    let mut done = job(Status::Done);
+    done.target.channel = "mqtt".into();
+    done.parent_turn = forward.map(|_| "completed".to_owned());
+    done.forward = forward.map(|status| Forward {
+        status,
+        attempts: u32::from(in_flight),
+        last_http_status: None,
+        at: None,
+        reason: None,
+        text: Some("R".into()),
+        since: Some(t(1)),
+        attempt_started_at: in_flight.then(|| t(2)),
+    });
+    done
+}
+
+#[test]
+fn forward_sub_states_have_their_rows() {
+    for in_flight in [false, true] {
+        let im = im_parent(Some(ForwardStatus::Pending), in_flight);
+        for kind in KINDS {
+            let (row, forward) = forward_row(in_flight, kind);
+            let case = format!("forward (in flight: {in_flight}) × {kind:?}");
+            check(&im, kind, row, &case);
+            let after = apply(&im, event(kind), t(10)).job;
+            assert_eq!(after.forward.map(|f| f.status), forward, "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_one() {
+    let ended = |reply: &str, status: &str| {
+        Event::TurnPolled(Turn::Ended {
+            status: status.into(),
+            reply: reply.into(),
+        })
+    };
+    let im = im_parent(None, false);
+    let pending = apply(&im, ended("FINAL", "completed"), t(5)).job;
+    let forward = pending.forward.clone().unwrap();
+    assert_eq!(
+        (forward.status, forward.text.as_deref(), forward.since),
+        (ForwardStatus::Pending, Some("FINAL"), Some(t(5)))
+    );
+    assert_eq!(pending.parent_turn.as_deref(), Some("completed"));
+    assert!(forward_due(&pending));
+    for (reply, status, says) in [
+        ("", "completed", "empty"),
+        ("x", "failed", "the parent's turn failed"),
+    ] {
+        let skipped = apply(&im, ended(reply, status), t(5)).job.forward.unwrap();
+        assert_eq!(skipped.status, ForwardStatus::Skipped);
+        assert!(skipped.reason.unwrap().contains(says));
+    }
+    let gone = apply(&im, Event::TurnPolled(Turn::Gone), t(5))
+        .job
+        .forward
+        .unwrap();
+    assert_eq!(gone.status, ForwardStatus::Skipped);
+    let console = apply(&job(Status::Done), ended("FINAL", "completed"), t(5)).job;
+    assert_eq!(console.forward, None, "the console shows the turn itself");
+    let mut never = im.clone();
+    never.options.forward = crate::job::ForwardMode::Never;
+    assert_eq!(
+        apply(&never, ended("FINAL", "completed"), t(5)).job.forward,
+        None
+    );
+}
+
+#[test]
+fn a_forward_is_held_for_an_unhealthy_channel_until_the_deadline_and_retried_a_few_times() {
+    let im = im_parent(Some(ForwardStatus::Pending), false);
+    let unhealthy = Event::ChannelChecked(Health::Unhealthy {
+        detail: "MQTT client is not connected to broker.".into(),
+    });
+    let held = apply(&im, unhealthy.clone(), t(601)).job;
+    assert_eq!(
+        held.forward.as_ref().unwrap().status,
+        ForwardStatus::Pending
+    );
+    assert!(
+        held.forward
+            .unwrap()
+            .reason
+            .unwrap()
+            .contains("not connected")
+    );
+    let expired = apply(&im, unhealthy, t(602)).job.forward.unwrap();
+    assert_eq!(expired.status, ForwardStatus::Failed);
+    assert!(expired.reason.unwrap().contains("--busy-deadline"));
+
+    let mut j = im;
+    for n in 1..=FORWARD_ATTEMPTS {
+        let claimed = apply(&j, Event::ChannelChecked(Health::Healthy), t(10));
+        assert_eq!(claimed.effect, Effect::Forward { text: "R".into() });
+        j = apply(
+            &claimed.job,
+            Event::Forwarded(Sent::Failed {
+                http_status: Some(500),
+                detail: "Failed to send message: x".into(),
+            }),
+            t(11),
+        )
+        .job;
+        let f = j.forward.clone().unwrap();
+        let want = if n < FORWARD_ATTEMPTS {
+            ForwardStatus::Pending
+        } else {
+            ForwardStatus::Failed
+        };
+        assert_eq!((f.status, f.attempts), (want, n), "send {n}");
+    }
+    assert!(
+        j.forward
+            .unwrap()
+            .reason
+            .unwrap()
+            .contains("gave up after 5 sends")
+    );
 }
 
 #[test]
@@ -929,6 +1122,7 @@ fn the_parent_turn_is_followed_until_it_ends() {
         &done,
         Event::TurnPolled(Turn::Ended {
             status: "failed".into(),
+            reply: String::new(),
         }),
         t(5),
     )

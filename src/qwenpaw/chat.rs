@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Answer, Transport, detail};
 use crate::job::Job;
-use crate::lifecycle::Posted;
+use crate::lifecycle::{Health, Posted, Sent};
 
 /// The delivery id QwenPaw keeps on the stored user message (`metadata`), so the turn can
 /// be found again by reading the chat back.
@@ -75,6 +75,93 @@ pub fn posted(result: Result<Answer, Transport>) -> Posted {
         (_, body) => Posted::Rejected {
             http_status: status,
             detail: said(body),
+        },
+    }
+}
+
+/// The body of a forward: `text` to the person of the job's chat, through its channel,
+/// as that channel addresses them (`target_user` the chat's user id, `target_session` its
+/// session id, e.g. `mqtt:alice`).
+pub fn forward_body(job: &Job, text: &str) -> Value {
+    json!({
+        "channel": job.target.channel,
+        "target_user": job.target.user_id,
+        "target_session": job.target.session_id,
+        "text": text,
+    })
+}
+
+/// How a forward's send ended, from what came back.
+pub fn forwarded(result: Result<Answer, Transport>) -> Sent {
+    let answer = match result {
+        Ok(answer) => answer,
+        Err(Transport {
+            nothing_sent: true,
+            message,
+        }) => {
+            return Sent::Failed {
+                http_status: None,
+                detail: message,
+            };
+        }
+        Err(Transport { message, .. }) => return Sent::Unknown { error: message },
+    };
+    let status = answer.status;
+    let is_json = answer.is_json();
+    let said =
+        |body: &Result<String, String>| body.as_ref().map_or_else(|e| e.clone(), |b| detail(b));
+    match status {
+        200..=299 => {
+            let success = answer
+                .body
+                .as_ref()
+                .ok()
+                .filter(|_| is_json)
+                .and_then(|b| serde_json::from_str::<Value>(b).ok())
+                .and_then(|v| v.get("success").and_then(Value::as_bool));
+            match success {
+                Some(true) => Sent::Accepted,
+                Some(false) => Sent::Failed {
+                    http_status: Some(status),
+                    detail: format!("HTTP {status}: the server says it did not send it"),
+                },
+                None => Sent::Unknown {
+                    error: format!("HTTP {status} with an unreadable or non-JSON answer"),
+                },
+            }
+        }
+        500..=599 => Sent::Failed {
+            http_status: Some(status),
+            detail: format!("HTTP {status}: {}", said(&answer.body)),
+        },
+        _ => Sent::Rejected {
+            http_status: status,
+            detail: said(&answer.body),
+        },
+    }
+}
+
+/// What `GET /config/channels/{channel}/health` says.
+pub fn health(result: Result<Answer, Transport>) -> Health {
+    let (status, value) = match json_body(result, "(a channel health)") {
+        Ok(answer) => answer,
+        Err(error) => return Health::Unknown { error },
+    };
+    let said = detail(&value.to_string());
+    match (status, value.get("status").and_then(Value::as_str)) {
+        (200, Some("healthy")) => Health::Healthy,
+        (200, Some(other)) => Health::Unhealthy {
+            detail: value
+                .get("detail")
+                .and_then(Value::as_str)
+                .map_or_else(|| other.to_owned(), |d| crate::text::one_line(d, 300)),
+        },
+        (200, None) => Health::Unknown {
+            error: "HTTP 200 but the health has no \"status\"".to_owned(),
+        },
+        (404, _) => Health::Missing { detail: said },
+        (status, _) => Health::Unknown {
+            error: format!("HTTP {status}: {said}"),
         },
     }
 }
@@ -338,6 +425,78 @@ mod tests {
             Err(Unusable::Unknown(_))
         ));
         assert!(chats(json(200, "{}")).is_err());
+    }
+
+    #[test]
+    fn forwards_and_channel_health() {
+        assert_eq!(
+            forwarded(json(
+                200,
+                r#"{"success":true,"message":"Message sent successfully to mqtt"}"#
+            )),
+            Sent::Accepted
+        );
+        assert!(matches!(
+            forwarded(json(200, r#"{"success":false,"message":"x"}"#)),
+            Sent::Failed {
+                http_status: Some(200),
+                ..
+            }
+        ));
+        assert_eq!(
+            forwarded(json(404, r#"{"detail":"Channel not found: dingtalk"}"#)),
+            Sent::Rejected {
+                http_status: 404,
+                detail: "Channel not found: dingtalk".into()
+            }
+        );
+        assert!(matches!(
+            forwarded(json(500, r#"{"detail":"Failed to send message: boom"}"#)),
+            Sent::Failed { http_status: Some(500), detail } if detail.contains("Failed to send message: boom")
+        ));
+        let reset = Err(Transport {
+            nothing_sent: false,
+            message: "reset".into(),
+        });
+        assert_eq!(
+            forwarded(reset),
+            Sent::Unknown {
+                error: "reset".into()
+            }
+        );
+        let refused = Err(Transport {
+            nothing_sent: true,
+            message: "refused".into(),
+        });
+        assert!(matches!(
+            forwarded(refused),
+            Sent::Failed {
+                http_status: None,
+                ..
+            }
+        ));
+
+        assert_eq!(
+            health(json(
+                200,
+                r#"{"channel":"mqtt","status":"healthy","detail":"MQTT connected"}"#
+            )),
+            Health::Healthy
+        );
+        assert_eq!(
+            health(json(
+                200,
+                r#"{"channel":"mqtt","status":"unhealthy","detail":"MQTT client is not connected to broker."}"#
+            )),
+            Health::Unhealthy {
+                detail: "MQTT client is not connected to broker.".into()
+            }
+        );
+        assert!(matches!(
+            health(json(404, r#"{"detail":"Channel 'x' not available"}"#)),
+            Health::Missing { .. }
+        ));
+        assert!(matches!(health(json(500, "{}")), Health::Unknown { .. }));
     }
 
     #[test]

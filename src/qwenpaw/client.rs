@@ -123,6 +123,35 @@ impl Client {
         finish("POST", &url, request.send_json(body))
     }
 
+    /// `POST {base}/messages/send` with `body` as `agent`: text to a person through one of
+    /// the agent's channels (not stored in any chat, never starts a turn).
+    pub fn send_message(
+        &self,
+        base_url: &str,
+        agent: &str,
+        body: &Value,
+    ) -> Result<Answer, Transport> {
+        let url = format!("{base_url}/messages/send");
+        let request = self
+            .with_auth(self.posts.post(&url))
+            .header("X-Agent-Id", agent)
+            .header("Accept", "application/json");
+        finish("POST", &url, request.send_json(body))
+    }
+
+    /// `GET {base}/config/channels/{channel}/health` as `agent`.
+    pub fn channel_health(
+        &self,
+        base_url: &str,
+        agent: &str,
+        channel: &str,
+    ) -> Result<Answer, Transport> {
+        self.read(
+            &format!("{base_url}/config/channels/{}/health", encode(channel)),
+            agent,
+        )
+    }
+
     /// `GET {base}/chats` as `agent`: its chats, of one user on one channel when
     /// `filter` says which (otherwise all of them).
     pub fn list_chats(

@@ -52,6 +52,41 @@ impl TaskRecord {
         self.payload.get("result")?.get("status")?.as_str()
     }
 
+    /// The turn's final tool-free answer (seed 003): the text of the assistant messages
+    /// after its last tool call or tool output. An "I will inspect…" said together with a
+    /// tool call belongs to that call's round and is never part of it. "" when the turn
+    /// ended on a tool call, or said nothing.
+    pub fn final_reply(&self) -> String {
+        let Some(output) = self
+            .payload
+            .get("result")
+            .and_then(|r| r.get("output"))
+            .and_then(Value::as_array)
+        else {
+            return String::new();
+        };
+        let is_reply = |item: &Value| {
+            item.get("type").and_then(Value::as_str) == Some("message")
+                && item.get("role").and_then(Value::as_str) == Some("assistant")
+        };
+        let start = output
+            .iter()
+            .rposition(|item| !is_reply(item))
+            .map_or(0, |i| i + 1);
+        let texts: Vec<&str> = output[start..]
+            .iter()
+            .flat_map(|item| {
+                item.get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect();
+        texts.join("\n").trim().to_owned()
+    }
+
     /// The child's final answer as QwenPaw extracts it ("" when there is none).
     pub fn answer(&self) -> String {
         render::answer(&self.payload)
@@ -345,6 +380,28 @@ mod tests {
             r#"{"status":"completed","output":[{"content":[{"type":"text","text":"  hi \n"}]}]}"#,
         );
         assert_eq!(answer.answer(), "hi");
+        let turn = finished(
+            r#"{"status":"completed","output":[
+                {"type":"message","role":"assistant","content":[{"type":"text","text":"I will inspect."}]},
+                {"type":"plugin_call","role":"assistant","content":[{"type":"data","data":{"name":"x"}}]},
+                {"type":"plugin_call_output","role":"tool","content":[{"type":"data","data":{"output":"ok"}}]},
+                {"type":"message","role":"assistant","content":[{"type":"text","text":"FINAL"},{"type":"text","text":"two"}]}]}"#,
+        );
+        assert_eq!(
+            turn.final_reply(),
+            "FINAL\ntwo",
+            "only what came after the last tool"
+        );
+        let ends_on_a_call = finished(
+            r#"{"status":"completed","output":[
+                {"type":"message","role":"assistant","content":[{"type":"text","text":"I will inspect."}]},
+                {"type":"plugin_call","role":"assistant","content":[]}]}"#,
+        );
+        assert_eq!(ends_on_a_call.final_reply(), "");
+        assert_eq!(
+            finished(r#"{"status":"completed","output":[]}"#).final_reply(),
+            ""
+        );
         assert_eq!(answer.result_status(), Some("completed"));
         assert_eq!(
             finished(r#"{"status":"completed","output":[]}"#).answer(),

@@ -19,7 +19,13 @@ What it answers depends on the *last user text* of the request (see
 
 A text that starts with ``[TASK_ID:`` is a background-task result delivered into
 a parent chat (by atc). It echoes back but never acts as a directive: a child's
-``ECHO: ... SLEEP=5`` must not make the parent's resumed turn sleep or fail.
+``ECHO: ... SLEEP=5`` must not make the parent's resumed turn sleep or fail. Two
+markers in it do shape the woken parent's answer (for the IM-channel scenarios):
+
+  ``IM-PARENT: TOOL``          -> "I will inspect the result first." together with a
+                                  tool call (``echo inspected``); after the tool's
+                                  result, the final text ``FINAL: the person's answer``
+  ``IM-PARENT: EMPTY``         -> an empty final answer
 
 Usage: fake_llm.py [PORT]   (0 or nothing: pick a free port)
 Prints ``PORT <n>`` on stdout once listening.  FAKE_LLM_LOG=<file> appends
@@ -36,6 +42,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "fake-echo"
+IM_INTERMEDIATE = "I will inspect the result first."
+IM_FINAL = "FINAL: the person's answer"
 LOG_LOCK = threading.Lock()
 
 # QwenPaw (agentscope) may wrap the user's words: a leading "[Time: ...]"
@@ -77,11 +85,17 @@ def decide(body):
     """Return (http_status, kind, payload, delay_seconds)."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
+    text = last_user_text(messages)
     if last.get("role") == "tool":
+        if text.startswith("[TASK_ID:") and "IM-PARENT: TOOL" in text:
+            return 200, "text", IM_FINAL, 0.0
         # Report the tool's output as the answer.
         return 200, "text", _text_of(last.get("content")).strip(), 0.0
-    text = last_user_text(messages)
     if text.startswith("[TASK_ID:"):
+        if "IM-PARENT: TOOL" in text:
+            return 200, "tool+text", "echo inspected", 0.0
+        if "IM-PARENT: EMPTY" in text:
+            return 200, "text", "", 0.0
         return 200, "text", "ECHO: " + text, 0.0
     delay = 0.0
     m = re.search(r"SLEEP=(\d+(?:\.\d+)?)", text)
@@ -160,11 +174,12 @@ class Handler(BaseHTTPRequestHandler):
         cid = "chatcmpl-" + uuid.uuid4().hex[:12]
         created = int(time.time())
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        if kind == "tool":
+        if kind in ("tool", "tool+text"):
             call = {"id": "call_" + uuid.uuid4().hex[:12], "type": "function",
                     "function": {"name": "execute_shell_command",
                                  "arguments": json.dumps({"command": payload})}}
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            said = IM_INTERMEDIATE if kind == "tool+text" else None
+            message = {"role": "assistant", "content": said, "tool_calls": [call]}
             finish = "tool_calls"
         else:
             message = {"role": "assistant", "content": payload}
@@ -184,7 +199,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         chunks = [_chunk(cid, created, {"role": "assistant", "content": ""})]
-        if kind == "tool":
+        if kind == "tool+text":
+            chunks.append(_chunk(cid, created, {"content": IM_INTERMEDIATE}))
+        if kind in ("tool", "tool+text"):
             chunks.append(_chunk(cid, created, {"tool_calls": [dict(call, index=0)]}))
         else:
             chunks.append(_chunk(cid, created, {"content": payload}))

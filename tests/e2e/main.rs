@@ -19,6 +19,7 @@ mod atc;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
 mod hermetic;
+mod mqtt;
 mod procs;
 mod proxy;
 mod qwenpaw;

@@ -163,6 +163,8 @@ pub struct ServerOptions {
     pub path_prepend: Option<PathBuf>,
     /// Extra environment for the server (and so for its agents' shell tools).
     pub env: Vec<(String, String)>,
+    /// Configure the default agent's MQTT channel to a broker on this port (contract §9).
+    pub mqtt_port: Option<u16>,
 }
 
 /// A real `qwenpaw app` on a free loopback port, in its own temp HOME/working dir.
@@ -265,6 +267,18 @@ impl Server {
                     .collect()
             })
             .unwrap_or_default();
+        if let Some(port) = opts.mqtt_port {
+            // `transport` must be set: the default "" fails silently after a 200.
+            let path = home.join(".qwenpaw/workspaces/default/agent.json");
+            let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut agent: Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            agent["channels"]["mqtt"] = serde_json::json!({
+                "enabled": true, "host": "127.0.0.1", "port": port, "transport": "tcp",
+                "subscribe_topic": "probe/+/in", "publish_topic": "probe/{client_id}/out", "qos": 2
+            });
+            fs::write(&path, agent.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         server.start()?;
         Ok(server)
     }

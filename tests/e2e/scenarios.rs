@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -13,6 +14,7 @@ use crate::R;
 use crate::api::{Api, Msg};
 use crate::atc::{Atc, is_terminal};
 use crate::ensure;
+use crate::mqtt::{Broker, Person};
 use crate::proxy::Proxy;
 use crate::qwenpaw::{FakeLlm, Server, ServerOptions, Venv, e2e_dir};
 
@@ -30,6 +32,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("agent-registers-itself", agent_registers_itself),
     ("many-at-once", many_at_once),
     ("unknown-parent-agent", unknown_parent_agent),
+    ("im-forward-final-only", im_forward_final_only),
+    ("im-empty-reply-skipped", im_empty_reply_skipped),
     ("contract-pinning", contract_pinning),
 ];
 
@@ -62,6 +66,15 @@ pub struct Ctx {
     pub scratch: TempDir,
     bodies: RefCell<BTreeMap<String, Value>>,
     seq: Cell<u32>,
+    /// The broker and the MQTT-enabled server, made by the first IM scenario.
+    im: RefCell<Option<Rc<Im>>>,
+}
+
+/// A broker and a real QwenPaw whose default agent has an MQTT channel on it.
+pub struct Im {
+    pub broker: Broker,
+    pub server: Server,
+    pub dir: PathBuf,
 }
 
 impl Ctx {
@@ -96,6 +109,7 @@ impl Ctx {
                 token: None,
                 path_prepend: Some(bin),
                 env: vec![("ATC_STATE".into(), agent_state.display().to_string())],
+                mqtt_port: None,
             },
         )?;
         ensure!(
@@ -112,7 +126,45 @@ impl Ctx {
             scratch,
             bodies: RefCell::new(BTreeMap::new()),
             seq: Cell::new(0),
+            im: RefCell::new(None),
         })
+    }
+
+    /// The MQTT broker and server, started on first use.
+    fn im(&self) -> R<Rc<Im>> {
+        if let Some(im) = self.im.borrow().as_ref() {
+            return Ok(Rc::clone(im));
+        }
+        let dir = self.scratch.path().join("im");
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let broker = Broker::start(&dir)?;
+        let server = Server::create(
+            "im",
+            &self.venv,
+            &self.llm,
+            ServerOptions {
+                token: None,
+                path_prepend: None,
+                env: Vec::new(),
+                mqtt_port: Some(broker.port),
+            },
+        )?;
+        let health = server
+            .api()
+            .get("/api/config/channels/mqtt/health", Some("default"))?;
+        ensure!(
+            health.body.contains("\"healthy\""),
+            "the MQTT channel is not healthy: HTTP {} {}",
+            health.status,
+            health.body
+        );
+        let im = Rc::new(Im {
+            broker,
+            server,
+            dir,
+        });
+        *self.im.borrow_mut() = Some(Rc::clone(&im));
+        Ok(im)
     }
 
     fn uniq(&self, prefix: &str) -> String {
@@ -829,6 +881,7 @@ fn server_restart(ctx: &Ctx) -> R<()> {
             token: None,
             path_prepend: None,
             env: Vec::new(),
+            mqtt_port: None,
         },
     )?;
     let api = server.api();
@@ -912,6 +965,7 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
             token: Some(token.clone()),
             path_prepend: None,
             env: Vec::new(),
+            mqtt_port: None,
         },
     )?;
     let api = server.api();
@@ -1225,6 +1279,141 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
     ensure!(
         api.chat_id("default", user, &parent)?.is_none(),
         "a chat appeared for the parent session on default"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// parents on an IM channel (MQTT, a real broker)
+
+/// A person on MQTT starts the chat; returns their listener and how many messages they
+/// heard (the agent's answer to their first message).
+fn mqtt_chat(ctx: &Ctx, im: &Im, client: &str) -> R<(Person, usize)> {
+    let person = Person::start(&ctx.venv, &im.broker, client, &im.dir)?;
+    person.say(&format!("hello from {client}"), &im.dir)?;
+    let heard = person.wait_for_more(0, SECS(60))?;
+    ensure!(
+        heard[0] == format!("ECHO: hello from {client}"),
+        "the person's first answer over MQTT: {heard:?}"
+    );
+    let api = im.server.api();
+    let session = format!("mqtt:{client}");
+    let chats = api.get(
+        &format!("/api/chats?user_id={client}&channel=mqtt"),
+        Some("default"),
+    )?;
+    ensure!(
+        chats
+            .body
+            .contains(&format!("\"session_id\":\"{session}\"")),
+        "no MQTT chat {session}: {}",
+        chats.body
+    );
+    Ok((person, heard.len()))
+}
+
+/// Delegates a child (console) whose result shapes the woken parent's answer, watches it
+/// from the person's MQTT chat, and ticks until the forward has settled.
+fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value)> {
+    let api = im.server.api();
+    let tid = api.submit(
+        Some("default"),
+        &ctx.uniq("im-child"),
+        client,
+        child_says,
+        None,
+    )?;
+    api.wait_finished(&tid, SECS(30))?;
+    let atc = ctx.atc("im", &im.server.root())?;
+    let session = format!("mqtt:{client}");
+    atc.ok(&[
+        "watch",
+        &tid,
+        "--session",
+        &session,
+        "--user",
+        client,
+        "--channel",
+        "mqtt",
+    ])?;
+    let deadline = std::time::Instant::now() + SECS(90);
+    loop {
+        atc.ok(&["tick"])?;
+        let job = atc.job(&tid)?;
+        let settled = job["forward"]["status"]
+            .as_str()
+            .is_some_and(|s| s != "pending");
+        if settled {
+            return Ok((atc, job));
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the forward did not settle within 90 s: {job}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// The woken parent first says "I will inspect…" with a tool call, then its final text:
+/// the person receives exactly one message, the final text, and none of the rest. (The
+/// woken turn itself runs through the console: QwenPaw publishes nothing to MQTT.)
+fn im_forward_final_only(ctx: &Ctx) -> R<()> {
+    let im = ctx.im()?;
+    let (person, before) = mqtt_chat(ctx, &im, "alice")?;
+    let (atc, job) = im_watch(ctx, &im, "alice", "child for alice IM-PARENT: TOOL")?;
+    require_status(&job, "done")?;
+    ensure!(job["parent_turn"] == "completed", "parent_turn: {job}");
+    ensure!(
+        job["forward"]["status"] == "sent",
+        "forward: {}",
+        job["forward"]
+    );
+    let heard = person.wait_for_more(before, SECS(20))?;
+    std::thread::sleep(SECS(3));
+    let heard_now = person.heard();
+    ensure!(
+        heard_now.len() == heard.len(),
+        "more messages kept arriving: {heard_now:?}"
+    );
+    let new = &heard_now[before..];
+    ensure!(
+        new == ["FINAL: the person's answer"],
+        "the person should get exactly the parent's final reply, got {new:?}"
+    );
+    // The intermediate text was said (it is in the woken turn's own record), just not
+    // forwarded.
+    let turn = s(&job, "turn_task_id");
+    let (record, _) = im.server.api().wait_finished(turn, SECS(10))?;
+    let output = record["result"]["output"].to_string();
+    ensure!(
+        output.contains("I will inspect the result first.") && output.contains("plugin_call"),
+        "the parent's turn did not say its intermediate text and call a tool: {output}"
+    );
+    for _ in 0..2 {
+        atc.ok(&["tick"])?;
+    }
+    ensure!(person.heard().len() == heard_now.len(), "forwarded again");
+    Ok(())
+}
+
+/// A parent whose final reply is empty: nothing reaches the person; the forward says
+/// skipped.
+fn im_empty_reply_skipped(ctx: &Ctx) -> R<()> {
+    let im = ctx.im()?;
+    let (person, before) = mqtt_chat(ctx, &im, "bruno")?;
+    let (_, job) = im_watch(ctx, &im, "bruno", "child for bruno IM-PARENT: EMPTY")?;
+    require_status(&job, "done")?;
+    ensure!(
+        job["forward"]["status"] == "skipped" && s(&job["forward"], "reason").contains("empty"),
+        "forward: {}",
+        job["forward"]
+    );
+    std::thread::sleep(SECS(3));
+    let heard = person.heard();
+    ensure!(
+        heard.len() == before,
+        "the person received {:?}",
+        &heard[before..]
     );
     Ok(())
 }

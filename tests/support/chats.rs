@@ -7,6 +7,10 @@
 //!
 //! Faults for the next POST (`fault`) let a test drop the connection after the turn was
 //! stored, answer 500 after storing, and so on: what the exactly-once guarantee is about.
+//!
+//! IM channels (`channel`) answer their health and take `POST /api/messages/send`
+//! (recorded per channel: what the person received); `reply` shapes the woken parent's
+//! turn (a tool call before the final text, an empty final, a failed turn).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -47,12 +51,44 @@ struct Chat {
     ghost: bool,
 }
 
+/// What the next `POST /api/messages/send` on a channel suffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SendFault {
+    /// 500 `Failed to send message: …` (nothing sent).
+    Error500,
+    /// Send it, then close the connection without answering.
+    DropAfterSend,
+}
+
+/// An IM channel of the agent.
+struct Channel {
+    healthy: bool,
+    /// What reached the person: (user, session, text).
+    sent: Vec<(String, String, String)>,
+    faults: VecDeque<SendFault>,
+}
+
+/// How the woken parent's next turn in a chat goes.
+#[derive(Clone, Debug)]
+pub enum ParentReply {
+    /// `ECHO: <delivered text>`.
+    Echo,
+    /// Says "I will inspect…" with a tool call, gets the tool's output, then says `final`.
+    ToolThenFinal(String),
+    /// Completes with no answer at all.
+    Empty,
+    /// The turn fails.
+    Fails,
+}
+
 #[derive(Default)]
 struct Sim {
     chats: Vec<Chat>,
     faults: VecDeque<PostFault>,
     /// Parent turns started by POSTs: task id → its finished record.
     turns: HashMap<String, String>,
+    channels: HashMap<String, Channel>,
+    replies: HashMap<String, ParentReply>,
     next: u64,
 }
 
@@ -139,7 +175,56 @@ impl Chats {
             "/api/console/chat/task/",
             Arc::new(move |r| c.turn(r)),
         );
+        let c = chats.clone();
+        server.handle("POST", "/api/messages/send", Arc::new(move |r| c.send(r)));
+        let c = chats.clone();
+        server.handle(
+            "GET",
+            "/api/config/channels/",
+            Arc::new(move |r| c.health(r)),
+        );
         chats
+    }
+
+    /// Configures the agent's IM channel `name` (healthy or not).
+    pub fn channel(&self, name: &str, healthy: bool) {
+        let mut sim = self.lock();
+        let channel = sim.channels.entry(name.to_owned()).or_insert(Channel {
+            healthy,
+            sent: Vec::new(),
+            faults: VecDeque::new(),
+        });
+        channel.healthy = healthy;
+    }
+
+    /// The next send on channel `name` suffers `fault`.
+    pub fn send_fault(&self, name: &str, fault: SendFault) {
+        if let Some(channel) = self.lock().channels.get_mut(name) {
+            channel.faults.push_back(fault);
+        }
+    }
+
+    /// The texts the person received on channel `name`.
+    pub fn received(&self, name: &str) -> Vec<String> {
+        self.lock()
+            .channels
+            .get(name)
+            .map(|c| c.sent.iter().map(|(_, _, text)| text.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every send on channel `name`: (user, session, text).
+    pub fn sends(&self, name: &str) -> Vec<(String, String, String)> {
+        self.lock()
+            .channels
+            .get(name)
+            .map(|c| c.sent.clone())
+            .unwrap_or_default()
+    }
+
+    /// The parent's turns in the chat of `session` go like `reply`.
+    pub fn reply(&self, session: &str, reply: ParentReply) {
+        self.lock().replies.insert(session.to_owned(), reply);
     }
 
     fn lock(&self) -> MutexGuard<'_, Sim> {
@@ -328,12 +413,37 @@ impl Chats {
         chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
             "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata},
             "timestamp": "2026-12-01 07:00:00.000"}));
-        chat.messages
-            .push(json!({"role": "assistant", "type": "message",
-            "content": [{"type": "text", "text": format!("ECHO: {said}")}]}));
+        let session = chat.session.clone();
+        let reply = sim
+            .replies
+            .get(&session)
+            .cloned()
+            .unwrap_or(ParentReply::Echo);
+        let text_item = |text: &str| {
+            json!({"type": "message", "role": "assistant",
+                   "content": [{"type": "text", "text": text}]})
+        };
+        let (status, output) = match &reply {
+            ParentReply::Echo => ("completed", vec![text_item(&format!("ECHO: {said}"))]),
+            ParentReply::ToolThenFinal(last) => (
+                "completed",
+                vec![
+                    text_item("I will inspect the result first."),
+                    json!({"type": "plugin_call", "role": "assistant",
+                           "content": [{"type": "data", "data": {"name": "execute_shell_command"}}]}),
+                    json!({"type": "plugin_call_output", "role": "tool",
+                           "content": [{"type": "data", "data": {"output": "inspected"}}]}),
+                    text_item(last),
+                ],
+            ),
+            ParentReply::Empty => ("completed", vec![]),
+            ParentReply::Fails => ("failed", vec![]),
+        };
+        sim.chats[i].messages.extend(output.iter().cloned());
         let turn = format!("task-{n:012x}");
-        let finished = bodies::finished_completed(&chat.session, &format!("ECHO: {said}"));
-        sim.turns.insert(turn.clone(), finished);
+        let finished = json!({"status": "finished", "started_at": 1796003454.67,
+            "result": {"status": status, "session_id": session, "output": output}});
+        sim.turns.insert(turn.clone(), finished.to_string());
         let ok = Reply::json(200, &json!({"task_id": turn, "timeout": 3600}).to_string());
         Some(match fault {
             Some(PostFault::DropAfterStore) => Reply::dropped(),
@@ -342,6 +452,64 @@ impl Chats {
             }
             Some(PostFault::SlowAfterStore(delay)) => ok.with_delay(delay),
             _ => ok,
+        })
+    }
+
+    fn send(&self, request: &Recorded) -> Option<Reply> {
+        let body: Value = serde_json::from_str(&request.body).ok()?;
+        let field = |key: &str| body[key].as_str().unwrap_or("").to_owned();
+        let name = field("channel");
+        let mut sim = self.lock();
+        let Some(channel) = sim.channels.get_mut(&name) else {
+            return Some(Reply::json(
+                404,
+                &json!({"detail": format!("Channel not found: {name}")}).to_string(),
+            ));
+        };
+        let fault = channel.faults.pop_front();
+        if fault == Some(SendFault::Error500) {
+            return Some(Reply::json(
+                500,
+                r#"{"detail":"Failed to send message: broker said no"}"#,
+            ));
+        }
+        // Like QwenPaw: an unhealthy channel still answers 200 and sends nothing.
+        if channel.healthy {
+            channel
+                .sent
+                .push((field("target_user"), field("target_session"), field("text")));
+        }
+        Some(match fault {
+            Some(SendFault::DropAfterSend) => Reply::dropped(),
+            _ => Reply::json(
+                200,
+                &json!({"success": true, "message": format!("Message sent successfully to {name}")})
+                    .to_string(),
+            ),
+        })
+    }
+
+    fn health(&self, request: &Recorded) -> Option<Reply> {
+        let name = request
+            .path
+            .strip_prefix("/api/config/channels/")?
+            .strip_suffix("/health")?;
+        let sim = self.lock();
+        Some(match sim.channels.get(name) {
+            None => Reply::json(
+                404,
+                &json!({"detail": format!("Channel '{name}' is not running. It may be disabled or not configured.")})
+                    .to_string(),
+            ),
+            Some(c) if c.healthy => Reply::json(
+                200,
+                &json!({"channel": name, "status": "healthy", "detail": "connected"}).to_string(),
+            ),
+            Some(_) => Reply::json(
+                200,
+                &json!({"channel": name, "status": "unhealthy", "detail": "MQTT client is not connected to broker."})
+                    .to_string(),
+            ),
         })
     }
 

@@ -1,0 +1,312 @@
+//! Parents on IM channels: the woken turn runs through QwenPaw's console, so atc sends the
+//! parent's final reply on to the person (`POST /api/messages/send`), final-only, once.
+
+mod support;
+
+use serde_json::json;
+use support::bodies;
+use support::chats::{ParentReply, SendFault};
+use support::fake::Reply;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+const IM: [&str; 6] = [
+    "--session",
+    "mqtt:alice",
+    "--user",
+    "alice",
+    "--channel",
+    "mqtt",
+];
+
+/// A scene with a healthy MQTT channel, a watch from alice's MQTT chat, and a child that
+/// finished.
+fn im_scene(reply: ParentReply) -> Scene {
+    let s = Scene::new();
+    s.chats.channel("mqtt", true);
+    s.chats.reply("mqtt:alice", reply);
+    s.watch(TASK, &IM);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s
+}
+
+#[test]
+fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
+    let s = im_scene(ParentReply::ToolThenFinal("FINAL: here it is".into()));
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "done");
+    assert!(
+        s.chats.received("mqtt").is_empty(),
+        "not before the turn ended"
+    );
+    s.tick(&["-vv"])
+        .stderr_contains("tick: forwarded: task-3f9a0c1b2d4e")
+        .run();
+    assert_eq!(
+        s.chats.sends("mqtt"),
+        [(
+            "alice".to_owned(),
+            "mqtt:alice".to_owned(),
+            "FINAL: here it is".to_owned()
+        )],
+        "the final reply only: no \"I will inspect\", no tool output"
+    );
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "sent");
+    assert_eq!(job["forward"]["attempts"], 1);
+    assert_eq!(job["forward"]["last_http_status"], 200);
+    assert!(job["forward"]["at"].is_string());
+    for _ in 0..2 {
+        s.tick(&[]).file_unchanged();
+    }
+    assert_eq!(s.chats.received("mqtt").len(), 1, "never sent again");
+    let send = s
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/api/messages/send")
+        .unwrap();
+    assert_eq!(send.header("x-agent-id"), Some("default"));
+    let health = s
+        .server
+        .requests()
+        .into_iter()
+        .position(|r| r.path == "/api/config/channels/mqtt/health");
+    let sent = s
+        .server
+        .requests()
+        .into_iter()
+        .position(|r| r.path == "/api/messages/send");
+    assert!(health < sent, "the channel's health is asked first");
+    s.atc(["status", TASK])
+        .stdout_contains("forward         sent (1 sends, last http 200")
+        .stdout_contains("the parent's reply was sent to the person on mqtt");
+    s.atc(["status"])
+        .stdout_contains("parent turn completed; forwarded");
+}
+
+#[test]
+fn an_empty_final_reply_forwards_nothing_and_says_skipped() {
+    let s = im_scene(ParentReply::Empty);
+    s.tick(&[]);
+    s.tick(&["-vv"])
+        .stderr_contains("tick: forward_skipped: task-3f9a0c1b2d4e")
+        .run();
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "skipped");
+    assert_eq!(
+        job["forward"]["reason"],
+        "the parent's final reply was empty"
+    );
+    assert!(s.chats.received("mqtt").is_empty());
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 0);
+}
+
+#[test]
+fn a_failed_parent_turn_forwards_nothing_and_says_why() {
+    let s = im_scene(ParentReply::Fails);
+    s.tick(&[]);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["parent_turn"], "failed");
+    assert_eq!(job["forward"]["status"], "skipped");
+    assert!(
+        job["forward"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the parent's turn failed")
+    );
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 0);
+}
+
+#[test]
+fn a_console_parent_and_forward_never_get_no_forward() {
+    let s = Scene::new();
+    s.chats.channel("mqtt", true);
+    s.watch("task-console", &[]);
+    s.watch(
+        "task-never",
+        &[
+            "--session",
+            "mqtt:bob",
+            "--user",
+            "bob",
+            "--channel",
+            "mqtt",
+            "--forward",
+            "never",
+        ],
+    );
+    for task in ["task-console", "task-never"] {
+        s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    }
+    for _ in 0..3 {
+        s.tick(&[]);
+    }
+    for task in ["task-console", "task-never"] {
+        let job = s.job(task);
+        assert_eq!(
+            (job["status"].as_str(), job["parent_turn"].as_str()),
+            (Some("done"), Some("completed"))
+        );
+        assert!(job.get("forward").is_none(), "{task}: {job}");
+    }
+    assert_eq!(s.job("task-never")["forward_mode"], json!("never"));
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 0);
+}
+
+#[test]
+fn an_unconfigured_channel_fails_the_forward_at_once() {
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    // The channel went away after the watch.
+    s.server.on(
+        "GET",
+        "/api/config/channels/mqtt/health",
+        vec![Reply::json(
+            404,
+            r#"{"detail":"Channel 'mqtt' not available"}"#,
+        )],
+    );
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "failed");
+    assert!(
+        job["forward"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Channel 'mqtt' not available")
+    );
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 0);
+}
+
+#[test]
+fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    s.server.on(
+        "POST",
+        "/api/messages/send",
+        vec![Reply::json(404, r#"{"detail":"Channel not found: mqtt"}"#)],
+    );
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "failed");
+    assert_eq!(job["forward"]["last_http_status"], 404);
+    assert_eq!(job["forward"]["reason"], "404: Channel not found: mqtt");
+
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    for _ in 0..6 {
+        s.chats.send_fault("mqtt", SendFault::Error500);
+    }
+    for _ in 0..6 {
+        s.tick(&[]);
+    }
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "failed");
+    assert_eq!(job["forward"]["attempts"], 5, "bounded");
+    assert!(
+        job["forward"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 5 sends")
+    );
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 5);
+}
+
+#[test]
+fn a_500_then_success_sends_once() {
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    s.chats.send_fault("mqtt", SendFault::Error500);
+    s.tick(&[]);
+    assert_eq!(s.job(TASK)["forward"]["status"], "pending");
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(
+        (
+            job["forward"]["status"].as_str(),
+            job["forward"]["attempts"].as_u64()
+        ),
+        (Some("sent"), Some(2))
+    );
+    assert_eq!(s.chats.received("mqtt").len(), 1);
+}
+
+#[test]
+fn an_unhealthy_channel_holds_the_forward_until_it_recovers() {
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    s.chats.channel("mqtt", false);
+    s.tick(&["-vv"])
+        .stderr_contains("tick: forward_held: task-3f9a0c1b2d4e")
+        .run();
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "pending");
+    assert!(
+        job["forward"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not connected to broker")
+    );
+    assert_eq!(
+        s.server.hits("POST", "/api/messages/send"),
+        0,
+        "QwenPaw would answer 200 and send nothing"
+    );
+    s.atc(["status", TASK]).stdout_contains(
+        "the parent's reply waits to be sent to the person: the channel is not healthy",
+    );
+    s.chats.channel("mqtt", true);
+    s.tick(&[]);
+    assert_eq!(s.job(TASK)["forward"]["status"], "sent");
+    assert_eq!(s.chats.received("mqtt").len(), 1);
+}
+
+#[test]
+fn a_send_whose_answer_is_lost_is_never_repeated() {
+    let s = im_scene(ParentReply::Echo);
+    s.tick(&[]);
+    s.chats.send_fault("mqtt", SendFault::DropAfterSend);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["forward"]["status"], "unconfirmed");
+    for _ in 0..2 {
+        s.tick(&[]);
+    }
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 1);
+    assert_eq!(s.chats.received("mqtt").len(), 1);
+}
+
+#[test]
+fn the_ghost_session_guard_works_for_im_chats() {
+    let s = Scene::new();
+    s.add_chat("mqtt:alice", "alice", "mqtt");
+    s.atc([
+        "watch",
+        TASK,
+        "--session",
+        "alice",
+        "--user",
+        "alice",
+        "--channel",
+        "mqtt",
+    ])
+    .status(1)
+    .stderr_contains("no chat with session alice (user alice, channel mqtt)")
+    .no_file();
+    s.chats.add("default", "mqtt:alice", "alice", "mqtt");
+    s.atc([
+        "watch",
+        TASK,
+        "--session",
+        "mqtt:alice",
+        "--user",
+        "alice",
+        "--channel",
+        "mqtt",
+    ])
+    .stdout_contains("the result goes to session mqtt:alice (user alice, channel mqtt)")
+    .run();
+}
