@@ -19,8 +19,17 @@ _atc() {
             atc,cancel)
                 cmd="atc__subcmd__cancel"
                 ;;
+            atc,doctor)
+                cmd="atc__subcmd__doctor"
+                ;;
             atc,generate)
                 cmd="atc__subcmd__generate"
+                ;;
+            atc,import-plugin-state)
+                cmd="atc__subcmd__import__subcmd__plugin__subcmd__state"
+                ;;
+            atc,log)
+                cmd="atc__subcmd__log"
                 ;;
             atc,redeliver)
                 cmd="atc__subcmd__redeliver"
@@ -31,6 +40,12 @@ _atc() {
             atc,tick)
                 cmd="atc__subcmd__tick"
                 ;;
+            atc,timer)
+                cmd="atc__subcmd__timer"
+                ;;
+            atc,wait)
+                cmd="atc__subcmd__wait"
+                ;;
             atc,watch)
                 cmd="atc__subcmd__watch"
                 ;;
@@ -40,6 +55,9 @@ _atc() {
             atc__subcmd__generate,man)
                 cmd="atc__subcmd__generate__subcmd__man"
                 ;;
+            atc__subcmd__timer,print)
+                cmd="atc__subcmd__timer__subcmd__print"
+                ;;
             *)
                 ;;
         esac
@@ -47,7 +65,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version watch status cancel tick redeliver generate"
+            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -69,6 +87,28 @@ _atc() {
             return 0
             ;;
         atc__subcmd__cancel)
+            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__doctor)
             opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -137,6 +177,50 @@ _atc() {
         atc__subcmd__generate__subcmd__man)
             opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__import__subcmd__plugin__subcmd__state)
+            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__log)
+            opts="-q -v -h -V --all --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -254,13 +338,103 @@ _atc() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        atc__subcmd__watch)
-            opts="-q -v -h -V --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --quiet --verbose --help --version"
+        atc__subcmd__timer)
+            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version print"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__timer__subcmd__print)
+            opts="-q -v -h -V --interval --unit --state --base-url --json --quiet --verbose --help --version systemd cron"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unit)
+                    COMPREPLY=($(compgen -W "service timer" -- "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__wait)
+            opts="-q -v -h -V --agent --timeout --interval --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__watch)
+            opts="-q -v -h -V --from --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

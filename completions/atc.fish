@@ -36,7 +36,13 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched ta
 complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching a task (the child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-up delivery again: undelivered, unconfirmed, misrouted or error'
+complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until a task ends, and print its result'
+complete -c atc -n "__fish_atc_needs_command" -f -a "doctor" -d 'Check the setup and say what to fix: server, token, agents, job file, timer'
+complete -c atc -n "__fish_atc_needs_command" -f -a "log" -d 'Show what happened to the watches, from the event log beside the job file'
+complete -c atc -n "__fish_atc_needs_command" -f -a "import-plugin-state" -d 'Import the jobs of the Agent Task Callback plugin (atc\'s Python predecessor)'
+complete -c atc -n "__fish_atc_needs_command" -f -a "timer" -d 'Print systemd units or crontab lines that run `atc tick` on a schedule'
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
+complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt) [env: ATC_USER_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
@@ -96,6 +102,56 @@ complete -c atc -n "__fish_atc_using_subcommand redeliver" -s q -l quiet -d 'Pri
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand wait" -l agent -d 'Agent the task runs on [env: ATC_AGENT_ID] [default: default]' -r
+complete -c atc -n "__fish_atc_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124) [default: no limit]' -r
+complete -c atc -n "__fish_atc_using_subcommand wait" -l interval -d 'Time between polls [default: 3s]' -r
+complete -c atc -n "__fish_atc_using_subcommand wait" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand wait" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand wait" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand wait" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand wait" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand wait" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand doctor" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand doctor" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand log" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand log" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand log" -l all -d 'Every event kept, not just the last 50'
+complete -c atc -n "__fish_atc_using_subcommand log" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand log" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand log" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand log" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s h -l help -d 'Print help'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -f -a "print" -d 'Print the units (systemd) or crontab lines (cron), naming this atc binary'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l interval -d 'How often to tick [default: 20s]' -r
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l unit -d 'Print only this systemd unit (to redirect it into its file)' -r -f -a "service\t'atc-tick.service'
+timer\t'atc-tick.timer'"
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'

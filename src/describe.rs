@@ -5,14 +5,13 @@
 //! what no field can: how a cancel met a POST.
 
 use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
-use crate::text::truncate_chars;
 use crate::time::{Timestamp, human};
 
 /// Longest text a forward sends on to the person (as a delivery's cap).
 pub const MAX_FORWARD_CHARS: usize = 8000;
 
-/// Longest note in the `atc status` list.
-const BRIEF_CHARS: usize = 72;
+/// Longest note in the `atc status` list (on a terminal it is cut further, to fit).
+const BRIEF_CHARS: usize = 400;
 
 fn plural(n: u32, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -96,6 +95,17 @@ fn told(job: &Job) -> String {
             format!("; the parent could not be told{why}")
         }
     }
+}
+
+/// The cause of an error without the request it came from: `GET http://…/task/t:
+/// connection refused (is QwenPaw running?)` → `connection refused (is QwenPaw running?)`.
+pub fn short_cause(error: &str) -> String {
+    let rest = ["GET ", "POST "]
+        .iter()
+        .find_map(|method| error.strip_prefix(method))
+        .and_then(|rest| rest.split_once(": "))
+        .map_or(error, |(_, cause)| cause);
+    crate::text::one_line(rest, 200)
 }
 
 /// Where sending the parent's reply on to the person stands, in a sentence.
@@ -233,7 +243,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         Status::Pending if job.strikes > 0 => format!(
             "{}: {}",
             plural(job.strikes, "failed check", "failed checks"),
-            job.last_error.as_deref().unwrap_or("")
+            short_cause(job.last_error.as_deref().unwrap_or(""))
         ),
         Status::Pending if job.polls == 0 => "not polled yet".to_owned(),
         Status::Pending => format!("running; {}", plural(job.polls, "poll", "polls")),
@@ -294,7 +304,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         }
         _ => explain(job).unwrap_or_default(),
     };
-    truncate_chars(note, BRIEF_CHARS)
+    crate::text::one_line(&note, BRIEF_CHARS)
 }
 
 #[cfg(test)]
@@ -391,9 +401,17 @@ mod tests {
         done.outcome = Some(TaskOutcome::Failed);
         done.delivered_at = Some(now);
         assert_eq!(brief(&done, now), "failed; delivered 0s ago");
+        // The list is cut to the terminal, not here: the whole cause, on one line.
         let mut long = job(Status::Error);
-        long.last_error = Some("y".repeat(200));
-        assert_eq!(brief(&long, now).chars().count(), 72);
+        long.last_error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
+        let said = brief(&long, now);
+        assert!(
+            said.contains(&"y".repeat(200)) && !said.contains('\n'),
+            "{said}"
+        );
+        let mut absurd = job(Status::Error);
+        absurd.last_error = Some("y".repeat(5000));
+        assert_eq!(brief(&absurd, now).chars().count(), BRIEF_CHARS);
     }
 
     #[test]

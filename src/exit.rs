@@ -33,18 +33,46 @@ impl Exit {
     }
 }
 
-/// The `--help` footer: the same table, for people.
-pub const HELP_TABLE: &str = "\
-Exit codes:
-  0    ok
-  1    refused or not found (for `wait`: the task failed)
-  2    usage: bad task id, URL, flag or value
-  3    job file unreadable, corrupt or from a newer atc (left untouched)
-  4    cannot write the job file or its directory
-  5    server unreachable or credentials rejected (foreground commands)
-  6    task lost: the server has no record of it (404)
-  75   job file locked by another atc process (try again)
-  124  a wait timed out";
+/// Every code with what it means, for people: the `--help` footer and the man page's
+/// EXIT STATUS are made from it.
+pub const MEANINGS: [(Exit, &str); 9] = [
+    (Exit::Ok, "ok"),
+    (
+        Exit::Refused,
+        "refused or not found (wait: the task failed; doctor: a check failed)",
+    ),
+    (Exit::Usage, "usage: bad task id, URL, flag or value"),
+    (
+        Exit::StateUnreadable,
+        "job file unreadable, corrupt or from a newer atc (left untouched)",
+    ),
+    (
+        Exit::StateUnwritable,
+        "cannot write the job file or its directory",
+    ),
+    (
+        Exit::Server,
+        "server unreachable or credentials rejected (foreground commands)",
+    ),
+    (
+        Exit::Lost,
+        "task lost: the server has no record of it (404)",
+    ),
+    (
+        Exit::LockBusy,
+        "job file locked by another atc process (try again)",
+    ),
+    (Exit::TimedOut, "wait timed out (--timeout)"),
+];
+
+/// The `--help` footer: the same table.
+pub fn help_table() -> String {
+    let mut text = "Exit codes:".to_owned();
+    for (exit, meaning) in MEANINGS {
+        text.push_str(&format!("\n  {:<4} {meaning}", exit.code()));
+    }
+    text
+}
 
 /// An error that ends the process with a specific exit code.
 #[derive(Debug)]
@@ -122,5 +150,39 @@ mod tests {
         let wrapped =
             anyhow::Error::new(Failure::new(Exit::LockBusy, "busy")).context("while saving");
         assert_eq!(exit_for(&wrapped), Exit::LockBusy);
+    }
+
+    /// Every code is documented once, in order.
+    #[test]
+    fn the_table_lists_every_code() {
+        // A new variant fails to compile here until it is added to the list below.
+        let _exhaustive = |exit: Exit| match exit {
+            Exit::Ok
+            | Exit::Refused
+            | Exit::Usage
+            | Exit::StateUnreadable
+            | Exit::StateUnwritable
+            | Exit::Server
+            | Exit::Lost
+            | Exit::LockBusy
+            | Exit::TimedOut => (),
+        };
+        for exit in [
+            Exit::Ok,
+            Exit::Refused,
+            Exit::Usage,
+            Exit::StateUnreadable,
+            Exit::StateUnwritable,
+            Exit::Server,
+            Exit::Lost,
+            Exit::LockBusy,
+            Exit::TimedOut,
+        ] {
+            let listed = MEANINGS.iter().filter(|(e, _)| *e == exit).count();
+            assert_eq!(listed, 1, "{exit:?}");
+        }
+        let codes: Vec<u8> = MEANINGS.iter().map(|(e, _)| e.code()).collect();
+        assert!(codes.is_sorted(), "{codes:?}");
+        assert!(help_table().contains("\n  124  wait timed out"));
     }
 }

@@ -44,6 +44,24 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
     Ok(id.to_owned())
 }
 
+/// The task ids named by `[TASK_ID: …]` markers in `text` (what submit_to_agent and
+/// `qwenpaw agents chat --background` print), in order, each once. Each is checked like a
+/// task id given on the command line.
+pub fn task_ids_in(text: &str) -> Result<Vec<String>, Failure> {
+    let mut ids: Vec<String> = Vec::new();
+    for (_, rest) in text
+        .match_indices("[TASK_ID:")
+        .map(|(i, m)| (i, &text[i + m.len()..]))
+    {
+        let Some(end) = rest.find(']') else { continue };
+        let id = parse_task_id(&rest[..end])?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
 /// A fresh job id: 12 random hex digits.
 pub fn new_job_id() -> String {
     let mut bytes = [0u8; 6];
@@ -105,6 +123,17 @@ mod tests {
             assert_eq!(err.exit, Exit::Usage, "{raw:?}");
         }
         assert!(parse_task_id(&"a".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn task_ids_are_found_in_what_submit_to_agent_prints() {
+        let text = "Submitted.\n[TASK_ID: task-aaaaaaaaaaaa]\n[SESSION: s-1]\n\n[TASK_ID: task-bbbbbbbbbbbb]\nagain [TASK_ID: task-aaaaaaaaaaaa]";
+        assert_eq!(
+            task_ids_in(text).unwrap(),
+            ["task-aaaaaaaaaaaa", "task-bbbbbbbbbbbb"]
+        );
+        assert!(task_ids_in("nothing here").unwrap().is_empty());
+        assert!(task_ids_in("[TASK_ID: ../../etc]").is_err());
     }
 
     #[test]

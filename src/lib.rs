@@ -15,10 +15,12 @@ pub mod ids;
 pub mod job;
 pub mod lifecycle;
 pub mod pass;
+pub mod plugin;
 pub mod qwenpaw;
 pub mod report;
 pub mod settings;
 pub mod state;
+pub mod term;
 pub mod text;
 pub mod time;
 
@@ -53,6 +55,11 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Cancel(cancel) => cmd::cancel::run(&cancel, out),
         Action::Tick(tick) => cmd::tick::run(&tick, out),
         Action::Redeliver(redeliver) => cmd::redeliver::run(&redeliver, out),
+        Action::Wait(wait) => cmd::wait::run(&wait, out),
+        Action::Doctor(doctor) => cmd::doctor::run(&doctor, out),
+        Action::Log(log) => cmd::log::run(&log, out),
+        Action::Import(import) => cmd::import::run(&import, out),
+        Action::Timer(timer) => cmd::timer::run(&timer, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
     }

@@ -44,7 +44,7 @@ use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, render};
-use crate::report::{Outcome, Report};
+use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::Tick;
 use crate::state::{JobFile, Store};
 use crate::time::Timestamp;
@@ -73,15 +73,19 @@ struct Claim {
 
 /// Runs one pass over the job file. `None` when another tick holds the tick lock.
 pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
-    let Some(_single_flight) = store.try_lock_tick()? else {
+    let Some(mut single_flight) = store.try_lock_tick()? else {
         return Ok(None);
     };
+    // When the last tick ran, for `atc doctor` (beside the job file: a tick with nothing
+    // to do never rewrites the job file itself).
+    single_flight.stamp(&Timestamp::now().to_string())?;
     let client = Client::new(tick.http_timeout, tick.auth.clone());
     let limits = &tick.limits;
     let workers = tick.concurrency;
     let mut report = Report::default();
 
     let work = prepare(store, limits, &mut report)?;
+    store.log(&report.take_log())?;
     let polls = parallel(&work.poll, workers, |job| {
         let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
@@ -89,10 +93,13 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     let turns = parallel(&work.follow, workers, |job| follow(&client, job));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
     let due = decide(store, &work, checks, turns, limits, &mut report)?;
+    store.log(&report.take_log())?;
     let looked = parallel(&due, workers, |(job, errand)| look(&client, job, *errand));
     let claims = claim(store, &due, looked, limits, &mut report)?;
+    store.log(&report.take_log())?;
     let sent = parallel(&claims, workers, |claim| send(&client, claim, tick));
     record(store, &claims, sent, limits, &mut report)?;
+    store.log(&report.take_log())?;
     Ok(Some(report))
 }
 
@@ -107,6 +114,7 @@ fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> 
             let prune = lifecycle::prunable(job, now, limits);
             if prune {
                 report.add(Outcome::Pruned, &job.task_id);
+                report.log(LogEntry::of("pruned", job, now));
             }
             !prune
         });
@@ -141,7 +149,7 @@ fn render((job, poll): (&Job, Poll)) -> Check {
             started_at: record.started_at,
         },
         Poll::NotFound { detail } => Check::Lost { detail },
-        Poll::Failed { error } => Check::Failed { error },
+        Poll::Failed { error } | Poll::Denied { error } => Check::Failed { error },
     }
 }
 
@@ -160,7 +168,7 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
         }),
         Poll::Record(_) => Some(Turn::Running),
         Poll::NotFound { .. } => Some(Turn::Gone),
-        Poll::Failed { .. } => None,
+        Poll::Failed { .. } | Poll::Denied { .. } => None,
     }
 }
 
@@ -357,7 +365,7 @@ fn apply(
     report: &mut Report,
 ) -> Effect {
     let transition = lifecycle::step(job, event, now, limits);
-    report.add_all(&transition.outcomes, &transition.job.task_id);
+    report.record(&transition.job, &transition.outcomes, now);
     *job = transition.job;
     transition.effect
 }

@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::job::{Job, Status, TaskOutcome};
+use crate::time::Timestamp;
 
 /// One thing that happened to one job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +126,20 @@ impl Outcome {
         }
     }
 
+    /// The event's name in the event log, if it goes there: a poll is `polled` (with the
+    /// task's status), a failed check a `strike`, a read-back that found the turn
+    /// `read-back`, a queued notice `notice`. Bookkeeping and "not yet" stay out.
+    pub fn log_name(self) -> Option<&'static str> {
+        match self {
+            Outcome::Polled | Outcome::Waiting | Outcome::Ignored | Outcome::Claimed => None,
+            Outcome::Running | Outcome::Finished => Some("polled"),
+            Outcome::FailedCheck => Some("strike"),
+            Outcome::Confirmed => Some("read-back"),
+            Outcome::Noticed => Some("notice"),
+            other => Some(other.as_str()),
+        }
+    }
+
     /// Failed checks and failed deliveries: what `errors` counts. (An abandoned job is also
     /// a failed check of the same pass, so it is counted once.)
     pub fn is_error(self) -> bool {
@@ -138,7 +156,7 @@ impl Outcome {
     }
 
     /// Bookkeeping that says nothing about the job to a reader of the report.
-    fn is_internal(self) -> bool {
+    pub fn is_internal(self) -> bool {
         matches!(
             self,
             Outcome::Claimed
@@ -152,10 +170,82 @@ impl Outcome {
     }
 }
 
+/// One line of the event log: only typed facts, never message text, session ids, user
+/// ids or tokens (`reason` is a category from a fixed vocabulary).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub at: Timestamp,
+    /// An outcome name, or what a command did (`registered`, `replaced`, `cancelled`…).
+    pub event: String,
+    pub task_id: String,
+    pub job_id: String,
+    /// The job's status afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// For `polled`: the child task's status on the server (`running`, `finished`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_status: Option<String>,
+    /// For a finished child: how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<TaskOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl LogEntry {
+    /// What a command did to `job` (the status is the job's after it).
+    pub fn of(event: &str, job: &Job, at: Timestamp) -> LogEntry {
+        LogEntry {
+            at,
+            event: event.to_owned(),
+            task_id: job.task_id.clone(),
+            job_id: job.job_id.clone(),
+            status: Some(job.status),
+            task_status: None,
+            outcome: None,
+            http_status: None,
+            reason: None,
+        }
+    }
+}
+
+/// The kind of a failure, from a fixed vocabulary: what a log may say about an error
+/// without quoting anything a server sent.
+pub fn failure_kind(error: &str) -> String {
+    if let Some(rest) = error.find("HTTP ").map(|i| &error[i + 5..]) {
+        let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if code.len() == 3 {
+            return format!("HTTP {code}");
+        }
+    }
+    let kind = if error.contains("instead of JSON") {
+        "not JSON"
+    } else if error.contains("refused") {
+        "connection refused"
+    } else if error.contains("timed out") {
+        "timed out"
+    } else if error.contains("stopped while posting") || error.contains("stopped while sending") {
+        "tick interrupted"
+    } else if error.contains("no chat with") {
+        "no such chat"
+    } else if error.contains("running a turn") || error.contains("busy") {
+        "chat busy"
+    } else {
+        "other"
+    };
+    kind.to_owned()
+}
+
 /// What happened to which task in one pass.
 #[derive(Debug, Default)]
 pub struct Report {
     entries: BTreeMap<Outcome, Vec<String>>,
+    /// Why each task that failed something did, one line (for `-v`).
+    reasons: BTreeMap<String, String>,
+    /// Event-log lines not yet written.
+    log: Vec<LogEntry>,
 }
 
 impl Report {
@@ -175,6 +265,72 @@ impl Report {
         }
     }
 
+    /// Counts what an event did to `job` (the job as it is afterwards), keeps the reason
+    /// of anything that went wrong, and queues the event-log lines.
+    pub fn record(&mut self, job: &Job, outcomes: &[Outcome], at: Timestamp) {
+        self.add_all(outcomes, &job.task_id);
+        let error = job
+            .last_error
+            .clone()
+            .or_else(|| job.delivery.as_ref().and_then(|d| d.error.clone()))
+            .or_else(|| job.forward.as_ref().and_then(|f| f.reason.clone()));
+        if outcomes.iter().any(|o| o.is_error())
+            && let Some(error) = &error
+        {
+            self.reasons
+                .insert(job.task_id.clone(), crate::describe::short_cause(error));
+        }
+        for outcome in outcomes.iter().filter(|o| !o.is_internal()) {
+            // A job polled while it runs is logged once, at its first poll; then only
+            // what changes.
+            let Some(event) = outcome.log_name() else {
+                continue;
+            };
+            if *outcome == Outcome::Running && job.polls > 1 {
+                continue;
+            }
+            let (task_status, task_outcome) = match outcome {
+                Outcome::Running => (Some("running"), None),
+                Outcome::Finished => (Some("finished"), job.outcome),
+                _ => (None, None),
+            };
+            let http_status = match outcome {
+                Outcome::Forwarded | Outcome::ForwardFailed => {
+                    job.forward.as_ref().and_then(|f| f.last_http_status)
+                }
+                Outcome::Delivered | Outcome::Busy | Outcome::Unconfirmed | Outcome::Error => {
+                    job.delivery.as_ref().and_then(|d| d.last_http_status)
+                }
+                _ => None,
+            };
+            let reason = outcome
+                .is_error()
+                .then(|| error.as_deref().map(failure_kind))
+                .flatten();
+            self.log.push(LogEntry {
+                at,
+                event: event.to_owned(),
+                task_id: job.task_id.clone(),
+                job_id: job.job_id.clone(),
+                status: Some(job.status),
+                task_status: task_status.map(str::to_owned),
+                outcome: task_outcome,
+                http_status,
+                reason,
+            });
+        }
+    }
+
+    /// Adds a log line for something done outside a transition (pruning).
+    pub fn log(&mut self, entry: LogEntry) {
+        self.log.push(entry);
+    }
+
+    /// The event-log lines queued so far (and forgets them).
+    pub fn take_log(&mut self) -> Vec<LogEntry> {
+        std::mem::take(&mut self.log)
+    }
+
     pub fn count(&self, outcome: Outcome) -> usize {
         self.entries.get(&outcome).map_or(0, Vec::len)
     }
@@ -187,16 +343,25 @@ impl Report {
             .sum()
     }
 
-    /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 0 errors`
+    /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 error`
     pub fn summary(&self) -> String {
+        let errors = self.errors();
         format!(
-            "tick: {} polled, {} delivered, {} busy, {} lost, {} errors",
+            "tick: {} polled, {} delivered, {} busy, {} lost, {errors} {}",
             self.count(Outcome::Polled),
             self.count(Outcome::Delivered),
             self.count(Outcome::Busy),
             self.count(Outcome::Lost),
-            self.errors()
+            if errors == 1 { "error" } else { "errors" }
         )
+    }
+
+    /// `tick: <task id>: <why>`, one line per task that failed something.
+    pub fn failures(&self) -> Vec<String> {
+        self.reasons
+            .iter()
+            .map(|(task, why)| format!("tick: {task}: {why}"))
+            .collect()
     }
 
     /// One `tick: <outcome>: <task ids>` line per outcome, by name.
@@ -216,6 +381,7 @@ impl Report {
             "lost": self.count(Outcome::Lost),
             "errors": self.errors(),
             "tasks": self.by_name(),
+            "failures": self.reasons,
         })
     }
 
@@ -232,6 +398,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failures_are_named_by_kind_only() {
+        for (error, kind) in [
+            (
+                "GET http://h/api/console/chat/task/t: connection refused (is QwenPaw running?)",
+                "connection refused",
+            ),
+            ("HTTP 503: Service Unavailable", "HTTP 503"),
+            (
+                "HTTP 200 with text/html instead of JSON: is the base URL right?",
+                "HTTP 200",
+            ),
+            (
+                "reading the parent chat back failed: HTTP 500: boom",
+                "HTTP 500",
+            ),
+            (
+                "POST http://h/api/console/chat/task: timed out (recv response)",
+                "timed out",
+            ),
+            (
+                "parent chat busy (409: A task is already running)",
+                "chat busy",
+            ),
+            ("something the server said about alice", "other"),
+        ] {
+            assert_eq!(failure_kind(error), kind, "{error}");
+        }
+    }
+
+    #[test]
     fn counts_are_typed_and_errors_count_an_abandoned_job_once() {
         let mut report = Report::default();
         report.add_all(
@@ -245,7 +441,7 @@ mod tests {
         assert_eq!(report.errors(), 1);
         assert_eq!(
             report.summary(),
-            "tick: 2 polled, 1 delivered, 0 busy, 0 lost, 1 errors"
+            "tick: 2 polled, 1 delivered, 0 busy, 0 lost, 1 error"
         );
         let json = report.to_json();
         assert_eq!(json["tasks"]["abandoned"], json!(["task-a"]));
@@ -262,7 +458,46 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["polled", "delivered", "busy", "lost", "errors", "tasks"]
+            [
+                "polled",
+                "delivered",
+                "busy",
+                "lost",
+                "errors",
+                "tasks",
+                "failures"
+            ]
         );
+    }
+
+    #[test]
+    fn a_failure_keeps_its_reason_for_v_and_only_its_kind_for_the_log() {
+        let mut job = Job::sample(Status::Pending);
+        job.last_error =
+            Some("GET http://h/api/x: connection refused (is QwenPaw running?)".into());
+        let mut report = Report::default();
+        report.record(
+            &job,
+            &[Outcome::Polled, Outcome::FailedCheck],
+            Timestamp::from_unix(5),
+        );
+        assert_eq!(
+            report.failures(),
+            [format!(
+                "tick: {}: connection refused (is QwenPaw running?)",
+                job.task_id
+            )]
+        );
+        assert_eq!(
+            report.summary(),
+            "tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error"
+        );
+        let log = report.take_log();
+        assert!(
+            log.iter()
+                .any(|e| e.reason.as_deref() == Some("connection refused")),
+            "{log:?}"
+        );
+        assert!(report.take_log().is_empty(), "taken once");
     }
 }

@@ -13,6 +13,7 @@ use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
 use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Target};
 use crate::lifecycle::Limits;
+use crate::time::human;
 
 /// The defaults, in one place (`--help` shows them; a test keeps the two in step).
 pub mod defaults {
@@ -33,6 +34,12 @@ pub mod defaults {
     /// Long enough for a parent agent's longest turns; the seed gave up after 10 minutes.
     pub const BUSY_DEADLINE: Duration = Duration::from_secs(6 * 3600);
     pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+    /// `atc wait` polls this often.
+    pub const WAIT_INTERVAL: Duration = Duration::from_secs(3);
+    /// `atc doctor` gives each request this long.
+    pub const DOCTOR_TIMEOUT: Duration = Duration::from_secs(5);
+    /// How often the timer units run `atc tick`.
+    pub const TICK_INTERVAL: Duration = Duration::from_secs(20);
 }
 
 /// A source of environment variables and the home directory (the process, or a test's map).
@@ -108,7 +115,73 @@ pub enum Action {
     Cancel(Cancel),
     Tick(Tick),
     Redeliver(Redeliver),
+    Wait(Wait),
+    Doctor(Doctor),
+    Log(Log),
+    Import(Import),
+    Timer(Timer),
     Generate(Generate),
+}
+
+/// `atc wait`: one task, polled in the foreground; no job file.
+#[derive(Debug)]
+pub struct Wait {
+    pub task_id: String,
+    pub agent: Setting<String>,
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+    pub timeout: Option<Duration>,
+    pub interval: Duration,
+    pub http_timeout: Duration,
+}
+
+/// `atc doctor`: every setting with its source, to check them.
+#[derive(Debug)]
+pub struct Doctor {
+    pub state: Setting<PathBuf>,
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+    pub http_timeout: Duration,
+}
+
+/// `atc log`.
+#[derive(Debug)]
+pub struct Log {
+    pub state: Setting<PathBuf>,
+    pub task_id: Option<String>,
+    pub all: bool,
+}
+
+/// `atc import-plugin-state`.
+#[derive(Debug)]
+pub struct Import {
+    pub state: Setting<PathBuf>,
+    pub source: Setting<PathBuf>,
+    pub base_url: Setting<String>,
+    /// Plugin watches older than this are imported as expired history, not polled.
+    pub max_age: Duration,
+}
+
+/// `atc timer print`.
+#[derive(Debug)]
+pub struct Timer {
+    pub schedule: Schedule,
+    pub interval: Duration,
+    /// The atc binary the units run.
+    pub binary: PathBuf,
+    /// The job file, when it is not the default one (the units must name it).
+    pub state: Option<Setting<PathBuf>>,
+}
+
+/// What `atc timer print` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Both systemd units, or only the service or the timer.
+    Systemd {
+        service: bool,
+        timer: bool,
+    },
+    Cron,
 }
 
 #[derive(Debug)]
@@ -229,6 +302,90 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             limits: default_limits(),
         }),
         Command::Tick(args) => Action::Tick(tick(args, env, state()?)),
+        Command::Wait(args) => Action::Wait(Wait {
+            task_id: parse_task_id(&args.task_id)?,
+            agent: text(
+                (args.agent, "--agent"),
+                "ATC_AGENT_ID",
+                Some(defaults::AGENT),
+                env,
+            )
+            .map(checked)
+            .transpose()?
+            .expect("a default"),
+            base_url: base_url(cli.base_url.as_deref(), env)?,
+            auth: Auth::from_env(env),
+            timeout: args.timeout,
+            interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
+            http_timeout: defaults::HTTP_TIMEOUT,
+        }),
+        Command::Doctor => Action::Doctor(Doctor {
+            base_url: base_url(cli.base_url.as_deref(), env)?,
+            auth: Auth::from_env(env),
+            http_timeout: defaults::DOCTOR_TIMEOUT,
+            state: state()?,
+        }),
+        Command::Log(args) => Action::Log(Log {
+            task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
+            all: args.all,
+            state: state()?,
+        }),
+        Command::ImportPluginState(args) => Action::Import(Import {
+            source: match args.path {
+                Some(path) => Setting {
+                    value: path,
+                    source: Source::Flag("PATH"),
+                },
+                None => Setting {
+                    value: env
+                        .home()
+                        .ok_or_else(|| {
+                            Failure::new(
+                                Exit::Usage,
+                                "cannot find a home directory; name the plugin's state file",
+                            )
+                        })?
+                        .join(".qwenpaw/agent-task-callback.json"),
+                    source: Source::Default,
+                },
+            },
+            base_url: base_url(cli.base_url.as_deref(), env)?,
+            max_age: defaults::MAX_AGE,
+            state: state()?,
+        }),
+        Command::Timer(args) => {
+            let cli::TimerCommand::Print {
+                kind,
+                interval,
+                unit,
+            } = args.what;
+            let schedule = match (kind, unit) {
+                (cli::TimerKind::Systemd, unit) => Schedule::Systemd {
+                    service: unit != Some(cli::TimerUnit::Timer),
+                    timer: unit != Some(cli::TimerUnit::Service),
+                },
+                (cli::TimerKind::Cron, None) => Schedule::Cron,
+                (cli::TimerKind::Cron, Some(_)) => {
+                    return Err(Failure::new(
+                        Exit::Usage,
+                        "--unit names a systemd unit; cron has one crontab (drop --unit)",
+                    ));
+                }
+            };
+            Action::Timer(Timer {
+                schedule,
+                interval: timer_interval(schedule, interval.unwrap_or(defaults::TICK_INTERVAL))?,
+                binary: std::env::current_exe()
+                    .and_then(|p| p.canonicalize())
+                    .map_err(|e| {
+                        Failure::new(
+                            Exit::Refused,
+                            format!("cannot tell where this atc binary is: {e}"),
+                        )
+                    })?,
+                state: Some(state()?).filter(|s| s.source != Source::Default),
+            })
+        }
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
             create_session: args.create_session,
@@ -254,6 +411,23 @@ fn watch(
         let id = parse_task_id(raw)?;
         if !task_ids.contains(&id) {
             task_ids.push(id);
+        }
+    }
+    if let Some(from) = &args.from {
+        let (text, shown) = read_from(from)?;
+        let found = crate::ids::task_ids_in(&text)?;
+        if found.is_empty() {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "--from {shown}: no [TASK_ID: …] line in it (submit_to_agent and `qwenpaw agents chat --background` print one per task)"
+                ),
+            ));
+        }
+        for id in found {
+            if !task_ids.contains(&id) {
+                task_ids.push(id);
+            }
         }
     }
     let label = |flag: &'static str, value: Option<String>| {
@@ -380,6 +554,57 @@ fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
         ));
     }
     Ok(setting)
+}
+
+/// A tick interval the schedule can express: whole seconds, at least one; for cron (one
+/// line per minute at most) one that divides a minute, or whole minutes that divide an hour.
+fn timer_interval(schedule: Schedule, interval: Duration) -> Result<Duration, Failure> {
+    let secs = interval.as_secs();
+    if secs == 0 || interval.subsec_nanos() != 0 {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--interval {} is not a whole number of seconds (at least 1s)",
+                human(interval)
+            ),
+        ));
+    }
+    let cron_ok = if secs < 60 {
+        60 % secs == 0
+    } else {
+        secs.is_multiple_of(60) && 60 % (secs / 60) == 0
+    };
+    if schedule == Schedule::Cron && !cron_ok {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "cron cannot run every {}: pick an interval that divides a minute (10s, 15s, 20s, 30s…) or whole minutes that divide an hour (1m, 5m, 15m…), or use systemd",
+                human(interval)
+            ),
+        ));
+    }
+    Ok(interval)
+}
+
+/// The text `--from` names: a file, or standard input for `-` (at most 1 MiB).
+fn read_from(from: &Path) -> Result<(String, String), Failure> {
+    use std::io::Read;
+    const MAX: u64 = 1024 * 1024;
+    let mut text = String::new();
+    let (result, shown) = if from.as_os_str() == "-" {
+        (
+            std::io::stdin().take(MAX).read_to_string(&mut text),
+            "- (standard input)".to_owned(),
+        )
+    } else {
+        let shown = format!("{:?}", from.display().to_string());
+        (
+            std::fs::File::open(from).and_then(|f| f.take(MAX).read_to_string(&mut text)),
+            shown,
+        )
+    };
+    result.map_err(|e| Failure::new(Exit::Usage, format!("--from {shown}: {e}")))?;
+    Ok((text, shown))
 }
 
 /// A check that a label (group name, branch) is of reasonable length.

@@ -20,6 +20,17 @@ pub fn one_line(text: &str, max: usize) -> String {
     truncate_chars(flat.trim().to_owned(), max)
 }
 
+/// Cuts `text` to `width` characters, ending in `…` when anything was cut.
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut = truncate_chars(text.to_owned(), width.saturating_sub(1));
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,6 +44,14 @@ mod tests {
         let cut = truncate_chars(long, 8000);
         assert_eq!(cut.chars().count(), 8000);
         assert_eq!(cut.len(), 8000 * 3);
+    }
+
+    #[test]
+    fn fit_marks_a_cut() {
+        assert_eq!(fit("connection refused", 30), "connection refused");
+        assert_eq!(fit("connection refused", 11), "connection…");
+        assert_eq!(fit("héllo wörld", 7), "héllo…");
+        assert_eq!(fit("abc", 0), "…");
     }
 
     #[test]

@@ -111,7 +111,10 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     s.chats.delete("s-77");
     finished(&s, TASK);
     s.tick(&["-v"])
-        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 errors\n")
+        .stderr(format!(
+            "tick: {TASK}: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error\n",
+            s.server.api()
+        ))
         .run();
     let job = s.job(TASK);
     assert_eq!(job["status"], "misrouted");

@@ -55,14 +55,89 @@ fn the_atc_page_documents_settings_and_exit_codes() {
     let mut generated = Vec::new();
     atc::cli::generate::man(None, &mut generated).unwrap();
     let text = String::from_utf8(generated).unwrap();
-    for needle in [
-        "ATC_STATE",
-        "QWENPAW_RUNTIME_INTERNAL_TOKEN",
-        "Exit codes:",
-        "75   job file locked",
+    for section in [
+        ".SH NAME",
+        ".SH SYNOPSIS",
+        ".SH DESCRIPTION",
+        ".SH \"GLOBAL OPTIONS\"",
+        ".SH SUBCOMMANDS",
+        ".SH ENVIRONMENT",
+        ".SH FILES",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+        ".SH \"SEE ALSO\"",
     ] {
-        assert!(text.contains(needle), "atc.1 lacks {needle}");
+        assert!(text.contains(section), "atc.1 lacks {section}");
     }
+    for var in [
+        "ATC_STATE",
+        "ATC_BASE_URL",
+        "ATC_SESSION_ID",
+        "ATC_USER_ID",
+        "ATC_CHANNEL",
+        "ATC_AGENT_ID",
+        "ATC_BEARER_TOKEN",
+        "QWENPAW_RUNTIME_INTERNAL_TOKEN",
+        "QWENPAW_RUNTIME_API_URL",
+        "QWENPAW_WORKING_DIR",
+    ] {
+        assert!(
+            text.contains(&format!(".TP\n\\fB{var}\\fR\n")),
+            "ENVIRONMENT lacks {var}"
+        );
+    }
+    // Each exit code is its own tagged paragraph (a table that cannot wrap out of line).
+    let status =
+        &text[text.find(".SH \"EXIT STATUS\"").unwrap()..text.find(".SH EXAMPLES").unwrap()];
+    for (exit, meaning) in atc::exit::MEANINGS {
+        let entry = format!(".TP\n\\fB{}\\fR\n", exit.code());
+        assert!(status.contains(&entry), "EXIT STATUS lacks {}", exit.code());
+        let first_word = meaning.split(' ').next().unwrap();
+        assert!(status.contains(first_word), "{meaning}");
+    }
+}
+
+/// Where `man` is installed, the checked-in page renders with every section.
+#[test]
+fn man_renders_the_checked_in_page() {
+    let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man/atc.1");
+    let Ok(out) = std::process::Command::new("man")
+        .arg("-l")
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+    else {
+        eprintln!("man is not installed here: rendering not checked");
+        return;
+    };
+    let shown = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || shown.trim().is_empty() {
+        eprintln!(
+            "man could not render here ({}): rendering not checked",
+            out.status
+        );
+        return;
+    }
+    for heading in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "GLOBAL OPTIONS",
+        "SUBCOMMANDS",
+        "ENVIRONMENT",
+        "FILES",
+        "EXIT STATUS",
+        "EXAMPLES",
+        "SEE ALSO",
+    ] {
+        assert!(
+            shown.lines().any(|l| l.trim_end() == heading),
+            "man atc shows no {heading}:\n{shown}"
+        );
+    }
+    assert!(shown.contains("124    wait timed out"), "{shown}");
 }
 
 #[test]

@@ -495,7 +495,9 @@ fn an_abandoned_job_counts_as_one_error() {
         vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
     );
     s.tick(&["-v", "--max-strikes", "1"])
-        .stderr("tick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 errors\n")
+        .stderr(format!(
+            "tick: {TASK}: abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 error\n"
+        ))
         .run();
     assert_eq!(s.status(TASK), "abandoned");
     s.atc(["status", TASK]).stdout_contains(

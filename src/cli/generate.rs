@@ -11,12 +11,17 @@ use crate::exit::Exit;
 use crate::fail;
 
 /// The commands that get a page of their own, and its name.
-pub const PAGES: [(&str, &str); 6] = [
+pub const PAGES: [(&str, &str); 11] = [
     ("watch", "atc-watch"),
     ("status", "atc-status"),
     ("cancel", "atc-cancel"),
     ("tick", "atc-tick"),
     ("redeliver", "atc-redeliver"),
+    ("wait", "atc-wait"),
+    ("doctor", "atc-doctor"),
+    ("log", "atc-log"),
+    ("import-plugin-state", "atc-import-plugin-state"),
+    ("timer", "atc-timer"),
     ("generate", "atc-generate"),
 ];
 
@@ -33,7 +38,7 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     let mut cli = Cli::command();
     cli.build();
     let page = match command {
-        None => cli,
+        None => return main_page(cli, out),
         Some(name) => {
             let Some((_, title)) = PAGES.iter().find(|(command, _)| *command == name) else {
                 let names: Vec<&str> = PAGES.iter().map(|(command, _)| *command).collect();
@@ -53,6 +58,148 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     clap_mangen::Man::new(page).render(out)?;
     Ok(())
 }
+
+/// atc(1): clap's NAME, SYNOPSIS, DESCRIPTION, options and commands, then the sections a
+/// reader comes for (what clap's EXTRA held, laid out as man pages lay them out).
+fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
+    use clap_mangen::roff::{Roff, bold, italic, roman};
+    let man = clap_mangen::Man::new(cli);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)?;
+
+    let mut roff = Roff::default();
+    let item = |roff: &mut Roff, term: &str, text: &str| {
+        roff.control("TP", [])
+            .text([bold(term)])
+            .text([roman(text)]);
+    };
+    roff.control("SH", ["ENVIRONMENT"]);
+    roff.text([roman(
+        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged.",
+    )]);
+    for (name, text) in ENVIRONMENT {
+        item(&mut roff, name, text);
+    }
+    roff.control("SH", ["FILES"]);
+    for (name, text) in FILES {
+        item(&mut roff, name, text);
+    }
+    roff.control("SH", ["EXIT STATUS"]);
+    roff.text([roman("Every command uses the same table:")]);
+    for (exit, meaning) in crate::exit::MEANINGS {
+        item(&mut roff, &exit.code().to_string(), meaning);
+    }
+    roff.control("SH", ["EXAMPLES"]);
+    for (what, command) in EXAMPLES {
+        roff.control("TP", []).text([roman(what)]);
+        roff.control("EX", [])
+            .text([roman(command)])
+            .control("EE", []);
+    }
+    roff.control("SH", ["SEE ALSO"]);
+    let pages: Vec<String> = PAGES
+        .iter()
+        .map(|(_, title)| format!("{title}(1)"))
+        .collect();
+    roff.text([italic(pages.join(", "))]);
+    roff.control("SH", ["VERSION"]);
+    roff.text([roman(format!("v{}", env!("CARGO_PKG_VERSION")))]);
+    roff.to_writer(out)?;
+    Ok(())
+}
+
+const ENVIRONMENT: [(&str, &str); 12] = [
+    ("ATC_STATE", "The job file (--state)."),
+    (
+        "ATC_BASE_URL",
+        "The QwenPaw API recorded into new watches (--base-url).",
+    ),
+    (
+        "QWENPAW_RUNTIME_API_URL",
+        "Used as the base URL inside a managed QwenPaw runtime (with QWENPAW_RUNTIME_ID and QWENPAW_RUNTIME_INTERNAL_TOKEN set).",
+    ),
+    (
+        "QWENPAW_WORKING_DIR",
+        "Where QwenPaw keeps config.json, whose last_api is the base URL otherwise (default ~/.qwenpaw).",
+    ),
+    (
+        "QWENPAW_RUNTIME_INTERNAL_TOKEN",
+        "The server's runtime token, sent as X-QwenPaw-Runtime-Token.",
+    ),
+    (
+        "ATC_BEARER_TOKEN",
+        "A web login token, sent as Authorization: Bearer.",
+    ),
+    (
+        "ATC_SESSION_ID",
+        "watch --session: the asking chat's session id.",
+    ),
+    ("ATC_USER_ID", "watch --user (default: default)."),
+    ("ATC_CHANNEL", "watch --channel (default: console)."),
+    ("ATC_AGENT_ID", "watch and wait --agent (default: default)."),
+    (
+        "XDG_STATE_HOME",
+        "The default job file is $XDG_STATE_HOME/atc/jobs.json.",
+    ),
+    (
+        "COLUMNS",
+        "The width atc status fits its list to on a terminal (piped output is never cut).",
+    ),
+];
+
+const FILES: [(&str, &str); 5] = [
+    (
+        "~/.local/state/atc/jobs.json",
+        "The job file: every watch and where its result goes (mode 0600, directory 0700). It holds session ids and result text: keep it private.",
+    ),
+    (
+        "jobs.json.log, jobs.json.log.1",
+        "The event log (atc log): JSON lines, rotated at 1 MiB. Never message text, session ids, user ids or tokens.",
+    ),
+    (
+        "jobs.json.lock, jobs.json.tick.lock",
+        "Locks: one writer at a time, one tick at a time. The tick lock also holds the time of the last tick (atc doctor reads it).",
+    ),
+    (
+        "~/.config/atc/env",
+        "Read by the systemd service (EnvironmentFile): NAME=value lines such as QWENPAW_RUNTIME_INTERNAL_TOKEN=....",
+    ),
+    (
+        "~/.config/systemd/user/atc-tick.{service,timer}",
+        "The units atc timer print systemd prints.",
+    ),
+];
+
+const EXAMPLES: [(&str, &str); 6] = [
+    (
+        "Watch a task for the chat that asked (the values an agent's prompt shows):",
+        "atc watch task-3f9a0c1b2d4e --session s-77 --user alice --channel console --agent default --target-agent researcher",
+    ),
+    (
+        "Watch every task id a background chat prints:",
+        "qwenpaw agents chat --background ... | atc watch --from - --session s-77",
+    ),
+    (
+        "Run the tick every 20 seconds as a systemd user timer:",
+        "atc timer print systemd --unit service > ~/.config/systemd/user/atc-tick.service\natc timer print systemd --unit timer > ~/.config/systemd/user/atc-tick.timer\nsystemctl --user daemon-reload && systemctl --user enable --now atc-tick.timer",
+    ),
+    (
+        "Wait for one task in the foreground, at most ten minutes:",
+        "atc wait task-3f9a0c1b2d4e --timeout 10m",
+    ),
+    (
+        "Nothing arrived? Check every link, then the task's history:",
+        "atc doctor\natc status task-3f9a0c1b2d4e\natc log task-3f9a0c1b2d4e",
+    ),
+    (
+        "Move from the agent-task-callback plugin:",
+        "atc import-plugin-state ~/.qwenpaw/agent-task-callback.json",
+    ),
+];
 
 /// Writes the completions for `shell` to stdout.
 pub fn completions(shell: Shell) -> Result<()> {

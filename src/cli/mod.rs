@@ -36,7 +36,7 @@ Tokens are read from the environment on every request and never stored:
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_help = format!("{AFTER_HELP}{}", crate::exit::HELP_TABLE),
+    after_help = format!("{AFTER_HELP}{}", crate::exit::help_table()),
     propagate_version = true,
     disable_help_subcommand = true,
     max_term_width = 100
@@ -131,8 +131,111 @@ pub enum Command {
     /// --create-session) and be idle, and a delivery of unknown outcome is first looked for
     /// in the parent chat, so nothing is posted twice.
     Redeliver(RedeliverArgs),
+    /// Wait in the foreground until a task ends, and print its result
+    ///
+    /// Polls the task (no job file needed) until it finishes, then prints exactly what a
+    /// delivery would carry. Exit status: 0 completed, 1 failed (or timed out, cancelled,
+    /// fork not finalized), 6 lost (the server has no record of it), 124 still running
+    /// after --timeout, 5 the server could not be reached or refused the credentials.
+    Wait(WaitArgs),
+    /// Check the setup and say what to fix: server, token, agents, job file, timer
+    ///
+    /// One line per check, ✓ or ✗, each ✗ with what to do. Starts from "nothing arrived":
+    /// where the base URL comes from, whether the server answers, whether it wants a token
+    /// and takes this one, whether the agents the watches name exist, whether the job file
+    /// is sound and private, and whether a tick has run lately. Exit status 0 when all is
+    /// well, 1 otherwise; --json for scripts.
+    Doctor,
+    /// Show what happened to the watches, from the event log beside the job file
+    ///
+    /// Registered, polled, strikes, busy parents, deliveries, read-backs, notices… with
+    /// times, task and job ids. The log never holds message text, session or user ids, or
+    /// tokens. --json prints {"events": [...]}.
+    Log(LogArgs),
+    /// Import the jobs of the Agent Task Callback plugin (atc's Python predecessor)
+    ///
+    /// Pending jobs are watched from now on; ended ones become history. Tasks atc already
+    /// watches are left alone, so running it twice changes nothing. The plugin's file is
+    /// only read.
+    ImportPluginState(ImportArgs),
+    /// Print systemd units or crontab lines that run `atc tick` on a schedule
+    Timer(TimerArgs),
     /// Print a man page or shell completions (for packagers)
     Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The task id submit_to_agent returned
+    pub task_id: String,
+
+    /// Agent the task runs on [env: ATC_AGENT_ID] [default: default]
+    #[arg(long, value_name = "AID")]
+    pub agent: Option<String>,
+
+    /// Give up after this long (exit 124) [default: no limit]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// Time between polls [default: 3s]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only this task's events
+    pub task_id: Option<String>,
+
+    /// Every event kept, not just the last 50
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The plugin's state file [default: ~/.qwenpaw/agent-task-callback.json]
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TimerArgs {
+    #[command(subcommand)]
+    pub what: TimerCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TimerCommand {
+    /// Print the units (systemd) or crontab lines (cron), naming this atc binary
+    Print {
+        #[arg(value_enum)]
+        kind: TimerKind,
+
+        /// How often to tick [default: 20s]
+        #[arg(long, value_name = "D", value_parser = parse_duration)]
+        interval: Option<Duration>,
+
+        /// Print only this systemd unit (to redirect it into its file)
+        #[arg(long, value_enum, value_name = "UNIT")]
+        unit: Option<TimerUnit>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimerUnit {
+    /// atc-tick.service
+    Service,
+    /// atc-tick.timer
+    Timer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimerKind {
+    /// A user service and timer (systemctl --user)
+    Systemd,
+    /// Crontab lines (cron has minute resolution: one line per tick within a minute)
+    Cron,
 }
 
 #[derive(Debug, Args)]
@@ -208,8 +311,13 @@ pub enum Shell {
 #[command(next_help_heading = "Where the result goes")]
 pub struct WatchArgs {
     /// The task ids submit_to_agent returned (e.g. task-3f9a0c1b2d4e)
-    #[arg(required = true, value_name = "TASK_ID")]
+    #[arg(required_unless_present = "from", value_name = "TASK_ID")]
     pub task_ids: Vec<String>,
+
+    /// Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input),
+    /// as submit_to_agent and `qwenpaw agents chat --background` print them
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]

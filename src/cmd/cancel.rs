@@ -7,7 +7,7 @@ use crate::exit::Exit;
 use crate::fail;
 use crate::job::Status;
 use crate::lifecycle::{self, Event};
-use crate::report::Outcome;
+use crate::report::{LogEntry, Outcome};
 use crate::settings::{Cancel, Output};
 use crate::state::Store;
 use crate::time::Timestamp;
@@ -43,5 +43,8 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         *job = transition.job;
         Ok((job.clone(), message))
     })?;
+    if job.status == Status::Cancelled {
+        store.log(&[LogEntry::of("cancelled", &job, now)])?;
+    }
     report_job(&job, &message, out)
 }

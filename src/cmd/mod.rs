@@ -2,9 +2,14 @@
 //! `lifecycle`, say what happened. No decisions here.
 
 pub mod cancel;
+pub mod doctor;
+pub mod import;
+pub mod log;
 pub mod redeliver;
 pub mod status;
 pub mod tick;
+pub mod timer;
+pub mod wait;
 pub mod watch;
 
 /// Writes `text` to stdout. Unlike `print!`, a closed pipe (`atc status | head -1`) is an

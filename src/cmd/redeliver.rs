@@ -8,6 +8,7 @@ use crate::exit::Exit;
 use crate::fail;
 use crate::job::Outbound;
 use crate::lifecycle::{self, Event};
+use crate::report::LogEntry;
 use crate::settings::{Output, Redeliver};
 use crate::state::Store;
 use crate::time::Timestamp;
@@ -63,5 +64,6 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
         file.jobs[i] = transition.job;
         Ok((job, message))
     })?;
+    store.log(&[LogEntry::of("requeued", &job, now)])?;
     report_job(&job, &message, out)
 }

@@ -11,6 +11,7 @@ use crate::fail;
 use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Outbound};
 use crate::settings::{self, Output};
 use crate::state::Store;
+use crate::text::fit;
 use crate::time::{Timestamp, human};
 
 /// How many jobs `status` lists without `--all`.
@@ -52,7 +53,7 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     if jobs.is_empty() {
         return crate::cmd::emit("No jobs.\n");
     }
-    let mut text = table(&jobs, now);
+    let mut text = table(&jobs, now, crate::term::stdout_width());
     if jobs.len() < total {
         let _ = writeln!(
             text,
@@ -63,7 +64,8 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     crate::cmd::emit(&text)
 }
 
-fn table(jobs: &[&Job], now: Timestamp) -> String {
+/// The list. With a `width` (a terminal), the NOTE column is cut to fit, with `…`.
+fn table(jobs: &[&Job], now: Timestamp, width: Option<usize>) -> String {
     let rows: Vec<[String; 5]> = jobs
         .iter()
         .map(|job| {
@@ -88,7 +90,12 @@ fn table(jobs: &[&Job], now: Timestamp) -> String {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {
-                line.push_str(cell);
+                let used = line.chars().count();
+                match width {
+                    // At least a few characters of the note, even on a narrow terminal.
+                    Some(width) => line.push_str(&fit(cell, width.saturating_sub(used).max(12))),
+                    None => line.push_str(cell),
+                }
             } else {
                 let pad = widths[i] - cell.chars().count();
                 let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
@@ -245,4 +252,36 @@ fn full(job: &Job, now: Timestamp) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Status;
+
+    #[test]
+    fn a_terminal_cuts_the_note_to_fit_and_a_pipe_does_not() {
+        let mut job = Job::sample(Status::Pending);
+        job.strikes = 2;
+        job.polls = 2;
+        job.last_error = Some(
+            "GET http://127.0.0.1:8088/api/console/chat/task/task-1: connection refused (is QwenPaw running?)"
+                .into(),
+        );
+        let now = job.registered_at;
+        let piped = table(&[&job], now, None);
+        let row = piped.lines().nth(1).unwrap();
+        assert!(
+            row.ends_with("2 failed checks: connection refused (is QwenPaw running?)"),
+            "the list shows the cause in its short form: {row}"
+        );
+        let fitted = table(&[&job], now, Some(60));
+        for line in fitted.lines() {
+            assert!(line.chars().count() <= 60, "{line}");
+        }
+        let row = fitted.lines().nth(1).unwrap();
+        assert!(row.ends_with('…'), "{row}");
+        let wide = table(&[&job], now, Some(300));
+        assert_eq!(wide, piped, "nothing is cut when it fits");
+    }
 }

@@ -1,5 +1,5 @@
 //! `atc tick`: run one pass (`pass`) and report it. Silent on success (cron mails any
-//! output); `-v` one line on stderr, `-vv` the task ids per outcome; `--json` one object.
+//! output); `-v` on stderr each failed task with why, then one summary line; `-vv` also the task ids per outcome; `--json` one object.
 
 use anyhow::Result;
 use serde_json::json;
@@ -32,6 +32,9 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
         }
     }
     if out.verbose > 0 {
+        for line in report.failures() {
+            eprintln!("{line}");
+        }
         eprintln!("{}", report.summary());
     }
     Ok(())

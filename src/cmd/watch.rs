@@ -13,6 +13,7 @@ use crate::ids::new_job_id;
 use crate::job::{Job, Status};
 use crate::lifecycle::{Registration, register};
 use crate::qwenpaw::{Client, chat};
+use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
 use crate::state::Store;
 use crate::time::Timestamp;
@@ -51,7 +52,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
 
     let now = Timestamp::now();
     let group = watch.options.group.as_deref();
-    let (jobs, messages) = store.update(|file| {
+    let (jobs, messages, events) = store.update(|file| {
         if let Some(name) = group
             && file.jobs.iter().any(|j| {
                 j.options.group.as_deref() == Some(name)
@@ -69,6 +70,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         }
         let mut jobs = Vec::new();
         let mut messages = Vec::new();
+        let mut events = Vec::new();
         for task_id in &watch.task_ids {
             let existing = file.find(task_id);
             let mut fresh = Job::new(
@@ -80,10 +82,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             );
             fresh.options = watch.options.clone();
             fresh.chat_id = chat_id.clone();
-            let (job, message) = match register(existing, &target, base_url, group) {
+            let (job, message, event) = match register(existing, &target, base_url, group) {
                 Registration::New => {
                     let message = format!("Watching {}; {}", subject(&fresh), destination(&fresh));
-                    (fresh, message)
+                    (fresh, message, "registered")
                 }
                 Registration::AlreadyWatching => {
                     let job = existing.cloned().expect("a live record exists");
@@ -99,30 +101,33 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 }
                 Registration::Replace { was, same_target } => {
                     let old = existing.expect("a record exists");
-                    let message = if !same_target && !was.is_terminal() {
-                        format!(
+                    if !same_target && !was.is_terminal() {
+                        let message = format!(
                             "Re-targeted {}: {}; the result goes there on the next atc tick.",
                             subject(&fresh),
                             changes(old, &fresh)
-                        )
+                        );
+                        (fresh, message, "retargeted")
                     } else {
-                        format!(
+                        let message = format!(
                             "Watching {} again (the previous watch ended {was}); {}",
                             subject(&fresh),
                             destination(&fresh)
-                        )
-                    };
-                    (fresh, message)
+                        );
+                        (fresh, message, "rewatched")
+                    }
                 }
                 Registration::Refuse { was } => return Err(refusal(task_id, existing, was).into()),
             };
             file.jobs.retain(|j| j.task_id != *task_id);
             file.jobs.push(job.clone());
+            events.push(LogEntry::of(event, &job, now));
             jobs.push(job);
             messages.push(message);
         }
-        Ok((jobs, messages))
+        Ok((jobs, messages, events))
     })?;
+    store.log(&events)?;
 
     if out.json {
         match jobs.as_slice() {

@@ -194,6 +194,21 @@ impl Client {
         self.read(&format!("{base_url}/chats/{}", encode(chat_id)), agent)
     }
 
+    /// `GET {base}/version`: which QwenPaw answers (it needs the token like any path).
+    pub fn version(&self, base_url: &str) -> Result<Answer, Transport> {
+        self.read(&format!("{base_url}/version"), "default")
+    }
+
+    /// `GET {base}/healthz`: 200 once the server is up, 503 while it starts.
+    pub fn health(&self, base_url: &str) -> Result<Answer, Transport> {
+        self.read(&format!("{base_url}/healthz"), "default")
+    }
+
+    /// `GET {base}/agents`: `{"agents": [{"id": …}, …]}`.
+    pub fn list_agents(&self, base_url: &str) -> Result<Answer, Transport> {
+        self.read(&format!("{base_url}/agents"), "default")
+    }
+
     fn read(&self, url: &str, agent: &str) -> Result<Answer, Transport> {
         let request = self
             .with_auth(self.reads.get(url))

@@ -126,6 +126,11 @@ pub enum Poll {
     Failed {
         error: String,
     },
+    /// 401 or 403: the server refused the credentials. A strike for the tick (a token
+    /// can be fixed while the watch waits); the end for `wait`.
+    Denied {
+        error: String,
+    },
 }
 
 /// Classifies a poll of `task_id`. `base_url` is named when it is the likely culprit;
@@ -204,7 +209,7 @@ pub fn classify(
                     "check QWENPAW_RUNTIME_INTERNAL_TOKEN / ATC_BEARER_TOKEN in atc tick's environment"
                 }
             };
-            return Poll::Failed {
+            return Poll::Denied {
                 error: format!("HTTP {status} {}: {hint}", detail(body)),
             };
         }
@@ -269,7 +274,7 @@ mod tests {
 
     fn failed(poll: Poll) -> String {
         match poll {
-            Poll::Failed { error } => error,
+            Poll::Failed { error } | Poll::Denied { error } => error,
             other => panic!("not a failed check: {other:?}"),
         }
     }

@@ -15,7 +15,33 @@ use crate::exit::{Exit, Failure, OrExit};
 /// An exclusive lock, released when dropped (or when the process dies, however it dies).
 #[derive(Debug)]
 pub struct Guard {
-    _file: File,
+    file: File,
+    path: PathBuf,
+}
+
+impl Guard {
+    /// Replaces the lock file's contents with `text` (a heartbeat others can read; the
+    /// lock itself is unaffected).
+    pub fn stamp(&mut self, text: &str) -> Result<()> {
+        use std::io::{Seek, Write};
+        let path = &self.path;
+        (|| {
+            self.file.set_len(0)?;
+            self.file.rewind()?;
+            self.file.write_all(format!("{text}\n").as_bytes())
+        })()
+        .or_exit(Exit::StateUnwritable, || {
+            format!("cannot write {}", path.display())
+        })
+    }
+}
+
+/// What the last `stamp` wrote into the lock file at `path`, if anything.
+pub fn read_stamp(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
 }
 
 /// The sidecar path `<file>.<suffix>`, derived from the file's own name so that two job
@@ -43,7 +69,12 @@ pub fn exclusive(path: &Path, wait: Duration) -> Result<Guard> {
     let deadline = Instant::now() + wait;
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(Guard { _file: file }),
+            Ok(()) => {
+                return Ok(Guard {
+                    file,
+                    path: path.to_path_buf(),
+                });
+            }
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_millis(20));
             }
@@ -72,7 +103,10 @@ pub fn exclusive(path: &Path, wait: Duration) -> Result<Guard> {
 pub fn try_exclusive(path: &Path) -> Result<Option<Guard>> {
     let file = open(path)?;
     match file.try_lock() {
-        Ok(()) => Ok(Some(Guard { _file: file })),
+        Ok(()) => Ok(Some(Guard {
+            file,
+            path: path.to_path_buf(),
+        })),
         Err(TryLockError::WouldBlock) => Ok(None),
         Err(TryLockError::Error(err)) => Err(err).or_exit(Exit::StateUnwritable, || {
             format!("cannot lock {}", path.display())

@@ -93,12 +93,14 @@ impl Store {
             }
         };
         parse(&bytes).map_err(|problem| {
+            let advice = if problem.newer {
+                "it was left untouched: upgrade atc to read it"
+            } else {
+                "it was left untouched: fix or move it aside (atc starts a new one where none exists)"
+            };
             Failure::new(
                 Exit::StateUnreadable,
-                format!(
-                    "the job file {} {problem}; it was left untouched: fix or move it aside (atc starts a new one where none exists)",
-                    self.path.display()
-                ),
+                format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
             .into()
         })
@@ -115,6 +117,16 @@ impl Store {
             self.save(&file)?;
         }
         Ok(out)
+    }
+
+    /// Appends `entries` to the event log beside the job file, under the job-file lock.
+    pub fn log(&self, entries: &[crate::report::LogEntry]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.ensure_dir()?;
+        let _guard = lock::exclusive(&self.lock_path(), LOCK_WAIT)?;
+        super::journal::append(&self.path, entries)
     }
 
     /// Creates the job file's directory (0700) if it does not exist. Existing directories
@@ -145,10 +157,24 @@ impl Store {
     }
 }
 
+/// Why some bytes are not a job file this atc can use.
+#[derive(Debug)]
+struct Problem {
+    what: String,
+    /// Written by a newer atc: the fix is an upgrade, not an edit.
+    newer: bool,
+}
+
+impl From<String> for Problem {
+    fn from(what: String) -> Problem {
+        Problem { what, newer: false }
+    }
+}
+
 /// The job file in `bytes`, or why they are not one this atc can use.
-fn parse(bytes: &[u8]) -> Result<JobFile, String> {
+fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if bytes.is_empty() {
-        return Err("is empty (0 bytes)".to_owned());
+        return Err("is empty (0 bytes)".to_owned().into());
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| {
         if err.is_eof() {
@@ -163,13 +189,15 @@ fn parse(bytes: &[u8]) -> Result<JobFile, String> {
     match version.as_u64() {
         Some(v) if v == u64::from(VERSION) => {}
         Some(v) if v > u64::from(VERSION) => {
-            return Err(format!(
-                "has version {v}, newer than this atc understands ({VERSION}); upgrade atc"
-            ));
+            return Err(Problem {
+                what: format!("has version {v}, newer than this atc understands ({VERSION})"),
+                newer: true,
+            });
         }
-        _ => return Err(format!("has an unsupported version {version}")),
+        _ => return Err(format!("has an unsupported version {version}").into()),
     }
-    serde_json::from_value(value).map_err(|err| format!("does not match the v1 schema ({err})"))
+    serde_json::from_value(value)
+        .map_err(|err| format!("does not match the v1 schema ({err})").into())
 }
 
 #[cfg(test)]
@@ -189,7 +217,8 @@ mod tests {
             (b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}", "schema"),
         ] {
             let problem = parse(bytes).unwrap_err();
-            assert!(problem.contains(says), "{problem} should say {says}");
+            assert!(problem.what.contains(says), "{problem:?} should say {says}");
+            assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
     }

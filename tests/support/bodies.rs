@@ -48,6 +48,19 @@ pub const AUTH_401_EXPIRED: &str = r#"{"detail":"Invalid or expired token"}"#;
 /// FastAPI's 404 for a path with no route (application/json).
 pub const NO_ROUTE: &str = r#"{"detail":"Not Found"}"#;
 
+/// `GET /api/version` (2.2.2.post1).
+pub const VERSION: &str = r#"{"version":"2.2.2.post1"}"#;
+
+/// `GET /api/healthz` once the server is up.
+pub const HEALTH_OK: &str =
+    r#"{"status":"ok","agents_loaded":["default","QwenPaw_QA_Agent_0.2"],"uptime_seconds":6.71}"#;
+
+/// `GET /api/healthz` while the server boots (503).
+pub const HEALTH_STARTING: &str = r#"{"status":"starting"}"#;
+
+/// `GET /api/agents` of a fresh working directory.
+pub const AGENTS: &str = r#"{"agents":[{"id":"default","name":"Default Agent","description":"Default QwenPaw agent (migrated from legacy config)","workspace_dir":"/tmp/qpw/workspaces/default","enabled":true,"pinned":true,"startup_status":"running","backend":"qwenpaw","backend_capabilities":{"workspace_ui":true},"backend_model":null,"backend_reasoning_effort":null,"active_model":null,"managed_by_app":null,"available_in_chat":true},{"id":"QwenPaw_QA_Agent_0.2","name":"QA Agent","description":"Builtin Q&A helper for QwenPaw setup","workspace_dir":"/tmp/qpw/workspaces/QwenPaw_QA_Agent_0.2","enabled":true,"pinned":false,"startup_status":"running","backend":"qwenpaw","backend_capabilities":{"workspace_ui":true},"backend_model":null,"backend_reasoning_effort":null,"active_model":null,"managed_by_app":null,"available_in_chat":true}]}"#;
+
 /// uvicorn's 400 for raw spaces / raw non-ASCII bytes in the path (text/plain).
 pub const INVALID_HTTP_400: &str = "Invalid HTTP request received.";
 

@@ -1,0 +1,401 @@
+//! `atc doctor`: one line per check, ✓ or ✗, each ✗ with what to do. It starts from
+//! "nothing arrived": is atc talking to the right server, does the server answer, does it
+//! take the token, do the agents exist, is the job file sound and private, is the timer
+//! running, and is any result stuck.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use crate::cmd::{emit, print_json};
+use crate::exit::{Exit, Failure};
+use crate::job::{ForwardStatus, Job, Outbound, Status};
+use crate::qwenpaw::{Answer, Client, Transport};
+use crate::settings::{Doctor, Output};
+use crate::state::{Store, lock};
+use crate::time::{Timestamp, human};
+
+/// A tick is expected at least this often while watches wait.
+const TICK_STALE: Duration = Duration::from_secs(120);
+
+struct Check {
+    name: &'static str,
+    ok: bool,
+    detail: String,
+    fix: Option<String>,
+}
+
+fn ok(name: &'static str, detail: String) -> Check {
+    Check {
+        name,
+        ok: true,
+        detail,
+        fix: None,
+    }
+}
+
+fn bad(name: &'static str, detail: String, fix: String) -> Check {
+    Check {
+        name,
+        ok: false,
+        detail,
+        fix: Some(fix),
+    }
+}
+
+pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
+    let store = Store::new(doctor.state.value.clone());
+    let mut checks = Vec::new();
+    let jobs = job_file(&store, doctor, &mut checks);
+    let base = &doctor.base_url.value;
+    checks.push(ok(
+        "base URL",
+        format!("{base} (from {})", doctor.base_url.source),
+    ));
+    let client = Client::new(doctor.http_timeout, doctor.auth.clone());
+    if server(&client, doctor, &mut checks) {
+        checks.push(agents(&client, base, &jobs));
+    }
+    let last_tick = lock::read_stamp(&store.tick_lock_path()).and_then(|t| Timestamp::parse(&t));
+    checks.push(tick(last_tick, &jobs));
+    checks.push(stuck(&jobs));
+
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if out.json {
+        let listed: Vec<Value> = checks
+            .iter()
+            .map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix}))
+            .collect();
+        print_json(&json!({"ok": failed == 0, "checks": listed, "last_tick_at": last_tick}))?;
+    } else if !out.quiet || failed > 0 {
+        let mut text = String::new();
+        for c in &checks {
+            let mark = if c.ok { '✓' } else { '✗' };
+            text.push_str(&format!("{mark} {}: {}\n", c.name, c.detail));
+            if let Some(fix) = &c.fix {
+                text.push_str(&format!("  → {fix}\n"));
+            }
+        }
+        emit(&text)?;
+    }
+    if failed > 0 {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!("{failed} of {} checks failed", checks.len()),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The job file loads, and it and its directory are private. Returns the jobs.
+fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job> {
+    let path = store.path();
+    let shown = path.display();
+    let jobs = match store.load() {
+        Ok(file) if path.exists() => {
+            checks.push(ok(
+                "job file",
+                format!(
+                    "{shown} holds {} jobs (from {})",
+                    file.jobs.len(),
+                    doctor.state.source
+                ),
+            ));
+            file.jobs
+        }
+        Ok(_) => {
+            checks.push(ok(
+                "job file",
+                format!("none yet at {shown}; the first `atc watch` creates it"),
+            ));
+            return Vec::new();
+        }
+        Err(err) => {
+            checks.push(bad(
+                "job file",
+                format!("{err:#}"),
+                format!("move {shown} aside (atc starts a new one where none exists)"),
+            ));
+            return Vec::new();
+        }
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| {
+            std::fs::metadata(p).map_or(0, |m| m.permissions().mode() & 0o777)
+        };
+        let file_mode = mode(path);
+        let dir = crate::state::fsutil::parent_dir(path);
+        let dir_mode = mode(dir);
+        if file_mode & 0o077 != 0 {
+            checks.push(bad(
+                "privacy",
+                format!("{shown} is mode {file_mode:o}: others can read session ids and answers"),
+                format!("chmod 600 {shown}"),
+            ));
+        } else if dir_mode & 0o077 != 0 {
+            checks.push(bad(
+                "privacy",
+                format!("its directory {} is mode {dir_mode:o}", dir.display()),
+                format!(
+                    "chmod 700 {} (or keep the job file in a private directory)",
+                    dir.display()
+                ),
+            ));
+        } else {
+            checks.push(ok(
+                "privacy",
+                format!("file {file_mode:o}, directory {dir_mode:o}"),
+            ));
+        }
+    }
+    jobs
+}
+
+fn json_of(answer: &Answer) -> Option<Value> {
+    answer
+        .body
+        .as_ref()
+        .ok()
+        .filter(|_| answer.is_json())
+        .and_then(|b| serde_json::from_str(b).ok())
+}
+
+/// The server answers as QwenPaw, is healthy, and takes the credentials. True when it is
+/// worth asking it more.
+fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
+    let base = &doctor.base_url.value;
+    let source = &doctor.base_url.source;
+    let fix_url = format!(
+        "start QwenPaw (`qwenpaw app`), or point atc at it with --base-url or ATC_BASE_URL (now from {source})"
+    );
+    let version = match client.version(base) {
+        Err(Transport { message, .. }) => {
+            checks.push(bad(
+                "server",
+                format!("cannot reach it: {message}"),
+                fix_url,
+            ));
+            return false;
+        }
+        Ok(answer) => answer,
+    };
+    let Some(body) = json_of(&version) else {
+        checks.push(bad(
+            "server",
+            format!(
+                "{base}/version answers HTTP {} with {}: that is not QwenPaw's API",
+                version.status,
+                if version.content_type.is_empty() {
+                    "no content type"
+                } else {
+                    &version.content_type
+                }
+            ),
+            format!("check the base URL: it must point at QwenPaw (which serves /api); {fix_url}"),
+        ));
+        return false;
+    };
+    let auth = &doctor.auth;
+    let has_token = auth.runtime_token.is_some() || auth.bearer_token.is_some();
+    if matches!(version.status, 401 | 403) {
+        checks.push(ok("server", format!("QwenPaw answers at {base}")));
+        let said = body.get("detail").and_then(Value::as_str).unwrap_or("");
+        checks.push(if has_token {
+            bad(
+                "token",
+                format!("the server refused the token ({} {said})", version.status),
+                "set QWENPAW_RUNTIME_INTERNAL_TOKEN to the server's own value (or ATC_BEARER_TOKEN to a fresh web login) in atc's environment, and the timer's".to_owned(),
+            )
+        } else {
+            bad(
+                "token",
+                format!("the server wants a token ({} {said})", version.status),
+                "set QWENPAW_RUNTIME_INTERNAL_TOKEN (the server's runtime token) or ATC_BEARER_TOKEN (a web login) in atc's environment, and the timer's (EnvironmentFile)".to_owned(),
+            )
+        });
+        return false;
+    }
+    match (version.status, body.get("version").and_then(Value::as_str)) {
+        (200, Some(v)) => checks.push(ok("server", format!("QwenPaw {v} answers at {base}"))),
+        (status, _) => {
+            checks.push(bad(
+                "server",
+                format!("{base}/version answers HTTP {status}: {body}"),
+                fix_url,
+            ));
+            return false;
+        }
+    }
+    checks.push(ok(
+        "token",
+        if has_token {
+            "accepted".to_owned()
+        } else {
+            "none needed".to_owned()
+        },
+    ));
+    let health = client.health(base);
+    checks.push(
+        match health
+            .as_ref()
+            .ok()
+            .and_then(|a| json_of(a).map(|v| (a.status, v)))
+        {
+            Some((200, v)) => ok(
+                "health",
+                match v.get("uptime_seconds").and_then(Value::as_f64) {
+                    Some(up) => format!("ok, up {}", human(Duration::from_secs_f64(up.max(0.0)))),
+                    None => "ok".to_owned(),
+                },
+            ),
+            Some((503, _)) => bad(
+                "health",
+                "the server is still starting".to_owned(),
+                "wait a few seconds and run atc doctor again".to_owned(),
+            ),
+            other => bad(
+                "health",
+                format!("{base}/healthz answers {other:?}"),
+                "see the server's log".to_owned(),
+            ),
+        },
+    );
+    true
+}
+
+/// The agents that live watches on this server name exist there.
+fn agents(client: &Client, base: &str, jobs: &[Job]) -> Check {
+    let named: BTreeSet<&str> = jobs
+        .iter()
+        .filter(|j| j.base_url == base && !j.status.is_terminal())
+        .flat_map(|j| {
+            std::iter::once(j.target.agent_id.as_str()).chain(j.target.target_agent.as_deref())
+        })
+        .collect();
+    if named.is_empty() {
+        return ok(
+            "agents",
+            "no live watch names an agent on this server".to_owned(),
+        );
+    }
+    let listed = client
+        .list_agents(base)
+        .ok()
+        .and_then(|a| json_of(&a).filter(|_| a.status == 200));
+    let Some(listed) = listed else {
+        return bad(
+            "agents",
+            format!("{base}/agents does not list the agents"),
+            "check the server's log".to_owned(),
+        );
+    };
+    let agents = || {
+        listed
+            .get("agents")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    };
+    let known: BTreeSet<&str> = agents()
+        .filter_map(|a| a.get("id").and_then(Value::as_str))
+        .collect();
+    let disabled: BTreeSet<&str> = agents()
+        .filter(|a| a.get("enabled").and_then(Value::as_bool) == Some(false))
+        .filter_map(|a| a.get("id").and_then(Value::as_str))
+        .collect();
+    let missing: Vec<&str> = named.difference(&known).copied().collect();
+    let off: Vec<&str> = named.intersection(&disabled).copied().collect();
+    if !missing.is_empty() {
+        bad(
+            "agents",
+            format!("watches name agents the server does not have: {}", missing.join(", ")),
+            "watch those tasks again with the right --agent / --target-agent (the agent's prompt shows its id), or `atc cancel` them".to_owned(),
+        )
+    } else if !off.is_empty() {
+        bad(
+            "agents",
+            format!("watches name agents that are disabled: {}", off.join(", ")),
+            "enable them in QwenPaw (the server answers 403 for a disabled agent), or `atc cancel` their watches".to_owned(),
+        )
+    } else {
+        ok(
+            "agents",
+            format!("the watches name agents the server has: {}", join(&named)),
+        )
+    }
+}
+
+fn join(names: &BTreeSet<&str>) -> String {
+    names.iter().copied().collect::<Vec<_>>().join(", ")
+}
+
+/// Something is still to do for the job (a tick must come by).
+fn waiting(job: &Job) -> bool {
+    matches!(
+        job.outbound(),
+        Some(Outbound::Delivering | Outbound::Unconfirmed)
+    ) || job.status == Status::Pending
+        || job
+            .forward
+            .as_ref()
+            .is_some_and(|f| f.status == ForwardStatus::Pending)
+}
+
+/// A tick ran lately, if anything waits for one.
+fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
+    let waiting = jobs.iter().filter(|j| waiting(j)).count();
+    let now = Timestamp::now();
+    let said = match last {
+        Some(at) => format!("the last atc tick ran {} ago", human(at.elapsed_at(now))),
+        None => "no atc tick has run yet".to_owned(),
+    };
+    let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);
+    if waiting > 0 && stale {
+        bad(
+            "timer",
+            format!("{waiting} watches wait, and {said}"),
+            "is the timer installed? `atc timer print systemd` (or `cron`) prints the units to install; `systemctl --user status atc-tick.timer` shows one that is".to_owned(),
+        )
+    } else {
+        ok("timer", said)
+    }
+}
+
+/// No result is stuck where only a person can move it.
+fn stuck(jobs: &[Job]) -> Check {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    let mut count = |what: &str| match counts.iter_mut().find(|(w, _)| w == what) {
+        Some((_, n)) => *n += 1,
+        None => counts.push((what.to_owned(), 1)),
+    };
+    for job in jobs {
+        match job.outbound() {
+            Some(Outbound::Undelivered) => count("undelivered"),
+            Some(Outbound::Misrouted) => count("misrouted"),
+            _ if job.status == Status::Error => count("refused (error)"),
+            _ => {}
+        }
+        if job
+            .forward
+            .as_ref()
+            .is_some_and(|f| matches!(f.status, ForwardStatus::Failed | ForwardStatus::Unconfirmed))
+        {
+            count("not forwarded to the person");
+        }
+    }
+    if counts.is_empty() {
+        return ok("deliveries", "none stuck".to_owned());
+    }
+    let said: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    bad(
+        "deliveries",
+        format!("results that need a person: {}", said.join(", ")),
+        "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again"
+            .to_owned(),
+    )
+}

@@ -1,0 +1,75 @@
+//! `atc log`: the event log beside the job file, oldest first: the last 50 events (or
+//! `--all`), of one task when one is named. Human lines, or `{"events": [...]}` with
+//! `--json`. The log holds typed facts only, so nothing here can leak a message.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::cmd::{emit, print_json};
+use crate::exit::Exit;
+use crate::fail;
+use crate::report::LogEntry;
+use crate::settings::{Log, Output};
+use crate::state::journal;
+
+/// Events shown without `--all`.
+pub const RECENT: usize = 50;
+
+pub fn run(log: &Log, out: Output) -> Result<()> {
+    let path = &log.state.value;
+    let mut events = journal::read(path)?;
+    if let Some(task_id) = &log.task_id {
+        events.retain(|e| &e.task_id == task_id);
+        if events.is_empty() {
+            fail!(
+                Exit::Refused,
+                "the event log {} has no events for {task_id}",
+                journal::path(path).display()
+            );
+        }
+    }
+    if !log.all && events.len() > RECENT {
+        events.drain(..events.len() - RECENT);
+    }
+    if out.json {
+        return print_json(&json!({ "events": events }));
+    }
+    if out.quiet {
+        return Ok(());
+    }
+    if events.is_empty() {
+        return emit(&format!(
+            "No events yet in {} (`atc watch` starts one).\n",
+            journal::path(path).display()
+        ));
+    }
+    let mut text = String::new();
+    for event in &events {
+        text.push_str(&line(event));
+        text.push('\n');
+    }
+    emit(&text)
+}
+
+/// `2026-12-01T08:00:00Z  task-1  polled (finished, completed)  → delivering  job 3f…`.
+fn line(e: &LogEntry) -> String {
+    let mut line = format!("{}  {}  {}", e.at, e.task_id, e.event);
+    match (&e.task_status, e.outcome) {
+        (Some(status), Some(outcome)) => {
+            line.push_str(&format!(" ({status}, {})", outcome.as_str()))
+        }
+        (Some(status), None) => line.push_str(&format!(" ({status})")),
+        _ => {}
+    }
+    if let Some(status) = e.status {
+        line.push_str(&format!("  → {status}"));
+    }
+    if let Some(code) = e.http_status {
+        line.push_str(&format!("  HTTP {code}"));
+    }
+    if let Some(reason) = &e.reason {
+        line.push_str(&format!("  ({reason})"));
+    }
+    line.push_str(&format!("  job {}", e.job_id));
+    line
+}

@@ -1,0 +1,195 @@
+//! `atc timer print`: the systemd user units or crontab lines that run `atc tick`, with
+//! this binary's real path filled in. The files in `examples/` are these same templates
+//! (a test keeps them equal), with a placeholder path.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cmd::emit;
+use crate::settings::{Output, Schedule, Timer};
+
+pub fn run(timer: &Timer, out: Output) -> Result<()> {
+    let state = timer.state.as_ref().map(|s| s.value.as_path());
+    let text = match timer.schedule {
+        Schedule::Systemd {
+            service,
+            timer: unit,
+        } => {
+            let exec = systemd_quote(&timer.binary);
+            let state = state.map(systemd_quote);
+            let mut parts = Vec::new();
+            if service {
+                parts.push(systemd_service(&exec, state.as_deref()));
+            }
+            if unit {
+                parts.push(systemd_timer(timer.interval));
+            }
+            if service && unit && !out.quiet {
+                // Both at once: say where each goes (comments, so it stays valid per file).
+                parts[0] = format!("# ~/.config/systemd/user/atc-tick.service\n{}", parts[0]);
+                parts[1] = format!("# ~/.config/systemd/user/atc-tick.timer\n{}", parts[1]);
+            }
+            parts.join("\n")
+        }
+        Schedule::Cron => cron(
+            &shell_quote(&timer.binary),
+            state.map(shell_quote).as_deref(),
+            timer.interval,
+        ),
+    };
+    emit(&text)
+}
+
+/// `atc-tick.service`; `exec` and `state` already quoted for systemd.
+pub fn systemd_service(exec: &str, state: Option<&str>) -> String {
+    let state = state
+        .map(|s| format!("Environment=ATC_STATE={s}\n"))
+        .unwrap_or_default();
+    format!(
+        "\
+[Unit]
+Description=atc tick: deliver finished QwenPaw background tasks
+Documentation=man:atc-tick(1)
+
+[Service]
+Type=oneshot
+# Tokens and settings, one NAME=value per line (QWENPAW_RUNTIME_INTERNAL_TOKEN=…); optional.
+EnvironmentFile=-%h/.config/atc/env
+{state}ExecStart={exec} tick
+"
+    )
+}
+
+/// `atc-tick.timer`.
+pub fn systemd_timer(interval: Duration) -> String {
+    let secs = interval.as_secs();
+    format!(
+        "\
+[Unit]
+Description=Run atc tick every {secs}s
+
+[Timer]
+OnBootSec={secs}s
+OnUnitActiveSec={secs}s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+"
+    )
+}
+
+/// The crontab lines; `exec` and `state` already quoted for sh. Cron starts jobs at most
+/// once a minute, so a shorter interval is several lines, staggered with `sleep`.
+pub fn cron(exec: &str, state: Option<&str>, interval: Duration) -> String {
+    let secs = interval.as_secs();
+    let state = state.map(|s| format!("ATC_STATE={s} ")).unwrap_or_default();
+    let command = format!("{state}{exec} tick");
+    let mut text = format!(
+        "\
+# atc: run `atc tick` every {secs}s (cron has minute resolution: one line per tick in a minute).
+# Tokens: add NAME=value lines above these (QWENPAW_RUNTIME_INTERNAL_TOKEN=…).
+"
+    );
+    if secs < 60 {
+        for offset in (0..60).step_by(secs as usize) {
+            if offset == 0 {
+                text.push_str(&format!("* * * * * {command}\n"));
+            } else {
+                text.push_str(&format!("* * * * * sleep {offset}; {command}\n"));
+            }
+        }
+    } else {
+        let minutes = secs / 60;
+        let field = if minutes == 1 {
+            "*".to_owned()
+        } else {
+            format!("*/{minutes}")
+        };
+        text.push_str(&format!("{field} * * * * {command}\n"));
+    }
+    text
+}
+
+/// A path as one systemd command-line word: `%` doubled, quoted when it has spaces or
+/// quotes.
+fn systemd_quote(path: &Path) -> String {
+    let raw = path.to_string_lossy().replace('%', "%%");
+    if raw
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'' || c == '\\')
+    {
+        format!("\"{}\"", raw.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        raw
+    }
+}
+
+/// A path as one sh word inside a crontab line (`%` means newline to cron).
+fn shell_quote(path: &Path) -> String {
+    let raw = path.to_string_lossy();
+    let safe = raw
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c));
+    let word = if safe {
+        raw.into_owned()
+    } else {
+        format!("'{}'", raw.replace('\'', "'\\''"))
+    };
+    word.replace('%', "\\%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECS_20: Duration = Duration::from_secs(20);
+
+    /// The example files are the templates with a placeholder binary path.
+    #[test]
+    fn examples_are_the_templates() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let read = |p: &str| std::fs::read_to_string(examples.join(p)).unwrap();
+        assert_eq!(
+            read("systemd/atc-tick.service"),
+            systemd_service("%h/.cargo/bin/atc", None)
+        );
+        assert_eq!(read("systemd/atc-tick.timer"), systemd_timer(SECS_20));
+        assert_eq!(
+            read("cron/atc.crontab"),
+            cron("$HOME/.cargo/bin/atc", None, SECS_20)
+        );
+    }
+
+    #[test]
+    fn cron_staggers_within_a_minute() {
+        let lines: Vec<String> = cron("/bin/atc", None, SECS_20)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "* * * * * /bin/atc tick",
+                "* * * * * sleep 20; /bin/atc tick",
+                "* * * * * sleep 40; /bin/atc tick"
+            ]
+        );
+        assert!(
+            cron("/bin/atc", Some("/s/j.json"), Duration::from_secs(300))
+                .contains("*/5 * * * * ATC_STATE=/s/j.json /bin/atc tick\n")
+        );
+    }
+
+    #[test]
+    fn paths_are_quoted_for_each_reader() {
+        let odd = Path::new("/opt/my tools/100%/atc");
+        assert_eq!(systemd_quote(odd), "\"/opt/my tools/100%%/atc\"");
+        assert_eq!(shell_quote(odd), "'/opt/my tools/100\\%/atc'");
+        assert_eq!(shell_quote(Path::new("/usr/bin/atc")), "/usr/bin/atc");
+        assert_eq!(shell_quote(Path::new("/a'b")), "'/a'\\''b'");
+    }
+}

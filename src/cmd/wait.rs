@@ -1,0 +1,109 @@
+//! `atc wait`: poll one task in the foreground until it ends and print what a delivery
+//! would carry. No job file. Exit status from the shared table: 0 completed, 1 failed,
+//! 6 lost, 124 still running after `--timeout`, 5 server unreachable or token refused.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::cmd::{emit, print_json};
+use crate::exit::{Exit, Failure};
+use crate::job::TaskOutcome;
+use crate::qwenpaw::task::{self, Poll};
+use crate::qwenpaw::{Client, render};
+use crate::settings::{Output, Wait};
+use crate::time::human;
+
+/// Failed polls in a row (unreachable, 5xx) before `wait` gives up with exit 5: a server
+/// restarting takes a few seconds.
+const MAX_STRIKES: u32 = 5;
+
+pub fn run(wait: &Wait, out: Output) -> Result<()> {
+    let client = Client::new(wait.http_timeout, wait.auth.clone());
+    let (base, task_id, agent) = (&wait.base_url.value, &wait.task_id, &wait.agent.value);
+    if out.verbose > 0 {
+        eprintln!("atc: QwenPaw API {base} (from {})", wait.base_url.source);
+    }
+    let started = Instant::now();
+    let mut strikes = 0;
+    loop {
+        let answer = client.get_task(base, task_id, agent);
+        match task::classify(answer, task_id, base, client.auth()) {
+            Poll::Record(record) if record.is_finished() => {
+                let outcome = record.outcome();
+                let text = render::render_delivery(task_id, &record, None);
+                if out.json {
+                    print_json(&json!({
+                        "task_id": task_id,
+                        "outcome": outcome,
+                        "status": record.status,
+                        "text": text,
+                    }))?;
+                } else if !out.quiet {
+                    emit(&format!("{text}\n"))?;
+                }
+                if outcome == TaskOutcome::Completed {
+                    return Ok(());
+                }
+                return Err(Failure::new(
+                    Exit::Refused,
+                    format!(
+                        "{task_id} finished but did not succeed ({})",
+                        outcome.as_str()
+                    ),
+                )
+                .into());
+            }
+            Poll::Record(_) => strikes = 0,
+            Poll::NotFound { detail } => {
+                if out.json {
+                    print_json(&json!({"task_id": task_id, "outcome": "lost", "detail": detail}))?;
+                }
+                return Err(Failure::new(
+                    Exit::Lost,
+                    format!(
+                        "{task_id} is lost: the server has no record of it ({detail}); QwenPaw keeps task records in memory only, so it restarted, or the id or base URL {base} is wrong"
+                    ),
+                )
+                .into());
+            }
+            Poll::Denied { error } => {
+                return Err(Failure::new(Exit::Server, format!("{task_id}: {error}")).into());
+            }
+            Poll::Failed { error } => {
+                strikes += 1;
+                if strikes >= MAX_STRIKES {
+                    return Err(Failure::new(
+                        Exit::Server,
+                        format!("{task_id}: {strikes} polls in a row failed; last: {error}"),
+                    )
+                    .into());
+                }
+                if out.verbose > 0 {
+                    eprintln!("atc: poll failed ({strikes} in a row): {error}");
+                }
+            }
+        }
+        let waited = started.elapsed();
+        if let Some(timeout) = wait.timeout
+            && waited + wait.interval > timeout
+        {
+            if out.json {
+                print_json(&json!({"task_id": task_id, "outcome": "timed_out"}))?;
+            }
+            return Err(Failure::new(
+                Exit::TimedOut,
+                format!(
+                    "{task_id} is still running after {} (--timeout); `atc watch` it to have the result delivered when it ends",
+                    human(timeout)
+                ),
+            )
+            .into());
+        }
+        if out.verbose > 1 {
+            eprintln!("atc: {task_id} still running after {}", human(waited));
+        }
+        std::thread::sleep(wait.interval.max(Duration::from_millis(100)));
+    }
+}

@@ -1,0 +1,280 @@
+//! The seed plugin's state file (`~/.qwenpaw/agent-task-callback.json`, Agent Task
+//! Callback 0.1.x), read liberally and turned into atc jobs. Pure: text in, jobs out; the
+//! `import-plugin-state` command does the I/O.
+//!
+//! The plugin's statuses map as: `pending` → pending (polled again by the next tick,
+//! unless older than the age cap, which the plugin would not have re-armed either: those
+//! become `expired` history); `done` → done; `unconfirmed` → unconfirmed, never read back
+//! or re-posted (the plugin's posts carry no atc marker to find); `lost`, `abandoned`,
+//! `cancelled` → the same, as history. No imported job ever sends a notice.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::ids::{new_job_id, parse_task_id};
+use crate::job::{Delivery, Job, Outbound, Status, Target};
+use crate::time::Timestamp;
+
+/// One plugin record, read.
+#[derive(Debug)]
+pub enum Record {
+    Job(Box<Job>),
+    /// Not importable, and why (no text from the record beyond its task id).
+    Skip {
+        task_id: String,
+        why: String,
+    },
+}
+
+/// The records in the plugin's state file: a list of jobs, `{"jobs": [...]}`,
+/// `{"jobs": {task_id: job}}` or `{task_id: job}`. `Err` when the text is none of these.
+pub fn records(
+    text: &str,
+    base_url: &str,
+    max_age: Duration,
+    now: Timestamp,
+) -> Result<Vec<Record>, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("is not valid JSON ({e})"))?;
+    let listed: Vec<(Option<String>, Value)> = match value {
+        Value::Array(items) => items.into_iter().map(|v| (None, v)).collect(),
+        Value::Object(mut map) => match map.remove("jobs") {
+            Some(Value::Array(items)) => items.into_iter().map(|v| (None, v)).collect(),
+            Some(Value::Object(jobs)) => jobs.into_iter().map(|(k, v)| (Some(k), v)).collect(),
+            Some(_) => return Err("has a \"jobs\" field that is neither a list nor a map".into()),
+            None => map.into_iter().map(|(k, v)| (Some(k), v)).collect(),
+        },
+        _ => return Err("is neither a list nor a map of jobs".into()),
+    };
+    Ok(listed
+        .into_iter()
+        .map(|(key, value)| record(key, value, base_url, max_age, now))
+        .collect())
+}
+
+fn record(
+    key: Option<String>,
+    value: Value,
+    base_url: &str,
+    max_age: Duration,
+    now: Timestamp,
+) -> Record {
+    let Value::Object(fields) = value else {
+        return Record::Skip {
+            task_id: key.unwrap_or_default(),
+            why: "is not a job record".into(),
+        };
+    };
+    let raw_id = text(&fields, "task_id").or(key).unwrap_or_default();
+    let task_id = match parse_task_id(&raw_id) {
+        Ok(id) => id,
+        Err(err) => {
+            return Record::Skip {
+                task_id: raw_id.escape_debug().to_string(),
+                why: format!("has an unusable task id: {}", err.message),
+            };
+        }
+    };
+    let skip = |why: &str| Record::Skip {
+        task_id: raw_id.trim().to_owned(),
+        why: why.to_owned(),
+    };
+    let Some(session_id) = text(&fields, "session_id") else {
+        return skip("has no session_id: there is nowhere to deliver it");
+    };
+    let Some(status) = text(&fields, "status") else {
+        return skip("has no status");
+    };
+    let registered_at = epoch(&fields, "registered_at").unwrap_or(now);
+    let completed_at = epoch(&fields, "completed_at");
+    let target = Target {
+        agent_id: text(&fields, "agent_id").unwrap_or_else(|| "default".to_owned()),
+        target_agent: text(&fields, "target_agent"),
+        session_id,
+        user_id: text(&fields, "user_id").unwrap_or_else(|| "default".to_owned()),
+        channel: text(&fields, "channel").unwrap_or_else(|| "console".to_owned()),
+    };
+    let job_id = text(&fields, "job_id")
+        .filter(|id| parse_task_id(id).is_ok_and(|ok| ok == *id) && id.len() <= 64)
+        .unwrap_or_else(new_job_id);
+    let mut job = Job::new(job_id, task_id, base_url.to_owned(), target, registered_at);
+    job.registered_at = registered_at;
+    // Imported now: kept for the retention period from here, like any change.
+    job.updated_at = now;
+    job.final_text = text(&fields, "final");
+    job.note = Some(match text(&fields, "note") {
+        Some(note) => format!("imported from the agent-task-callback plugin; its note: {note}"),
+        None => "imported from the agent-task-callback plugin".to_owned(),
+    });
+    job.status = match status.as_str() {
+        "pending" if registered_at.elapsed_at(now) > max_age => {
+            job.final_text = None;
+            job.last_error = Some(
+                "the plugin's watch was older than the age cap when imported; not polled".into(),
+            );
+            Status::Expired
+        }
+        "pending" => {
+            job.final_text = None;
+            Status::Pending
+        }
+        "done" => {
+            if job.final_text.is_none() {
+                return skip("is done but carries no delivered text");
+            }
+            job.delivered_at = completed_at.or(Some(registered_at));
+            Status::Done
+        }
+        "unconfirmed" => {
+            if job.final_text.is_none() {
+                return skip("is unconfirmed but carries no text");
+            }
+            job.set_outbound(Outbound::Unconfirmed);
+            job.delivery = Some(Delivery {
+                attempts: 1,
+                // The read-back window is long over: the plugin's post carries no atc
+                // marker, so a read-back could only miss it and post a second copy.
+                unknown_since: Some(Timestamp::from_unix(0)),
+                error: Some(
+                    "the plugin's delivery had an unknown outcome; `atc redeliver` posts it again if it never arrived".into(),
+                ),
+                ..Delivery::default()
+            });
+            Status::Unconfirmed
+        }
+        "lost" => Status::Lost,
+        "abandoned" => Status::Abandoned,
+        "cancelled" => Status::Cancelled,
+        other => {
+            return skip(&format!(
+                "has a status this atc does not know ({})",
+                other.escape_debug()
+            ));
+        }
+    };
+    Record::Job(Box::new(job))
+}
+
+/// A non-empty string field.
+fn text(fields: &Map<String, Value>, name: &str) -> Option<String> {
+    fields
+        .get(name)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// Epoch seconds (number or numeric string), or an RFC 3339 string.
+fn epoch(fields: &Map<String, Value>, name: &str) -> Option<Timestamp> {
+    match fields.get(name)? {
+        Value::Number(n) => n.as_f64().and_then(Timestamp::from_unix_f64),
+        Value::String(s) => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(Timestamp::from_unix_f64)
+            .or_else(|| Timestamp::parse(s)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+
+    fn now() -> Timestamp {
+        Timestamp::from_unix(1_800_000_000)
+    }
+
+    fn one(text: &str) -> Record {
+        let mut all = records(text, "http://127.0.0.1:8088/api", DAY, now()).unwrap();
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    fn job(text: &str) -> Job {
+        match one(text) {
+            Record::Job(job) => *job,
+            Record::Skip { why, .. } => panic!("skipped: {why}"),
+        }
+    }
+
+    #[test]
+    fn maps_each_status() {
+        let base = r#""task_id":"task-1","job_id":"j1","agent_id":"default","target_agent":"SE","session_id":"s-1","user_id":"u","channel":"console","final":"T","completed_at":1799999990"#;
+        let recent = 1_800_000_000 - 60;
+        for (status, expect) in [
+            ("pending", Status::Pending),
+            ("done", Status::Done),
+            ("unconfirmed", Status::Unconfirmed),
+            ("lost", Status::Lost),
+            ("abandoned", Status::Abandoned),
+            ("cancelled", Status::Cancelled),
+        ] {
+            let j = job(&format!(
+                "[{{{base},\"status\":\"{status}\",\"registered_at\":{recent}}}]"
+            ));
+            assert_eq!(j.status, expect, "{status}");
+            assert_eq!(j.job_id, "j1");
+            assert_eq!(j.target.target_agent.as_deref(), Some("SE"));
+            assert_eq!(j.registered_at, Timestamp::from_unix(recent));
+            assert_eq!(j.notice, None, "an import never notices");
+            match expect {
+                Status::Pending => assert_eq!(j.final_text, None, "polled again, rendered fresh"),
+                Status::Done => {
+                    assert_eq!(j.delivered_at, Some(Timestamp::from_unix(1_799_999_990)))
+                }
+                Status::Unconfirmed => {
+                    assert!(!crate::lifecycle::is_due(
+                        &j,
+                        now(),
+                        &crate::settings::default_limits()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn old_pending_is_history_and_bad_records_are_skipped() {
+        let old = job(
+            r#"{"jobs":{"task-9":{"session_id":"s","status":"pending","registered_at":1700000000}}}"#,
+        );
+        assert_eq!(
+            (old.task_id.as_str(), old.status),
+            ("task-9", Status::Expired)
+        );
+        assert_eq!(old.target.channel, "console");
+        for (text, says) in [
+            (
+                r#"[{"task_id":"a/b","session_id":"s","status":"done"}]"#,
+                "contains '/'",
+            ),
+            (
+                r#"[{"task_id":"t","status":"done","final":"x"}]"#,
+                "no session_id",
+            ),
+            (
+                r#"[{"task_id":"t","session_id":"s","status":"weird"}]"#,
+                "does not know",
+            ),
+            (
+                r#"[{"task_id":"t","session_id":"s","status":"done"}]"#,
+                "no delivered text",
+            ),
+            (r#"[5]"#, "not a job record"),
+        ] {
+            match one(text) {
+                Record::Skip { why, .. } => assert!(why.contains(says), "{why} / {says}"),
+                Record::Job(j) => panic!("{text} imported as {:?}", j.status),
+            }
+        }
+        assert!(records("{\"jobs\": 3}", "b", DAY, now()).is_err());
+        assert!(records("nope", "b", DAY, now()).is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! The event log beside the job file (`<job file>.log`): one JSON line per thing that
+//! happened to a watch, appended durably (fsync per batch), rotated to `<job file>.log.1`
+//! at [`CAP`]. It holds only typed facts (`report::LogEntry`): never message text,
+//! session ids, user ids or tokens.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::lock;
+use crate::exit::{Exit, OrExit};
+use crate::report::LogEntry;
+
+/// The log is rotated once it is this large (one older file is kept).
+pub const CAP: u64 = 1024 * 1024;
+
+/// `<job file>.log`.
+pub fn path(job_file: &Path) -> PathBuf {
+    lock::sidecar(job_file, "log")
+}
+
+fn rotated(job_file: &Path) -> PathBuf {
+    lock::sidecar(job_file, "log.1")
+}
+
+/// Appends `entries` as JSON lines and syncs them to disk. The caller holds the job-file
+/// lock (one writer at a time), so rotation cannot race.
+pub fn append(job_file: &Path, entries: &[LogEntry]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let log = path(job_file);
+    let mut lines = Vec::new();
+    for entry in entries {
+        serde_json::to_writer(&mut lines, entry)?;
+        lines.push(b'\n');
+    }
+    let write = || -> io::Result<()> {
+        if fs::metadata(&log).is_ok_and(|m| m.len() + lines.len() as u64 > CAP) {
+            fs::rename(&log, rotated(job_file))?;
+        }
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&log)?;
+        file.write_all(&lines)?;
+        file.sync_data()
+    };
+    write().or_exit(Exit::StateUnwritable, || {
+        format!("cannot append to the event log {}", log.display())
+    })
+}
+
+/// Every entry kept, oldest first (the rotated file, then the current one). Lines that
+/// are not entries (a torn last line after a crash) are skipped.
+pub fn read(job_file: &Path) -> Result<Vec<LogEntry>> {
+    let mut entries = Vec::new();
+    for file in [rotated(job_file), path(job_file)] {
+        let text = match fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => {
+                return Err(err).or_exit(Exit::StateUnreadable, || {
+                    format!("cannot read the event log {}", file.display())
+                });
+            }
+        };
+        entries.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Timestamp;
+
+    fn entry(n: u64) -> LogEntry {
+        LogEntry {
+            at: Timestamp::from_unix(1_800_000_000 + n),
+            event: "polled".into(),
+            task_id: format!("task-{n}"),
+            job_id: "j".into(),
+            status: None,
+            task_status: None,
+            outcome: None,
+            http_status: None,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn appends_reads_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let job_file = dir.path().join("jobs.json");
+        append(&job_file, &[entry(1), entry(2)]).unwrap();
+        append(&job_file, &[]).unwrap();
+        assert_eq!(read(&job_file).unwrap(), [entry(1), entry(2)]);
+        let big: Vec<LogEntry> = (0..20_000).map(entry).collect();
+        append(&job_file, &big).unwrap();
+        append(&job_file, &[entry(99_999)]).unwrap();
+        assert!(rotated(&job_file).exists());
+        assert!(fs::metadata(path(&job_file)).unwrap().len() < CAP);
+        let all = read(&job_file).unwrap();
+        assert_eq!(all.last(), Some(&entry(99_999)));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(path(&job_file)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        fs::write(path(&job_file), "{\"torn\n").unwrap();
+        assert!(read(&job_file).is_ok());
+    }
+}

@@ -1,0 +1,52 @@
+//! The terminal, when stdout is one: how wide it is. Piped output is never fitted to a
+//! width, so scripts see the same lines whatever window ran them.
+
+use std::io::IsTerminal;
+
+/// The width of the terminal stdout writes to, or `None` when stdout is not a terminal.
+/// `COLUMNS` wins when set (to a positive number); otherwise the terminal is asked.
+pub fn stdout_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or_else(window_columns)
+        .or(Some(80))
+}
+
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn window_columns() -> Option<usize> {
+    // struct winsize from <sys/ioctl.h>: rows, columns, x and y pixels.
+    #[repr(C)]
+    struct WinSize {
+        rows: u16,
+        cols: u16,
+        x: u16,
+        y: u16,
+    }
+    #[cfg(target_os = "linux")]
+    const TIOCGWINSZ: std::ffi::c_ulong = 0x5413;
+    #[cfg(target_os = "macos")]
+    const TIOCGWINSZ: std::ffi::c_ulong = 0x4008_7468;
+    unsafe extern "C" {
+        fn ioctl(fd: std::ffi::c_int, request: std::ffi::c_ulong, ...) -> std::ffi::c_int;
+    }
+    let mut size = WinSize {
+        rows: 0,
+        cols: 0,
+        x: 0,
+        y: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `struct winsize` through the pointer, which points at
+    // a live value of exactly that layout; fd 1 is only read.
+    let ok = unsafe { ioctl(1, TIOCGWINSZ, &mut size as *mut WinSize) } == 0;
+    (ok && size.cols > 0).then_some(usize::from(size.cols))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn window_columns() -> Option<usize> {
+    None
+}

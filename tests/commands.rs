@@ -1,0 +1,691 @@
+//! The commands for people and schedulers: `wait`, `doctor`, `log`, `import-plugin-state`,
+//! `watch --from` and `timer print`, through the real binary against the fake QwenPaw.
+//! Each documented exit code of each command is produced here.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::atc::{TestEnv, stderr, stdout};
+use support::bodies;
+use support::fake::{FakeQwenPaw, Reply};
+use support::hermetic::NOWHERE;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+
+fn task_path(task: &str) -> String {
+    Scene::task_path(task)
+}
+
+// ---------------------------------------------------------------------------------------
+// wait
+
+#[test]
+fn wait_prints_exactly_what_a_delivery_carries_and_exits_0() {
+    let s = Scene::new();
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    let waited = s
+        .atc(["wait", TASK, "--interval", "100ms"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let printed = stdout(&waited);
+    assert!(printed.contains("ECHO: hello"), "{printed}");
+    assert_eq!(
+        s.server.hits("GET", &task_path(TASK)),
+        2,
+        "polled until finished"
+    );
+    // The same task, watched and ticked: the delivered turn is the text wait printed.
+    s.watch(TASK, &[]);
+    s.tick(&[]).run();
+    assert_eq!(s.delivered("s-77"), [printed.trim_end_matches('\n')]);
+}
+
+#[test]
+fn wait_exits_1_for_a_failed_task_and_prints_the_failure() {
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_FAILED_LLM)]);
+    let out = s
+        .atc(["wait", TASK])
+        .status(1)
+        .stdout_inspected()
+        .stderr(format!(
+            "atc: {TASK} finished but did not succeed (failed)\n"
+        ))
+        .no_file()
+        .run();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "[TASK_ID: {TASK}]\n[STATUS: finished]\n\nTask failed.\n\nError: Model 'mock-model' execution failed. Reason: …\n"
+        )
+    );
+}
+
+#[test]
+fn wait_exits_6_for_a_lost_task() {
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    s.atc(["wait", TASK])
+        .status(6)
+        .stderr_contains(format!(
+            "atc: {TASK} is lost: the server has no record of it"
+        ))
+        .stderr_contains("restarted")
+        .no_file();
+}
+
+#[test]
+fn wait_exits_124_when_the_timeout_passes() {
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.atc(["wait", TASK, "--timeout", "1s", "--interval", "200ms"])
+        .status(124)
+        .stderr(format!(
+            "atc: {TASK} is still running after 1s (--timeout); `atc watch` it to have the result delivered when it ends\n"
+        ))
+        .no_file();
+    assert!(s.server.hits("GET", &task_path(TASK)) >= 2);
+}
+
+#[test]
+fn wait_exits_5_when_the_server_is_unreachable_or_refuses_the_token() {
+    let env = TestEnv::new();
+    env.atc(["wait", TASK, "--interval", "100ms"])
+        .status(5)
+        .stderr_contains(format!(
+            "atc: {TASK}: 5 polls in a row failed; last: GET {NOWHERE}/api/console/chat/task/{TASK}"
+        ))
+        .no_file();
+
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(401, bodies::AUTH_401_RUNTIME)]);
+    s.atc(["wait", TASK])
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-wrong-123")
+        .status(5)
+        .stderr_contains("HTTP 401 Invalid runtime boundary token")
+        .never_shows("tok-wrong-123")
+        .no_file();
+    assert_eq!(
+        s.server.hits("GET", &task_path(TASK)),
+        1,
+        "a refused token is not retried"
+    );
+}
+
+#[test]
+fn wait_json_prints_the_outcome_and_the_text() {
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    let printed = s.atc(["wait", TASK, "--json"]).no_file().json();
+    assert_eq!(printed["task_id"], TASK);
+    assert_eq!(printed["outcome"], "completed");
+    assert!(printed["text"].as_str().unwrap().ends_with("ECHO: hello"));
+
+    let s = Scene::new();
+    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    let out = s
+        .atc(["wait", TASK, "--json"])
+        .status(6)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(printed["outcome"], "lost");
+}
+
+// ---------------------------------------------------------------------------------------
+// doctor
+
+/// A fake that answers doctor's questions as a healthy 2.2.2 server does.
+fn healthy(server: &FakeQwenPaw) {
+    server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, bodies::VERSION)],
+    );
+    server.on(
+        "GET",
+        "/api/healthz",
+        vec![Reply::json(200, bodies::HEALTH_OK)],
+    );
+    server.on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+}
+
+#[test]
+fn doctor_passes_every_check_on_a_sound_setup() {
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    let said = stdout(&out);
+    let lines: Vec<&str> = said.lines().collect();
+    for start in [
+        "✓ job file: ",
+        "✓ privacy: file 600, directory 700",
+        &format!("✓ base URL: {} (from ATC_BASE_URL)", s.server.api()),
+        &format!(
+            "✓ server: QwenPaw 2.2.2.post1 answers at {}",
+            s.server.api()
+        ),
+        "✓ token: none needed",
+        "✓ health: ok, up 6s",
+        "✓ agents: the watches name agents the server has: default",
+        "✓ timer: the last atc tick ran ",
+        "✓ deliveries: none stuck",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(start)),
+            "no {start:?} in\n{said}"
+        );
+    }
+    assert!(!said.contains('✗'), "{said}");
+}
+
+#[test]
+fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_inspected()
+        .chat_check_skipped()
+        .run();
+    let out = env
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr("atc: 2 of 6 checks failed\n")
+        .file_unchanged()
+        .run();
+    let said = stdout(&out);
+    assert!(
+        said.contains(&format!(
+            "✗ server: cannot reach it: GET {NOWHERE}/api/version"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("  → start QwenPaw (`qwenpaw app`), or point atc at it with --base-url or ATC_BASE_URL (now from ATC_BASE_URL)"), "{said}");
+    assert!(
+        said.contains("✗ timer: 1 watches wait, and no atc tick has run yet"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  → is the timer installed? `atc timer print systemd`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn doctor_names_a_refused_token_an_unknown_agent_and_a_readable_file() {
+    let s = Scene::new();
+    s.server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(401, bodies::AUTH_401_RUNTIME)],
+    );
+    let out = s
+        .atc(["doctor"])
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-doctor-9")
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .never_shows("tok-doctor-9")
+        .no_file()
+        .run();
+    assert!(
+        stdout(&out)
+            .contains("✗ token: the server refused the token (401 Invalid runtime boundary token)")
+    );
+
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &["--agent", "ghost"]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&s.env.state, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let out = s
+        .atc(["doctor", "--json"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["ok"], false);
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} check in {report}"))
+    };
+    assert_eq!(check("agents")["ok"], false);
+    assert!(
+        check("agents")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("ghost")
+    );
+    #[cfg(unix)]
+    {
+        assert_eq!(check("privacy")["ok"], false);
+        assert!(
+            check("privacy")["fix"]
+                .as_str()
+                .unwrap()
+                .starts_with("chmod 600 ")
+        );
+    }
+    assert_eq!(check("server")["ok"], true);
+    assert_eq!(report["last_tick_at"], Value::Null);
+    assert!(stderr(&out).ends_with("checks failed\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// log
+
+#[test]
+fn log_tells_each_job_s_history_in_order() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.watch("task-other", &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.poll_replies("task-other", vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    s.atc(["cancel", "task-other"]).stdout_inspected().run();
+
+    let all = s.atc(["log", "--json"]).json();
+    let events: Vec<(String, String)> = all["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap().to_owned(),
+                e["event"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let of = |task: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, e)| e.clone())
+            .collect()
+    };
+    let mine = of(TASK);
+    assert_eq!(
+        mine.first().map(String::as_str),
+        Some("registered"),
+        "{mine:?}"
+    );
+    assert_eq!(mine, ["registered", "polled", "delivered"]);
+    assert_eq!(of("task-other"), ["registered", "polled", "cancelled"]);
+    let polled = &all["events"].as_array().unwrap()[2..4];
+    assert!(
+        polled.iter().any(|e| e["task_id"] == TASK
+            && e["task_status"] == "finished"
+            && e["outcome"] == "completed"),
+        "{polled:?}"
+    );
+
+    let one = s.atc(["log", TASK]).stdout_inspected().run();
+    let lines = stdout(&one);
+    assert!(
+        lines.lines().all(|l| l.contains(&format!("  {TASK}  "))),
+        "{lines}"
+    );
+    assert!(
+        lines
+            .lines()
+            .next()
+            .unwrap()
+            .contains("  registered  → pending  job "),
+        "{lines}"
+    );
+    s.atc(["log", "task-nothing"])
+        .status(1)
+        .stderr_contains("has no events for task-nothing");
+}
+
+#[test]
+fn the_log_never_holds_message_text_session_ids_user_ids_or_tokens() {
+    let s = Scene::new();
+    let (text, session, user, token) = (
+        "PLANTED-ANSWER-7c1e",
+        "PLANTED-SESSION-4a2b",
+        "PLANTED-USER-9d3f",
+        "PLANTED-TOKEN-5e6a",
+    );
+    let body = bodies::FINISHED_COMPLETED.replace("ECHO: hello", text);
+    s.watch(TASK, &["--session", session, "--user", user]);
+    s.watch("task-second", &["--session", session, "--user", user]);
+    s.poll_replies(TASK, vec![Reply::json(200, &body)]);
+    // A failing check whose error body quotes the planted values.
+    s.poll_replies(
+        "task-second",
+        vec![Reply::json(
+            500,
+            &format!(r#"{{"detail":"boom {text} {session} {user} {token}"}}"#),
+        )],
+    );
+    s.tick(&["-v"])
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", token)
+        .env("ATC_BEARER_TOKEN", token)
+        .stderr_inspected()
+        .run();
+    assert_eq!(s.delivered(session).len(), 1, "the answer was delivered");
+    s.atc(["cancel", "task-second"]).stdout_inspected().run();
+    s.atc(["redeliver", TASK])
+        .status(1)
+        .stderr_inspected()
+        .run();
+
+    let log = std::fs::read_to_string(s.env.state.with_file_name("jobs.json.log")).unwrap();
+    assert!(
+        log.contains(TASK) && log.contains("delivered") && log.contains("HTTP 500"),
+        "{log}"
+    );
+    for planted in [text, session, user, token] {
+        assert!(!log.contains(planted), "the log holds {planted}:\n{log}");
+    }
+    let shown = s.atc(["log", "--all", "--json"]).json().to_string();
+    for planted in [text, session, user, token] {
+        assert!(!shown.contains(planted), "atc log shows {planted}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// import-plugin-state
+
+fn plugin_state(dir: &Path) -> std::path::PathBuf {
+    let recent = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        - 600.0;
+    let state = json!({"jobs": [
+        {"task_id": "task-aaaaaaaaaaaa", "job_id": "pj1", "agent_id": "default", "target_agent": "researcher",
+         "session_id": "s-1", "user_id": "alice", "channel": "console", "registered_at": recent, "status": "pending"},
+        {"task_id": "task-bbbbbbbbbbbb", "job_id": "pj2", "agent_id": "default", "session_id": "s-1",
+         "user_id": "alice", "channel": "console", "registered_at": recent - 100.0, "status": "done",
+         "final": "[TASK_ID: task-bbbbbbbbbbbb]\n[STATUS: finished]\n\nTask completed.", "completed_at": recent - 50.0},
+        {"task_id": "task-cccccccccccc", "job_id": "pj3", "agent_id": "default", "session_id": "s-2",
+         "user_id": "bob", "channel": "console", "registered_at": recent, "status": "unconfirmed", "final": "the text"},
+        {"task_id": "task-dddddddddddd", "job_id": "pj4", "agent_id": "default", "session_id": "s-2",
+         "user_id": "bob", "channel": "console", "registered_at": recent, "status": "lost", "note": "HTTP 404"},
+        {"task_id": "bad/id", "session_id": "s", "status": "pending"}
+    ]});
+    let path = dir.join("agent-task-callback.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
+    let env = TestEnv::new();
+    let source = plugin_state(&env.home);
+    let before = std::fs::read(&source).unwrap();
+    env.atc(["import-plugin-state", source.to_str().unwrap()])
+        .stdout(format!(
+            "Imported 4 jobs from {} (1 still watched, 3 as history).\nThe next atc tick polls the pending ones; stop the plugin first so only one of them delivers.\n",
+            source.display()
+        ))
+        .stderr_contains("atc: warning: skipped bad/id: it has an unusable task id")
+        .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 4));
+    let statuses: Vec<(String, String)> = env
+        .jobs()
+        .iter()
+        .map(|j| {
+            (
+                j["task_id"].as_str().unwrap().into(),
+                j["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("task-aaaaaaaaaaaa".into(), "pending".into()),
+            ("task-bbbbbbbbbbbb".into(), "done".into()),
+            ("task-cccccccccccc".into(), "unconfirmed".into()),
+            ("task-dddddddddddd".into(), "lost".into()),
+        ]
+    );
+    let pending = env.job("task-aaaaaaaaaaaa");
+    assert_eq!(
+        (pending["job_id"].as_str(), pending["target_agent"].as_str()),
+        (Some("pj1"), Some("researcher"))
+    );
+    assert_eq!(pending["base_url"], format!("{NOWHERE}/api"));
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        before,
+        "the source is only read"
+    );
+
+    env.atc(["import-plugin-state", source.to_str().unwrap()])
+        .stdout(format!(
+            "Imported 0 jobs from {} (0 still watched, 0 as history); 4 already in the job file, left as they are.\n",
+            source.display()
+        ))
+        .stderr_inspected()
+        .file_unchanged();
+
+    // A tick polls the pending one and leaves the unconfirmed one alone (never re-posted).
+    let s = Scene::new();
+    let source = plugin_state(&s.env.home);
+    s.atc(["import-plugin-state", source.to_str().unwrap(), "-q"])
+        .stderr_inspected()
+        .run();
+    s.poll_replies("task-aaaaaaaaaaaa", vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    assert_eq!(s.server.hits("GET", &task_path("task-aaaaaaaaaaaa")), 1);
+    assert!(s.posts().is_empty());
+    assert_eq!(s.status("task-cccccccccccc"), "unconfirmed");
+}
+
+#[test]
+fn import_refuses_a_missing_or_unreadable_source_and_changes_nothing() {
+    let env = TestEnv::new();
+    env.atc_default_state(["import-plugin-state"])
+        .status(1)
+        .stderr_contains(format!(
+            "atc: cannot read the plugin's state file {}/.qwenpaw/agent-task-callback.json",
+            env.home.display()
+        ))
+        .no_file();
+    let bad = env.home.join("broken.json");
+    std::fs::write(&bad, "{\"jobs\": [").unwrap();
+    env.atc(["import-plugin-state", bad.to_str().unwrap()])
+        .status(1)
+        .stderr_contains("is not valid JSON")
+        .stderr_contains("nothing was imported")
+        .no_file();
+}
+
+// ---------------------------------------------------------------------------------------
+// watch --from
+
+const BACKGROUND_OUTPUT: &str = "\
+Submitted to agent researcher in the background.
+[TASK_ID: task-111111111111]
+[SESSION: 1764550000_abc]
+Use check_agent_task to see the result.
+[TASK_ID: task-222222222222]
+";
+
+#[test]
+fn watch_from_a_file_or_stdin_takes_every_task_id_marker() {
+    let s = Scene::new();
+    let file = s.env.home.join("submitted.txt");
+    std::fs::write(&file, BACKGROUND_OUTPUT).unwrap();
+    s.chats.add("default", "s-77", "default", "console");
+    s.atc([
+        "watch",
+        "--from",
+        file.to_str().unwrap(),
+        "--session",
+        "s-77",
+    ])
+    .stdout_contains("Watching task-111111111111 for agent 'default'")
+    .stdout_contains("Watching task-222222222222 for agent 'default'")
+    .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 2));
+
+    let s = Scene::new();
+    s.chats.add("default", "s-77", "default", "console");
+    s.atc(["watch", "--from", "-", "--session", "s-77", "--json"])
+        .stdin(BACKGROUND_OUTPUT)
+        .stdout_inspected()
+        .run();
+    let ids: Vec<String> = s
+        .env
+        .jobs()
+        .iter()
+        .map(|j| j["task_id"].as_str().unwrap().into())
+        .collect();
+    assert_eq!(ids, ["task-111111111111", "task-222222222222"]);
+
+    let env = TestEnv::new();
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin("no markers here\n")
+        .status(2)
+        .stderr("atc: --from - (standard input): no [TASK_ID: …] line in it (submit_to_agent and `qwenpaw agents chat --background` print one per task)\n")
+        .no_file();
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin("[TASK_ID: ../../version]\n")
+        .status(2)
+        .stderr_contains("contains '.'")
+        .no_file();
+}
+
+// ---------------------------------------------------------------------------------------
+// timer print
+
+fn binary() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("atc").canonicalize().unwrap()
+}
+
+#[test]
+fn timer_print_systemd_names_this_binary_and_the_units_verify() {
+    let env = TestEnv::new();
+    let exec = format!("ExecStart={} tick\n", binary().display());
+    let service = env
+        .atc_default_state(["timer", "print", "systemd", "--unit", "service"])
+        .stdout_contains(exec.clone())
+        .no_file()
+        .run();
+    let service = stdout(&service);
+    assert!(service.starts_with("[Unit]\n") && service.contains("Type=oneshot\n"));
+    assert!(
+        !service.contains("ATC_STATE"),
+        "the default job file needs no setting"
+    );
+    let timer = env
+        .atc_default_state([
+            "timer",
+            "print",
+            "systemd",
+            "--unit",
+            "timer",
+            "--interval",
+            "30s",
+        ])
+        .stdout_contains("OnUnitActiveSec=30s\n")
+        .no_file()
+        .run();
+    let timer = stdout(&timer);
+    let both = env
+        .atc_default_state(["timer", "print", "systemd"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    assert!(stdout(&both).contains(&exec) && stdout(&both).contains("OnBootSec=20s\n"));
+
+    // A job file of its own is named in the unit.
+    env.atc(["timer", "print", "systemd", "--unit", "service"])
+        .stdout_contains(format!("Environment=ATC_STATE={}\n", env.state.display()))
+        .no_file();
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("atc-tick.service"), &service).unwrap();
+    std::fs::write(dir.path().join("atc-tick.timer"), &timer).unwrap();
+    match std::process::Command::new("systemd-analyze")
+        .args(["verify", "--user", "--man=no"])
+        .arg(dir.path().join("atc-tick.service"))
+        .arg(dir.path().join("atc-tick.timer"))
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+    {
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            // Without a user manager, verify cannot connect; anything it says about our
+            // units themselves is a failure.
+            let about_units: Vec<&str> = said
+                .lines()
+                .filter(|l| {
+                    l.contains("atc-tick.")
+                        && !l.contains("Failed to connect")
+                        && !l.contains("bus")
+                })
+                .collect();
+            assert!(about_units.is_empty(), "systemd-analyze verify:\n{said}");
+        }
+        Err(_) => eprintln!("systemd-analyze not available: structural checks only"),
+    }
+}
+
+#[test]
+fn timer_print_cron_staggers_lines_and_refuses_what_cron_cannot_do() {
+    let env = TestEnv::new();
+    let bin = binary();
+    env.atc_default_state(["timer", "print", "cron"])
+        .stdout(format!(
+            "# atc: run `atc tick` every 20s (cron has minute resolution: one line per tick in a minute).\n# Tokens: add NAME=value lines above these (QWENPAW_RUNTIME_INTERNAL_TOKEN=…).\n* * * * * {b} tick\n* * * * * sleep 20; {b} tick\n* * * * * sleep 40; {b} tick\n",
+            b = bin.display()
+        ))
+        .no_file();
+    env.atc_default_state(["timer", "print", "cron", "--interval", "7s"])
+        .status(2)
+        .stderr("atc: cron cannot run every 7s: pick an interval that divides a minute (10s, 15s, 20s, 30s…) or whole minutes that divide an hour (1m, 5m, 15m…), or use systemd\n")
+        .no_file();
+    env.atc_default_state(["timer", "print", "cron", "--unit", "timer"])
+        .status(2)
+        .stderr_contains("--unit names a systemd unit")
+        .no_file();
+    env.atc_default_state(["timer", "print", "systemd", "--interval", "1500ms"])
+        .status(2)
+        .stderr_contains("not a whole number of seconds")
+        .no_file();
+}
+
+#[test]
+fn wait_is_patient_with_a_server_that_restarts() {
+    // Two failed polls, then an answer: fewer than five strikes in a row is no reason to
+    // give up.
+    let s = Scene::new();
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(503, r#"{"status":"starting"}"#),
+            Reply::dropped(),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    s.atc(["wait", TASK, "--interval", "100ms", "-q"]).no_file();
+    assert_eq!(s.server.hits("GET", &task_path(TASK)), 3);
+}
