@@ -15,6 +15,16 @@ What it answers depends on the *last user text* of the request (see
                                   command <cmd> (the rest of the text); when the
                                   next request's last message is that tool's
                                   result, the reply is the tool output text
+  contains ``SKILLTEST: delegate <text> to <agent>``
+                               -> what the atc-callback skill prescribes, in three
+                                  steps: a tool call ``submit_to_agent(to_agent=<agent>,
+                                  text=<text>)``; after its result, a tool call to
+                                  ``execute_shell_command`` with ``atc watch <TASK_ID>
+                                  --session S --user U --channel C --agent A
+                                  --target-agent <agent>`` (the task id parsed from the
+                                  result, S/U/C/A from the system prompt QwenPaw sent);
+                                  after that, the final text "Delegated; the result
+                                  will come back by itself."
   anything else                -> ``ECHO: <last user text>``
 
 A text that starts with ``[TASK_ID:`` is a background-task result delivered into
@@ -35,6 +45,7 @@ every request body as one JSON line (for inspecting what QwenPaw sends).
 import json
 import os
 import re
+import shlex
 import sys
 import threading
 import time
@@ -44,6 +55,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODEL = "fake-echo"
 IM_INTERMEDIATE = "I will inspect the result first."
 IM_FINAL = "FINAL: the person's answer"
+SKILL_FINAL = "Delegated; the result will come back by itself."
+_SKILLTEST = re.compile(r"SKILLTEST:\s*delegate\s+(.+)\s+to\s+(\S+)\s*$", re.S)
 LOG_LOCK = threading.Lock()
 
 # QwenPaw (agentscope) may wrap the user's words: a leading "[Time: ...]"
@@ -81,11 +94,69 @@ def last_user_text(messages):
     return ""
 
 
+def _tool_name_of(messages, tool_msg):
+    """The function name of the assistant tool call that ``tool_msg`` answers."""
+    call_id = tool_msg.get("tool_call_id")
+    for msg in reversed(messages):
+        for call in msg.get("tool_calls") or []:
+            if call.get("id") == call_id:
+                return (call.get("function") or {}).get("name")
+    return tool_msg.get("name")
+
+
+def prompt_identity(messages):
+    """(session, user, channel, agent) as the system prompt QwenPaw sent shows them
+    (``- Session ID: …``, ``- User ID: …``, ``- Channel: …``,
+    ``Your agent id is "…"``); None for a line that is missing."""
+    system = "\n".join(_text_of(m.get("content")) for m in messages
+                       if m.get("role") == "system")
+
+    def line(label):
+        m = re.search(r"^\s*-?\s*" + label + r":[ \t]*(\S[^\n]*?)[ \t]*$", system, re.M)
+        return m.group(1) if m else None
+
+    agent = re.search(r'Your agent id is "([^"\n]+)"', system)
+    return (line("Session ID"), line("User ID"), line("Channel"),
+            agent.group(1) if agent else None)
+
+
+def skilltest(messages, last, text):
+    """The three steps of ``SKILLTEST: delegate <text> to <agent>`` (see the module doc):
+    (status, kind, payload, delay) or None when ``text`` is no such directive."""
+    m = _SKILLTEST.search(text)
+    if not m or text.startswith("[TASK_ID:"):
+        return None
+    child_text, to_agent = m.group(1).strip(), m.group(2)
+    if last.get("role") != "tool":
+        return 200, "call", ("submit_to_agent",
+                             {"to_agent": to_agent, "text": child_text}), 0.0
+    result = _text_of(last.get("content")).strip()
+    if _tool_name_of(messages, last) == "submit_to_agent":
+        task = re.search(r"\[TASK_ID:\s*([^\]\s]+)\s*\]", result)
+        ident = prompt_identity(messages)
+        if not task or None in ident:
+            return 200, "text", ("SKILLTEST: cannot build the atc watch command "
+                                 "(task id %r, prompt identity %r) from: %s"
+                                 % (task and task.group(1), ident, result)), 0.0
+        session, user, channel, agent = ident
+        command = " ".join(["atc", "watch", shlex.quote(task.group(1)),
+                            "--session", shlex.quote(session),
+                            "--user", shlex.quote(user),
+                            "--channel", shlex.quote(channel),
+                            "--agent", shlex.quote(agent),
+                            "--target-agent", shlex.quote(to_agent)])
+        return 200, "tool", command, 0.0
+    return 200, "text", SKILL_FINAL, 0.0
+
+
 def decide(body):
     """Return (http_status, kind, payload, delay_seconds)."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
     text = last_user_text(messages)
+    skill = skilltest(messages, last, text)
+    if skill is not None:
+        return skill
     if last.get("role") == "tool":
         if text.startswith("[TASK_ID:") and "IM-PARENT: TOOL" in text:
             return 200, "text", IM_FINAL, 0.0
@@ -174,10 +245,11 @@ class Handler(BaseHTTPRequestHandler):
         cid = "chatcmpl-" + uuid.uuid4().hex[:12]
         created = int(time.time())
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        if kind in ("tool", "tool+text"):
+        if kind in ("tool", "tool+text", "call"):
+            name, args = (payload if kind == "call"
+                          else ("execute_shell_command", {"command": payload}))
             call = {"id": "call_" + uuid.uuid4().hex[:12], "type": "function",
-                    "function": {"name": "execute_shell_command",
-                                 "arguments": json.dumps({"command": payload})}}
+                    "function": {"name": name, "arguments": json.dumps(args)}}
             said = IM_INTERMEDIATE if kind == "tool+text" else None
             message = {"role": "assistant", "content": said, "tool_calls": [call]}
             finish = "tool_calls"
@@ -201,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
         chunks = [_chunk(cid, created, {"role": "assistant", "content": ""})]
         if kind == "tool+text":
             chunks.append(_chunk(cid, created, {"content": IM_INTERMEDIATE}))
-        if kind in ("tool", "tool+text"):
+        if kind in ("tool", "tool+text", "call"):
             chunks.append(_chunk(cid, created, {"tool_calls": [dict(call, index=0)]}))
         else:
             chunks.append(_chunk(cid, created, {"content": payload}))

@@ -26,6 +26,7 @@ mod qwenpaw;
 mod scenarios;
 #[path = "../support/shape.rs"]
 mod shape;
+mod skill;
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -30,6 +30,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("server-restart", server_restart),
     ("runtime-token", runtime_token),
     ("agent-registers-itself", agent_registers_itself),
+    (
+        "skill-agent-registers-callback",
+        crate::skill::registers_callback,
+    ),
     ("many-at-once", many_at_once),
     ("unknown-parent-agent", unknown_parent_agent),
     ("im-forward-final-only", im_forward_final_only),
@@ -283,7 +287,7 @@ fn ensure_same(what: &str, got: &str, want: &str) -> R<()> {
 }
 
 /// Waits for the parent turn the delivery started (`turn_task_id`) to finish.
-fn wait_turn(api: &Api, job: &Value) -> R<Value> {
+pub(crate) fn wait_turn(api: &Api, job: &Value) -> R<Value> {
     let turn = job["turn_task_id"]
         .as_str()
         .ok_or_else(|| format!("done job without turn_task_id: {job}"))?;
@@ -296,7 +300,7 @@ fn wait_turn(api: &Api, job: &Value) -> R<Value> {
 
 /// Checks that the parent history gained exactly one user turn with `text` (after
 /// `before`), carrying atc's delivery id, followed by an assistant reply.
-fn check_delivered_once(after: &[Msg], before: usize, text: &str, job: &Value) -> R<()> {
+pub(crate) fn check_delivered_once(after: &[Msg], before: usize, text: &str, job: &Value) -> R<()> {
     ensure!(
         after.len() > before,
         "parent history did not grow ({before} messages)"
