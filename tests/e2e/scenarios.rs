@@ -34,6 +34,7 @@ pub const ALL: &[(&str, Scenario)] = &[
         "skill-agent-registers-callback",
         crate::skill::registers_callback,
     ),
+    ("wait-and-doctor", wait_and_doctor),
     ("many-at-once", many_at_once),
     ("unknown-parent-agent", unknown_parent_agent),
     ("im-forward-final-only", im_forward_final_only),
@@ -1019,7 +1020,29 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
         "something was delivered without the token"
     );
 
+    // Without the token, doctor and wait say so (exit 1 and 5); with it, doctor passes.
+    let doctor = atc.run_env(&["doctor"], &[])?;
+    ensure!(
+        doctor.status.code() == Some(1)
+            && doctor
+                .stdout
+                .contains("✗ token: the server wants a token (401 Invalid runtime boundary token)"),
+        "doctor without the token: {}",
+        doctor.describe()
+    );
+    let waited = atc.run_env(&["wait", &tid], &[])?;
+    ensure!(
+        waited.status.code() == Some(5) && waited.stderr.contains("HTTP 401"),
+        "wait without the token: {}",
+        waited.describe()
+    );
     let with_token = atc.with_env("QWENPAW_RUNTIME_INTERNAL_TOKEN", &token);
+    let doctor = with_token.run_env(&["doctor"], &[])?;
+    ensure!(
+        doctor.stdout.contains("✓ token: accepted") && !doctor.stdout.contains("✗ server"),
+        "doctor with the token: {}",
+        doctor.describe()
+    );
     let job = with_token
         .tick_until_terminal(&["-v"], std::slice::from_ref(&tid), SECS(30))?
         .remove(0);
@@ -1038,6 +1061,169 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
         "atc printed the runtime token"
     );
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// wait and doctor against the real server
+
+fn wait_and_doctor(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let atc = ctx.atc("wait", &ctx.main.root())?;
+
+    // wait prints exactly what QwenPaw's own formatter shows for the task, exit 0.
+    let user = "wendy";
+    let tid = api.submit(
+        Some("default"),
+        &ctx.uniq("wait-child"),
+        user,
+        "SLEEP=2 child for wait",
+        None,
+    )?;
+    let waited = atc.run_env(
+        &["wait", &tid, "--timeout", "60s", "--interval", "500ms"],
+        &[],
+    )?;
+    ensure!(
+        waited.status.code() == Some(0),
+        "wait: {}",
+        waited.describe()
+    );
+    let (_, raw) = api.wait_finished(&tid, SECS(10))?;
+    let oracle = ctx.oracle(&tid, &raw)?;
+    ensure_same(
+        "atc wait vs format_background_status_text",
+        waited.stdout.trim_end_matches('\n'),
+        &oracle,
+    )?;
+    ensure!(!atc.state.exists(), "wait wrote a job file");
+
+    // A slow child and a short --timeout: 124, and the task keeps running.
+    let slow = api.submit(
+        Some("default"),
+        &ctx.uniq("wait-slow"),
+        user,
+        "SLEEP=8 slow child",
+        None,
+    )?;
+    let timed_out = atc.run_env(
+        &["wait", &slow, "--timeout", "1s", "--interval", "300ms"],
+        &[],
+    )?;
+    ensure!(
+        timed_out.status.code() == Some(124)
+            && timed_out.stderr.contains("is still running after 1s"),
+        "wait --timeout: {}",
+        timed_out.describe()
+    );
+    // An id the server never had: 6, from the real 404.
+    let lost = atc.run_env(&["wait", "task-000000000000"], &[])?;
+    ensure!(
+        lost.status.code() == Some(6) && lost.stderr.contains("Task not found: task-000000000000"),
+        "wait on an unknown task: {}",
+        lost.describe()
+    );
+    // A failed child: 1, with QwenPaw's failure text.
+    let failing = api.submit(
+        Some("default"),
+        &ctx.uniq("wait-fail"),
+        user,
+        "FAIL please",
+        None,
+    )?;
+    let failed = atc.run_env(
+        &["wait", &failing, "--timeout", "60s", "--interval", "500ms"],
+        &[],
+    )?;
+    let (_, raw) = api.wait_finished(&failing, SECS(10))?;
+    ensure!(
+        failed.status.code() == Some(1),
+        "wait on a failed child: {}",
+        failed.describe()
+    );
+    ensure_same(
+        "atc wait on a failed child",
+        failed.stdout.trim_end_matches('\n'),
+        &ctx.oracle(&failing, &raw)?,
+    )?;
+
+    // doctor: every check passes once a watch is recorded and a tick ran.
+    let parent = ctx.uniq("doctor-parent");
+    api.make_parent("default", user, &parent)?;
+    let watched = api.submit(
+        Some("default"),
+        &ctx.uniq("doctor-child"),
+        user,
+        "SLEEP=15 watched child",
+        None,
+    )?;
+    atc.watch(&watched, &parent, user, &["--target-agent", "default"])?;
+    atc.ok(&["tick"])?;
+    // The harness made the job file's directory 0755: doctor finds that, with the fix.
+    let dir = atc.state.parent().expect("a directory");
+    let open = atc.run_env(&["doctor"], &[])?;
+    ensure!(
+        open.status.code() == Some(1)
+            && open.stdout.contains(&format!(
+                "✗ privacy: its directory {} is mode 755",
+                dir.display()
+            ))
+            && open
+                .stdout
+                .contains(&format!("  → chmod 700 {}", dir.display())),
+        "doctor on an open directory: {}",
+        open.describe()
+    );
+    fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .map_err(|e| e.to_string())?;
+    let doctor = atc.run_env(&["doctor"], &[])?;
+    ensure!(
+        doctor.status.code() == Some(0)
+            && !doctor.stdout.contains('✗')
+            && doctor
+                .stdout
+                .contains("✓ server: QwenPaw 2.2.2.post1 answers at")
+            && doctor.stdout.contains("✓ health: ok, up ")
+            && doctor
+                .stdout
+                .contains("✓ agents: the watches name agents the server has: default")
+            && doctor.stdout.contains("✓ timer: the last atc tick ran "),
+        "doctor on a sound setup: {}",
+        doctor.describe()
+    );
+    let json = atc.run_env(&["doctor", "--json"], &[])?;
+    let report: Value = serde_json::from_str(&json.stdout)
+        .map_err(|e| format!("doctor --json: {e}: {}", json.stdout))?;
+    ensure!(
+        report["ok"] == true && report["last_tick_at"].is_string(),
+        "doctor --json: {report}"
+    );
+
+    // A watch naming an agent the server does not have: doctor says so, exit 1.
+    let ghost = ctx.atc("doctor-ghost", &ctx.main.root())?;
+    ghost.ok(&[
+        "watch",
+        &watched,
+        "--session",
+        &parent,
+        "--user",
+        user,
+        "--create-session",
+        "--target-agent",
+        "no-such-agent",
+    ])?;
+    let said = ghost.run_env(&["doctor"], &[])?;
+    ensure!(
+        said.status.code() == Some(1)
+            && said
+                .stdout
+                .contains("✗ agents: watches name agents the server does not have: no-such-agent"),
+        "doctor with an unknown agent: {}",
+        said.describe()
+    );
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&watched), SECS(60))?
+        .remove(0);
+    require_status(&job, "done")
 }
 
 // ---------------------------------------------------------------------------
