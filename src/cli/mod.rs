@@ -154,9 +154,12 @@ pub enum Command {
     Log(LogArgs),
     /// Import the jobs of the Agent Task Callback plugin (atc's Python predecessor)
     ///
-    /// Pending jobs are watched from now on; ended ones become history. Tasks atc already
-    /// watches are left alone, so running it twice changes nothing. The plugin's file is
-    /// only read.
+    /// Pending jobs are watched from now on (one older than the age cap, 24h, becomes
+    /// expired history, as the plugin would not have re-armed it); ended ones become
+    /// history; an unconfirmed one is never posted again on its own (`atc redeliver` does).
+    /// Stop the plugin first, so that only one of them delivers. Tasks atc already watches
+    /// are left alone, so running it twice changes nothing. The plugin's file is only read;
+    /// records it cannot use are named on stderr. Jobs get the base URL atc resolves.
     ImportPluginState(ImportArgs),
     /// Print systemd units or crontab lines that run `atc tick` on a schedule
     Timer(TimerArgs),
