@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod crash;
 pub mod describe;
 pub mod exit;
 pub mod group;

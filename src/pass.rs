@@ -92,12 +92,21 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     });
     let turns = parallel(&work.follow, workers, |job| follow(&client, job));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
+    if !work.poll.is_empty() {
+        crate::crash::point("polled");
+    }
     let due = decide(store, &work, checks, turns, limits, &mut report)?;
     store.log(&report.take_log())?;
     let looked = parallel(&due, workers, |(job, errand)| look(&client, job, *errand));
     let claims = claim(store, &due, looked, limits, &mut report)?;
     store.log(&report.take_log())?;
+    if !claims.is_empty() {
+        crate::crash::point("claimed");
+    }
     let sent = parallel(&claims, workers, |claim| send(&client, claim, tick));
+    if !claims.is_empty() {
+        crate::crash::point("posted");
+    }
     record(store, &claims, sent, limits, &mut report)?;
     store.log(&report.take_log())?;
     Ok(Some(report))
@@ -256,6 +265,7 @@ fn probe(client: &Client, job: &Job) -> Probe {
     };
     if reading_back {
         let history = client.chat_history(base, agent, &chat_id);
+        crate::crash::point("read-back");
         match chat::read_back(history, &chat::client_message_id(job)) {
             Ok(ReadBack::Found { turn }) => Probe::Found { chat_id, turn },
             Ok(ReadBack::Absent { running }) => Probe::NotFound { chat_id, running },

@@ -30,6 +30,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
+        crate::crash::point("save-before-rename");
         fs::rename(&tmp, path)?;
         #[cfg(unix)]
         File::open(dir)?.sync_all()?;
@@ -39,6 +40,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Removes the temp files of earlier saves of `path` that never reached their rename (a
+/// writer that crashed). Only safe while holding the lock every writer of `path` holds:
+/// then no other save is in progress. Returns how many were removed.
+pub fn remove_leftover_temps(path: &Path) -> usize {
+    let Some(name) = path.file_name() else {
+        return 0;
+    };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(parent_dir(path)) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with(&prefix)
+                && n.ends_with(".tmp")
+                && e.file_type().is_ok_and(|t| t.is_file())
+        })
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// `.<name>.<pid>.<n>.tmp` beside `path`: unique per process and call, hidden, and easy
@@ -78,6 +103,11 @@ mod tests {
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "no temp file left behind");
         assert_ne!(temp_path(&path).unwrap(), temp_path(&path).unwrap());
+        // A crashed writer's temp file is cleaned up by the next one; others stay.
+        fs::write(dir.path().join(".jobs.json.999.0.tmp"), b"half").unwrap();
+        fs::write(dir.path().join(".other.json.999.0.tmp"), b"keep").unwrap();
+        assert_eq!(remove_leftover_temps(&path), 1);
+        assert!(dir.path().join(".other.json.999.0.tmp").exists());
     }
 
     #[test]

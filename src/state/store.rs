@@ -114,6 +114,9 @@ impl Store {
         let before = file.clone();
         let out = change(&mut file)?;
         if file != before {
+            // Under the lock no other save is in progress: a temp file beside the job
+            // file is a crashed writer's.
+            super::fsutil::remove_leftover_temps(&self.path);
             self.save(&file)?;
         }
         Ok(out)

@@ -197,6 +197,8 @@ pub struct Run<'a> {
     file: Option<FileCheck>,
     before: Option<Vec<u8>>,
     concurrent: bool,
+    /// Expect the process to die of SIGABRT (a crash point).
+    aborted: bool,
     done: bool,
 }
 
@@ -215,6 +217,7 @@ impl<'a> Run<'a> {
             file: Some(FileCheck::Default),
             before: None,
             concurrent: false,
+            aborted: false,
             done: false,
         }
     }
@@ -248,6 +251,24 @@ impl<'a> Run<'a> {
     }
 
     /// The exit status it must end with (default 0).
+    /// The process must die of SIGABRT (a crash point of a `crash-points` build): no exit
+    /// code, nothing checked on stderr; the job file must still be whole JSON (or absent).
+    pub fn aborted(mut self) -> Self {
+        self.aborted = true;
+        self.stderr = Expect::Inspected;
+        self.file = Some(FileCheck::Custom(Box::new(|path: &Path| {
+            if let Ok(bytes) = std::fs::read(path) {
+                let value: Value = serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|e| panic!("a crash left a job file that is not JSON: {e}"));
+                assert!(
+                    value["version"].is_u64(),
+                    "a crash left a job file without a version"
+                );
+            }
+        })));
+        self
+    }
+
     pub fn status(mut self, code: i32) -> Self {
         self.status = code;
         self
@@ -357,6 +378,20 @@ impl<'a> Run<'a> {
         let context = self.context();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
+        if self.aborted {
+            #[cfg(unix)]
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&output.status),
+                Some(6),
+                "{context}: did not abort at its crash point ({})\nstdout: {stdout}\nstderr: {stderr}",
+                output.status
+            );
+            self.stdout.check("stdout", &stdout, &context);
+            if let Some(FileCheck::Custom(check)) = self.file.take() {
+                check(&self.state);
+            }
+            return;
+        }
         assert_eq!(
             output.status.code(),
             Some(self.status),
