@@ -65,7 +65,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer generate"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -87,7 +87,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__cancel)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -109,7 +109,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__doctor)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -131,7 +131,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__generate)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version man completions"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version man completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,7 +153,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__generate__subcmd__completions)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version bash elvish fish powershell zsh"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -175,7 +175,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__generate__subcmd__man)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,7 +197,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__import__subcmd__plugin__subcmd__state)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,7 +219,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__log)
-            opts="-q -v -h -V --all --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --all --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,7 +241,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__redeliver)
-            opts="-q -v -h -V --create-session --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --create-session --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,7 +263,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__status)
-            opts="-q -v -h -V --all --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --all --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -285,7 +285,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__tick)
-            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --turn-timeout --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --turn-timeout --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -339,7 +339,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__timer)
-            opts="-q -v -h -V --state --base-url --json --quiet --verbose --help --version print"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version print"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -361,7 +361,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__timer__subcmd__print)
-            opts="-q -v -h -V --interval --unit --state --base-url --json --quiet --verbose --help --version systemd cron"
+            opts="-q -v -h -V --interval --unit --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version systemd cron"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -391,7 +391,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__wait)
-            opts="-q -v -h -V --agent --timeout --interval --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --agent --timeout --interval --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -425,7 +425,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__watch)
-            opts="-q -v -h -V --from --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --quiet --verbose --help --version"
+            opts="-q -v -h -V --from --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

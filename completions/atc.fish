@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_atc_global_optspecs
-    string join \n state= base-url= json q/quiet v/verbose h/help V/version
+    string join \n state= base-url= json allow-insecure-remote q/quiet v/verbose h/help V/version
 end
 
 function __fish_atc_needs_command
@@ -27,6 +27,7 @@ end
 complete -c atc -n "__fish_atc_needs_command" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_needs_command" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_needs_command" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_needs_command" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_needs_command" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_needs_command" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -60,6 +61,7 @@ complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [en
 complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l create-session -d 'Deliver even if the parent chat does not exist yet: QwenPaw starts it'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand watch" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -68,6 +70,7 @@ complete -c atc -n "__fish_atc_using_subcommand status" -l state -d 'Job file [e
 complete -c atc -n "__fish_atc_using_subcommand status" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand status" -l all -d 'List every job, not just the 20 most recent'
 complete -c atc -n "__fish_atc_using_subcommand status" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand status" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand status" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand status" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -75,6 +78,7 @@ complete -c atc -n "__fish_atc_using_subcommand status" -s V -l version -d 'Prin
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand cancel" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -90,6 +94,7 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask Qw
 complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand tick" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -98,6 +103,7 @@ complete -c atc -n "__fish_atc_using_subcommand redeliver" -l state -d 'Job file
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -l create-session -d 'Allow the delivery to start the parent chat if it does not exist'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand redeliver" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -108,6 +114,7 @@ complete -c atc -n "__fish_atc_using_subcommand wait" -l interval -d 'Time betwe
 complete -c atc -n "__fish_atc_using_subcommand wait" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand wait" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand wait" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand wait" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand wait" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand wait" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand wait" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -115,6 +122,7 @@ complete -c atc -n "__fish_atc_using_subcommand wait" -s V -l version -d 'Print 
 complete -c atc -n "__fish_atc_using_subcommand doctor" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand doctor" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand doctor" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand doctor" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand doctor" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand doctor" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -123,6 +131,7 @@ complete -c atc -n "__fish_atc_using_subcommand log" -l state -d 'Job file [env:
 complete -c atc -n "__fish_atc_using_subcommand log" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand log" -l all -d 'Every event kept, not just the last 50'
 complete -c atc -n "__fish_atc_using_subcommand log" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand log" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand log" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand log" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -130,6 +139,7 @@ complete -c atc -n "__fish_atc_using_subcommand log" -s V -l version -d 'Print v
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -137,6 +147,7 @@ complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -s V -l ver
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s h -l help -d 'Print help'
@@ -148,6 +159,7 @@ timer\t'atc-tick.timer'"
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -155,6 +167,7 @@ complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcomman
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -s h -l help -d 'Print help'
@@ -164,6 +177,7 @@ complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_su
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from man" -s h -l help -d 'Print help'
@@ -171,6 +185,7 @@ complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcom
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s h -l help -d 'Print help'

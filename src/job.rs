@@ -272,6 +272,10 @@ pub struct Options {
     /// `--forward` (the `forward` field is the forward's record).
     #[serde(rename = "forward_mode", default, skip_serializing_if = "is_default")]
     pub forward: ForwardMode,
+    /// `--allow-insecure-remote` at watch time: the tick may send tokens to this job's
+    /// plain-http, non-loopback base URL.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_insecure_remote: bool,
 }
 
 fn is_false(b: &bool) -> bool {

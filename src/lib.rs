@@ -41,7 +41,7 @@ pub fn main() -> ExitCode {
         // The reader went away (`atc status | head -1`): nothing left to say to anyone.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("atc: {err:#}");
+            crate::cmd::say(&format!("atc: {err:#}"));
             ExitCode::from(exit::exit_for(&err).code())
         }
     }

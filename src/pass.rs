@@ -53,6 +53,8 @@ use crate::time::Timestamp;
 struct Work {
     poll: Vec<Job>,
     follow: Vec<Job>,
+    /// Base URLs whose watches allowed tokens over plain http (`--allow-insecure-remote`).
+    insecure_ok: Vec<String>,
 }
 
 /// What the tick is about to do for a job over the network.
@@ -79,13 +81,17 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     // When the last tick ran, for `atc doctor` (beside the job file: a tick with nothing
     // to do never rewrites the job file itself).
     single_flight.stamp(&Timestamp::now().to_string())?;
-    let client = Client::new(tick.http_timeout, tick.auth.clone());
+    let mut client = Client::new(tick.http_timeout, tick.auth.clone());
     let limits = &tick.limits;
     let workers = tick.concurrency;
     let mut report = Report::default();
 
     let work = prepare(store, limits, &mut report)?;
     store.log(&report.take_log())?;
+    for base_url in &work.insecure_ok {
+        client.allow_insecure(base_url);
+    }
+    let client = client;
     let polls = parallel(&work.poll, workers, |job| {
         let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
@@ -127,7 +133,15 @@ fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> 
             }
             !prune
         });
+        let mut insecure_ok: Vec<String> = file
+            .jobs
+            .iter()
+            .filter(|job| job.options.allow_insecure_remote)
+            .map(|job| job.base_url.clone())
+            .collect();
+        insecure_ok.dedup();
         Ok(Work {
+            insecure_ok,
             poll: lifecycle::to_poll(&file.jobs)
                 .into_iter()
                 .cloned()

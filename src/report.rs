@@ -356,11 +356,23 @@ impl Report {
         )
     }
 
-    /// `tick: <task id>: <why>`, one line per task that failed something.
+    /// `tick: <task id>: <what went wrong>: <why>`, one line per task that failed
+    /// something (`failed check, abandoned: HTTP 500: …`).
     pub fn failures(&self) -> Vec<String> {
         self.reasons
             .iter()
-            .map(|(task, why)| format!("tick: {task}: {why}"))
+            .map(|(task, why)| {
+                let what: Vec<String> = self
+                    .entries
+                    .iter()
+                    .filter(|(o, tasks)| {
+                        (o.is_error() || matches!(o, Outcome::Abandoned | Outcome::Expired))
+                            && tasks.contains(task)
+                    })
+                    .map(|(o, _)| o.as_str().replace('_', " "))
+                    .collect();
+                format!("tick: {task}: {}: {why}", what.join(", "))
+            })
             .collect()
     }
 
@@ -484,7 +496,7 @@ mod tests {
         assert_eq!(
             report.failures(),
             [format!(
-                "tick: {}: connection refused (is QwenPaw running?)",
+                "tick: {}: failed check: connection refused (is QwenPaw running?)",
                 job.task_id
             )]
         );

@@ -257,6 +257,8 @@ pub enum Generate {
 pub struct Auth {
     pub runtime_token: Option<String>,
     pub bearer_token: Option<String>,
+    /// `--allow-insecure-remote`: tokens may go over plain http to another machine.
+    pub allow_insecure_remote: bool,
 }
 
 impl Auth {
@@ -264,6 +266,27 @@ impl Auth {
         Auth {
             runtime_token: env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
             bearer_token: env.var("ATC_BEARER_TOKEN"),
+            allow_insecure_remote: false,
+        }
+    }
+
+    pub fn has_token(&self) -> bool {
+        self.runtime_token.is_some() || self.bearer_token.is_some()
+    }
+
+    /// Refuses (exit 2) a base URL the tokens must not travel to, unless allowed.
+    fn check_transport(&self, base_url: &Setting<String>) -> Result<(), Failure> {
+        match insecure_remote_host(&base_url.value) {
+            Some(host) if self.has_token() && !self.allow_insecure_remote => Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "{} {}: {}",
+                    base_url.source,
+                    base_url.value,
+                    insecure_refusal(host)
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -274,6 +297,7 @@ impl fmt::Debug for Auth {
         f.debug_struct("Auth")
             .field("runtime_token", &set(&self.runtime_token))
             .field("bearer_token", &set(&self.bearer_token))
+            .field("allow_insecure_remote", &self.allow_insecure_remote)
             .finish()
     }
 }
@@ -287,10 +311,22 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         verbose: cli.verbose,
     };
     let state = || state_path(cli.state.clone(), env);
+    let allow_insecure = cli.allow_insecure_remote
+        || env
+            .var("ATC_ALLOW_INSECURE_REMOTE")
+            .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+    let auth = || Auth {
+        allow_insecure_remote: allow_insecure,
+        ..Auth::from_env(env)
+    };
     let action = match cli.command {
-        Command::Watch(args) => {
-            Action::Watch(Box::new(watch(args, cli.base_url.as_deref(), env, state)?))
-        }
+        Command::Watch(args) => Action::Watch(Box::new(watch(
+            args,
+            cli.base_url.as_deref(),
+            env,
+            state,
+            auth(),
+        )?)),
         Command::Status(args) => Action::Status(Status {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
             all: args.all,
@@ -301,7 +337,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             limits: default_limits(),
         }),
-        Command::Tick(args) => Action::Tick(tick(args, env, state()?)),
+        Command::Tick(args) => Action::Tick(tick(args, state()?, auth())),
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,
             agent: text(
@@ -313,15 +349,19 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             .map(checked)
             .transpose()?
             .expect("a default"),
-            base_url: base_url(cli.base_url.as_deref(), env)?,
-            auth: Auth::from_env(env),
+            base_url: {
+                let url = base_url(cli.base_url.as_deref(), env)?;
+                auth().check_transport(&url)?;
+                url
+            },
+            auth: auth(),
             timeout: args.timeout,
             interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
             http_timeout: defaults::HTTP_TIMEOUT,
         }),
         Command::Doctor => Action::Doctor(Doctor {
             base_url: base_url(cli.base_url.as_deref(), env)?,
-            auth: Auth::from_env(env),
+            auth: auth(),
             http_timeout: defaults::DOCTOR_TIMEOUT,
             state: state()?,
         }),
@@ -405,6 +445,7 @@ fn watch(
     base_url_flag: Option<&str>,
     env: &dyn Environment,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
+    auth: Auth,
 ) -> Result<Watch, Failure> {
     let mut task_ids: Vec<String> = Vec::new();
     for raw in &args.task_ids {
@@ -458,6 +499,7 @@ fn watch(
             Some(cli::ForwardArg::Never) => ForwardMode::Never,
             Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,
         },
+        allow_insecure_remote: false,
     };
     let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
     let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
@@ -501,6 +543,12 @@ fn watch(
         ));
     }
     let base_url = base_url(base_url_flag, env)?;
+    auth.check_transport(&base_url)?;
+    let options = Options {
+        allow_insecure_remote: auth.allow_insecure_remote
+            && insecure_remote_host(&base_url.value).is_some(),
+        ..options
+    };
     Ok(Watch {
         state: state()?,
         task_ids,
@@ -511,7 +559,7 @@ fn watch(
         agent,
         target_agent,
         base_url,
-        auth: Auth::from_env(env),
+        auth,
     })
 }
 
@@ -762,6 +810,35 @@ pub fn normalize_base_url(raw: &str) -> Result<String, String> {
     })
 }
 
+/// The host of `url` when it is plain `http://` to a host that is not this machine
+/// (loopback: `localhost`, 127.0.0.0/8, `::1`). Tokens never go there unless allowed.
+pub fn insecure_remote_host(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("http://").or_else(|| {
+        url.get(..7)
+            .filter(|p| p.eq_ignore_ascii_case("http://"))
+            .map(|_| &url[7..])
+    })?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let lower = host.to_ascii_lowercase();
+    let loopback = lower == "localhost"
+        || lower.ends_with(".localhost")
+        || lower
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then_some(host)
+}
+
+/// Why a token will not go to `host`, and what to do.
+pub fn insecure_refusal(host: &str) -> String {
+    format!(
+        "refusing to send the token (QWENPAW_RUNTIME_INTERNAL_TOKEN / ATC_BEARER_TOKEN) over plain http:// to {host}, which is not this machine: use https://, or pass --allow-insecure-remote on a network you trust"
+    )
+}
+
 /// The tick's caps and back-off when no flag changes them.
 pub fn default_limits() -> Limits {
     Limits {
@@ -774,7 +851,7 @@ pub fn default_limits() -> Limits {
     }
 }
 
-fn tick(args: cli::TickArgs, env: &dyn Environment, state: Setting<PathBuf>) -> Tick {
+fn tick(args: cli::TickArgs, state: Setting<PathBuf>, auth: Auth) -> Tick {
     let limits = default_limits();
     let http_timeout = args.http_timeout.unwrap_or(defaults::HTTP_TIMEOUT);
     Tick {
@@ -792,7 +869,7 @@ fn tick(args: cli::TickArgs, env: &dyn Environment, state: Setting<PathBuf>) -> 
         concurrency: args.concurrency.unwrap_or(defaults::CONCURRENCY) as usize,
         http_timeout,
         turn_timeout: args.turn_timeout,
-        auth: Auth::from_env(env),
+        auth,
     }
 }
 

@@ -1,7 +1,18 @@
-//! The terminal, when stdout is one: how wide it is. Piped output is never fitted to a
-//! width, so scripts see the same lines whatever window ran them.
+//! The terminal, when stdout or stderr is one: how wide it is, and whether text must be
+//! shown escaped. Piped output is never fitted or escaped, so scripts see the exact text
+//! whatever window ran them.
 
 use std::io::IsTerminal;
+
+/// Whether stdout is a terminal (text from the server is then shown escaped).
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// Whether stderr is a terminal.
+pub fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
 
 /// The width of the terminal stdout writes to, or `None` when stdout is not a terminal.
 /// `COLUMNS` wins when set (to a positive number); otherwise the terminal is asked.

@@ -20,6 +20,32 @@ pub fn one_line(text: &str, max: usize) -> String {
     truncate_chars(flat.trim().to_owned(), max)
 }
 
+/// `text` as it may be shown on a terminal: control characters other than newline and
+/// tab (escape sequences that retitle, recolour or rewrite the screen), C1 controls, and
+/// the Unicode controls that reorder or hide text (bidi overrides, zero-width marks) are
+/// shown escaped, as `\x1b` or `\u{202e}`, the way `git` and `fd` show odd file names.
+/// Text that has none comes back borrowed.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Cuts `text` to `width` characters, ending in `…` when anything was cut.
 pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
@@ -44,6 +70,17 @@ mod tests {
         let cut = truncate_chars(long, 8000);
         assert_eq!(cut.chars().count(), 8000);
         assert_eq!(cut.len(), 8000 * 3);
+    }
+
+    #[test]
+    fn terminal_text_shows_escapes_instead_of_obeying_them() {
+        assert_eq!(for_terminal("plain\ttext\nline"), "plain\ttext\nline");
+        assert!(matches!(for_terminal("ok"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            for_terminal("\u{1b}]0;pwned\u{7}\u{1b}[31mred\r"),
+            "\\x1b]0;pwned\\x07\\x1b[31mred\\x0d"
+        );
+        assert_eq!(for_terminal("a\u{202e}b\u{9b}c"), "a\\u{202e}b\\x9bc");
     }
 
     #[test]

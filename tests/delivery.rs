@@ -112,7 +112,7 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     finished(&s, TASK);
     s.tick(&["-v"])
         .stderr(format!(
-            "tick: {TASK}: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error\n",
+            "tick: {TASK}: misrouted: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error\n",
             s.server.api()
         ))
         .run();

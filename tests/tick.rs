@@ -496,7 +496,7 @@ fn an_abandoned_job_counts_as_one_error() {
     );
     s.tick(&["-v", "--max-strikes", "1"])
         .stderr(format!(
-            "tick: {TASK}: abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 error\n"
+            "tick: {TASK}: failed check, abandoned: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 error\n"
         ))
         .run();
     assert_eq!(s.status(TASK), "abandoned");

@@ -67,6 +67,12 @@ pub struct Cli {
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
+    /// Send tokens over plain http:// to a host that is not this machine (refused
+    /// otherwise: use https://); a watch records it for its tick [env:
+    /// ATC_ALLOW_INSECURE_REMOTE=1]
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub allow_insecure_remote: bool,
+
     /// Print nothing on success
     #[arg(
         short,

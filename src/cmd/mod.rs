@@ -12,14 +12,35 @@ pub mod timer;
 pub mod wait;
 pub mod watch;
 
-/// Writes `text` to stdout. Unlike `print!`, a closed pipe (`atc status | head -1`) is an
-/// error the caller returns, not a panic; `main` ends quietly on it.
+/// Writes `text` for people to stdout. On a terminal, control characters and escape
+/// sequences in it (text from the server: a child's answer, an error detail) are shown
+/// escaped instead of acted on; piped, the text is exact. Unlike `print!`, a closed pipe
+/// (`atc status | head -1`) is an error the caller returns, not a panic; `main` ends
+/// quietly on it.
 pub fn emit(text: &str) -> anyhow::Result<()> {
+    if crate::term::stdout_is_terminal() {
+        write_stdout(&crate::text::for_terminal(text))
+    } else {
+        write_stdout(text)
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Writes one line for people to stderr (a warning, a `-v` line, an error), escaped on a
+/// terminal as [`emit`] does.
+pub fn say(line: &str) {
+    if crate::term::stderr_is_terminal() {
+        eprintln!("{}", crate::text::for_terminal(line));
+    } else {
+        eprintln!("{line}");
+    }
 }
 
 /// What a command that changed one job prints: the record with `--json`, else `message`
@@ -40,5 +61,6 @@ pub fn report_job(
 
 /// Prints a value (a job record as it is in the file, a report) as one JSON document.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    emit(&format!("{}\n", serde_json::to_string_pretty(value)?))
+    // Exact: JSON escapes control characters itself, and scripts want the real text.
+    write_stdout(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }

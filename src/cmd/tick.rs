@@ -13,10 +13,10 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
     let Some(report) = pass::run(&store, tick)? else {
         if out.verbose > 0 {
-            eprintln!(
+            crate::cmd::say(&format!(
                 "tick: another atc tick is running (it holds {}); nothing to do",
                 store.tick_lock_path().display()
-            );
+            ));
         }
         if out.json {
             print_json(&json!({ "skipped": "another atc tick is running" }))?;
@@ -28,14 +28,14 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     }
     if out.verbose > 1 {
         for line in report.detail() {
-            eprintln!("{line}");
+            crate::cmd::say(&line);
         }
     }
     if out.verbose > 0 {
         for line in report.failures() {
-            eprintln!("{line}");
+            crate::cmd::say(&line);
         }
-        eprintln!("{}", report.summary());
+        crate::cmd::say(&report.summary());
     }
     Ok(())
 }

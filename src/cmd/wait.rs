@@ -23,7 +23,10 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
     let (base, task_id, agent) = (&wait.base_url.value, &wait.task_id, &wait.agent.value);
     if out.verbose > 0 {
-        eprintln!("atc: QwenPaw API {base} (from {})", wait.base_url.source);
+        crate::cmd::say(&format!(
+            "atc: QwenPaw API {base} (from {})",
+            wait.base_url.source
+        ));
     }
     let started = Instant::now();
     let mut strikes = 0;
@@ -81,7 +84,7 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                     .into());
                 }
                 if out.verbose > 0 {
-                    eprintln!("atc: poll failed ({strikes} in a row): {error}");
+                    crate::cmd::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
                 }
             }
         }
@@ -102,7 +105,10 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             .into());
         }
         if out.verbose > 1 {
-            eprintln!("atc: {task_id} still running after {}", human(waited));
+            crate::cmd::say(&format!(
+                "atc: {task_id} still running after {}",
+                human(waited)
+            ));
         }
         std::thread::sleep(wait.interval.max(Duration::from_millis(100)));
     }

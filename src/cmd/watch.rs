@@ -39,10 +39,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     let target = watch.target();
     let base_url = &watch.base_url.value;
     if out.verbose > 0 {
-        eprintln!(
+        crate::cmd::say(&format!(
             "atc: QwenPaw API {base_url} (from {})",
             watch.base_url.source
-        );
+        ));
     }
     let check = check_chat(watch)?;
     let chat_id = match &check {
@@ -138,13 +138,13 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         emit(&format!("{}\n", messages.join("\n")))?;
     }
     match check {
-        ChatCheck::Skipped { why } if !out.quiet => eprintln!(
+        ChatCheck::Skipped { why } if !out.quiet => crate::cmd::say(&format!(
             "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped: the next atc tick checks again before delivering"
-        ),
-        ChatCheck::New if out.verbose > 0 => eprintln!(
+        )),
+        ChatCheck::New if out.verbose > 0 => crate::cmd::say(&format!(
             "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
             target.describe_chat()
-        ),
+        )),
         _ => {}
     }
     Ok(())

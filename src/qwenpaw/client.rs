@@ -10,7 +10,7 @@ use serde_json::Value;
 use ureq::http::Response;
 use ureq::{Agent, Body};
 
-use crate::settings::Auth;
+use crate::settings::{Auth, insecure_refusal, insecure_remote_host};
 
 /// Answers larger than this are cut off and count as unreadable.
 pub const MAX_BODY: u64 = 8 * 1024 * 1024;
@@ -49,6 +49,8 @@ pub struct Client {
     /// had already closed fails after sending, and would have to count as "outcome unknown".
     posts: Agent,
     auth: Auth,
+    /// Base URLs a watch allowed tokens to go to over plain http (`--allow-insecure-remote`).
+    insecure_ok: Vec<String>,
 }
 
 impl Client {
@@ -77,11 +79,37 @@ impl Client {
             reads: build(true),
             posts: build(false),
             auth,
+            insecure_ok: Vec::new(),
         }
     }
 
     pub fn auth(&self) -> &Auth {
         &self.auth
+    }
+
+    /// Lets tokens go to `base_url` over plain http (a watch recorded the allowance).
+    pub fn allow_insecure(&mut self, base_url: &str) {
+        if !self.insecure_ok.iter().any(|b| b == base_url) {
+            self.insecure_ok.push(base_url.to_owned());
+        }
+    }
+
+    /// Refuses, before anything is sent, a request that would carry a token over plain
+    /// http to another machine (anyone on the path could read it).
+    fn guard(&self, method: &str, url: &str) -> Result<(), Transport> {
+        let has_token = self.auth.runtime_token.is_some() || self.auth.bearer_token.is_some();
+        let Some(host) = insecure_remote_host(url).filter(|_| has_token) else {
+            return Ok(());
+        };
+        if self.auth.allow_insecure_remote
+            || self.insecure_ok.iter().any(|b| url.starts_with(b.as_str()))
+        {
+            return Ok(());
+        }
+        Err(Transport {
+            nothing_sent: true,
+            message: format!("{method} {url}: {}", insecure_refusal(host)),
+        })
     }
 
     fn with_auth<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
@@ -116,6 +144,7 @@ impl Client {
         body: &Value,
     ) -> Result<Answer, Transport> {
         let url = format!("{base_url}/console/chat/task");
+        self.guard("POST", &url)?;
         let request = self
             .with_auth(self.posts.post(&url))
             .header("X-Agent-Id", agent)
@@ -132,6 +161,7 @@ impl Client {
         body: &Value,
     ) -> Result<Answer, Transport> {
         let url = format!("{base_url}/messages/send");
+        self.guard("POST", &url)?;
         let request = self
             .with_auth(self.posts.post(&url))
             .header("X-Agent-Id", agent)
@@ -210,6 +240,7 @@ impl Client {
     }
 
     fn read(&self, url: &str, agent: &str) -> Result<Answer, Transport> {
+        self.guard("GET", url)?;
         let request = self
             .with_auth(self.reads.get(url))
             .header("X-Agent-Id", agent)

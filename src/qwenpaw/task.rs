@@ -429,7 +429,7 @@ mod tests {
         );
         let with_token = Auth {
             runtime_token: Some("t".into()),
-            bearer_token: None,
+            ..Auth::default()
         };
         assert!(failed(classify(json(401, "{}"), BASE, &with_token)).contains("check"));
         assert!(failed(classify(json(503, r#"{"detail":"x"}"#), BASE, &auth)).contains("503: x"));
