@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::bodies;
-use support::fake::{FakeQwenPaw, Reply};
+use support::fake::{FakeQwenPaw, Reply, Wire};
 
 const TASK1: &str = "/api/console/chat/task/task-1";
 
@@ -416,4 +416,124 @@ fn fifty_clients_against_a_delayed_route_are_served_concurrently() {
         elapsed < Duration::from_millis(50 * 100 / 4),
         "50 delayed requests took {elapsed:?}: fake is not concurrent"
     );
+}
+
+#[test]
+fn raw_bodies_extra_headers_and_removed_scripts() {
+    let fake = FakeQwenPaw::start();
+    fake.on(
+        "GET",
+        TASK1,
+        vec![
+            Reply::raw(200, "application/json", b"{\"x\":\"\xff\"}")
+                .with_header("location", "http://elsewhere/"),
+        ],
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {TASK1} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    assert!(got.ends_with(b"\r\n\r\n{\"x\":\"\xff\"}"), "{got:?}");
+    let head = String::from_utf8_lossy(&got);
+    assert!(
+        head.contains("\r\nlocation: http://elsewhere/\r\n"),
+        "{head}"
+    );
+    assert!(head.contains("\r\ncontent-length: 9\r\n"), "{head}");
+
+    // Without its script the route is unscripted again.
+    fake.off("GET", TASK1);
+    let (status, _, _) = get(&agent(), &format!("{}{TASK1}", fake.url()));
+    assert_eq!(status, 500);
+    assert_eq!(fake.take_unscripted(), [format!("GET {TASK1}")]);
+}
+
+#[test]
+fn a_hanging_reply_is_silent_until_the_client_leaves_and_never_outlives_the_fake() {
+    let fake = FakeQwenPaw::start();
+    fake.on("GET", TASK1, vec![Reply::hang()]);
+    // A client that gives up sees its own timeout, not an answer.
+    let impatient = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_millis(300)))
+        .build()
+        .new_agent();
+    let err = impatient
+        .get(format!("{}{TASK1}", fake.url()))
+        .call()
+        .unwrap_err();
+    assert!(matches!(err, ureq::Error::Timeout(_)), "{err:?}");
+
+    // A client that would wait forever: dropping the fake ends the silence with a close.
+    let mut s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {TASK1} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while fake.hits("GET", TASK1) < 2 {
+        assert!(Instant::now() < deadline, "request never recorded");
+        thread::sleep(Duration::from_millis(5));
+    }
+    drop(fake);
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .expect("closed by the fake, not left to the read timeout");
+    assert!(got.is_empty(), "a hanging reply sent {got:?}");
+}
+
+#[test]
+fn cut_and_stalled_bodies_stop_where_they_are_told() {
+    let fake = FakeQwenPaw::start();
+    fake.on(
+        "GET",
+        TASK1,
+        vec![
+            Reply::json(200, "0123456789").on_wire(Wire::Cut(4)),
+            Reply::json(200, "0123456789").on_wire(Wire::Stall(6)),
+        ],
+    );
+    let request = || {
+        let mut s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET {TASK1} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        s
+    };
+    let mut cut = Vec::new();
+    request().read_to_end(&mut cut).unwrap();
+    let cut = String::from_utf8(cut).unwrap();
+    assert!(cut.contains("content-length: 10\r\n"), "{cut}");
+    assert!(cut.ends_with("\r\n\r\n0123"), "{cut}");
+
+    let mut stalled = request();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while !got.ends_with(b"012345") {
+        let n = stalled.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    // The rest never comes; the client leaving ends it.
+    drop(stalled);
+}
+
+#[test]
+fn a_tls_handshake_is_answered_400_in_plain_http_and_counts_as_unscripted() {
+    let fake = FakeQwenPaw::start();
+    let mut s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // A handshake record of five bytes (a real ClientHello is longer, not different).
+    s.write_all(&[0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5])
+        .unwrap();
+    let mut r = BufReader::new(s);
+    let (status, _, body) = read_raw_response(&mut r);
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert_eq!(body, bodies::INVALID_HTTP_400);
+    assert_eq!(
+        fake.take_unscripted(),
+        ["a TLS handshake (an https:// client)"]
+    );
+    assert!(fake.requests().is_empty());
 }

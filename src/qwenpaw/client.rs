@@ -327,6 +327,14 @@ fn describe(err: &ureq::Error) -> String {
         ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
             "connection refused (is QwenPaw running?)".to_owned()
         }
+        // rustls read bytes that are no TLS record at all: an https:// URL for a server
+        // that answers plain HTTP (rustls has no other name for it than this variant).
+        ureq::Error::Io(io)
+            if io.kind() == io::ErrorKind::InvalidData
+                && io.to_string().contains("InvalidContentType") =>
+        {
+            format!("TLS handshake failed: is the server plain http://? ({io})")
+        }
         ureq::Error::Timeout(timeout) => format!("timed out ({timeout})"),
         other => other.to_string(),
     }
@@ -341,6 +349,33 @@ mod tests {
         assert_eq!(encode("task-1_A"), "task-1_A");
         assert_eq!(encode("a/b c%"), "a%2Fb%20c%25");
         assert_eq!(encode("é&x=1"), "%C3%A9%26x%3D1");
+    }
+
+    #[test]
+    fn errors_say_what_to_suspect() {
+        let io = |kind, text: &str| ureq::Error::Io(io::Error::new(kind, text.to_owned()));
+        assert_eq!(
+            describe(&io(io::ErrorKind::ConnectionRefused, "refused")),
+            "connection refused (is QwenPaw running?)"
+        );
+        assert_eq!(
+            describe(&io(
+                io::ErrorKind::InvalidData,
+                "received corrupt message of type InvalidContentType"
+            )),
+            "TLS handshake failed: is the server plain http://? (received corrupt message of type InvalidContentType)"
+        );
+        assert_eq!(
+            describe(&io(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8"
+            )),
+            "io: stream did not contain valid UTF-8"
+        );
+        assert_eq!(
+            describe(&ureq::Error::Timeout(ureq::Timeout::RecvBody)),
+            "timed out (receive body)"
+        );
     }
 
     #[test]

@@ -31,7 +31,9 @@ pub fn render_delivery(task_id: &str, record: &TaskRecord, fork_branch: Option<&
         Some(branch) => {
             let line = format!("\n\n[FORK_BRANCH: {branch}]");
             let room = MAX_CHARS.saturating_sub(line.chars().count());
-            truncate_chars(text, room) + &line
+            // A branch name longer than the cap itself (`watch` takes 200 characters at
+            // most, a hand-edited job file any) is cut with the rest.
+            truncate_chars(truncate_chars(text, room) + &line, MAX_CHARS)
         }
         None => truncate_chars(text, MAX_CHARS),
     }
@@ -359,6 +361,14 @@ mod tests {
             render_delivery("task-1", &done, None),
             render("task-1", &done.payload)
         );
+        let endless = "b".repeat(MAX_CHARS + 10);
+        let text = render_delivery("task-1", &done, Some(&endless));
+        assert_eq!(
+            text.chars().count(),
+            MAX_CHARS,
+            "the cap holds for any branch"
+        );
+        assert!(text.starts_with("\n\n[FORK_BRANCH: bbb"));
     }
 
     #[test]

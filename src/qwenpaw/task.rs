@@ -221,9 +221,15 @@ pub fn classify(
     }
     let payload: Value = match serde_json::from_str(body) {
         Ok(value @ Value::Object(_)) => value,
-        Ok(_) | Err(_) => {
+        Ok(_) => {
             return Poll::Failed {
                 error: "HTTP 200 but the body is not a JSON object".to_owned(),
+            };
+        }
+        // Broken, truncated, or nested deeper than serde_json's recursion limit.
+        Err(err) => {
+            return Poll::Failed {
+                error: format!("HTTP 200 but the body is not valid JSON ({err})"),
             };
         }
     };
@@ -435,6 +441,17 @@ mod tests {
         assert!(failed(classify(json(503, r#"{"detail":"x"}"#), BASE, &auth)).contains("503: x"));
         assert!(failed(classify(json(200, "[]"), BASE, &auth)).contains("not a JSON object"));
         assert!(failed(classify(json(200, "{}"), BASE, &auth)).contains("no \"status\""));
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let too_deep = failed(classify(json(200, &deep), BASE, &auth));
+        assert!(
+            too_deep
+                .starts_with("HTTP 200 but the body is not valid JSON (recursion limit exceeded"),
+            "{too_deep}"
+        );
+        assert!(
+            failed(classify(json(200, r#"{"status":"#), BASE, &auth))
+                .contains("not valid JSON (EOF while parsing")
+        );
         let unreadable = Ok(Answer {
             status: 200,
             content_type: "application/json".into(),

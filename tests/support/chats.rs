@@ -19,13 +19,18 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::bodies;
-use super::fake::{FakeQwenPaw, Recorded, Reply};
+use super::fake::{FakeQwenPaw, Recorded, Reply, Wire};
 
 /// What the next delivery POST suffers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PostFault {
     /// Store the turn, then close the connection without answering.
     DropAfterStore,
+    /// Close the connection without storing or answering (the request did arrive).
+    DropBeforeStore,
+    /// Store the turn, then send the answer's head and only this many bytes of its body,
+    /// and close.
+    CutAfterStore(usize),
     /// Store the turn, then answer 500.
     Error500AfterStore,
     /// Answer 500 without storing anything.
@@ -370,6 +375,7 @@ impl Chats {
             Some(PostFault::UnknownAgent) => {
                 return Some(Reply::json(404, &bodies::unknown_agent(&agent)));
             }
+            Some(PostFault::DropBeforeStore) => return Some(Reply::dropped()),
             _ => {}
         }
         let text = |key: &str| body[key].as_str().unwrap_or("default").to_owned();
@@ -451,6 +457,7 @@ impl Chats {
                 Reply::json(500, r#"{"detail":"Internal Server Error"}"#)
             }
             Some(PostFault::SlowAfterStore(delay)) => ok.with_delay(delay),
+            Some(PostFault::CutAfterStore(n)) => ok.on_wire(Wire::Cut(n)),
             _ => ok,
         })
     }

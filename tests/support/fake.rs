@@ -10,6 +10,14 @@
 //!
 //! Paths are recorded and matched **as sent on the wire** (not percent-decoded),
 //! so a test can check that the client percent-encodes task ids.
+//!
+//! Faults a client must survive are replies too: any bytes as a body (`Reply::raw`), extra
+//! headers (a redirect's `location`), and how the answer goes out ([`Wire`]): not at all
+//! (`Reply::hang`), trickling (`Wire::Drip`), stopping halfway (`Wire::Stall`), cut off
+//! (`Wire::Cut`), or never ending (`Wire::Endless`). A silent or endless answer lasts until
+//! the client gives up or the fake is dropped, so it never outlives the test. A TLS handshake (an `https://` client
+//! on this plain-HTTP port) is answered 400 like uvicorn does, and counts as a request no
+//! script covers.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -29,21 +37,51 @@ const CONN_STACK: usize = 256 * 1024;
 pub struct Reply {
     pub status: u16,
     pub content_type: String,
-    pub body: String,
+    pub body: Vec<u8>,
+    /// Headers besides `server`, `content-length`, `content-type` and `connection`.
+    pub headers: Vec<(String, String)>,
     /// Slept after the request has been read and recorded, before answering.
     pub delay: Duration,
     /// Read and record the request, then close the socket without answering.
     pub drop_connection: bool,
+    /// How the answer goes out.
+    pub wire: Wire,
+}
+
+/// How an answer goes out on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// All at once.
+    Whole,
+    /// Not a byte: the connection stays open and silent until the client closes it.
+    Hang,
+    /// The head at once, then the body one byte at a time, this long apart.
+    Drip(Duration),
+    /// The head and the first `n` bytes of the body, then silence as with `Hang`: a body
+    /// that never completes.
+    Stall(usize),
+    /// The head and the first `n` bytes of the body, then the connection is closed.
+    Cut(usize),
+    /// A head without a length (`connection: close`), then the body over and over until
+    /// the client stops reading.
+    Endless,
 }
 
 impl Reply {
     fn new(status: u16, content_type: &str, body: &str) -> Reply {
+        Reply::raw(status, content_type, body.as_bytes())
+    }
+
+    /// Any bytes as the body (invalid UTF-8, say), with this content type ("" for none).
+    pub fn raw(status: u16, content_type: &str, body: &[u8]) -> Reply {
         Reply {
             status,
             content_type: content_type.to_string(),
-            body: body.to_string(),
+            body: body.to_vec(),
+            headers: Vec::new(),
             delay: Duration::ZERO,
             drop_connection: false,
+            wire: Wire::Whole,
         }
     }
 
@@ -74,6 +112,23 @@ impl Reply {
             drop_connection: true,
             ..Reply::new(0, "", "")
         }
+    }
+
+    /// Read and record the request, then never send a byte (until the client gives up).
+    pub fn hang() -> Reply {
+        Reply::new(0, "", "").on_wire(Wire::Hang)
+    }
+
+    /// Adds a header (`location`, say).
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sends this answer the way `wire` says.
+    pub fn on_wire(mut self, wire: Wire) -> Reply {
+        self.wire = wire;
+        self
     }
 }
 
@@ -269,6 +324,14 @@ impl FakeQwenPaw {
             .insert((method.to_ascii_uppercase(), path.to_string()), script);
     }
 
+    /// Removes the script for `method` + exact `path` (prefix routes answer it again).
+    pub fn off(&self, method: &str, path: &str) {
+        self.shared
+            .lock()
+            .exact
+            .remove(&(method.to_ascii_uppercase(), path.to_string()));
+    }
+
     /// Like [`on`](Self::on) for every path starting with `prefix`. Exact routes
     /// win over prefixes; among prefixes the longest match wins.
     pub fn on_prefix(&self, method: &str, prefix: &str, replies: Vec<Reply>) {
@@ -402,6 +465,13 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let _ = stream.set_nodelay(true);
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
+    if reader.fill_buf()?.first() == Some(&TLS_HANDSHAKE) {
+        shared
+            .lock()
+            .unscripted
+            .push("a TLS handshake (an https:// client)".to_string());
+        return refuse_tls(reader, writer);
+    }
     loop {
         let req = match read_request(&mut reader, &mut writer)? {
             Some(r) => r,
@@ -422,6 +492,12 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         }
         shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         if reply.drop_connection {
+            let _ = writer.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+        if reply.wire != Wire::Whole {
+            // Faulty answers end the connection one way or another.
+            let _ = send_faulty(&mut reader, &mut writer, &reply, shared);
             let _ = writer.shutdown(Shutdown::Both);
             return Ok(());
         }
@@ -602,23 +678,137 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn write_reply(w: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
+/// The status line and headers of `reply`; `length` is the content-length to announce
+/// (none for a body that ends when the connection does).
+fn head(reply: &Reply, length: Option<usize>, keep_alive: bool) -> Vec<u8> {
     let mut out = format!(
-        "HTTP/1.1 {} {}\r\nserver: fake-qwenpaw\r\ncontent-length: {}\r\n",
+        "HTTP/1.1 {} {}\r\nserver: fake-qwenpaw\r\n",
         reply.status,
-        reason(reply.status),
-        reply.body.len()
+        reason(reply.status)
     );
+    if let Some(length) = length {
+        out.push_str(&format!("content-length: {length}\r\n"));
+    }
     if !reply.content_type.is_empty() {
         out.push_str(&format!("content-type: {}\r\n", reply.content_type));
+    }
+    for (name, value) in &reply.headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
     }
     out.push_str(if keep_alive {
         "connection: keep-alive\r\n\r\n"
     } else {
         "connection: close\r\n\r\n"
     });
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(reply.body.as_bytes());
+    out.into_bytes()
+}
+
+fn write_reply(w: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
+    let mut bytes = head(reply, Some(reply.body.len()), keep_alive);
+    bytes.extend_from_slice(&reply.body);
     w.write_all(&bytes)?;
     w.flush()
+}
+
+/// Sends `reply` the faulty way its [`Wire`] says. Returns when the answer is done with
+/// (sent, cut) or the client is gone; silence lasts until the client closes the
+/// connection or the fake is stopped.
+fn send_faulty(
+    reader: &mut BufReader<TcpStream>,
+    w: &mut TcpStream,
+    reply: &Reply,
+    shared: &Shared,
+) -> io::Result<()> {
+    let partly = |n: usize| {
+        let mut bytes = head(reply, Some(reply.body.len()), false);
+        bytes.extend_from_slice(&reply.body[..n.min(reply.body.len())]);
+        bytes
+    };
+    match reply.wire {
+        Wire::Whole => write_reply(w, reply, false),
+        Wire::Hang => silence(reader, shared),
+        Wire::Stall(n) => {
+            w.write_all(&partly(n))?;
+            w.flush()?;
+            silence(reader, shared)
+        }
+        Wire::Cut(n) => {
+            w.write_all(&partly(n))?;
+            w.flush()
+        }
+        Wire::Drip(every) => {
+            w.write_all(&head(reply, Some(reply.body.len()), false))?;
+            w.flush()?;
+            for byte in &reply.body {
+                if shared.stop.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                thread::sleep(every);
+                w.write_all(&[*byte])?;
+                w.flush()?;
+            }
+            Ok(())
+        }
+        Wire::Endless => {
+            let unit: &[u8] = if reply.body.is_empty() {
+                b" "
+            } else {
+                &reply.body
+            };
+            w.write_all(&head(reply, None, false))?;
+            let chunk = unit.repeat((64 * 1024 / unit.len()).max(1));
+            // Ends when the client hangs up (the write fails) or the fake stops.
+            while !shared.stop.load(Ordering::SeqCst) {
+                w.write_all(&chunk)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Waits, saying nothing, until the client closes the connection or the fake is stopped.
+fn silence(reader: &mut BufReader<TcpStream>, shared: &Shared) -> io::Result<()> {
+    reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut buf = [0u8; 1024];
+    while !shared.stop.load(Ordering::SeqCst) {
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The first byte of a TLS record carrying a handshake (a ClientHello, here).
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// What a plain-HTTP server such as uvicorn does with a TLS ClientHello: reads it, answers
+/// 400 in plain HTTP, closes. The whole record is read first, so closing does not reset
+/// the connection before the client has read the answer.
+fn refuse_tls(mut reader: BufReader<TcpStream>, mut writer: TcpStream) -> io::Result<()> {
+    reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut header = [0u8; 5];
+    reader.read_exact(&mut header)?;
+    let mut record = vec![0u8; usize::from(u16::from_be_bytes([header[3], header[4]]))];
+    reader.read_exact(&mut record)?;
+    write_reply(
+        &mut writer,
+        &Reply::text(400, "Invalid HTTP request received."),
+        false,
+    )?;
+    let _ = writer.shutdown(Shutdown::Write);
+    // Until the client hangs up (it sends an alert first, perhaps).
+    let mut rest = Vec::new();
+    let _ = reader.read_to_end(&mut rest);
+    Ok(())
 }

@@ -1,0 +1,943 @@
+//! Property tests in the manner of a fuzzer, over the pure readers of untrusted bytes: the
+//! job-file loader, the task-poll classifier with the renderer behind it, and the chat
+//! answer parsers. Inputs come from a seeded xorshift generator, so every run is the same
+//! run and a failure names the iteration that found it.
+//!
+//! `ATC_FUZZ_ITERS` sets the iterations of each property (default 300, a couple of
+//! seconds); a long run is `ATC_FUZZ_ITERS=200000 cargo test --release --test fuzz`.
+//! `ATC_FUZZ_SEED` picks another sequence of inputs.
+
+use std::fs;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::time::Duration;
+
+use atc::exit::exit_for;
+use atc::job::Job;
+use atc::lifecycle::{Limits, Posted, Sent};
+use atc::qwenpaw::chat::{self, ReadBack, Unusable};
+use atc::qwenpaw::render::{self, MAX_CHARS};
+use atc::qwenpaw::task::{self, Poll};
+use atc::qwenpaw::{Answer, Transport};
+use atc::settings::Auth;
+use atc::state::Store;
+use atc::time::Timestamp;
+use serde_json::{Map, Value, json};
+
+// ---------------------------------------------------------------------------------------
+// The generator
+
+/// xorshift64*: small, fast, and the same sequence everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng((seed ^ 0x9e37_79b9_7f4a_7c15).max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// 0..n (n > 0).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    /// Characters that break naive code: multi-byte ones (truncation must count
+    /// characters), whitespace Python strips, quotes and escapes, controls.
+    fn char(&mut self) -> char {
+        const ODD: &[char] = &[
+            ' ',
+            '\n',
+            '\t',
+            '\r',
+            '"',
+            '\'',
+            '\\',
+            '{',
+            '}',
+            '[',
+            ']',
+            ':',
+            ',',
+            '\0',
+            '\u{1b}',
+            '\u{1c}',
+            '\u{7f}',
+            '\u{85}',
+            '\u{a0}',
+            '\u{2028}',
+            '\u{feff}',
+            '\u{301}',
+            'é',
+            '任',
+            '🙂',
+            '\u{10ffff}',
+            '%',
+            '/',
+            '?',
+            '#',
+        ];
+        if self.one_in(3) {
+            *self.pick(ODD)
+        } else {
+            (b'a' + self.below(26) as u8) as char
+        }
+    }
+
+    fn string(&mut self, max: usize) -> String {
+        let len = self.below(max + 1);
+        (0..len).map(|_| self.char()).collect()
+    }
+
+    /// Mostly short, sometimes longer than any cap (up to 3 × `MAX_CHARS`).
+    fn text(&mut self) -> String {
+        if self.one_in(8) {
+            let n = MAX_CHARS - 50 + self.below(2 * MAX_CHARS);
+            let unit = self.string(4);
+            let unit = if unit.is_empty() {
+                "任".to_owned()
+            } else {
+                unit
+            };
+            unit.repeat(n / unit.chars().count() + 1)
+        } else {
+            self.string(40)
+        }
+    }
+
+    fn number(&mut self) -> Value {
+        match self.below(8) {
+            0 => json!(0),
+            1 => json!(-1),
+            2 => json!(u64::MAX),
+            3 => json!(i64::MIN),
+            4 => json!(1796003454.6703575),
+            5 => json!(1e300),
+            6 => json!(-0.0),
+            _ => json!(self.next() as f64 / 7.0),
+        }
+    }
+
+    /// Any JSON value, at most `depth` deep.
+    fn value(&mut self, depth: usize) -> Value {
+        let kinds = if depth == 0 { 4 } else { 6 };
+        match self.below(kinds) {
+            0 => Value::Null,
+            1 => Value::Bool(self.one_in(2)),
+            2 => self.number(),
+            3 => Value::String(self.text()),
+            4 => Value::Array((0..self.below(4)).map(|_| self.value(depth - 1)).collect()),
+            _ => {
+                let mut map = Map::new();
+                for _ in 0..self.below(4) {
+                    let key = self.string(8);
+                    map.insert(key, self.value(depth - 1));
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// Usually `typical()`, sometimes any value at all.
+    fn or_any(&mut self, typical: impl FnOnce(&mut Rng) -> Value) -> Value {
+        if self.one_in(6) {
+            self.value(2)
+        } else {
+            typical(self)
+        }
+    }
+
+    fn word(&mut self, words: &[&str]) -> Value {
+        if self.one_in(8) {
+            Value::String(self.string(10))
+        } else {
+            json!(*self.pick(words))
+        }
+    }
+}
+
+fn iterations() -> usize {
+    std::env::var("ATC_FUZZ_ITERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(300)
+}
+
+fn seed() -> u64 {
+    std::env::var("ATC_FUZZ_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0x00a7_c0ff_ee15)
+}
+
+/// Runs `property` once per iteration with its own generator; a failure (an assertion or
+/// a panic inside atc) names the property, the iteration and the seed.
+fn each(name: &str, mut property: impl FnMut(&mut Rng)) {
+    let seed = seed();
+    for i in 0..iterations() {
+        let mut rng = Rng::new(seed.wrapping_add(i as u64).wrapping_mul(0x100_0000_01b3));
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| property(&mut rng))) {
+            let said = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            panic!("{name}: iteration {i} failed (ATC_FUZZ_SEED={seed}): {said}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The job-file loader
+
+const NOW: u64 = 1_796_003_454;
+
+fn limits() -> Limits {
+    Limits {
+        max_strikes: 90,
+        max_age: Duration::from_secs(24 * 3600),
+        busy_retry: Duration::from_secs(20),
+        busy_deadline: Duration::from_secs(6 * 3600),
+        settle: Duration::from_secs(30),
+        keep: Duration::from_secs(7 * 24 * 3600),
+    }
+}
+
+/// Jobs in most of the shapes a tick leaves behind.
+fn varied_jobs() -> Vec<Job> {
+    let base = |task: &str, job_id: &str, status: &str| {
+        json!({
+            "job_id": job_id, "task_id": task, "base_url": "http://127.0.0.1:8088/api",
+            "agent_id": "default", "target_agent": null, "session_id": "s-77",
+            "user_id": "default", "channel": "console",
+            "registered_at": "2026-11-30T20:14:03Z", "updated_at": "2026-11-30T20:16:03Z",
+            "status": status,
+        })
+    };
+    let with = |mut job: Value, fields: Value| {
+        for (k, v) in fields.as_object().unwrap() {
+            job[k] = v.clone();
+        }
+        job
+    };
+    let jobs = vec![
+        with(
+            base("task-000000000001", "0000000000a1", "pending"),
+            json!({"strikes": 3, "polls": 9, "last_polled_at": "2026-11-30T20:16:03Z",
+                   "last_error": "GET http://127.0.0.1:8088/api/console/chat/task/task-000000000001: connection refused (is QwenPaw running?)",
+                   "fork_branch": "fork/a1", "on_empty": "skip"}),
+        ),
+        with(
+            base("task-000000000002", "0000000000a2", "delivering"),
+            json!({"final": "[TASK_ID: task-000000000002]\n[STATUS: finished]\n\nTask completed.\n\n任务 🙂",
+                   "outcome": "completed", "chat_id": "6f1c0e1a-0000-4000-8000-000000000001",
+                   "delivery": {"attempts": 1, "busy": 2, "unreachable": 1, "last_http_status": 409,
+                                "next_attempt_at": "2026-11-30T20:16:23Z", "attempt_started_at": null,
+                                "waiting_since": "2026-11-30T20:15:03Z",
+                                "error": "parent chat busy (409: A task is already running)"}}),
+        ),
+        with(
+            base("task-000000000003", "0000000000a3", "done"),
+            json!({"channel": "mqtt", "session_id": "mqtt:alice", "user_id": "alice",
+                   "final": "x", "outcome": "failed", "delivered_at": "2026-11-30T20:16:03Z",
+                   "turn_task_id": "task-00000000f003", "parent_turn": "completed",
+                   "delivery": {"attempts": 2, "busy": 0, "last_http_status": 200,
+                                "next_attempt_at": null, "attempt_started_at": null,
+                                "confirmed": "read-back"},
+                   "forward": {"status": "sent", "attempts": 1, "last_http_status": 200,
+                               "at": "2026-11-30T20:16:30Z", "text": "ECHO"}}),
+        ),
+        with(
+            base("task-000000000004", "0000000000a4", "unconfirmed"),
+            json!({"final": "y", "outcome": "completed", "chat_id": "c-4",
+                   "delivery": {"attempts": 1, "busy": 0, "last_http_status": null,
+                                "next_attempt_at": null, "attempt_started_at": null,
+                                "last_attempt_at": "2026-11-30T20:16:00Z",
+                                "unknown_since": "2026-11-30T20:16:00Z"}}),
+        ),
+        with(
+            base("task-000000000005", "0000000000a5", "lost"),
+            json!({"last_error": "Task not found: task-000000000005", "notice": "delivering",
+                   "final": "[TASK_ID: task-000000000005]\n[STATUS: lost]\n\n…",
+                   "delivery": {"attempts": 0, "busy": 0}, "on_no_answer": "notify"}),
+        ),
+        with(
+            base("task-000000000006", "0000000000a6", "delivering"),
+            json!({"group": "g1", "final": "a", "outcome": "completed",
+                   "group_tasks": ["task-000000000006", "task-000000000007"],
+                   "delivery": {"attempts": 0, "busy": 0}}),
+        ),
+        with(
+            base("task-000000000007", "0000000000a7", "delivering"),
+            json!({"group": "g1", "final": "b", "outcome": "timed_out",
+                   "carried_by": "0000000000a6", "create_session": true,
+                   "future_field": {"nested": [1, 2.5, "x", null]}}),
+        ),
+        with(
+            base("task-000000000008", "0000000000a8", "cancelled"),
+            json!({"forward_mode": "never", "note": "cancelled by hand"}),
+        ),
+    ];
+    jobs.into_iter()
+        .map(|job| serde_json::from_value(job).expect("a valid job"))
+        .collect()
+}
+
+/// A job file written by atc's own save, holding `jobs`.
+fn real_job_file(path: &Path, jobs: &[Job]) -> Vec<u8> {
+    let store = Store::new(path.to_path_buf());
+    store
+        .update(|file| {
+            file.jobs = jobs.to_vec();
+            Ok(())
+        })
+        .expect("saving the job file");
+    fs::read(path).expect("the saved job file")
+}
+
+/// Loads `bytes` as the job file at `path`: a refusal exits 3, names the file, and leaves
+/// it byte for byte; an accepted file survives a save, and the code that reads jobs copes
+/// with whatever it holds.
+fn load(path: &Path, bytes: &[u8]) -> Result<atc::state::store::JobFile, String> {
+    fs::write(path, bytes).unwrap();
+    let loaded = Store::new(path.to_path_buf()).load();
+    assert!(fs::read(path).unwrap() == bytes, "load changed the file");
+    match loaded {
+        Err(err) => {
+            let said = format!("{err:#}");
+            assert_eq!(exit_for(&err).code(), 3, "{said}");
+            assert!(
+                said.contains(&path.display().to_string()) && said.contains("left untouched"),
+                "{said}"
+            );
+            Err(said)
+        }
+        Ok(file) => {
+            let saved = serde_json::to_value(&file).expect("an accepted file serialises");
+            let again: atc::state::store::JobFile =
+                serde_json::from_value(saved.clone()).expect("what atc saves, it reads");
+            assert_eq!(
+                serde_json::to_value(&again).unwrap(),
+                saved,
+                "save is stable"
+            );
+            read_jobs(&file.jobs);
+            Ok(file)
+        }
+    }
+}
+
+/// What `status` and a tick's first phases do with loaded jobs.
+fn read_jobs(jobs: &[Job]) {
+    let now = Timestamp::from_unix(NOW);
+    let limits = limits();
+    for job in jobs {
+        let _ = atc::describe::explain(job);
+        let _ = atc::describe::brief(job, now);
+        let _ = atc::describe::forward(job);
+        let _ = atc::describe::notice_text(job);
+        let _ = atc::lifecycle::prunable(job, now, &limits);
+        let _ = atc::lifecycle::is_due(job, now, &limits);
+        let _ = chat::turn(job, "text", Some(Duration::from_secs(60)));
+    }
+    let _ = atc::lifecycle::to_poll(jobs);
+    let _ = atc::lifecycle::interrupted(jobs);
+    let _ = atc::lifecycle::deliveries(jobs, now, &limits);
+    let _ = atc::lifecycle::to_follow(jobs, now, &limits);
+    let _ = atc::lifecycle::forwards(jobs);
+    let _ = atc::group::plan(jobs);
+    let members: Vec<&Job> = jobs.iter().collect();
+    let _ = atc::describe::group_text("g", &members);
+}
+
+/// A random edit of a JSON value in place: some node replaced, removed, or added to.
+fn mutate_value(rng: &mut Rng, value: &mut Value) {
+    match value {
+        Value::Object(map) if !map.is_empty() && !rng.one_in(4) => {
+            let key = map.keys().nth(rng.below(map.len())).unwrap().clone();
+            match rng.below(5) {
+                0 => {
+                    map.remove(&key);
+                }
+                1 => {
+                    map.insert(key, rng.value(2));
+                }
+                2 => {
+                    map.insert(rng.string(12), rng.value(1));
+                }
+                _ => mutate_value(rng, map.get_mut(&key).unwrap()),
+            }
+        }
+        Value::Array(items) if !items.is_empty() && !rng.one_in(4) => match rng.below(4) {
+            0 => {
+                items.remove(rng.below(items.len()));
+            }
+            1 => {
+                let copy = items[rng.below(items.len())].clone();
+                items.push(copy);
+            }
+            _ => {
+                let i = rng.below(items.len());
+                mutate_value(rng, &mut items[i]);
+            }
+        },
+        other => *other = rng.value(2),
+    }
+}
+
+/// A random edit of raw bytes.
+fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>) {
+    const TOKENS: &[&[u8]] = &[
+        b"null",
+        b"true",
+        b"-0",
+        b"1e999",
+        b"18446744073709551616",
+        b"\"\\ud800\"",
+        b"{}",
+        b"[]",
+        b"\"\"",
+        b"\"2026-13-40T99:99:99Z\"",
+        b"\"pending\"",
+        b"\xff\xfe",
+        b"\0",
+        b",",
+        b"\"version\": 2",
+        b"[[[[[[[[",
+    ];
+    let at = rng.below(bytes.len() + 1);
+    match rng.below(6) {
+        0 if at < bytes.len() => bytes[at] ^= 1 << rng.below(8),
+        1 if at < bytes.len() => bytes[at] = *rng.pick(b"\"{}[],:0-e\\ \xff\x00tfn"),
+        2 => {
+            let end = (at + rng.below(16)).min(bytes.len());
+            bytes.drain(at..end);
+        }
+        3 => {
+            let from = rng.below(bytes.len().max(1));
+            let end = (from + rng.below(64)).min(bytes.len());
+            let copy = bytes[from..end].to_vec();
+            bytes.splice(at..at, copy);
+        }
+        _ => {
+            let token = rng.pick(TOKENS);
+            bytes.splice(at..at, token.iter().copied());
+        }
+    }
+}
+
+#[test]
+fn the_job_file_loader_refuses_every_truncation_with_exit_3_and_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.json");
+    // Four of the shapes (pending with strikes, delivering after 409s, done with a forward,
+    // unconfirmed): every cut costs a parse of what is left, so the file is kept short.
+    let jobs = &varied_jobs()[..4];
+    let real = real_job_file(&path, jobs);
+    let file = load(&path, &real).expect("the real file loads");
+    assert_eq!(file.jobs, jobs);
+    let end = real.iter().rposition(|b| *b == b'}').unwrap() + 1;
+    for cut in 0..real.len() {
+        match load(&path, &real[..cut]) {
+            Ok(_) => assert!(
+                cut >= end,
+                "a file cut at byte {cut} of {} loaded",
+                real.len()
+            ),
+            Err(said) if cut == 0 => assert!(said.contains("is empty (0 bytes)"), "{said}"),
+            Err(said) => assert!(said.contains("is truncated"), "cut at {cut}: {said}"),
+        }
+    }
+}
+
+#[test]
+fn the_job_file_loader_never_panics_on_mutated_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.json");
+    let real = real_job_file(&path, &varied_jobs());
+    each("mutated job-file bytes", |rng| {
+        let mut bytes = real.clone();
+        for _ in 0..1 + rng.below(4) {
+            mutate_bytes(rng, &mut bytes);
+        }
+        let _ = load(&path, &bytes);
+    });
+}
+
+#[test]
+fn the_job_file_loader_never_panics_on_mutated_or_random_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.json");
+    let real: Value = serde_json::from_slice(&real_job_file(&path, &varied_jobs())).unwrap();
+    let mut accepted = 0;
+    each("mutated job-file JSON", |rng| {
+        let value = if rng.one_in(10) {
+            rng.value(4)
+        } else {
+            let mut value = real.clone();
+            for _ in 0..1 + rng.below(3) {
+                mutate_value(rng, &mut value);
+            }
+            value
+        };
+        let bytes = if rng.one_in(2) {
+            serde_json::to_vec_pretty(&value).unwrap()
+        } else {
+            serde_json::to_vec(&value).unwrap()
+        };
+        if load(&path, &bytes).is_ok() {
+            accepted += 1;
+        }
+    });
+    assert!(accepted > 0, "some mutations must still be valid files");
+    // Nesting far past any limit, and a very long string: refused or read, never a crash.
+    let deep = format!(
+        r#"{{"version":1,"jobs":{}{}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert!(
+        load(&path, deep.as_bytes())
+            .unwrap_err()
+            .contains("recursion limit exceeded")
+    );
+    let mut long = real.clone();
+    long["jobs"][0]["last_error"] = json!("é".repeat(300_000));
+    load(&path, &serde_json::to_vec(&long).unwrap()).expect("a long note is still a job");
+}
+
+// ---------------------------------------------------------------------------------------
+// The task-poll classifier and the renderer
+
+const BASE: &str = "http://127.0.0.1:8088/api";
+
+fn task_id(rng: &mut Rng) -> String {
+    match rng.below(4) {
+        0 => "task-3f9a0c1b2d4e".to_owned(),
+        1 => format!("task-{:012x}", rng.next() & 0xffff_ffff_ffff),
+        2 => format!(
+            "{:08x}-0000-4000-8000-{:012x}",
+            rng.next() as u32,
+            rng.next() >> 16
+        ),
+        _ => format!("t{}", rng.string(12)),
+    }
+}
+
+fn part(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        let mut part = json!({"type": rng.word(&["text", "text", "data", "image"])});
+        if !rng.one_in(8) {
+            part["text"] = if rng.one_in(8) {
+                rng.value(1)
+            } else {
+                Value::String(rng.text())
+            };
+        }
+        part
+    })
+}
+
+fn output_item(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        json!({
+            "type": rng.word(&["message", "message", "plugin_call", "plugin_call_output"]),
+            "role": rng.word(&["assistant", "assistant", "tool", "user"]),
+            "content": rng.or_any(|rng| Value::Array((0..rng.below(4)).map(|_| part(rng)).collect())),
+        })
+    })
+}
+
+fn task_result(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        let mut result = json!({"status": rng.word(&["completed", "completed", "failed", "running"])});
+        if !rng.one_in(4) {
+            result["output"] =
+                rng.or_any(|rng| Value::Array((0..rng.below(5)).map(|_| output_item(rng)).collect()));
+        }
+        if rng.one_in(3) {
+            result["error"] = match rng.below(4) {
+                0 => Value::String(rng.text()),
+                1 => json!({"message": rng.word(&["Task cancelled", "Task timed out after 1s",
+                    "Failed to finalize fork worktree", "boom"]), "code": rng.word(&["timeout", "X"])}),
+                2 => Value::Null,
+                _ => rng.value(2),
+            };
+        }
+        if rng.one_in(2) {
+            result["session_id"] = rng.or_any(|rng| Value::String(rng.string(20)));
+        }
+        result
+    })
+}
+
+/// A task payload: mostly QwenPaw's shape, with wrong types and odd values mixed in.
+fn payload(rng: &mut Rng) -> Value {
+    let mut payload = Map::new();
+    if !rng.one_in(20) {
+        payload.insert(
+            "status".into(),
+            rng.or_any(|rng| {
+                rng.word(&[
+                    "finished",
+                    "finished",
+                    "finished",
+                    "running",
+                    "pending",
+                    "submitted",
+                    "failed",
+                    "cancelled",
+                    "timeout",
+                    "error",
+                ])
+            }),
+        );
+    }
+    if rng.one_in(2) {
+        payload.insert("started_at".into(), rng.or_any(Rng::number));
+    }
+    if !rng.one_in(5) {
+        payload.insert("result".into(), task_result(rng));
+    }
+    for _ in 0..rng.below(3) {
+        payload.insert(rng.string(8), rng.value(2));
+    }
+    Value::Object(payload)
+}
+
+/// A body as a server might send it: `value` as JSON (or damaged), or something else.
+fn body_text(rng: &mut Rng, value: &Value) -> String {
+    match rng.below(12) {
+        0 => rng.text(),
+        1 => format!(
+            "{}{}",
+            "[".repeat(1 + rng.below(20_000)),
+            "]".repeat(rng.below(20_000))
+        ),
+        2 => {
+            let text = value.to_string();
+            text.chars()
+                .take(rng.below(text.chars().count() + 1))
+                .collect()
+        }
+        3 => {
+            let mut chars: Vec<char> = value.to_string().chars().collect();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(chars.len() + 1);
+                chars.insert(at, rng.char());
+            }
+            chars.into_iter().collect()
+        }
+        _ => value.to_string(),
+    }
+}
+
+const CONTENT_TYPES: &[&str] = &[
+    "application/json",
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/problem+json",
+    "text/html; charset=utf-8",
+    "text/plain",
+    "",
+    "application/jsonx",
+];
+
+/// What the client could hand a parser: an answer (any status, content type, body) or a
+/// transport error. `body` makes a typical body.
+fn answer(rng: &mut Rng, body: impl FnOnce(&mut Rng) -> Value) -> Result<Answer, Transport> {
+    if rng.one_in(20) {
+        return Err(Transport {
+            nothing_sent: rng.one_in(2),
+            message: format!("GET {BASE}/x: {}", rng.string(20)),
+        });
+    }
+    if rng.one_in(2) {
+        // What a working server sends: all the variety is in the body.
+        return Ok(Answer {
+            status: 200,
+            content_type: "application/json".to_owned(),
+            body: Ok(body(rng).to_string()),
+        });
+    }
+    let status = *rng.pick(&[
+        200, 200, 200, 200, 201, 301, 401, 403, 404, 404, 409, 500, 502, 503,
+    ]);
+    let status = if rng.one_in(20) {
+        rng.below(1000) as u16
+    } else {
+        status
+    };
+    let content_type = if rng.one_in(20) {
+        rng.string(30).replace(|c: char| c.is_control(), "")
+    } else {
+        (*rng.pick(CONTENT_TYPES)).to_owned()
+    };
+    let body = if rng.one_in(15) {
+        Err(rng
+            .pick(&[
+                "the answer is larger than 8 MiB",
+                "reading the answer failed: timed out (receive body)",
+                "reading the answer failed: io: stream did not contain valid UTF-8",
+            ])
+            .to_string())
+    } else {
+        let value = body(rng);
+        Ok(body_text(rng, &value))
+    };
+    Ok(Answer {
+        status,
+        content_type,
+        body,
+    })
+}
+
+fn auth(rng: &mut Rng) -> Auth {
+    Auth {
+        runtime_token: rng.one_in(2).then(|| "rt".to_owned()),
+        bearer_token: rng.one_in(2).then(|| "bt".to_owned()),
+    }
+}
+
+#[test]
+fn classifying_any_poll_answer_never_panics_and_rendering_keeps_the_cap() {
+    let mut finished = 0;
+    each("task poll", |rng| {
+        let task = task_id(rng);
+        let not_found = rng.one_in(10);
+        let answer = answer(rng, |rng| {
+            if not_found {
+                json!({"detail": format!("Task not found: {task}")})
+            } else {
+                payload(rng)
+            }
+        });
+        let (status, json_answer, one_line) = match &answer {
+            Ok(a) => (Some(a.status), a.is_json(), true),
+            Err(_) => (None, false, false),
+        };
+        match task::classify(answer, &task, BASE, &auth(rng)) {
+            Poll::Record(record) => {
+                assert_eq!(
+                    (status, json_answer),
+                    (Some(200), true),
+                    "only a JSON 200 is a record"
+                );
+                assert!(record.payload.is_object());
+                let _ = (
+                    record.outcome(),
+                    record.answer(),
+                    record.final_reply(),
+                    record.result_status(),
+                );
+                if !record.is_finished() {
+                    return;
+                }
+                finished += 1;
+                let rendered = render::render(&task, &record.payload);
+                assert!(
+                    rendered.chars().count() <= MAX_CHARS,
+                    "render: {} characters",
+                    rendered.chars().count()
+                );
+                let branches = [
+                    None,
+                    Some("fork/a1".to_owned()),
+                    Some(rng.string(200)),
+                    Some(rng.text()),
+                ];
+                for branch in &branches {
+                    let text = render::render_delivery(&task, &record, branch.as_deref());
+                    let n = text.chars().count();
+                    assert!(
+                        n <= MAX_CHARS,
+                        "render_delivery with a branch of {:?} characters: {n}",
+                        branch.as_ref().map(|b| b.chars().count())
+                    );
+                    if branch.is_none() {
+                        assert_eq!(text, rendered);
+                    }
+                    if let Some(branch) = branch.as_deref().filter(|b| b.chars().count() <= 200) {
+                        let line = format!("\n\n[FORK_BRANCH: {branch}]");
+                        assert_eq!(
+                            text.ends_with(&line),
+                            record.outcome() == atc::job::TaskOutcome::Completed,
+                            "the branch is named exactly when the task completed"
+                        );
+                    }
+                }
+            }
+            Poll::NotFound { detail } => {
+                assert_eq!(
+                    (status, json_answer),
+                    (Some(404), true),
+                    "only QwenPaw's 404 parks a task as lost"
+                );
+                assert_eq!(detail, format!("Task not found: {task}"));
+            }
+            Poll::Denied { error } => {
+                assert!(matches!(status, Some(401 | 403)) && json_answer, "{error}");
+            }
+            Poll::Failed { error } => {
+                assert!(!error.is_empty());
+                if one_line {
+                    assert!(!error.contains('\n'), "one line: {error:?}");
+                    assert!(
+                        error.chars().count() <= 600,
+                        "short: {} characters",
+                        error.chars().count()
+                    );
+                }
+            }
+        }
+    });
+    assert!(
+        finished > iterations() / 10,
+        "{finished} finished records: the generator must reach the renderer"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The chat answers
+
+const OURS: &str = "atc-0123456789ab";
+
+fn chat_entry(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        let mut chat = Map::new();
+        for key in ["id", "session_id", "user_id", "channel", "status"] {
+            if !rng.one_in(8) {
+                let value = match key {
+                    "status" => rng.word(&["idle", "running"]),
+                    "channel" => rng.word(&["console", "mqtt"]),
+                    _ => rng.or_any(|rng| Value::String(rng.string(12))),
+                };
+                chat.insert(key.into(), value);
+            }
+        }
+        Value::Object(chat)
+    })
+}
+
+fn message(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        let id = rng.or_any(|rng| rng.word(&[OURS, OURS, "atc-ffffffffffff", "other"]));
+        let inner = rng.or_any(|rng| {
+            json!({"qwenpaw_client_message_id": id,
+                   "qwenpaw_turn_state": rng.or_any(|rng| json!({"status": rng.word(&["completed", "failed"])}))})
+        });
+        json!({"role": rng.word(&["user", "user", "assistant"]),
+               "content": [part(rng)],
+               "metadata": rng.or_any(|_| json!({"original_name": "user", "metadata": inner}))})
+    })
+}
+
+fn history(rng: &mut Rng) -> Value {
+    rng.or_any(|rng| {
+        json!({"status": rng.word(&["idle", "running"]),
+               "messages": rng.or_any(|rng| Value::Array((0..rng.below(5)).map(|_| message(rng)).collect()))})
+    })
+}
+
+#[test]
+fn parsing_any_chat_answer_never_panics_and_never_claims_more_than_it_saw() {
+    each("chat answers", |rng| {
+        // The chat list.
+        let listed = answer(rng, |rng| {
+            rng.or_any(|rng| Value::Array((0..rng.below(5)).map(|_| chat_entry(rng)).collect()))
+        });
+        let status = listed.as_ref().ok().map(|a| a.status);
+        match chat::chats(listed) {
+            Ok(chats) => {
+                assert_eq!(status, Some(200), "only a 200 lists chats");
+                let _ = chat::find(&chats, "s-77", "default", "console");
+                let _ = chats.iter().map(chat::ChatRef::describe).count();
+            }
+            Err(Unusable::Refused(m)) => assert!(matches!(status, Some(403 | 404)), "{m}"),
+            Err(Unusable::Unknown(m)) => assert!(!m.is_empty()),
+        }
+
+        // Reading a delivery back.
+        let read = answer(rng, history);
+        let (status, body) = match &read {
+            Ok(a) => (Some(a.status), a.body.clone().unwrap_or_default()),
+            Err(_) => (None, String::new()),
+        };
+        match chat::read_back(read, OURS) {
+            Ok(ReadBack::Found { .. }) => {
+                assert_eq!(status, Some(200));
+                assert!(body.contains(OURS), "found only what is there");
+            }
+            Ok(ReadBack::Absent { .. }) => assert_eq!(status, Some(200)),
+            Ok(ReadBack::NoChat) => assert_eq!(status, Some(404)),
+            Err(m) => assert!(!m.is_empty()),
+        }
+
+        // The chat's status.
+        let asked = answer(rng, |rng| {
+            rng.or_any(|rng| json!({"status": rng.word(&["idle", "running"])}))
+        });
+        let status = asked.as_ref().ok().map(|a| a.status);
+        if chat::running(asked).is_ok() {
+            assert_eq!(status, Some(200));
+        }
+
+        // What a delivery POST came back with: anything the server may have received is
+        // never "not sent" (that would allow a blind second POST).
+        let posted = answer(rng, |rng| {
+            rng.or_any(
+                |rng| json!({"task_id": rng.or_any(|rng| json!(task_id(rng))), "timeout": 60}),
+            )
+        });
+        let (status, sent) = match &posted {
+            Ok(a) => (Some(a.status), true),
+            Err(t) => (None, !t.nothing_sent),
+        };
+        match chat::posted(posted) {
+            Posted::NotSent { .. } => {
+                assert!(!sent, "a request that may have arrived is not 'not sent'")
+            }
+            Posted::Accepted { .. } => assert!(matches!(status, Some(200..=299))),
+            Posted::Busy { .. } => assert_eq!(status, Some(409)),
+            Posted::Rejected { http_status, .. } => {
+                assert_eq!(Some(http_status), status);
+                assert!(
+                    !matches!(http_status, 200..=299 | 409 | 500..=599),
+                    "a 2xx or 5xx may have stored the turn: never given up as refused"
+                );
+            }
+            Posted::Unknown { .. } => {}
+        }
+
+        // A forward, and the channel's health.
+        let forwarded = answer(rng, |rng| {
+            rng.or_any(|rng| json!({"success": rng.or_any(|rng| json!(rng.one_in(2)))}))
+        });
+        let status = forwarded.as_ref().ok().map(|a| a.status);
+        if chat::forwarded(forwarded) == Sent::Accepted {
+            assert!(matches!(status, Some(200..=299)));
+        }
+        let health = answer(rng, |rng| {
+            rng.or_any(
+                |rng| json!({"status": rng.word(&["healthy", "unhealthy"]), "detail": rng.text()}),
+            )
+        });
+        let status = health.as_ref().ok().map(|a| a.status);
+        if chat::health(health) == atc::lifecycle::Health::Healthy {
+            assert_eq!(status, Some(200));
+        }
+    });
+}
