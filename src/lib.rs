@@ -31,6 +31,7 @@ use crate::settings::{Action, Generate, ProcessEnv};
 /// The whole program: parse, resolve, run, print `atc: <error chain>` once, exit with the
 /// documented code.
 pub fn main() -> ExitCode {
+    state::fsutil::ignore_file_size_signal();
     let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(code) => return ExitCode::from(code),
