@@ -4,6 +4,7 @@
 //! A corrupt file is never "started fresh" (the seed plugin did that and lost every job):
 //! it is refused with exit 3 and left exactly as it was.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -196,8 +197,28 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
     }
-    serde_json::from_value(value)
-        .map_err(|err| format!("does not match the v1 schema ({err})").into())
+    let file: JobFile = serde_json::from_value(value)
+        .map_err(|err| format!("does not match the v1 schema ({err})"))?;
+    // Every lookup goes by task id (and every late write by job id): with two records
+    // for one, which of them a tick would change is an accident of their order.
+    let (mut tasks, mut registrations) = (HashSet::new(), HashSet::new());
+    for job in &file.jobs {
+        if !tasks.insert(job.task_id.as_str()) {
+            return Err(format!(
+                "has two jobs for task {} (there must be one per task)",
+                job.task_id
+            )
+            .into());
+        }
+        if !registrations.insert(job.job_id.as_str()) {
+            return Err(format!(
+                "has two jobs with job id {} (job ids are unique)",
+                job.job_id
+            )
+            .into());
+        }
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -221,5 +242,35 @@ mod tests {
             assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+    }
+
+    #[test]
+    fn refuses_two_jobs_for_one_task_or_one_job_id() {
+        let one = Job::sample(crate::job::Status::Pending);
+        let bytes = |jobs: Vec<Job>| {
+            serde_json::to_vec(&JobFile {
+                version: VERSION,
+                jobs,
+            })
+            .unwrap()
+        };
+        let mut again = one.clone();
+        again.job_id = "another-registration".into();
+        let problem = parse(&bytes(vec![one.clone(), again])).unwrap_err();
+        assert!(
+            problem.what.contains("two jobs for task task-1"),
+            "{problem:?}"
+        );
+        let mut twin = one.clone();
+        twin.task_id = "task-2".into();
+        let problem = parse(&bytes(vec![one.clone(), twin.clone()])).unwrap_err();
+        assert!(
+            problem
+                .what
+                .contains(&format!("two jobs with job id {}", one.job_id)),
+            "{problem:?}"
+        );
+        twin.job_id = "another-registration".into();
+        assert_eq!(parse(&bytes(vec![one, twin])).unwrap().jobs.len(), 2);
     }
 }
