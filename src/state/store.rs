@@ -6,14 +6,15 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::fsutil::{parent_dir, write_atomic};
+use super::fsutil::{self, parent_dir, write_atomic};
+use super::guard::{self, Access, Opened, Role};
 use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
@@ -79,21 +80,28 @@ impl Store {
     /// Reads the file without locking (writes are atomic renames, so a reader always sees
     /// one whole version). A missing file is an empty job list.
     pub fn load(&self) -> Result<JobFile> {
-        let bytes = match fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                return Ok(JobFile {
+        Ok(self.read()?.0)
+    }
+
+    /// The file, and its mode when others can read it (`guard` checked everything else).
+    fn read(&self) -> Result<(JobFile, Option<u32>)> {
+        let Some(Opened { mut file, exposed }) =
+            guard::open(&self.path, Role::JobFile, Access::Read)?
+        else {
+            return Ok((
+                JobFile {
                     version: VERSION,
                     jobs: Vec::new(),
-                });
-            }
-            Err(err) => {
-                return Err(err).or_exit(Exit::StateUnreadable, || {
-                    format!("cannot read the job file {}", self.path.display())
-                });
-            }
+                },
+                None,
+            ));
         };
-        parse(&bytes).map_err(|problem| {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .or_exit(Exit::StateUnreadable, || {
+                format!("cannot read the job file {}", self.path.display())
+            })?;
+        let parsed = parse(&bytes).map_err(|problem| {
             let advice = if problem.newer {
                 "it was left untouched: upgrade atc to read it"
             } else {
@@ -103,19 +111,30 @@ impl Store {
                 Exit::StateUnreadable,
                 format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
-            .into()
-        })
+        })?;
+        Ok((parsed, exposed))
     }
 
-    /// Locks, loads, lets `change` edit the jobs, and saves if anything changed.
+    /// Locks, loads, lets `change` edit the jobs, and saves if anything changed. A job
+    /// file others could read is saved even unchanged: the save makes it private (0600).
     pub fn update<T>(&self, change: impl FnOnce(&mut JobFile) -> Result<T>) -> Result<T> {
         self.ensure_dir()?;
         let _guard = lock::exclusive(&self.lock_path(), LOCK_WAIT)?;
-        let mut file = self.load()?;
+        // The event log is appended after the save: a log atc would refuse then must
+        // stop the update before it changes anything.
+        guard::inspect(&super::journal::path(&self.path), Role::Log)?;
+        let (mut file, exposed) = self.read()?;
         let before = file.clone();
         let out = change(&mut file)?;
-        if file != before {
+        if file != before || exposed.is_some() {
             self.save(&file)?;
+        }
+        if let Some(mode) = exposed {
+            eprintln!(
+                "atc: warning: the job file {} was readable by {} (mode {mode:o}), and it holds session ids and answers: atc has made it private (0600)",
+                self.path.display(),
+                guard::readable_by(mode)
+            );
         }
         Ok(out)
     }
@@ -131,7 +150,8 @@ impl Store {
     }
 
     /// Creates the job file's directory (0700) if it does not exist. Existing directories
-    /// are left as they are: `--state /tmp/jobs.json` must not chmod /tmp.
+    /// are left as they are (`--state /tmp/jobs.json` must not chmod /tmp); `guard`
+    /// checks them whenever a file in them is opened.
     pub fn ensure_dir(&self) -> Result<()> {
         let dir = parent_dir(&self.path);
         if dir.is_dir() {
@@ -141,8 +161,20 @@ impl Store {
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir).or_exit(Exit::StateUnwritable, || {
-            format!("cannot create the job file's directory {}", dir.display())
+        builder.create(dir).map_err(|err| {
+            let why = if err.kind() == io::ErrorKind::AlreadyExists {
+                "something that is not a directory is in the way".to_owned()
+            } else {
+                err.to_string()
+            };
+            Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot create the job file's directory {}: {why}; point --state (or ATC_STATE) at a place where it can be created",
+                    dir.display()
+                ),
+            )
+            .into()
         })
     }
 
@@ -152,8 +184,16 @@ impl Store {
     fn save(&self, file: &JobFile) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
         bytes.push(b'\n');
-        write_atomic(&self.path, &bytes).or_exit(Exit::StateUnwritable, || {
-            format!("cannot write the job file {}", self.path.display())
+        write_atomic(&self.path, &bytes).map_err(|err| {
+            Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot write the job file {}: {err}; the previous one was left whole: {}",
+                    self.path.display(),
+                    fsutil::advice(&err)
+                ),
+            )
+            .into()
         })
     }
 }
