@@ -32,6 +32,7 @@ use crate::settings::{Action, Generate, ProcessEnv};
 /// The whole program: parse, resolve, run, print `atc: <error chain>` once, exit with the
 /// documented code.
 pub fn main() -> ExitCode {
+    state::fsutil::ignore_file_size_signal();
     let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(code) => return ExitCode::from(code),
@@ -41,7 +42,7 @@ pub fn main() -> ExitCode {
         // The reader went away (`atc status | head -1`): nothing left to say to anyone.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            crate::cmd::say(&format!("atc: {err:#}"));
+            crate::term::say(&format!("atc: {err:#}"));
             ExitCode::from(exit::exit_for(&err).code())
         }
     }

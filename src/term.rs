@@ -14,6 +14,16 @@ pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// Writes one line for people to stderr (a warning, a `-v` line, an error). On a
+/// terminal, control characters in it (text from the server) are shown escaped.
+pub fn say(line: &str) {
+    if stderr_is_terminal() {
+        eprintln!("{}", crate::text::for_terminal(line));
+    } else {
+        eprintln!("{line}");
+    }
+}
+
 /// The width of the terminal stdout writes to, or `None` when stdout is not a terminal.
 /// `COLUMNS` wins when set (to a positive number); otherwise the terminal is asked.
 pub fn stdout_width() -> Option<usize> {

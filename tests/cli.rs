@@ -747,11 +747,15 @@ fn the_default_job_file_is_private_and_holds_no_token() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&file), 0o600);
     assert!(std::fs::read_to_string(&file).unwrap().contains(TASK));
-    // Rewrites keep it private, even if someone loosened it.
+    // Rewrites keep it private, even if someone loosened it, and say so.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     env.atc_default_state(["cancel", TASK])
         .stdout_contains("Cancelled")
+        .stderr(format!(
+            "atc: warning: the job file {} was readable by group and others (mode 644), and it holds session ids and answers: atc has made it private (0600)\n",
+            file.display()
+        ))
         .run();
     assert_eq!(mode(&file), 0o600);
 }

@@ -709,6 +709,7 @@ fn auth(rng: &mut Rng) -> Auth {
     Auth {
         runtime_token: rng.one_in(2).then(|| "rt".to_owned()),
         bearer_token: rng.one_in(2).then(|| "bt".to_owned()),
+        allow_insecure_remote: rng.one_in(2),
     }
 }
 

@@ -101,7 +101,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
     emit(&text)?;
     if !out.quiet {
         for (task_id, why) in &skipped {
-            crate::cmd::say(&format!("atc: warning: skipped {task_id}: it {why}"));
+            crate::term::say(&format!("atc: warning: skipped {task_id}: it {why}"));
         }
     }
     Ok(())

@@ -33,16 +33,6 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes one line for people to stderr (a warning, a `-v` line, an error), escaped on a
-/// terminal as [`emit`] does.
-pub fn say(line: &str) {
-    if crate::term::stderr_is_terminal() {
-        eprintln!("{}", crate::text::for_terminal(line));
-    } else {
-        eprintln!("{line}");
-    }
-}
-
 /// What a command that changed one job prints: the record with `--json`, else `message`
 /// (nothing with `-q`).
 pub fn report_job(

@@ -13,7 +13,7 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
     let Some(report) = pass::run(&store, tick)? else {
         if out.verbose > 0 {
-            crate::cmd::say(&format!(
+            crate::term::say(&format!(
                 "tick: another atc tick is running (it holds {}); nothing to do",
                 store.tick_lock_path().display()
             ));
@@ -28,14 +28,14 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     }
     if out.verbose > 1 {
         for line in report.detail() {
-            crate::cmd::say(&line);
+            crate::term::say(&line);
         }
     }
     if out.verbose > 0 {
         for line in report.failures() {
-            crate::cmd::say(&line);
+            crate::term::say(&line);
         }
-        crate::cmd::say(&report.summary());
+        crate::term::say(&report.summary());
     }
     Ok(())
 }

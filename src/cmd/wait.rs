@@ -23,7 +23,7 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
     let (base, task_id, agent) = (&wait.base_url.value, &wait.task_id, &wait.agent.value);
     if out.verbose > 0 {
-        crate::cmd::say(&format!(
+        crate::term::say(&format!(
             "atc: QwenPaw API {base} (from {})",
             wait.base_url.source
         ));
@@ -84,7 +84,7 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                     .into());
                 }
                 if out.verbose > 0 {
-                    crate::cmd::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
+                    crate::term::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
                 }
             }
         }
@@ -105,7 +105,7 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             .into());
         }
         if out.verbose > 1 {
-            crate::cmd::say(&format!(
+            crate::term::say(&format!(
                 "atc: {task_id} still running after {}",
                 human(waited)
             ));

@@ -39,7 +39,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     let target = watch.target();
     let base_url = &watch.base_url.value;
     if out.verbose > 0 {
-        crate::cmd::say(&format!(
+        crate::term::say(&format!(
             "atc: QwenPaw API {base_url} (from {})",
             watch.base_url.source
         ));
@@ -138,10 +138,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         emit(&format!("{}\n", messages.join("\n")))?;
     }
     match check {
-        ChatCheck::Skipped { why } if !out.quiet => crate::cmd::say(&format!(
+        ChatCheck::Skipped { why } if !out.quiet => crate::term::say(&format!(
             "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped: the next atc tick checks again before delivering"
         )),
-        ChatCheck::New if out.verbose > 0 => crate::cmd::say(&format!(
+        ChatCheck::New if out.verbose > 0 => crate::term::say(&format!(
             "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
             target.describe_chat()
         )),

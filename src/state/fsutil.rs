@@ -18,26 +18,29 @@ pub fn parent_dir(path: &Path) -> &Path {
 /// renamed over `path`, then the directory fsynced (the rename is durable only once the
 /// directory entry is). On any error the temp file is removed and `path` stays whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path);
-    let tmp = temp_path(path)?;
+    write_via(&temp_path(path)?, path, bytes)
+}
+
+fn write_via(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    // create_new: never follow or reuse something already at the temp path (whatever is
+    // there is not ours, so a failure here has nothing to clean up either).
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(tmp)?;
     let result = (|| {
-        let mut options = OpenOptions::new();
-        // create_new: never follow or reuse something already at the temp path.
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
         crate::crash::point("save-before-rename");
-        fs::rename(&tmp, path)?;
+        fs::rename(tmp, path)?;
         #[cfg(unix)]
-        File::open(dir)?.sync_all()?;
+        File::open(parent_dir(path))?.sync_all()?;
         Ok(())
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(tmp);
     }
     result
 }
@@ -61,9 +64,68 @@ pub fn remove_leftover_temps(path: &Path) -> usize {
             n.starts_with(&prefix)
                 && n.ends_with(".tmp")
                 && e.file_type().is_ok_and(|t| t.is_file())
+                && owned_by_us(e)
         })
         .filter(|e| fs::remove_file(e.path()).is_ok())
         .count()
+}
+
+/// Whether a directory entry is the current user's (never remove another user's file,
+/// even as root in a sticky directory).
+fn owned_by_us(entry: &fs::DirEntry) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        entry
+            .metadata()
+            .is_ok_and(|m| m.uid() == super::guard::euid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = entry;
+        true
+    }
+}
+
+/// What to do when reading or writing a file failed with `err`, for the end of its
+/// message.
+pub fn advice(err: &io::Error) -> &'static str {
+    match err.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "free some space and try again"
+        }
+        io::ErrorKind::FileTooLarge => {
+            "a file size limit was reached (`ulimit -f`): raise it and try again"
+        }
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+            "check the permissions of the file and its directory, or point --state (or ATC_STATE) elsewhere"
+        }
+        io::ErrorKind::NotADirectory => {
+            "a file is where a directory should be: point --state (or ATC_STATE) elsewhere"
+        }
+        _ => "fix the cause and try again",
+    }
+}
+
+/// Makes a write past the file size limit (`ulimit -f`) fail with EFBIG instead of
+/// killing the process: SIGXFSZ's default action ends atc in the middle of a save, leaving
+/// its temp file behind and saying nothing. Ignored, the write fails, the temp file is
+/// removed and the failure is reported. Call once, first thing.
+pub fn ignore_file_size_signal() {
+    #[cfg(all(
+        any(target_os = "linux", target_os = "macos"),
+        not(any(target_arch = "mips", target_arch = "mips64"))
+    ))]
+    {
+        const SIGXFSZ: std::ffi::c_int = 25;
+        const SIG_IGN: usize = 1;
+        unsafe extern "C" {
+            fn signal(signum: std::ffi::c_int, handler: usize) -> usize;
+        }
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code and
+        // touches no memory of ours; it fails only for an invalid signal number.
+        unsafe { signal(SIGXFSZ, SIG_IGN) };
+    }
 }
 
 /// `.<name>.<pid>.<n>.tmp` beside `path`: unique per process and call, hidden, and easy
@@ -118,5 +180,24 @@ mod tests {
         let missing = dir.path().join("no-such-dir").join("jobs.json");
         assert!(write_atomic(&missing, b"new").is_err());
         assert_eq!(fs::read(&path).unwrap(), b"old");
+    }
+
+    /// Someone who can guess the temp file's name plants a link there to a file of ours:
+    /// the write refuses to go through it, and leaves both the link and its target alone.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_temp_path_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.json");
+        write_atomic(&path, b"old").unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let tmp = temp_path(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        let err = write_via(&tmp, &path, b"new").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert!(fs::symlink_metadata(&tmp).unwrap().file_type().is_symlink());
     }
 }

@@ -3,14 +3,15 @@
 //! at [`CAP`]. It holds only typed facts (`report::LogEntry`): never message text,
 //! session ids, user ids or tokens.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::lock;
-use crate::exit::{Exit, OrExit};
+use super::guard::{self, Access, Role};
+use super::{fsutil, lock};
+use crate::exit::{Exit, Failure, OrExit};
 use crate::report::LogEntry;
 
 /// The log is rotated once it is this large (one older file is kept).
@@ -37,21 +38,28 @@ pub fn append(job_file: &Path, entries: &[LogEntry]) -> Result<()> {
         serde_json::to_writer(&mut lines, entry)?;
         lines.push(b'\n');
     }
-    let write = || -> io::Result<()> {
-        if fs::metadata(&log).is_ok_and(|m| m.len() + lines.len() as u64 > CAP) {
-            fs::rename(&log, rotated(job_file))?;
-        }
-        let mut options = OpenOptions::new();
-        options.create(true).append(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&log)?;
-        file.write_all(&lines)?;
-        file.sync_data()
+    let mut file = guard::open_to_write(&log, Role::Log, Access::Append)?;
+    let failed = |err: io::Error| -> anyhow::Error {
+        Failure::new(
+            Exit::StateUnwritable,
+            format!(
+                "cannot append to the event log {}: {err}; {}",
+                log.display(),
+                fsutil::advice(&err)
+            ),
+        )
+        .into()
     };
-    write().or_exit(Exit::StateUnwritable, || {
-        format!("cannot append to the event log {}", log.display())
-    })
+    let len = file.metadata().map_err(failed)?.len();
+    if len > 0 && len + lines.len() as u64 > CAP {
+        drop(file);
+        // A rename replaces whatever is at the rotated path; it never follows a link.
+        fs::rename(&log, rotated(job_file)).map_err(failed)?;
+        file = guard::open_to_write(&log, Role::Log, Access::Append)?;
+    }
+    file.write_all(&lines)
+        .and_then(|()| file.sync_data())
+        .map_err(failed)
 }
 
 /// Every entry kept, oldest first (the rotated file, then the current one). Lines that
@@ -59,15 +67,16 @@ pub fn append(job_file: &Path, entries: &[LogEntry]) -> Result<()> {
 pub fn read(job_file: &Path) -> Result<Vec<LogEntry>> {
     let mut entries = Vec::new();
     for file in [rotated(job_file), path(job_file)] {
-        let text = match fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(err) => {
-                return Err(err).or_exit(Exit::StateUnreadable, || {
-                    format!("cannot read the event log {}", file.display())
-                });
-            }
+        let Some(mut opened) = guard::open(&file, Role::Log, Access::Read)? else {
+            continue;
         };
+        let mut text = String::new();
+        opened
+            .file
+            .read_to_string(&mut text)
+            .or_exit(Exit::StateUnreadable, || {
+                format!("cannot read the event log {}", file.display())
+            })?;
         entries.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
     }
     Ok(entries)

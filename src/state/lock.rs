@@ -3,13 +3,14 @@
 //! Locks live on `<job file>.lock` and `<job file>.tick.lock`, never on the job file itself:
 //! the job file is replaced by rename, and a lock on a replaced inode protects nothing.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::guard::{self, Access, Role};
 use crate::exit::{Exit, Failure, OrExit};
 
 /// An exclusive lock, released when dropped (or when the process dies, however it dies).
@@ -36,12 +37,17 @@ impl Guard {
     }
 }
 
-/// What the last `stamp` wrote into the lock file at `path`, if anything.
+/// What the last `stamp` wrote into the lock file at `path`, if anything (nothing from a
+/// lock file `guard` refuses).
 pub fn read_stamp(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|text| text.trim().to_owned())
-        .filter(|text| !text.is_empty())
+    use std::io::Read;
+    let mut text = String::new();
+    guard::open(path, Role::Lock, Access::Read)
+        .ok()??
+        .file
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text.trim().to_owned()).filter(|text| !text.is_empty())
 }
 
 /// The sidecar path `<file>.<suffix>`, derived from the file's own name so that two job
@@ -54,13 +60,7 @@ pub fn sidecar(file: &Path, suffix: &str) -> PathBuf {
 }
 
 fn open(path: &Path) -> Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).or_exit(Exit::StateUnwritable, || {
-        format!("cannot open lock file {}", path.display())
-    })
+    guard::open_to_write(path, Role::Lock, Access::ReadWrite)
 }
 
 /// Waits up to `wait` for the exclusive lock on `path`, then gives up with exit 75.

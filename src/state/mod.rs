@@ -1,8 +1,10 @@
 //! The job file on disk: its schema and locked read-modify-write (`store`), the sidecar
-//! locks (`lock`, the only caller of the std lock APIs), atomic writes (`fsutil`) and the
-//! event log beside it (`journal`).
+//! locks (`lock`, the only caller of the std lock APIs), atomic writes (`fsutil`), the
+//! event log beside it (`journal`), and which of those files atc trusts (`guard`: no
+//! links, only the user's own, private files in private directories).
 
 pub mod fsutil;
+pub mod guard;
 pub mod journal;
 pub mod lock;
 pub mod store;

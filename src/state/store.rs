@@ -4,15 +4,17 @@
 //! A corrupt file is never "started fresh" (the seed plugin did that and lost every job):
 //! it is refused with exit 3 and left exactly as it was.
 
+use std::collections::HashSet;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::fsutil::{parent_dir, write_atomic};
+use super::fsutil::{self, parent_dir, write_atomic};
+use super::guard::{self, Access, Opened, Role};
 use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
@@ -78,21 +80,28 @@ impl Store {
     /// Reads the file without locking (writes are atomic renames, so a reader always sees
     /// one whole version). A missing file is an empty job list.
     pub fn load(&self) -> Result<JobFile> {
-        let bytes = match fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                return Ok(JobFile {
+        Ok(self.read()?.0)
+    }
+
+    /// The file, and its mode when others can read it (`guard` checked everything else).
+    fn read(&self) -> Result<(JobFile, Option<u32>)> {
+        let Some(Opened { mut file, exposed }) =
+            guard::open(&self.path, Role::JobFile, Access::Read)?
+        else {
+            return Ok((
+                JobFile {
                     version: VERSION,
                     jobs: Vec::new(),
-                });
-            }
-            Err(err) => {
-                return Err(err).or_exit(Exit::StateUnreadable, || {
-                    format!("cannot read the job file {}", self.path.display())
-                });
-            }
+                },
+                None,
+            ));
         };
-        parse(&bytes).map_err(|problem| {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .or_exit(Exit::StateUnreadable, || {
+                format!("cannot read the job file {}", self.path.display())
+            })?;
+        let parsed = parse(&bytes).map_err(|problem| {
             let advice = if problem.newer {
                 "it was left untouched: upgrade atc to read it"
             } else {
@@ -102,22 +111,33 @@ impl Store {
                 Exit::StateUnreadable,
                 format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
-            .into()
-        })
+        })?;
+        Ok((parsed, exposed))
     }
 
-    /// Locks, loads, lets `change` edit the jobs, and saves if anything changed.
+    /// Locks, loads, lets `change` edit the jobs, and saves if anything changed. A job
+    /// file others could read is saved even unchanged: the save makes it private (0600).
     pub fn update<T>(&self, change: impl FnOnce(&mut JobFile) -> Result<T>) -> Result<T> {
         self.ensure_dir()?;
         let _guard = lock::exclusive(&self.lock_path(), LOCK_WAIT)?;
-        let mut file = self.load()?;
+        // The event log is appended after the save: a log atc would refuse then must
+        // stop the update before it changes anything.
+        guard::inspect(&super::journal::path(&self.path), Role::Log)?;
+        let (mut file, exposed) = self.read()?;
         let before = file.clone();
         let out = change(&mut file)?;
-        if file != before {
+        if file != before || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
             // file is a crashed writer's.
             super::fsutil::remove_leftover_temps(&self.path);
             self.save(&file)?;
+        }
+        if let Some(mode) = exposed {
+            crate::term::say(&format!(
+                "atc: warning: the job file {} was readable by {} (mode {mode:o}), and it holds session ids and answers: atc has made it private (0600)",
+                self.path.display(),
+                guard::readable_by(mode)
+            ));
         }
         Ok(out)
     }
@@ -133,7 +153,8 @@ impl Store {
     }
 
     /// Creates the job file's directory (0700) if it does not exist. Existing directories
-    /// are left as they are: `--state /tmp/jobs.json` must not chmod /tmp.
+    /// are left as they are (`--state /tmp/jobs.json` must not chmod /tmp); `guard`
+    /// checks them whenever a file in them is opened.
     pub fn ensure_dir(&self) -> Result<()> {
         let dir = parent_dir(&self.path);
         if dir.is_dir() {
@@ -143,8 +164,20 @@ impl Store {
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir).or_exit(Exit::StateUnwritable, || {
-            format!("cannot create the job file's directory {}", dir.display())
+        builder.create(dir).map_err(|err| {
+            let why = if err.kind() == io::ErrorKind::AlreadyExists {
+                "something that is not a directory is in the way".to_owned()
+            } else {
+                err.to_string()
+            };
+            Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot create the job file's directory {}: {why}; point --state (or ATC_STATE) at a place where it can be created",
+                    dir.display()
+                ),
+            )
+            .into()
         })
     }
 
@@ -154,8 +187,16 @@ impl Store {
     fn save(&self, file: &JobFile) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
         bytes.push(b'\n');
-        write_atomic(&self.path, &bytes).or_exit(Exit::StateUnwritable, || {
-            format!("cannot write the job file {}", self.path.display())
+        write_atomic(&self.path, &bytes).map_err(|err| {
+            Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot write the job file {}: {err}; the previous one was left whole: {}",
+                    self.path.display(),
+                    fsutil::advice(&err)
+                ),
+            )
+            .into()
         })
     }
 }
@@ -199,8 +240,28 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
     }
-    serde_json::from_value(value)
-        .map_err(|err| format!("does not match the v1 schema ({err})").into())
+    let file: JobFile = serde_json::from_value(value)
+        .map_err(|err| format!("does not match the v1 schema ({err})"))?;
+    // Every lookup goes by task id (and every late write by job id): with two records
+    // for one, which of them a tick would change is an accident of their order.
+    let (mut tasks, mut registrations) = (HashSet::new(), HashSet::new());
+    for job in &file.jobs {
+        if !tasks.insert(job.task_id.as_str()) {
+            return Err(format!(
+                "has two jobs for task {} (there must be one per task)",
+                job.task_id
+            )
+            .into());
+        }
+        if !registrations.insert(job.job_id.as_str()) {
+            return Err(format!(
+                "has two jobs with job id {} (job ids are unique)",
+                job.job_id
+            )
+            .into());
+        }
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -224,5 +285,35 @@ mod tests {
             assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+    }
+
+    #[test]
+    fn refuses_two_jobs_for_one_task_or_one_job_id() {
+        let one = Job::sample(crate::job::Status::Pending);
+        let bytes = |jobs: Vec<Job>| {
+            serde_json::to_vec(&JobFile {
+                version: VERSION,
+                jobs,
+            })
+            .unwrap()
+        };
+        let mut again = one.clone();
+        again.job_id = "another-registration".into();
+        let problem = parse(&bytes(vec![one.clone(), again])).unwrap_err();
+        assert!(
+            problem.what.contains("two jobs for task task-1"),
+            "{problem:?}"
+        );
+        let mut twin = one.clone();
+        twin.task_id = "task-2".into();
+        let problem = parse(&bytes(vec![one.clone(), twin.clone()])).unwrap_err();
+        assert!(
+            problem
+                .what
+                .contains(&format!("two jobs with job id {}", one.job_id)),
+            "{problem:?}"
+        );
+        twin.job_id = "another-registration".into();
+        assert_eq!(parse(&bytes(vec![one, twin])).unwrap().jobs.len(), 2);
     }
 }

@@ -96,9 +96,10 @@ impl TestEnv {
         matching[0].clone()
     }
 
+    /// Writes the job file as atc would have: a new one private (0600), a new directory
+    /// 0700, whatever the umask. An existing file keeps its mode.
     pub fn write_bytes(&self, bytes: &[u8]) {
-        std::fs::create_dir_all(self.state.parent().unwrap()).unwrap();
-        std::fs::write(&self.state, bytes).unwrap();
+        write_private(&self.state, bytes);
     }
 
     pub fn write_file(&self, value: &Value) {
@@ -121,11 +122,47 @@ impl TestEnv {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
+
+    /// `sh -c SCRIPT` in this environment with `ATC_STATE` set and `$ATC` naming the atc
+    /// binary: to run it under a umask or a ulimit (`ulimit -f 1; exec "$ATC" watch …`).
+    pub fn sh(&self, script: &str) -> Run<'_> {
+        let mut run = Run::new(self, self.state.clone());
+        run.cmd = in_env(Command::new("sh"), &self.home);
+        run.cmd
+            .env("ATC", assert_cmd::cargo::cargo_bin("atc"))
+            .env("ATC_STATE", &self.state)
+            .arg("-c")
+            .arg(script);
+        run.shown.push(format!("(sh -c '{script}')"));
+        run
+    }
+}
+
+/// Writes `bytes` to `path`, creating a missing file 0600 and a missing directory 0700.
+pub fn write_private(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path.parent().unwrap();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .unwrap();
 }
 
 /// `atc` in the hermetic environment of `home`, aimed at [`hermetic::NOWHERE`].
 fn base_command(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atc"));
+    in_env(Command::new(assert_cmd::cargo::cargo_bin("atc")), home)
+}
+
+fn in_env(mut cmd: Command, home: &Path) -> Command {
     cmd.env_clear()
         .envs(hermetic::vars(home))
         .env("ATC_BASE_URL", hermetic::NOWHERE)
@@ -242,6 +279,14 @@ impl<'a> Run<'a> {
 
     pub fn env_remove(mut self, name: &str) -> Self {
         self.cmd.env_remove(name);
+        self
+    }
+
+    /// Runs it as another user (the test must run as root to start it so).
+    #[cfg(unix)]
+    pub fn run_as(mut self, uid: u32) -> Self {
+        use std::os::unix::process::CommandExt;
+        self.cmd.uid(uid).gid(uid);
         self
     }
 
