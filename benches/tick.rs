@@ -1,60 +1,215 @@
-//! `cargo bench`: how fast and how lean `atc tick` and `atc status` are, as ratios (machines
-//! here are noisy: the tests never assert times; this prints them for people to compare).
-//!
-//! - poll speed-up: what sequential polling would take over what one tick took, against a
-//!   fake QwenPaw that answers every poll after a fixed latency (ideal: --concurrency);
-//! - per-job overhead of a tick with instant answers;
-//! - peak memory of a tick over many jobs relative to a tick over few;
-//! - `atc status --all` time over a large job file relative to a small one.
+//! `cargo bench --bench tick [-- --json]`: how close `atc tick` comes to the floor, as
+//! ratios. It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
+//! files, runs the real `atc` binary as a process (min and median of several runs), and
+//! compares it with the floor: the very requests atc made, replayed by a tight loop with the
+//! same concurrency over kept-alive connections to the same server. Times are printed, never
+//! asserted (machines are noisy); each goal gets a verdict line, `ok` or `MISS`.
 
 #[path = "../tests/support/fake.rs"]
 #[allow(dead_code)]
 mod fake;
 
-use std::path::Path;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fake::{FakeQwenPaw, Reply};
-use serde_json::json;
+use fake::{FakeQwenPaw, Recorded, Reply};
+use serde_json::{Value, json};
 
 const RUNNING: &str = r#"{"status":"running","started_at":1796003454.6703575}"#;
+const FINISHED: &str = r#"{"status":"finished","started_at":1796003454.6703575,"result":{"status":"completed","session_id":"child","output":[{"type":"message","role":"assistant","content":[{"type":"text","text":"ECHO: hello"}],"status":"completed"}]}}"#;
+const SUBMIT_OK: &str = r#"{"task_id":"task-d7f9d48350b1","timeout":60}"#;
+const CONCURRENCY: usize = 8;
+const RUNS: usize = 5;
 
-fn write_jobs(path: &Path, count: usize, base_url: &str) {
-    let jobs: Vec<_> = (0..count)
-        .map(|i| {
-            json!({
-                "job_id": format!("{i:012x}"), "task_id": format!("task-{i:012x}"),
-                "base_url": base_url, "agent_id": "default", "target_agent": null,
-                "session_id": format!("s-{i}"), "user_id": "default", "channel": "console",
-                "registered_at": "2099-01-01T00:00:00Z", "updated_at": "2099-01-01T00:00:00Z",
-                "status": "pending"
-            })
-        })
-        .collect();
-    std::fs::write(
-        path,
-        serde_json::to_vec(&json!({"version": 1, "jobs": jobs})).unwrap(),
-    )
-    .unwrap();
+/// A job record as `atc watch` writes it; `extra` adds or overrides fields.
+fn job(i: usize, base_url: &str, extra: Value) -> Value {
+    let mut job = json!({
+        "job_id": format!("{i:012x}"), "task_id": format!("task-{i:012x}"),
+        "base_url": base_url, "agent_id": "default", "target_agent": null,
+        "session_id": format!("s-{i}"), "user_id": format!("u-{i}"), "channel": "console",
+        "registered_at": now(), "updated_at": now(), "status": "pending"
+    });
+    if let (Some(job), Value::Object(extra)) = (job.as_object_mut(), extra) {
+        job.extend(extra);
+    }
+    job
 }
 
-fn atc(state: &Path, args: &[&str]) -> Duration {
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // RFC 3339 from epoch seconds, UTC (civil-from-days).
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn write_file(path: &Path, jobs: Vec<Value>) {
+    let bytes = serde_json::to_vec_pretty(&json!({"version": 1, "jobs": jobs})).unwrap();
+    std::fs::write(path, bytes).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let state_dir = dir.path().join("state");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&state_dir).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        Env {
+            state: state_dir.join("jobs.json"),
+            home,
+            _dir: dir,
+        }
+    }
+
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("ATC_STATE", &self.state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs a program to completion and returns its wall time.
+    fn time(&self, program: &str, args: &[&str]) -> Duration {
+        let started = Instant::now();
+        let out = self.command(program, args).output().expect("run");
+        let took = started.elapsed();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        took
+    }
+}
+
+fn atc() -> &'static str {
+    env!("CARGO_BIN_EXE_atc")
+}
+
+/// min and median of `runs` timings of `run`, each after `setup`.
+fn measure(mut setup: impl FnMut(), mut run: impl FnMut() -> Duration) -> (Duration, Duration) {
+    let mut times: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            setup();
+            run()
+        })
+        .collect();
+    times.sort();
+    (times[0], times[RUNS / 2])
+}
+
+/// One request as atc sent it, to replay.
+#[derive(Clone)]
+struct Replay {
+    method: String,
+    target: String,
+    body: String,
+}
+
+fn replays(recorded: &[Recorded]) -> Vec<Replay> {
+    recorded
+        .iter()
+        .map(|r| Replay {
+            method: r.method.clone(),
+            target: if r.query.is_empty() {
+                r.path.clone()
+            } else {
+                format!("{}?{}", r.path, r.query)
+            },
+            body: r.body.clone(),
+        })
+        .collect()
+}
+
+/// The floor: `requests` sent by `concurrency` threads, each over one kept-alive
+/// connection, each reading its answer whole before the next request.
+fn floor(addr: SocketAddr, requests: &[Replay], concurrency: usize) -> Duration {
+    let next = AtomicUsize::new(0);
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_atc"))
-        .args(args)
-        .env("ATC_STATE", state)
-        .output()
-        .expect("run atc");
-    assert!(
-        out.status.success(),
-        "atc {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency.min(requests.len()).max(1) {
+            scope.spawn(|| {
+                let stream = TcpStream::connect(addr).unwrap();
+                stream.set_nodelay(true).unwrap();
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(r) = requests.get(i) else { break };
+                    let head = format!(
+                        "{} {} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nX-Agent-Id: default\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        r.method,
+                        r.target,
+                        r.body.len()
+                    );
+                    writer.write_all(head.as_bytes()).unwrap();
+                    writer.write_all(r.body.as_bytes()).unwrap();
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        if line == "\r\n" || line.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                }
+            });
+        }
+    });
     started.elapsed()
 }
 
-/// Peak resident memory of the largest child so far, in KiB (Linux getrusage).
+/// Peak resident memory of the largest child waited for so far, in KiB.
 #[cfg(target_os = "linux")]
 fn children_peak_kib() -> Option<u64> {
     #[repr(C)]
@@ -84,69 +239,424 @@ fn children_peak_kib() -> Option<u64> {
     None
 }
 
+/// Threads one run of `atc ARGS` created: exact under strace when it is installed,
+/// otherwise the distinct thread ids seen by sampling /proc (a lower bound).
+fn threads_created(env: &Env, args: &[&str]) -> (usize, &'static str) {
+    let trace = env.home.join("strace.out");
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=clone,clone3", "-o"])
+        .arg(&trace)
+        .arg(atc())
+        .args(args)
+        .env_clear()
+        .env("HOME", &env.home)
+        .env("ATC_STATE", &env.state)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if traced.is_ok_and(|s| s.success()) {
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        let clones = text
+            .lines()
+            .filter(|l| l.contains("clone") && !l.contains("= -1"))
+            .count();
+        return (clones, "strace");
+    }
+    let mut child = env.command(atc(), args).spawn().unwrap();
+    let tasks = PathBuf::from(format!("/proc/{}/task", child.id()));
+    let mut seen = std::collections::BTreeSet::new();
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(entries) = std::fs::read_dir(&tasks) {
+            for e in entries.flatten() {
+                seen.insert(e.file_name());
+            }
+        }
+    }
+    (
+        seen.len().saturating_sub(1),
+        "sampled /proc (a lower bound)",
+    )
+}
+
+fn mtime_and_inode(path: &Path) -> (std::time::SystemTime, u64) {
+    let meta = std::fs::metadata(path).unwrap();
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    (meta.modified().unwrap(), inode)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct Verdicts {
+    lines: Vec<String>,
+    json: Vec<Value>,
+}
+
+impl Verdicts {
+    fn goal(&mut self, case: &str, measured: f64, goal: f64, unit: &str, detail: Value) {
+        let ok = measured <= goal;
+        self.lines.push(format!(
+            "{:<4} {case}: {measured:.2}{unit} (goal ≤ {goal}{unit})",
+            if ok { "ok" } else { "MISS" }
+        ));
+        self.json
+            .push(json!({"case": case, "measured": measured, "goal": goal,
+            "unit": unit, "ok": ok, "detail": detail}));
+    }
+}
+
 fn main() {
-    // `cargo bench` passes --bench; nothing to filter here.
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("jobs.json");
+    let as_json = std::env::args().any(|a| a == "--json");
+    let say = |line: String| {
+        if !as_json {
+            println!("{line}");
+        }
+    };
+    let mut verdicts = Verdicts {
+        lines: Vec::new(),
+        json: Vec::new(),
+    };
+    say(format!(
+        "atc tick benchmark: min / median of {RUNS} runs, --concurrency {CONCURRENCY}; ratios against the floor"
+    ));
 
-    // Per-job overhead and memory, with instant answers. First: getrusage reports the
-    // largest child so far.
-    println!("atc bench (ratios; absolute times depend on the machine)");
-    let instant = FakeQwenPaw::start();
-    instant.on_prefix(
-        "GET",
-        "/api/console/chat/task/",
-        vec![Reply::json(200, RUNNING)],
+    // 2. Idle tick vs process floor (first: small children keep the peak-RSS reading clean).
+    let env = Env::new();
+    write_file(&env.state, Vec::new());
+    let (true_min, true_med) = measure(|| {}, || env.time("true", &[]));
+    let (idle_min, idle_med) = measure(|| {}, || env.time(atc(), &["tick"]));
+    let idle_ratio = idle_med.as_secs_f64() / true_med.as_secs_f64();
+    say(format!(
+        "2. idle tick: {:.2} / {:.2} ms; /bin/true {:.2} / {:.2} ms",
+        ms(idle_min),
+        ms(idle_med),
+        ms(true_min),
+        ms(true_med)
+    ));
+    verdicts.goal(
+        "2 idle tick / process start",
+        idle_ratio,
+        3.0,
+        "x",
+        json!({"tick_ms": ms(idle_med), "true_ms": ms(true_med)}),
     );
-    let mut peaks = Vec::new();
-    for count in [20, 2000] {
-        write_jobs(&state, count, &instant.api());
-        let took = atc(&state, &["tick", "--concurrency", "8"]);
-        peaks.push(children_peak_kib());
-        println!(
-            "  tick over {count:>4} jobs, instant answers: {:>7.1} ms  ({:.0} µs per job)",
-            took.as_secs_f64() * 1e3,
-            took.as_secs_f64() * 1e6 / count as f64
-        );
-    }
-    if let [Some(small), Some(large)] = peaks[..] {
-        println!(
-            "  peak memory: {small} KiB at 20 jobs, {large} KiB at 2000 jobs: {:.2}x for 100x the jobs",
-            large as f64 / small as f64
-        );
-    }
 
-    // Poll speed-up against a fixed latency.
-    let latency = Duration::from_millis(20);
+    // 1. Poll pass vs floor, 1,000 pending jobs.
     let server = FakeQwenPaw::start();
     server.on_prefix(
         "GET",
         "/api/console/chat/task/",
-        vec![Reply::json(200, RUNNING).with_delay(latency)],
+        vec![Reply::json(200, RUNNING)],
     );
-    let jobs = 400;
-    println!("  {jobs} pending jobs, fake QwenPaw answering each poll after {latency:?}:");
-    for concurrency in [1, 8, 32] {
-        write_jobs(&state, jobs, &server.api());
-        let took = atc(&state, &["tick", "--concurrency", &concurrency.to_string()]);
-        let sequential = latency * jobs as u32;
-        println!(
-            "    tick --concurrency {concurrency:>2}: {:>7.0} ms  speed-up over sequential polling {:>5.1}x (ideal {concurrency}x)",
-            took.as_secs_f64() * 1e3,
-            sequential.as_secs_f64() / took.as_secs_f64()
+    // As a tick finds them after their first poll (which records the start time): a
+    // steady tick over running tasks. The first poll's one-off save is measured apart.
+    let pending = |n: usize| {
+        (0..n)
+            .map(|i| {
+                job(
+                    i,
+                    &server.api(),
+                    json!({"started_at": "2026-11-30T01:50:54Z"}),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let unpolled = |n: usize| {
+        (0..n)
+            .map(|i| job(i, &server.api(), json!({})))
+            .collect::<Vec<_>>()
+    };
+    let poll_case = |n: usize| {
+        let before = server.requests().len();
+        let setup = || write_file(&env.state, pending(n));
+        let (min, med) = measure(setup, || {
+            env.time(atc(), &["tick", "--concurrency", &CONCURRENCY.to_string()])
+        });
+        let sent = replays(&server.requests()[before..]);
+        let one_run = &sent[..sent.len() / RUNS];
+        assert_eq!(one_run.len(), n, "one GET per pending job");
+        let floors: Vec<Duration> = (0..RUNS)
+            .map(|_| floor(server_addr(&server), one_run, CONCURRENCY))
+            .collect();
+        let floor_med = median(floors);
+        (min, med, floor_med)
+    };
+    let (min, med, floor_1000) = poll_case(1000);
+    let peak = children_peak_kib();
+    let ratio = med.as_secs_f64() / floor_1000.as_secs_f64();
+    // What no tick can avoid besides the requests: starting a process, and reading the
+    // job file it must poll from (in this process, through atc's own loader).
+    write_file(&env.state, pending(1000));
+    let (_, parse_1000) = measure(|| {}, || load_time(&env.state));
+    let whole_floor = true_med + parse_1000 + floor_1000;
+    say(format!(
+        "1. 1,000 pending jobs: tick {:.1} / {:.1} ms; floor {:.1} ms (the requests alone); with a process start ({:.1} ms) and one read of the job file ({:.1} ms): {:.1} ms, tick / that = {:.2}",
+        ms(min),
+        ms(med),
+        ms(floor_1000),
+        ms(true_med),
+        ms(parse_1000),
+        ms(whole_floor),
+        med.as_secs_f64() / whole_floor.as_secs_f64()
+    ));
+    verdicts.goal(
+        "1 poll pass / floor (1,000 jobs)",
+        ratio,
+        1.25,
+        "x",
+        json!({"tick_ms": ms(med), "floor_ms": ms(floor_1000)}),
+    );
+
+    let (first_min, first_med) = measure(
+        || write_file(&env.state, unpolled(1000)),
+        || env.time(atc(), &["tick", "--concurrency", &CONCURRENCY.to_string()]),
+    );
+    say(format!(
+        "   the same jobs at their first poll (one save, fsynced): {:.1} / {:.1} ms",
+        ms(first_min),
+        ms(first_med)
+    ));
+
+    // 5. Memory of that tick.
+    if let Some(kib) = peak {
+        say(format!(
+            "5. peak RSS of the 1,000-job tick: {:.1} MB",
+            kib as f64 / 1024.0
+        ));
+        verdicts.goal(
+            "5 peak RSS (1,000 jobs)",
+            kib as f64 / 1024.0,
+            20.0,
+            " MB",
+            json!({"kib": kib}),
         );
     }
 
-    // status over a big file.
-    let mut times = Vec::new();
-    for count in [100, 10_000] {
-        write_jobs(&state, count, "http://127.0.0.1:1/api");
-        times.push(atc(&state, &["status", "--all"]));
-    }
-    println!(
-        "  status --all: {:.1} ms for 100 jobs, {:.1} ms for 10000: {:.1}x for 100x the jobs",
-        times[0].as_secs_f64() * 1e3,
-        times[1].as_secs_f64() * 1e3,
-        times[1].as_secs_f64() / times[0].as_secs_f64()
+    // 7. Threads and connections of that tick.
+    write_file(&env.state, pending(1000));
+    let (threads, how) =
+        threads_created(&env, &["tick", "--concurrency", &CONCURRENCY.to_string()]);
+    write_file(&env.state, pending(1000));
+    let before = server.connections();
+    env.time(atc(), &["tick", "--concurrency", &CONCURRENCY.to_string()]);
+    let connections = server.connections() - before;
+    say(format!(
+        "7. 1,000 polls: {threads} threads created ({how}), {connections} TCP connections"
+    ));
+    verdicts.goal(
+        "7 threads created (1,000 polls)",
+        threads as f64,
+        (CONCURRENCY + 4) as f64,
+        "",
+        json!({"how": how}),
     );
+    verdicts.goal(
+        "7 TCP connections (1,000 polls)",
+        connections as f64,
+        (CONCURRENCY + 4) as f64,
+        "",
+        json!({}),
+    );
+
+    // 6. Scaling: time per job at 100, 1,000 and 10,000.
+    let mut per_job = Vec::new();
+    for n in [100, 1000, 10_000] {
+        let (_, med, floor) = if n == 1000 {
+            (min, med, floor_1000)
+        } else {
+            poll_case(n)
+        };
+        per_job.push((
+            n,
+            med.as_secs_f64() * 1e6 / n as f64,
+            floor.as_secs_f64() * 1e6 / n as f64,
+        ));
+    }
+    let shown: Vec<String> = per_job
+        .iter()
+        .map(|(n, us, floor)| format!("{n}: {us:.0} µs/job (floor {floor:.0})"))
+        .collect();
+    let slope = per_job[2].1 / per_job[1].1;
+    say(format!(
+        "6. scaling: {}; per-job time at 10,000 / at 1,000: {slope:.2}",
+        shown.join(", ")
+    ));
+    verdicts.json.push(json!({"case": "6 scaling", "per_job_us": per_job.iter().map(|(n, us, f)| json!({"jobs": n, "us_per_job": us, "floor_us_per_job": f})).collect::<Vec<_>>(), "slope_10000_over_1000": slope}));
+    verdicts.lines.push(format!(
+        "info 6 scaling: per-job time at 10,000 jobs is {slope:.2}x that at 1,000 (flat is 1)"
+    ));
+
+    // 3. Big file, nothing due: 10,000 retained terminal jobs.
+    let done: Vec<Value> = (0..10_000)
+        .map(|i| {
+            job(
+                i,
+                "http://127.0.0.1:9/api",
+                json!({"status": "done", "delivered_at": now(),
+                "final": "[TASK_ID: x]\n[STATUS: finished]\n\nTask completed.\n\nECHO: hello",
+                "chat_id": format!("chat-{i}"), "delivery": {"attempts": 1, "busy": 0}}),
+            )
+        })
+        .collect();
+    write_file(&env.state, done);
+    let before = mtime_and_inode(&env.state);
+    std::thread::sleep(Duration::from_millis(20));
+    // The first tick reads the whole file; the ones after it find it as it left it.
+    let first_read = env.time(atc(), &["tick"]);
+    let (big_min, big_med) = measure(|| {}, || env.time(atc(), &["tick"]));
+    let unchanged = mtime_and_inode(&env.state) == before;
+    say(format!(
+        "   the first tick over that file (reads and checks all 10,000 jobs): {:.1} ms",
+        ms(first_read)
+    ));
+    say(format!(
+        "3. 10,000 ended jobs, nothing due: tick {:.1} / {:.1} ms; file {}",
+        ms(big_min),
+        ms(big_med),
+        if unchanged {
+            "not rewritten (mtime and inode unchanged)"
+        } else {
+            "REWRITTEN"
+        }
+    ));
+    verdicts.goal(
+        "3 big idle file / idle tick",
+        big_med.as_secs_f64() / idle_med.as_secs_f64(),
+        10.0,
+        "x",
+        json!({"tick_ms": ms(big_med), "unchanged": unchanged}),
+    );
+    verdicts.goal(
+        "3 big idle file rewritten (0 = no)",
+        f64::from(u8::from(!unchanged)),
+        0.0,
+        "",
+        json!({}),
+    );
+
+    // 4. Delivery pass: 200 finished tasks into 200 idle parent chats.
+    let server = FakeQwenPaw::start();
+    server.on_prefix(
+        "GET",
+        "/api/console/chat/task/",
+        vec![Reply::json(200, FINISHED)],
+    );
+    server.handle(
+        "GET",
+        "/api/chats",
+        Arc::new(|r: &Recorded| {
+            let user = r
+                .query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("user_id="))?
+                .to_owned();
+            let i = user.strip_prefix("u-")?;
+            Some(Reply::json(
+                200,
+                &json!([{"id": format!("chat-{i}"), "session_id": format!("s-{i}"),
+                    "user_id": user, "channel": "console", "status": "idle"}])
+                .to_string(),
+            ))
+        }),
+    );
+    server.on(
+        "POST",
+        "/api/console/chat/task",
+        vec![Reply::json(200, SUBMIT_OK)],
+    );
+    let chats = 200;
+    let finished = || {
+        (0..chats)
+            .map(|i| job(i, &server.api(), json!({})))
+            .collect::<Vec<_>>()
+    };
+    let before = server.requests().len();
+    let (dmin, dmed) = measure(
+        || write_file(&env.state, finished()),
+        || env.time(atc(), &["tick", "--concurrency", &CONCURRENCY.to_string()]),
+    );
+    let delivered = std::fs::read_to_string(&env.state)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map_or(0, |f| {
+            f["jobs"]
+                .as_array()
+                .map_or(0, |j| j.iter().filter(|j| j["status"] == "done").count())
+        });
+    assert_eq!(delivered, chats, "every result delivered in one tick");
+    let sent = replays(&server.requests()[before..]);
+    let one_run = &sent[..sent.len() / RUNS];
+    let dfloor = median(
+        (0..RUNS)
+            .map(|_| floor(server_addr(&server), one_run, CONCURRENCY))
+            .collect(),
+    );
+    // The write-ahead rule costs three durable saves (results, the claim before the POSTs,
+    // their outcome), each an fsync of file and directory.
+    write_file(&env.state, finished());
+    let bytes = std::fs::read(&env.state).unwrap();
+    let (_, one_save) = measure(
+        || {},
+        || {
+            let started = Instant::now();
+            atc::state::fsutil::write_atomic(&env.state, &bytes).unwrap();
+            started.elapsed()
+        },
+    );
+    let whole = true_med + dfloor + one_save * 3;
+    say(format!(
+        "4. 200 deliveries ({} requests): tick {:.1} / {:.1} ms; floor {:.1} ms (the requests alone); with a process start and three durable saves ({:.1} ms each): {:.1} ms, tick / that = {:.2}",
+        one_run.len(),
+        ms(dmin),
+        ms(dmed),
+        ms(dfloor),
+        ms(one_save),
+        ms(whole),
+        dmed.as_secs_f64() / whole.as_secs_f64()
+    ));
+    verdicts.goal(
+        "4 delivery pass / floor (200 chats)",
+        dmed.as_secs_f64() / dfloor.as_secs_f64(),
+        1.5,
+        "x",
+        json!({"tick_ms": ms(dmed), "floor_ms": ms(dfloor), "requests": one_run.len()}),
+    );
+
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"runs": RUNS, "concurrency": CONCURRENCY, "cases": verdicts.json})
+            )
+            .unwrap()
+        );
+    } else {
+        println!();
+        for line in &verdicts.lines {
+            println!("{line}");
+        }
+    }
+}
+
+/// One read of the job file through atc's loader (what a tick does first).
+fn load_time(path: &Path) -> Duration {
+    let started = Instant::now();
+    let file = atc::state::Store::new(path.to_path_buf()).load().unwrap();
+    let took = started.elapsed();
+    assert!(!file.jobs.is_empty());
+    took
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn server_addr(server: &FakeQwenPaw) -> SocketAddr {
+    format!("127.0.0.1:{}", server.port()).parse().unwrap()
 }

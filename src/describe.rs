@@ -245,8 +245,10 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             plural(job.strikes, "failed check", "failed checks"),
             short_cause(job.last_error.as_deref().unwrap_or(""))
         ),
-        Status::Pending if job.polls == 0 => "not polled yet".to_owned(),
-        Status::Pending => format!("running; {}", plural(job.polls, "poll", "polls")),
+        Status::Pending => match job.started_at {
+            None => "not polled yet".to_owned(),
+            Some(at) => format!("running for {}", human(at.elapsed_at(now))),
+        },
         Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
             let group = job.options.group.as_deref().unwrap_or_default();
             if job.carried_by.is_some() {

@@ -392,11 +392,14 @@ pub struct Job {
     /// Consecutive failed checks.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub strikes: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// Read from files earlier versions of atc wrote, never written: counting every
+    /// poll would rewrite the job file on every tick.
+    #[serde(default, skip_serializing)]
     pub polls: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing)]
     pub last_polled_at: Option<Timestamp>,
-    /// When the child task started, as the server reports it.
+    /// When the child task started, as the server reports it (or, when it does not say,
+    /// when atc first saw it running).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Timestamp>,
     /// The last thing that went wrong: a failed check, a refused or unknown delivery, the

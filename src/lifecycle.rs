@@ -272,15 +272,21 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
         return Transition::ignored(job);
     }
     let mut next = job.clone();
-    next.polls += 1;
-    next.last_polled_at = Some(now);
     next.updated_at = now;
     let mut outcomes = vec![Outcome::Polled];
     match check {
+        // Still running: only what changed is recorded (the first sight of it, the end of
+        // a run of strikes), so a tick over running tasks rewrites nothing.
         Check::Running { started_at } => {
             next.strikes = 0;
             next.last_error = None;
-            next.started_at = started_at.or(next.started_at);
+            next.started_at = next.started_at.or(started_at).or(Some(now));
+            if next.strikes == job.strikes
+                && next.last_error == job.last_error
+                && next.started_at == job.started_at
+            {
+                next.updated_at = job.updated_at;
+            }
             outcomes.push(Outcome::Running);
         }
         // A finished result is delivered even past the age cap: it is here now.
@@ -1021,6 +1027,21 @@ pub fn deliveries<'a>(jobs: &'a [Job], now: Timestamp, limits: &Limits) -> Vec<&
     let mut chats = HashSet::new();
     due.retain(|job| chats.insert(job.chat_key()));
     due
+}
+
+/// True when no job can change in this tick unless the server says something new about
+/// it: nothing is watched, no turn or notice is on its way or being read back, no forward
+/// is due. (Turns to follow are chosen separately, by [`to_follow`].) A tick over such a
+/// file has nothing to do after its first phase.
+pub fn settled(jobs: &[Job]) -> bool {
+    jobs.iter().all(|job| {
+        job.status.is_terminal()
+            && !matches!(
+                job.outbound(),
+                Some(Outbound::Delivering | Outbound::Unconfirmed)
+            )
+            && !forward_due(job)
+    })
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while

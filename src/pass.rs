@@ -32,20 +32,23 @@
 //!   flight by `prepare` belongs to a tick that died.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 use anyhow::Result;
 
 use crate::group;
-use crate::job::{Job, Outbound};
+use crate::job::{Job, Outbound, Status};
 use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, render};
 use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::Tick;
+use crate::state::store::Fingerprint;
 use crate::state::{JobFile, Store};
 use crate::time::Timestamp;
 
@@ -55,6 +58,66 @@ struct Work {
     follow: Vec<Job>,
     /// Base URLs whose watches allowed tokens over plain http (`--allow-insecure-remote`).
     insecure_ok: Vec<String>,
+    /// Nothing else can change in this tick (`lifecycle::settled`).
+    settled: bool,
+    /// Every job is watched (pending) or settled: only a poll's news can change anything.
+    only_watching: bool,
+    /// When the first ended job becomes old enough to prune (`--keep`).
+    first_prune: Option<Timestamp>,
+}
+
+/// What a tick leaves in `<job file>.tick.lock` (one JSON line), for the next tick and for
+/// `atc doctor`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// When the last tick started.
+    pub last_tick_at: Option<Timestamp>,
+    /// The job file that tick found settled, unchanged since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settled: Option<Settled>,
+}
+
+/// A job file with nothing to do: which version (its fingerprint), under which limits,
+/// and until when (its first prune; `None`: never, it holds no job).
+#[derive(Debug, Serialize, Deserialize)]
+struct Settled {
+    file: Fingerprint,
+    key: CacheKey,
+    until: Option<Timestamp>,
+}
+
+/// The limits a settled verdict depends on (`--keep` prunes; `--busy-deadline` says which
+/// delivered turns are followed).
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct CacheKey {
+    keep_secs: u64,
+    busy_deadline_secs: u64,
+}
+
+impl CacheKey {
+    fn of(limits: &Limits) -> CacheKey {
+        CacheKey {
+            keep_secs: limits.keep.as_secs(),
+            busy_deadline_secs: limits.busy_deadline.as_secs(),
+        }
+    }
+}
+
+impl Heartbeat {
+    /// The heartbeat in the tick lock at `path`; an older atc wrote a bare timestamp.
+    pub fn read(path: &std::path::Path) -> Heartbeat {
+        let Some(line) = crate::state::lock::read_stamp(path) else {
+            return Heartbeat::default();
+        };
+        serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
+            last_tick_at: Timestamp::parse(&line),
+            settled: None,
+        })
+    }
+
+    fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 /// What the tick is about to do for a job over the network.
@@ -78,16 +141,59 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     let Some(mut single_flight) = store.try_lock_tick()? else {
         return Ok(None);
     };
-    // When the last tick ran, for `atc doctor` (beside the job file: a tick with nothing
-    // to do never rewrites the job file itself).
-    single_flight.stamp(&Timestamp::now().to_string())?;
-    let mut client = Client::new(tick.http_timeout, tick.auth.clone());
     let limits = &tick.limits;
+    let now = Timestamp::now();
+    // When the last tick ran, for `atc doctor`, and what it found: a job file it found
+    // settled, unchanged since, holds nothing to do until its first prune.
+    let previous = Heartbeat::read(&store.tick_lock_path());
+    let key = CacheKey::of(limits);
+    if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
+        && settled.file == print
+        && settled.key == key
+        && settled.until.is_none_or(|until| now <= until)
+    {
+        let beat = Heartbeat {
+            last_tick_at: Some(now),
+            settled: previous.settled,
+        };
+        single_flight.stamp(&beat.to_line())?;
+        return Ok(Some(Report::unchanged()));
+    }
+    single_flight.stamp(
+        &Heartbeat {
+            last_tick_at: Some(now),
+            settled: None,
+        }
+        .to_line(),
+    )?;
+    let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
     let workers = tick.concurrency;
     let mut report = Report::default();
 
+    let mut clock = Instant::now();
+    let mut lap = |report: &mut Report, phase: &'static str| {
+        report.time(phase, clock.elapsed());
+        clock = Instant::now();
+    };
     let work = prepare(store, limits, &mut report)?;
+    lap(&mut report, "prepare");
     store.log(&report.take_log())?;
+    if work.poll.is_empty() && work.follow.is_empty() && work.settled {
+        // Nothing watched and nothing on its way: no second load, no save; and the next
+        // tick need not even read the file while it stays as it is.
+        if let Some(file) = store.fingerprint() {
+            let beat = Heartbeat {
+                last_tick_at: Some(now),
+                settled: Some(Settled {
+                    file,
+                    key,
+                    until: work.first_prune,
+                }),
+            };
+            single_flight.stamp(&beat.to_line())?;
+        }
+        return Ok(Some(report));
+    }
     for base_url in &work.insecure_ok {
         client.allow_insecure(base_url);
     }
@@ -98,14 +204,28 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     });
     let turns = parallel(&work.follow, workers, |job| follow(&client, job));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
+    lap(&mut report, "poll");
     if !work.poll.is_empty() {
         crate::crash::point("polled");
     }
+    if work.only_watching
+        && work.follow.is_empty()
+        && no_news(&work.poll, &checks, limits, &mut report)
+    {
+        // Every task is still running and nothing else is on its way: the file stays as it
+        // is, and the tick is done.
+        store.log(&report.take_log())?;
+        lap(&mut report, "decide");
+        return Ok(Some(report));
+    }
     let due = decide(store, &work, checks, turns, limits, &mut report)?;
     store.log(&report.take_log())?;
+    lap(&mut report, "decide");
     let looked = parallel(&due, workers, |(job, errand)| look(&client, job, *errand));
+    lap(&mut report, "look");
     let claims = claim(store, &due, looked, limits, &mut report)?;
     store.log(&report.take_log())?;
+    lap(&mut report, "claim");
     if !claims.is_empty() {
         crate::crash::point("claimed");
     }
@@ -113,8 +233,10 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     if !claims.is_empty() {
         crate::crash::point("posted");
     }
+    lap(&mut report, "send");
     record(store, &claims, sent, limits, &mut report)?;
     store.log(&report.take_log())?;
+    lap(&mut report, "record");
     Ok(Some(report))
 }
 
@@ -142,6 +264,15 @@ fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> 
         insecure_ok.dedup();
         Ok(Work {
             insecure_ok,
+            settled: lifecycle::settled(&file.jobs),
+            only_watching: file.jobs.iter().all(|job| {
+                job.status == Status::Pending || lifecycle::settled(std::slice::from_ref(job))
+            }),
+            first_prune: file
+                .jobs
+                .iter()
+                .map(|job| job.updated_at.saturating_add(limits.keep))
+                .min(),
             poll: lifecycle::to_poll(&file.jobs)
                 .into_iter()
                 .cloned()
@@ -193,6 +324,26 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
         Poll::NotFound { .. } => Some(Turn::Gone),
         Poll::Failed { .. } | Poll::Denied { .. } => None,
     }
+}
+
+/// True when applying `checks` to the jobs as `prepare` saw them changes none of them
+/// (every task is still running, as before). Then the report gets what the polls said,
+/// and nothing needs the lock: a job that another command changed meanwhile would take
+/// the same polls as no change either.
+fn no_news(jobs: &[Job], checks: &[Check], limits: &Limits, report: &mut Report) -> bool {
+    let now = Timestamp::now();
+    let steps: Vec<_> = jobs
+        .iter()
+        .zip(checks)
+        .map(|(job, check)| lifecycle::step(job, Event::Polled(check.clone()), now, limits))
+        .collect();
+    if steps.iter().zip(jobs).any(|(step, job)| step.job != *job) {
+        return false;
+    }
+    for step in &steps {
+        report.record(&step.job, false, &step.outcomes, now);
+    }
+    true
 }
 
 /// Applies the polls and the followed turns, composes the groups that are complete, and
@@ -389,7 +540,12 @@ fn apply(
     report: &mut Report,
 ) -> Effect {
     let transition = lifecycle::step(job, event, now, limits);
-    report.record(&transition.job, &transition.outcomes, now);
+    report.record(
+        &transition.job,
+        transition.job != *job,
+        &transition.outcomes,
+        now,
+    );
     *job = transition.job;
     transition.effect
 }
@@ -413,22 +569,36 @@ fn parallel<T: Sync, R: Send>(
         return Vec::new();
     }
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
-    thread::scope(|scope| {
-        for _ in 0..workers.clamp(1, items.len()) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    let result = work(item);
-                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(result);
-                }
-            });
-        }
+    let (next, work) = (&next, &work);
+    let done: Vec<Vec<(usize, R)>> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..workers.clamp(1, items.len()))
+            .map(|lane| {
+                scope.spawn(move || {
+                    // Each worker its own connections: no pool shared between threads.
+                    crate::qwenpaw::client::enter_lane(lane);
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, work(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
     });
+    let mut results: Vec<Option<R>> = items.iter().map(|_| None).collect();
+    for (i, result) in done.into_iter().flatten() {
+        results[i] = Some(result);
+    }
     results
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
         .into_iter()
         .map(|r| r.expect("every item was processed"))
         .collect()

@@ -246,6 +246,10 @@ pub struct Report {
     reasons: BTreeMap<String, String>,
     /// Event-log lines not yet written.
     log: Vec<LogEntry>,
+    /// How long each phase of the pass took (`-vvv`).
+    timings: Vec<(&'static str, std::time::Duration)>,
+    /// The pass did not read the job file: it is as the last tick found it, settled.
+    unchanged: bool,
 }
 
 impl Report {
@@ -267,7 +271,7 @@ impl Report {
 
     /// Counts what an event did to `job` (the job as it is afterwards), keeps the reason
     /// of anything that went wrong, and queues the event-log lines.
-    pub fn record(&mut self, job: &Job, outcomes: &[Outcome], at: Timestamp) {
+    pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
         self.add_all(outcomes, &job.task_id);
         let error = job
             .last_error
@@ -286,7 +290,7 @@ impl Report {
             let Some(event) = outcome.log_name() else {
                 continue;
             };
-            if *outcome == Outcome::Running && job.polls > 1 {
+            if *outcome == Outcome::Running && !changed {
                 continue;
             }
             let (task_status, task_outcome) = match outcome {
@@ -324,6 +328,33 @@ impl Report {
     /// Adds a log line for something done outside a transition (pruning).
     pub fn log(&mut self, entry: LogEntry) {
         self.log.push(entry);
+    }
+
+    /// A report of a pass that found the job file as the last tick left it, settled.
+    pub fn unchanged() -> Report {
+        Report {
+            unchanged: true,
+            ..Report::default()
+        }
+    }
+
+    pub fn is_unchanged(&self) -> bool {
+        self.unchanged
+    }
+
+    /// Notes how long a phase took.
+    pub fn time(&mut self, phase: &'static str, took: std::time::Duration) {
+        self.timings.push((phase, took));
+    }
+
+    /// `tick: prepare 1.2 ms, poll 15.0 ms, …`: where the pass spent its time.
+    pub fn timing(&self) -> String {
+        let phases: Vec<String> = self
+            .timings
+            .iter()
+            .map(|(phase, took)| format!("{phase} {:.1} ms", took.as_secs_f64() * 1e3))
+            .collect();
+        format!("tick: {}", phases.join(", "))
     }
 
     /// The event-log lines queued so far (and forgets them).
@@ -490,6 +521,7 @@ mod tests {
         let mut report = Report::default();
         report.record(
             &job,
+            true,
             &[Outcome::Polled, Outcome::FailedCheck],
             Timestamp::from_unix(5),
         );

@@ -663,7 +663,14 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
     .unwrap();
     env.write_bytes(&fixture);
     let listed = env.atc(["--json", "status", "--all"]).json();
-    let original: Value = serde_json::from_slice(&fixture).unwrap();
+    let mut original: Value = serde_json::from_slice(&fixture).unwrap();
+    // Poll counters of earlier versions are read and dropped: counting every poll would
+    // rewrite the file on every tick.
+    for job in original["jobs"].as_array_mut().unwrap() {
+        let job = job.as_object_mut().unwrap();
+        job.remove("polls");
+        job.remove("last_polled_at");
+    }
     let mut want = original["jobs"].as_array().unwrap().clone();
     want.sort_by(|a, b| {
         b["registered_at"]

@@ -236,7 +236,7 @@ fn varied_jobs() -> Vec<Job> {
     let jobs = vec![
         with(
             base("task-000000000001", "0000000000a1", "pending"),
-            json!({"strikes": 3, "polls": 9, "last_polled_at": "2026-11-30T20:16:03Z",
+            json!({"strikes": 3, "started_at": "2026-11-30T20:16:03Z",
                    "last_error": "GET http://127.0.0.1:8088/api/console/chat/task/task-000000000001: connection refused (is QwenPaw running?)",
                    "fork_branch": "fork/a1", "on_empty": "skip"}),
         ),

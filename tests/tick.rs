@@ -43,7 +43,13 @@ fn polls_run_in_parallel_up_to_the_concurrency() {
         (2..=6).contains(&peak),
         "{peak} polls were in flight at once; want parallel, at most --concurrency 6"
     );
-    assert!(s.env.jobs().iter().all(|j| j["polls"] == 1));
+    assert!(
+        s.env
+            .jobs()
+            .iter()
+            .all(|j| j["started_at"] == "2026-11-30T01:50:54Z"),
+        "every poll was applied (its start time recorded)"
+    );
 }
 
 #[test]
@@ -109,10 +115,7 @@ fn watch_and_cancel_do_not_wait_for_a_tick_stuck_on_a_slow_server() {
     tick.wait();
     assert_eq!(s.status("task-other"), "cancelled");
     let job = s.job(TASK);
-    assert_eq!(
-        (job["polls"].as_u64(), job["strikes"].as_u64()),
-        (Some(1), Some(1))
-    );
+    assert_eq!(job["strikes"].as_u64(), Some(1), "{job}");
     assert!(
         job["last_error"].as_str().unwrap().contains("timed out"),
         "{job}"
@@ -393,6 +396,80 @@ fn a_pass_with_nothing_to_change_does_not_rewrite_the_file() {
         "not replaced"
     );
     assert!(s.server.requests().is_empty());
+}
+
+#[test]
+fn a_settled_file_is_not_read_again_until_it_changes_or_a_job_is_due_for_pruning() {
+    let s = Scene::new();
+    let mut done = job("task-done", "done", &s.server.api());
+    done["updated_at"] = json!("2099-01-01T00:00:00Z");
+    s.env.write_file(&json!({"version": 1, "jobs": [done]}));
+    s.tick(&["-v"])
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .file_unchanged()
+        .run();
+    let unchanged = "tick: nothing to do: every watch has ended and the job file is as the last tick found it\n";
+    s.tick(&["-v"]).stderr(unchanged).file_unchanged().run();
+    // Another --keep could prune: looked at again.
+    s.tick(&["-v", "--keep", "1d"])
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .file_unchanged()
+        .run();
+    // A new watch changes the file: the next tick reads it and polls.
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&["-v"])
+        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .run();
+    assert_eq!(s.polls(TASK), 1);
+    // An edit by hand is seen too.
+    s.atc(["cancel", TASK]).stdout_inspected().run();
+    s.tick(&[]).run();
+    s.tick(&["-v"]).stderr(unchanged).file_unchanged().run();
+    s.env.edit_job("task-done", |job| {
+        job.insert("status".into(), json!("pending"));
+    });
+    s.poll_replies("task-done", vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&["-v"])
+        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .run();
+    // A job past --keep is pruned, though nothing else changed.
+    let s = Scene::new();
+    let mut old = job("task-old", "done", &s.server.api());
+    old["updated_at"] = json!("2020-01-01T00:00:00Z");
+    s.env.write_file(&json!({"version": 1, "jobs": [old]}));
+    s.tick(&["--keep", "3650d"]).file_unchanged().run();
+    s.tick(&["--keep", "3650d", "-v"])
+        .stderr(unchanged)
+        .file_unchanged()
+        .run();
+    s.tick(&[]).run();
+    assert!(s.env.jobs().is_empty(), "pruned at the default --keep");
+}
+
+#[test]
+fn polls_of_a_task_still_running_rewrite_nothing_after_the_first() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    assert_eq!(
+        s.job(TASK)["started_at"],
+        "2026-11-30T01:50:54Z",
+        "the first poll is recorded"
+    );
+    let inode = std::fs::metadata(&s.env.state).unwrap().ino();
+    for _ in 0..3 {
+        s.tick(&[]).file_unchanged().run();
+    }
+    assert_eq!(
+        std::fs::metadata(&s.env.state).unwrap().ino(),
+        inode,
+        "not replaced"
+    );
+    assert_eq!(s.polls(TASK), 4, "every tick polled");
+    s.atc(["status"]).stdout_contains("running for ");
 }
 
 #[test]

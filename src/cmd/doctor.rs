@@ -14,7 +14,7 @@ use crate::exit::{Exit, Failure};
 use crate::job::{ForwardStatus, Job, Outbound, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
-use crate::state::{Store, lock};
+use crate::state::Store;
 use crate::time::{Timestamp, human};
 
 /// A tick is expected at least this often while watches wait.
@@ -58,7 +58,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     if server(&client, doctor, &mut checks) {
         checks.push(agents(&client, base, &jobs));
     }
-    let last_tick = lock::read_stamp(&store.tick_lock_path()).and_then(|t| Timestamp::parse(&t));
+    let last_tick = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_tick_at;
     checks.push(tick(last_tick, &jobs));
     checks.push(stuck(&jobs));
 

@@ -168,12 +168,6 @@ fn full(job: &Job, now: Timestamp) -> String {
     if let Some(t) = job.started_at {
         field("task started", ago(t));
     }
-    if job.polls > 0 {
-        field("polls", job.polls.to_string());
-    }
-    if let Some(t) = job.last_polled_at {
-        field("last polled", ago(t));
-    }
     if job.strikes > 0 {
         field("strikes", job.strikes.to_string());
     }
@@ -263,7 +257,6 @@ mod tests {
     fn a_terminal_cuts_the_note_to_fit_and_a_pipe_does_not() {
         let mut job = Job::sample(Status::Pending);
         job.strikes = 2;
-        job.polls = 2;
         job.last_error = Some(
             "GET http://127.0.0.1:8088/api/console/chat/task/task-1: connection refused (is QwenPaw running?)"
                 .into(),

@@ -26,10 +26,19 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     if out.json {
         return print_json(&report.to_json());
     }
+    if out.verbose > 2 {
+        crate::term::say(&report.timing());
+    }
     if out.verbose > 1 {
         for line in report.detail() {
             crate::term::say(&line);
         }
+    }
+    if out.verbose > 0 && report.is_unchanged() {
+        crate::term::say(
+            "tick: nothing to do: every watch has ended and the job file is as the last tick found it",
+        );
+        return Ok(());
     }
     if out.verbose > 0 {
         for line in report.failures() {

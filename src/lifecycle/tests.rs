@@ -666,13 +666,28 @@ fn polls_update_the_record() {
     let tr = apply(&j, Event::Polled(running()), t(10));
     let n = &tr.job;
     assert_eq!(
-        (n.strikes, n.polls, n.started_at, n.last_polled_at),
-        (0, 1, Some(t(1)), Some(t(10)))
+        (n.strikes, n.started_at, n.updated_at),
+        (0, Some(t(1)), t(10))
     );
     assert_eq!(
         n.note, None,
         "an older atc's note does not outlive the poll"
     );
+    // The next poll of a task still running changes nothing: no tick rewrites the file
+    // for it.
+    let again = apply(n, Event::Polled(running()), t(30));
+    assert_eq!(again.job, *n, "nothing to record");
+    assert!(again.outcomes.contains(&Outcome::Running));
+    // A server that gives no start time: the first sight of it running stands in.
+    let mut quiet = pending();
+    quiet.started_at = None;
+    let first = apply(
+        &quiet,
+        Event::Polled(Check::Running { started_at: None }),
+        t(7),
+    )
+    .job;
+    assert_eq!(first.started_at, Some(t(7)));
 
     let n = apply(&pending(), Event::Polled(finished()), t(5)).job;
     assert_eq!(n.final_text.as_deref(), Some("T2"));

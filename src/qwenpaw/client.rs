@@ -7,7 +7,12 @@ use std::io;
 use std::time::Duration;
 
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use ureq::http::Response;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use ureq::{Agent, Body};
 
 use crate::settings::{Auth, insecure_refusal, insecure_remote_host};
@@ -43,19 +48,46 @@ pub struct Transport {
 }
 
 pub struct Client {
-    /// Reads: keep-alive, shared by every worker thread.
-    reads: Agent,
-    /// Deliveries: never reuses a pooled connection. A POST sent on a connection the server
-    /// had already closed fails after sending, and would have to count as "outcome unknown".
-    posts: Agent,
+    /// One agent (one pool, one kept-alive connection per host) per lane, so parallel
+    /// workers never share a pool or wait on each other's lock. A connection is reused only
+    /// while it has been idle less than [`MAX_IDLE`], and only after ureq checked it is
+    /// still open: a POST never goes out on a connection the server is about to close (its
+    /// outcome would be unknown).
+    lanes: Vec<Agent>,
     auth: Auth,
     /// Base URLs a watch allowed tokens to go to over plain http (`--allow-insecure-remote`).
     insecure_ok: Vec<String>,
 }
 
+/// Idle keep-alive connections a lane keeps: one per host, for this many hosts (a tick
+/// talks to the QwenPaw servers its jobs name, usually one).
+const IDLE_HOSTS: usize = 16;
+
+/// A kept-alive connection idle longer than this is closed, not reused. QwenPaw's server
+/// (uvicorn) closes idle connections after 5 s: well before that, the server cannot be
+/// closing one just as a request goes out on it.
+pub const MAX_IDLE: Duration = Duration::from_secs(2);
+
+thread_local! {
+    /// The lane the current thread's requests use (`enter_lane`); 0 for the main thread.
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes the current thread (a worker of a parallel phase) use lane `lane` of every
+/// client: its own kept-alive connections.
+pub fn enter_lane(lane: usize) {
+    LANE.with(|l| l.set(lane));
+}
+
 impl Client {
+    /// A client for one thread (one lane).
     pub fn new(http_timeout: Duration, auth: Auth) -> Client {
-        let build = |pooled: bool| -> Agent {
+        Client::with_lanes(http_timeout, auth, 1)
+    }
+
+    /// A client for `lanes` worker threads: each keeps its own connections.
+    pub fn with_lanes(http_timeout: Duration, auth: Auth, lanes: usize) -> Client {
+        let build = || -> Agent {
             let phase = Some(http_timeout);
             let mut config = Agent::config_builder()
                 .http_status_as_error(false)
@@ -68,16 +100,18 @@ impl Client {
                 .timeout_recv_response(phase)
                 .timeout_recv_body(phase)
                 .max_redirects(0);
-            if !pooled {
-                config = config
-                    .max_idle_connections(0)
-                    .max_idle_connections_per_host(0);
-            }
-            config.build().into()
+            config = config
+                .max_idle_connections(IDLE_HOSTS)
+                .max_idle_connections_per_host(1)
+                .max_idle_age(MAX_IDLE);
+            Agent::with_parts(
+                config.build(),
+                DefaultConnector::default(),
+                OnceResolver::default(),
+            )
         };
         Client {
-            reads: build(true),
-            posts: build(false),
+            lanes: (0..lanes.max(1)).map(|_| build()).collect(),
             auth,
             insecure_ok: Vec::new(),
         }
@@ -85,6 +119,11 @@ impl Client {
 
     pub fn auth(&self) -> &Auth {
         &self.auth
+    }
+
+    /// The agent of the current thread's lane.
+    fn lane(&self) -> &Agent {
+        &self.lanes[LANE.with(std::cell::Cell::get) % self.lanes.len()]
     }
 
     /// Lets tokens go to `base_url` over plain http (a watch recorded the allowance).
@@ -146,7 +185,7 @@ impl Client {
         let url = format!("{base_url}/console/chat/task");
         self.guard("POST", &url)?;
         let request = self
-            .with_auth(self.posts.post(&url))
+            .with_auth(self.lane().post(&url))
             .header("X-Agent-Id", agent)
             .header("Accept", "application/json");
         finish("POST", &url, request.send_json(body))
@@ -163,7 +202,7 @@ impl Client {
         let url = format!("{base_url}/messages/send");
         self.guard("POST", &url)?;
         let request = self
-            .with_auth(self.posts.post(&url))
+            .with_auth(self.lane().post(&url))
             .header("X-Agent-Id", agent)
             .header("Accept", "application/json");
         finish("POST", &url, request.send_json(body))
@@ -242,10 +281,55 @@ impl Client {
     fn read(&self, url: &str, agent: &str) -> Result<Answer, Transport> {
         self.guard("GET", url)?;
         let request = self
-            .with_auth(self.reads.get(url))
+            .with_auth(self.lane().get(url))
             .header("X-Agent-Id", agent)
             .header("Accept", "application/json");
         finish("GET", url, request.call())
+    }
+}
+
+/// Looks each host up once per process, and an IP address not at all. ureq resolves the
+/// host before every request, even one that reuses a pooled connection, and with a resolve
+/// timeout its resolver starts a thread per lookup: a thread per poll.
+#[derive(Debug, Default)]
+struct OnceResolver {
+    lookup: DefaultResolver,
+    known: Mutex<HashMap<String, ResolvedSocketAddrs>>,
+}
+
+impl Resolver for OnceResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
+            return self.lookup.resolve(uri, config, timeout);
+        };
+        let Some(host_port) = DefaultResolver::host_and_port(scheme, authority) else {
+            return self.lookup.resolve(uri, config, timeout);
+        };
+        if let Ok(addr) = host_port.parse::<std::net::SocketAddr>() {
+            let mut one = self.lookup.empty();
+            one.push(addr);
+            return Ok(one);
+        }
+        let known = |m: &Mutex<HashMap<String, ResolvedSocketAddrs>>| {
+            m.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&host_port)
+                .cloned()
+        };
+        if let Some(addrs) = known(&self.known) {
+            return Ok(addrs);
+        }
+        let addrs = self.lookup.resolve(uri, config, timeout)?;
+        self.known
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(host_port, addrs.clone());
+        Ok(addrs)
     }
 }
 

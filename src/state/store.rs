@@ -46,15 +46,84 @@ impl JobFile {
     }
 }
 
+/// Which version of a file is on disk, from its metadata alone: a save (a new inode), an
+/// edit in place (mtime, size) or a chmod (ctime) all change it. Lets a process reuse what
+/// it parsed, and a tick skip a file it already found settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    ino: u64,
+    dev: u64,
+}
+
+impl Fingerprint {
+    pub fn of(meta: &fs::Metadata) -> Fingerprint {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Fingerprint {
+                len: meta.len(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime: (meta.ctime(), meta.ctime_nsec()),
+                ino: meta.ino(),
+                dev: meta.dev(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or((0, 0), |d| {
+                    (d.as_secs() as i64, i64::from(d.subsec_nanos()))
+                });
+            Fingerprint {
+                len: meta.len(),
+                mtime,
+                ctime: (0, 0),
+                ino: 0,
+                dev: 0,
+            }
+        }
+    }
+}
+
 /// A job file and its sidecar locks.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Store {
     path: PathBuf,
+    /// The last version this process read or wrote, with its fingerprint: an unchanged
+    /// file is not parsed again (a tick reads the file in every phase).
+    known: std::sync::Mutex<Option<(Fingerprint, JobFile)>>,
+}
+
+impl Clone for Store {
+    fn clone(&self) -> Store {
+        Store::new(self.path.clone())
+    }
 }
 
 impl Store {
     pub fn new(path: PathBuf) -> Store {
-        Store { path }
+        Store {
+            path,
+            known: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The job file's fingerprint now, if it exists.
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
+        fs::symlink_metadata(&self.path)
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .map(|m| Fingerprint::of(&m))
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, Option<(Fingerprint, JobFile)>> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn path(&self) -> &Path {
@@ -88,6 +157,7 @@ impl Store {
         let Some(Opened { mut file, exposed }) =
             guard::open(&self.path, Role::JobFile, Access::Read)?
         else {
+            *self.known() = None;
             return Ok((
                 JobFile {
                     version: VERSION,
@@ -96,7 +166,16 @@ impl Store {
                 None,
             ));
         };
-        let mut bytes = Vec::new();
+        let meta = file.metadata().ok();
+        let print = meta.as_ref().map(Fingerprint::of);
+        if let (Some(print), Some((known, jobs))) = (print, self.known().as_ref())
+            && print == *known
+        {
+            return Ok((jobs.clone(), exposed));
+        }
+        // Sized up front: growing a buffer for a large file copies it over and over.
+        let size = meta.map_or(0, |m| m.len());
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
         file.read_to_end(&mut bytes)
             .or_exit(Exit::StateUnreadable, || {
                 format!("cannot read the job file {}", self.path.display())
@@ -112,6 +191,7 @@ impl Store {
                 format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
         })?;
+        *self.known() = print.map(|print| (print, parsed.clone()));
         Ok((parsed, exposed))
     }
 
@@ -124,9 +204,13 @@ impl Store {
         // stop the update before it changes anything.
         guard::inspect(&super::journal::path(&self.path), Role::Log)?;
         let (mut file, exposed) = self.read()?;
-        let before = file.clone();
         let out = change(&mut file)?;
-        if file != before || exposed.is_some() {
+        // What was read is remembered (`known`): compared with it, not with a copy.
+        let changed = match self.known().as_ref() {
+            Some((_, read)) => *read != file,
+            None => !file.jobs.is_empty(),
+        };
+        if changed || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
             // file is a crashed writer's.
             super::fsutil::remove_leftover_temps(&self.path);
@@ -188,16 +272,19 @@ impl Store {
         let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
         bytes.push(b'\n');
         write_atomic(&self.path, &bytes).map_err(|err| {
-            Failure::new(
+            *self.known() = None;
+            anyhow::Error::from(Failure::new(
                 Exit::StateUnwritable,
                 format!(
                     "cannot write the job file {}: {err}; the previous one was left whole: {}",
                     self.path.display(),
                     fsutil::advice(&err)
                 ),
-            )
-            .into()
-        })
+            ))
+        })?;
+        // Written under the lock: what is on disk now is exactly `file`.
+        *self.known() = self.fingerprint().map(|print| (print, file.clone()));
+        Ok(())
     }
 }
 
@@ -219,6 +306,13 @@ impl From<String> for Problem {
 fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if bytes.is_empty() {
         return Err("is empty (0 bytes)".to_owned().into());
+    }
+    // The common case in one pass: a sound v1 file straight into the jobs. Anything
+    // doubtful takes the slow path below, which says what is wrong.
+    if let Ok(file) = serde_json::from_slice::<JobFile>(bytes)
+        && file.version == VERSION
+    {
+        return unique(file);
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| {
         if err.is_eof() {
@@ -242,6 +336,11 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     }
     let file: JobFile = serde_json::from_value(value)
         .map_err(|err| format!("does not match the v1 schema ({err})"))?;
+    unique(file)
+}
+
+/// The file, if each task and each job id has one record.
+fn unique(file: JobFile) -> Result<JobFile, Problem> {
     // Every lookup goes by task id (and every late write by job id): with two records
     // for one, which of them a tick would change is an accident of their order.
     let (mut tasks, mut registrations) = (HashSet::new(), HashSet::new());

@@ -259,6 +259,8 @@ struct Shared {
     /// Requests being answered right now, and the most there ever were at once.
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
+    /// TCP connections accepted so far.
+    connections: AtomicUsize,
 }
 
 impl Shared {
@@ -286,6 +288,7 @@ impl FakeQwenPaw {
             stop: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             peak_in_flight: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
         });
         let acc_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -361,6 +364,11 @@ impl FakeQwenPaw {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()
+    }
+
+    /// TCP connections accepted so far (keep-alive reuse keeps this low).
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// The most requests that were ever being answered at the same time (a measure of the
@@ -441,6 +449,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        shared.connections.fetch_add(1, Ordering::SeqCst);
         let conn_shared = Arc::clone(&shared);
         let spawned = thread::Builder::new()
             .name("fake-qwenpaw-conn".to_string())
