@@ -239,18 +239,13 @@ fn children_peak_kib() -> Option<u64> {
     None
 }
 
-/// System calls one run of `atc ARGS` made on its sockets (send, receive, socket
-/// options, ioctl), under strace; `None` without strace.
-fn socket_calls(env: &Env, args: &[&str]) -> Option<usize> {
-    let trace = env.home.join("strace-c.out");
+/// Runs `atc ARGS` under `strace OPTIONS -o FILE` and returns what strace wrote; `None`
+/// when strace is not installed (or cannot trace here).
+fn strace(env: &Env, options: &[&str], args: &[&str]) -> Option<String> {
+    let trace = env.home.join("strace.out");
     let traced = Command::new("strace")
-        .args([
-            "-f",
-            "-c",
-            "-e",
-            "trace=sendto,recvfrom,setsockopt,ioctl,read,write",
-            "-o",
-        ])
+        .args(options)
+        .arg("-o")
         .arg(&trace)
         .arg(atc())
         .args(args)
@@ -262,10 +257,22 @@ fn socket_calls(env: &Env, args: &[&str]) -> Option<usize> {
         .stderr(Stdio::null())
         .status()
         .ok()?;
-    if !traced.success() {
-        return None;
-    }
-    let text = std::fs::read_to_string(&trace).ok()?;
+    traced
+        .success()
+        .then(|| std::fs::read_to_string(&trace).ok())
+        .flatten()
+}
+
+/// System calls one run of `atc ARGS` made on its sockets and files (send, receive,
+/// socket options, ioctl, read, write), under strace.
+fn socket_calls(env: &Env, args: &[&str]) -> Option<usize> {
+    let options = [
+        "-f",
+        "-c",
+        "-e",
+        "trace=sendto,recvfrom,setsockopt,ioctl,read,write",
+    ];
+    let text = strace(env, &options, args)?;
     let total = text.lines().find(|l| l.trim_end().ends_with("total"))?;
     total.split_whitespace().nth(3)?.parse().ok()
 }
@@ -273,21 +280,7 @@ fn socket_calls(env: &Env, args: &[&str]) -> Option<usize> {
 /// Threads one run of `atc ARGS` created: exact under strace when it is installed,
 /// otherwise the distinct thread ids seen by sampling /proc (a lower bound).
 fn threads_created(env: &Env, args: &[&str]) -> (usize, &'static str) {
-    let trace = env.home.join("strace.out");
-    let traced = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=clone,clone3", "-o"])
-        .arg(&trace)
-        .arg(atc())
-        .args(args)
-        .env_clear()
-        .env("HOME", &env.home)
-        .env("ATC_STATE", &env.state)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if traced.is_ok_and(|s| s.success()) {
-        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    if let Some(text) = strace(env, &["-f", "-qq", "-e", "trace=clone,clone3"], args) {
         let clones = text
             .lines()
             .filter(|l| l.contains("clone") && !l.contains("= -1"))

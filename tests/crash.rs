@@ -18,6 +18,7 @@ use serde_json::Value;
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
+use support::rng::Rng;
 use support::scene::Scene;
 
 const TASK: &str = "task-3f9a0c1b2d4e";
@@ -146,22 +147,6 @@ fn a_crash_inside_any_save_leaves_the_old_file_whole() {
 // ---------------------------------------------------------------------------------------
 // The soak
 
-/// A small deterministic generator (xorshift64*), so a failing soak can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn soak_secs() -> u64 {
     std::env::var("ATC_SOAK_SECS")
         .ok()
@@ -176,7 +161,7 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
     eprintln!("soak: seed {seed:#x}, {} s", soak_secs());
     // Every task finishes after a few polls; every answer comes after a random delay.
     let polls: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
-    let latency = Arc::new(Mutex::new(Rng(seed)));
+    let latency = Arc::new(Mutex::new(Rng::new(seed)));
     {
         let (polls, latency) = (Arc::clone(&polls), Arc::clone(&latency));
         s.server.handle(
@@ -190,7 +175,7 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
                     *n += 1;
                     *n
                 };
-                let delay = Duration::from_millis(latency.lock().unwrap().below(40));
+                let delay = Duration::from_millis(latency.lock().unwrap().below(40) as u64);
                 let body = if n >= 3 {
                     bodies::FINISHED_COMPLETED
                 } else {
@@ -260,7 +245,7 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
             let (watched, cancelled, unexpected, stop) = (&watched, &cancelled, &unexpected, &stop);
             let s = &s;
             scope.spawn(move || {
-                let mut rng = Rng(seed.rotate_left(17) | 1);
+                let mut rng = Rng::new(seed.rotate_left(17));
                 let mut n = 0;
                 while Instant::now() < deadline {
                     let task = format!("task-soak{n:07}");
@@ -285,8 +270,7 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
                     if rng.below(4) == 0 {
                         let victim = {
                             let w = watched.lock().unwrap();
-                            w.get(rng.below(w.len().max(1) as u64) as usize)
-                                .map(|(t, _)| t.clone())
+                            w.get(rng.below(w.len().max(1))).map(|(t, _)| t.clone())
                         };
                         if let Some(victim) = victim {
                             let out = s

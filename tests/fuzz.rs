@@ -27,34 +27,23 @@ use serde_json::{Map, Value, json};
 // ---------------------------------------------------------------------------------------
 // The generator
 
-/// xorshift64*: small, fast, and the same sequence everywhere.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
 
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng((seed ^ 0x9e37_79b9_7f4a_7c15).max(1))
-    }
+use rng::Rng;
 
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
+/// What the fuzz tests draw beyond numbers: characters, strings, JSON.
+trait Draw {
+    fn char(&mut self) -> char;
+    fn string(&mut self, max: usize) -> String;
+    fn text(&mut self) -> String;
+    fn number(&mut self) -> Value;
+    fn value(&mut self, depth: usize) -> Value;
+    fn or_any(&mut self, typical: impl FnOnce(&mut Rng) -> Value) -> Value;
+    fn word(&mut self, words: &[&str]) -> Value;
+}
 
-    /// 0..n (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn one_in(&mut self, n: usize) -> bool {
-        self.below(n) == 0
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
+impl Draw for Rng {
     /// Characters that break naive code: multi-byte ones (truncation must count
     /// characters), whitespace Python strips, quotes and escapes, controls.
     fn char(&mut self) -> char {
