@@ -1034,14 +1034,17 @@ pub fn deliveries<'a>(jobs: &'a [Job], now: Timestamp, limits: &Limits) -> Vec<&
 /// is due. (Turns to follow are chosen separately, by [`to_follow`].) A tick over such a
 /// file has nothing to do after its first phase.
 pub fn settled(jobs: &[Job]) -> bool {
-    jobs.iter().all(|job| {
-        job.status.is_terminal()
-            && !matches!(
-                job.outbound(),
-                Some(Outbound::Delivering | Outbound::Unconfirmed)
-            )
-            && !forward_due(job)
-    })
+    jobs.iter().all(settled_job)
+}
+
+/// One job of [`settled`]: ended, its turn not on its way, no forward due.
+pub fn settled_job(job: &Job) -> bool {
+    job.status.is_terminal()
+        && !matches!(
+            job.outbound(),
+            Some(Outbound::Delivering | Outbound::Unconfirmed)
+        )
+        && !forward_due(job)
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while

@@ -106,7 +106,11 @@ impl CacheKey {
 impl Heartbeat {
     /// The heartbeat in the tick lock at `path`; an older atc wrote a bare timestamp.
     pub fn read(path: &std::path::Path) -> Heartbeat {
-        let Some(line) = crate::state::lock::read_stamp(path) else {
+        Heartbeat::parse(crate::state::lock::read_stamp(path))
+    }
+
+    fn parse(line: Option<String>) -> Heartbeat {
+        let Some(line) = line else {
             return Heartbeat::default();
         };
         serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
@@ -145,7 +149,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     let now = Timestamp::now();
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
-    let previous = Heartbeat::read(&store.tick_lock_path());
+    let previous = Heartbeat::parse(single_flight.contents());
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
         && settled.file == print
@@ -265,9 +269,10 @@ fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> 
         Ok(Work {
             insecure_ok,
             settled: lifecycle::settled(&file.jobs),
-            only_watching: file.jobs.iter().all(|job| {
-                job.status == Status::Pending || lifecycle::settled(std::slice::from_ref(job))
-            }),
+            only_watching: file
+                .jobs
+                .iter()
+                .all(|job| job.status == Status::Pending || lifecycle::settled_job(job)),
             first_prune: file
                 .jobs
                 .iter()
@@ -331,6 +336,9 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
 /// and nothing needs the lock: a job that another command changed meanwhile would take
 /// the same polls as no change either.
 fn no_news(jobs: &[Job], checks: &[Check], limits: &Limits, report: &mut Report) -> bool {
+    if !checks.iter().all(|c| matches!(c, Check::Running { .. })) {
+        return false;
+    }
     let now = Timestamp::now();
     let steps: Vec<_> = jobs
         .iter()

@@ -297,7 +297,16 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
         run(""),
         run("--allow-insecure-remote")
     )) else {
+        // Without a namespace only the refusal can be checked (it comes before any I/O);
+        // the live half (the token reaching the allowed host) is skipped.
         eprintln!("no private network namespace here (unshare -rn): the live check is skipped");
+        let env = TestEnv::new();
+        env.atc(["wait", TASK, "--base-url", "http://10.123.0.1:18080"])
+            .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", RUNTIME_TOKEN)
+            .status(2)
+            .stderr_contains("over plain http:// to 10.123.0.1, which is not this machine")
+            .never_shows(RUNTIME_TOKEN)
+            .no_file();
         return;
     };
     assert!(

@@ -45,6 +45,19 @@ fn status_says(s: &Scene, strikes: u64, error: &str) {
 }
 
 /// The task finished and its result is in the parent chat exactly once, no strikes left.
+/// With the result due, the chat list answers `reply`: nothing is posted, the job waits
+/// saying `says`; once the list is sound again the result is delivered, once.
+fn a_bad_chat_list_waits_then_delivers(s: &Scene, reply: Reply, says: &str) {
+    s.server.on("GET", "/api/chats", vec![reply]);
+    s.tick(&[]);
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "delivering", "{job}");
+    assert!(job["last_error"].as_str().unwrap().contains(says), "{job}");
+    s.server.off("GET", "/api/chats");
+    s.tick(&[]);
+    delivered_once(s);
+}
+
 fn delivered_once(s: &Scene) {
     let job = s.job(TASK);
     assert_eq!(job["status"], "done", "{job}");
@@ -572,25 +585,11 @@ fn invalid_utf8_in_an_answer_is_a_strike_that_says_so() {
         struck(&s, 2),
         "HTTP 500: reading the answer failed: io: stream did not contain valid UTF-8"
     );
-    // In the chat list when the result is due: it waits.
-    s.server.on(
-        "GET",
-        "/api/chats",
-        vec![Reply::raw(200, "application/json", b"[{\"id\":\"\xff\"}]")],
+    a_bad_chat_list_waits_then_delivers(
+        &s,
+        Reply::raw(200, "application/json", b"[{\"id\":\"\xff\"}]"),
+        "stream did not contain valid UTF-8",
     );
-    s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert!(
-        job["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("stream did not contain valid UTF-8"),
-        "{job}"
-    );
-    s.server.off("GET", "/api/chats");
-    s.tick(&[]);
-    delivered_once(&s);
 }
 
 #[test]
@@ -632,22 +631,11 @@ fn json_nested_ten_thousand_deep_is_a_strike_not_a_crash() {
         error.chars().count() <= 310,
         "the detail is cut short: {error}"
     );
-    // In the chat list when the result is due: it waits.
-    s.server
-        .on("GET", "/api/chats", vec![Reply::json(200, &deep("0"))]);
-    s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert!(
-        job["last_error"]
-            .as_str()
-            .unwrap()
-            .contains("recursion limit exceeded"),
-        "{job}"
+    a_bad_chat_list_waits_then_delivers(
+        &s,
+        Reply::json(200, &deep("0")),
+        "recursion limit exceeded",
     );
-    s.server.off("GET", "/api/chats");
-    s.tick(&[]);
-    delivered_once(&s);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
         return false;
     };
     let auth = &doctor.auth;
-    let has_token = auth.runtime_token.is_some() || auth.bearer_token.is_some();
+    let has_token = auth.has_token();
     if matches!(version.status, 401 | 403) {
         checks.push(ok("server", format!("QwenPaw answers at {base}")));
         let said = body.get("detail").and_then(Value::as_str).unwrap_or("");

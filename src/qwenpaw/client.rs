@@ -136,8 +136,7 @@ impl Client {
     /// Refuses, before anything is sent, a request that would carry a token over plain
     /// http to another machine (anyone on the path could read it).
     fn guard(&self, method: &str, url: &str) -> Result<(), Transport> {
-        let has_token = self.auth.runtime_token.is_some() || self.auth.bearer_token.is_some();
-        let Some(host) = insecure_remote_host(url).filter(|_| has_token) else {
+        let Some(host) = insecure_remote_host(url).filter(|_| self.auth.has_token()) else {
             return Ok(());
         };
         if self.auth.allow_insecure_remote
@@ -182,13 +181,7 @@ impl Client {
         agent: &str,
         body: &Value,
     ) -> Result<Answer, Transport> {
-        let url = format!("{base_url}/console/chat/task");
-        self.guard("POST", &url)?;
-        let request = self
-            .with_auth(self.lane().post(&url))
-            .header("X-Agent-Id", agent)
-            .header("Accept", "application/json");
-        finish("POST", &url, request.send_json(body))
+        self.post(&format!("{base_url}/console/chat/task"), agent, body)
     }
 
     /// `POST {base}/messages/send` with `body` as `agent`: text to a person through one of
@@ -199,13 +192,7 @@ impl Client {
         agent: &str,
         body: &Value,
     ) -> Result<Answer, Transport> {
-        let url = format!("{base_url}/messages/send");
-        self.guard("POST", &url)?;
-        let request = self
-            .with_auth(self.lane().post(&url))
-            .header("X-Agent-Id", agent)
-            .header("Accept", "application/json");
-        finish("POST", &url, request.send_json(body))
+        self.post(&format!("{base_url}/messages/send"), agent, body)
     }
 
     /// `GET {base}/config/channels/{channel}/health` as `agent`.
@@ -276,6 +263,15 @@ impl Client {
     /// `GET {base}/agents`: `{"agents": [{"id": …}, …]}`.
     pub fn list_agents(&self, base_url: &str) -> Result<Answer, Transport> {
         self.read(&format!("{base_url}/agents"), "default")
+    }
+
+    fn post(&self, url: &str, agent: &str, body: &Value) -> Result<Answer, Transport> {
+        self.guard("POST", url)?;
+        let request = self
+            .with_auth(self.lane().post(url))
+            .header("X-Agent-Id", agent)
+            .header("Accept", "application/json");
+        finish("POST", url, request.send_json(body))
     }
 
     fn read(&self, url: &str, agent: &str) -> Result<Answer, Transport> {

@@ -21,6 +21,15 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// What the last `stamp` wrote, read through the lock already held (no second open).
+    pub fn contents(&mut self) -> Option<String> {
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        self.file.rewind().ok()?;
+        self.file.read_to_string(&mut text).ok()?;
+        Some(text.trim().to_owned()).filter(|text| !text.is_empty())
+    }
+
     /// Replaces the lock file's contents with `text` (a heartbeat others can read; the
     /// lock itself is unaffected).
     pub fn stamp(&mut self, text: &str) -> Result<()> {

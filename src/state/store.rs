@@ -149,11 +149,13 @@ impl Store {
     /// Reads the file without locking (writes are atomic renames, so a reader always sees
     /// one whole version). A missing file is an empty job list.
     pub fn load(&self) -> Result<JobFile> {
-        Ok(self.read()?.0)
+        Ok(self.read(false)?.0)
     }
 
     /// The file, and its mode when others can read it (`guard` checked everything else).
-    fn read(&self) -> Result<(JobFile, Option<u32>)> {
+    /// With `remember`, what was read is kept for the next read and for `update`'s
+    /// comparison (a read-only command has no use for a copy).
+    fn read(&self, remember: bool) -> Result<(JobFile, Option<u32>)> {
         let Some(Opened { mut file, exposed }) =
             guard::open(&self.path, Role::JobFile, Access::Read)?
         else {
@@ -191,7 +193,9 @@ impl Store {
                 format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
         })?;
-        *self.known() = print.map(|print| (print, parsed.clone()));
+        if remember {
+            *self.known() = print.map(|print| (print, parsed.clone()));
+        }
         Ok((parsed, exposed))
     }
 
@@ -203,7 +207,7 @@ impl Store {
         // The event log is appended after the save: a log atc would refuse then must
         // stop the update before it changes anything.
         guard::inspect(&super::journal::path(&self.path), Role::Log)?;
-        let (mut file, exposed) = self.read()?;
+        let (mut file, exposed) = self.read(true)?;
         let out = change(&mut file)?;
         // What was read is remembered (`known`): compared with it, not with a copy.
         let changed = match self.known().as_ref() {
