@@ -45,6 +45,21 @@ impl Msg {
     }
 }
 
+/// The text parts of a message's `content`, one per line.
+pub fn text_of(content: &Value) -> String {
+    content
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
 fn enc(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
@@ -254,17 +269,7 @@ impl Api {
             .map(|m| Msg {
                 role: m["role"].as_str().unwrap_or("").to_string(),
                 kind: m["type"].as_str().unwrap_or("").to_string(),
-                text: m["content"]
-                    .as_array()
-                    .map(|parts| {
-                        parts
-                            .iter()
-                            .filter(|p| p["type"] == "text")
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .unwrap_or_default(),
+                text: text_of(&m["content"]),
                 raw: m.clone(),
             })
             .collect();

@@ -182,6 +182,16 @@ pub struct Server {
 }
 
 impl Server {
+    /// The shipped agent that is not `default` (`QwenPaw_QA_Agent_0.2`): for real
+    /// cross-agent delegations.
+    pub fn second_agent(&self) -> crate::R<String> {
+        self.agents
+            .iter()
+            .find(|a| *a != "default")
+            .cloned()
+            .ok_or_else(|| "no second agent".to_string())
+    }
+
     pub fn create(name: &str, venv: &Venv, llm: &FakeLlm, opts: ServerOptions) -> R<Server> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("atc-e2e-{name}-"))

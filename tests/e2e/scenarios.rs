@@ -451,13 +451,7 @@ fn happy_path(ctx: &Ctx) -> R<()> {
 
 fn cross_agent(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
-    let second = ctx
-        .main
-        .agents
-        .iter()
-        .find(|a| *a != "default")
-        .ok_or("no second agent")?
-        .clone();
+    let second = ctx.main.second_agent()?;
     let (user, parent, child) = ("carol", ctx.uniq("cross-parent"), ctx.uniq("cross-child"));
     let before = api.make_parent("default", user, &parent)?;
     let tid = api.submit(

@@ -185,15 +185,7 @@ fn answer_of(payload: &Value) -> String {
     payload["result"]["output"]
         .as_array()
         .and_then(|o| o.last())
-        .and_then(|m| m["content"].as_array())
-        .map(|parts| {
-            parts
-                .iter()
-                .filter(|p| p["type"] == "text")
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .map(|m| crate::api::text_of(&m["content"]))
         .unwrap_or_default()
 }
 
@@ -209,13 +201,7 @@ fn run(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     // The child runs on the second shipped agent: a real cross-agent delegation, so
     // --target-agent matters (its polls go out as that agent, like check_agent_task's).
-    let target = ctx
-        .main
-        .agents
-        .iter()
-        .find(|a| *a != "default")
-        .ok_or("no second agent")?
-        .clone();
+    let target = ctx.main.second_agent()?;
     let (user, parent) = ("ivan", "skill-parent");
     let description = skill_description()?;
 
