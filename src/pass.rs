@@ -45,12 +45,12 @@ use crate::job::{Job, Outbound, Status};
 use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
-use crate::qwenpaw::{Client, render};
+use crate::qwenpaw::{Client, Server, render};
 use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::Tick;
 use crate::state::store::Fingerprint;
 use crate::state::{JobFile, Store};
-use crate::time::Timestamp;
+use crate::time::{Clock, SystemClock, Timestamp};
 
 /// What `prepare` chose: tasks to poll, delivered turns to follow.
 struct Work {
@@ -142,11 +142,23 @@ struct Claim {
 
 /// Runs one pass over the job file. `None` when another tick holds the tick lock.
 pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
+    let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
+    run_with(store, tick, &mut client, &SystemClock)
+}
+
+/// [`run`], talking to `server` and reading `clock`: the seam the simulation
+/// (`tests/sim`) drives the real pass through.
+pub fn run_with<S: Server>(
+    store: &Store,
+    tick: &Tick,
+    server: &mut S,
+    clock: &dyn Clock,
+) -> Result<Option<Report>> {
     let Some(mut single_flight) = store.try_lock_tick()? else {
         return Ok(None);
     };
     let limits = &tick.limits;
-    let now = Timestamp::now();
+    let now = clock.now();
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
@@ -170,16 +182,15 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         }
         .to_line(),
     )?;
-    let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
     let workers = tick.concurrency;
     let mut report = Report::default();
 
-    let mut clock = Instant::now();
+    let mut started = Instant::now();
     let mut lap = |report: &mut Report, phase: &'static str| {
-        report.time(phase, clock.elapsed());
-        clock = Instant::now();
+        report.time(phase, started.elapsed());
+        started = Instant::now();
     };
-    let work = prepare(store, limits, &mut report)?;
+    let work = prepare(store, limits, clock, &mut report)?;
     lap(&mut report, "prepare");
     store.log(&report.take_log())?;
     if work.poll.is_empty() && work.follow.is_empty() && work.settled {
@@ -199,14 +210,14 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         return Ok(Some(report));
     }
     for base_url in &work.insecure_ok {
-        client.allow_insecure(base_url);
+        server.allow_insecure(base_url);
     }
-    let client = client;
+    let client = &*server;
     let polls = parallel(&work.poll, workers, |job| {
         let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
-    let turns = parallel(&work.follow, workers, |job| follow(&client, job));
+    let turns = parallel(&work.follow, workers, |job| follow(client, job));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
     lap(&mut report, "poll");
     if !work.poll.is_empty() {
@@ -214,7 +225,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     }
     if work.only_watching
         && work.follow.is_empty()
-        && no_news(&work.poll, &checks, limits, &mut report)
+        && no_news(&work.poll, &checks, limits, clock, &mut report)
     {
         // Every task is still running and nothing else is on its way: the file stays as it
         // is, and the tick is done.
@@ -222,32 +233,32 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         lap(&mut report, "decide");
         return Ok(Some(report));
     }
-    let due = decide(store, &work, checks, turns, limits, &mut report)?;
+    let due = decide(store, &work, checks, turns, limits, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
-    let looked = parallel(&due, workers, |(job, errand)| look(&client, job, *errand));
+    let looked = parallel(&due, workers, |(job, errand)| look(client, job, *errand));
     lap(&mut report, "look");
-    let claims = claim(store, &due, looked, limits, &mut report)?;
+    let claims = claim(store, &due, looked, limits, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "claim");
     if !claims.is_empty() {
         crate::crash::point("claimed");
     }
-    let sent = parallel(&claims, workers, |claim| send(&client, claim, tick));
+    let sent = parallel(&claims, workers, |claim| send(client, claim, tick));
     if !claims.is_empty() {
         crate::crash::point("posted");
     }
     lap(&mut report, "send");
-    record(store, &claims, sent, limits, &mut report)?;
+    record(store, &claims, sent, limits, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "record");
     Ok(Some(report))
 }
 
 /// Recover, prune, select: what is pending gets polled; delivered turns get followed.
-fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> {
+fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Report) -> Result<Work> {
     store.update(|file| {
-        let now = Timestamp::now();
+        let now = clock.now();
         for i in lifecycle::interrupted(&file.jobs) {
             apply(&mut file.jobs[i], Event::Recovered, now, limits, report);
         }
@@ -314,7 +325,7 @@ fn render((job, poll): (&Job, Poll)) -> Check {
 
 /// How the parent turn a delivery started is doing (its own task record). `None`: the
 /// server did not say; ask again next tick.
-fn follow(client: &Client, job: &Job) -> Option<Turn> {
+fn follow(client: &impl Server, job: &Job) -> Option<Turn> {
     let turn = job.turn_task_id.as_deref()?;
     let answer = client.get_task(&job.base_url, turn, &job.target.agent_id);
     match task::classify(answer, turn, &job.base_url, client.auth()) {
@@ -335,11 +346,17 @@ fn follow(client: &Client, job: &Job) -> Option<Turn> {
 /// (every task is still running, as before). Then the report gets what the polls said,
 /// and nothing needs the lock: a job that another command changed meanwhile would take
 /// the same polls as no change either.
-fn no_news(jobs: &[Job], checks: &[Check], limits: &Limits, report: &mut Report) -> bool {
+fn no_news(
+    jobs: &[Job],
+    checks: &[Check],
+    limits: &Limits,
+    clock: &dyn Clock,
+    report: &mut Report,
+) -> bool {
     if !checks.iter().all(|c| matches!(c, Check::Running { .. })) {
         return false;
     }
-    let now = Timestamp::now();
+    let now = clock.now();
     let steps: Vec<_> = jobs
         .iter()
         .zip(checks)
@@ -362,10 +379,11 @@ fn decide(
     checks: Vec<Check>,
     turns: Vec<Option<Turn>>,
     limits: &Limits,
+    clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<Vec<(Job, Errand)>> {
     store.update(|file| {
-        let now = Timestamp::now();
+        let now = clock.now();
         let index = registrations(file);
         for (job, check) in work.poll.iter().zip(checks) {
             if let Some(&i) = index.get(&job.job_id) {
@@ -395,7 +413,7 @@ fn decide(
 }
 
 /// Looks before acting: at the parent chat for a turn, at the channel for a forward.
-fn look(client: &Client, job: &Job, errand: Errand) -> Event {
+fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
     match errand {
         Errand::Turn => Event::Probed(probe(client, job)),
         Errand::Forward => {
@@ -409,7 +427,7 @@ fn look(client: &Client, job: &Job, errand: Errand) -> Event {
 /// Looks at the parent chat of a due turn. Before the first attempt the chat is found by
 /// its exact triple (it may have vanished: posting would start a new one); later, by the
 /// id found then. A delivery of unknown outcome is looked for in the chat's history.
-fn probe(client: &Client, job: &Job) -> Probe {
+fn probe(client: &impl Server, job: &Job) -> Probe {
     let t = &job.target;
     let (base, agent) = (&job.base_url, &t.agent_id);
     let reading_back = job.outbound() == Some(Outbound::Unconfirmed);
@@ -460,13 +478,14 @@ fn claim(
     due: &[(Job, Errand)],
     looked: Vec<Event>,
     limits: &Limits,
+    clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<Vec<Claim>> {
     if due.is_empty() {
         return Ok(Vec::new());
     }
     store.update(|file| {
-        let now = Timestamp::now();
+        let now = clock.now();
         let index = registrations(file);
         let mut claims = Vec::new();
         for ((job, errand), event) in due.iter().zip(looked) {
@@ -490,7 +509,7 @@ fn claim(
 }
 
 /// Sends one claimed thing: the turn into the parent chat, or the forward to the person.
-fn send(client: &Client, claim: &Claim, tick: &Tick) -> Event {
+fn send(client: &impl Server, claim: &Claim, tick: &Tick) -> Event {
     let job = &claim.job;
     let (base, agent) = (&job.base_url, &job.target.agent_id);
     match claim.errand {
@@ -511,13 +530,14 @@ fn record(
     claims: &[Claim],
     sent: Vec<Event>,
     limits: &Limits,
+    clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<()> {
     if claims.is_empty() {
         return Ok(());
     }
     store.update(|file| {
-        let now = Timestamp::now();
+        let now = clock.now();
         let index = registrations(file);
         for (claim, event) in claims.iter().zip(sent) {
             match index.get(&claim.job.job_id) {
@@ -575,6 +595,10 @@ fn parallel<T: Sync, R: Send>(
 ) -> Vec<R> {
     if items.is_empty() {
         return Vec::new();
+    }
+    if workers <= 1 || items.len() == 1 {
+        // One worker: no thread to start (and, in the simulation, one deterministic order).
+        return items.iter().map(work).collect();
     }
     let next = AtomicUsize::new(0);
     let (next, work) = (&next, &work);

@@ -6,6 +6,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Where a tick reads the time: the system clock in production, a simulated one in the
+/// simulation (`tests/sim`), where hours of deadlines pass without sleeping.
+pub trait Clock: Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// The real clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(SystemTime);
 

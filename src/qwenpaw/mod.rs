@@ -1,13 +1,16 @@
 //! Everything about QwenPaw's HTTP API: the client (`client`, the only module that does
 //! HTTP), what a task poll answered (`task`), the parent chat (`chat`) and QwenPaw's own
-//! rendering of a finished task (`render`). `task`, `chat` and `render` are pure.
+//! rendering of a finished task (`render`); `server`, the seam a tick talks through. `task`,
+//! `chat` and `render` are pure.
 
 pub mod chat;
 pub mod client;
 pub mod render;
+pub mod server;
 pub mod task;
 
 pub use client::{Answer, Client, Transport};
+pub use server::Server;
 
 /// QwenPaw's error bodies are `{"detail": "…"}` (or a list of validation errors): the
 /// detail, on one line, at most 300 characters.
