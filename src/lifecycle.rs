@@ -981,6 +981,130 @@ pub fn register(
     }
 }
 
+/// One `atc watch` of one or more tasks, to one parent chat.
+#[derive(Clone, Debug)]
+pub struct WatchRequest {
+    pub task_ids: Vec<String>,
+    pub target: Target,
+    pub base_url: String,
+    pub options: crate::job::Options,
+    /// The parent chat's id, when `watch` looked it up.
+    pub chat_id: Option<String>,
+}
+
+/// What a watch did with one task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Registered {
+    /// A new record.
+    New(Job),
+    /// The live record for the same target, kept as it is.
+    AlreadyWatching(Job),
+    /// A live record sent to another chat: the old record and the new.
+    Retargeted { old: Box<Job>, job: Job },
+    /// A record that had ended, replaced by a fresh watch.
+    Rewatched { was: Status, job: Job },
+}
+
+impl Registered {
+    pub fn job(&self) -> &Job {
+        match self {
+            Registered::New(job)
+            | Registered::AlreadyWatching(job)
+            | Registered::Retargeted { job, .. }
+            | Registered::Rewatched { job, .. } => job,
+        }
+    }
+}
+
+/// Why a watch was refused; nothing it registered is kept.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WatchRefused {
+    /// The group already went out (or is going out) to this chat.
+    GroupWentOut { group: String },
+    /// This task's result went out, may have, or is going out right now.
+    Task { job: Box<Job>, was: Status },
+}
+
+/// Applies a watch to the jobs of the file (`new_id` names each new registration). On a
+/// refusal the caller must not keep `jobs` (`store.update` does not save an error).
+pub fn watch(
+    jobs: &mut Vec<Job>,
+    request: &WatchRequest,
+    mut new_id: impl FnMut() -> String,
+    now: Timestamp,
+) -> Result<Vec<Registered>, WatchRefused> {
+    let (target, base_url) = (&request.target, &request.base_url);
+    let group = request.options.group.as_deref();
+    if let Some(name) = group
+        && jobs.iter().any(|j| {
+            j.options.group.as_deref() == Some(name)
+                && j.target == *target
+                && j.base_url == *base_url
+                && !request.task_ids.contains(&j.task_id)
+                && (j.group_tasks.is_some() || j.carried_by.is_some())
+        })
+    {
+        return Err(WatchRefused::GroupWentOut {
+            group: name.to_owned(),
+        });
+    }
+    let mut done = Vec::new();
+    for task_id in &request.task_ids {
+        let existing = jobs.iter().find(|j| j.task_id == *task_id);
+        let mut fresh = Job::new(
+            new_id(),
+            task_id.clone(),
+            base_url.clone(),
+            target.clone(),
+            now,
+        );
+        fresh.options = request.options.clone();
+        fresh.chat_id = request.chat_id.clone();
+        let registered = match register(existing, target, base_url, group) {
+            Registration::New => Registered::New(fresh),
+            Registration::AlreadyWatching => {
+                let job = existing.cloned().expect("a live record exists");
+                done.push(Registered::AlreadyWatching(job));
+                continue;
+            }
+            Registration::Replace { was, same_target } => {
+                let old = existing.cloned().expect("a record exists");
+                if !same_target && !was.is_terminal() {
+                    Registered::Retargeted {
+                        old: Box::new(old),
+                        job: fresh,
+                    }
+                } else {
+                    Registered::Rewatched { was, job: fresh }
+                }
+            }
+            Registration::Refuse { was } => {
+                let job = existing.cloned().expect("a refusal is about a record");
+                return Err(WatchRefused::Task {
+                    job: Box::new(job),
+                    was,
+                });
+            }
+        };
+        jobs.retain(|j| j.task_id != *task_id);
+        jobs.push(registered.job().clone());
+        done.push(registered);
+    }
+    Ok(done)
+}
+
+/// The job `atc redeliver <task>` acts on, by position: the task's own, or, for a group
+/// member whose result travels in its carrier's turn, the carrier's.
+pub fn redelivery(jobs: &[Job], task_id: &str) -> Option<usize> {
+    let i = jobs.iter().position(|j| j.task_id == task_id)?;
+    let carrier = jobs[i].carried_by.as_deref();
+    Some(
+        carrier
+            .and_then(|c| jobs.iter().position(|j| j.job_id == c))
+            .unwrap_or(i),
+    )
+}
+
 /// The jobs a tick polls: every pending one.
 pub fn to_poll(jobs: &[Job]) -> Vec<&Job> {
     jobs.iter()

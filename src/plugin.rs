@@ -27,6 +27,35 @@ pub enum Record {
     },
 }
 
+/// What an import did: (task id, status, job id) of each job added; tasks the file already
+/// held (left as they are); records skipped, and why.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub added: Vec<(String, crate::job::Status, String)>,
+    pub already: Vec<String>,
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Adds the importable `records` to `jobs`. A task the file already holds is left as it
+/// is (whatever its record says), so importing twice changes nothing.
+pub fn merge(jobs: &mut Vec<Job>, records: Vec<Record>) -> Imported {
+    let mut done = Imported::default();
+    for record in records {
+        match record {
+            Record::Job(job) if jobs.iter().any(|j| j.task_id == job.task_id) => {
+                done.already.push(job.task_id);
+            }
+            Record::Job(job) => {
+                done.added
+                    .push((job.task_id.clone(), job.status, job.job_id.clone()));
+                jobs.push(*job);
+            }
+            Record::Skip { task_id, why } => done.skipped.push((task_id, why)),
+        }
+    }
+    done
+}
+
 /// The records in the plugin's state file: a list of jobs, `{"jobs": [...]}`,
 /// `{"jobs": {task_id: job}}` or `{task_id: job}`. `Err` when the text is none of these.
 pub fn records(

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
 use crate::job::Status;
-use crate::plugin::{self, Record};
+use crate::plugin;
 use crate::report::LogEntry;
 use crate::settings::{Import, Output};
 use crate::state::Store;
@@ -38,20 +38,11 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
         })?;
 
     let store = Store::new(import.state.value.clone());
-    let (imported, already, skipped) = store.update(|file| {
-        let (mut imported, mut already, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
-        for record in records {
-            match record {
-                Record::Job(job) if file.find(&job.task_id).is_some() => already.push(job.task_id),
-                Record::Job(job) => {
-                    imported.push((job.task_id.clone(), job.status, job.job_id.clone()));
-                    file.jobs.push(*job);
-                }
-                Record::Skip { task_id, why } => skipped.push((task_id, why)),
-            }
-        }
-        Ok((imported, already, skipped))
-    })?;
+    let plugin::Imported {
+        added: imported,
+        already,
+        skipped,
+    } = store.update(|file| Ok(plugin::merge(&mut file.jobs, records)))?;
     let entries: Vec<LogEntry> = imported
         .iter()
         .map(|(task_id, status, job_id)| LogEntry {

@@ -18,15 +18,10 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     let task_id = &redeliver.task_id;
     let now = Timestamp::now();
     let (job, message) = store.update(|file| {
-        let Some(mut i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        // A group member's result travels in its carrier's turn: that is what goes again.
+        let Some(i) = lifecycle::redelivery(&file.jobs, task_id) else {
             fail!(Exit::Refused, "no watch for {task_id} in {}", store.path().display());
         };
-        // A group member's result travels in its carrier's turn: that is what goes again.
-        if let Some(carrier) = file.jobs[i].carried_by.clone()
-            && let Some(c) = file.jobs.iter().position(|j| j.job_id == carrier)
-        {
-            i = c;
-        }
         let event = Event::Redeliver {
             create_session: redeliver.create_session,
         };

@@ -11,7 +11,7 @@ use crate::exit::{Exit, Failure};
 use crate::fail;
 use crate::ids::new_job_id;
 use crate::job::{Job, Status};
-use crate::lifecycle::{Registration, register};
+use crate::lifecycle::{self, Registered, WatchRefused, WatchRequest};
 use crate::qwenpaw::{Client, chat};
 use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
@@ -51,77 +51,64 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     };
 
     let now = Timestamp::now();
-    let group = watch.options.group.as_deref();
+    let request = WatchRequest {
+        task_ids: watch.task_ids.clone(),
+        target: target.clone(),
+        base_url: base_url.clone(),
+        options: watch.options.clone(),
+        chat_id,
+    };
     let (jobs, messages, events) = store.update(|file| {
-        if let Some(name) = group
-            && file.jobs.iter().any(|j| {
-                j.options.group.as_deref() == Some(name)
-                    && j.target == target
-                    && j.base_url == *base_url
-                    && !watch.task_ids.contains(&j.task_id)
-                    && (j.group_tasks.is_some() || j.carried_by.is_some())
-            })
-        {
-            fail!(
+        let registered = match lifecycle::watch(&mut file.jobs, &request, new_job_id, now) {
+            Ok(registered) => registered,
+            Err(WatchRefused::GroupWentOut { group }) => fail!(
                 Exit::Refused,
-                "group {name:?} of {} already went out (or is going out right now); give these tasks another --group name",
+                "group {group:?} of {} already went out (or is going out right now); give these tasks another --group name",
                 target.describe_chat()
-            );
-        }
+            ),
+            Err(WatchRefused::Task { job, was }) => {
+                return Err(refusal(&job.task_id, Some(&job), was).into());
+            }
+        };
         let mut jobs = Vec::new();
         let mut messages = Vec::new();
         let mut events = Vec::new();
-        for task_id in &watch.task_ids {
-            let existing = file.find(task_id);
-            let mut fresh = Job::new(
-                new_job_id(),
-                task_id.clone(),
-                base_url.clone(),
-                target.clone(),
-                now,
-            );
-            fresh.options = watch.options.clone();
-            fresh.chat_id = chat_id.clone();
-            let (job, message, event) = match register(existing, &target, base_url, group) {
-                Registration::New => {
-                    let message = format!("Watching {}; {}", subject(&fresh), destination(&fresh));
-                    (fresh, message, "registered")
-                }
-                Registration::AlreadyWatching => {
-                    let job = existing.cloned().expect("a live record exists");
-                    let message = format!(
+        for registered in registered {
+            let (message, event) = match &registered {
+                Registered::New(job) => (
+                    format!("Watching {}; {}", subject(job), destination(job)),
+                    Some("registered"),
+                ),
+                Registered::AlreadyWatching(job) => (
+                    format!(
                         "Already watching {} (job {}); {}",
-                        subject(&job),
+                        subject(job),
                         job.job_id,
-                        destination(&job)
-                    );
-                    jobs.push(job);
-                    messages.push(message);
-                    continue;
-                }
-                Registration::Replace { was, same_target } => {
-                    let old = existing.expect("a record exists");
-                    if !same_target && !was.is_terminal() {
-                        let message = format!(
-                            "Re-targeted {}: {}; the result goes there on the next atc tick.",
-                            subject(&fresh),
-                            changes(old, &fresh)
-                        );
-                        (fresh, message, "retargeted")
-                    } else {
-                        let message = format!(
-                            "Watching {} again (the previous watch ended {was}); {}",
-                            subject(&fresh),
-                            destination(&fresh)
-                        );
-                        (fresh, message, "rewatched")
-                    }
-                }
-                Registration::Refuse { was } => return Err(refusal(task_id, existing, was).into()),
+                        destination(job)
+                    ),
+                    None,
+                ),
+                Registered::Retargeted { old, job } => (
+                    format!(
+                        "Re-targeted {}: {}; the result goes there on the next atc tick.",
+                        subject(job),
+                        changes(old, job)
+                    ),
+                    Some("retargeted"),
+                ),
+                Registered::Rewatched { was, job } => (
+                    format!(
+                        "Watching {} again (the previous watch ended {was}); {}",
+                        subject(job),
+                        destination(job)
+                    ),
+                    Some("rewatched"),
+                ),
             };
-            file.jobs.retain(|j| j.task_id != *task_id);
-            file.jobs.push(job.clone());
-            events.push(LogEntry::of(event, &job, now));
+            let job = registered.job().clone();
+            if let Some(event) = event {
+                events.push(LogEntry::of(event, &job, now));
+            }
             jobs.push(job);
             messages.push(message);
         }
