@@ -330,6 +330,9 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
         }
     }
     if next.registered_at.elapsed_at(now) > limits.max_age {
+        // A running poll above kept the old `updated_at` (nothing had changed): the watch
+        // ends now, and its notice and `--keep` count from now.
+        next.updated_at = now;
         next.status = Status::Expired;
         outcomes.push(Outcome::Expired);
         return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
@@ -1006,6 +1009,11 @@ pub enum Registered {
 }
 
 impl Registered {
+    /// The options of the watch that this registration did not take (flag names).
+    pub fn not_applied(&self) -> &[&'static str] {
+        &[]
+    }
+
     pub fn job(&self) -> &Job {
         match self {
             Registered::New(job)

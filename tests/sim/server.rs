@@ -1,0 +1,380 @@
+//! The simulated QwenPaw behind `atc::qwenpaw::Server`: task records that finish when the
+//! history says (with an answer, an empty answer or a failure) and vanish when the server
+//! restarts; chats that exist, vanish, come back and turn busy and idle; delivery POSTs
+//! that are stored with their metadata (so read-back finds them), dropped before or after
+//! storing, answered 500 or 409; and a crash armed for one tick, which stops the pass at
+//! one of `src/crash.rs`'s points by unwinding out of a request. Bodies are the shapes the
+//! fake server pins to the real one (`tests/support/bodies.rs`, `chats.rs`).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use atc::qwenpaw::{Answer, Server, Transport};
+use atc::settings::Auth;
+use serde_json::{Value, json};
+
+/// How a child task ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    Answer(String),
+    Empty,
+    Failed,
+}
+
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub agent: String,
+    pub end: Option<End>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Chat {
+    pub id: String,
+    pub session: String,
+    pub user: String,
+    pub channel: String,
+    /// Every stored message: atc's turns (user, with metadata) and the parent's replies.
+    pub messages: Vec<Value>,
+    pub busy: bool,
+    /// Started by a POST into a triple nobody had.
+    pub ghost: bool,
+}
+
+/// What the next delivery POST suffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostFault {
+    /// The connection drops before the server stores anything (the request may have left).
+    DropBeforeStore,
+    /// Stored, then the connection drops: the outcome is unknown to atc.
+    DropAfterStore,
+    /// Stored, then 500.
+    Error500AfterStore,
+    /// 500, nothing stored.
+    Error500,
+    /// 409, as if a turn were running.
+    Busy,
+}
+
+/// Where an armed crash stops the tick (each is one of `src/crash.rs`'s points, or a save
+/// that never landed: the same file on disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crash {
+    /// `polled` (and `save-before-rename` of the decide save): at the first poll, nothing
+    /// after `prepare` saved.
+    Polled,
+    /// `save-before-rename` of the claim save: at the first look, after `decide` saved.
+    Decided,
+    /// `read-back`: right after a chat history was read.
+    ReadBack,
+    /// `claimed`: the write-ahead record saved, the first POST not sent.
+    Claimed,
+    /// `posted` (and `save-before-rename` of the record save): after the n-th POST was
+    /// served (1-based), its outcome not saved.
+    Posted(u8),
+}
+
+/// The panic payload of a simulated crash.
+pub struct SimCrash;
+
+#[derive(Default)]
+pub struct State {
+    pub tasks: BTreeMap<String, Task>,
+    pub chats: Vec<Chat>,
+    /// Chats deleted during the history, with what they held.
+    pub gone: Vec<Chat>,
+    /// Parent turns the POSTs started (task ids): lost on restart like any task record.
+    pub turns: BTreeMap<String, String>,
+    pub down: bool,
+    pub post_fault: Option<PostFault>,
+    pub crash: Option<Crash>,
+    pub posts: u32,
+    /// Forwards sent to people: (channel, text).
+    pub sent: Vec<(String, String)>,
+    pub next: u64,
+}
+
+pub struct SimServer {
+    pub state: Mutex<State>,
+    auth: Auth,
+}
+
+fn answer(status: u16, body: &Value) -> Result<Answer, Transport> {
+    Ok(Answer {
+        status,
+        content_type: "application/json".into(),
+        body: Ok(body.to_string()),
+    })
+}
+
+fn unreachable(method: &str) -> Result<Answer, Transport> {
+    Err(Transport {
+        nothing_sent: true,
+        message: format!("{method} http://sim/api: connection refused (is QwenPaw running?)"),
+    })
+}
+
+fn crash() -> ! {
+    std::panic::panic_any(SimCrash)
+}
+
+fn chat_json(chat: &Chat) -> Value {
+    json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
+           "channel": chat.channel, "status": if chat.busy { "running" } else { "idle" }})
+}
+
+impl SimServer {
+    pub fn new() -> SimServer {
+        SimServer {
+            state: Mutex::new(State::default()),
+            auth: Auth::default(),
+        }
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Before a look request: an armed `Decided` crash stops the tick here.
+    fn look(&self) -> Option<Result<Answer, Transport>> {
+        let mut s = self.lock();
+        if s.crash == Some(Crash::Decided) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        s.down.then(|| unreachable("GET"))
+    }
+}
+
+impl Server for SimServer {
+    fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn allow_insecure(&mut self, _base_url: &str) {}
+
+    fn get_task(&self, _base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
+        let mut s = self.lock();
+        if s.crash == Some(Crash::Polled) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        if s.down {
+            return unreachable("GET");
+        }
+        if let Some(status) = s.turns.get(task_id) {
+            let output = json!([{"type": "message", "role": "assistant",
+                "content": [{"type": "text", "text": "noted"}]}]);
+            return answer(
+                200,
+                &json!({"status": "finished", "started_at": 1796003454.67,
+                    "result": {"status": status, "session_id": "parent", "output": output}}),
+            );
+        }
+        let Some(task) = s.tasks.get(task_id).filter(|t| t.agent == agent) else {
+            return answer(404, &json!({"detail": format!("Task not found: {task_id}")}));
+        };
+        let body = match &task.end {
+            None => json!({"status": "running", "started_at": 1796003454.67}),
+            Some(End::Answer(text)) => json!({"status": "finished", "started_at": 1796003454.67,
+                "result": {"status": "completed", "session_id": "child", "output": [
+                    {"type": "message", "role": "assistant",
+                     "content": [{"type": "text", "text": text}]}]}}),
+            Some(End::Empty) => json!({"status": "finished", "started_at": 1796003454.67,
+                "result": {"status": "completed", "session_id": "child", "output": []}}),
+            Some(End::Failed) => json!({"status": "finished", "started_at": 1796003454.83,
+                "result": {"status": "failed", "session_id": "child", "output": [],
+                    "error": {"code": "MODEL_EXECUTION_ERROR", "message": "Model execution failed."}}}),
+        };
+        answer(200, &body)
+    }
+
+    fn list_chats(
+        &self,
+        _base: &str,
+        _agent: &str,
+        filter: Option<(&str, &str)>,
+    ) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let s = self.lock();
+        let listed: Vec<Value> = s
+            .chats
+            .iter()
+            .filter(|c| filter.is_none_or(|(u, ch)| c.user == u && c.channel == ch))
+            .map(chat_json)
+            .collect();
+        answer(200, &Value::Array(listed))
+    }
+
+    fn chat_status(&self, _base: &str, _agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let s = self.lock();
+        // QwenPaw's status route asks the task tracker only: any id is "idle".
+        let busy = s.chats.iter().any(|c| c.id == chat_id && c.busy);
+        answer(200, &json!({"status": if busy { "running" } else { "idle" }}))
+    }
+
+    fn chat_history(
+        &self,
+        _base: &str,
+        _agent: &str,
+        chat_id: &str,
+    ) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let mut s = self.lock();
+        let served = match s.chats.iter().find(|c| c.id == chat_id) {
+            None => answer(404, &json!({"detail": format!("Chat not found: {chat_id}")})),
+            Some(c) => answer(
+                200,
+                &json!({"messages": c.messages, "status": if c.busy { "running" } else { "idle" }}),
+            ),
+        };
+        if s.crash == Some(Crash::ReadBack) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        served
+    }
+
+    fn post_turn(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
+        let mut s = self.lock();
+        if s.crash == Some(Crash::Claimed) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        if s.down {
+            return unreachable("POST");
+        }
+        let served = self.store_turn(&mut s, body);
+        s.posts += 1;
+        if s.crash == Some(Crash::Posted(s.posts.min(255) as u8)) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        served
+    }
+
+    fn send_message(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
+        let mut s = self.lock();
+        if s.crash == Some(Crash::Claimed) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        if s.down {
+            return unreachable("POST");
+        }
+        let field = |key: &str| body[key].as_str().unwrap_or("").to_owned();
+        s.sent.push((field("channel"), field("text")));
+        s.posts += 1;
+        if s.crash == Some(Crash::Posted(s.posts.min(255) as u8)) {
+            s.crash = None;
+            drop(s);
+            crash();
+        }
+        answer(200, &json!({"success": true, "message": "Message sent successfully"}))
+    }
+
+    fn channel_health(&self, _base: &str, _agent: &str, channel: &str) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        answer(
+            200,
+            &json!({"channel": channel, "status": "healthy", "detail": "connected"}),
+        )
+    }
+}
+
+impl SimServer {
+    fn store_turn(&self, s: &mut State, body: &Value) -> Result<Answer, Transport> {
+        let fault = s.post_fault.take();
+        let lost = || {
+            Err(Transport {
+                nothing_sent: false,
+                message: "POST http://sim/api/console/chat/task: connection reset".into(),
+            })
+        };
+        match fault {
+            Some(PostFault::Busy) => {
+                return answer(409, &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}));
+            }
+            Some(PostFault::Error500) => {
+                return answer(500, &json!({"detail": "Internal Server Error"}));
+            }
+            Some(PostFault::DropBeforeStore) => return lost(),
+            _ => {}
+        }
+        let text = |key: &str| body[key].as_str().unwrap_or("default").to_owned();
+        let (session, user, channel) = (text("session_id"), text("user_id"), text("channel"));
+        s.next += 1;
+        let n = s.next;
+        let i = match s
+            .chats
+            .iter()
+            .position(|c| c.session == session && c.user == user && c.channel == channel)
+        {
+            Some(i) => i,
+            None => {
+                s.chats.push(Chat {
+                    id: format!("ghost-{n}"),
+                    session,
+                    user,
+                    channel,
+                    messages: Vec::new(),
+                    busy: false,
+                    ghost: true,
+                });
+                s.chats.len() - 1
+            }
+        };
+        if s.chats[i].busy {
+            return answer(409, &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}));
+        }
+        let input = &body["input"][0];
+        let mut metadata = input["metadata"].clone();
+        metadata["qwenpaw_tag"] = json!("external_user_query");
+        metadata["qwenpaw_turn_state"] = json!({"status": "completed"});
+        let chat = &mut s.chats[i];
+        chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
+            "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata}}));
+        chat.messages.push(json!({"role": "assistant", "type": "message",
+            "content": [{"type": "text", "text": "noted"}]}));
+        let turn = format!("turn-{n}");
+        s.turns.insert(turn.clone(), "completed".into());
+        match fault {
+            Some(PostFault::DropAfterStore) => lost(),
+            Some(PostFault::Error500AfterStore) => {
+                answer(500, &json!({"detail": "Internal Server Error"}))
+            }
+            _ => answer(200, &json!({"task_id": turn, "timeout": 3600})),
+        }
+    }
+}
+
+/// The text of an atc turn stored in a chat, with its delivery id.
+pub fn delivered(chat: &Chat) -> Vec<(String, String)> {
+    chat.messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| {
+            (
+                m["metadata"]["metadata"]["qwenpaw_client_message_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+                m["content"][0]["text"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
