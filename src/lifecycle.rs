@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use crate::describe;
 use crate::job::{
-    Delivery, Forward, ForwardStatus, Job, OnEmpty, OnNoAnswer, Outbound, Status, Target,
-    TaskOutcome,
+    Delivery, Forward, ForwardStatus, Job, OnEmpty, OnNoAnswer, Options, Outbound, Status,
+    Target, TaskOutcome,
 };
 use crate::report::Outcome;
 use crate::time::Timestamp;
@@ -392,8 +392,15 @@ fn probed(job: &Job, probe: Probe, now: Timestamp, limits: &Limits) -> Transitio
     let mut next = job.clone();
     next.updated_at = now;
     match probe {
-        Probe::NoChat if next.options.create_session => claim(next, now),
+        Probe::NoChat if next.options.create_session => {
+            // The POST starts a new chat: a chat id found before (of a chat since deleted)
+            // is not where a read-back must look for it.
+            next.chat_id = None;
+            claim(next, now)
+        }
         Probe::NoChat => {
+            // The chat that id named is gone: the next look goes by the triple again.
+            next.chat_id = None;
             let why = format!(
                 "no chat with {} for agent '{}' on {}",
                 next.target.describe_chat(),
@@ -972,16 +979,75 @@ pub fn register(
     };
     let same_target =
         job.target == *target && job.base_url == base_url && job.options.group.as_deref() == group;
+    // Its result travels in a group's turn that has not gone out: watched again alone, the
+    // result would go out twice (once alone, once in the group's turn).
+    let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
+        && job.status != Status::Cancelled
+        && job.outbound().is_some_and(|o| o != Outbound::Delivered);
     match job.status {
         Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
         Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
-        // A POST to the old chat is under way, or the result is sealed into a group's
-        // turn: retargeting now could deliver twice.
-        Status::Delivering if job.in_flight() || job.carried_by.is_some() => {
-            Registration::Refuse { was: job.status }
-        }
+        // A POST to the old chat is under way: retargeting now could deliver twice.
+        Status::Delivering if job.in_flight() => Registration::Refuse { was: job.status },
+        _ if in_group_turn => Registration::Refuse { was: job.status },
         was => Registration::Replace { was, same_target },
     }
+}
+
+/// True when the job holds its child's rendered result, not delivered: a re-watch keeps
+/// it rather than poll a task whose record the server may have lost since.
+pub fn holds_result(job: &Job) -> bool {
+    job.final_text.is_some()
+        && job.outcome.is_some()
+        && job.group_tasks.is_none()
+        && matches!(
+            job.status,
+            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
+        )
+}
+
+/// A live job watched again with other options: what it takes (`applied`) and what it
+/// cannot take any more, because its result is already rendered or travels in its
+/// group's turn (`not_applied`), by flag name.
+fn reoption(job: &Job, wanted: &Options) -> (Job, Vec<&'static str>, Vec<&'static str>) {
+    let mut next = job.clone();
+    let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
+    let have = job.options.clone();
+    let rendered = job.status != Status::Pending;
+    let carried = job.carried_by.is_some() || job.group_tasks.is_some();
+    let mut take = |flag: &'static str, changed: bool, frozen: bool| {
+        if changed {
+            if frozen {
+                not_applied.push(flag);
+            } else {
+                applied.push(flag);
+            }
+        }
+        changed && !frozen
+    };
+    if take("--on-no-answer", have.on_no_answer != wanted.on_no_answer, rendered) {
+        next.options.on_no_answer = wanted.on_no_answer;
+    }
+    if take("--on-empty", have.on_empty != wanted.on_empty, rendered) {
+        next.options.on_empty = wanted.on_empty;
+    }
+    if take("--fork-branch", have.fork_branch != wanted.fork_branch, rendered) {
+        next.options.fork_branch = wanted.fork_branch.clone();
+    }
+    if take("--create-session", have.create_session != wanted.create_session, carried) {
+        next.options.create_session = wanted.create_session;
+    }
+    if take("--forward", have.forward != wanted.forward, carried) {
+        next.options.forward = wanted.forward;
+    }
+    if take(
+        "--allow-insecure-remote",
+        have.allow_insecure_remote != wanted.allow_insecure_remote,
+        false,
+    ) {
+        next.options.allow_insecure_remote = wanted.allow_insecure_remote;
+    }
+    (next, applied, not_applied)
 }
 
 /// One `atc watch` of one or more tasks, to one parent chat.
@@ -990,7 +1056,7 @@ pub struct WatchRequest {
     pub task_ids: Vec<String>,
     pub target: Target,
     pub base_url: String,
-    pub options: crate::job::Options,
+    pub options: Options,
     /// The parent chat's id, when `watch` looked it up.
     pub chat_id: Option<String>,
 }
@@ -1002,6 +1068,17 @@ pub enum Registered {
     New(Job),
     /// The live record for the same target, kept as it is.
     AlreadyWatching(Job),
+    /// The live record for the same target, with the options that changed (`applied`), and
+    /// those it could not take any more (`not_applied`: its result is already rendered, or
+    /// travels in its group's turn).
+    Updated {
+        job: Job,
+        applied: Vec<&'static str>,
+        not_applied: Vec<&'static str>,
+    },
+    /// A record holding its result (not delivered), sent where the new watch says: the
+    /// result is kept, never polled again. `old` is the record it replaced.
+    Kept { old: Box<Job>, job: Job },
     /// A live record sent to another chat: the old record and the new.
     Retargeted { old: Box<Job>, job: Job },
     /// A record that had ended, replaced by a fresh watch.
@@ -1011,13 +1088,18 @@ pub enum Registered {
 impl Registered {
     /// The options of the watch that this registration did not take (flag names).
     pub fn not_applied(&self) -> &[&'static str] {
-        &[]
+        match self {
+            Registered::Updated { not_applied, .. } => not_applied,
+            _ => &[],
+        }
     }
 
     pub fn job(&self) -> &Job {
         match self {
             Registered::New(job)
             | Registered::AlreadyWatching(job)
+            | Registered::Updated { job, .. }
+            | Registered::Kept { job, .. }
             | Registered::Retargeted { job, .. }
             | Registered::Rewatched { job, .. } => job,
         }
@@ -1043,14 +1125,33 @@ pub fn watch(
 ) -> Result<Vec<Registered>, WatchRefused> {
     let (target, base_url) = (&request.target, &request.base_url);
     let group = request.options.group.as_deref();
+    // Groups are per parent chat, whichever agent each member runs on (the skill runs one
+    // `atc watch … --group G` per `--target-agent`): a member joining after the group's
+    // turn went out would be held for it forever.
+    let chat = (
+        base_url.as_str(),
+        target.agent_id.as_str(),
+        target.session_id.as_str(),
+        target.user_id.as_str(),
+        target.channel.as_str(),
+    );
+    let member = |j: &&Job| j.options.group.as_deref() == group && j.chat_key() == chat;
+    // A task not in the group's sealed turn would be a late member, whether or not the
+    // watch names the tasks already in it.
+    let sealed: Vec<&String> = jobs
+        .iter()
+        .filter(member)
+        .filter(|j| j.status != Status::Cancelled)
+        .filter_map(|j| j.group_tasks.as_ref())
+        .flatten()
+        .collect();
+    let late = !sealed.is_empty() && request.task_ids.iter().any(|t| !sealed.contains(&t));
     if let Some(name) = group
-        && jobs.iter().any(|j| {
-            j.options.group.as_deref() == Some(name)
-                && j.target == *target
-                && j.base_url == *base_url
-                && !request.task_ids.contains(&j.task_id)
-                && (j.group_tasks.is_some() || j.carried_by.is_some())
-        })
+        && (late
+            || jobs.iter().filter(member).any(|j| {
+                !request.task_ids.contains(&j.task_id)
+                    && (j.group_tasks.is_some() || j.carried_by.is_some())
+            }))
     {
         return Err(WatchRefused::GroupWentOut {
             group: name.to_owned(),
@@ -1072,8 +1173,33 @@ pub fn watch(
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");
-                done.push(Registered::AlreadyWatching(job));
-                continue;
+                let (next, applied, not_applied) = reoption(&job, &request.options);
+                if applied.is_empty() && not_applied.is_empty() {
+                    done.push(Registered::AlreadyWatching(job));
+                    continue;
+                }
+                let mut next = next;
+                if next != job {
+                    next.updated_at = now;
+                }
+                Registered::Updated {
+                    job: next,
+                    applied,
+                    not_applied,
+                }
+            }
+            Registration::Replace { .. } if existing.is_some_and(holds_result) => {
+                let old = existing.cloned().expect("a record exists");
+                let mut job = fresh;
+                job.status = Status::Delivering;
+                job.final_text = old.final_text.clone();
+                job.outcome = old.outcome;
+                job.started_at = old.started_at;
+                job.delivery = Some(Delivery::default());
+                Registered::Kept {
+                    old: Box::new(old),
+                    job,
+                }
             }
             Registration::Replace { was, same_target } => {
                 let old = existing.cloned().expect("a record exists");
@@ -1169,7 +1295,8 @@ pub fn settled(jobs: &[Job]) -> bool {
     jobs.iter().all(settled_job)
 }
 
-/// One job of [`settled`]: ended, its turn not on its way, no forward due.
+/// One job of [`settled`]: ended, its turn not on its way, no forward due, not waiting
+/// for its group's turn.
 pub fn settled_job(job: &Job) -> bool {
     job.status.is_terminal()
         && !matches!(
@@ -1177,6 +1304,16 @@ pub fn settled_job(job: &Job) -> bool {
             Some(Outbound::Delivering | Outbound::Unconfirmed)
         )
         && !forward_due(job)
+        && !awaits_group(job)
+}
+
+/// A group member that ended without an answer and whose notice waits to go out in its
+/// group's turn (it has no outbound turn of its own until the group is sealed).
+pub fn awaits_group(job: &Job) -> bool {
+    job.options.group.is_some()
+        && job.status.ends_without_answer()
+        && job.options.on_no_answer == OnNoAnswer::Notify
+        && job.notice.is_none()
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while
@@ -1186,7 +1323,8 @@ pub fn prunable(job: &Job, now: Timestamp, limits: &Limits) -> bool {
         Some(Outbound::Delivering) => true,
         Some(Outbound::Unconfirmed) => reading_back(job, now, limits),
         _ => false,
-    } || forward_due(job);
+    } || forward_due(job)
+        || awaits_group(job);
     job.status.is_terminal() && !settling && job.updated_at.elapsed_at(now) > limits.keep
 }
 

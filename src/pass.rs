@@ -424,16 +424,17 @@ fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
     }
 }
 
-/// Looks at the parent chat of a due turn. Before the first attempt the chat is found by
-/// its exact triple (it may have vanished: posting would start a new one); later, by the
-/// id found then. A delivery of unknown outcome is looked for in the chat's history.
+/// Looks at the parent chat of a due turn. Before a POST the chat is found by its exact
+/// triple, every time: it may have vanished since the last look (posting would start a
+/// new one), and QwenPaw's status route calls any id idle, even a deleted chat's. A
+/// delivery of unknown outcome is looked for in the history of the chat it went to (the
+/// id found then), or else of the chat the triple names now.
 fn probe(client: &impl Server, job: &Job) -> Probe {
     let t = &job.target;
     let (base, agent) = (&job.base_url, &t.agent_id);
     let reading_back = job.outbound() == Some(Outbound::Unconfirmed);
-    let attempted = job.delivery.as_ref().is_some_and(|d| d.attempts > 0);
     let chat_id = match &job.chat_id {
-        Some(id) if attempted => id.clone(),
+        Some(id) if reading_back => id.clone(),
         _ => {
             let listed =
                 chat::chats(client.list_chats(base, agent, Some((&t.user_id, &t.channel))));
@@ -454,20 +455,13 @@ fn probe(client: &impl Server, job: &Job) -> Probe {
             }
         }
     };
-    if reading_back {
-        let history = client.chat_history(base, agent, &chat_id);
-        crate::crash::point("read-back");
-        match chat::read_back(history, &chat::client_message_id(job)) {
-            Ok(ReadBack::Found { turn }) => Probe::Found { chat_id, turn },
-            Ok(ReadBack::Absent { running }) => Probe::NotFound { chat_id, running },
-            Ok(ReadBack::NoChat) => Probe::NoChat,
-            Err(error) => Probe::Unknown { error },
-        }
-    } else {
-        match chat::running(client.chat_status(base, agent, &chat_id)) {
-            Ok(running) => Probe::Chat { chat_id, running },
-            Err(error) => Probe::Unknown { error },
-        }
+    let history = client.chat_history(base, agent, &chat_id);
+    crate::crash::point("read-back");
+    match chat::read_back(history, &chat::client_message_id(job)) {
+        Ok(ReadBack::Found { turn }) => Probe::Found { chat_id, turn },
+        Ok(ReadBack::Absent { running }) => Probe::NotFound { chat_id, running },
+        Ok(ReadBack::NoChat) => Probe::NoChat,
+        Err(error) => Probe::Unknown { error },
     }
 }
 

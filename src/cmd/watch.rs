@@ -88,6 +88,45 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     ),
                     None,
                 ),
+                Registered::Updated {
+                    job,
+                    applied,
+                    not_applied,
+                } => {
+                    let mut message = format!("Already watching {} (job {})", subject(job), job.job_id);
+                    if !applied.is_empty() {
+                        message.push_str(&format!("; now with {}", applied.join(", ")));
+                    }
+                    if !not_applied.is_empty() {
+                        let why = if job.carried_by.is_some() || job.group_tasks.is_some() {
+                            "its result already travels in its group's turn"
+                        } else {
+                            "its result is already rendered"
+                        };
+                        message.push_str(&format!(
+                            "; not applied: {} ({why})",
+                            not_applied.join(", ")
+                        ));
+                    }
+                    message.push_str(&format!("; {}", destination(job)));
+                    (message, Some("updated"))
+                }
+                Registered::Kept { old, job } => {
+                    let moved = changes(old, job);
+                    let moved = if moved.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({moved})")
+                    };
+                    (
+                        format!(
+                            "Watching {} again{moved}: its result, already received, is kept and not asked for again; {}",
+                            subject(job),
+                            destination(job)
+                        ),
+                        Some("retargeted"),
+                    )
+                }
                 Registered::Retargeted { old, job } => (
                     format!(
                         "Re-targeted {}: {}; the result goes there on the next atc tick.",
@@ -210,8 +249,13 @@ fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
         Status::Unconfirmed => format!(
             "{task_id}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {task_id}` shows the text; `atc redeliver {task_id}` tries again safely"
         ),
-        _ => format!(
+        _ if job.in_flight() => format!(
             "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
+        ),
+        _ => format!(
+            "{task_id}'s result travels in group {}'s turn, which has not gone out ({}); watched again alone it could go out twice. `atc redeliver {task_id}` sends the group's turn again (--create-session to start the chat)",
+            job.options.group.as_deref().unwrap_or("?"),
+            job.outbound().map_or("held", |o| o.as_str())
         ),
     };
     Failure::new(Exit::Refused, message)

@@ -188,3 +188,16 @@ fn replay(ops: Vec<Op>) {
     world.drain();
     world.check();
 }
+
+#[test]
+fn debug_case() {
+    use Op::*;
+    let mut world = World::new();
+    for op in [Finish(0, Ending::Answer), Watch { tasks: 7, chat: 0, group: true, create_session: false, opts: 7 }, Down(true), Watch { tasks: 7, chat: 0, group: true, create_session: false, opts: 0 }] {
+        world.apply(&op);
+    }
+    world.drain();
+    eprintln!("{}", world.trail.join("\n"));
+    world.dump();
+    world.check();
+}

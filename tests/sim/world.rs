@@ -127,6 +127,9 @@ pub struct World {
     last: BTreeMap<String, Job>,
     /// Registrations replaced by a later watch of the same task.
     replaced: BTreeSet<String>,
+    /// Tasks whose record was pruned (after `--keep`): watched again, they are new to atc,
+    /// and their result may rightly go out again.
+    forgotten: BTreeSet<String>,
     /// When each registration was first seen ended (sim seconds).
     ended_at: BTreeMap<String, u64>,
     pub ops: u64,
@@ -184,6 +187,7 @@ impl World {
             jobs: Vec::new(),
             last: BTreeMap::new(),
             replaced: BTreeSet::new(),
+            forgotten: BTreeSet::new(),
             ended_at: BTreeMap::new(),
             ops: 0,
             chat_serial: 0,
@@ -511,7 +515,8 @@ impl World {
                 }
                 None => {
                     // Pruned.
-                    if !lifecycle::settled_job(old) {
+                    self.forgotten.insert(old.task_id.clone());
+                    if open(old, self.now()) {
                         self.fail(&format!("{} was pruned while {}", old.task_id, old.status));
                     }
                     let ended = self.ended_at.get(&old.job_id).copied().unwrap_or(now);
@@ -549,6 +554,10 @@ impl World {
             self.last.insert(job.job_id.clone(), job.clone());
         }
         self.jobs = jobs;
+    }
+
+    pub fn dump(&self) {
+        eprintln!("{}", serde_json::to_string_pretty(&self.jobs).unwrap_or_default());
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -595,9 +604,10 @@ impl World {
     pub fn check(&self) -> u64 {
         let s = self.server.lock();
         let mut turns = 0u64;
-        let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-        let mut answers: BTreeMap<u8, usize> = BTreeMap::new();
+        // Never twice: no chat holds a delivery (by its id) or a result (by its text) twice.
         for chat in s.chats.iter().chain(&s.gone) {
+            let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+            let mut answers: BTreeMap<u8, usize> = BTreeMap::new();
             for (id, text) in delivered(chat) {
                 turns += 1;
                 *ids.entry(id).or_default() += 1;
@@ -607,16 +617,19 @@ impl World {
                     }
                 }
             }
-        }
-        // Never twice: by delivery id, and by the rendered result.
-        for (id, n) in &ids {
-            if *n > 1 {
-                self.fail(&format!("delivery {id} is in the chats {n} times"));
+            for (id, n) in &ids {
+                if *n > 1 {
+                    self.fail(&format!("delivery {id} is in chat {} {n} times", chat.id));
+                }
             }
-        }
-        for (i, n) in &answers {
-            if *n > 1 {
-                self.fail(&format!("the result of {} was delivered {n} times", task_id(*i)));
+            for (i, n) in &answers {
+                if *n > 1 && !self.forgotten.contains(&task_id(*i)) {
+                    self.fail(&format!(
+                        "the result of {} is in chat {} {n} times",
+                        task_id(*i),
+                        chat.id
+                    ));
+                }
             }
         }
         // Every chat the job's triple ever named (deleted ones keep what they held).
@@ -636,8 +649,9 @@ impl World {
             if self.replaced.contains(job_id) {
                 continue;
             }
-            // Nothing held without a bound: after the drain every job has settled.
-            if !lifecycle::settled_job(job) {
+            // Nothing held without a bound: after the drain every job has ended, and nothing
+            // of it is due any more (an unknown delivery's read-back window has closed).
+            if open(job, self.now()) {
                 self.fail(&format!(
                     "{} is still {} (outbound {:?}) after every deadline passed",
                     job.task_id,
@@ -688,6 +702,14 @@ impl World {
         }
         turns
     }
+}
+
+/// Still live: watched, its turn on its way, a read-back window open, a forward due.
+fn open(job: &Job, now: Timestamp) -> bool {
+    job.status == Status::Pending
+        || job.outbound() == Some(Outbound::Delivering)
+        || lifecycle::is_due(job, now, &limits())
+        || lifecycle::forward_due(job)
 }
 
 /// Holds its rendered result, not yet (certainly) delivered.
