@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use crate::describe;
 use crate::job::{
-    Delivery, Forward, ForwardStatus, Job, OnEmpty, OnNoAnswer, Options, Outbound, Status,
-    Target, TaskOutcome,
+    Delivery, Forward, ForwardStatus, Job, OnEmpty, OnNoAnswer, Options, Outbound, Status, Target,
+    TaskOutcome,
 };
 use crate::report::Outcome;
 use crate::time::Timestamp;
@@ -501,8 +501,14 @@ fn posted_outcome(job: &Job, posted: Posted, now: Timestamp, limits: &Limits) ->
     delivery(&mut next).attempt_started_at = None;
     if next.status == Status::Cancelled {
         let what = match &posted {
-            Posted::Accepted { .. } => "the result was delivered anyway",
-            Posted::Unknown { .. } => "whether the result arrived is unknown",
+            Posted::Accepted { .. } => {
+                next.delivered_at = Some(now);
+                "the result was delivered anyway"
+            }
+            Posted::Unknown { .. } => {
+                delivery(&mut next).unknown_since = Some(now);
+                "whether the result arrived is unknown"
+            }
             _ => "the result was not delivered",
         };
         next.note = Some(format!(
@@ -850,6 +856,7 @@ fn recovered(job: &Job, now: Timestamp) -> Transition {
     next.updated_at = now;
     delivery(&mut next).attempt_started_at = None;
     if cancelled {
+        delivery(&mut next).unknown_since = Some(now);
         next.note = Some(
             "cancelled while its result was being posted; whether the result arrived is unknown"
                 .to_owned(),
@@ -984,8 +991,15 @@ pub fn register(
     let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
         && job.status != Status::Cancelled
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
+    // Cancelled while its result was being posted: it may be in the chat already.
+    let maybe_delivered = job.delivered_at.is_some()
+        || job
+            .delivery
+            .as_ref()
+            .is_some_and(|d| d.unknown_since.is_some() || d.attempt_started_at.is_some());
     match job.status {
         Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
+        Status::Cancelled if maybe_delivered => Registration::Refuse { was: job.status },
         Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
         // A POST to the old chat is under way: retargeting now could deliver twice.
         Status::Delivering if job.in_flight() => Registration::Refuse { was: job.status },
@@ -1025,16 +1039,28 @@ fn reoption(job: &Job, wanted: &Options) -> (Job, Vec<&'static str>, Vec<&'stati
         }
         changed && !frozen
     };
-    if take("--on-no-answer", have.on_no_answer != wanted.on_no_answer, rendered) {
+    if take(
+        "--on-no-answer",
+        have.on_no_answer != wanted.on_no_answer,
+        rendered,
+    ) {
         next.options.on_no_answer = wanted.on_no_answer;
     }
     if take("--on-empty", have.on_empty != wanted.on_empty, rendered) {
         next.options.on_empty = wanted.on_empty;
     }
-    if take("--fork-branch", have.fork_branch != wanted.fork_branch, rendered) {
+    if take(
+        "--fork-branch",
+        have.fork_branch != wanted.fork_branch,
+        rendered,
+    ) {
         next.options.fork_branch = wanted.fork_branch.clone();
     }
-    if take("--create-session", have.create_session != wanted.create_session, carried) {
+    if take(
+        "--create-session",
+        have.create_session != wanted.create_session,
+        carried,
+    ) {
         next.options.create_session = wanted.create_session;
     }
     if take("--forward", have.forward != wanted.forward, carried) {

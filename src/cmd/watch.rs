@@ -249,6 +249,9 @@ fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
         Status::Unconfirmed => format!(
             "{task_id}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {task_id}` shows the text; `atc redeliver {task_id}` tries again safely"
         ),
+        Status::Cancelled => format!(
+            "{task_id}'s watch was cancelled while its result was being posted to {chat}, so it may be there already; watching it again could post it twice (`atc status {task_id}` shows what is known)"
+        ),
         _ if job.in_flight() => format!(
             "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
         ),

@@ -1068,7 +1068,25 @@ fn a_cancel_during_the_post_is_not_clobbered() {
         assert_eq!(cancelled.outcomes, [Outcome::CancelledInFlight]);
         let after = apply(&cancelled.job, Event::Posted(posted), t(8)).job;
         assert_eq!(after.status, Status::Cancelled);
-        assert_eq!(after.delivered_at, None);
+        // When it arrived, or that it may have: a re-watch must not post it again.
+        let delivered = says == "delivered anyway";
+        assert_eq!(after.delivered_at, delivered.then_some(t(8)));
+        let unknown = after.delivery.as_ref().and_then(|d| d.unknown_since);
+        assert_eq!(unknown, (says == "unknown").then_some(t(8)));
+        let rewatch = register(Some(&after), &after.target, &after.base_url, None);
+        if says == "the result was not delivered" {
+            assert!(
+                matches!(rewatch, Registration::Replace { .. }),
+                "{rewatch:?}"
+            );
+        } else {
+            assert_eq!(
+                rewatch,
+                Registration::Refuse {
+                    was: Status::Cancelled
+                }
+            );
+        }
         assert!(!after.in_flight());
         assert!(after.note.as_deref().unwrap().contains(says), "{after:?}");
     }

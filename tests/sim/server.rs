@@ -173,7 +173,10 @@ impl Server for SimServer {
             );
         }
         let Some(task) = s.tasks.get(task_id).filter(|t| t.agent == agent) else {
-            return answer(404, &json!({"detail": format!("Task not found: {task_id}")}));
+            return answer(
+                404,
+                &json!({"detail": format!("Task not found: {task_id}")}),
+            );
         };
         let body = match &task.end {
             None => json!({"status": "running", "started_at": 1796003454.67}),
@@ -216,21 +219,22 @@ impl Server for SimServer {
         let s = self.lock();
         // QwenPaw's status route asks the task tracker only: any id is "idle".
         let busy = s.chats.iter().any(|c| c.id == chat_id && c.busy);
-        answer(200, &json!({"status": if busy { "running" } else { "idle" }}))
+        answer(
+            200,
+            &json!({"status": if busy { "running" } else { "idle" }}),
+        )
     }
 
-    fn chat_history(
-        &self,
-        _base: &str,
-        _agent: &str,
-        chat_id: &str,
-    ) -> Result<Answer, Transport> {
+    fn chat_history(&self, _base: &str, _agent: &str, chat_id: &str) -> Result<Answer, Transport> {
         if let Some(down) = self.look() {
             return down;
         }
         let mut s = self.lock();
         let served = match s.chats.iter().find(|c| c.id == chat_id) {
-            None => answer(404, &json!({"detail": format!("Chat not found: {chat_id}")})),
+            None => answer(
+                404,
+                &json!({"detail": format!("Chat not found: {chat_id}")}),
+            ),
             Some(c) => answer(
                 200,
                 &json!({"messages": c.messages, "status": if c.busy { "running" } else { "idle" }}),
@@ -282,10 +286,18 @@ impl Server for SimServer {
             drop(s);
             crash();
         }
-        answer(200, &json!({"success": true, "message": "Message sent successfully"}))
+        answer(
+            200,
+            &json!({"success": true, "message": "Message sent successfully"}),
+        )
     }
 
-    fn channel_health(&self, _base: &str, _agent: &str, channel: &str) -> Result<Answer, Transport> {
+    fn channel_health(
+        &self,
+        _base: &str,
+        _agent: &str,
+        channel: &str,
+    ) -> Result<Answer, Transport> {
         if let Some(down) = self.look() {
             return down;
         }
@@ -307,7 +319,10 @@ impl SimServer {
         };
         match fault {
             Some(PostFault::Busy) => {
-                return answer(409, &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}));
+                return answer(
+                    409,
+                    &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}),
+                );
             }
             Some(PostFault::Error500) => {
                 return answer(500, &json!({"detail": "Internal Server Error"}));
@@ -339,7 +354,10 @@ impl SimServer {
             }
         };
         if s.chats[i].busy {
-            return answer(409, &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}));
+            return answer(
+                409,
+                &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}),
+            );
         }
         let input = &body["input"][0];
         let mut metadata = input["metadata"].clone();
@@ -348,7 +366,8 @@ impl SimServer {
         let chat = &mut s.chats[i];
         chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
             "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata}}));
-        chat.messages.push(json!({"role": "assistant", "type": "message",
+        chat.messages
+            .push(json!({"role": "assistant", "type": "message",
             "content": [{"type": "text", "text": "noted"}]}));
         let turn = format!("turn-{n}");
         s.turns.insert(turn.clone(), "completed".into());

@@ -268,9 +268,10 @@ impl World {
             Op::DeleteChat(c) => {
                 let (session, user, channel) = CHATS[*c as usize];
                 let mut s = self.server.lock();
-                let (gone, kept): (Vec<Chat>, Vec<Chat>) = s.chats.drain(..).partition(|x| {
-                    x.session == session && x.user == user && x.channel == channel
-                });
+                let (gone, kept): (Vec<Chat>, Vec<Chat>) = s
+                    .chats
+                    .drain(..)
+                    .partition(|x| x.session == session && x.user == user && x.channel == channel);
                 s.chats = kept;
                 s.gone.extend(gone);
                 String::new()
@@ -311,7 +312,14 @@ impl World {
         self.observe();
     }
 
-    fn watch(&mut self, tasks: u8, chat: u8, group: bool, create_session: bool, opts: u8) -> String {
+    fn watch(
+        &mut self,
+        tasks: u8,
+        chat: u8,
+        group: bool,
+        create_session: bool,
+        opts: u8,
+    ) -> String {
         let ids: Vec<u8> = (0..TASKS).filter(|i| tasks & (1 << i) != 0).collect();
         let Some(&first) = ids.first() else {
             return " (no task)".into();
@@ -351,9 +359,11 @@ impl World {
             if s.down {
                 None
             } else {
-                match s.chats.iter().find(|c| {
-                    c.session == session && c.user == user && c.channel == channel
-                }) {
+                match s
+                    .chats
+                    .iter()
+                    .find(|c| c.session == session && c.user == user && c.channel == channel)
+                {
                     Some(c) => Some(c.id.clone()),
                     None if create_session => None,
                     None => return " → refused: no such chat".into(),
@@ -429,7 +439,8 @@ impl World {
                 let Some(i) = lifecycle::redelivery(&file.jobs, &id) else {
                     return Ok(" → no watch".to_owned());
                 };
-                let step = lifecycle::step(&file.jobs[i], Event::Redeliver { create_session }, now, &l);
+                let step =
+                    lifecycle::step(&file.jobs[i], Event::Redeliver { create_session }, now, &l);
                 if step.is_ignored() {
                     return Ok(" → refused".to_owned());
                 }
@@ -446,7 +457,8 @@ impl World {
             "target_agent": (agent_of(t) != "default").then(|| agent_of(t)),
             "status": "pending", "registered_at": self.clock.secs()}]})
         .to_string();
-        let records = atc::plugin::records(&text, BASE, limits().max_age, now).expect("a good file");
+        let records =
+            atc::plugin::records(&text, BASE, limits().max_age, now).expect("a good file");
         let done = self
             .store()
             .update(|file| Ok(atc::plugin::merge(&mut file.jobs, records)))
@@ -557,7 +569,10 @@ impl World {
     }
 
     pub fn dump(&self) {
-        eprintln!("{}", serde_json::to_string_pretty(&self.jobs).unwrap_or_default());
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&self.jobs).unwrap_or_default()
+        );
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -581,19 +596,18 @@ impl World {
         }
         self.trail.push("-- drain --".into());
         let l = limits();
+        // Each tick also moves the clock 20 s on.
         let jumps = [
             Duration::ZERO,
-            Duration::from_secs(40),
-            Duration::from_secs(70),
+            l.settle,
             l.busy_deadline + l.settle,
             l.max_age,
-            Duration::from_secs(70),
+            l.settle,
             l.busy_deadline + l.settle,
-            Duration::from_secs(70),
         ];
         for jump in jumps {
             self.clock.advance(jump);
-            for _ in 0..3 {
+            for _ in 0..2 {
                 self.apply(&Op::Tick);
             }
         }
@@ -685,7 +699,10 @@ impl World {
                 Some(Outbound::Undelivered | Outbound::Misrouted | Outbound::Unconfirmed) => {
                     let why = job.delivery.as_ref().and_then(|d| d.error.clone());
                     if why.is_none() && job.last_error.is_none() {
-                        self.fail(&format!("{} gave up ({}) without a reason", job.task_id, job.status));
+                        self.fail(&format!(
+                            "{} gave up ({}) without a reason",
+                            job.task_id, job.status
+                        ));
                     }
                 }
                 _ => {}
@@ -697,7 +714,10 @@ impl World {
                 && job.options.on_no_answer == OnNoAnswer::Notify
                 && job.notice.is_none()
             {
-                self.fail(&format!("{} ended {} and its parent was never told", job.task_id, job.status));
+                self.fail(&format!(
+                    "{} ended {} and its parent was never told",
+                    job.task_id, job.status
+                ));
             }
         }
         turns
