@@ -181,7 +181,6 @@ fn random_histories_keep_every_promise() {
 
 /// Runs one history, drains and checks it: how the regression tests below replay what
 /// the search found.
-#[allow(dead_code)]
 fn replay(ops: Vec<Op>) {
     quiet_crashes();
     let mut world = World::new();
@@ -192,11 +191,141 @@ fn replay(ops: Vec<Op>) {
     world.check();
 }
 
+// Regressions: histories the search found (before the fixes), shrunk, replayed with every
+// check. The comment on each says what broke.
+
+/// Defect 5: every expired notice said "had not finished 20s after it was delegated" (the
+/// age came from an `updated_at` a running poll had kept), and `--keep` counted from it.
 #[test]
-fn debug_case() {
+fn an_expired_notice_states_the_real_age() {
     use Op::*;
-    let mut world = World::new();
-    for op in [
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Jump(world::Jump::PastMaxAge),
+        Tick,
+        Jump(world::Jump::PastKeep),
+        Tick,
+    ]);
+}
+
+/// Defect 3: a re-watch of a finished member, held for its group, to the same chat without
+/// the group replaced the job with a pending one: the result was thrown away and polled
+/// again (lost for good after a restart).
+#[test]
+fn a_rewatch_keeps_a_held_result_and_never_polls_for_it_again() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Watch {
+            tasks: 28,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Restart,
+        Watch {
+            tasks: 28,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+    // And a result misrouted (its chat gone), watched again to another chat.
+    replay(vec![
+        Finish(0, Ending::Answer),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        DeleteChat(0),
+        Tick,
+        Restart,
+        Watch {
+            tasks: 1,
+            chat: 1,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Defect 4: watched again with other options, a pending task kept the old ones in silence.
+#[test]
+fn a_rewatch_with_other_options_applies_them() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: true,
+            opts: 15,
+        },
+        Finish(0, Ending::Answer),
+        Tick,
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 1,
+        },
+    ]);
+}
+
+/// Defect 2: the skill's cross-agent fan-in. The first part went out alone; the second
+/// watch (`--target-agent worker`) was accepted and its member held (here: its notice
+/// never told) forever.
+#[test]
+fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on() {
+    use Op::*;
+    replay(vec![
+        Restart,
+        Watch {
+            tasks: 1,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Watch {
+            tasks: 16,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Defect 2, again: the group's own watch run again after its turn was sealed brought its
+/// ended members back as late members.
+#[test]
+fn the_same_group_watch_run_again_adds_no_late_member() {
+    use Op::*;
+    replay(vec![
         Finish(0, Ending::Answer),
         Watch {
             tasks: 7,
@@ -205,7 +334,11 @@ fn debug_case() {
             create_session: false,
             opts: 7,
         },
+        Tick,
         Down(true),
+        Tick,
+        Tick,
+        Tick,
         Watch {
             tasks: 7,
             chat: 0,
@@ -213,11 +346,115 @@ fn debug_case() {
             create_session: false,
             opts: 0,
         },
-    ] {
-        world.apply(&op);
-    }
-    world.drain();
-    eprintln!("{}", world.trail.join("\n"));
-    world.dump();
-    world.check();
+    ]);
+}
+
+/// Found by the search: after a chat was deleted, the read-back looked in the deleted
+/// chat (its old id), found nothing, and posted again into the new chat the first POST
+/// had started; and a probe asked the status of the deleted chat's id ("idle") and posted
+/// into a chat that no longer existed.
+#[test]
+fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
+    use Op::*;
+    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    replay(vec![
+        Restart,
+        Fault(DropAfterStore),
+        Busy(1, true),
+        Watch {
+            tasks: 28,
+            chat: 1,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Jump(world::Jump::PastBusyDeadline),
+        Tick,
+        Redeliver {
+            task: 2,
+            create_session: true,
+        },
+        DeleteChat(1),
+        Tick,
+    ]);
+    replay(vec![
+        Fault(DropBeforeStore),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 63,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Jump(world::Jump::PastMaxAge),
+        Tick,
+        Fault(DropAfterStore),
+        DeleteChat(0),
+        Tick,
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
+        Tick,
+        Redeliver {
+            task: 0,
+            create_session: true,
+        },
+    ]);
+}
+
+/// Found by the search: a group member that ended without an answer (its notice waiting
+/// for the group's turn) was pruned after `--keep` while another member still ran.
+#[test]
+fn a_group_members_notice_waits_for_its_group_however_long() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 17,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Jump(world::Jump::PastKeep),
+    ]);
+}
+
+/// Found by the search: a watch cancelled while its result was being posted (it may have
+/// arrived) was watched again, and the result was posted a second time.
+#[test]
+fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
+    use Op::*;
+    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    replay(vec![
+        Watch {
+            tasks: 13,
+            chat: 2,
+            group: false,
+            create_session: true,
+            opts: 0,
+        },
+        Finish(0, Ending::Answer),
+        DeleteChat(2),
+        Fault(Error500),
+        Tick,
+        Tick,
+        Cancel(0),
+        Watch {
+            tasks: 3,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
 }
