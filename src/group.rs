@@ -52,10 +52,15 @@ fn plan_one(name: &str, jobs: &[Job], members: &[usize], events: &mut Vec<(usize
         }
         return;
     }
+    // Only members still waiting for the carrier's turn are sealed again: one cancelled
+    // (or whose turn already moved on) keeps its `carried_by` and takes no `Unsealed`, and
+    // waiting for it would hold the others forever.
     let orphans: Vec<usize> = members
         .iter()
         .copied()
-        .filter(|&i| jobs[i].carried_by.is_some())
+        .filter(|&i| {
+            jobs[i].carried_by.is_some() && jobs[i].outbound() == Some(Outbound::Delivering)
+        })
         .collect();
     if !orphans.is_empty() {
         events.extend(orphans.into_iter().map(|i| (i, Event::Unsealed)));
@@ -195,6 +200,26 @@ mod tests {
 
         carrier.status = Status::Cancelled;
         assert_eq!(plan(&[carrier, other]), [(1, Event::Unsealed)]);
+    }
+
+    #[test]
+    fn a_cancelled_carrier_and_member_leave_the_live_one_to_be_sealed_again() {
+        let mut carrier = member("t1", Status::Cancelled, 1);
+        carrier.group_tasks = Some(vec!["t1".into(), "t2".into(), "t3".into()]);
+        let mut cancelled = member("t2", Status::Cancelled, 2);
+        cancelled.carried_by = Some("job-t1".into());
+        let mut live = member("t3", Status::Delivering, 3);
+        live.carried_by = Some("job-t1".into());
+        assert_eq!(
+            plan(&[carrier.clone(), cancelled.clone(), live.clone()]),
+            [(2, Event::Unsealed)]
+        );
+        live.carried_by = None;
+        let events = plan(&[carrier, cancelled, live]);
+        assert!(
+            matches!(&events[..], [(2, Event::Sealed { tasks, .. })] if tasks == &["t3"]),
+            "{events:?}"
+        );
     }
 
     #[test]
