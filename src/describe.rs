@@ -5,6 +5,7 @@
 //! what no field can: how a cancel met a POST.
 
 use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
+use crate::report::{GiveUp, Outcome, failure_kind};
 use crate::time::{Timestamp, human};
 
 /// Longest text a forward sends on to the person (as a delivery's cap).
@@ -191,6 +192,10 @@ pub fn explain(job: &Job) -> Option<String> {
             let forward = forward(job).map(|f| format!("; {f}")).unwrap_or_default();
             format!("delivered{how}{turn}{forward}{fork}")
         }
+        Status::Unconfirmed if delivery.read_back_closed_at.is_some() => format!(
+            "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in `final`",
+            job.task_id
+        ),
         Status::Unconfirmed => format!(
             "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
         ),
@@ -229,6 +234,97 @@ pub fn explain(job: &Job) -> Option<String> {
                 .to_owned()
         }
     })
+}
+
+/// What the line a tick prints when it gives a job up says: where the job stands, why in
+/// a few words (failure kinds only: this line goes to cron mail and the journal, so it
+/// carries no server text, session or user ids), and the commands that help.
+pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
+    let t = &job.task_id;
+    // ` (<kind of failure>)`, or the HTTP status when the kind says no more than
+    // "other"; nothing when neither says anything.
+    let kind =
+        |error: Option<&str>, http: Option<u16>| match (failure_kind(error.unwrap_or("")), http) {
+            (kind, Some(code)) if kind == "other" => format!(" (HTTP {code})"),
+            (kind, None) if kind == "other" => String::new(),
+            (kind, _) => format!(" ({kind})"),
+        };
+    let delivery_error = job.delivery.as_ref().and_then(|d| d.error.as_deref());
+    let delivery_http = job.delivery.as_ref().and_then(|d| d.last_http_status);
+    let status = match job.notice {
+        _ if outcome == Outcome::ForwardFailed => format!("{}, forward failed", job.status),
+        Some(notice) if job.status.ends_without_answer() && outcome != Outcome::Abandoned => {
+            format!("{}, notice {}", job.status, notice.as_str())
+        }
+        _ => job.status.to_string(),
+    };
+    let (reason, next) = match outcome {
+        Outcome::Abandoned => (
+            format!(
+                "{} in a row{}",
+                plural(job.strikes, "failed check", "failed checks"),
+                kind(job.last_error.as_deref(), None)
+            ),
+            format!(
+                "`atc status {t}` says more; the task may still run: `atc wait {t}` asks the server"
+            ),
+        ),
+        Outcome::Undelivered => {
+            let what = match kind(delivery_error, None).as_str() {
+                " (chat busy)" => "the parent chat stayed busy past --busy-deadline".to_owned(),
+                other => format!("the server stayed out of reach past --busy-deadline{other}"),
+            };
+            (
+                what,
+                format!("`atc status {t}` says more; `atc redeliver {t}` tries again"),
+            )
+        }
+        Outcome::Misrouted => (
+            "the parent chat does not exist, so nothing was posted".to_owned(),
+            format!(
+                "`atc status {t}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {t} --create-session`"
+            ),
+        ),
+        Outcome::Error => (
+            format!(
+                "the server refused the delivery{}",
+                kind(delivery_error, delivery_http)
+            ),
+            format!("`atc status {t}` shows its answer; `atc redeliver {t}` tries again once that is fixed"),
+        ),
+        Outcome::ReadBackClosed => (
+            "whether the turn arrived is unknown, and its read-back window (--busy-deadline) closed".to_owned(),
+            format!(
+                "look in the parent chat; `atc status {t}` says more; `atc redeliver {t}` reads it back once more and posts only if the turn is not there"
+            ),
+        ),
+        Outcome::ForwardFailed => (
+            format!(
+                "the parent's reply was delivered but could not be sent on to the person on {}{}",
+                job.target.channel,
+                kind(
+                    job.forward.as_ref().and_then(|f| f.reason.as_deref()),
+                    job.forward.as_ref().and_then(|f| f.last_http_status)
+                )
+            ),
+            format!("`atc status {t}` says more"),
+        ),
+        other => (other.as_str().replace('_', " "), format!("`atc status {t}` says more")),
+    };
+    let with = job
+        .group_tasks
+        .iter()
+        .flatten()
+        .filter(|task| *task != t)
+        .cloned()
+        .collect();
+    GiveUp {
+        task_id: t.clone(),
+        status,
+        reason,
+        with,
+        next,
+    }
 }
 
 /// One short phrase for the `atc status` list: what is happening to the job now.

@@ -1,6 +1,7 @@
 //! One `atc tick`, top to bottom, as the README's "How a tick works" tells it:
 //!
-//! 1. **prepare**: recover what a dead tick left mid-POST, prune old ended jobs, select
+//! 1. **prepare**: recover what a dead tick left mid-POST, close read-back windows that
+//!    ran out, prune old ended jobs, select
 //!    the tasks to poll and the delivered turns to follow (one locked update);
 //! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
 //!    without the lock;
@@ -250,6 +251,15 @@ fn prepare(store: &Store, limits: &Limits, report: &mut Report) -> Result<Work> 
         let now = Timestamp::now();
         for i in lifecycle::interrupted(&file.jobs) {
             apply(&mut file.jobs[i], Event::Recovered, now, limits, report);
+        }
+        for i in lifecycle::read_backs_closed(&file.jobs, now, limits) {
+            apply(
+                &mut file.jobs[i],
+                Event::ReadBackClosed,
+                now,
+                limits,
+                report,
+            );
         }
         file.jobs.retain(|job| {
             let prune = lifecycle::prunable(job, now, limits);

@@ -486,14 +486,19 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
         .stderr_inspected()
         .file_unchanged();
 
-    // A tick polls the pending one and leaves the unconfirmed one alone (never re-posted).
+    // A tick polls the pending one and leaves the unconfirmed one alone (never re-posted):
+    // the plugin's attempt is long past any read-back window, so a person is told to look.
     let s = Scene::new();
     let source = plugin_state(&s.env.home);
     s.atc(["import-plugin-state", source.to_str().unwrap(), "-q"])
         .stderr_inspected()
         .run();
     s.poll_replies("task-aaaaaaaaaaaa", vec![Reply::json(200, bodies::RUNNING)]);
-    s.tick(&[]).run();
+    s.tick(&[])
+        .stderr_contains(
+            "atc: gave up on task-cccccccccccc (unconfirmed): whether the turn arrived is unknown",
+        )
+        .run();
     assert_eq!(s.server.hits("GET", &task_path("task-aaaaaaaaaaaa")), 1);
     assert!(s.posts().is_empty());
     assert_eq!(s.status("task-cccccccccccc"), "unconfirmed");
