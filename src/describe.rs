@@ -200,8 +200,12 @@ pub fn explain(job: &Job) -> Option<String> {
             "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
         ),
         Status::Undelivered => format!(
-            "not delivered after {} ({error}); the text is kept in `final`; `atc redeliver` tries again",
-            plural(deferrals, "wait", "waits")
+            "not delivered{} ({error}); the text is kept in `final`; `atc redeliver` tries again",
+            if deferrals == 0 {
+                String::new()
+            } else {
+                format!(" after {}", plural(deferrals, "wait", "waits"))
+            }
         ),
         Status::Misrouted => format!(
             "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver --create-session`"

@@ -76,6 +76,14 @@ pub struct Heartbeat {
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
+    /// Whether that tick finished its pass, every save it needed made: a heartbeat alone
+    /// is not a healthy tick (one that cannot save the job file beats, then exits 4).
+    /// `None`: an older atc wrote this heartbeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<bool>,
+    /// When a tick last finished its pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
 }
 
 /// A job file with nothing to do: which version (its fingerprint), under which limits,
@@ -116,8 +124,18 @@ impl Heartbeat {
         };
         serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
             last_tick_at: Timestamp::parse(&line),
-            settled: None,
+            ..Heartbeat::default()
         })
+    }
+
+    /// What a tick that started at `now` leaves: `finished` once its pass is done.
+    fn of(now: Timestamp, settled: Option<Settled>, finished_at: Option<Timestamp>) -> Heartbeat {
+        Heartbeat {
+            last_tick_at: Some(now),
+            settled,
+            finished: Some(finished_at == Some(now)),
+            finished_at,
+        }
     }
 
     fn to_line(&self) -> String {
@@ -157,20 +175,15 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
     {
-        let beat = Heartbeat {
-            last_tick_at: Some(now),
-            settled: previous.settled,
-        };
+        let beat = Heartbeat::of(now, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(
-        &Heartbeat {
-            last_tick_at: Some(now),
-            settled: None,
-        }
-        .to_line(),
-    )?;
+    single_flight.stamp(&Heartbeat::of(now, None, previous.finished_at).to_line())?;
+    // Stamped when the pass is done: every save it needed was made.
+    let finished = |lock: &mut crate::state::lock::Guard| {
+        lock.stamp(&Heartbeat::of(now, None, Some(now)).to_line())
+    };
     let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -187,15 +200,15 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         // Nothing watched and nothing on its way: no second load, no save; and the next
         // tick need not even read the file while it stays as it is.
         if let Some(file) = store.fingerprint() {
-            let beat = Heartbeat {
-                last_tick_at: Some(now),
-                settled: Some(Settled {
-                    file,
-                    key,
-                    until: work.first_prune,
-                }),
+            let settled = Settled {
+                file,
+                key,
+                until: work.first_prune,
             };
+            let beat = Heartbeat::of(now, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
+        } else {
+            finished(&mut single_flight)?;
         }
         return Ok(Some(report));
     }
@@ -221,6 +234,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         // is, and the tick is done.
         store.log(&report.take_log())?;
         lap(&mut report, "decide");
+        finished(&mut single_flight)?;
         return Ok(Some(report));
     }
     let due = decide(store, &work, checks, turns, limits, &mut report)?;
@@ -242,6 +256,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     record(store, &claims, sent, limits, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "record");
+    finished(&mut single_flight)?;
     Ok(Some(report))
 }
 

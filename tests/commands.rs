@@ -205,7 +205,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 2 of 6 checks failed\n")
+        .stderr("atc: 2 of 8 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -217,13 +217,179 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
     );
     assert!(said.contains("  → start QwenPaw (`qwenpaw app`), or point atc at it with --base-url or ATC_BASE_URL (now from ATC_BASE_URL)"), "{said}");
     assert!(
-        said.contains("✗ timer: 1 watches wait, and no atc tick has run yet"),
+        said.contains("✗ timer: 1 watch waits, and no atc tick has run yet"),
         "{said}"
     );
     assert!(
         said.contains("  → is the timer installed? `atc timer print systemd`"),
         "{said}"
     );
+}
+
+/// The check of doctor's output: one line starting with `start`, and the fix under it.
+fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
+    let lines: Vec<&str> = said.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(line))
+        .unwrap_or_else(|| panic!("no {line:?} in\n{said}"));
+    if let Some(fix) = fix {
+        assert!(
+            lines
+                .get(at + 1)
+                .is_some_and(|l| l.starts_with(&format!("  → {fix}"))),
+            "no fix {fix:?} under {line:?} in\n{said}"
+        );
+    }
+}
+
+#[test]
+fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_given_up() {
+    let s = Scene::new();
+    healthy(&s.server);
+    // The timer's environment has no token: every poll is refused, while doctor (run with
+    // the token, by a person) sees the server take it.
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(401, bodies::AUTH_401_RUNTIME)]);
+    s.tick(&[]).run();
+    // A watch recorded with a base URL where nothing answers any more.
+    let mut file = s.env.file();
+    let jobs = file["jobs"].as_array_mut().unwrap();
+    jobs.push(support::atc::job(
+        "task-elsewhere",
+        "pending",
+        &format!("{NOWHERE}/api"),
+    ));
+    // A result whose delivery is unknown and whose read-back window closed.
+    let mut unknown = support::atc::job("task-unknown", "unconfirmed", &s.server.api());
+    unknown["final"] = json!("T");
+    unknown["delivery"] = json!({
+        "attempts": 1, "busy": 0,
+        "unknown_since": "2026-11-30T20:15:00Z",
+        "read_back_closed_at": "2026-11-30T20:30:00Z",
+        "error": "POST: timed out"
+    });
+    jobs.push(unknown);
+    s.env.write_file(&file);
+
+    let out = s
+        .atc(["doctor"])
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-doctor-7")
+        .never_shows("tok-doctor-7")
+        .status(1)
+        .stdout_inspected()
+        .stderr("atc: 3 of 12 checks failed\n")
+        .file_unchanged()
+        .run();
+    let said = stdout(&out);
+    doctor_says(&said, "✓ token: accepted", None);
+    doctor_says(
+        &said,
+        &format!("✗ watches: 1 watch is failing checks with HTTP 401: {TASK}"),
+        Some(
+            "the timer's environment lacks the token (or holds a stale one): put QWENPAW_RUNTIME_INTERNAL_TOKEN=<the server's value> (or ATC_BEARER_TOKEN=…) in ~/.config/atc/env, chmod 600 — the unit `atc timer print systemd` prints reads it (EnvironmentFile=-%h/.config/atc/env)",
+        ),
+    );
+    doctor_says(
+        &said,
+        &format!(
+            "✗ job base URL: 1 live watch is recorded with base URL {NOWHERE}/api, which does not answer (connection refused"
+        ),
+        Some(&format!(
+            "start QwenPaw there, or watch those tasks again with --base-url {}",
+            s.server.api()
+        )),
+    );
+    doctor_says(
+        &said,
+        "✗ deliveries: results that need a person: 1 unconfirmed past the read-back window",
+        Some("`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again"),
+    );
+    doctor_says(
+        &said,
+        "✓ tick saves: the last atc tick finished its pass ",
+        None,
+    );
+
+    // The same, as JSON: each check, and ok false.
+    let report = s
+        .atc(["doctor", "--json"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .json();
+    assert_eq!(report["ok"], false);
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["job base URL", "watches", "deliveries"]);
+}
+
+#[test]
+fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &[]);
+    let mut file = s.env.file();
+    // Enough jobs that the file outgrows `ulimit -f 1` when the tick saves it.
+    for i in 0..6 {
+        file["jobs"].as_array_mut().unwrap().push(support::atc::job(
+            &format!("task-{i:012x}"),
+            "done",
+            &s.server.api(),
+        ));
+    }
+    s.env.write_file(&file);
+    s.poll_replies(TASK, vec![Reply::json(500, r#"{"detail":"boom"}"#)]);
+    s.env
+        .sh("ulimit -f 1; exec \"$ATC\" tick")
+        .env("ATC_BASE_URL", s.server.url())
+        .status(4)
+        .stderr_contains("atc: cannot write the job file")
+        .file_unchanged()
+        .run();
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr("atc: 1 of 11 checks failed\n")
+        .file_unchanged()
+        .run();
+    let said = stdout(&out);
+    doctor_says(&said, "✓ timer: the last atc tick ran ", None);
+    doctor_says(
+        &said,
+        "✗ tick saves: the last atc tick (",
+        Some("run `atc tick -v` to see why: a job directory it cannot write"),
+    );
+    assert!(
+        said.contains("did not finish its pass; none has since this atc was installed"),
+        "{said}"
+    );
+    // A tick that finishes clears it.
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    doctor_says(
+        &stdout(&out),
+        "✓ tick saves: the last atc tick finished its pass 0s ago",
+        None,
+    );
+    // An older atc's heartbeat (a bare timestamp) says nothing about saves: no alarm.
+    std::fs::write(
+        s.env.state.with_file_name("jobs.json.tick.lock"),
+        format!(
+            "{}\n",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        ),
+    )
+    .unwrap();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    doctor_says(&stdout(&out), "✓ tick saves: no unfinished tick", None);
 }
 
 #[test]
