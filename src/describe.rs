@@ -6,7 +6,7 @@
 
 use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
 use crate::report::{GiveUp, Outcome, failure_kind};
-use crate::time::{Timestamp, human};
+use crate::time::{Timestamp, age, human};
 
 /// Longest text a forward sends on to the person (as a delivery's cap).
 pub const MAX_FORWARD_CHARS: usize = 8000;
@@ -347,7 +347,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         ),
         Status::Pending => match job.started_at {
             None => "not polled yet".to_owned(),
-            Some(at) => format!("running for {}", human(at.elapsed_at(now))),
+            Some(at) => format!("running for {}", age(at.elapsed_at(now))),
         },
         Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
             let group = job.options.group.as_deref().unwrap_or_default();
@@ -362,7 +362,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             Some(at) if at > now => format!(
                 "chat busy ×{}; next try in {}",
                 delivery.deferrals(),
-                human(now.elapsed_at(at))
+                age(now.elapsed_at(at))
             ),
             _ if delivery.deferrals() > 0 => {
                 format!("{outcome}waiting for the chat ×{}", delivery.deferrals())
@@ -371,7 +371,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         },
         Status::Done => {
             let when = match job.delivered_at {
-                Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
+                Some(at) => format!("delivered {} ago", age(at.elapsed_at(now))),
                 None => "delivered".to_owned(),
             };
             let turn = job

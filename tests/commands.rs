@@ -123,25 +123,111 @@ fn wait_exits_5_when_the_server_is_unreachable_or_refuses_the_token() {
 }
 
 #[test]
-fn wait_json_prints_the_outcome_and_the_text() {
-    let s = Scene::new();
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    let printed = s.atc(["wait", TASK, "--json"]).no_file().json();
-    assert_eq!(printed["task_id"], TASK);
-    assert_eq!(printed["outcome"], "completed");
-    assert!(printed["text"].as_str().unwrap().ends_with("ECHO: hello"));
+fn wait_json_has_one_shape_for_every_exit_and_tells_a_child_timeout_from_ours() {
+    // (exit, the fake's answer, outcome, extra args)
+    let unreachable = TestEnv::new();
+    let cases: Vec<(i32, Option<Reply>, &str, Vec<&str>)> = vec![
+        (
+            0,
+            Some(Reply::json(200, bodies::FINISHED_COMPLETED)),
+            "completed",
+            vec![],
+        ),
+        (
+            1,
+            Some(Reply::json(200, bodies::FINISHED_FAILED_LLM)),
+            "failed",
+            vec![],
+        ),
+        (
+            6,
+            Some(Reply::json(404, &bodies::not_found(TASK))),
+            "lost",
+            vec![],
+        ),
+        (
+            124,
+            Some(Reply::json(200, bodies::RUNNING)),
+            "still_running",
+            vec!["--timeout", "1s", "--interval", "200ms"],
+        ),
+        (
+            5,
+            Some(Reply::json(401, bodies::AUTH_401_RUNTIME)),
+            "refused",
+            vec![],
+        ),
+        (5, None, "unreachable", vec!["--interval", "100ms"]),
+    ];
+    let mut shapes = Vec::new();
+    for (exit, reply, outcome, extra) in cases {
+        let s = Scene::new();
+        let mut args = vec!["wait", TASK, "--json"];
+        args.extend(extra);
+        let run = match reply {
+            Some(reply) => {
+                s.poll_replies(TASK, vec![reply]);
+                s.atc(args)
+            }
+            None => unreachable.atc(args),
+        };
+        let out = run
+            .status(exit)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        let printed: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
+            panic!(
+                "exit {exit}: not one JSON document ({e}): {:?}",
+                stdout(&out)
+            )
+        });
+        assert_eq!(printed["task_id"], TASK, "{printed}");
+        assert_eq!(printed["outcome"], outcome, "{printed}");
+        assert_eq!(printed["exit"], exit, "{printed}");
+        match exit {
+            0 | 1 => {
+                assert_eq!(printed["status"], "finished", "{printed}");
+                assert!(
+                    printed["text"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("[TASK_ID: {TASK}]"))
+                );
+                assert!(printed["detail"].is_null(), "{printed}");
+            }
+            _ => {
+                assert!(
+                    printed["status"].is_null() && printed["text"].is_null(),
+                    "{printed}"
+                );
+                assert!(printed["detail"].is_string(), "{printed}");
+            }
+        }
+        let mut keys: Vec<String> = printed.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        shapes.push(keys);
+    }
+    shapes.dedup();
+    assert_eq!(
+        shapes,
+        [["detail", "exit", "outcome", "status", "task_id", "text"]],
+        "one shape for every exit"
+    );
 
+    // The child's own timeout is `timed_out`, never confused with ours.
     let s = Scene::new();
-    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_TIMEOUT)]);
     let out = s
         .atc(["wait", TASK, "--json"])
-        .status(6)
+        .status(1)
         .stdout_inspected()
         .stderr_inspected()
         .no_file()
         .run();
     let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(printed["outcome"], "lost");
+    assert_eq!(printed["outcome"], "timed_out", "{printed}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -859,4 +945,128 @@ fn wait_is_patient_with_a_server_that_restarts() {
     );
     s.atc(["wait", TASK, "--interval", "100ms", "-q"]).no_file();
     assert_eq!(s.server.hits("GET", &task_path(TASK)), 3);
+}
+
+// ---------------------------------------------------------------------------------------
+// status
+
+/// Runs `atc ARGS` on a pseudo-terminal `columns` wide (`script -qec … /dev/null`, with
+/// COLUMNS), returning its lines; `None` without `script`.
+fn on_a_terminal(env: &TestEnv, columns: usize, args: &str) -> Option<Vec<String>> {
+    let atc = assert_cmd::cargo::cargo_bin("atc");
+    let hermetic = env.std_cmd();
+    let mut script = std::process::Command::new("script");
+    script.env_clear();
+    for (k, v) in hermetic.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    let out = script
+        .env("COLUMNS", columns.to_string())
+        .args(["-qec", &format!("{} {args}", atc.display()), "/dev/null"])
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "{out:?}");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end_matches('\r').to_owned())
+            .collect(),
+    )
+}
+
+#[test]
+fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
+    let env = TestEnv::new();
+    let base = format!("{NOWHERE}/api");
+    let mut striking = support::atc::job(TASK, "pending", &base);
+    striking["strikes"] = json!(2);
+    striking["last_error"] = json!(format!(
+        "GET {base}/console/chat/task/{TASK}: connection refused (is QwenPaw running?)"
+    ));
+    striking["session_id"] = json!("a-rather-long-session-name-77");
+    let mut grouped = support::atc::job("task-000000000002", "pending", &base);
+    grouped["group"] = json!("nightly");
+    grouped["started_at"] = json!("2025-12-01T09:00:00Z");
+    env.write_file(&json!({"version": 1, "jobs": [striking, grouped]}));
+    let Some(lines) = on_a_terminal(&env, 40, "status") else {
+        eprintln!("no `script` here: the terminal check is skipped");
+        return;
+    };
+    for line in &lines {
+        assert!(
+            line.chars().count() <= 40,
+            "{line:?} in\n{}",
+            lines.join("\n")
+        );
+    }
+    let shown = lines.join("\n");
+    eprintln!("{shown}");
+    assert!(
+        shown.contains("\n  2 failed checks: connection refused"),
+        "the note keeps its fact:\n{shown}"
+    );
+    assert!(
+        !shown.contains("running fo…") && shown.contains("running for "),
+        "{shown}"
+    );
+    // Piped: every column and the whole note, the group shown, ages in two units.
+    let out = env.atc(["status"]).stdout_inspected().run();
+    let piped = stdout(&out);
+    let header = piped.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        [
+            "TASK", "STATUS", "AGE", "GROUP", "AGENT", "→", "SESSION", "NOTE"
+        ],
+        "{piped}"
+    );
+    let row = piped
+        .lines()
+        .find(|l| l.starts_with("task-000000000002"))
+        .unwrap();
+    assert!(row.contains("  nightly  "), "{row}");
+    let running_for = row.split("running for ").nth(1).unwrap();
+    assert!(
+        running_for.split_whitespace().count() <= 2
+            && (running_for.ends_with("mo")
+                || running_for.ends_with('d')
+                || running_for.ends_with('y')),
+        "at most two units: {running_for:?}"
+    );
+    assert!(
+        piped.contains("2 failed checks: connection refused (is QwenPaw running?)"),
+        "{piped}"
+    );
+}
+
+#[test]
+fn a_done_job_imported_without_a_timestamp_does_not_claim_it_was_delivered_just_now() {
+    let env = TestEnv::new();
+    let source = env.home.join("agent-task-callback.json");
+    std::fs::write(
+        &source,
+        serde_json::to_vec(&json!({"jobs": [
+            {"task_id": "task-eeeeeeeeeeee", "job_id": "pj9", "session_id": "s-1",
+             "status": "done", "final": "the text"}
+        ]}))
+        .unwrap(),
+    )
+    .unwrap();
+    env.atc(["import-plugin-state", source.to_str().unwrap()])
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    let job = env.job("task-eeeeeeeeeeee");
+    assert_eq!(job["status"], "done");
+    assert!(job.get("delivered_at").is_none(), "{job}");
+    let out = env.atc(["status"]).stdout_inspected().run();
+    let said = stdout(&out);
+    let row = said
+        .lines()
+        .find(|l| l.starts_with("task-eeeeeeeeeeee"))
+        .unwrap();
+    assert!(row.ends_with("  delivered"), "{row}");
+    assert!(!said.contains("ago"), "{said}");
 }

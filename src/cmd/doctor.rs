@@ -16,7 +16,7 @@ use crate::job::{ForwardStatus, Job, Outbound, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::Store;
-use crate::time::{Timestamp, human};
+use crate::time::{Timestamp, age, human};
 
 /// A tick is expected at least this often while watches wait.
 const TICK_STALE: Duration = Duration::from_secs(120);
@@ -353,7 +353,7 @@ fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
     let waiting = jobs.iter().filter(|j| waiting(j)).count();
     let now = Timestamp::now();
     let said = match last {
-        Some(at) => format!("the last atc tick ran {} ago", human(at.elapsed_at(now))),
+        Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
         None => "no atc tick has run yet".to_owned(),
     };
     let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);
@@ -539,7 +539,7 @@ fn last_pass(store: &Store, heartbeat: &crate::pass::Heartbeat) -> Check {
             match heartbeat.finished_at {
                 Some(at) => format!(
                     "the last atc tick finished its pass {} ago",
-                    human(at.elapsed_at(now))
+                    age(at.elapsed_at(now))
                 ),
                 None => "no unfinished tick".to_owned(),
             },
@@ -552,13 +552,10 @@ fn last_pass(store: &Store, heartbeat: &crate::pass::Heartbeat) -> Check {
     let started = heartbeat
         .last_tick_at
         .map_or("the last atc tick".to_owned(), |at| {
-            format!("the last atc tick ({} ago)", human(at.elapsed_at(now)))
+            format!("the last atc tick ({} ago)", age(at.elapsed_at(now)))
         });
     let before = match heartbeat.finished_at {
-        Some(at) => format!(
-            "the last one that did ran {} ago",
-            human(at.elapsed_at(now))
-        ),
+        Some(at) => format!("the last one that did ran {} ago", age(at.elapsed_at(now))),
         None => "none has since this atc was installed".to_owned(),
     };
     bad(
