@@ -451,6 +451,13 @@ mod tests {
                 .unwrap()
                 .starts_with("not delivered after 30 waits")
         );
+        undelivered.delivery = Some(Delivery::default());
+        assert!(
+            explain(&undelivered)
+                .unwrap()
+                .starts_with("not delivered (parent chat busy (409: x));"),
+            "no \"after 0 waits\""
+        );
 
         let mut striking = job(Status::Pending);
         striking.strikes = 1;

@@ -259,7 +259,10 @@ fn doctor_passes_every_check_on_a_sound_setup() {
     let said = stdout(&out);
     let lines: Vec<&str> = said.lines().collect();
     for start in [
-        "✓ job file: ",
+        &format!(
+            "✓ job file: {} holds 1 job (from ATC_STATE)",
+            s.env.state.display()
+        ),
         "✓ privacy: file 600, directory 700",
         &format!("✓ base URL: {} (from ATC_BASE_URL)", s.server.api()),
         &format!(
@@ -270,7 +273,9 @@ fn doctor_passes_every_check_on_a_sound_setup() {
         "✓ health: ok, up 6s",
         "✓ agents: the watches name agents the server has: default",
         "✓ timer: the last atc tick ran ",
+        "✓ watches: 1 task watched, none failing its checks",
         "✓ deliveries: none stuck",
+        "✓ tick saves: the last atc tick finished its pass ",
     ] {
         assert!(
             lines.iter().any(|l| l.starts_with(start)),

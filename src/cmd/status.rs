@@ -328,7 +328,8 @@ fn full(job: &Job, now: Timestamp) -> String {
         field("parent turn", format!("{turn}{ended}"));
     }
     if let Some(f) = &job.forward {
-        let mut said = format!("{} ({} sends", f.status.as_str(), f.attempts);
+        let sends = if f.attempts == 1 { "send" } else { "sends" };
+        let mut said = format!("{} ({} {sends}", f.status.as_str(), f.attempts);
         if let Some(status) = f.last_http_status {
             let _ = write!(said, ", last http {status}");
         }
