@@ -1,8 +1,8 @@
 //! One `atc tick`, top to bottom, as the README's "How a tick works" tells it:
 //!
 //! 1. **prepare**: recover what a dead tick left mid-POST, close read-back windows that
-//!    ran out, prune old ended jobs, select
-//!    the tasks to poll and the delivered turns to follow (one locked update);
+//!    ran out, prune old ended jobs, select the tasks to poll and the delivered turns to
+//!    follow (one locked update);
 //! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
 //!    without the lock;
 //! 3. **render** finished tasks into the text a delivery carries;
