@@ -695,3 +695,49 @@ fn each_group_member_block_is_capped_like_a_single_delivery() {
         assert_eq!(block.chars().count() + "[TASK_ID: ".len(), 8000);
     }
 }
+
+#[test]
+fn a_group_turn_given_up_is_one_give_up_said_once() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    s.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--group",
+        "audit",
+    ])
+    .stdout_inspected()
+    .run();
+    finished(&s, "task-a");
+    finished(&s, "task-b");
+    s.chats.busy_for("s-77", 1000);
+    s.tick(&[]);
+    let carrier = s
+        .env
+        .jobs()
+        .into_iter()
+        .find(|j| j.get("group_tasks").is_some())
+        .expect("a carrier");
+    let carrier_task = carrier["task_id"].as_str().unwrap().to_owned();
+    let other = if carrier_task == "task-a" {
+        "task-b"
+    } else {
+        "task-a"
+    };
+    s.env.edit_job(&carrier_task, |job| {
+        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    });
+    s.tick(&["-v", "--busy-deadline", "1h"]).stderr(format!(
+        "atc: gave up on {carrier_task} (undelivered; its group's turn also carries {other}): the parent chat stayed busy past --busy-deadline; `atc status {carrier_task}` says more; `atc redeliver {carrier_task}` tries again\n\
+         tick: task-a: undelivered: the parent chat is running a turn\n\
+         tick: task-b: undelivered: the parent chat is running a turn\n\
+         tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up\n"
+    ));
+    assert_eq!(s.status("task-a"), "undelivered");
+    assert_eq!(s.status("task-b"), "undelivered");
+    s.tick(&["--busy-deadline", "1h"]).file_unchanged();
+    assert!(s.posts().is_empty());
+}

@@ -79,7 +79,7 @@ fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
         .position(|r| r.path == "/api/messages/send");
     assert!(health < sent, "the channel's health is asked first");
     s.atc(["status", TASK])
-        .stdout_contains("forward         sent (1 sends, last http 200")
+        .stdout_contains("forward         sent (1 send, last http 200")
         .stdout_contains("the parent's reply was sent to the person on mqtt");
     s.atc(["status"])
         .stdout_contains("parent turn completed; forwarded");

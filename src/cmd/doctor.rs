@@ -55,7 +55,12 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         "base URL",
         format!("{base} (from {})", doctor.base_url.source),
     ));
-    let client = Client::new(doctor.http_timeout, doctor.auth.clone());
+    let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
+    // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
+    for job in jobs.iter().filter(|j| j.options.allow_insecure_remote) {
+        client.allow_insecure(&job.base_url);
+    }
+    let client = client;
     if server(&client, doctor, &mut checks) {
         checks.push(agents(&client, base, &jobs));
     }
