@@ -6,6 +6,7 @@
 
 use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
 use crate::report::{GiveUp, Outcome, failure_kind};
+use crate::text::plural;
 use crate::time::{Timestamp, age, human};
 
 /// Longest text a forward sends on to the person (as a delivery's cap).
@@ -13,10 +14,6 @@ pub const MAX_FORWARD_CHARS: usize = 8000;
 
 /// Longest note in the `atc status` list (on a terminal it is cut further, to fit).
 const BRIEF_CHARS: usize = 400;
-
-fn plural(n: u32, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 /// The text of the one notice turn a watch that ended without an answer posts: QwenPaw's
 /// own two framing lines, then what happened and what the parent can do.
@@ -63,7 +60,7 @@ pub fn group_text(name: &str, members: &[&Job]) -> String {
     let counts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
     let mut text = format!(
         "[ATC_GROUP: {name}] {}: {}",
-        plural(members.len() as u32, "task", "tasks"),
+        plural(members.len() as u64, "task", "tasks"),
         counts.join(", ")
     );
     for job in members {

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::text::plural;
 use serde_json::{Value, json};
 
 use crate::job::{Job, Status, TaskOutcome};
@@ -235,10 +237,6 @@ impl LogEntry {
             reason: None,
         }
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The kind of a failure, from a fixed vocabulary: what a log may say about an error
@@ -480,7 +478,7 @@ impl Report {
             self.delivered(),
             self.count(Outcome::Busy),
             self.count(Outcome::Lost),
-            plural(failed, "failed check", "failed checks"),
+            plural(failed as u64, "failed check", "failed checks"),
             self.gave_up.len(),
         );
         for (n, one, many) in [
@@ -493,7 +491,7 @@ impl Report {
             (self.count(Outcome::Forwarded), "forwarded", "forwarded"),
         ] {
             if n > 0 {
-                said.push_str(&format!(", {}", plural(n, one, many)));
+                said.push_str(&format!(", {}", plural(n as u64, one, many)));
             }
         }
         said

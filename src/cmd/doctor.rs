@@ -16,6 +16,7 @@ use crate::job::{ForwardStatus, Job, Outbound, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::Store;
+use crate::text::plural;
 use crate::time::{Timestamp, age, human};
 
 /// A tick is expected at least this often while watches wait.
@@ -107,7 +108,7 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job>
                 "job file",
                 format!(
                     "{shown} holds {} (from {})",
-                    plural(file.jobs.len(), "job", "jobs"),
+                    plural(file.jobs.len() as u64, "job", "jobs"),
                     doctor.state.source
                 ),
             ));
@@ -367,7 +368,7 @@ fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
             "timer",
             format!(
                 "{}, and {said}",
-                plural(waiting, "watch waits", "watches wait")
+                plural(waiting as u64, "watch waits", "watches wait")
             ),
             "is the timer installed? `atc timer print systemd` (or `cron`) prints the units to install; `systemctl --user status atc-tick.timer` shows one that is".to_owned(),
         )
@@ -397,7 +398,7 @@ fn watches(
             "job base URL",
             format!(
                 "{} recorded with base URL {url}, which does not answer ({why}); atc doctor's is {base}",
-                plural(*count, "live watch is", "live watches are")
+                plural(*count as u64, "live watch is", "live watches are")
             ),
             format!(
                 "start QwenPaw there, or watch those tasks again with --base-url {base} (`atc status` lists them)"
@@ -407,10 +408,6 @@ fn watches(
     checks.extend(failing(jobs, &dead));
     checks.push(stuck(jobs));
     checks.push(last_pass(store, heartbeat));
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A live watch: a tick still has something to do for it.
@@ -458,7 +455,7 @@ fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, Strin
             "watches",
             format!(
                 "{}, none failing its checks",
-                plural(live, "task watched", "tasks watched")
+                plural(live as u64, "task watched", "tasks watched")
             ),
         )];
     }
@@ -467,7 +464,7 @@ fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, Strin
         .map(|(kind, tasks)| {
             let which = format!(
                 "{} failing checks with {kind}: {}",
-                plural(tasks.len(), "watch is", "watches are"),
+                plural(tasks.len() as u64, "watch is", "watches are"),
                 tasks.join(", ")
             );
             let fix = match kind.as_str() {
