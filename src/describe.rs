@@ -5,17 +5,15 @@
 //! what no field can: how a cancel met a POST.
 
 use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
-use crate::time::{Timestamp, human};
+use crate::report::{GiveUp, Outcome, failure_kind};
+use crate::text::plural;
+use crate::time::{Timestamp, age, human};
 
 /// Longest text a forward sends on to the person (as a delivery's cap).
 pub const MAX_FORWARD_CHARS: usize = 8000;
 
 /// Longest note in the `atc status` list (on a terminal it is cut further, to fit).
 const BRIEF_CHARS: usize = 400;
-
-fn plural(n: u32, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 /// The text of the one notice turn a watch that ended without an answer posts: QwenPaw's
 /// own two framing lines, then what happened and what the parent can do.
@@ -62,7 +60,7 @@ pub fn group_text(name: &str, members: &[&Job]) -> String {
     let counts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
     let mut text = format!(
         "[ATC_GROUP: {name}] {}: {}",
-        plural(members.len() as u32, "task", "tasks"),
+        plural(members.len() as u64, "task", "tasks"),
         counts.join(", ")
     );
     for job in members {
@@ -191,12 +189,20 @@ pub fn explain(job: &Job) -> Option<String> {
             let forward = forward(job).map(|f| format!("; {f}")).unwrap_or_default();
             format!("delivered{how}{turn}{forward}{fork}")
         }
+        Status::Unconfirmed if delivery.read_back_closed_at.is_some() => format!(
+            "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in `final`",
+            job.task_id
+        ),
         Status::Unconfirmed => format!(
             "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
         ),
         Status::Undelivered => format!(
-            "not delivered after {} ({error}); the text is kept in `final`; `atc redeliver` tries again",
-            plural(deferrals, "wait", "waits")
+            "not delivered{} ({error}); the text is kept in `final`; `atc redeliver` tries again",
+            if deferrals == 0 {
+                String::new()
+            } else {
+                format!(" after {}", plural(deferrals, "wait", "waits"))
+            }
         ),
         Status::Misrouted => format!(
             "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver --create-session`"
@@ -231,6 +237,97 @@ pub fn explain(job: &Job) -> Option<String> {
     })
 }
 
+/// What the line a tick prints when it gives a job up says: where the job stands, why in
+/// a few words (failure kinds only: this line goes to cron mail and the journal, so it
+/// carries no server text, session or user ids), and the commands that help.
+pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
+    let t = &job.task_id;
+    // ` (<kind of failure>)`, or the HTTP status when the kind says no more than
+    // "other"; nothing when neither says anything.
+    let kind =
+        |error: Option<&str>, http: Option<u16>| match (failure_kind(error.unwrap_or("")), http) {
+            (kind, Some(code)) if kind == "other" => format!(" (HTTP {code})"),
+            (kind, None) if kind == "other" => String::new(),
+            (kind, _) => format!(" ({kind})"),
+        };
+    let delivery_error = job.delivery.as_ref().and_then(|d| d.error.as_deref());
+    let delivery_http = job.delivery.as_ref().and_then(|d| d.last_http_status);
+    let status = match job.notice {
+        _ if outcome == Outcome::ForwardFailed => format!("{}, forward failed", job.status),
+        Some(notice) if job.status.ends_without_answer() && outcome != Outcome::Abandoned => {
+            format!("{}, notice {}", job.status, notice.as_str())
+        }
+        _ => job.status.to_string(),
+    };
+    let (reason, next) = match outcome {
+        Outcome::Abandoned => (
+            format!(
+                "{} in a row{}",
+                plural(job.strikes, "failed check", "failed checks"),
+                kind(job.last_error.as_deref(), None)
+            ),
+            format!(
+                "`atc status {t}` says more; the task may still run: `atc wait {t}` asks the server"
+            ),
+        ),
+        Outcome::Undelivered => {
+            let what = match kind(delivery_error, None).as_str() {
+                " (chat busy)" => "the parent chat stayed busy past --busy-deadline".to_owned(),
+                other => format!("the server stayed out of reach past --busy-deadline{other}"),
+            };
+            (
+                what,
+                format!("`atc status {t}` says more; `atc redeliver {t}` tries again"),
+            )
+        }
+        Outcome::Misrouted => (
+            "the parent chat does not exist, so nothing was posted".to_owned(),
+            format!(
+                "`atc status {t}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {t} --create-session`"
+            ),
+        ),
+        Outcome::Error => (
+            format!(
+                "the server refused the delivery{}",
+                kind(delivery_error, delivery_http)
+            ),
+            format!("`atc status {t}` shows its answer; `atc redeliver {t}` tries again once that is fixed"),
+        ),
+        Outcome::ReadBackClosed => (
+            "whether the turn arrived is unknown, and its read-back window (--busy-deadline) closed".to_owned(),
+            format!(
+                "look in the parent chat; `atc status {t}` says more; `atc redeliver {t}` reads it back once more and posts only if the turn is not there"
+            ),
+        ),
+        Outcome::ForwardFailed => (
+            format!(
+                "the parent's reply was delivered but could not be sent on to the person on {}{}",
+                job.target.channel,
+                kind(
+                    job.forward.as_ref().and_then(|f| f.reason.as_deref()),
+                    job.forward.as_ref().and_then(|f| f.last_http_status)
+                )
+            ),
+            format!("`atc status {t}` says more"),
+        ),
+        other => (other.as_str().replace('_', " "), format!("`atc status {t}` says more")),
+    };
+    let with = job
+        .group_tasks
+        .iter()
+        .flatten()
+        .filter(|task| *task != t)
+        .cloned()
+        .collect();
+    GiveUp {
+        task_id: t.clone(),
+        status,
+        reason,
+        with,
+        next,
+    }
+}
+
 /// One short phrase for the `atc status` list: what is happening to the job now.
 pub fn brief(job: &Job, now: Timestamp) -> String {
     let delivery = job.delivery.clone().unwrap_or_default();
@@ -247,7 +344,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         ),
         Status::Pending => match job.started_at {
             None => "not polled yet".to_owned(),
-            Some(at) => format!("running for {}", human(at.elapsed_at(now))),
+            Some(at) => format!("running for {}", age(at.elapsed_at(now))),
         },
         Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
             let group = job.options.group.as_deref().unwrap_or_default();
@@ -262,7 +359,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             Some(at) if at > now => format!(
                 "chat busy ×{}; next try in {}",
                 delivery.deferrals(),
-                human(now.elapsed_at(at))
+                age(now.elapsed_at(at))
             ),
             _ if delivery.deferrals() > 0 => {
                 format!("{outcome}waiting for the chat ×{}", delivery.deferrals())
@@ -271,7 +368,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         },
         Status::Done => {
             let when = match job.delivered_at {
-                Some(at) => format!("delivered {} ago", human(at.elapsed_at(now))),
+                Some(at) => format!("delivered {} ago", age(at.elapsed_at(now))),
                 None => "delivered".to_owned(),
             };
             let turn = job
@@ -350,6 +447,13 @@ mod tests {
             explain(&undelivered)
                 .unwrap()
                 .starts_with("not delivered after 30 waits")
+        );
+        undelivered.delivery = Some(Delivery::default());
+        assert!(
+            explain(&undelivered)
+                .unwrap()
+                .starts_with("not delivered (parent chat busy (409: x));"),
+            "no \"after 0 waits\""
         );
 
         let mut striking = job(Status::Pending);

@@ -347,6 +347,10 @@ pub struct Delivery {
     /// from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_since: Option<Timestamp>,
+    /// When a tick found the read-back window (`--busy-deadline` from `unknown_since`)
+    /// closed: atc stopped looking; whether the turn arrived is for a person to see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_back_closed_at: Option<Timestamp>,
     /// The last thing that went wrong delivering (a busy or missing chat, an unknown or
     /// refused POST). For a result it is also `last_error`; for a notice, `last_error`
     /// keeps why the watch ended.

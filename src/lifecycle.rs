@@ -182,6 +182,9 @@ pub enum Event {
     Redeliver { create_session: bool },
     /// A tick found a POST left in flight by a tick that died.
     Recovered,
+    /// A tick found the read-back window of a delivery of unknown outcome closed: atc
+    /// stops looking, and a person decides.
+    ReadBackClosed,
     /// Its group is complete and this member carries the group's one turn.
     Sealed { text: String, tasks: Vec<String> },
     /// Its group is complete and member `carrier` carries this member's result.
@@ -251,6 +254,7 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Cancelled => cancelled(job, now),
         Event::Redeliver { create_session } => redeliver(job, create_session, now),
         Event::Recovered => recovered(job, now),
+        Event::ReadBackClosed => read_back_closed(job, now, limits),
         Event::Sealed { text, tasks } => sealed(job, text, tasks, now),
         Event::Carried { carrier } => carried(job, carrier, now),
         Event::Unsealed => unsealed(job, now),
@@ -825,6 +829,7 @@ fn redeliver(job: &Job, create_session: bool, now: Timestamp) -> Transition {
     delivery.next_attempt_at = None;
     if outbound == Outbound::Unconfirmed {
         delivery.unknown_since = Some(now);
+        delivery.read_back_closed_at = None;
     }
     Transition::to(next, vec![Outcome::Requeued])
 }
@@ -870,6 +875,30 @@ fn recovered(job: &Job, now: Timestamp) -> Transition {
     let why = format!("an atc tick stopped while posting the result (attempt started {started})");
     delivery_error(&mut next, Some(why));
     Transition::to(next, vec![Outcome::RecoveredUnconfirmed])
+}
+
+/// The read-back window of an unknown delivery closed (`--busy-deadline` after its
+/// outcome became unknown): recorded once, so the tick that sees it says so once, and the
+/// job says a person must look now, not that atc will.
+fn read_back_closed(job: &Job, now: Timestamp, limits: &Limits) -> Transition {
+    if !read_back_over(job, now, limits) {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    delivery(&mut next).read_back_closed_at = Some(now);
+    Transition::to(next, vec![Outcome::ReadBackClosed])
+}
+
+/// An unknown delivery whose read-back window has closed and is not yet recorded as such.
+fn read_back_over(job: &Job, now: Timestamp, limits: &Limits) -> bool {
+    job.outbound() == Some(Outbound::Unconfirmed)
+        && !job.in_flight()
+        && job
+            .delivery
+            .as_ref()
+            .is_some_and(|d| d.read_back_closed_at.is_none())
+        && !reading_back(job, now, limits)
 }
 
 /// Becomes the carrier of its group's one turn.
@@ -1298,6 +1327,15 @@ pub fn interrupted(jobs: &[Job]) -> Vec<usize> {
         .collect()
 }
 
+/// The jobs (by position) whose read-back window has closed since the last tick.
+pub fn read_backs_closed(jobs: &[Job], now: Timestamp, limits: &Limits) -> Vec<usize> {
+    jobs.iter()
+        .enumerate()
+        .filter(|(_, job)| read_back_over(job, now, limits))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The forwards due now.
 pub fn forwards(jobs: &[Job]) -> Vec<&Job> {
     jobs.iter().filter(|job| forward_due(job)).collect()
@@ -1321,16 +1359,19 @@ pub fn settled(jobs: &[Job]) -> bool {
     jobs.iter().all(settled_job)
 }
 
-/// One job of [`settled`]: ended, its turn not on its way, no forward due, not waiting
-/// for its group's turn.
+/// One job of [`settled`]: ended, its turn not on its way (nor read back: an unknown
+/// one whose window closed is a person's now), no forward due, not waiting for its
+/// group's turn.
 pub fn settled_job(job: &Job) -> bool {
-    job.status.is_terminal()
-        && !matches!(
-            job.outbound(),
-            Some(Outbound::Delivering | Outbound::Unconfirmed)
-        )
-        && !forward_due(job)
-        && !awaits_group(job)
+    let on_its_way = match job.outbound() {
+        Some(Outbound::Delivering) => true,
+        Some(Outbound::Unconfirmed) => job
+            .delivery
+            .as_ref()
+            .is_none_or(|d| d.read_back_closed_at.is_none()),
+        _ => false,
+    };
+    job.status.is_terminal() && !on_its_way && !forward_due(job) && !awaits_group(job)
 }
 
 /// A group member that ended without an answer and whose notice waits to go out in its

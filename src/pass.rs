@@ -1,7 +1,8 @@
 //! One `atc tick`, top to bottom, as the README's "How a tick works" tells it:
 //!
-//! 1. **prepare**: recover what a dead tick left mid-POST, prune old ended jobs, select
-//!    the tasks to poll and the delivered turns to follow (one locked update);
+//! 1. **prepare**: recover what a dead tick left mid-POST, close read-back windows that
+//!    ran out, prune old ended jobs, select the tasks to poll and the delivered turns to
+//!    follow (one locked update);
 //! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
 //!    without the lock;
 //! 3. **render** finished tasks into the text a delivery carries;
@@ -75,6 +76,14 @@ pub struct Heartbeat {
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
+    /// Whether that tick finished its pass, every save it needed made: a heartbeat alone
+    /// is not a healthy tick (one that cannot save the job file beats, then exits 4).
+    /// `None`: an older atc wrote this heartbeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<bool>,
+    /// When a tick last finished its pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
 }
 
 /// A job file with nothing to do: which version (its fingerprint), under which limits,
@@ -115,8 +124,18 @@ impl Heartbeat {
         };
         serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
             last_tick_at: Timestamp::parse(&line),
-            settled: None,
+            ..Heartbeat::default()
         })
+    }
+
+    /// What a tick that started at `now` leaves: `finished` once its pass is done.
+    fn of(now: Timestamp, settled: Option<Settled>, finished_at: Option<Timestamp>) -> Heartbeat {
+        Heartbeat {
+            last_tick_at: Some(now),
+            settled,
+            finished: Some(finished_at == Some(now)),
+            finished_at,
+        }
     }
 
     fn to_line(&self) -> String {
@@ -168,20 +187,15 @@ pub fn run_with<S: Server>(
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
     {
-        let beat = Heartbeat {
-            last_tick_at: Some(now),
-            settled: previous.settled,
-        };
+        let beat = Heartbeat::of(now, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(
-        &Heartbeat {
-            last_tick_at: Some(now),
-            settled: None,
-        }
-        .to_line(),
-    )?;
+    single_flight.stamp(&Heartbeat::of(now, None, previous.finished_at).to_line())?;
+    // Stamped when the pass is done: every save it needed was made.
+    let finished = |lock: &mut crate::state::lock::Guard| {
+        lock.stamp(&Heartbeat::of(now, None, Some(now)).to_line())
+    };
     let workers = tick.concurrency;
     let mut report = Report::default();
 
@@ -197,15 +211,15 @@ pub fn run_with<S: Server>(
         // Nothing watched and nothing on its way: no second load, no save; and the next
         // tick need not even read the file while it stays as it is.
         if let Some(file) = store.fingerprint() {
-            let beat = Heartbeat {
-                last_tick_at: Some(now),
-                settled: Some(Settled {
-                    file,
-                    key,
-                    until: work.first_prune,
-                }),
+            let settled = Settled {
+                file,
+                key,
+                until: work.first_prune,
             };
+            let beat = Heartbeat::of(now, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
+        } else {
+            finished(&mut single_flight)?;
         }
         return Ok(Some(report));
     }
@@ -231,6 +245,7 @@ pub fn run_with<S: Server>(
         // is, and the tick is done.
         store.log(&report.take_log())?;
         lap(&mut report, "decide");
+        finished(&mut single_flight)?;
         return Ok(Some(report));
     }
     let due = decide(store, &work, checks, turns, limits, clock, &mut report)?;
@@ -252,6 +267,7 @@ pub fn run_with<S: Server>(
     record(store, &claims, sent, limits, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "record");
+    finished(&mut single_flight)?;
     Ok(Some(report))
 }
 
@@ -261,6 +277,15 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
         let now = clock.now();
         for i in lifecycle::interrupted(&file.jobs) {
             apply(&mut file.jobs[i], Event::Recovered, now, limits, report);
+        }
+        for i in lifecycle::read_backs_closed(&file.jobs, now, limits) {
+            apply(
+                &mut file.jobs[i],
+                Event::ReadBackClosed,
+                now,
+                limits,
+                report,
+            );
         }
         file.jobs.retain(|job| {
             let prune = lifecycle::prunable(job, now, limits);

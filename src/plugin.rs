@@ -152,7 +152,9 @@ fn record(
             if job.final_text.is_none() {
                 return skip("is done but carries no delivered text");
             }
-            job.delivered_at = completed_at.or(Some(registered_at));
+            // When is known only from the plugin's own timestamp: a guess would read
+            // "delivered 0s ago" for a result delivered who knows when.
+            job.delivered_at = completed_at;
             Status::Done
         }
         "unconfirmed" => {

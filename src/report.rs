@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::text::plural;
 use serde_json::{Value, json};
 
 use crate::job::{Job, Status, TaskOutcome};
@@ -74,6 +76,8 @@ pub enum Outcome {
     Replaced,
     /// A POST left in flight by a tick that died became unconfirmed.
     RecoveredUnconfirmed,
+    /// The read-back window of an unknown delivery closed: given up.
+    ReadBackClosed,
     /// An ended job older than `--keep` was removed.
     Pruned,
     /// `atc cancel` stopped the watch.
@@ -119,6 +123,7 @@ impl Outcome {
             Outcome::CancelledInFlight => "cancelled_in_flight",
             Outcome::Replaced => "replaced",
             Outcome::RecoveredUnconfirmed => "recovered_unconfirmed",
+            Outcome::ReadBackClosed => "read_back_closed",
             Outcome::Pruned => "pruned",
             Outcome::Cancelled => "cancelled",
             Outcome::AlreadyCancelled => "already_cancelled",
@@ -140,8 +145,8 @@ impl Outcome {
         }
     }
 
-    /// Failed checks and failed deliveries: what `errors` counts. (An abandoned job is also
-    /// a failed check of the same pass, so it is counted once.)
+    /// Something went wrong that `-v` explains with its reason (and the event log names
+    /// by kind): a failed check, a delivery or forward that failed or may have.
     pub fn is_error(self) -> bool {
         matches!(
             self,
@@ -150,8 +155,31 @@ impl Outcome {
                 | Outcome::Error
                 | Outcome::Undelivered
                 | Outcome::Misrouted
+                | Outcome::ReadBackClosed
                 | Outcome::ForwardFailed
                 | Outcome::ForwardUnconfirmed
+        )
+    }
+
+    /// atc gave up: nothing more happens to the job (or its turn) until a person acts.
+    pub fn is_give_up(self) -> bool {
+        matches!(
+            self,
+            Outcome::Abandoned
+                | Outcome::Undelivered
+                | Outcome::Misrouted
+                | Outcome::Error
+                | Outcome::ReadBackClosed
+                | Outcome::ForwardFailed
+        )
+    }
+
+    /// The outcomes a group member takes over from its carrier's turn (`Event::Followed`):
+    /// the carrier's own outcome counts that turn.
+    fn mirrors_a_carrier(self) -> bool {
+        matches!(
+            self,
+            Outcome::Delivered | Outcome::Unconfirmed | Outcome::Undelivered | Outcome::Misrouted
         )
     }
 
@@ -238,10 +266,49 @@ pub fn failure_kind(error: &str) -> String {
     kind.to_owned()
 }
 
+/// A job the pass gave up on: one line for a person (`atc tick` prints it on stderr,
+/// whatever the verbosity), once, by the tick that gave up. Only typed facts: no server
+/// text, no session or user ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GiveUp {
+    pub task_id: String,
+    /// Where the job stands now (`undelivered`, `abandoned`, `lost, notice misrouted`…).
+    pub status: String,
+    /// Why, in a few words of a fixed vocabulary.
+    pub reason: String,
+    /// The other tasks of a group whose one turn was given up with this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
+    /// The commands that help.
+    pub next: String,
+}
+
+impl GiveUp {
+    /// `atc: gave up on task-1 (undelivered): why; what to run`
+    pub fn line(&self) -> String {
+        let with = if self.with.is_empty() {
+            String::new()
+        } else {
+            format!("; its group's turn also carries {}", self.with.join(", "))
+        };
+        format!(
+            "atc: gave up on {} ({}{with}): {}; {}",
+            self.task_id, self.status, self.reason, self.next
+        )
+    }
+}
+
 /// What happened to which task in one pass.
 #[derive(Debug, Default)]
 pub struct Report {
     entries: BTreeMap<Outcome, Vec<String>>,
+    /// What the summary counts: as `entries`, without a group member's copy of its
+    /// carrier's outcome (one group turn is one delivery, or one give-up).
+    counts: BTreeMap<Outcome, usize>,
+    /// Parent turns whose end the pass learned.
+    followed: usize,
+    /// The jobs given up in this pass.
+    gave_up: Vec<GiveUp>,
     /// Why each task that failed something did, one line (for `-v`).
     reasons: BTreeMap<String, String>,
     /// Event-log lines not yet written.
@@ -254,9 +321,13 @@ pub struct Report {
 
 impl Report {
     pub fn add(&mut self, outcome: Outcome, task_id: &str) {
+        if outcome == Outcome::Followed {
+            self.followed += 1;
+        }
         if outcome.is_internal() {
             return;
         }
+        *self.counts.entry(outcome).or_default() += 1;
         self.entries
             .entry(outcome)
             .or_default()
@@ -270,9 +341,23 @@ impl Report {
     }
 
     /// Counts what an event did to `job` (the job as it is afterwards), keeps the reason
-    /// of anything that went wrong, and queues the event-log lines.
+    /// of anything that went wrong and what was given up, and queues the event-log lines.
     pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
-        self.add_all(outcomes, &job.task_id);
+        let member = job.carried_by.is_some();
+        for outcome in outcomes {
+            if member && outcome.mirrors_a_carrier() {
+                // Listed with its task id, counted once: by the carrier's turn.
+                self.entries
+                    .entry(*outcome)
+                    .or_default()
+                    .push(job.task_id.clone());
+            } else {
+                self.add(*outcome, &job.task_id);
+            }
+            if outcome.is_give_up() && !member {
+                self.gave_up.push(crate::describe::give_up(job, *outcome));
+            }
+        }
         let error = job
             .last_error
             .clone()
@@ -362,29 +447,54 @@ impl Report {
         std::mem::take(&mut self.log)
     }
 
+    /// How many of `outcome` the summary counts.
     pub fn count(&self, outcome: Outcome) -> usize {
-        self.entries.get(&outcome).map_or(0, Vec::len)
+        self.counts.get(&outcome).copied().unwrap_or(0)
     }
 
-    pub fn errors(&self) -> usize {
-        self.entries
-            .iter()
-            .filter(|(outcome, _)| outcome.is_error())
-            .map(|(_, tasks)| tasks.len())
-            .sum()
+    /// Turns posted: the server said so, or reading the chat back found one.
+    pub fn delivered(&self) -> usize {
+        self.count(Outcome::Delivered) + self.count(Outcome::Confirmed)
     }
 
-    /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 error`
+    /// Turns whose outcome became unknown.
+    fn unconfirmed(&self) -> usize {
+        self.count(Outcome::Unconfirmed) + self.count(Outcome::RecoveredUnconfirmed)
+    }
+
+    /// What the pass gave up on, one entry per job (a group's turn: its carrier).
+    pub fn gave_up(&self) -> &[GiveUp] {
+        &self.gave_up
+    }
+
+    /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 failed check, 1 given up`, and,
+    /// when there are any, the turns of unknown outcome, the parent turns followed and
+    /// the replies forwarded.
     pub fn summary(&self) -> String {
-        let errors = self.errors();
-        format!(
-            "tick: {} polled, {} delivered, {} busy, {} lost, {errors} {}",
+        let failed = self.count(Outcome::FailedCheck);
+        let mut said = format!(
+            "tick: {} polled, {} delivered, {} busy, {} lost, {}, {} given up",
             self.count(Outcome::Polled),
-            self.count(Outcome::Delivered),
+            self.delivered(),
             self.count(Outcome::Busy),
             self.count(Outcome::Lost),
-            if errors == 1 { "error" } else { "errors" }
-        )
+            plural(failed as u64, "failed check", "failed checks"),
+            self.gave_up.len(),
+        );
+        for (n, one, many) in [
+            (self.unconfirmed(), "unconfirmed", "unconfirmed"),
+            (
+                self.followed,
+                "parent turn followed",
+                "parent turns followed",
+            ),
+            (self.count(Outcome::Forwarded), "forwarded", "forwarded"),
+        ] {
+            if n > 0 {
+                said.push_str(&format!(", {}", plural(n as u64, one, many)));
+            }
+        }
+        said
     }
 
     /// `tick: <task id>: <what went wrong>: <why>`, one line per task that failed
@@ -415,16 +525,20 @@ impl Report {
             .collect()
     }
 
-    /// The counts and, per outcome, the task ids.
+    /// The counts, per outcome the task ids, the failures and what was given up.
     pub fn to_json(&self) -> Value {
         json!({
             "polled": self.count(Outcome::Polled),
-            "delivered": self.count(Outcome::Delivered),
+            "delivered": self.delivered(),
             "busy": self.count(Outcome::Busy),
             "lost": self.count(Outcome::Lost),
-            "errors": self.errors(),
+            "failed_checks": self.count(Outcome::FailedCheck),
+            "given_up": self.gave_up.len(),
+            "unconfirmed": self.unconfirmed(),
+            "followed": self.followed,
             "tasks": self.by_name(),
             "failures": self.reasons,
+            "gave_up": self.gave_up,
         })
     }
 
@@ -471,20 +585,29 @@ mod tests {
     }
 
     #[test]
-    fn counts_are_typed_and_errors_count_an_abandoned_job_once() {
+    fn counts_are_typed_and_an_abandoned_job_is_a_failed_check_and_a_give_up() {
         let mut report = Report::default();
-        report.add_all(
+        let mut abandoned = Job::sample(Status::Abandoned);
+        abandoned.task_id = "task-a".into();
+        abandoned.strikes = 3;
+        abandoned.last_error = Some("HTTP 500: boom".into());
+        report.record(
+            &abandoned,
+            true,
             &[Outcome::Polled, Outcome::FailedCheck, Outcome::Abandoned],
-            "task-a",
+            Timestamp::from_unix(5),
         );
         report.add_all(&[Outcome::Polled, Outcome::Finished], "task-b");
         report.add(Outcome::Delivered, "task-b");
         report.add(Outcome::Claimed, "task-b");
         assert_eq!(report.count(Outcome::Polled), 2);
-        assert_eq!(report.errors(), 1);
         assert_eq!(
             report.summary(),
-            "tick: 2 polled, 1 delivered, 0 busy, 0 lost, 1 error"
+            "tick: 2 polled, 1 delivered, 0 busy, 0 lost, 1 failed check, 1 given up"
+        );
+        assert_eq!(
+            report.gave_up()[0].line(),
+            "atc: gave up on task-a (abandoned): 3 failed checks in a row (HTTP 500); `atc status task-a` says more; the task may still run: `atc wait task-a` asks the server"
         );
         let json = report.to_json();
         assert_eq!(json["tasks"]["abandoned"], json!(["task-a"]));
@@ -506,9 +629,13 @@ mod tests {
                 "delivered",
                 "busy",
                 "lost",
-                "errors",
+                "failed_checks",
+                "given_up",
+                "unconfirmed",
+                "followed",
                 "tasks",
-                "failures"
+                "failures",
+                "gave_up"
             ]
         );
     }
@@ -534,8 +661,10 @@ mod tests {
         );
         assert_eq!(
             report.summary(),
-            "tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error"
+            "tick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 failed check, 0 given up",
+            "a failed poll is a strike, not an error: the job is fine, still pending"
         );
+        assert!(report.gave_up().is_empty());
         let log = report.take_log();
         assert!(
             log.iter()
@@ -543,5 +672,75 @@ mod tests {
             "{log:?}"
         );
         assert!(report.take_log().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn a_group_turn_given_up_is_one_give_up_and_a_read_back_delivery_counts_as_delivered() {
+        let mut carrier = Job::sample(Status::Undelivered);
+        carrier.task_id = "task-a".into();
+        carrier.group_tasks = Some(vec!["task-a".into(), "task-b".into()]);
+        carrier.delivery = Some(crate::job::Delivery {
+            error: Some("parent chat busy (409: A task is already running)".into()),
+            ..Default::default()
+        });
+        let mut member = carrier.clone();
+        member.task_id = "task-b".into();
+        member.group_tasks = None;
+        member.carried_by = Some(carrier.job_id.clone());
+        let at = Timestamp::from_unix(5);
+        let mut report = Report::default();
+        report.record(&carrier, true, &[Outcome::Undelivered], at);
+        report.record(&member, true, &[Outcome::Undelivered], at);
+        let mut confirmed = Job::sample(Status::Done);
+        confirmed.task_id = "task-c".into();
+        report.record(&confirmed, true, &[Outcome::Confirmed], at);
+        let mut followed = Job::sample(Status::Done);
+        followed.task_id = "task-d".into();
+        report.record(&followed, true, &[Outcome::Followed], at);
+        assert_eq!(
+            report.summary(),
+            "tick: 0 polled, 1 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up, 1 parent turn followed"
+        );
+        assert_eq!(
+            report
+                .gave_up()
+                .iter()
+                .map(GiveUp::line)
+                .collect::<Vec<_>>(),
+            [
+                "atc: gave up on task-a (undelivered; its group's turn also carries task-b): the parent chat stayed busy past --busy-deadline; `atc status task-a` says more; `atc redeliver task-a` tries again"
+            ]
+        );
+        let json = report.to_json();
+        assert_eq!(json["tasks"]["undelivered"], json!(["task-a", "task-b"]));
+        assert_eq!(json["given_up"], 1);
+        assert_eq!(json["gave_up"][0]["with"], json!(["task-b"]));
+    }
+
+    #[test]
+    fn give_up_lines_carry_no_server_text_or_ids_of_people() {
+        let mut misrouted = Job::sample(Status::Misrouted);
+        misrouted.last_error =
+            Some("no chat with session secret-session (user alice, channel console)".into());
+        misrouted.delivery = Some(crate::job::Delivery {
+            error: misrouted.last_error.clone(),
+            ..Default::default()
+        });
+        let mut refused = Job::sample(Status::Error);
+        refused.delivery = Some(crate::job::Delivery {
+            error: Some("404: alice's agent is not here".into()),
+            ..Default::default()
+        });
+        let mut report = Report::default();
+        let at = Timestamp::from_unix(5);
+        report.record(&misrouted, true, &[Outcome::Misrouted], at);
+        report.record(&refused, true, &[Outcome::Error], at);
+        for line in report.gave_up().iter().map(GiveUp::line) {
+            assert!(
+                !line.contains("alice") && !line.contains("secret-session"),
+                "{line}"
+            );
+            assert!(line.contains("`atc status task-1`"), "{line}");
+        }
     }
 }

@@ -1,6 +1,12 @@
 //! Cutting text to size, in one place: by characters (Unicode scalar values, as Python
 //! counts them), never inside a UTF-8 sequence.
 
+/// `1 job`, `2 jobs`: a count with the word that fits it.
+pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Keeps the first `max` characters. No marker is added (a delivery is cut exactly as
 /// QwenPaw's `[:8000]` cuts it).
 pub fn truncate_chars(mut text: String, max: usize) -> String {

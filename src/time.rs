@@ -87,6 +87,37 @@ pub fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
+/// An age for people at a glance: at most two units, short (`11mo 30d`, `4h 49m`,
+/// `3m 20s`, `42s`). Years and months are humantime's (365.25 and 30.44 days), so it
+/// agrees with [`human`] on what it shows.
+pub fn age(d: Duration) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (31_557_600, "y"),
+        (2_630_016, "mo"),
+        (86_400, "d"),
+        (3_600, "h"),
+        (60, "m"),
+        (1, "s"),
+    ];
+    let mut left = d.as_secs();
+    let mut parts = Vec::new();
+    for (size, name) in UNITS {
+        if left >= size || !parts.is_empty() {
+            parts.push(format!("{}{name}", left / size));
+            left %= size;
+        }
+        if parts.len() == 2 {
+            break;
+        }
+    }
+    // A second unit of 0 says nothing: `2h`, not `2h 0m`.
+    parts.retain(|p| !p.starts_with('0'));
+    if parts.is_empty() {
+        return "0s".to_owned();
+    }
+    parts.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +143,23 @@ mod tests {
             Some(Timestamp::from_unix(1796003454))
         );
         assert_eq!(Timestamp::from_unix_f64(f64::NAN), None);
+    }
+
+    #[test]
+    fn ages_have_at_most_two_units() {
+        let secs = Duration::from_secs;
+        for (d, want) in [
+            (secs(0), "0s"),
+            (secs(42), "42s"),
+            (secs(200), "3m 20s"),
+            (secs(180), "3m"),
+            (secs(7200), "2h"),
+            (secs(4 * 3600 + 49 * 60 + 25), "4h 49m"),
+            (secs(86_400 + 5), "1d"),
+            (secs(2 * 31_557_600 + 3 * 2_630_016 + 99), "2y 3mo"),
+            (secs(11 * 2_630_016 + 30 * 86_400 + 4 * 3600), "11mo 30d"),
+        ] {
+            assert_eq!(age(d), want, "{d:?}");
+        }
     }
 }

@@ -123,25 +123,111 @@ fn wait_exits_5_when_the_server_is_unreachable_or_refuses_the_token() {
 }
 
 #[test]
-fn wait_json_prints_the_outcome_and_the_text() {
-    let s = Scene::new();
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    let printed = s.atc(["wait", TASK, "--json"]).no_file().json();
-    assert_eq!(printed["task_id"], TASK);
-    assert_eq!(printed["outcome"], "completed");
-    assert!(printed["text"].as_str().unwrap().ends_with("ECHO: hello"));
+fn wait_json_has_one_shape_for_every_exit_and_tells_a_child_timeout_from_ours() {
+    // (exit, the fake's answer, outcome, extra args)
+    let unreachable = TestEnv::new();
+    let cases: Vec<(i32, Option<Reply>, &str, Vec<&str>)> = vec![
+        (
+            0,
+            Some(Reply::json(200, bodies::FINISHED_COMPLETED)),
+            "completed",
+            vec![],
+        ),
+        (
+            1,
+            Some(Reply::json(200, bodies::FINISHED_FAILED_LLM)),
+            "failed",
+            vec![],
+        ),
+        (
+            6,
+            Some(Reply::json(404, &bodies::not_found(TASK))),
+            "lost",
+            vec![],
+        ),
+        (
+            124,
+            Some(Reply::json(200, bodies::RUNNING)),
+            "still_running",
+            vec!["--timeout", "1s", "--interval", "200ms"],
+        ),
+        (
+            5,
+            Some(Reply::json(401, bodies::AUTH_401_RUNTIME)),
+            "refused",
+            vec![],
+        ),
+        (5, None, "unreachable", vec!["--interval", "100ms"]),
+    ];
+    let mut shapes = Vec::new();
+    for (exit, reply, outcome, extra) in cases {
+        let s = Scene::new();
+        let mut args = vec!["wait", TASK, "--json"];
+        args.extend(extra);
+        let run = match reply {
+            Some(reply) => {
+                s.poll_replies(TASK, vec![reply]);
+                s.atc(args)
+            }
+            None => unreachable.atc(args),
+        };
+        let out = run
+            .status(exit)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        let printed: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
+            panic!(
+                "exit {exit}: not one JSON document ({e}): {:?}",
+                stdout(&out)
+            )
+        });
+        assert_eq!(printed["task_id"], TASK, "{printed}");
+        assert_eq!(printed["outcome"], outcome, "{printed}");
+        assert_eq!(printed["exit"], exit, "{printed}");
+        match exit {
+            0 | 1 => {
+                assert_eq!(printed["status"], "finished", "{printed}");
+                assert!(
+                    printed["text"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with(&format!("[TASK_ID: {TASK}]"))
+                );
+                assert!(printed["detail"].is_null(), "{printed}");
+            }
+            _ => {
+                assert!(
+                    printed["status"].is_null() && printed["text"].is_null(),
+                    "{printed}"
+                );
+                assert!(printed["detail"].is_string(), "{printed}");
+            }
+        }
+        let mut keys: Vec<String> = printed.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        shapes.push(keys);
+    }
+    shapes.dedup();
+    assert_eq!(
+        shapes,
+        [["detail", "exit", "outcome", "status", "task_id", "text"]],
+        "one shape for every exit"
+    );
 
+    // The child's own timeout is `timed_out`, never confused with ours.
     let s = Scene::new();
-    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_TIMEOUT)]);
     let out = s
         .atc(["wait", TASK, "--json"])
-        .status(6)
+        .status(1)
         .stdout_inspected()
         .stderr_inspected()
         .no_file()
         .run();
     let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(printed["outcome"], "lost");
+    assert_eq!(printed["outcome"], "timed_out", "{printed}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -173,7 +259,10 @@ fn doctor_passes_every_check_on_a_sound_setup() {
     let said = stdout(&out);
     let lines: Vec<&str> = said.lines().collect();
     for start in [
-        "✓ job file: ",
+        &format!(
+            "✓ job file: {} holds 1 job (from ATC_STATE)",
+            s.env.state.display()
+        ),
         "✓ privacy: file 600, directory 700",
         &format!("✓ base URL: {} (from ATC_BASE_URL)", s.server.api()),
         &format!(
@@ -184,7 +273,9 @@ fn doctor_passes_every_check_on_a_sound_setup() {
         "✓ health: ok, up 6s",
         "✓ agents: the watches name agents the server has: default",
         "✓ timer: the last atc tick ran ",
+        "✓ watches: 1 task watched, none failing its checks",
         "✓ deliveries: none stuck",
+        "✓ tick saves: the last atc tick finished its pass ",
     ] {
         assert!(
             lines.iter().any(|l| l.starts_with(start)),
@@ -205,7 +296,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 2 of 6 checks failed\n")
+        .stderr("atc: 2 of 8 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -217,13 +308,179 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
     );
     assert!(said.contains("  → start QwenPaw (`qwenpaw app`), or point atc at it with --base-url or ATC_BASE_URL (now from ATC_BASE_URL)"), "{said}");
     assert!(
-        said.contains("✗ timer: 1 watches wait, and no atc tick has run yet"),
+        said.contains("✗ timer: 1 watch waits, and no atc tick has run yet"),
         "{said}"
     );
     assert!(
         said.contains("  → is the timer installed? `atc timer print systemd`"),
         "{said}"
     );
+}
+
+/// The check of doctor's output: one line starting with `start`, and the fix under it.
+fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
+    let lines: Vec<&str> = said.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(line))
+        .unwrap_or_else(|| panic!("no {line:?} in\n{said}"));
+    if let Some(fix) = fix {
+        assert!(
+            lines
+                .get(at + 1)
+                .is_some_and(|l| l.starts_with(&format!("  → {fix}"))),
+            "no fix {fix:?} under {line:?} in\n{said}"
+        );
+    }
+}
+
+#[test]
+fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_given_up() {
+    let s = Scene::new();
+    healthy(&s.server);
+    // The timer's environment has no token: every poll is refused, while doctor (run with
+    // the token, by a person) sees the server take it.
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(401, bodies::AUTH_401_RUNTIME)]);
+    s.tick(&[]).run();
+    // A watch recorded with a base URL where nothing answers any more.
+    let mut file = s.env.file();
+    let jobs = file["jobs"].as_array_mut().unwrap();
+    jobs.push(support::atc::job(
+        "task-elsewhere",
+        "pending",
+        &format!("{NOWHERE}/api"),
+    ));
+    // A result whose delivery is unknown and whose read-back window closed.
+    let mut unknown = support::atc::job("task-unknown", "unconfirmed", &s.server.api());
+    unknown["final"] = json!("T");
+    unknown["delivery"] = json!({
+        "attempts": 1, "busy": 0,
+        "unknown_since": "2026-11-30T20:15:00Z",
+        "read_back_closed_at": "2026-11-30T20:30:00Z",
+        "error": "POST: timed out"
+    });
+    jobs.push(unknown);
+    s.env.write_file(&file);
+
+    let out = s
+        .atc(["doctor"])
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-doctor-7")
+        .never_shows("tok-doctor-7")
+        .status(1)
+        .stdout_inspected()
+        .stderr("atc: 3 of 12 checks failed\n")
+        .file_unchanged()
+        .run();
+    let said = stdout(&out);
+    doctor_says(&said, "✓ token: accepted", None);
+    doctor_says(
+        &said,
+        &format!("✗ watches: 1 watch is failing checks with HTTP 401: {TASK}"),
+        Some(
+            "the timer's environment lacks the token (or holds a stale one): put QWENPAW_RUNTIME_INTERNAL_TOKEN=<the server's value> (or ATC_BEARER_TOKEN=…) in ~/.config/atc/env, chmod 600 — the unit `atc timer print systemd` prints reads it (EnvironmentFile=-%h/.config/atc/env)",
+        ),
+    );
+    doctor_says(
+        &said,
+        &format!(
+            "✗ job base URL: 1 live watch is recorded with base URL {NOWHERE}/api, which does not answer (connection refused"
+        ),
+        Some(&format!(
+            "start QwenPaw there, or watch those tasks again with --base-url {}",
+            s.server.api()
+        )),
+    );
+    doctor_says(
+        &said,
+        "✗ deliveries: results that need a person: 1 unconfirmed past the read-back window",
+        Some("`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again"),
+    );
+    doctor_says(
+        &said,
+        "✓ tick saves: the last atc tick finished its pass ",
+        None,
+    );
+
+    // The same, as JSON: each check, and ok false.
+    let report = s
+        .atc(["doctor", "--json"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .json();
+    assert_eq!(report["ok"], false);
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["job base URL", "watches", "deliveries"]);
+}
+
+#[test]
+fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &[]);
+    let mut file = s.env.file();
+    // Enough jobs that the file outgrows `ulimit -f 1` when the tick saves it.
+    for i in 0..6 {
+        file["jobs"].as_array_mut().unwrap().push(support::atc::job(
+            &format!("task-{i:012x}"),
+            "done",
+            &s.server.api(),
+        ));
+    }
+    s.env.write_file(&file);
+    s.poll_replies(TASK, vec![Reply::json(500, r#"{"detail":"boom"}"#)]);
+    s.env
+        .sh("ulimit -f 1; exec \"$ATC\" tick")
+        .env("ATC_BASE_URL", s.server.url())
+        .status(4)
+        .stderr_contains("atc: cannot write the job file")
+        .file_unchanged()
+        .run();
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr("atc: 1 of 11 checks failed\n")
+        .file_unchanged()
+        .run();
+    let said = stdout(&out);
+    doctor_says(&said, "✓ timer: the last atc tick ran ", None);
+    doctor_says(
+        &said,
+        "✗ tick saves: the last atc tick (",
+        Some("run `atc tick -v` to see why: a job directory it cannot write"),
+    );
+    assert!(
+        said.contains("did not finish its pass; none has since this atc was installed"),
+        "{said}"
+    );
+    // A tick that finishes clears it.
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    doctor_says(
+        &stdout(&out),
+        "✓ tick saves: the last atc tick finished its pass 0s ago",
+        None,
+    );
+    // An older atc's heartbeat (a bare timestamp) says nothing about saves: no alarm.
+    std::fs::write(
+        s.env.state.with_file_name("jobs.json.tick.lock"),
+        format!(
+            "{}\n",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        ),
+    )
+    .unwrap();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    doctor_says(&stdout(&out), "✓ tick saves: no unfinished tick", None);
 }
 
 #[test]
@@ -486,14 +743,19 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
         .stderr_inspected()
         .file_unchanged();
 
-    // A tick polls the pending one and leaves the unconfirmed one alone (never re-posted).
+    // A tick polls the pending one and leaves the unconfirmed one alone (never re-posted):
+    // the plugin's attempt is long past any read-back window, so a person is told to look.
     let s = Scene::new();
     let source = plugin_state(&s.env.home);
     s.atc(["import-plugin-state", source.to_str().unwrap(), "-q"])
         .stderr_inspected()
         .run();
     s.poll_replies("task-aaaaaaaaaaaa", vec![Reply::json(200, bodies::RUNNING)]);
-    s.tick(&[]).run();
+    s.tick(&[])
+        .stderr_contains(
+            "atc: gave up on task-cccccccccccc (unconfirmed): whether the turn arrived is unknown",
+        )
+        .run();
     assert_eq!(s.server.hits("GET", &task_path("task-aaaaaaaaaaaa")), 1);
     assert!(s.posts().is_empty());
     assert_eq!(s.status("task-cccccccccccc"), "unconfirmed");
@@ -688,4 +950,128 @@ fn wait_is_patient_with_a_server_that_restarts() {
     );
     s.atc(["wait", TASK, "--interval", "100ms", "-q"]).no_file();
     assert_eq!(s.server.hits("GET", &task_path(TASK)), 3);
+}
+
+// ---------------------------------------------------------------------------------------
+// status
+
+/// Runs `atc ARGS` on a pseudo-terminal `columns` wide (`script -qec … /dev/null`, with
+/// COLUMNS), returning its lines; `None` without `script`.
+fn on_a_terminal(env: &TestEnv, columns: usize, args: &str) -> Option<Vec<String>> {
+    let atc = assert_cmd::cargo::cargo_bin("atc");
+    let hermetic = env.std_cmd();
+    let mut script = std::process::Command::new("script");
+    script.env_clear();
+    for (k, v) in hermetic.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    let out = script
+        .env("COLUMNS", columns.to_string())
+        .args(["-qec", &format!("{} {args}", atc.display()), "/dev/null"])
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "{out:?}");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end_matches('\r').to_owned())
+            .collect(),
+    )
+}
+
+#[test]
+fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
+    let env = TestEnv::new();
+    let base = format!("{NOWHERE}/api");
+    let mut striking = support::atc::job(TASK, "pending", &base);
+    striking["strikes"] = json!(2);
+    striking["last_error"] = json!(format!(
+        "GET {base}/console/chat/task/{TASK}: connection refused (is QwenPaw running?)"
+    ));
+    striking["session_id"] = json!("a-rather-long-session-name-77");
+    let mut grouped = support::atc::job("task-000000000002", "pending", &base);
+    grouped["group"] = json!("nightly");
+    grouped["started_at"] = json!("2025-12-01T09:00:00Z");
+    env.write_file(&json!({"version": 1, "jobs": [striking, grouped]}));
+    let Some(lines) = on_a_terminal(&env, 40, "status") else {
+        eprintln!("no `script` here: the terminal check is skipped");
+        return;
+    };
+    for line in &lines {
+        assert!(
+            line.chars().count() <= 40,
+            "{line:?} in\n{}",
+            lines.join("\n")
+        );
+    }
+    let shown = lines.join("\n");
+    eprintln!("{shown}");
+    assert!(
+        shown.contains("\n  2 failed checks: connection refused"),
+        "the note keeps its fact:\n{shown}"
+    );
+    assert!(
+        !shown.contains("running fo…") && shown.contains("running for "),
+        "{shown}"
+    );
+    // Piped: every column and the whole note, the group shown, ages in two units.
+    let out = env.atc(["status"]).stdout_inspected().run();
+    let piped = stdout(&out);
+    let header = piped.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        [
+            "TASK", "STATUS", "AGE", "GROUP", "AGENT", "→", "SESSION", "NOTE"
+        ],
+        "{piped}"
+    );
+    let row = piped
+        .lines()
+        .find(|l| l.starts_with("task-000000000002"))
+        .unwrap();
+    assert!(row.contains("  nightly  "), "{row}");
+    let running_for = row.split("running for ").nth(1).unwrap();
+    assert!(
+        running_for.split_whitespace().count() <= 2
+            && (running_for.ends_with("mo")
+                || running_for.ends_with('d')
+                || running_for.ends_with('y')),
+        "at most two units: {running_for:?}"
+    );
+    assert!(
+        piped.contains("2 failed checks: connection refused (is QwenPaw running?)"),
+        "{piped}"
+    );
+}
+
+#[test]
+fn a_done_job_imported_without_a_timestamp_does_not_claim_it_was_delivered_just_now() {
+    let env = TestEnv::new();
+    let source = env.home.join("agent-task-callback.json");
+    std::fs::write(
+        &source,
+        serde_json::to_vec(&json!({"jobs": [
+            {"task_id": "task-eeeeeeeeeeee", "job_id": "pj9", "session_id": "s-1",
+             "status": "done", "final": "the text"}
+        ]}))
+        .unwrap(),
+    )
+    .unwrap();
+    env.atc(["import-plugin-state", source.to_str().unwrap()])
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    let job = env.job("task-eeeeeeeeeeee");
+    assert_eq!(job["status"], "done");
+    assert!(job.get("delivered_at").is_none(), "{job}");
+    let out = env.atc(["status"]).stdout_inspected().run();
+    let said = stdout(&out);
+    let row = said
+        .lines()
+        .find(|l| l.starts_with("task-eeeeeeeeeeee"))
+        .unwrap();
+    assert!(row.ends_with("  delivered"), "{row}");
+    assert!(!said.contains("ago"), "{said}");
 }

@@ -92,7 +92,10 @@ fn an_unknown_agent_is_refused_at_watch_and_ends_a_delivery_as_error() {
     seeded["final"] = json!("T");
     seeded["delivery"] = json!({"attempts": 0, "busy": 0});
     s.env.write_file(&json!({"version": 1, "jobs": [seeded]}));
-    s.tick(&[]);
+    s.tick(&[]).stderr(format!(
+        "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
+    ));
+    s.tick(&[]).file_unchanged();
     let job = s.job(TASK);
     assert_eq!(job["status"], "error", "{job}");
     assert!(
@@ -112,10 +115,13 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     finished(&s, TASK);
     s.tick(&["-v"])
         .stderr(format!(
-            "tick: {TASK}: misrouted: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 1 error\n",
+            "atc: gave up on {TASK} (misrouted): the parent chat does not exist, so nothing was posted; `atc status {TASK}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {TASK} --create-session`\ntick: {TASK}: misrouted: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up\n",
             s.server.api()
         ))
         .run();
+    s.tick(&["-v"])
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
+        .file_unchanged();
     let job = s.job(TASK);
     assert_eq!(job["status"], "misrouted");
     assert!(
@@ -182,8 +188,11 @@ fn the_busy_deadline_ends_in_undelivered_and_redeliver_tries_again() {
         job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
     s.chats.busy_for("s-77", 1);
-    s.tick(&["--busy-deadline", "1h"]);
+    s.tick(&["--busy-deadline", "1h"]).stderr(format!(
+        "atc: gave up on {TASK} (undelivered): the parent chat stayed busy past --busy-deadline; `atc status {TASK}` says more; `atc redeliver {TASK}` tries again\n"
+    ));
     assert_eq!(s.status(TASK), "undelivered");
+    s.tick(&["--busy-deadline", "1h"]).file_unchanged();
     s.atc(["redeliver", TASK])
         .stdout(format!(
             "{TASK} goes to session s-77 (user default, channel console) again on the next atc tick, once the chat exists and is idle.\n"
@@ -320,11 +329,30 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
             .contains("reading the parent chat back failed: HTTP 500"),
         "{job}"
     );
+    s.atc(["status", TASK])
+        .stdout_contains("atc reads the parent chat back and posts again only if it is not there");
     s.env.edit_job(TASK, |job| {
         job["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
     });
+    // The tick that finds the read-back window closed says so, once, and records it.
+    s.tick(&[])
+        .stderr(format!(
+            "atc: gave up on {TASK} (unconfirmed): whether the turn arrived is unknown, and its read-back window (--busy-deadline) closed; look in the parent chat; `atc status {TASK}` says more; `atc redeliver {TASK}` reads it back once more and posts only if the turn is not there\n"
+        ))
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["status"], "unconfirmed");
+            assert!(file["jobs"][0]["delivery"]["read_back_closed_at"].is_string());
+        });
     s.tick(&[]).file_unchanged();
     assert_eq!(s.posts().len(), 1, "never posted blind");
+    // The note no longer promises a read-back.
+    let shown = s.atc(["status", TASK]).stdout_inspected().run();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains(&format!("atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {TASK}` reads it back once more")),
+        "{shown}"
+    );
+    assert!(!shown.contains("atc reads the parent chat back"), "{shown}");
     // `redeliver` opens a new read-back window; the chat reads again, the turn is there.
     s.server.on(
         "GET",
@@ -445,7 +473,9 @@ fn expired_and_abandoned_watches_notice_too_and_silent_ones_do_not() {
         "task-quiet",
         vec![Reply::json(404, &bodies::not_found("task-quiet"))],
     );
-    s.tick(&["--max-strikes", "1"]);
+    s.tick(&["--max-strikes", "1"]).stderr(
+        "atc: gave up on task-broken (abandoned): 1 failed check in a row (HTTP 502); `atc status task-broken` says more; the task may still run: `atc wait task-broken` asks the server\n",
+    );
     let old = s.delivered("s-77");
     assert_eq!(old.len(), 1);
     assert!(old[0].starts_with("[TASK_ID: task-old]\n[STATUS: expired]\n\natc stopped watching this task: it had not finished"), "{}", old[0]);
@@ -664,4 +694,50 @@ fn each_group_member_block_is_capped_like_a_single_delivery() {
     for block in blocks {
         assert_eq!(block.chars().count() + "[TASK_ID: ".len(), 8000);
     }
+}
+
+#[test]
+fn a_group_turn_given_up_is_one_give_up_said_once() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    s.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--group",
+        "audit",
+    ])
+    .stdout_inspected()
+    .run();
+    finished(&s, "task-a");
+    finished(&s, "task-b");
+    s.chats.busy_for("s-77", 1000);
+    s.tick(&[]);
+    let carrier = s
+        .env
+        .jobs()
+        .into_iter()
+        .find(|j| j.get("group_tasks").is_some())
+        .expect("a carrier");
+    let carrier_task = carrier["task_id"].as_str().unwrap().to_owned();
+    let other = if carrier_task == "task-a" {
+        "task-b"
+    } else {
+        "task-a"
+    };
+    s.env.edit_job(&carrier_task, |job| {
+        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    });
+    s.tick(&["-v", "--busy-deadline", "1h"]).stderr(format!(
+        "atc: gave up on {carrier_task} (undelivered; its group's turn also carries {other}): the parent chat stayed busy past --busy-deadline; `atc status {carrier_task}` says more; `atc redeliver {carrier_task}` tries again\n\
+         tick: task-a: undelivered: the parent chat is running a turn\n\
+         tick: task-b: undelivered: the parent chat is running a turn\n\
+         tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up\n"
+    ));
+    assert_eq!(s.status("task-a"), "undelivered");
+    assert_eq!(s.status("task-b"), "undelivered");
+    s.tick(&["--busy-deadline", "1h"]).file_unchanged();
+    assert!(s.posts().is_empty());
 }

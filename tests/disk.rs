@@ -280,6 +280,21 @@ fn a_save_past_the_file_size_limit_exits_4_and_keeps_the_old_file() {
     assert_eq!(env.jobs().len(), 4);
 }
 
+#[test]
+fn a_tick_lock_that_cannot_be_written_says_what_to_do() {
+    let env = TestEnv::new();
+    watched(&env);
+    let lock = env.state.with_file_name("jobs.json.tick.lock");
+    env.sh("ulimit -f 0; exec \"$ATC\" tick")
+        .status(4)
+        .stderr(format!(
+            "atc: cannot write {}: File too large (os error 27); a file size limit was reached (`ulimit -f`): raise it and try again\n",
+            lock.display()
+        ))
+        .file_unchanged()
+        .run();
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad files
 

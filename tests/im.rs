@@ -79,7 +79,7 @@ fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
         .position(|r| r.path == "/api/messages/send");
     assert!(health < sent, "the channel's health is asked first");
     s.atc(["status", TASK])
-        .stdout_contains("forward         sent (1 sends, last http 200")
+        .stdout_contains("forward         sent (1 send, last http 200")
         .stdout_contains("the parent's reply was sent to the person on mqtt");
     s.atc(["status"])
         .stdout_contains("parent turn completed; forwarded");
@@ -168,6 +168,9 @@ fn an_unconfigured_channel_fails_the_forward_at_once() {
             r#"{"detail":"Channel 'mqtt' not available"}"#,
         )],
     );
+    s.tick(&[]).stderr(format!(
+        "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt; `atc status {TASK}` says more\n"
+    ));
     s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["forward"]["status"], "failed");
@@ -189,7 +192,9 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
         "/api/messages/send",
         vec![Reply::json(404, r#"{"detail":"Channel not found: mqtt"}"#)],
     );
-    s.tick(&[]);
+    s.tick(&[]).stderr(format!(
+        "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt (HTTP 404); `atc status {TASK}` says more\n"
+    ));
     let job = s.job(TASK);
     assert_eq!(job["forward"]["status"], "failed");
     assert_eq!(job["forward"]["last_http_status"], 404);
@@ -200,9 +205,19 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
     for _ in 0..6 {
         s.chats.send_fault("mqtt", SendFault::Error500);
     }
-    for _ in 0..6 {
-        s.tick(&[]);
-    }
+    let said: String = (0..6)
+        .map(|_| {
+            let out = s.tick(&[]).stderr_inspected().run();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+        .collect();
+    assert_eq!(
+        said,
+        format!(
+            "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt (HTTP 500); `atc status {TASK}` says more\n"
+        ),
+        "said once, by the tick that gave up"
+    );
     let job = s.job(TASK);
     assert_eq!(job["forward"]["status"], "failed");
     assert_eq!(job["forward"]["attempts"], 5, "bounded");

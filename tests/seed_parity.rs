@@ -136,9 +136,13 @@ fn the_strike_cap_abandons_the_job() {
     let s = Scene::new();
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(502, r#"{"detail":"bad gateway"}"#)]);
-    for _ in 0..3 {
+    for _ in 0..2 {
         s.tick(&["--max-strikes", "3"]);
     }
+    // The tick that gives up says so: cron mails it, the journal keeps it.
+    s.tick(&["--max-strikes", "3"]).stderr(format!(
+        "atc: gave up on {TASK} (abandoned): 3 failed checks in a row (HTTP 502); `atc status {TASK}` says more; the task may still run: `atc wait {TASK}` asks the server\n"
+    ));
     let job = s.job(TASK);
     assert_eq!(job["status"], "abandoned");
     assert!(job["last_error"].as_str().unwrap().contains("bad gateway"));
@@ -247,9 +251,22 @@ fn a_finished_task_is_delivered_exactly_once() {
             Reply::json(200, bodies::FINISHED_COMPLETED),
         ],
     );
-    for _ in 0..4 {
-        s.tick(&[]);
-    }
+    // The fake has no discord channel: the parent's reply cannot go on to the person,
+    // which the one tick that finds out says, once.
+    let said: String = (0..4)
+        .map(|_| {
+            let out = s.tick(&[]).stderr_inspected().run();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+        .collect();
+    assert_eq!(
+        said.lines()
+            .filter(|l| l.starts_with(&format!("atc: gave up on {TASK} (done, forward failed)")))
+            .count(),
+        1,
+        "{said}"
+    );
+    assert_eq!(said.lines().count(), 1, "{said}");
     let posts = s.posts();
     assert_eq!(posts.len(), 1);
     let job = s.job(TASK);
@@ -398,7 +415,9 @@ fn a_chat_busy_too_long_leaves_the_result_undelivered() {
     s.env.edit_job(TASK, |job| {
         job["delivery"]["waiting_since"] = json!("2020-01-01T00:00:00Z");
     });
-    s.tick(&["--busy-deadline", "6h"]);
+    s.tick(&["--busy-deadline", "6h"]).stderr(format!(
+        "atc: gave up on {TASK} (undelivered): the parent chat stayed busy past --busy-deadline; `atc status {TASK}` says more; `atc redeliver {TASK}` tries again\n"
+    ));
     let job = s.job(TASK);
     assert_eq!(job["status"], "undelivered");
     assert!(job["final"].as_str().unwrap().contains("ECHO: hello"));

@@ -308,7 +308,9 @@ fn an_endless_409_storm_ends_undelivered_at_the_busy_deadline() {
     s.env.edit_job(TASK, |job| {
         job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
-    s.tick(&args);
+    s.tick(&args).stderr(format!(
+        "atc: gave up on {TASK} (undelivered): the parent chat stayed busy past --busy-deadline; `atc status {TASK}` says more; `atc redeliver {TASK}` tries again\n"
+    ));
     let job = s.job(TASK);
     assert_eq!(job["status"], "undelivered", "{job}");
     assert!(
@@ -392,8 +394,9 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
             Reply::json(200, bodies::FINISHED_COMPLETED),
         ],
     );
-    let tick = |s: &Scene| {
+    let tick = |s: &Scene, said: &str| {
         s.tick(&[])
+            .stderr(said)
             .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", RUNTIME)
             .env("ATC_BEARER_TOKEN", BEARER)
             .never_shows(RUNTIME)
@@ -417,7 +420,7 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
         ),
         (3, "HTTP 307: Temporary Redirect".to_owned()),
     ] {
-        tick(&s);
+        tick(&s, "");
         assert_eq!(struck(&s, strikes), error);
     }
     // The delivery is redirected too (a 307/308 would re-send the body and the tokens):
@@ -428,7 +431,12 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
             &format!("{}/api/console/chat/task", elsewhere.url()),
         ),
     ]);
-    tick(&s);
+    tick(
+        &s,
+        &format!(
+            "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 308); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
+        ),
+    );
     let job = s.job(TASK);
     assert_eq!(job["status"], "error", "{job}");
     assert!(

@@ -145,8 +145,9 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         vec![Reply::json(200, bodies::FINISHED_COMPLETED)],
     );
     s.chats.busy_for("s-4", 1000);
-    s.tick(&["-v"])
-        .stderr("tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n");
+    s.tick(&["-v"]).stderr(
+        "tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up, 2 parent turns followed\n",
+    );
 
     let report = s.atc(["--json", "tick"]).json();
     assert_eq!(report["polled"], 1);
@@ -159,7 +160,7 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
     );
 
     s.tick(&["-vv"]).stderr(
-        "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 errors\n",
+        "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up\n",
     );
 }
 
@@ -293,7 +294,9 @@ fn a_refused_delivery_is_an_error_with_the_detail_and_an_unreachable_chat_waits(
     s.watch(TASK, &["--agent", "ghost"]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.chats.fault(PostFault::UnknownAgent);
-    s.tick(&[]);
+    s.tick(&[]).stderr(format!(
+        "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
+    ));
     let job = s.job(TASK);
     assert_eq!(job["status"], "error");
     assert!(
@@ -405,21 +408,21 @@ fn a_settled_file_is_not_read_again_until_it_changes_or_a_job_is_due_for_pruning
     done["updated_at"] = json!("2099-01-01T00:00:00Z");
     s.env.write_file(&json!({"version": 1, "jobs": [done]}));
     s.tick(&["-v"])
-        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .file_unchanged()
         .run();
     let unchanged = "tick: nothing to do: every watch has ended and the job file is as the last tick found it\n";
     s.tick(&["-v"]).stderr(unchanged).file_unchanged().run();
     // Another --keep could prune: looked at again.
     s.tick(&["-v", "--keep", "1d"])
-        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .file_unchanged()
         .run();
     // A new watch changes the file: the next tick reads it and polls.
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&["-v"])
-        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .run();
     assert_eq!(s.polls(TASK), 1);
     // An edit by hand is seen too.
@@ -431,7 +434,7 @@ fn a_settled_file_is_not_read_again_until_it_changes_or_a_job_is_due_for_pruning
     });
     s.poll_replies("task-done", vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&["-v"])
-        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 errors\n")
+        .stderr("tick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .run();
     // A job past --keep is pruned, though nothing else changed.
     let s = Scene::new();
@@ -564,7 +567,7 @@ fn watch_refuses_a_parent_chat_that_does_not_exist() {
 }
 
 #[test]
-fn an_abandoned_job_counts_as_one_error() {
+fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
     let s = Scene::new();
     s.watch(TASK, &[]);
     s.poll_replies(
@@ -573,9 +576,15 @@ fn an_abandoned_job_counts_as_one_error() {
     );
     s.tick(&["-v", "--max-strikes", "1"])
         .stderr(format!(
-            "tick: {TASK}: failed check, abandoned: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 error\n"
+            "atc: gave up on {TASK} (abandoned): 1 failed check in a row (HTTP 500); `atc status {TASK}` says more; the task may still run: `atc wait {TASK}` asks the server\ntick: {TASK}: failed check, abandoned: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 failed check, 1 given up\n"
         ))
         .run();
+    // Said once: the next tick only learns how the parent's turn (the notice's) ended,
+    // and says that rather than "0 polled" alone.
+    s.tick(&["-v", "--max-strikes", "1"])
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 1 parent turn followed\n")
+        .file(|file| assert_eq!(file["jobs"][0]["parent_turn"], "completed"));
+    s.tick(&["--max-strikes", "1"]).file_unchanged();
     assert_eq!(s.status(TASK), "abandoned");
     s.atc(["status", TASK]).stdout_contains(
         "abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error; the parent was told",

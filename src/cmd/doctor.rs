@@ -1,7 +1,8 @@
 //! `atc doctor`: one line per check, ✓ or ✗, each ✗ with what to do. It starts from
 //! "nothing arrived": is atc talking to the right server, does the server answer, does it
 //! take the token, do the agents exist, is the job file sound and private, is the timer
-//! running, and is any result stuck.
+//! running, and is any result stuck. Then it reads the jobs themselves (`watches`): a
+//! server that answers doctor is no proof that the timer's watches get answers.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -15,7 +16,8 @@ use crate::job::{ForwardStatus, Job, Outbound, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::Store;
-use crate::time::{Timestamp, human};
+use crate::text::plural;
+use crate::time::{Timestamp, age, human};
 
 /// A tick is expected at least this often while watches wait.
 const TICK_STALE: Duration = Duration::from_secs(120);
@@ -54,13 +56,19 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         "base URL",
         format!("{base} (from {})", doctor.base_url.source),
     ));
-    let client = Client::new(doctor.http_timeout, doctor.auth.clone());
+    let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
+    // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
+    for job in jobs.iter().filter(|j| j.options.allow_insecure_remote) {
+        client.allow_insecure(&job.base_url);
+    }
+    let client = client;
     if server(&client, doctor, &mut checks) {
         checks.push(agents(&client, base, &jobs));
     }
-    let last_tick = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_tick_at;
+    let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
+    let last_tick = heartbeat.last_tick_at;
     checks.push(tick(last_tick, &jobs));
-    checks.push(stuck(&jobs));
+    watches(&client, base, &store, &heartbeat, &jobs, &mut checks);
 
     let failed = checks.iter().filter(|c| !c.ok).count();
     if out.json {
@@ -99,8 +107,8 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job>
             checks.push(ok(
                 "job file",
                 format!(
-                    "{shown} holds {} jobs (from {})",
-                    file.jobs.len(),
+                    "{shown} holds {} (from {})",
+                    plural(file.jobs.len() as u64, "job", "jobs"),
                     doctor.state.source
                 ),
             ));
@@ -351,14 +359,17 @@ fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
     let waiting = jobs.iter().filter(|j| waiting(j)).count();
     let now = Timestamp::now();
     let said = match last {
-        Some(at) => format!("the last atc tick ran {} ago", human(at.elapsed_at(now))),
+        Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
         None => "no atc tick has run yet".to_owned(),
     };
     let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);
     if waiting > 0 && stale {
         bad(
             "timer",
-            format!("{waiting} watches wait, and {said}"),
+            format!(
+                "{}, and {said}",
+                plural(waiting as u64, "watch waits", "watches wait")
+            ),
             "is the timer installed? `atc timer print systemd` (or `cron`) prints the units to install; `systemctl --user status atc-tick.timer` shows one that is".to_owned(),
         )
     } else {
@@ -366,7 +377,108 @@ fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
     }
 }
 
-/// No result is stuck where only a person can move it.
+// ---------------------------------------------------------------------------------------
+// The watches: what the jobs themselves say. Doctor's own server answering proves little
+// about them: the timer runs in another environment (no token?), a job keeps the base URL
+// it was watched with, and a tick that beats but cannot save changes nothing.
+
+/// The checks that read the jobs: failing checks by cause, recorded base URLs that do not
+/// answer, results given up, and whether the last tick finished.
+fn watches(
+    client: &Client,
+    base: &str,
+    store: &Store,
+    heartbeat: &crate::pass::Heartbeat,
+    jobs: &[Job],
+    checks: &mut Vec<Check>,
+) {
+    let dead = dead_base_urls(client, base, jobs);
+    for (url, (count, why)) in &dead {
+        checks.push(bad(
+            "job base URL",
+            format!(
+                "{} recorded with base URL {url}, which does not answer ({why}); atc doctor's is {base}",
+                plural(*count as u64, "live watch is", "live watches are")
+            ),
+            format!(
+                "start QwenPaw there, or watch those tasks again with --base-url {base} (`atc status` lists them)"
+            ),
+        ));
+    }
+    checks.extend(failing(jobs, &dead));
+    checks.push(stuck(jobs));
+    checks.push(last_pass(store, heartbeat));
+}
+
+/// A live watch: a tick still has something to do for it.
+fn live(job: &Job) -> bool {
+    !crate::lifecycle::settled_job(job)
+}
+
+/// The base URLs live watches recorded, other than doctor's own, that do not answer:
+/// how many watches each, and why.
+fn dead_base_urls(
+    client: &Client,
+    base: &str,
+    jobs: &[Job],
+) -> std::collections::BTreeMap<String, (usize, String)> {
+    let mut dead = std::collections::BTreeMap::new();
+    let others: BTreeSet<&str> = jobs
+        .iter()
+        .filter(|j| live(j) && j.base_url != base)
+        .map(|j| j.base_url.as_str())
+        .collect();
+    for url in others {
+        if let Err(Transport { message, .. }) = client.version(url) {
+            let count = jobs.iter().filter(|j| live(j) && j.base_url == url).count();
+            let why = crate::describe::short_cause(&message);
+            dead.insert(url.to_owned(), (count, why));
+        }
+    }
+    dead
+}
+
+/// Live watches whose checks fail, grouped by cause: a refused token (the timer's
+/// environment), or the kind of failure. Watches on a dead base URL are counted there.
+fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, String)>) -> Vec<Check> {
+    let mut causes: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for job in jobs {
+        if job.status != Status::Pending || job.strikes == 0 || dead.contains_key(&job.base_url) {
+            continue;
+        }
+        let kind = crate::report::failure_kind(job.last_error.as_deref().unwrap_or(""));
+        causes.entry(kind).or_default().push(&job.task_id);
+    }
+    if causes.is_empty() {
+        let live = jobs.iter().filter(|j| j.status == Status::Pending).count();
+        return vec![ok(
+            "watches",
+            format!(
+                "{}, none failing its checks",
+                plural(live as u64, "task watched", "tasks watched")
+            ),
+        )];
+    }
+    causes
+        .into_iter()
+        .map(|(kind, tasks)| {
+            let which = format!(
+                "{} failing checks with {kind}: {}",
+                plural(tasks.len() as u64, "watch is", "watches are"),
+                tasks.join(", ")
+            );
+            let fix = match kind.as_str() {
+                "HTTP 401" | "HTTP 403" => "the timer's environment lacks the token (or holds a stale one): put QWENPAW_RUNTIME_INTERNAL_TOKEN=<the server's value> (or ATC_BEARER_TOKEN=…) in ~/.config/atc/env, chmod 600 — the unit `atc timer print systemd` prints reads it (EnvironmentFile=-%h/.config/atc/env); under cron, set it at the top of the crontab".to_owned(),
+                "connection refused" | "timed out" => "is QwenPaw running where those watches point? `atc status TASK` shows the base URL and the last error".to_owned(),
+                _ => "`atc status TASK` shows the last error; `atc log TASK` the history; after --max-strikes failures in a row the watch is abandoned".to_owned(),
+            };
+            bad("watches", which, fix)
+        })
+        .collect()
+}
+
+/// No result is stuck where only a person can move it: given up and not redelivered, or
+/// of unknown outcome with its read-back window closed.
 fn stuck(jobs: &[Job]) -> Check {
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut count = |what: &str| match counts.iter_mut().find(|(w, _)| w == what) {
@@ -377,6 +489,14 @@ fn stuck(jobs: &[Job]) -> Check {
         match job.outbound() {
             Some(Outbound::Undelivered) => count("undelivered"),
             Some(Outbound::Misrouted) => count("misrouted"),
+            Some(Outbound::Unconfirmed)
+                if job
+                    .delivery
+                    .as_ref()
+                    .is_some_and(|d| d.read_back_closed_at.is_some()) =>
+            {
+                count("unconfirmed past the read-back window")
+            }
             _ if job.status == Status::Error => count("refused (error)"),
             _ => {}
         }
@@ -395,7 +515,73 @@ fn stuck(jobs: &[Job]) -> Check {
     bad(
         "deliveries",
         format!("results that need a person: {}", said.join(", ")),
-        "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again"
+        "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again (an unconfirmed one is read back first)"
             .to_owned(),
     )
+}
+
+/// The last tick finished its pass: a heartbeat alone is not a healthy tick (one that
+/// cannot save the job file beats, then exits 4). And the tick can write the directory.
+fn last_pass(store: &Store, heartbeat: &crate::pass::Heartbeat) -> Check {
+    let now = Timestamp::now();
+    let dir = crate::state::fsutil::parent_dir(store.path());
+    if let Some(mode) = unwritable_mode(dir) {
+        return bad(
+            "tick saves",
+            format!(
+                "the job file's directory {} is mode {mode:o}: a tick cannot save the job file there",
+                dir.display()
+            ),
+            format!("chmod 700 {}", dir.display()),
+        );
+    }
+    if heartbeat.finished != Some(false) {
+        return ok(
+            "tick saves",
+            match heartbeat.finished_at {
+                Some(at) => format!(
+                    "the last atc tick finished its pass {} ago",
+                    age(at.elapsed_at(now))
+                ),
+                None => "no unfinished tick".to_owned(),
+            },
+        );
+    }
+    // A tick may be running right now: then its pass is simply not done yet.
+    if matches!(store.try_lock_tick(), Ok(None)) {
+        return ok("tick saves", "an atc tick is running now".to_owned());
+    }
+    let started = heartbeat
+        .last_tick_at
+        .map_or("the last atc tick".to_owned(), |at| {
+            format!("the last atc tick ({} ago)", age(at.elapsed_at(now)))
+        });
+    let before = match heartbeat.finished_at {
+        Some(at) => format!("the last one that did ran {} ago", age(at.elapsed_at(now))),
+        None => "none has since this atc was installed".to_owned(),
+    };
+    bad(
+        "tick saves",
+        format!("{started} did not finish its pass; {before}"),
+        format!(
+            "run `atc tick -v` to see why: a job directory it cannot write ({}) or a full disk exits 4",
+            dir.display()
+        ),
+    )
+}
+
+/// The mode of `dir` when it is ours and we may not write it (root may write anyway).
+fn unwritable_mode(dir: &std::path::Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let euid = crate::state::guard::euid();
+        let meta = std::fs::metadata(dir).ok()?;
+        (euid != 0 && meta.uid() == euid && meta.mode() & 0o200 == 0).then_some(meta.mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
 }

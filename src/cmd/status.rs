@@ -12,7 +12,7 @@ use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Outbound};
 use crate::settings::{self, Output};
 use crate::state::Store;
 use crate::text::fit;
-use crate::time::{Timestamp, human};
+use crate::time::{Timestamp, age};
 
 /// How many jobs `status` lists without `--all`.
 pub const RECENT: usize = 20;
@@ -64,45 +64,155 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     crate::cmd::emit(&text)
 }
 
-/// The list. With a `width` (a terminal), the NOTE column is cut to fit, with `…`.
+/// How the AGENT → SESSION column is shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chat {
+    Full,
+    /// Cut to [`CHAT_CHARS`], with `…`.
+    Short,
+    Hidden,
+}
+
+/// The AGENT → SESSION column, shortened.
+const CHAT_CHARS: usize = 20;
+
+/// Which columns the list shows, and where the note goes.
+#[derive(Clone, Copy)]
+struct Layout {
+    chat: Chat,
+    group: bool,
+    /// The note on a line of its own under its row, indented.
+    note_below: bool,
+}
+
+/// One job in the list.
+struct Row {
+    task: String,
+    status: String,
+    age: String,
+    group: String,
+    chat: String,
+    note: String,
+}
+
+/// The list. Piped, every column and the whole note. On a terminal `width` columns wide,
+/// what says least goes first: the chat is shortened, then dropped, then the group; then
+/// the note moves to a line of its own under its row; only what still does not fit is
+/// cut, with `…`. The GROUP column is there when a listed job travels in a group.
 fn table(jobs: &[&Job], now: Timestamp, width: Option<usize>) -> String {
-    let rows: Vec<[String; 5]> = jobs
+    let grouped = jobs.iter().any(|job| job.options.group.is_some());
+    let rows: Vec<Row> = jobs
         .iter()
-        .map(|job| {
-            [
-                job.task_id.clone(),
-                job.status.to_string(),
-                human(job.registered_at.elapsed_at(now)),
-                format!("{} → {}", job.target.agent_id, job.target.session_id),
-                brief(job, now),
-            ]
+        .map(|job| Row {
+            task: job.task_id.clone(),
+            status: job.status.to_string(),
+            age: age(job.registered_at.elapsed_at(now)),
+            group: job.options.group.clone().unwrap_or_default(),
+            chat: format!("{} → {}", job.target.agent_id, job.target.session_id),
+            note: brief(job, now),
         })
         .collect();
-    let header = ["TASK", "STATUS", "AGE", "AGENT → SESSION", "NOTE"];
-    let mut widths = header.map(|h| h.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
+    let full = Layout {
+        chat: Chat::Full,
+        group: grouped,
+        note_below: false,
+    };
+    let Some(width) = width else {
+        return render(&rows, full, None);
+    };
+    let mut layouts = Vec::new();
+    for note_below in [false, true] {
+        for (chat, group) in [
+            (Chat::Full, grouped),
+            (Chat::Short, grouped),
+            (Chat::Hidden, grouped),
+            (Chat::Hidden, false),
+        ] {
+            layouts.push(Layout {
+                chat,
+                group,
+                note_below,
+            });
+        }
+    }
+    let last = *layouts.last().expect("layouts");
+    let chosen = layouts
+        .into_iter()
+        .find(|layout| {
+            render(&rows, *layout, None)
+                .lines()
+                .all(|line| line.chars().count() <= width)
+        })
+        .unwrap_or(last);
+    render(&rows, chosen, Some(width))
+}
+
+/// The list in `layout`; with a `width`, each line cut to it.
+fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
+    let chat = |row: &Row| match layout.chat {
+        Chat::Short => fit(&row.chat, CHAT_CHARS),
+        _ => row.chat.clone(),
+    };
+    let cells = |row: &Row| {
+        let mut cells = vec![row.task.clone(), row.status.clone(), row.age.clone()];
+        if layout.group {
+            cells.push(row.group.clone());
+        }
+        if layout.chat != Chat::Hidden {
+            cells.push(chat(row));
+        }
+        if !layout.note_below {
+            cells.push(row.note.clone());
+        }
+        cells
+    };
+    let mut header = vec!["TASK", "STATUS", "AGE"];
+    if layout.group {
+        header.push("GROUP");
+    }
+    if layout.chat != Chat::Hidden {
+        header.push("AGENT → SESSION");
+    }
+    if !layout.note_below {
+        header.push("NOTE");
+    }
+    let header: Vec<String> = header.into_iter().map(str::to_owned).collect();
+    let table: Vec<Vec<String>> = rows.iter().map(cells).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for cells in &table {
+        for (width, cell) in widths.iter_mut().zip(cells) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let mut out = String::new();
-    for row in std::iter::once(header.map(str::to_owned)).chain(rows) {
+    let line = |cells: &[String]| {
         let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                let used = line.chars().count();
-                match width {
-                    // At least a few characters of the note, even on a narrow terminal.
-                    Some(width) => line.push_str(&fit(cell, width.saturating_sub(used).max(12))),
-                    None => line.push_str(cell),
-                }
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                line.push_str(cell);
             } else {
                 let pad = widths[i] - cell.chars().count();
                 let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
             }
         }
-        out.push_str(line.trim_end());
+        let line = line.trim_end().to_owned();
+        match width {
+            Some(width) => fit(&line, width),
+            None => line,
+        }
+    };
+    let mut out = line(&header);
+    out.push('\n');
+    for (row, cells) in rows.iter().zip(&table) {
+        out.push_str(&line(cells));
         out.push('\n');
+        if layout.note_below && !row.note.is_empty() {
+            let note = format!("  {}", row.note);
+            out.push_str(&match width {
+                Some(width) => fit(&note, width),
+                None => note,
+            });
+            out.push('\n');
+        }
     }
     out
 }
@@ -162,7 +272,7 @@ fn full(job: &Job, now: Timestamp) -> String {
     if !asked.is_empty() {
         field("options", asked.join(" "));
     }
-    let ago = |t: Timestamp| format!("{t} ({} ago)", human(t.elapsed_at(now)));
+    let ago = |t: Timestamp| format!("{t} ({} ago)", age(t.elapsed_at(now)));
     field("registered", ago(job.registered_at));
     field("updated", ago(job.updated_at));
     if let Some(t) = job.started_at {
@@ -191,7 +301,7 @@ fn full(job: &Job, now: Timestamp) -> String {
         {
             field(
                 "next attempt",
-                format!("{at} (in {})", human(now.elapsed_at(at))),
+                format!("{at} (in {})", age(now.elapsed_at(at))),
             );
         }
         if let Some(at) = d.attempt_started_at {
@@ -218,7 +328,8 @@ fn full(job: &Job, now: Timestamp) -> String {
         field("parent turn", format!("{turn}{ended}"));
     }
     if let Some(f) = &job.forward {
-        let mut said = format!("{} ({} sends", f.status.as_str(), f.attempts);
+        let sends = if f.attempts == 1 { "send" } else { "sends" };
+        let mut said = format!("{} ({} {sends}", f.status.as_str(), f.attempts);
         if let Some(status) = f.last_http_status {
             let _ = write!(said, ", last http {status}");
         }
@@ -272,8 +383,19 @@ mod tests {
         for line in fitted.lines() {
             assert!(line.chars().count() <= 60, "{line}");
         }
-        let row = fitted.lines().nth(1).unwrap();
-        assert!(row.ends_with('…'), "{row}");
+        assert!(
+            fitted.contains("\n  2 failed checks: connection refused (is QwenPaw running?)\n"),
+            "the columns give way, then the note takes a line of its own, whole:\n{fitted}"
+        );
+        assert!(!fitted.contains('…'), "{fitted}");
+        let narrow = table(&[&job], now, Some(30));
+        for line in narrow.lines() {
+            assert!(line.chars().count() <= 30, "{line}");
+        }
+        assert!(
+            narrow.ends_with("…\n"),
+            "only what cannot fit is cut:\n{narrow}"
+        );
         let wide = table(&[&job], now, Some(300));
         assert_eq!(wide, piped, "nothing is cut when it fits");
     }

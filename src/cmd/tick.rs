@@ -1,5 +1,8 @@
-//! `atc tick`: run one pass (`pass`) and report it. Silent on success (cron mails any
-//! output); `-v` on stderr each failed task with why, then one summary line; `-vv` also the task ids per outcome; `--json` one object.
+//! `atc tick`: run one pass (`pass`) and report it. Silent while nothing is given up
+//! (cron mails any output); a job the pass gave up on gets one line on stderr, always
+//! (that is what reaches a person: cron's mail, the journal); `-v` on stderr each failed
+//! task with why, then one summary line; `-vv` also the task ids per outcome; `--json`
+//! one object.
 
 use anyhow::Result;
 use serde_json::json;
@@ -23,6 +26,10 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
         }
         return Ok(());
     };
+    // Whatever else was asked for: these reach a person, once, from the tick that gave up.
+    for gave_up in report.gave_up() {
+        crate::term::say(&gave_up.line());
+    }
     if out.json {
         return print_json(&report.to_json());
     }

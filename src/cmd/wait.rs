@@ -1,6 +1,7 @@
 //! `atc wait`: poll one task in the foreground until it ends and print what a delivery
 //! would carry. No job file. Exit status from the shared table: 0 completed, 1 failed,
 //! 6 lost, 124 still running after `--timeout`, 5 server unreachable or token refused.
+//! `--json` prints one object of the same shape for every one of them ([`Said`]).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,29 @@ use crate::time::human;
 /// Failed polls in a row (unreachable, 5xx) before `wait` gives up with exit 5: a server
 /// restarting takes a few seconds.
 const MAX_STRIKES: u32 = 5;
+
+/// What `wait --json` prints, whatever the exit: every key always there (`null` when it
+/// does not apply). `outcome` tells every end apart: how a finished child ended
+/// (`completed`, `failed`, `timed_out` — the child's own timeout —, `cancelled`,
+/// `fork_not_finalized`, `other`), or `lost`, `still_running` (`--timeout` passed),
+/// `unreachable`, `refused` (the token).
+fn said(
+    task_id: &str,
+    outcome: &str,
+    exit: Exit,
+    status: Option<&str>,
+    text: Option<&str>,
+    detail: Option<&str>,
+) -> serde_json::Value {
+    json!({
+        "task_id": task_id,
+        "outcome": outcome,
+        "exit": exit.code(),
+        "status": status,
+        "text": text,
+        "detail": detail,
+    })
+}
 
 pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
@@ -37,12 +61,20 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                 let outcome = record.outcome();
                 let text = render::render_delivery(task_id, &record, None);
                 if out.json {
-                    print_json(&json!({
-                        "task_id": task_id,
-                        "outcome": outcome,
-                        "status": record.status,
-                        "text": text,
-                    }))?;
+                    let exit = if outcome == TaskOutcome::Completed {
+                        Exit::Ok
+                    } else {
+                        Exit::Refused
+                    };
+                    let name = serde_json::to_value(outcome)?;
+                    print_json(&said(
+                        task_id,
+                        name.as_str().unwrap_or("other"),
+                        exit,
+                        Some(record.status.as_str()),
+                        Some(&text),
+                        None,
+                    ))?;
                 } else if !out.quiet {
                     emit(&format!("{text}\n"))?;
                 }
@@ -61,7 +93,14 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             Poll::Record(_) => strikes = 0,
             Poll::NotFound { detail } => {
                 if out.json {
-                    print_json(&json!({"task_id": task_id, "outcome": "lost", "detail": detail}))?;
+                    print_json(&said(
+                        task_id,
+                        "lost",
+                        Exit::Lost,
+                        None,
+                        None,
+                        Some(&detail),
+                    ))?;
                 }
                 return Err(Failure::new(
                     Exit::Lost,
@@ -72,11 +111,31 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                 .into());
             }
             Poll::Denied { error } => {
+                if out.json {
+                    print_json(&said(
+                        task_id,
+                        "refused",
+                        Exit::Server,
+                        None,
+                        None,
+                        Some(&error),
+                    ))?;
+                }
                 return Err(Failure::new(Exit::Server, format!("{task_id}: {error}")).into());
             }
             Poll::Failed { error } => {
                 strikes += 1;
                 if strikes >= MAX_STRIKES {
+                    if out.json {
+                        print_json(&said(
+                            task_id,
+                            "unreachable",
+                            Exit::Server,
+                            None,
+                            None,
+                            Some(&error),
+                        ))?;
+                    }
                     return Err(Failure::new(
                         Exit::Server,
                         format!("{task_id}: {strikes} polls in a row failed; last: {error}"),
@@ -93,7 +152,15 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             && waited + wait.interval > timeout
         {
             if out.json {
-                print_json(&json!({"task_id": task_id, "outcome": "timed_out"}))?;
+                let detail = format!("still running after {} (--timeout)", human(timeout));
+                print_json(&said(
+                    task_id,
+                    "still_running",
+                    Exit::TimedOut,
+                    None,
+                    None,
+                    Some(&detail),
+                ))?;
             }
             return Err(Failure::new(
                 Exit::TimedOut,

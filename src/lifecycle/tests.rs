@@ -130,13 +130,14 @@ enum Kind {
     Cancelled,
     Redeliver,
     Recovered,
+    ReadBackClosed,
     Sealed,
     Carried,
     Unsealed,
     Followed,
 }
 
-const KINDS: [Kind; 31] = [
+const KINDS: [Kind; 32] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -164,6 +165,7 @@ const KINDS: [Kind; 31] = [
     Kind::Cancelled,
     Kind::Redeliver,
     Kind::Recovered,
+    Kind::ReadBackClosed,
     Kind::Sealed,
     Kind::Carried,
     Kind::Unsealed,
@@ -201,6 +203,7 @@ macro_rules! any_kind {
             | Kind::Cancelled
             | Kind::Redeliver
             | Kind::Recovered
+            | Kind::ReadBackClosed
             | Kind::Sealed
             | Kind::Carried
             | Kind::Unsealed
@@ -284,6 +287,7 @@ fn event(kind: Kind) -> Event {
             create_session: false,
         },
         Kind::Recovered => Event::Recovered,
+        Kind::ReadBackClosed => Event::ReadBackClosed,
         Kind::Sealed => Event::Sealed {
             text: "G".into(),
             tasks: vec!["task-1".into()],
@@ -987,6 +991,47 @@ fn an_unknown_delivery_is_read_back_and_posted_again_only_if_absent_and_idle() {
         "read back at most --busy-deadline"
     );
     assert!(!prunable(&unreadable, t(600), &LIMITS));
+}
+
+#[test]
+fn a_closed_read_back_window_is_recorded_once_and_settles_the_job() {
+    let unknown = job(Status::Unconfirmed);
+    assert!(
+        apply(&unknown, Event::ReadBackClosed, t(601)).is_ignored(),
+        "still open"
+    );
+    assert!(read_backs_closed(std::slice::from_ref(&unknown), t(601), &LIMITS).is_empty());
+    assert_eq!(
+        read_backs_closed(std::slice::from_ref(&unknown), t(602), &LIMITS),
+        [0]
+    );
+    assert!(!settled_job(&unknown));
+    let closed = apply(&unknown, Event::ReadBackClosed, t(602));
+    assert_eq!(closed.outcomes, [Outcome::ReadBackClosed]);
+    assert_eq!(closed.job.status, Status::Unconfirmed);
+    assert_eq!(
+        closed.job.delivery.as_ref().unwrap().read_back_closed_at,
+        Some(t(602))
+    );
+    assert!(settled_job(&closed.job), "nothing left for a tick to do");
+    assert!(
+        apply(&closed.job, Event::ReadBackClosed, t(700)).is_ignored(),
+        "once"
+    );
+    assert!(read_backs_closed(std::slice::from_ref(&closed.job), t(700), &LIMITS).is_empty());
+    let again = apply(
+        &closed.job,
+        Event::Redeliver {
+            create_session: false,
+        },
+        t(800),
+    )
+    .job;
+    assert_eq!(again.delivery.as_ref().unwrap().read_back_closed_at, None);
+    assert!(
+        is_due(&again, t(801), &LIMITS),
+        "redeliver reads it back again"
+    );
 }
 
 #[test]

@@ -40,8 +40,16 @@ impl Guard {
             self.file.rewind()?;
             self.file.write_all(format!("{text}\n").as_bytes())
         })()
-        .or_exit(Exit::StateUnwritable, || {
-            format!("cannot write {}", path.display())
+        .map_err(|err| {
+            Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot write {}: {err}; {}",
+                    path.display(),
+                    super::fsutil::advice(&err)
+                ),
+            )
+            .into()
         })
     }
 }
