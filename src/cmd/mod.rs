@@ -5,6 +5,7 @@ pub mod cancel;
 pub mod doctor;
 pub mod import;
 pub mod log;
+pub mod qwenpaw;
 pub mod redeliver;
 pub mod status;
 pub mod tick;
