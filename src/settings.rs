@@ -155,6 +155,8 @@ pub struct Doctor {
     pub base_url: Setting<String>,
     pub auth: Auth,
     pub http_timeout: Duration,
+    /// QwenPaw's working dir (`QWENPAW_WORKING_DIR`, `~/.copaw`, `~/.qwenpaw`): its plugins.
+    pub qwenpaw_working_dir: Option<PathBuf>,
 }
 
 /// `atc log`.
@@ -377,6 +379,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             auth: auth(),
             http_timeout: defaults::DOCTOR_TIMEOUT,
             state: state()?,
+            qwenpaw_working_dir: qwenpaw_working_dir(env),
         }),
         Command::Log(args) => Action::Log(Log {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,

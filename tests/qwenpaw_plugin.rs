@@ -300,3 +300,40 @@ fn a_running_server_loads_the_plugin_without_a_restart() {
     .run();
     assert_eq!(server.hits("POST", "/api/plugins/install"), 1);
 }
+
+#[test]
+fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let wd_shown = wd.display().to_string();
+    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let seed = wd.join("plugins/agent-task-callback");
+    fs::create_dir_all(&seed).unwrap();
+    fs::write(
+        seed.join("plugin.json"),
+        json!({"id": "agent-task-callback"}).to_string(),
+    )
+    .unwrap();
+    let out = env
+        .atc(["doctor"])
+        .env("QWENPAW_WORKING_DIR", &wd)
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
+        "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
+        "✓ atc on the server's PATH: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
+        format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
+        "  → `atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall agent-task-callback` (or delete that folder and restart QwenPaw)".to_owned(),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+}

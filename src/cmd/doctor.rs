@@ -61,6 +61,14 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let last_tick = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_tick_at;
     checks.push(tick(last_tick, &jobs));
     checks.push(stuck(&jobs));
+    for c in super::doctor_qwenpaw::checks(&client, doctor) {
+        checks.push(Check {
+            name: c.name,
+            ok: c.ok,
+            detail: c.detail,
+            fix: c.fix,
+        });
+    }
 
     let failed = checks.iter().filter(|c| !c.ok).count();
     if out.json {

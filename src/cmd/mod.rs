@@ -3,6 +3,7 @@
 
 pub mod cancel;
 pub mod doctor;
+pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;
 pub mod qwenpaw;
