@@ -20,6 +20,7 @@ mod atc;
 #[allow(dead_code)]
 mod hermetic;
 mod mqtt;
+mod plugin;
 mod procs;
 mod proxy;
 mod qwenpaw;

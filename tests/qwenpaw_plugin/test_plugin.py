@@ -176,7 +176,7 @@ class PluginTest(unittest.TestCase):
         os.environ["HOME"] = str(self.path / "home")
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Not watching task-0123456789ab: atc is not installed"), line)
-        self.assertIn("pip install atc", line)
+        self.assertIn("install it with QwenPaw's own pip", line)
         self.assertIn("Tell the user", line)
 
     def test_a_bad_atc_bin_is_named(self):

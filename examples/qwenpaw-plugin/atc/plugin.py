@@ -38,8 +38,9 @@ LINE_CAP = 400
 
 NOT_INSTALLED = (
     "atc is not installed where this QwenPaw server can find it (ATC_BIN, PATH, "
-    "~/.cargo/bin/atc): install it into QwenPaw's Python environment (pip install atc) "
-    "or set ATC_BIN in the server's environment and restart QwenPaw. Tell the user; "
+    "~/.cargo/bin/atc): install it with QwenPaw's own pip (see atc's README: \"Use atc "
+    "from QwenPaw\") or set ATC_BIN in the server's environment, and restart QwenPaw. "
+    "Tell the user; "
     "until then check the task with check_agent_task, at most once every 30 seconds."
 )
 
