@@ -72,6 +72,9 @@ struct Work {
 pub struct Heartbeat {
     /// When the last tick started.
     pub last_tick_at: Option<Timestamp>,
+    /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_kick_at: Option<Timestamp>,
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
@@ -115,7 +118,7 @@ impl Heartbeat {
         };
         serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
             last_tick_at: Timestamp::parse(&line),
-            settled: None,
+            ..Heartbeat::default()
         })
     }
 
@@ -150,6 +153,11 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
+    let last_kick_at = if tick.kicked {
+        Some(now)
+    } else {
+        previous.last_kick_at
+    };
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
         && settled.file == print
@@ -158,6 +166,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     {
         let beat = Heartbeat {
             last_tick_at: Some(now),
+            last_kick_at,
             settled: previous.settled,
         };
         single_flight.stamp(&beat.to_line())?;
@@ -166,6 +175,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
     single_flight.stamp(
         &Heartbeat {
             last_tick_at: Some(now),
+            last_kick_at,
             settled: None,
         }
         .to_line(),
@@ -188,6 +198,7 @@ pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
         if let Some(file) = store.fingerprint() {
             let beat = Heartbeat {
                 last_tick_at: Some(now),
+                last_kick_at,
                 settled: Some(Settled {
                     file,
                     key,

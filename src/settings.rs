@@ -259,6 +259,8 @@ pub struct Tick {
     pub http_timeout: Duration,
     pub turn_timeout: Option<Duration>,
     pub auth: Auth,
+    /// `--kicked`: started by the QwenPaw plugin as a turn ended.
+    pub kicked: bool,
 }
 
 #[derive(Debug)]
@@ -982,6 +984,7 @@ fn tick(args: cli::TickArgs, state: Setting<PathBuf>, auth: Auth) -> Tick {
         http_timeout,
         turn_timeout: args.turn_timeout,
         auth,
+        kicked: args.kicked,
     }
 }
 

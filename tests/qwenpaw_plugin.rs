@@ -19,6 +19,7 @@ fn plugin_python_with_plain_python3() {
     let out = Command::new("python3")
         .arg(&script)
         .env_remove("ATC_BIN")
+        .env("ATC_TEST_BIN", env!("CARGO_BIN_EXE_atc"))
         .output()
         .expect("python3 must be installed to test the QwenPaw plugin");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -330,10 +331,82 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     for line in [
         format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
         "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
+        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
         "✓ atc on the server's PATH: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
         format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
         "  → `atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall agent-task-callback` (or delete that folder and restart QwenPaw)".to_owned(),
     ] {
         assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// `atc tick --kicked`: what the plugin's end-of-turn hook starts.
+
+use std::time::Duration;
+use support::bodies;
+use support::scene::Scene;
+
+const TASK: &str = "task-0123456789ab";
+
+#[test]
+fn a_kicked_tick_polls_a_task_still_running_again_within_its_window() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    assert_eq!(s.polls(TASK), 1, "a plain tick polls once");
+    s.tick(&["--kicked"]).run();
+    let kicked = s.polls(TASK) - 1;
+    // One pass, then one per pause while the task still reads running (bounded).
+    assert!(
+        (2..=5).contains(&kicked),
+        "a kicked tick polled a running task {kicked} times"
+    );
+    assert_eq!(s.status(TASK), "pending");
+    let log = s.atc(["log"]).stdout_inspected().run();
+    let said = String::from_utf8_lossy(&log.stdout);
+    let kicks: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("(tick)  kicked"))
+        .collect();
+    assert_eq!(kicks.len(), kicked, "{said}");
+    assert!(kicks[0].ends_with("(a QwenPaw turn ended)"), "{said}");
+    // doctor reads the last kick from the heartbeat.
+    let beat = fs::read_to_string(s.env.state.with_file_name("jobs.json.tick.lock")).unwrap();
+    let beat: Value = serde_json::from_str(beat.lines().next().unwrap()).unwrap();
+    assert!(beat["last_kick_at"].is_string(), "{beat}");
+}
+
+#[test]
+fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_pass() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    // The first tick's poll is slow: it holds the tick lock meanwhile.
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(1500)),
+            Reply::json(200, bodies::RUNNING),
+        ],
+    );
+    let first = s.tick(&["--json"]).stdout_inspected().spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.polls(TASK) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first tick never polled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.tick(&["--kicked", "--json"])
+        .stdout("{\n  \"skipped\": \"another atc tick is running\"\n}\n")
+        .run();
+    let mark = s.env.state.with_file_name("jobs.json.tick.again");
+    assert!(mark.exists(), "no mark left for the running tick");
+    let out = first.wait();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["passes"], 2, "{report}");
+    assert_eq!(s.polls(TASK), 2);
+    assert!(!mark.exists(), "the mark was not taken");
 }

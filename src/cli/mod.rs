@@ -499,6 +499,12 @@ pub struct TickArgs {
     /// Ask QwenPaw to stop the parent's resumed turn after this long [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub turn_timeout: Option<Duration>,
+
+    /// Started because a QwenPaw turn just ended (atc's plugin does this): a task still
+    /// reading running, or a parent still busy, is looked at again for up to 2 s; when
+    /// another tick is running, leave it a mark to make one more pass instead
+    #[arg(long)]
+    pub kicked: bool,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

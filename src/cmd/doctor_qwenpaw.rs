@@ -82,6 +82,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
     });
     if installed {
         out.push(tools_enabled(wd));
+        out.push(kicks(wd, doctor));
     }
     out.push(server_path(&doctor.base_url.value));
     out.push(seed(wd));
@@ -144,6 +145,39 @@ fn tools_enabled(wd: &Path) -> Finding {
             },
         )
     }
+}
+
+/// Is the plugin's end-of-turn hook installed (the plugin on disk is this atc's), and do
+/// its kicks arrive (the last kicked tick's time, from the tick lock's heartbeat)?
+fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
+    let installed = wd.join("plugins").join(PLUGIN_ID).join("plugin.py");
+    let current = std::fs::read(&installed).ok().as_deref()
+        == install::PLUGIN_FILES
+            .iter()
+            .find(|(name, _)| *name == "plugin.py")
+            .map(|(_, text)| text.as_bytes());
+    if !current {
+        return bad(
+            "kicks",
+            format!(
+                "{} is not this atc's plugin (an older one may lack the end-of-turn hook)",
+                installed.display()
+            ),
+            "`atc qwenpaw install` again (no restart needed while QwenPaw runs)".to_owned(),
+        );
+    }
+    let tick_lock = crate::state::lock::sidecar(&doctor.state.value, "tick.lock");
+    let beat = crate::pass::Heartbeat::read(&tick_lock);
+    ok(
+        "kicks",
+        match beat.last_kick_at {
+            Some(at) => format!(
+                "the end-of-turn hook is installed; the last tick a turn's end started ran {} ago",
+                crate::time::human(at.elapsed_at(crate::time::Timestamp::now()))
+            ),
+            None => "the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
+        },
+    )
 }
 
 fn agents(wd: &Path) -> Vec<(String, PathBuf)> {

@@ -42,7 +42,25 @@ def install_host_stubs():
     am._normalize_api_base_url = lambda _url: BASE["url"]
     qwenpaw.app, app.agent_context = app, ctx
     qwenpaw.agents, agents.tools, tools.agent_management = agents, tools, am
+    runtime = types.ModuleType("qwenpaw.runtime")
+    hooks = types.ModuleType("qwenpaw.runtime.hooks")
+    phases = types.ModuleType("qwenpaw.runtime.phases")
+
+    class HookBase:  # as qwenpaw/runtime/hooks.py has it
+        priority = 100
+
+    class HookResult:
+        pass
+
+    class Phase:
+        FINALLY = "finally"
+
+    hooks.HookBase, hooks.HookResult, phases.Phase = HookBase, HookResult, Phase
+    qwenpaw.runtime, runtime.hooks, runtime.phases = runtime, hooks, phases
     for name, mod in [
+        ("qwenpaw.runtime", runtime),
+        ("qwenpaw.runtime.hooks", hooks),
+        ("qwenpaw.runtime.phases", phases),
         ("qwenpaw", qwenpaw),
         ("qwenpaw.app", app),
         ("qwenpaw.app.agent_context", ctx),
@@ -62,6 +80,7 @@ def load_plugin():
 
 STUB = """#!/bin/sh
 log="$STUB_DIR/calls"
+[ -n "$STUB_SLEEP" ] && sleep "$STUB_SLEEP"
 printf '%s\\n' "$@" > "$log.args"
 printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" > "$log.env"
 cat "$STUB_DIR/stdout" 2>/dev/null
@@ -254,13 +273,14 @@ class PluginTest(unittest.TestCase):
         import inspect
 
         seen = []
+        hooks = []
 
         class Api:
             def register_tool(self, tool_name, tool_func, description="", icon="", **_):
                 seen.append((tool_name, tool_func, description))
 
             def register_runtime_hook(self, hook):
-                pass
+                hooks.append(hook)
 
         self.plugin.plugin.register(Api())
         self.assertEqual([s[0] for s in seen], [
@@ -270,6 +290,8 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(sigs["callback_task_status"], "() -> str")
         self.assertEqual(sigs["cancel_task_callback"], "(task_id: str) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list, group: str) -> str")
+        self.assertEqual(len(hooks), 1)
+        self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))
         for name, func, description in seen:
             self.assertTrue(inspect.iscoroutinefunction(func), name)
             self.assertTrue(func.__doc__ and description, name)
@@ -280,6 +302,115 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(manifest["entry"]["backend"], "plugin.py")
         self.assertTrue(manifest["name"] and manifest["version"])
         self.assertEqual([t["name"] for t in manifest["meta"]["tools"]], list(self.plugin.TOOLS))
+
+
+class KickTest(unittest.TestCase):
+    """The FINALLY hook: atc tick --kicked, detached, only with work, one at a time."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name)
+        self.atc = self.path / "atc"
+        self.atc.write_text(STUB)
+        self.atc.chmod(0o755)
+        self.env = dict(os.environ)
+        self.jobs = self.path / "state" / "jobs.json"
+        self.jobs.parent.mkdir()
+        os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
+        os.environ.pop("STUB_SLEEP", None)
+        self.plugin = load_plugin()
+        self.kicker = self.plugin.Kicker()
+
+    def tearDown(self):
+        # Let every reaper finish (one may start one more tick for a mark).
+        while self.kicker.reaper is not None and self.kicker.reaper.is_alive():
+            self.kicker.reaper.join()
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.dir.cleanup()
+
+    def settle(self):
+        """Writes the heartbeat a tick leaves for a settled file (as pass.rs does)."""
+        st = os.stat(self.jobs)
+        beat = {"last_tick_at": "2026-12-01T10:00:00Z", "settled": {
+            "file": self.plugin.fingerprint(st), "key": {"keep_secs": 1, "busy_deadline_secs": 1}, "until": None}}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+
+    def kicked(self):
+        proc = self.kicker.proc
+        self.assertIsNotNone(proc, "no atc started")
+        proc.wait()
+        return (self.path / "calls.args").read_text().splitlines()
+
+    def test_no_job_file_starts_nothing(self):
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc)
+        self.assertFalse((self.path / "calls.args").exists())
+
+    def test_a_settled_file_starts_nothing_a_changed_one_does(self):
+        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.settle()
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc)
+        self.jobs.write_text('{"version": 1, "jobs": [1]}')
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_no_heartbeat_yet_means_work(self):
+        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_one_at_a_time_the_second_leaves_a_mark(self):
+        self.jobs.write_text("{}")
+        os.environ["STUB_SLEEP"] = "1"
+        self.kicker.kick()
+        first = self.kicker.proc
+        self.kicker.kick()
+        self.assertIs(self.kicker.proc, first)
+        mark = Path(str(self.jobs) + ".tick.again")
+        self.assertTrue(mark.exists())
+        # The stub tick ignores the mark, so the reaper starts one more tick for it.
+        first.wait()
+        self.kicker.reaper.join()
+        os.environ.pop("STUB_SLEEP")
+        self.assertIsNot(self.kicker.proc, first)
+        self.kicker.proc.wait()
+
+    def test_a_missing_binary_says_so_once_and_never_raises(self):
+        self.jobs.write_text("{}")
+        os.environ["ATC_BIN"] = str(self.path / "nope")
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            self.kicker.kick()
+            self.kicker.kick()
+            self.plugin.LOG.warning("end")
+        self.assertEqual(len(said.output), 2, said.output)
+        self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN=", said.output[0])
+        self.assertIsNone(self.kicker.proc)
+
+    def test_the_hook_runs_the_kick_and_returns(self):
+        self.jobs.write_text("{}")
+        hook = self.plugin.kick_hook(self.kicker)
+        self.assertEqual(hook.phase, "finally")
+        run(hook.run(object()))
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_the_real_atc_heartbeat_is_understood(self):
+        real = os.environ.get("ATC_TEST_BIN")
+        if not real:
+            self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
+        import subprocess
+        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path))
+        env.pop("ATC_BIN")
+        def atc(*args):
+            subprocess.run([real, *args], env=env, check=True, capture_output=True)
+        atc("watch", "task-0123456789ab", "--session", "s-1")
+        self.assertTrue(self.plugin.has_work(self.jobs))
+        atc("cancel", "task-0123456789ab")
+        atc("tick")
+        self.assertFalse(self.plugin.has_work(self.jobs), Path(str(self.jobs) + ".tick.lock").read_text())
+        atc("watch", "task-0123456789ac", "--session", "s-1")
+        self.assertTrue(self.plugin.has_work(self.jobs))
 
 
 if __name__ == "__main__":

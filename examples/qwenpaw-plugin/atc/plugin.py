@@ -10,16 +10,27 @@ calling turn's agent, session, user and channel (QwenPaw's ``agent_context`` get
 against this very server (its own base URL; its token stays in the environment), and
 returns one short line the model can act on.
 
-Standard library only. No threads, no polling and no state of its own: the job file and
-the timer's ``atc tick`` do the rest. The tools are coroutines and await their ``atc``
-without blocking the server's event loop (``atc watch`` asks this same server whether the
-chat exists; a blocking call would wait on itself).
+Standard library only. No polling and no state of its own: the job file and ``atc tick``
+do the rest. The tools are coroutines and await their ``atc`` without blocking the
+server's event loop (``atc watch`` asks this same server whether the chat exists; a
+blocking call would wait on itself).
+
+The end of every turn is when atc has something to do (a child's result is ready, or a
+parent's chat is idle), so a ``FINALLY`` runtime hook starts ``atc tick --kicked``
+detached (its own session, stdio to /dev/null, reaped by a thread) and returns at once. It
+starts one only when the job file has work (not the file the last tick found settled: a
+stat and one line of the tick lock), at most one at a time (another turn's end meanwhile
+leaves the running tick a mark: one more pass), and never blocks, awaits or raises. The
+timer stays: it covers what no turn's end announces.
 """
 
 import asyncio
 import json
+import logging
 import os
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 PLUGIN_ID = "atc"
@@ -315,6 +326,139 @@ async def cancel_task_callback(task_id: str) -> str:
     )
 
 
+LOG = logging.getLogger("qwenpaw.plugins.atc")
+
+
+def job_file():
+    """The job file atc uses in this environment: ATC_STATE, else atc's default."""
+    named = os.environ.get("ATC_STATE", "").strip()
+    if named:
+        return Path(named)
+    state = os.environ.get("XDG_STATE_HOME", "").strip()
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "atc" / "jobs.json"
+
+
+def sidecar(path, suffix):
+    return Path(str(path) + "." + suffix)
+
+
+def fingerprint(st):
+    """The job file's fingerprint as atc records it (state/store.rs ``Fingerprint``)."""
+    second = 1000000000
+    return {
+        "len": st.st_size,
+        "mtime": [st.st_mtime_ns // second, st.st_mtime_ns % second],
+        "ctime": [st.st_ctime_ns // second, st.st_ctime_ns % second],
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+    }
+
+
+def has_work(path):
+    """Could a tick do anything? Not without a job file, and not with the very file the
+    last tick found settled (every watch ended, nothing on its way): the heartbeat in
+    ``<job file>.tick.lock`` names it by fingerprint. Anything else: yes."""
+    try:
+        st = os.stat(str(path))
+    except OSError:
+        return False
+    try:
+        with open(str(sidecar(path, "tick.lock")), encoding="utf-8") as fh:
+            beat = json.loads(fh.readline() or "{}")
+    except (OSError, ValueError):
+        return True
+    settled = beat.get("settled") if isinstance(beat, dict) else None
+    if not isinstance(settled, dict):
+        return True
+    return settled.get("file") != fingerprint(st)
+
+
+class Kicker:
+    """Starts ``atc tick --kicked`` when a turn ends: detached, one at a time."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc = None
+        self.reaper = None
+        self.warned = set()
+
+    def warn_once(self, what, message):
+        if what not in self.warned:
+            self.warned.add(what)
+            LOG.warning("atc plugin: %s", message)
+
+    def kick(self, chained=False):
+        """Never raises, never waits: at worst a turn's end is not announced, and the
+        timer's next tick does the work."""
+        try:
+            with self.lock:
+                self._kick(chained)
+        except Exception as err:  # pylint: disable=broad-except
+            self.warn_once("error", "cannot start atc tick at the end of a turn: %r" % err)
+
+    def _kick(self, chained):
+        path = job_file()
+        if not has_work(path):
+            return
+        if self.proc is not None and self.proc.poll() is None:
+            # A kicked tick is running: it makes one more pass for this turn's end.
+            fd = os.open(str(sidecar(path, "tick.again")), os.O_WRONLY | os.O_CREAT, 0o600)
+            os.close(fd)
+            return
+        exe, problem = find_atc()
+        if exe is None:
+            self.warn_once("missing", "the end-of-turn kick cannot start atc: " + problem)
+            return
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with
+            [exe, "tick", "--kicked"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            env=atc_env(),
+        )
+        self.proc = proc
+        self.reaper = threading.Thread(
+            target=self.reap, args=(proc, chained), name="atc-kick-reaper", daemon=True
+        )
+        self.reaper.start()
+
+    def reap(self, proc, chained):
+        code = proc.wait()
+        if code != 0:
+            self.warn_once(
+                "exit",
+                "atc tick --kicked exited %s; `atc tick -v` as the server's user says why" % code,
+            )
+        # A mark left while that tick was letting go (after its last look): one more tick,
+        # once (a tick that cannot take the mark must not start ticks forever).
+        if not chained and sidecar(job_file(), "tick.again").exists():
+            self.kick(chained=True)
+
+
+KICKER = Kicker()
+
+
+def kick_hook(kicker):
+    """A ``FINALLY`` runtime hook (once per turn: chats and background tasks alike)."""
+    from qwenpaw.runtime.hooks import HookBase, HookResult  # the host
+    from qwenpaw.runtime.phases import Phase
+
+    class AtcKickHook(HookBase):
+        phase = Phase.FINALLY
+        name = "atc_kick"
+        # After QwenPaw's own end-of-turn work.
+        priority = 1000
+
+        async def run(self, ctx):  # pylint: disable=unused-argument
+            kicker.kick()
+            return HookResult()
+
+    return AtcKickHook()
+
+
 DESCRIPTIONS = {
     "watch_agent_task": "Watch a submit_to_agent task; its result comes back into this chat by itself (atc).",
     "watch_agent_tasks": "Watch several tasks; their results come back together as one message (atc).",
@@ -334,6 +478,10 @@ class AtcPlugin:
                 description=DESCRIPTIONS[name],
                 icon="\U0001f4ec",
             )
+        try:
+            api.register_runtime_hook(kick_hook(KICKER))
+        except Exception as err:  # pylint: disable=broad-except
+            LOG.warning("atc plugin: no end-of-turn kick (the timer still ticks): %r", err)
 
 
 plugin = AtcPlugin()
