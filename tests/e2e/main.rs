@@ -19,6 +19,7 @@ mod atc;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
 mod hermetic;
+mod kick;
 mod mqtt;
 mod plugin;
 mod procs;

@@ -20,7 +20,7 @@ use crate::scenarios::{Ctx, check_delivered_once, mqtt_chat, wait_turn};
 const TURN_WAIT: Duration = Duration::from_secs(60);
 
 /// `atc qwenpaw install --all` into `server`'s working dir, with the server running.
-fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
+pub fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
     let wd = server.dir.path().join("home/.qwenpaw");
     let dir = ctx.scratch.path().join(ctx.uniq(name));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

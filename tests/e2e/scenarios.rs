@@ -42,6 +42,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("contract-pinning", contract_pinning),
     ("plugin-tools-console", crate::plugin::tools_console),
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
+    ("plugin-kick-delivers", crate::kick::kick_delivers),
+    ("plugin-kick-without-atc", crate::kick::kick_without_atc),
 ];
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
