@@ -33,9 +33,12 @@ const KICK_PAUSES: [Duration; 4] = [
 
 pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
-    let started = Instant::now();
+    let mut started = Instant::now();
     let mut passes = 0usize;
     let mut pauses = KICK_PAUSES.iter();
+    // A mark means a turn just ended too: from then on this tick looks as a kicked one.
+    let mut kicked = tick.kicked;
+    let mut marked = false;
     let mut last: Option<Report> = None;
     loop {
         let Some(report) = pass::run(&store, tick)? else {
@@ -46,26 +49,34 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
             break;
         };
         passes += 1;
-        if tick.kicked {
-            let why = if passes == 1 {
+        if kicked {
+            let why = if marked {
+                "another turn ended meanwhile: a mark".to_owned()
+            } else if passes == 1 {
                 "a QwenPaw turn ended".to_owned()
             } else {
                 format!("pass {passes}")
             };
+            marked = false;
             store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
         }
         let waiting = still_waiting(&report);
         show(&report, out)?;
         last = Some(report);
         if store.take_tick_again() {
+            // A fresh window for the turn that left the mark.
+            kicked = true;
+            marked = true;
+            started = Instant::now();
+            pauses = KICK_PAUSES.iter();
             continue;
         }
-        if tick.kicked
+        if kicked
             && waiting
             && started.elapsed() < KICK_WINDOW
             && let Some(pause) = pauses.next()
         {
-            std::thread::sleep(*pause);
+            pause_unless_marked(&store, *pause);
             continue;
         }
         break;
@@ -105,6 +116,15 @@ fn leave_mark(store: &Store) -> Result<bool> {
             Ok(false)
         }
         None => Ok(true),
+    }
+}
+
+/// Sleeps `pause`, or less when a mark arrives meanwhile (a turn ended: look now).
+fn pause_unless_marked(store: &Store, pause: Duration) {
+    const STEP: Duration = Duration::from_millis(25);
+    let until = Instant::now() + pause;
+    while Instant::now() < until && !store.tick_again_path().exists() {
+        std::thread::sleep(STEP.min(until.saturating_duration_since(Instant::now())));
     }
 }
 

@@ -309,3 +309,117 @@ pub fn kick_without_atc(ctx: &Ctx) -> R<()> {
     );
     Ok(())
 }
+
+/// The benchmark of issue 21 (select it by name: `ATC_E2E=1 cargo test --test e2e --
+/// bench-kick`): latency from a child's record first saying `finished` to its delivered
+/// turn in the parent chat, for 10 children finishing 2 s apart, with the 20 s timer
+/// running, with the plugin's kick on and then off (the hook cannot start atc).
+pub fn bench_kick(ctx: &Ctx) -> R<()> {
+    const CHILDREN: usize = 10;
+    let kick = server(ctx, "bench-kick")?;
+    let api = kick.server.api();
+    let target = kick.server.second_agent()?;
+    let atc = kick.atc(ctx)?;
+    let mut chats = Vec::new();
+    for i in 0..CHILDREN {
+        let session = format!("bench-{i}");
+        api.make_parent("default", "ines", &session)?;
+        chats.push(
+            api.chat_id("default", "ines", &session)?
+                .ok_or("no parent chat")?,
+        );
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let timer_env = [
+        ("HOME", atc.home.display().to_string()),
+        ("ATC_STATE", kick.state.display().to_string()),
+        ("ATC_BASE_URL", kick.server.root()),
+    ];
+    let mut said = Vec::new();
+    let bin = ctx.atc_bin.clone();
+    std::thread::scope(|scope| -> R<()> {
+        // The timer: `atc tick` every 20 s, as the systemd units run it.
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::process::Command::new(&bin)
+                    .arg("tick")
+                    .env_clear()
+                    .envs(timer_env.iter().map(|(k, v)| (k, v)))
+                    .env("PATH", "/usr/bin:/bin")
+                    .status();
+                for _ in 0..200 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    sleep(Duration::from_millis(100));
+                }
+            }
+        });
+        let result = (|| -> R<()> {
+            for on in [true, false] {
+                if !on {
+                    fs::rename(&kick.wrapper, kick.wrapper.with_extension("off"))
+                        .map_err(|e| e.to_string())?;
+                }
+                let mut children = Vec::new();
+                for (i, chat) in chats.iter().enumerate() {
+                    let child = api.submit(
+                        Some(&target),
+                        &ctx.uniq("bench-child"),
+                        "default",
+                        &format!("bench child SLEEP={}", 1 + 2 * i),
+                        None,
+                    )?;
+                    atc.ok(&[
+                        "watch",
+                        &child,
+                        "--session",
+                        &format!("bench-{i}"),
+                        "--user",
+                        "ines",
+                        "--agent",
+                        "default",
+                        "--target-agent",
+                        &target,
+                    ])?;
+                    children.push((chat.clone(), child));
+                }
+                let mut took: Vec<Duration> = std::thread::scope(|inner| {
+                    let handles: Vec<_> = children
+                        .iter()
+                        .map(|(chat, child)| {
+                            inner.spawn(|| {
+                                latency(&kick.server, chat, child, Duration::from_secs(90))
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().map_err(|_| "latency panicked".to_string())?)
+                        .collect::<R<Vec<_>>>()
+                })?;
+                took.sort();
+                let median = (took[CHILDREN / 2 - 1] + took[CHILDREN / 2]) / 2;
+                let max = *took.last().expect("children");
+                let line = format!(
+                    "bench-kick: kick {}: median {:.2} s, max {:.2} s over {CHILDREN} children (20 s timer running)",
+                    if on { "on " } else { "off" },
+                    median.as_secs_f64(),
+                    max.as_secs_f64()
+                );
+                println!("{line}");
+                said.push((on, median, max));
+            }
+            Ok(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    })?;
+    let (_, on_median, _) = said[0];
+    let (_, off_median, _) = said[1];
+    ensure!(
+        on_median < off_median,
+        "the kick made nothing faster: median {on_median:?} on, {off_median:?} off"
+    );
+    Ok(())
+}

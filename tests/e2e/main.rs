@@ -135,6 +135,11 @@ fn main() -> ExitCode {
                 if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
                     continue;
                 }
+                // A benchmark takes minutes and measures rather than checks: only by name.
+                if name.starts_with("bench-") && !filters.iter().any(|f| f.starts_with("bench")) {
+                    println!("e2e {name} ... skipped (a benchmark: select it with `-- {name}`)");
+                    continue;
+                }
                 report.run(name, || scenario(&ctx));
             }
             drop(ctx);

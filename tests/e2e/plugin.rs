@@ -113,13 +113,15 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
     let (user, parent) = ("erin", "plugin-parent");
     api.make_parent("default", user, parent)?;
 
-    // A child on the second agent, watched by the model through the tool.
+    // A child on the second agent, watched by the model through the tool. It runs a few
+    // seconds, so that the chat's own turns below are over before its result comes (the
+    // plugin's end-of-turn kick delivers it the moment it is ready).
     let child_text = "child work watched through the plugin tool";
     let tid = api.submit(
         Some(&target),
         &ctx.uniq("plugin-child"),
         "default",
-        child_text,
+        &format!("{child_text} SLEEP=8"),
         None,
     )?;
     let said = call_tool(

@@ -44,6 +44,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    // Benchmarks run only when a filter names them (`-- bench-kick`).
+    ("bench-kick", crate::kick::bench_kick),
 ];
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
