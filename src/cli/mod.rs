@@ -339,7 +339,8 @@ pub struct GenerateArgs {
 pub enum Generated {
     /// The man page of atc, or of one command (man/ holds them all)
     Man {
-        /// watch, status, cancel, tick or generate [default: the atc(1) page]
+        /// watch, status, cancel, tick, redeliver, wait, doctor, log, import-plugin-state, timer,
+        /// qwenpaw or generate [default: the atc(1) page]
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
