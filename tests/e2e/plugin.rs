@@ -165,6 +165,8 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
             .any(|l| l.starts_with(&format!("{tid} | pending | agent={target} | registered="))),
         "callback_task_status answered {status:?}"
     );
+    // The parent chat as it is before the result comes (the child is still running).
+    let before = api.history("default", user, parent, TURN_WAIT)?.len();
     api.make_parent("default", "frank", "plugin-other")?;
     let other = call_tool(
         server,
@@ -178,8 +180,8 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
         "another chat's callback_task_status answered {other:?}"
     );
 
-    // A tick delivers into the chat that asked, once.
-    let before = api.history("default", user, parent, TURN_WAIT)?.len();
+    // A tick (the test's, or one the plugin's end-of-turn hook started) delivers into the
+    // chat that asked, once.
     let job = atc
         .tick_until_terminal(&[], std::slice::from_ref(&tid), TURN_WAIT)?
         .remove(0);
