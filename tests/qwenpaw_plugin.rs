@@ -93,6 +93,13 @@ const TOOLS: [&str; 4] = [
 ];
 
 #[test]
+fn the_plugin_carries_atcs_version() {
+    let manifest: Value =
+        serde_json::from_str(include_str!("../examples/qwenpaw-plugin/atc/plugin.json")).unwrap();
+    assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
 fn dry_run_says_what_it_would_change_and_changes_nothing() {
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
