@@ -31,6 +31,9 @@ _atc() {
             atc,log)
                 cmd="atc__subcmd__log"
                 ;;
+            atc,qwenpaw)
+                cmd="atc__subcmd__qwenpaw"
+                ;;
             atc,redeliver)
                 cmd="atc__subcmd__redeliver"
                 ;;
@@ -55,6 +58,9 @@ _atc() {
             atc__subcmd__generate,man)
                 cmd="atc__subcmd__generate__subcmd__man"
                 ;;
+            atc__subcmd__qwenpaw,install)
+                cmd="atc__subcmd__qwenpaw__subcmd__install"
+                ;;
             atc__subcmd__timer,print)
                 cmd="atc__subcmd__timer__subcmd__print"
                 ;;
@@ -65,7 +71,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer generate"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer qwenpaw generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -240,6 +246,58 @@ _atc() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        atc__subcmd__qwenpaw)
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version install"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__qwenpaw__subcmd__install)
+            opts="-q -v -h -V --working-dir --agents --all --dry-run --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --working-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agents)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         atc__subcmd__redeliver)
             opts="-q -v -h -V --create-session --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -285,7 +343,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__tick)
-            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --turn-timeout --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --turn-timeout --kicked --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -42,6 +42,7 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "doctor" -d 'Check the setup
 complete -c atc -n "__fish_atc_needs_command" -f -a "log" -d 'Show what happened to the watches, from the event log beside the job file'
 complete -c atc -n "__fish_atc_needs_command" -f -a "import-plugin-state" -d 'Import the jobs of the Agent Task Callback plugin (atc\'s Python predecessor)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "timer" -d 'Print systemd units or crontab lines that run `atc tick` on a schedule'
+complete -c atc -n "__fish_atc_needs_command" -f -a "qwenpaw" -d 'Set atc up inside QwenPaw: its plugin (the Agent Task Callback tools), per agent'
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
@@ -93,6 +94,7 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -l keep -d 'Keep finished 
 complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask QwenPaw to stop the parent\'s resumed turn after this long [default: QwenPaw\'s own, 1h]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l kicked -d 'Started because a QwenPaw turn just ended (atc\'s plugin does this): a task still reading running, or a parent still busy, is looked at again for up to 2 s; when another tick is running, leave it a mark to make one more pass instead'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print nothing on success'
@@ -164,6 +166,27 @@ complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcomman
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -f -a "install" -d 'Install atc\'s QwenPaw plugin and enable its tools for agents'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l working-dir -d 'QwenPaw\'s working dir [env: QWENPAW_WORKING_DIR] [default: ~/.copaw if it exists, else ~/.qwenpaw]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l agents -d 'Enable the tools for these agents [default: the active agent]' -r
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l all -d 'Enable the tools for every agent'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would change, change nothing'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'

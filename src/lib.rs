@@ -13,6 +13,7 @@ pub mod describe;
 pub mod exit;
 pub mod group;
 pub mod ids;
+pub mod install;
 pub mod job;
 pub mod lifecycle;
 pub mod pass;
@@ -62,6 +63,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Log(log) => cmd::log::run(&log, out),
         Action::Import(import) => cmd::import::run(&import, out),
         Action::Timer(timer) => cmd::timer::run(&timer, out),
+        Action::QwenpawInstall(install) => cmd::qwenpaw::run(&install, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
     }

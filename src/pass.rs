@@ -73,6 +73,9 @@ struct Work {
 pub struct Heartbeat {
     /// When the last tick started.
     pub last_tick_at: Option<Timestamp>,
+    /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_kick_at: Option<Timestamp>,
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
@@ -129,9 +132,15 @@ impl Heartbeat {
     }
 
     /// What a tick that started at `now` leaves: `finished` once its pass is done.
-    fn of(now: Timestamp, settled: Option<Settled>, finished_at: Option<Timestamp>) -> Heartbeat {
+    fn of(
+        now: Timestamp,
+        last_kick_at: Option<Timestamp>,
+        settled: Option<Settled>,
+        finished_at: Option<Timestamp>,
+    ) -> Heartbeat {
         Heartbeat {
             last_tick_at: Some(now),
+            last_kick_at,
             settled,
             finished: Some(finished_at == Some(now)),
             finished_at,
@@ -181,20 +190,25 @@ pub fn run_with<S: Server>(
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
+    let last_kick_at = if tick.kicked {
+        Some(now)
+    } else {
+        previous.last_kick_at
+    };
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
         && settled.file == print
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
     {
-        let beat = Heartbeat::of(now, previous.settled, Some(now));
+        let beat = Heartbeat::of(now, last_kick_at, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(&Heartbeat::of(now, None, previous.finished_at).to_line())?;
+    single_flight.stamp(&Heartbeat::of(now, last_kick_at, None, previous.finished_at).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
     let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, None, Some(now)).to_line())
+        lock.stamp(&Heartbeat::of(now, last_kick_at, None, Some(now)).to_line())
     };
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -216,7 +230,7 @@ pub fn run_with<S: Server>(
                 key,
                 until: work.first_prune,
             };
-            let beat = Heartbeat::of(now, Some(settled), Some(now));
+            let beat = Heartbeat::of(now, last_kick_at, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;

@@ -223,6 +223,21 @@ pub struct LogEntry {
 }
 
 impl LogEntry {
+    /// What a tick as a whole did (no job): `kicked`, a tick started by a QwenPaw turn's end.
+    pub fn tick(event: &str, reason: Option<String>, at: Timestamp) -> LogEntry {
+        LogEntry {
+            at,
+            event: event.to_owned(),
+            task_id: String::new(),
+            job_id: String::new(),
+            status: None,
+            task_status: None,
+            outcome: None,
+            http_status: None,
+            reason,
+        }
+    }
+
     /// What a command did to `job` (the status is the job's after it).
     pub fn of(event: &str, job: &Job, at: Timestamp) -> LogEntry {
         LogEntry {

@@ -120,7 +120,20 @@ pub enum Action {
     Log(Log),
     Import(Import),
     Timer(Timer),
+    QwenpawInstall(QwenpawInstall),
     Generate(Generate),
+}
+
+/// `atc qwenpaw install`.
+#[derive(Debug)]
+pub struct QwenpawInstall {
+    pub working_dir: Setting<PathBuf>,
+    pub agents: crate::install::Agents,
+    pub dry_run: bool,
+    /// The server running on that working dir, where one could be: it loads the plugin.
+    pub base_url: Option<Setting<String>>,
+    pub auth: Auth,
+    pub http_timeout: Duration,
 }
 
 /// `atc wait`: one task, polled in the foreground; no job file.
@@ -142,6 +155,8 @@ pub struct Doctor {
     pub base_url: Setting<String>,
     pub auth: Auth,
     pub http_timeout: Duration,
+    /// QwenPaw's working dir (`QWENPAW_WORKING_DIR`, `~/.copaw`, `~/.qwenpaw`): its plugins.
+    pub qwenpaw_working_dir: Option<PathBuf>,
 }
 
 /// `atc log`.
@@ -244,6 +259,8 @@ pub struct Tick {
     pub http_timeout: Duration,
     pub turn_timeout: Option<Duration>,
     pub auth: Auth,
+    /// `--kicked`: started by the QwenPaw plugin as a turn ended.
+    pub kicked: bool,
 }
 
 #[derive(Debug)]
@@ -364,6 +381,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             auth: auth(),
             http_timeout: defaults::DOCTOR_TIMEOUT,
             state: state()?,
+            qwenpaw_working_dir: qwenpaw_working_dir(env),
         }),
         Command::Log(args) => Action::Log(Log {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
@@ -425,6 +443,23 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                     })?,
                 state: Some(state()?).filter(|s| s.source != Source::Default),
             })
+        }
+        Command::Qwenpaw(args) => {
+            let cli::QwenpawCommand::Install {
+                working_dir,
+                agents,
+                all,
+                dry_run,
+            } = args.what;
+            Action::QwenpawInstall(qwenpaw_install(
+                working_dir,
+                agents,
+                all,
+                dry_run,
+                cli.base_url.as_deref(),
+                env,
+                auth(),
+            )?)
         }
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
@@ -736,9 +771,88 @@ pub fn base_url(flag: Option<&str>, env: &dyn Environment) -> Result<Setting<Str
     Ok(Setting { value, source })
 }
 
+fn qwenpaw_install(
+    working_dir: Option<PathBuf>,
+    agents: Vec<String>,
+    all: bool,
+    dry_run: bool,
+    base_url_flag: Option<&str>,
+    env: &dyn Environment,
+    auth: Auth,
+) -> Result<QwenpawInstall, Failure> {
+    let working_dir = match working_dir {
+        Some(dir) => Setting {
+            value: dir,
+            source: Source::Flag("--working-dir"),
+        },
+        None => Setting {
+            source: if env.var("QWENPAW_WORKING_DIR").is_some() {
+                Source::Env("QWENPAW_WORKING_DIR")
+            } else {
+                Source::Default
+            },
+            value: qwenpaw_working_dir(env).ok_or_else(|| {
+                Failure::new(
+                    Exit::Usage,
+                    "cannot find a home directory; name QwenPaw's working dir with --working-dir",
+                )
+            })?,
+        },
+    };
+    let mut named = Vec::new();
+    for agent in agents {
+        let agent = checked(Setting {
+            value: agent,
+            source: Source::Flag("--agents"),
+        })?
+        .value;
+        if !named.contains(&agent) {
+            named.push(agent);
+        }
+    }
+    let agents = if all {
+        crate::install::Agents::All
+    } else if named.is_empty() {
+        crate::install::Agents::Active
+    } else {
+        crate::install::Agents::Named(named)
+    };
+    // The server to load the plugin into: one named outright, else the one that last ran
+    // on this working dir (its `last_api`); none when neither says where.
+    let base_url = if base_url_flag.is_some_and(|u| !u.trim().is_empty())
+        || env.var("ATC_BASE_URL").is_some()
+        || (env.var("QWENPAW_RUNTIME_API_URL").is_some()
+            && working_dir.source != Source::Flag("--working-dir"))
+    {
+        Some(base_url(base_url_flag, env)?)
+    } else {
+        let config = working_dir.value.join("config.json");
+        match last_api(&config) {
+            Some(url) => Some(Setting {
+                value: normalize_base_url(&url).map_err(|why| {
+                    Failure::new(Exit::Usage, format!("{}: {why}", config.display()))
+                })?,
+                source: Source::QwenPawConfig(config),
+            }),
+            None => None,
+        }
+    };
+    if let Some(url) = &base_url {
+        auth.check_transport(url)?;
+    }
+    Ok(QwenpawInstall {
+        working_dir,
+        agents,
+        dry_run,
+        base_url,
+        auth,
+        http_timeout: defaults::HTTP_TIMEOUT,
+    })
+}
+
 /// `$QWENPAW_WORKING_DIR`, else `~/.copaw` if it exists (QwenPaw's former name), else
 /// `~/.qwenpaw`.
-fn qwenpaw_working_dir(env: &dyn Environment) -> Option<PathBuf> {
+pub fn qwenpaw_working_dir(env: &dyn Environment) -> Option<PathBuf> {
     if let Some(dir) = env.var("QWENPAW_WORKING_DIR") {
         return Some(PathBuf::from(dir));
     }
@@ -870,6 +984,7 @@ fn tick(args: cli::TickArgs, state: Setting<PathBuf>, auth: Auth) -> Tick {
         http_timeout,
         turn_timeout: args.turn_timeout,
         auth,
+        kicked: args.kicked,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::fail;
 
 /// The commands that get a page of their own, and its name.
-pub const PAGES: [(&str, &str); 11] = [
+pub const PAGES: [(&str, &str); 12] = [
     ("watch", "atc-watch"),
     ("status", "atc-status"),
     ("cancel", "atc-cancel"),
@@ -22,6 +22,7 @@ pub const PAGES: [(&str, &str); 11] = [
     ("log", "atc-log"),
     ("import-plugin-state", "atc-import-plugin-state"),
     ("timer", "atc-timer"),
+    ("qwenpaw", "atc-qwenpaw"),
     ("generate", "atc-generate"),
 ];
 

@@ -169,6 +169,8 @@ pub enum Command {
     ImportPluginState(ImportArgs),
     /// Print systemd units or crontab lines that run `atc tick` on a schedule
     Timer(TimerArgs),
+    /// Set atc up inside QwenPaw: its plugin (the Agent Task Callback tools), per agent
+    Qwenpaw(QwenpawArgs),
     /// Print a man page or shell completions (for packagers)
     Generate(GenerateArgs),
 }
@@ -206,6 +208,49 @@ pub struct ImportArgs {
     /// The plugin's state file [default: ~/.qwenpaw/agent-task-callback.json]
     #[arg(value_name = "PATH")]
     pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct QwenpawArgs {
+    #[command(subcommand)]
+    pub what: QwenpawCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QwenpawCommand {
+    /// Install atc's QwenPaw plugin and enable its tools for agents
+    ///
+    /// Writes the plugin (embedded in this atc, so the two always match) into
+    /// <working dir>/plugins/atc/, enables its tools (watch_agent_task, watch_agent_tasks,
+    /// callback_task_status, cancel_task_callback) in each chosen agent's agent.json, and
+    /// puts the atc-callback skill into the skill pool. A QwenPaw running on that working
+    /// dir loads the plugin at once (no restart); otherwise it loads at its next start: the
+    /// last line says which. Refuses while another copy of the tools is installed (the
+    /// Agent Task Callback plugin: `atc import-plugin-state` first, then remove it), and
+    /// never touches another plugin's files. Running it again changes only what differs.
+    Install {
+        /// QwenPaw's working dir [env: QWENPAW_WORKING_DIR] [default: ~/.copaw if it
+        /// exists, else ~/.qwenpaw]
+        #[arg(long, value_name = "DIR")]
+        working_dir: Option<PathBuf>,
+
+        /// Enable the tools for these agents [default: the active agent]
+        #[arg(
+            long,
+            value_name = "A,B",
+            value_delimiter = ',',
+            conflicts_with = "all"
+        )]
+        agents: Vec<String>,
+
+        /// Enable the tools for every agent
+        #[arg(long)]
+        all: bool,
+
+        /// Print what would change, change nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -294,7 +339,8 @@ pub struct GenerateArgs {
 pub enum Generated {
     /// The man page of atc, or of one command (man/ holds them all)
     Man {
-        /// watch, status, cancel, tick or generate [default: the atc(1) page]
+        /// watch, status, cancel, tick, redeliver, wait, doctor, log, import-plugin-state, timer,
+        /// qwenpaw or generate [default: the atc(1) page]
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
@@ -454,6 +500,12 @@ pub struct TickArgs {
     /// Ask QwenPaw to stop the parent's resumed turn after this long [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub turn_timeout: Option<Duration>,
+
+    /// Started because a QwenPaw turn just ended (atc's plugin does this): a task still
+    /// reading running, or a parent still busy, is looked at again for up to 2 s; when
+    /// another tick is running, leave it a mark to make one more pass instead
+    #[arg(long)]
+    pub kicked: bool,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -69,6 +69,14 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let last_tick = heartbeat.last_tick_at;
     checks.push(tick(last_tick, &jobs));
     watches(&client, base, &store, &heartbeat, &jobs, &mut checks);
+    for c in super::doctor_qwenpaw::checks(&client, doctor) {
+        checks.push(Check {
+            name: c.name,
+            ok: c.ok,
+            detail: c.detail,
+            fix: c.fix,
+        });
+    }
 
     let failed = checks.iter().filter(|c| !c.ok).count();
     if out.json {

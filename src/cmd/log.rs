@@ -53,7 +53,12 @@ pub fn run(log: &Log, out: Output) -> Result<()> {
 
 /// `2026-12-01T08:00:00Z  task-1  polled (finished, completed)  → delivering  job 3f…`.
 fn line(e: &LogEntry) -> String {
-    let mut line = format!("{}  {}  {}", e.at, e.task_id, e.event);
+    let task = if e.task_id.is_empty() {
+        "(tick)"
+    } else {
+        e.task_id.as_str()
+    };
+    let mut line = format!("{}  {task}  {}", e.at, e.event);
     match (&e.task_status, e.outcome) {
         (Some(status), Some(outcome)) => {
             line.push_str(&format!(" ({status}, {})", outcome.as_str()))
@@ -70,6 +75,8 @@ fn line(e: &LogEntry) -> String {
     if let Some(reason) = &e.reason {
         line.push_str(&format!("  ({reason})"));
     }
-    line.push_str(&format!("  job {}", e.job_id));
+    if !e.job_id.is_empty() {
+        line.push_str(&format!("  job {}", e.job_id));
+    }
     line
 }

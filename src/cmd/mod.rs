@@ -3,8 +3,10 @@
 
 pub mod cancel;
 pub mod doctor;
+pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;
+pub mod qwenpaw;
 pub mod redeliver;
 pub mod status;
 pub mod tick;

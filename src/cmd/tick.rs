@@ -3,35 +3,154 @@
 //! (that is what reaches a person: cron's mail, the journal); `-v` on stderr each failed
 //! task with why, then one summary line; `-vv` also the task ids per outcome; `--json`
 //! one object.
+//!
+//! Two things make a tick run more than one pass, both bounded:
+//! - a mark (`<job file>.tick.again`) left by a kicked tick, or atc's QwenPaw plugin, that
+//!   found this tick running: one more pass after this one, so no turn's end is lost to
+//!   the tick lock;
+//! - `--kicked`: QwenPaw runs the plugin's end-of-turn hook a few ms *before* the task
+//!   record says `finished` (and before the chat is idle), so a task still reading
+//!   `running`, or a parent still busy, is looked at again for up to [`KICK_WINDOW`].
+
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::cmd::print_json;
 use crate::pass;
+use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::{Output, Tick};
 use crate::state::Store;
+use crate::time::Timestamp;
+
+/// How long a kicked tick keeps looking at a task that just ended but still reads running.
+pub const KICK_WINDOW: Duration = Duration::from_secs(2);
+/// The pauses between a kicked tick's passes (they add up to less than the window).
+const KICK_PAUSES: [Duration; 4] = [
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_millis(800),
+];
 
 pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
-    let Some(report) = pass::run(&store, tick)? else {
-        if out.verbose > 0 {
-            crate::term::say(&format!(
-                "tick: another atc tick is running (it holds {}); nothing to do",
-                store.tick_lock_path().display()
-            ));
+    let mut started = Instant::now();
+    let mut passes = 0usize;
+    let mut pauses = KICK_PAUSES.iter();
+    // A mark means a turn just ended too: from then on this tick looks as a kicked one.
+    let mut kicked = tick.kicked;
+    let mut marked = false;
+    let mut last: Option<Report> = None;
+    loop {
+        let Some(report) = pass::run(&store, tick)? else {
+            if passes == 0 && tick.kicked && !leave_mark(&store)? {
+                // The running tick let go meanwhile: this one runs after all.
+                continue;
+            }
+            break;
+        };
+        passes += 1;
+        if kicked {
+            let why = if marked {
+                "another turn ended meanwhile: a mark".to_owned()
+            } else if passes == 1 {
+                "a QwenPaw turn ended".to_owned()
+            } else {
+                format!("pass {passes}")
+            };
+            marked = false;
+            store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
         }
-        if out.json {
-            print_json(&json!({ "skipped": "another atc tick is running" }))?;
+        let waiting = still_waiting(&report);
+        show(&report, out)?;
+        last = Some(report);
+        if store.take_tick_again() {
+            // A fresh window for the turn that left the mark.
+            kicked = true;
+            marked = true;
+            started = Instant::now();
+            pauses = KICK_PAUSES.iter();
+            continue;
         }
-        return Ok(());
-    };
-    // Whatever else was asked for: these reach a person, once, from the tick that gave up.
+        if kicked
+            && waiting
+            && started.elapsed() < KICK_WINDOW
+            && let Some(pause) = pauses.next()
+        {
+            pause_unless_marked(&store, *pause);
+            continue;
+        }
+        break;
+    }
+    match last {
+        Some(report) if out.json => print_json(&with_passes(report.to_json(), passes)),
+        Some(_) => Ok(()),
+        None => {
+            if out.verbose > 0 {
+                crate::term::say(&format!(
+                    "tick: another atc tick is running (it holds {}); {}",
+                    store.tick_lock_path().display(),
+                    if tick.kicked {
+                        "it makes one more pass for this one"
+                    } else {
+                        "nothing to do"
+                    }
+                ));
+            }
+            if out.json {
+                print_json(&json!({ "skipped": "another atc tick is running" }))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A kicked tick that found another tick running leaves it the mark, then tries the lock
+/// once more: a tick that let go after the mark was written has seen it or will (it looks
+/// after letting go), and one that let go before may have missed it. Returns false when
+/// the lock is free now (the caller runs the pass itself, and takes the mark).
+fn leave_mark(store: &Store) -> Result<bool> {
+    store.mark_tick_again()?;
+    match store.try_lock_tick()? {
+        Some(_free) => {
+            store.take_tick_again();
+            Ok(false)
+        }
+        None => Ok(true),
+    }
+}
+
+/// Sleeps `pause`, or less when a mark arrives meanwhile (a turn ended: look now).
+fn pause_unless_marked(store: &Store, pause: Duration) {
+    const STEP: Duration = Duration::from_millis(25);
+    let until = Instant::now() + pause;
+    while Instant::now() < until && !store.tick_again_path().exists() {
+        std::thread::sleep(STEP.min(until.saturating_duration_since(Instant::now())));
+    }
+}
+
+/// A task still reading running, or a delivery held by a busy parent: what a turn that
+/// just ended changes within a moment.
+fn still_waiting(report: &Report) -> bool {
+    report.count(Outcome::Running) > 0 || report.count(Outcome::Busy) > 0
+}
+
+fn with_passes(mut report: serde_json::Value, passes: usize) -> serde_json::Value {
+    if passes > 1 {
+        report["passes"] = json!(passes);
+    }
+    report
+}
+
+fn show(report: &Report, out: Output) -> Result<()> {
+    // Whatever else was asked for: these reach a person, once, from the pass that gave up.
     for gave_up in report.gave_up() {
         crate::term::say(&gave_up.line());
     }
-    if out.json {
-        return print_json(&report.to_json());
+    if out.json || out.quiet {
+        return Ok(());
     }
     if out.verbose > 2 {
         crate::term::say(&report.timing());

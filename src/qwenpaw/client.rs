@@ -265,6 +265,20 @@ impl Client {
         self.read(&format!("{base_url}/agents"), "default")
     }
 
+    /// `GET {base}/plugins/{id}/status`: `{"loaded": …}` (404 when not installed).
+    pub fn plugin_status(&self, base_url: &str, plugin_id: &str) -> Result<Answer, Transport> {
+        self.read(
+            &format!("{base_url}/plugins/{}/status", encode(plugin_id)),
+            "default",
+        )
+    }
+
+    /// `POST {base}/plugins/install` with `{"source": <dir>, "force": …}`: the running
+    /// server (re)loads the plugin in that folder, no restart.
+    pub fn install_plugin(&self, base_url: &str, body: &Value) -> Result<Answer, Transport> {
+        self.post(&format!("{base_url}/plugins/install"), "default", body)
+    }
+
     fn post(&self, url: &str, agent: &str, body: &Value) -> Result<Answer, Transport> {
         self.guard("POST", url)?;
         let request = self

@@ -140,6 +140,24 @@ impl Store {
         lock::sidecar(&self.path, "tick.lock")
     }
 
+    /// `<job file>.tick.again`: "one more pass, please", left by a kicked tick (or atc's
+    /// QwenPaw plugin) that found another tick running. The running tick takes it after
+    /// its pass and runs one more, so no turn's end is lost to the tick lock.
+    pub fn tick_again_path(&self) -> PathBuf {
+        lock::sidecar(&self.path, "tick.again")
+    }
+
+    /// Leaves the mark (created 0600, the user's own, like every sidecar).
+    pub fn mark_tick_again(&self) -> Result<()> {
+        self.ensure_dir()?;
+        guard::open_to_write(&self.tick_again_path(), Role::Lock, Access::ReadWrite).map(drop)
+    }
+
+    /// Takes the mark: true when one was left.
+    pub fn take_tick_again(&self) -> bool {
+        fs::remove_file(self.tick_again_path()).is_ok()
+    }
+
     /// The single-flight lock of a tick, if no other tick holds it. Held until dropped.
     pub fn try_lock_tick(&self) -> Result<Option<lock::Guard>> {
         self.ensure_dir()?;

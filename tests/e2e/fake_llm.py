@@ -25,6 +25,10 @@ What it answers depends on the *last user text* of the request (see
                                   result, S/U/C/A from the system prompt QwenPaw sent);
                                   after that, the final text "Delegated; the result
                                   will come back by itself."
+  contains ``CALLTOOL: <name> <json object>``
+                               -> a tool call to <name> with those arguments (a plugin
+                                  tool, e.g. ``watch_agent_task``); after its result,
+                                  the final text is the tool's output
   anything else                -> ``ECHO: <last user text>``
 
 A text that starts with ``[TASK_ID:`` is a background-task result delivered into
@@ -56,6 +60,7 @@ MODEL = "fake-echo"
 IM_INTERMEDIATE = "I will inspect the result first."
 IM_FINAL = "FINAL: the person's answer"
 SKILL_FINAL = "Delegated; the result will come back by itself."
+_CALLTOOL = re.compile(r"CALLTOOL:\s*(\w+)\s*(\{.*\})?\s*$", re.S)
 _SKILLTEST = re.compile(r"SKILLTEST:\s*delegate\s+(.+)\s+to\s+(\S+)\s*$", re.S)
 LOG_LOCK = threading.Lock()
 
@@ -168,6 +173,13 @@ def decide(body):
         if "IM-PARENT: EMPTY" in text:
             return 200, "text", "", 0.0
         return 200, "text", "ECHO: " + text, 0.0
+    m = _CALLTOOL.search(text)
+    if m:
+        try:
+            args = json.loads(m.group(2) or "{}")
+        except ValueError as err:
+            return 200, "text", "CALLTOOL: bad JSON arguments: %s" % err, 0.0
+        return 200, "call", (m.group(1), args), 0.0
     delay = 0.0
     m = re.search(r"SLEEP=(\d+(?:\.\d+)?)", text)
     if m:

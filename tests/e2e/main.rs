@@ -19,7 +19,9 @@ mod atc;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
 mod hermetic;
+mod kick;
 mod mqtt;
+mod plugin;
 mod procs;
 mod proxy;
 mod qwenpaw;
@@ -131,6 +133,11 @@ fn main() -> ExitCode {
         Some(ctx) => {
             for (name, scenario) in scenarios::ALL {
                 if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+                    continue;
+                }
+                // A benchmark takes minutes and measures rather than checks: only by name.
+                if name.starts_with("bench-") && !filters.iter().any(|f| f.starts_with("bench")) {
+                    println!("e2e {name} ... skipped (a benchmark: select it with `-- {name}`)");
                     continue;
                 }
                 report.run(name, || scenario(&ctx));

@@ -312,6 +312,16 @@ impl Server {
         )
     }
 
+    /// The whole log of the server's current run.
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// The server process's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.group.as_ref().map(|g| g.pid())
+    }
+
     /// Runs the venv's python with the server's environment.
     pub fn python(
         &self,

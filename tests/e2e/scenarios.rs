@@ -40,6 +40,12 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("im-forward-final-only", im_forward_final_only),
     ("im-empty-reply-skipped", im_empty_reply_skipped),
     ("contract-pinning", contract_pinning),
+    ("plugin-tools-console", crate::plugin::tools_console),
+    ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
+    ("plugin-kick-delivers", crate::kick::kick_delivers),
+    ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    // Benchmarks run only when a filter names them (`-- bench-kick`).
+    ("bench-kick", crate::kick::bench_kick),
 ];
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -136,7 +142,7 @@ impl Ctx {
     }
 
     /// The MQTT broker and server, started on first use.
-    fn im(&self) -> R<Rc<Im>> {
+    pub(crate) fn im(&self) -> R<Rc<Im>> {
         if let Some(im) = self.im.borrow().as_ref() {
             return Ok(Rc::clone(im));
         }
@@ -150,7 +156,14 @@ impl Ctx {
             ServerOptions {
                 token: None,
                 path_prepend: None,
-                env: Vec::new(),
+                // For atc's QwenPaw plugin (tests/e2e/plugin.rs): atc by ATC_BIN, not PATH.
+                env: vec![
+                    ("ATC_BIN".into(), self.atc_bin.display().to_string()),
+                    (
+                        "ATC_STATE".into(),
+                        self.im_agent_state().display().to_string(),
+                    ),
+                ],
                 mqtt_port: Some(broker.port),
             },
         )?;
@@ -172,7 +185,12 @@ impl Ctx {
         Ok(im)
     }
 
-    fn uniq(&self, prefix: &str) -> String {
+    /// The job file of the IM server's agents (and atc's plugin in it).
+    pub(crate) fn im_agent_state(&self) -> PathBuf {
+        self.scratch.path().join("im-agent-jobs.json")
+    }
+
+    pub(crate) fn uniq(&self, prefix: &str) -> String {
         self.seq.set(self.seq.get() + 1);
         format!("{prefix}-{}", self.seq.get())
     }
@@ -1472,7 +1490,7 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
 
 /// A person on MQTT starts the chat; returns their listener and how many messages they
 /// heard (the agent's answer to their first message).
-fn mqtt_chat(ctx: &Ctx, im: &Im, client: &str) -> R<(Person, usize)> {
+pub(crate) fn mqtt_chat(ctx: &Ctx, im: &Im, client: &str) -> R<(Person, usize)> {
     let person = Person::start(&ctx.venv, &im.broker, client, &im.dir)?;
     person.say(&format!("hello from {client}"), &im.dir)?;
     let heard = person.wait_for_more(0, SECS(60))?;

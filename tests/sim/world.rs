@@ -181,6 +181,7 @@ impl World {
                 http_timeout: Duration::from_secs(60),
                 turn_timeout: None,
                 auth: Auth::default(),
+                kicked: false,
             },
             path,
             _dir: dir,

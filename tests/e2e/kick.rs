@@ -1,0 +1,425 @@
+//! Issue 21 on the real server: atc's plugin's end-of-turn hook (`Phase.FINALLY`) starts
+//! `atc tick --kicked`, so results arrive about a second after a turn ends. Its own server
+//! ("kick"), whose atc is a wrapper (ATC_BIN) that logs every start: the test runs **no
+//! tick and no timer**; whatever delivers, the hook started.
+
+use std::fs;
+use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use crate::R;
+use crate::api::Api;
+use crate::atc::Atc;
+use crate::ensure;
+use crate::qwenpaw::{Server, ServerOptions};
+use crate::scenarios::Ctx;
+
+const TURN_WAIT: Duration = Duration::from_secs(60);
+/// The issue's bound: a result is in the parent chat this soon after the turn that made
+/// it deliverable ended.
+const WITHIN: Duration = Duration::from_secs(3);
+
+pub struct Kick {
+    pub server: Server,
+    /// The wrapper's log: one line per atc start, its arguments.
+    pub starts: PathBuf,
+    /// The wrapper (ATC_BIN); removing it is "the binary is missing".
+    pub wrapper: PathBuf,
+    pub state: PathBuf,
+}
+
+impl Kick {
+    fn starts(&self) -> Vec<String> {
+        fs::read_to_string(&self.starts)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn atc(&self, ctx: &Ctx) -> R<Atc> {
+        let dir = ctx.scratch.path().join(ctx.uniq("kick-atc"));
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Atc::new(&ctx.atc_bin, &dir, self.state.clone(), &self.server.root())
+    }
+}
+
+/// The kick server, with the plugin installed by `atc qwenpaw install`.
+pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
+    let dir = ctx.scratch.path().join(ctx.uniq(name));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let starts = dir.join("atc-starts.log");
+    let wrapper = dir.join("atc-wrapper");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            ctx.atc_bin.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    let state = dir.join("jobs.json");
+    let server = Server::create(
+        name,
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            token: None,
+            path_prepend: None,
+            env: vec![
+                ("ATC_BIN".into(), wrapper.display().to_string()),
+                ("ATC_STATE".into(), state.display().to_string()),
+            ],
+            mqtt_port: None,
+        },
+    )?;
+    crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
+    // The install itself started no atc from the server.
+    let kick = Kick {
+        server,
+        starts,
+        wrapper,
+        state,
+    };
+    Ok(kick)
+}
+
+/// When the task's record first says `finished` (polled every 20 ms).
+fn finished_at(api: &Api, task: &str) -> R<Instant> {
+    let deadline = Instant::now() + TURN_WAIT;
+    loop {
+        let resp = api.task(task)?;
+        if resp.json()?["status"] == "finished" {
+            return Ok(Instant::now());
+        }
+        ensure!(Instant::now() < deadline, "task {task} never finished");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// When the parent chat first holds the delivered turn of `task` (polled every 50 ms).
+fn delivered_at(api: &Api, chat: &str, task: &str, timeout: Duration) -> R<Instant> {
+    let deadline = Instant::now() + timeout;
+    let marker = format!("[TASK_ID: {task}]");
+    loop {
+        let (msgs, _) = api.chat(chat)?;
+        if msgs
+            .iter()
+            .any(|m| m.role == "user" && m.text.starts_with(&marker))
+        {
+            return Ok(Instant::now());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the result of {task} never arrived in the parent chat"
+        );
+        sleep(Duration::from_millis(50));
+    }
+}
+
+/// Latency from `task` finishing to its delivered turn in `chat`, measured side by side.
+pub fn latency(server: &Server, chat: &str, task: &str, timeout: Duration) -> R<Duration> {
+    let (a, b) = (server.api(), server.api());
+    std::thread::scope(|scope| {
+        let finished = scope.spawn(|| finished_at(&a, task));
+        let delivered = delivered_at(&b, chat, task, timeout)?;
+        let finished = finished.join().map_err(|_| "finished_at panicked")??;
+        Ok(delivered.saturating_duration_since(finished))
+    })
+}
+
+pub fn kick_delivers(ctx: &Ctx) -> R<()> {
+    let kick = server(ctx, "kick")?;
+    let api = kick.server.api();
+    let target = kick.server.second_agent()?;
+
+    // No watches: a turn's end starts no atc (there is no job file at all).
+    api.make_parent("default", "gina", "kick-parent")?;
+    sleep(Duration::from_secs(1));
+    ensure!(
+        kick.starts().is_empty(),
+        "turns ended without any watch, and atc was started: {:?}",
+        kick.starts()
+    );
+    let chat = api
+        .chat_id("default", "gina", "kick-parent")?
+        .ok_or("no parent chat")?;
+
+    // A watched child finishes: its result is in the parent chat within 3 s, no tick run
+    // by the test, no timer.
+    let atc = kick.atc(ctx)?;
+    let child = api.submit(
+        Some(&target),
+        &ctx.uniq("kick-child"),
+        "default",
+        "kicked child SLEEP=2",
+        None,
+    )?;
+    atc.ok(&[
+        "watch",
+        &child,
+        "--session",
+        "kick-parent",
+        "--user",
+        "gina",
+        "--agent",
+        "default",
+        "--target-agent",
+        &target,
+    ])?;
+    let took = latency(&kick.server, &chat, &child, Duration::from_secs(30))?;
+    eprintln!(
+        "e2e: kick: delivered {:.2} s after the child finished",
+        took.as_secs_f64()
+    );
+    ensure!(
+        took <= WITHIN,
+        "the result arrived {took:?} after the child finished (want ≤ {WITHIN:?})"
+    );
+    let starts = kick.starts();
+    ensure!(
+        starts.iter().all(|s| s == "tick --kicked") && !starts.is_empty(),
+        "atc was started with {starts:?}, expected only `tick --kicked`"
+    );
+    let log = atc.ok(&["log"])?;
+    ensure!(
+        log.stdout
+            .contains("(tick)  kicked  (a QwenPaw turn ended)"),
+        "atc log records no kicked tick: {}",
+        log.stdout
+    );
+
+    // A result held for a busy parent: delivered within 3 s of the parent's turn ending.
+    api.make_parent("default", "gina", "kick-busy")?;
+    let busy_chat = api
+        .chat_id("default", "gina", "kick-busy")?
+        .ok_or("no busy chat")?;
+    let slow = api.submit(
+        Some("default"),
+        "kick-busy",
+        "gina",
+        "the parent is busy SLEEP=6",
+        None,
+    )?;
+    let quick = api.submit(
+        Some(&target),
+        &ctx.uniq("kick-quick"),
+        "default",
+        "quick child",
+        None,
+    )?;
+    atc.ok(&[
+        "watch",
+        &quick,
+        "--session",
+        "kick-busy",
+        "--user",
+        "gina",
+        "--agent",
+        "default",
+        "--target-agent",
+        &target,
+    ])?;
+    api.wait_finished(&quick, TURN_WAIT)?;
+    let (a, b) = (kick.server.api(), kick.server.api());
+    let took = std::thread::scope(|scope| -> R<Duration> {
+        let parent_done = scope.spawn(|| finished_at(&a, &slow));
+        let delivered = delivered_at(&b, &busy_chat, &quick, Duration::from_secs(60))?;
+        let parent_done = parent_done.join().map_err(|_| "finished_at panicked")??;
+        ensure!(
+            delivered >= parent_done,
+            "the result was delivered into the parent chat while it was busy"
+        );
+        Ok(delivered - parent_done)
+    })?;
+    eprintln!(
+        "e2e: kick: busy parent served {:.2} s after its turn ended",
+        took.as_secs_f64()
+    );
+    ensure!(
+        took <= WITHIN,
+        "delivered {took:?} after the parent's turn ended (want ≤ {WITHIN:?})"
+    );
+    Ok(())
+}
+
+/// The hook cannot start atc (the binary is gone): turns are unaffected, the server log
+/// says so once, `atc doctor` names it.
+pub fn kick_without_atc(ctx: &Ctx) -> R<()> {
+    let kick = server(ctx, "kick-missing")?;
+    let api = kick.server.api();
+    // A watch that waits (its child sleeps), so every turn's end has work to announce.
+    let atc = kick.atc(ctx)?;
+    api.make_parent("default", "hugo", "kick-missing")?;
+    let child = api.submit(
+        Some("default"),
+        &ctx.uniq("kick-long"),
+        "default",
+        "long child SLEEP=30",
+        None,
+    )?;
+    atc.ok(&[
+        "watch",
+        &child,
+        "--session",
+        "kick-missing",
+        "--user",
+        "hugo",
+    ])?;
+    fs::remove_file(&kick.wrapper).map_err(|e| e.to_string())?;
+    for i in 0..3 {
+        let turn = api.submit(
+            Some("default"),
+            "kick-missing",
+            "hugo",
+            &format!("turn {i}"),
+            None,
+        )?;
+        let (payload, _) = api.wait_finished(&turn, TURN_WAIT)?;
+        ensure!(
+            payload["result"]["status"] == "completed",
+            "turn {i} did not complete with the hook unable to start atc: {payload}"
+        );
+    }
+    let log = kick.server.log_text();
+    let said = log.matches("the end-of-turn kick cannot start atc").count();
+    ensure!(
+        said == 1,
+        "the server log says {said} times that the hook cannot start atc (want once)"
+    );
+    ensure!(kick.starts().is_empty(), "atc started: {:?}", kick.starts());
+    // doctor, as the server's user on this machine, names it.
+    let wd = kick.server.dir.path().join("home/.qwenpaw");
+    let out = atc.run_env(
+        &["doctor"],
+        &[("QWENPAW_WORKING_DIR", wd.to_str().unwrap_or(""))],
+    )?;
+    ensure!(
+        out.stdout.contains(&format!(
+            "✗ atc on the server's PATH: the server (pid {}) has ATC_BIN={}, which is not an executable file",
+            kick.server.pid().unwrap_or(0),
+            kick.wrapper.display()
+        )),
+        "atc doctor did not name the missing binary: {}",
+        out.stdout
+    );
+    Ok(())
+}
+
+/// The benchmark of issue 21 (select it by name: `ATC_E2E=1 cargo test --test e2e --
+/// bench-kick`): latency from a child's record first saying `finished` to its delivered
+/// turn in the parent chat, for 10 children finishing 2 s apart, with the 20 s timer
+/// running, with the plugin's kick on and then off (the hook cannot start atc).
+pub fn bench_kick(ctx: &Ctx) -> R<()> {
+    const CHILDREN: usize = 10;
+    let kick = server(ctx, "bench-kick")?;
+    let api = kick.server.api();
+    let target = kick.server.second_agent()?;
+    let atc = kick.atc(ctx)?;
+    let mut chats = Vec::new();
+    for i in 0..CHILDREN {
+        let session = format!("bench-{i}");
+        api.make_parent("default", "ines", &session)?;
+        chats.push(
+            api.chat_id("default", "ines", &session)?
+                .ok_or("no parent chat")?,
+        );
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let timer_env = [
+        ("HOME", atc.home.display().to_string()),
+        ("ATC_STATE", kick.state.display().to_string()),
+        ("ATC_BASE_URL", kick.server.root()),
+    ];
+    let mut said = Vec::new();
+    let bin = ctx.atc_bin.clone();
+    std::thread::scope(|scope| -> R<()> {
+        // The timer: `atc tick` every 20 s, as the systemd units run it.
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::process::Command::new(&bin)
+                    .arg("tick")
+                    .env_clear()
+                    .envs(timer_env.iter().map(|(k, v)| (k, v)))
+                    .env("PATH", "/usr/bin:/bin")
+                    .status();
+                for _ in 0..200 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    sleep(Duration::from_millis(100));
+                }
+            }
+        });
+        let result = (|| -> R<()> {
+            for on in [true, false] {
+                if !on {
+                    fs::rename(&kick.wrapper, kick.wrapper.with_extension("off"))
+                        .map_err(|e| e.to_string())?;
+                }
+                let mut children = Vec::new();
+                for (i, chat) in chats.iter().enumerate() {
+                    let child = api.submit(
+                        Some(&target),
+                        &ctx.uniq("bench-child"),
+                        "default",
+                        &format!("bench child SLEEP={}", 1 + 2 * i),
+                        None,
+                    )?;
+                    atc.ok(&[
+                        "watch",
+                        &child,
+                        "--session",
+                        &format!("bench-{i}"),
+                        "--user",
+                        "ines",
+                        "--agent",
+                        "default",
+                        "--target-agent",
+                        &target,
+                    ])?;
+                    children.push((chat.clone(), child));
+                }
+                let mut took: Vec<Duration> = std::thread::scope(|inner| {
+                    let handles: Vec<_> = children
+                        .iter()
+                        .map(|(chat, child)| {
+                            inner.spawn(|| {
+                                latency(&kick.server, chat, child, Duration::from_secs(90))
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().map_err(|_| "latency panicked".to_string())?)
+                        .collect::<R<Vec<_>>>()
+                })?;
+                took.sort();
+                let median = (took[CHILDREN / 2 - 1] + took[CHILDREN / 2]) / 2;
+                let max = *took.last().expect("children");
+                let line = format!(
+                    "bench-kick: kick {}: median {:.2} s, max {:.2} s over {CHILDREN} children (20 s timer running)",
+                    if on { "on " } else { "off" },
+                    median.as_secs_f64(),
+                    max.as_secs_f64()
+                );
+                println!("{line}");
+                said.push((on, median, max));
+            }
+            Ok(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    })?;
+    let (_, on_median, _) = said[0];
+    let (_, off_median, _) = said[1];
+    ensure!(
+        on_median < off_median,
+        "the kick made nothing faster: median {on_median:?} on, {off_median:?} off"
+    );
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! atc's QwenPaw plugin (`examples/qwenpaw-plugin/atc`) on the real server: installed by
+//! `atc qwenpaw install` into the running server (hot-loaded, no restart), its tools
+//! called by the model (the fake LLM's `CALLTOOL:`) from a chat whose user is not
+//! `default`; the job has that chat's exact agent, session, user and channel; a tick
+//! delivers into that chat; `callback_task_status` and `cancel_task_callback` work from
+//! it. The same from an MQTT chat: the result reaches the person through the forward.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::R;
+use crate::atc::Atc;
+use crate::ensure;
+use crate::mqtt::Person;
+use crate::qwenpaw::Server;
+use crate::scenarios::{Ctx, check_delivered_once, mqtt_chat, wait_turn};
+
+const TURN_WAIT: Duration = Duration::from_secs(60);
+
+/// `atc qwenpaw install --all` into `server`'s working dir, with the server running.
+pub fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
+    let wd = server.dir.path().join("home/.qwenpaw");
+    let dir = ctx.scratch.path().join(ctx.uniq(name));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let atc = Atc::new(&ctx.atc_bin, &dir, dir.join("jobs.json"), &server.root())?;
+    let wd_shown = wd.display().to_string();
+    let out = atc.ok(&["qwenpaw", "install", "--all", "--working-dir", &wd_shown])?;
+    let loaded = format!(
+        "No restart needed: the QwenPaw at {}/api loaded the plugin.",
+        server.root()
+    );
+    ensure!(
+        out.stdout.contains(&loaded),
+        "atc qwenpaw install did not hot-load the plugin: {}",
+        out.describe()
+    );
+    let status = server.api().get("/api/plugins/atc/status", None)?;
+    ensure!(
+        status.status == 200 && status.json()?["loaded"] == true,
+        "the server does not report the plugin loaded: HTTP {} {}",
+        status.status,
+        status.body
+    );
+    for agent in &server.agents {
+        let path = wd.join("workspaces").join(agent).join("agent.json");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        for tool in [
+            "watch_agent_task",
+            "watch_agent_tasks",
+            "callback_task_status",
+            "cancel_task_callback",
+        ] {
+            ensure!(
+                config["tools"]["builtin_tools"][tool]["enabled"] == true,
+                "agent {agent}: {tool} not enabled after install: {}",
+                config["tools"]["builtin_tools"]
+            );
+        }
+    }
+    // A second run changes nothing and needs no restart.
+    let again = atc.ok(&["qwenpaw", "install", "--all", "--working-dir", &wd_shown])?;
+    ensure!(
+        again.stdout.contains("Nothing to change")
+            && again.stdout.contains("No restart needed: the QwenPaw at")
+            && again.stdout.contains("has this plugin loaded."),
+        "the second install was not a no-op: {}",
+        again.describe()
+    );
+    Ok(())
+}
+
+/// A turn in (session, user) on `default` whose model calls `tool` with `args`; returns
+/// the turn's final text (the tool's one line).
+fn call_tool(server: &Server, session: &str, user: &str, tool: &str, args: &Value) -> R<String> {
+    let api = server.api();
+    let turn = api.submit(
+        Some("default"),
+        session,
+        user,
+        &format!("CALLTOOL: {tool} {args}"),
+        None,
+    )?;
+    let (payload, _) = api.wait_finished(&turn, TURN_WAIT)?;
+    let output = payload["result"]["output"].to_string();
+    ensure!(
+        output.contains("plugin_call") || output.contains(tool),
+        "the turn did not call the tool {tool}: {output}"
+    );
+    Ok(payload["result"]["output"]
+        .as_array()
+        .and_then(|o| o.last())
+        .map(|m| crate::api::text_of(&m["content"]))
+        .unwrap_or_default())
+}
+
+fn job_in(state: &Path, ctx: &Ctx, server: &Server, task: &str) -> R<(Atc, Value)> {
+    let dir = ctx.scratch.path().join(ctx.uniq("plugin-reader"));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let atc = Atc::new(&ctx.atc_bin, &dir, state.to_path_buf(), &server.root())?;
+    let job = atc.job(task)?;
+    Ok((atc, job))
+}
+
+pub fn tools_console(ctx: &Ctx) -> R<()> {
+    let server = &ctx.main;
+    install(ctx, server, "plugin-install")?;
+    let api = server.api();
+    let target = server.second_agent()?;
+    let (user, parent) = ("erin", "plugin-parent");
+    api.make_parent("default", user, parent)?;
+
+    // A child on the second agent, watched by the model through the tool. It runs a few
+    // seconds, so that the chat's own turns below are over before its result comes (the
+    // plugin's end-of-turn kick delivers it the moment it is ready).
+    let child_text = "child work watched through the plugin tool";
+    let tid = api.submit(
+        Some(&target),
+        &ctx.uniq("plugin-child"),
+        "default",
+        &format!("{child_text} SLEEP=8"),
+        None,
+    )?;
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "watch_agent_task",
+        &json!({"task_id": tid, "target_agent": target}),
+    )?;
+    ensure!(
+        said.starts_with(&format!(
+            "Watching {tid}: the result comes back into this chat"
+        )),
+        "watch_agent_task answered {said:?}"
+    );
+    let (atc, job) = job_in(&ctx.agent_state, ctx, server, &tid)?;
+    for (key, want) in [
+        ("agent_id", "default"),
+        ("session_id", parent),
+        ("user_id", user),
+        ("channel", "console"),
+        ("target_agent", target.as_str()),
+    ] {
+        ensure!(
+            job[key] == want,
+            "job {key} is {}, expected {want}: {job}",
+            job[key]
+        );
+    }
+    ensure!(
+        job["base_url"] == format!("{}/api", server.root()),
+        "the plugin's atc recorded base_url {}, expected this server's",
+        job["base_url"]
+    );
+
+    // callback_task_status from the same chat lists it; from another user's chat, not.
+    let status = call_tool(server, parent, user, "callback_task_status", &json!({}))?;
+    ensure!(
+        status
+            .lines()
+            .any(|l| l.starts_with(&format!("{tid} | pending | agent={target} | registered="))),
+        "callback_task_status answered {status:?}"
+    );
+    // The parent chat as it is before the result comes (the child is still running).
+    let before = api.history("default", user, parent, TURN_WAIT)?.len();
+    api.make_parent("default", "frank", "plugin-other")?;
+    let other = call_tool(
+        server,
+        "plugin-other",
+        "frank",
+        "callback_task_status",
+        &json!({}),
+    )?;
+    ensure!(
+        other == "This chat watches no tasks.",
+        "another chat's callback_task_status answered {other:?}"
+    );
+
+    // A tick (the test's, or one the plugin's end-of-turn hook started) delivers into the
+    // chat that asked, once.
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), TURN_WAIT)?
+        .remove(0);
+    ensure!(
+        job["status"] == "done",
+        "job {tid} ended {}: {job}",
+        job["status"]
+    );
+    let text = job["final"].as_str().unwrap_or_default().to_string();
+    ensure!(
+        text.starts_with(&format!(
+            "[TASK_ID: {tid}]\n[STATUS: finished]\n\nTask completed."
+        )) && text.contains(child_text),
+        "the delivered text is not the child's result: {text:?}"
+    );
+    wait_turn(&api, &job)?;
+    let after = api.history("default", user, parent, TURN_WAIT)?;
+    check_delivered_once(&after, before, &text, &job)?;
+
+    // cancel_task_callback from the same chat.
+    let slow = api.submit(
+        Some(&target),
+        &ctx.uniq("plugin-slow"),
+        "default",
+        "slow child SLEEP=20",
+        None,
+    )?;
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "watch_agent_task",
+        &json!({"task_id": slow, "target_agent": target}),
+    )?;
+    ensure!(
+        said.starts_with(&format!("Watching {slow}")),
+        "watch_agent_task answered {said:?}"
+    );
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "cancel_task_callback",
+        &json!({"task_id": slow}),
+    )?;
+    ensure!(
+        said == format!("Stopped watching {slow} (now cancelled); the task itself keeps running."),
+        "cancel_task_callback answered {said:?}"
+    );
+    let job = atc.job(&slow)?;
+    ensure!(
+        job["status"] == "cancelled",
+        "job {slow} is {}: {job}",
+        job["status"]
+    );
+    let status = call_tool(server, parent, user, "callback_task_status", &json!({}))?;
+    ensure!(
+        status.contains(&format!("{slow} | cancelled"))
+            && status.contains(&format!("{tid} | done")),
+        "callback_task_status after the cancel answered {status:?}"
+    );
+    Ok(())
+}
+
+/// What the person heard, once a message `until` accepts arrived (or a minute passed).
+fn heard_until(person: &Person, until: impl Fn(&str) -> bool) -> R<Vec<String>> {
+    let deadline = std::time::Instant::now() + TURN_WAIT;
+    loop {
+        let heard = person.heard();
+        if heard.iter().any(|m| until(m)) {
+            return Ok(heard);
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the person did not get the expected message; heard {heard:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
+    let im = ctx.im()?;
+    install(ctx, &im.server, "plugin-install-im")?;
+    let (person, _) = mqtt_chat(ctx, &im, "pat")?;
+    let api = im.server.api();
+    let child_text = "child for pat through the plugin";
+    let tid = api.submit(
+        Some("default"),
+        &ctx.uniq("plugin-im-child"),
+        "pat",
+        child_text,
+        None,
+    )?;
+    api.wait_finished(&tid, TURN_WAIT)?;
+    // The person's own message makes the model call the tool, in the MQTT chat.
+    person.say(
+        &format!("CALLTOOL: watch_agent_task {}", json!({"task_id": tid})),
+        &im.dir,
+    )?;
+    // QwenPaw relays the tool call and its output to the person too (the tool's
+    // display_to_user, on by default), then the final reply: the tool's line.
+    let watching = format!("Watching {tid}: the result comes back into this chat");
+    let heard = heard_until(&person, |m| m.starts_with(&watching))?;
+    let replied = heard.len();
+    let (atc, job) = job_in(&ctx.im_agent_state(), ctx, &im.server, &tid)?;
+    for (key, want) in [
+        ("agent_id", "default"),
+        ("session_id", "mqtt:pat"),
+        ("user_id", "pat"),
+        ("channel", "mqtt"),
+    ] {
+        ensure!(
+            job[key] == want,
+            "job {key} is {}, expected {want}: {job}",
+            job[key]
+        );
+    }
+    // Ticks deliver into the MQTT chat; the woken parent's reply is forwarded to pat.
+    let deadline = std::time::Instant::now() + TURN_WAIT;
+    let job = loop {
+        atc.ok(&["tick"])?;
+        let job = atc.job(&tid)?;
+        if job["forward"]["status"]
+            .as_str()
+            .is_some_and(|s| s != "pending")
+        {
+            break job;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the forward did not settle: {job}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    ensure!(
+        job["status"] == "done" && job["forward"]["status"] == "sent",
+        "job {tid}: {job}"
+    );
+    let echo = format!("ECHO: [TASK_ID: {tid}]");
+    heard_until(&person, |m| m.starts_with(&echo))?;
+    std::thread::sleep(Duration::from_secs(2));
+    let heard = person.heard();
+    let forwarded = &heard[replied..];
+    ensure!(
+        forwarded.len() == 1
+            && forwarded[0].starts_with(&format!("ECHO: [TASK_ID: {tid}]"))
+            && forwarded[0].contains(child_text),
+        "the person should get the woken parent's reply to the result, got {forwarded:?}"
+    );
+    Ok(())
+}

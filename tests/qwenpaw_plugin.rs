@@ -1,0 +1,427 @@
+//! atc's QwenPaw plugin without QwenPaw: its Python, with plain python3 (the context
+//! getters and the atc binary stubbed: tests/qwenpaw_plugin/test_plugin.py), and
+//! `atc qwenpaw install` against a working dir made here, with a fake server where a
+//! running one matters.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::atc::TestEnv;
+use support::fake::{FakeQwenPaw, Reply};
+
+#[test]
+fn plugin_python_with_plain_python3() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qwenpaw_plugin/test_plugin.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .env_remove("ATC_BIN")
+        .env("ATC_TEST_BIN", env!("CARGO_BIN_EXE_atc"))
+        .output()
+        .expect("python3 must be installed to test the QwenPaw plugin");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} failed:\n{stderr}",
+        script.display()
+    );
+    // unittest's summary: every test ran, none was skipped.
+    assert!(
+        stderr.contains("\nOK\n") && !stderr.contains("skipped"),
+        "{stderr}"
+    );
+}
+
+/// A QwenPaw working dir as `qwenpaw init` leaves it: two agents, each with an agent.json
+/// holding other tools; `last_api` pointing at `api_port` when given.
+fn working_dir(env: &TestEnv, api_port: Option<u16>) -> PathBuf {
+    let wd = env.dir.path().join("qwenpaw");
+    for agent in ["default", "QA"] {
+        let ws = wd.join("workspaces").join(agent);
+        fs::create_dir_all(&ws).unwrap();
+        fs::write(
+            ws.join("agent.json"),
+            json!({"id": agent, "tools": {"builtin_tools": {
+                "execute_shell_command": {"name": "execute_shell_command", "enabled": true}
+            }}})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    let mut config = json!({"agents": {"active_agent": "default", "profiles": {
+        "default": {"id": "default", "workspace_dir": wd.join("workspaces/default")},
+        "QA": {"id": "QA", "workspace_dir": wd.join("workspaces/QA")}
+    }}});
+    if let Some(port) = api_port {
+        config["last_api"] = json!({"host": "127.0.0.1", "port": port});
+    }
+    fs::write(wd.join("config.json"), config.to_string()).unwrap();
+    wd
+}
+
+/// Every file under `dir`, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push((p.clone(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tools_of(wd: &Path, agent: &str) -> Value {
+    let text = fs::read_to_string(wd.join("workspaces").join(agent).join("agent.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["tools"]["builtin_tools"].clone()
+}
+
+const TOOLS: [&str; 4] = [
+    "watch_agent_task",
+    "watch_agent_tasks",
+    "callback_task_status",
+    "cancel_task_callback",
+];
+
+#[test]
+fn the_plugin_carries_atcs_version() {
+    let manifest: Value =
+        serde_json::from_str(include_str!("../examples/qwenpaw-plugin/atc/plugin.json")).unwrap();
+    assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn dry_run_says_what_it_would_change_and_changes_nothing() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let before = snapshot(&wd);
+    let shown = wd.display().to_string();
+    env.atc(["qwenpaw", "install", "--dry-run", "--all", "--working-dir", &shown])
+        .stdout(format!(
+            "QwenPaw working dir {shown} (from --working-dir)\n\
+             Would change: write the plugin's plugin.json ({shown}/plugins/atc/plugin.json)\n\
+             Would change: write the plugin's plugin.py ({shown}/plugins/atc/plugin.py)\n\
+             Would change: enable the tools for agent default ({shown}/workspaces/default/agent.json)\n\
+             Would change: enable the tools for agent QA ({shown}/workspaces/QA/agent.json)\n\
+             Would change: put the atc-callback skill into the skill pool ({shown}/skill_pool/atc-callback/SKILL.md)\n\
+             Tools enabled for: default, QA (watch_agent_task, watch_agent_tasks, callback_task_status, cancel_task_callback)\n\
+             Restart QwenPaw (or start it) to load the plugin: no QwenPaw has run on this working dir yet (no last_api in its config.json). The tools are enabled from its next start.\n"
+        ))
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .run();
+    assert_eq!(snapshot(&wd), before, "--dry-run changed the working dir");
+}
+
+#[test]
+fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let shown = wd.display().to_string();
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--json",
+            "--agents",
+            "QA",
+            "--working-dir",
+            &shown,
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .json();
+    assert_eq!(out["agents"], json!(["QA"]));
+    assert_eq!(out["restart_needed"], true);
+    assert_eq!(out["changes"].as_array().unwrap().len(), 4, "{out}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/qwenpaw-plugin/atc");
+    for name in ["plugin.json", "plugin.py"] {
+        assert_eq!(
+            fs::read(wd.join("plugins/atc").join(name)).unwrap(),
+            fs::read(root.join(name)).unwrap(),
+            "{name} is not the embedded copy"
+        );
+    }
+    let qa = tools_of(&wd, "QA");
+    for tool in TOOLS {
+        assert_eq!(qa[tool]["enabled"], true, "{tool}: {qa}");
+    }
+    assert_eq!(qa["execute_shell_command"]["enabled"], true);
+    // Only the named agent.
+    assert!(tools_of(&wd, "default").get("watch_agent_task").is_none());
+    let skill =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/qwenpaw-skill/atc-callback/SKILL.md");
+    assert_eq!(
+        fs::read(wd.join("skill_pool/atc-callback/SKILL.md")).unwrap(),
+        fs::read(skill).unwrap()
+    );
+
+    // Again: nothing to change.
+    let before = snapshot(&wd);
+    let again = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--json",
+            "--agents",
+            "QA",
+            "--working-dir",
+            &shown,
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .json();
+    assert_eq!(again["changes"], json!([]));
+    assert_eq!(snapshot(&wd), before);
+}
+
+#[test]
+fn the_seed_plugin_still_installed_is_refused_and_nothing_written() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let seed = wd.join("plugins/agent-task-callback");
+    fs::create_dir_all(&seed).unwrap();
+    fs::write(
+        seed.join("plugin.json"),
+        json!({"id": "agent-task-callback", "name": "Agent Task Callback", "version": "0.1.5"})
+            .to_string(),
+    )
+    .unwrap();
+    let before = snapshot(&wd);
+    env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+        .status(1)
+        .stderr(format!(
+            "atc: plugin \"agent-task-callback\" at {} registers the same tools (watch_agent_task…): two copies would both deliver; import its jobs first (`atc import-plugin-state`), then remove it (`qwenpaw plugin uninstall agent-task-callback`, or delete {} and restart QwenPaw), then run `atc qwenpaw install` again\n",
+            seed.display(),
+            seed.display()
+        ))
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .run();
+    assert_eq!(snapshot(&wd), before);
+}
+
+#[test]
+fn an_unknown_agent_is_a_usage_error() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    env.atc([
+        "qwenpaw",
+        "install",
+        "--agents",
+        "default,nope",
+        "--working-dir",
+        wd.to_str().unwrap(),
+    ])
+    .status(2)
+    .stderr(format!(
+        "atc: --agents: QwenPaw at {} has no agent \"nope\"; it has: default, QA\n",
+        wd.display()
+    ))
+    .env_remove("ATC_BASE_URL")
+    .no_file()
+    .run();
+    assert!(!wd.join("plugins").exists());
+}
+
+#[test]
+fn a_running_server_loads_the_plugin_without_a_restart() {
+    let server = FakeQwenPaw::start();
+    server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
+    );
+    server.on(
+        "GET",
+        "/api/plugins/atc/status",
+        vec![Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#)],
+    );
+    server.on(
+        "POST",
+        "/api/plugins/install",
+        vec![Reply::json(
+            200,
+            r#"{"id":"atc","name":"atc (Agent Task Callback)","loaded":true}"#,
+        )],
+    );
+    let env = TestEnv::new();
+    let wd = working_dir(&env, Some(server.port()));
+    let out = env
+        .atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+        .stdout_contains(format!(
+            "No restart needed: the QwenPaw at {} loaded the plugin.\n",
+            server.api()
+        ))
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .run();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Tools enabled for: default ("));
+    let install = server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST")
+        .expect("the install POST");
+    assert_eq!(
+        install.json(),
+        json!({"source": wd.join("plugins/atc").display().to_string(), "force": false})
+    );
+
+    // --dry-run against a running server asks, and posts nothing.
+    server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
+    );
+    server.on(
+        "GET",
+        "/api/plugins/atc/status",
+        vec![Reply::json(
+            200,
+            r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.1.0"}"#,
+        )],
+    );
+    env.atc([
+        "qwenpaw",
+        "install",
+        "--dry-run",
+        "--working-dir",
+        wd.to_str().unwrap(),
+    ])
+    .stdout_contains(format!(
+        "No restart needed: the QwenPaw at {} has this plugin loaded.\n",
+        server.api()
+    ))
+    .env_remove("ATC_BASE_URL")
+    .no_file()
+    .run();
+    assert_eq!(server.hits("POST", "/api/plugins/install"), 1);
+}
+
+#[test]
+fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let wd_shown = wd.display().to_string();
+    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let seed = wd.join("plugins/agent-task-callback");
+    fs::create_dir_all(&seed).unwrap();
+    fs::write(
+        seed.join("plugin.json"),
+        json!({"id": "agent-task-callback"}).to_string(),
+    )
+    .unwrap();
+    let out = env
+        .atc(["doctor"])
+        .env("QWENPAW_WORKING_DIR", &wd)
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
+        "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
+        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
+        "✓ atc on the server's PATH: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
+        format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
+        "  → `atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall agent-task-callback` (or delete that folder and restart QwenPaw)".to_owned(),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// `atc tick --kicked`: what the plugin's end-of-turn hook starts.
+
+use std::time::Duration;
+use support::bodies;
+use support::scene::Scene;
+
+const TASK: &str = "task-0123456789ab";
+
+#[test]
+fn a_kicked_tick_polls_a_task_still_running_again_within_its_window() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    assert_eq!(s.polls(TASK), 1, "a plain tick polls once");
+    s.tick(&["--kicked"]).run();
+    let kicked = s.polls(TASK) - 1;
+    // One pass, then one per pause while the task still reads running (bounded).
+    assert!(
+        (2..=5).contains(&kicked),
+        "a kicked tick polled a running task {kicked} times"
+    );
+    assert_eq!(s.status(TASK), "pending");
+    let log = s.atc(["log"]).stdout_inspected().run();
+    let said = String::from_utf8_lossy(&log.stdout);
+    let kicks: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("(tick)  kicked"))
+        .collect();
+    assert_eq!(kicks.len(), kicked, "{said}");
+    assert!(kicks[0].ends_with("(a QwenPaw turn ended)"), "{said}");
+    // doctor reads the last kick from the heartbeat.
+    let beat = fs::read_to_string(s.env.state.with_file_name("jobs.json.tick.lock")).unwrap();
+    let beat: Value = serde_json::from_str(beat.lines().next().unwrap()).unwrap();
+    assert!(beat["last_kick_at"].is_string(), "{beat}");
+}
+
+#[test]
+fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_pass() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    // The first tick's poll is slow: it holds the tick lock meanwhile.
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(1500)),
+            Reply::json(200, bodies::RUNNING),
+        ],
+    );
+    let first = s.tick(&["--json"]).stdout_inspected().spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.polls(TASK) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first tick never polled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.tick(&["--kicked", "--json"])
+        .stdout("{\n  \"skipped\": \"another atc tick is running\"\n}\n")
+        .run();
+    let mark = s.env.state.with_file_name("jobs.json.tick.again");
+    assert!(mark.exists(), "no mark left for the running tick");
+    let out = first.wait();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One more pass for the mark, then (the task still reads running) the kicked window's.
+    let passes = report["passes"].as_u64().unwrap_or(1) as usize;
+    assert!((2..=6).contains(&passes), "{report}");
+    assert_eq!(s.polls(TASK), passes);
+    assert!(!mark.exists(), "the mark was not taken");
+    let log = s.atc(["log"]).stdout_inspected().run();
+    let said = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        said.contains("(tick)  kicked  (another turn ended meanwhile: a mark)"),
+        "{said}"
+    );
+}

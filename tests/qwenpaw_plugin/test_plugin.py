@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Fast tests of atc's QwenPaw plugin (examples/qwenpaw-plugin/atc/plugin.py) with plain
+python3: QwenPaw's context getters and the atc binary are stubbed, nothing else is
+needed. `cargo test --test qwenpaw_plugin` runs this file.
+
+The stub atc records its arguments and the environment it got, prints what the test
+asks for and exits with the code the test asks for.
+"""
+
+import asyncio
+import importlib.util
+import json
+import os
+import stat
+import sys
+import tempfile
+import types
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "examples" / "qwenpaw-plugin" / "atc" / "plugin.py"
+
+# What the stubbed agent_context getters answer (a test changes it).
+CONTEXT = {}
+BASE = {"url": "http://127.0.0.1:8123/api"}
+
+
+def install_host_stubs():
+    """qwenpaw.app.agent_context and the base-URL resolver, as QwenPaw 2.2.2 has them."""
+    qwenpaw = types.ModuleType("qwenpaw")
+    app = types.ModuleType("qwenpaw.app")
+    ctx = types.ModuleType("qwenpaw.app.agent_context")
+    ctx.peek_current_agent_id = lambda: CONTEXT.get("agent") or ""
+    ctx.get_current_agent_id = lambda: CONTEXT.get("agent") or "active-agent"
+    ctx.get_current_session_id = lambda: CONTEXT.get("session")
+    ctx.get_current_user_id = lambda: CONTEXT.get("user")
+    ctx.get_current_channel = lambda: CONTEXT.get("channel")
+    agents = types.ModuleType("qwenpaw.agents")
+    tools = types.ModuleType("qwenpaw.agents.tools")
+    am = types.ModuleType("qwenpaw.agents.tools.agent_management")
+    am._normalize_api_base_url = lambda _url: BASE["url"]
+    qwenpaw.app, app.agent_context = app, ctx
+    qwenpaw.agents, agents.tools, tools.agent_management = agents, tools, am
+    runtime = types.ModuleType("qwenpaw.runtime")
+    hooks = types.ModuleType("qwenpaw.runtime.hooks")
+    phases = types.ModuleType("qwenpaw.runtime.phases")
+
+    class HookBase:  # as qwenpaw/runtime/hooks.py has it
+        priority = 100
+
+    class HookResult:
+        pass
+
+    class Phase:
+        FINALLY = "finally"
+
+    hooks.HookBase, hooks.HookResult, phases.Phase = HookBase, HookResult, Phase
+    qwenpaw.runtime, runtime.hooks, runtime.phases = runtime, hooks, phases
+    for name, mod in [
+        ("qwenpaw.runtime", runtime),
+        ("qwenpaw.runtime.hooks", hooks),
+        ("qwenpaw.runtime.phases", phases),
+        ("qwenpaw", qwenpaw),
+        ("qwenpaw.app", app),
+        ("qwenpaw.app.agent_context", ctx),
+        ("qwenpaw.agents", agents),
+        ("qwenpaw.agents.tools", tools),
+        ("qwenpaw.agents.tools.agent_management", am),
+    ]:
+        sys.modules[name] = mod
+
+
+def load_plugin():
+    spec = importlib.util.spec_from_file_location("plugin_atc", PLUGIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+STUB = """#!/bin/sh
+log="$STUB_DIR/calls"
+[ -n "$STUB_SLEEP" ] && sleep "$STUB_SLEEP"
+printf '%s\\n' "$@" > "$log.args"
+printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" > "$log.env"
+cat "$STUB_DIR/stdout" 2>/dev/null
+cat "$STUB_DIR/stderr" >&2 2>/dev/null
+exit "$(cat "$STUB_DIR/exit" 2>/dev/null || echo 0)"
+"""
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def job(task, session="s-1", user="carol", channel="console", agent="default", status="pending", target=None):
+    return {
+        "task_id": task, "status": status, "session_id": session, "user_id": user,
+        "channel": channel, "agent_id": agent, "target_agent": target,
+        "registered_at": "2026-12-01T10:00:00Z",
+    }
+
+
+class PluginTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name)
+        self.atc = self.path / "atc"
+        self.atc.write_text(STUB)
+        self.atc.chmod(self.atc.stat().st_mode | stat.S_IXUSR)
+        self.env = dict(os.environ)
+        os.environ["ATC_BIN"] = str(self.atc)
+        os.environ["STUB_DIR"] = str(self.path)
+        os.environ["QWENPAW_RUNTIME_INTERNAL_TOKEN"] = "tok-secret"
+        CONTEXT.clear()
+        CONTEXT.update(agent="default", session="s-1", user="carol", channel="console")
+        self.plugin = load_plugin()
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.dir.cleanup()
+
+    def answer(self, stdout="", stderr="", code=0):
+        (self.path / "stdout").write_text(stdout)
+        (self.path / "stderr").write_text(stderr)
+        (self.path / "exit").write_text(str(code))
+
+    def args(self):
+        return (self.path / "calls.args").read_text().splitlines()
+
+    def env_seen(self):
+        return dict(l.split("=", 1) for l in (self.path / "calls.env").read_text().splitlines())
+
+    # -- watch_agent_task -------------------------------------------------------------
+
+    def test_watch_passes_the_calling_chat_and_this_server(self):
+        self.answer(json.dumps(job("task-0123456789ab", target="SE")))
+        line = run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="SE"))
+        self.assertEqual(self.args(), [
+            "watch", "task-0123456789ab", "--json", "--session", "s-1", "--user", "carol",
+            "--channel", "console", "--agent", "default", "--target-agent", "SE"])
+        self.assertEqual(self.env_seen(), {
+            "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret"})
+        self.assertTrue(line.startswith("Watching task-0123456789ab: the result comes back"), line)
+        self.assertNotIn("\n", line)
+        self.assertIn("Do not poll check_agent_task", line)
+
+    def test_watch_of_an_mqtt_chat_keeps_its_exact_identity(self):
+        CONTEXT.update(agent="SE", session="mqtt:dave", user="dave", channel="mqtt")
+        self.answer(json.dumps(job("task-0123456789ab")))
+        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertEqual(self.args(), [
+            "watch", "task-0123456789ab", "--json", "--session", "mqtt:dave", "--user", "dave",
+            "--channel", "mqtt", "--agent", "SE"])
+
+    def test_target_agent_equal_to_the_caller_is_not_passed(self):
+        self.answer(json.dumps(job("task-0123456789ab")))
+        run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="default"))
+        self.assertNotIn("--target-agent", self.args())
+
+    def test_missing_user_and_channel_are_left_to_atc_defaults(self):
+        CONTEXT.update(user=None, channel=None, agent=None)
+        self.answer(json.dumps(job("task-0123456789ab")))
+        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        # No per-call agent: the active agent, as QwenPaw's get_current_agent_id falls back.
+        self.assertEqual(self.args(), [
+            "watch", "task-0123456789ab", "--json", "--session", "s-1", "--agent", "active-agent"])
+
+    def test_a_refusal_is_one_line_with_atcs_reason_and_the_fallback(self):
+        self.answer("", "warning: something\natc: no chat s-1 for user carol on console; the session id is known for: bob\n", 1)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertEqual(line, (
+            "Not watching task-0123456789ab: no chat s-1 for user carol on console; the session "
+            "id is known for: bob. If you cannot fix that, check the task with check_agent_task "
+            "instead, at most once every 30 seconds."))
+
+    def test_a_long_refusal_is_cut(self):
+        self.answer("", "atc: " + "x" * 5000 + "\n", 1)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertLess(len(line), 700)
+        self.assertIn("\u2026", line)
+
+    def test_no_session_means_no_watch_and_no_atc(self):
+        CONTEXT.update(session=None)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertIn("no chat to send the result to", line)
+        self.assertFalse((self.path / "calls.args").exists())
+
+    # -- finding the binary -----------------------------------------------------------
+
+    def test_missing_binary_says_so_and_names_the_fix(self):
+        os.environ.pop("ATC_BIN")
+        os.environ["PATH"] = str(self.path / "empty")
+        os.environ["HOME"] = str(self.path / "home")
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertTrue(line.startswith("Not watching task-0123456789ab: atc is not installed"), line)
+        self.assertIn("install it with QwenPaw's own pip", line)
+        self.assertIn("Tell the user", line)
+
+    def test_a_bad_atc_bin_is_named(self):
+        os.environ["ATC_BIN"] = str(self.path / "nope")
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertIn("ATC_BIN=%s is not an executable file" % (self.path / "nope"), line)
+
+    def test_path_then_cargo_bin(self):
+        os.environ.pop("ATC_BIN")
+        home = self.path / "home"
+        cargo = home / ".cargo" / "bin"
+        cargo.mkdir(parents=True)
+        os.environ["HOME"] = str(home)
+        os.environ["PATH"] = str(self.path / "empty")
+        (cargo / "atc").write_text(STUB)
+        (cargo / "atc").chmod(0o755)
+        self.assertEqual(self.plugin.find_atc(), (str(cargo / "atc"), None))
+        on_path = self.path / "onpath"
+        on_path.mkdir()
+        (on_path / "atc").write_text(STUB)
+        (on_path / "atc").chmod(0o755)
+        os.environ["PATH"] = str(on_path)
+        self.assertEqual(self.plugin.find_atc(), (str(on_path / "atc"), None))
+
+    # -- fan-in, status, cancel --------------------------------------------------------
+
+    def test_watch_agent_tasks_uses_group(self):
+        self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
+        line = run(self.plugin.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "trio"))
+        self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"])
+        self.assertEqual(self.args()[-2:], ["--group", "trio"])
+        self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b: the result comes back into this chat together, as one message,"), line)
+
+    def test_watch_agent_tasks_needs_ids_and_a_group(self):
+        self.assertEqual(run(self.plugin.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
+        self.assertEqual(run(self.plugin.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")
+
+    def test_status_lists_only_this_chats_watches(self):
+        self.answer(json.dumps({"jobs": [
+            job("task-00000000000a", status="pending", target="SE"),
+            job("task-00000000000b", user="bob"),
+            job("task-00000000000c", session="other"),
+            job("task-00000000000d", channel="mqtt"),
+            job("task-00000000000e", status="done"),
+        ]}))
+        text = run(self.plugin.callback_task_status())
+        self.assertEqual(self.args(), ["status", "--all", "--json"])
+        self.assertEqual(text.splitlines(), [
+            "task-00000000000a | pending | agent=SE | registered=2026-12-01T10:00:00Z",
+            "task-00000000000e | done | agent=default | registered=2026-12-01T10:00:00Z",
+        ])
+
+    def test_status_with_nothing_watched(self):
+        self.answer(json.dumps({"jobs": [job("task-00000000000b", user="bob")]}))
+        self.assertEqual(run(self.plugin.callback_task_status()), "This chat watches no tasks.")
+
+    def test_status_is_capped_at_twenty(self):
+        self.answer(json.dumps({"jobs": [job("task-%012x" % i) for i in range(30)]}))
+        self.assertEqual(len(run(self.plugin.callback_task_status()).splitlines()), 20)
+
+    def test_cancel(self):
+        self.answer(json.dumps(job("task-00000000000a", status="cancelled")))
+        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
+        self.assertEqual(line, "Stopped watching task-00000000000a (now cancelled); the task itself keeps running.")
+
+    def test_cancel_refused(self):
+        self.answer("", "atc: task-00000000000a is not watched\n", 1)
+        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        self.assertEqual(line, "Not cancelled task-00000000000a: task-00000000000a is not watched")
+
+    # -- registration -----------------------------------------------------------------
+
+    def test_registers_the_seed_tools_with_the_same_signatures(self):
+        import inspect
+
+        seen = []
+        hooks = []
+
+        class Api:
+            def register_tool(self, tool_name, tool_func, description="", icon="", **_):
+                seen.append((tool_name, tool_func, description))
+
+            def register_runtime_hook(self, hook):
+                hooks.append(hook)
+
+        self.plugin.plugin.register(Api())
+        self.assertEqual([s[0] for s in seen], [
+            "watch_agent_task", "watch_agent_tasks", "callback_task_status", "cancel_task_callback"])
+        sigs = {name: str(inspect.signature(func)) for name, func, _ in seen}
+        self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '') -> str")
+        self.assertEqual(sigs["callback_task_status"], "() -> str")
+        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str) -> str")
+        self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list, group: str) -> str")
+        self.assertEqual(len(hooks), 1)
+        self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))
+        for name, func, description in seen:
+            self.assertTrue(inspect.iscoroutinefunction(func), name)
+            self.assertTrue(func.__doc__ and description, name)
+
+    def test_manifest_names_the_entry_and_the_tools(self):
+        manifest = json.loads((PLUGIN.parent / "plugin.json").read_text())
+        self.assertEqual(manifest["id"], "atc")
+        self.assertEqual(manifest["entry"]["backend"], "plugin.py")
+        self.assertTrue(manifest["name"] and manifest["version"])
+        self.assertEqual([t["name"] for t in manifest["meta"]["tools"]], list(self.plugin.TOOLS))
+
+
+class KickTest(unittest.TestCase):
+    """The FINALLY hook: atc tick --kicked, detached, only with work, one at a time."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name)
+        self.atc = self.path / "atc"
+        self.atc.write_text(STUB)
+        self.atc.chmod(0o755)
+        self.env = dict(os.environ)
+        self.jobs = self.path / "state" / "jobs.json"
+        self.jobs.parent.mkdir()
+        os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
+        os.environ.pop("STUB_SLEEP", None)
+        self.plugin = load_plugin()
+        self.kicker = self.plugin.Kicker()
+
+    def tearDown(self):
+        # Let every reaper finish (one may start one more tick for a mark).
+        while self.kicker.reaper is not None and self.kicker.reaper.is_alive():
+            self.kicker.reaper.join()
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.dir.cleanup()
+
+    def settle(self):
+        """Writes the heartbeat a tick leaves for a settled file (as pass.rs does)."""
+        st = os.stat(self.jobs)
+        beat = {"last_tick_at": "2026-12-01T10:00:00Z", "settled": {
+            "file": self.plugin.fingerprint(st), "key": {"keep_secs": 1, "busy_deadline_secs": 1}, "until": None}}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+
+    def kicked(self):
+        proc = self.kicker.proc
+        self.assertIsNotNone(proc, "no atc started")
+        proc.wait()
+        return (self.path / "calls.args").read_text().splitlines()
+
+    def test_no_job_file_starts_nothing(self):
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc)
+        self.assertFalse((self.path / "calls.args").exists())
+
+    def test_a_settled_file_starts_nothing_a_changed_one_does(self):
+        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.settle()
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc)
+        self.jobs.write_text('{"version": 1, "jobs": [1]}')
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_no_heartbeat_yet_means_work(self):
+        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_one_at_a_time_the_second_leaves_a_mark(self):
+        self.jobs.write_text("{}")
+        os.environ["STUB_SLEEP"] = "1"
+        self.kicker.kick()
+        first = self.kicker.proc
+        self.kicker.kick()
+        self.assertIs(self.kicker.proc, first)
+        mark = Path(str(self.jobs) + ".tick.again")
+        self.assertTrue(mark.exists())
+        # The stub tick ignores the mark, so the reaper starts one more tick for it.
+        first.wait()
+        self.kicker.reaper.join()
+        os.environ.pop("STUB_SLEEP")
+        self.assertIsNot(self.kicker.proc, first)
+        self.kicker.proc.wait()
+
+    def test_a_missing_binary_says_so_once_and_never_raises(self):
+        self.jobs.write_text("{}")
+        os.environ["ATC_BIN"] = str(self.path / "nope")
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            self.kicker.kick()
+            self.kicker.kick()
+            self.plugin.LOG.warning("end")
+        self.assertEqual(len(said.output), 2, said.output)
+        self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN=", said.output[0])
+        self.assertIsNone(self.kicker.proc)
+
+    def test_the_hook_runs_the_kick_and_returns(self):
+        self.jobs.write_text("{}")
+        hook = self.plugin.kick_hook(self.kicker)
+        self.assertEqual(hook.phase, "finally")
+        run(hook.run(object()))
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
+    def test_the_real_atc_heartbeat_is_understood(self):
+        real = os.environ.get("ATC_TEST_BIN")
+        if not real:
+            self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
+        import subprocess
+        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path))
+        env.pop("ATC_BIN")
+        def atc(*args):
+            subprocess.run([real, *args], env=env, check=True, capture_output=True)
+        atc("watch", "task-0123456789ab", "--session", "s-1")
+        self.assertTrue(self.plugin.has_work(self.jobs))
+        atc("cancel", "task-0123456789ab")
+        atc("tick")
+        self.assertFalse(self.plugin.has_work(self.jobs), Path(str(self.jobs) + ".tick.lock").read_text())
+        atc("watch", "task-0123456789ac", "--session", "s-1")
+        self.assertTrue(self.plugin.has_work(self.jobs))
+
+
+if __name__ == "__main__":
+    install_host_stubs()
+    unittest.main(verbosity=1)
