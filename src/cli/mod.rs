@@ -456,9 +456,12 @@ pub struct TickArgs {
     pub turn_timeout: Option<Duration>,
 }
 
+/// A duration flag: humantime syntax, at most ten years (`validate::duration`), so no
+/// deadline computed from it can overflow.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|err| format!("{err} (write durations like 30s, 5m, 24h, 7d)"))
+        .and_then(crate::validate::duration)
 }
 
 /// Parses the process's arguments; on a usage error (or `--help`, `--version`) prints

@@ -29,21 +29,27 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
         Failure::new(Exit::Refused, format!("cannot read the plugin's state file {shown}: {e}{hint}"))
     })?;
     let now = Timestamp::now();
-    let records =
-        plugin::records(&text, &import.base_url.value, import.max_age, now).map_err(|why| {
+    let records: Vec<Record> = plugin::records(&text, &import.base_url.value, import.max_age, now)
+        .map_err(|why| {
             Failure::new(
                 Exit::Refused,
                 format!("the plugin's state file {shown} {why}; nothing was imported"),
             )
         })?;
 
+    let total = records.len();
     let store = Store::new(import.state.value.clone());
     let (imported, already, skipped) = store.update(|file| {
         let (mut imported, mut already, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
         for record in records {
             match record {
                 Record::Job(job) if file.find(&job.task_id).is_some() => already.push(job.task_id),
-                Record::Job(job) => {
+                Record::Job(mut job) => {
+                    // Two records sharing a job id (or one the file already holds) would
+                    // make the whole file unloadable: the newcomer gets a fresh one.
+                    while file.jobs.iter().any(|j| j.job_id == job.job_id) {
+                        job.job_id = crate::ids::new_job_id();
+                    }
                     imported.push((job.task_id.clone(), job.status, job.job_id.clone()));
                     file.jobs.push(*job);
                 }
@@ -93,6 +99,12 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
                 already.len()
             ));
         }
+        if !skipped.is_empty() {
+            text.push_str(&format!(
+                "; {} skipped (each is named below, with why)",
+                plural(skipped.len(), "record")
+            ));
+        }
         text.push_str(".\n");
         if pending > 0 {
             text.push_str("The next atc tick polls the pending ones; stop the plugin first so only one of them delivers.\n");
@@ -102,6 +114,11 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
     if !out.quiet {
         for (task_id, why) in &skipped {
             crate::term::say(&format!("atc: warning: skipped {task_id}: it {why}"));
+        }
+        if total == 0 {
+            crate::term::say(&format!(
+                "atc: warning: {shown} holds no job records: it may not be the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)"
+            ));
         }
     }
     Ok(())

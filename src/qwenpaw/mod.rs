@@ -4,6 +4,7 @@
 
 pub mod chat;
 pub mod client;
+pub mod loopback;
 pub mod render;
 pub mod task;
 
