@@ -278,6 +278,8 @@ pub struct Redeliver {
     pub task_id: String,
     pub create_session: bool,
     pub limits: Limits,
+    /// For the chat check (the job's own base URL is asked).
+    pub auth: Auth,
 }
 
 /// Everything one tick needs besides the job file's contents.
@@ -491,6 +493,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             create_session: args.create_session,
             state: state()?,
             limits: default_limits(),
+            auth: auth()?,
         }),
         Command::Generate(args) => Action::Generate(match args.what {
             Generated::Man { command } => Generate::Man(command),
