@@ -129,6 +129,32 @@ pub fn base_url(raw: &str) -> Result<String, String> {
     if host.is_empty() {
         return Err(format!("base URL {shown} has no host"));
     }
+    let bracketed = authority.starts_with('[');
+    let host_ok = if bracketed {
+        host.parse::<std::net::Ipv6Addr>().is_ok()
+    } else {
+        host.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    };
+    if !host_ok {
+        return Err(format!(
+            "base URL {shown} has a host that is not a name or an address"
+        ));
+    }
+    let path = &rest[authority.len()..];
+    let bytes = path.as_bytes();
+    let path_ok = bytes.iter().enumerate().all(|(i, &b)| match b {
+        b'%' => {
+            bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+        }
+        _ => b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:/".contains(&b),
+    });
+    if !path_ok {
+        return Err(format!(
+            "base URL {shown} has characters a URL path cannot hold; give only scheme, host, port and path"
+        ));
+    }
     if let Some(port) = port {
         match port.parse::<u32>() {
             Ok(1..=65535) if !port.starts_with('+') => {}
