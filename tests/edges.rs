@@ -524,3 +524,34 @@ fn a_second_cancel_logs_nothing() {
         .count();
     assert_eq!(cancelled, 1);
 }
+
+// ---------------------------------------------------------------------------------------
+// 20. `examples/demo.sh --keep` (the run itself needs QwenPaw: see the README; this checks
+// the flag is documented and anything else is refused before anything starts)
+
+#[test]
+fn the_demo_takes_keep_and_refuses_other_arguments() {
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.sh");
+    let help = std::process::Command::new("bash")
+        .arg(&demo)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        text.contains("examples/demo.sh --keep   # leaves the server, the job file"),
+        "{text}"
+    );
+    let bad = std::process::Command::new("bash")
+        .arg(&demo)
+        .arg("--kep")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "usage: examples/demo.sh [--keep]\n"
+    );
+    assert!(bad.stdout.is_empty());
+}
