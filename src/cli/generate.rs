@@ -99,7 +99,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     };
     roff.control("SH", ["ENVIRONMENT"]);
     roff.text([roman(
-        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged.",
+        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged. A variable whose value is not UTF-8 is refused (exit 2, naming it), never taken as unset; ATC_STATE and QWENPAW_WORKING_DIR are paths and taken as bytes. A token must be printable ASCII without spaces (a trailing carriage return from a CRLF file is refused, exit 2).",
     )]);
     for (name, text) in ENVIRONMENT {
         item(&mut roff, name, text);

@@ -27,6 +27,8 @@ Settings: a flag beats its environment variable, which beats the default.
 Tokens are read from the environment on every request and never stored:
   QWENPAW_RUNTIME_INTERNAL_TOKEN  sent as X-QwenPaw-Runtime-Token
   ATC_BEARER_TOKEN                sent as Authorization: Bearer
+Values are checked where they enter: ids at most 256 characters, no control characters;
+ports 1-65535; durations at most 3650d; environment values UTF-8; tokens printable ASCII.
 
 ";
 
