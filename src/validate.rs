@@ -101,33 +101,37 @@ pub fn base_url(raw: &str) -> Result<String, String> {
             "base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)".to_owned(),
         );
     }
-    let shown = preview(raw);
+    // Built only for a refusal: a sound URL (every job, every load) costs no copy.
+    let shown = || preview(raw);
     let url = raw.trim().trim_end_matches('/');
-    if url.chars().count() > 2048 {
-        return Err(format!("base URL {shown} is too long"));
+    if url.len() > 2048 {
+        return Err(format!("base URL {} is too long", shown()));
     }
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(format!(
-            "base URL {shown} has no scheme; write it like http://127.0.0.1:8088"
+            "base URL {} has no scheme; write it like http://127.0.0.1:8088",
+            shown()
         ));
     };
     let scheme = scheme.to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
         return Err(format!(
-            "base URL {shown} uses {}://; only http:// and https:// are supported",
+            "base URL {} uses {}://; only http:// and https:// are supported",
+            shown(),
             preview(&scheme).trim_matches('"')
         ));
     }
     if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!(
-            "base URL {shown} contains a query, fragment, whitespace or control character; give only scheme, host, port and path"
+            "base URL {} contains a query, fragment, whitespace or control character; give only scheme, host, port and path",
+            shown()
         ));
     }
     let authority = rest.split('/').next().unwrap_or_default();
     let (host, port) =
-        split_authority(authority).ok_or_else(|| format!("base URL {shown} has no host"))?;
+        split_authority(authority).ok_or_else(|| format!("base URL {} has no host", shown()))?;
     if host.is_empty() {
-        return Err(format!("base URL {shown} has no host"));
+        return Err(format!("base URL {} has no host", shown()));
     }
     let bracketed = authority.starts_with('[');
     let host_ok = if bracketed {
@@ -138,7 +142,8 @@ pub fn base_url(raw: &str) -> Result<String, String> {
     };
     if !host_ok {
         return Err(format!(
-            "base URL {shown} has a host that is not a name or an address"
+            "base URL {} has a host that is not a name or an address",
+            shown()
         ));
     }
     let path = &rest[authority.len()..];
@@ -152,7 +157,8 @@ pub fn base_url(raw: &str) -> Result<String, String> {
     });
     if !path_ok {
         return Err(format!(
-            "base URL {shown} has characters a URL path cannot hold; give only scheme, host, port and path"
+            "base URL {} has characters a URL path cannot hold; give only scheme, host, port and path",
+            shown()
         ));
     }
     if let Some(port) = port {
@@ -160,7 +166,8 @@ pub fn base_url(raw: &str) -> Result<String, String> {
             Ok(1..=65535) if !port.starts_with('+') => {}
             _ => {
                 return Err(format!(
-                    "base URL {shown} has port {}, which is not a port (1 to 65535)",
+                    "base URL {} has port {}, which is not a port (1 to 65535)",
+                    shown(),
                     preview(port).trim_matches('"')
                 ));
             }
