@@ -555,3 +555,20 @@ fn the_demo_takes_keep_and_refuses_other_arguments() {
     );
     assert!(bad.stdout.is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// 18. `redeliver` says what it will do when the chat cannot be checked now
+
+#[test]
+fn redeliver_says_when_it_could_not_check_the_chat() {
+    let env = TestEnv::new();
+    let mut job = support::atc::job(TASK, "misrouted", &format!("{NOWHERE}/api"));
+    job["final"] = json!("the text");
+    env.write_file(&json!({"version": 1, "jobs": [job]}));
+    env.atc(["redeliver", TASK])
+        .stdout(format!(
+            "{TASK} goes to session s-77 (user default, channel console) again on the next atc tick, once the chat is idle; the chat could not be checked now (GET {NOWHERE}/api/chats?user_id=default&channel=console: connection refused (is QwenPaw running?)): the tick checks it before posting.\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "delivering"))
+        .run();
+}
