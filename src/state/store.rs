@@ -376,13 +376,14 @@ fn name_of(i: usize, job: &serde_json::Value) -> String {
 fn culprit(job: &serde_json::Value) -> Option<String> {
     let fails = |v: &serde_json::Value| serde_json::from_value::<Job>(v.clone()).err();
     let first = fails(job)?.to_string();
+    let fields = job.as_object()?;
     if let Some(missing) = first
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())
+        .filter(|name| !fields.contains_key(*name))
     {
         return Some(missing.to_owned());
     }
-    let fields = job.as_object()?;
     for (key, inner) in fields {
         let mut without = job.clone();
         without.as_object_mut()?.remove(key);
@@ -505,6 +506,53 @@ mod tests {
             assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+    }
+
+    #[test]
+    fn schema_errors_name_the_job_and_the_field() {
+        let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
+        let id = job["job_id"].as_str().unwrap().to_owned();
+        for (field, value, says) in [
+            (
+                "strikes",
+                serde_json::json!("3"),
+                "field \"strikes\": invalid type",
+            ),
+            (
+                "delivery",
+                serde_json::json!({"busy": -1}),
+                "field \"delivery.busy\"",
+            ),
+            (
+                "forward",
+                serde_json::json!({}),
+                "field \"forward\": missing field `status`",
+            ),
+            (
+                "status",
+                serde_json::json!("exploded"),
+                "field \"status\": unknown variant",
+            ),
+        ] {
+            let mut bad = job.clone();
+            bad[field] = value;
+            let bytes =
+                serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [bad]})).unwrap();
+            let problem = parse(&bytes).unwrap_err();
+            assert!(
+                problem
+                    .what
+                    .contains(&format!("job {id} (task task-1) {says}")),
+                "{problem:?}"
+            );
+        }
+        job.as_object_mut().unwrap().remove("session_id");
+        let bytes = serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [job]})).unwrap();
+        let problem = parse(&bytes).unwrap_err();
+        assert!(
+            problem.what.contains("field \"session_id\": missing field"),
+            "{problem:?}"
+        );
     }
 
     #[test]
