@@ -572,3 +572,76 @@ fn redeliver_says_when_it_could_not_check_the_chat() {
         .file(|file| assert_eq!(file["jobs"][0]["status"], "delivering"))
         .run();
 }
+
+// ---------------------------------------------------------------------------------------
+// 4. "This machine" by the addresses a name resolves to
+
+/// In a private network and mount namespace whose /etc/hosts maps `foo.localhost` to
+/// 10.123.0.1 (an address of the namespace's own interface, but not loopback) and
+/// `box.localhost` to 127.0.0.1: the token goes to neither by the name's spelling.
+#[test]
+fn a_localhost_name_mapped_elsewhere_does_not_get_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost box.localhost\n10.123.0.1 foo.localhost\n",
+    )
+    .unwrap();
+    let probe = std::process::Command::new("unshare")
+        .args(["-rnm", "sh", "-c"])
+        .arg(format!(
+            "ip link set lo up && ip addr add 10.123.0.1/32 dev lo && mount --bind {} /etc/hosts",
+            hosts.display()
+        ))
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "no private network and mount namespace here (unshare -rnm): not checked at the command level (the unit tests in src/qwenpaw/loopback.rs are)"
+        );
+        return;
+    }
+    let atc = assert_cmd::cargo::cargo_bin("atc");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |name: &str, url: &str| {
+        format!(
+            "env -i PATH=/usr/bin:/bin HOME={home} ATC_STATE={home}/jobs.json QWENPAW_RUNTIME_INTERNAL_TOKEN=s3cr3t-token {atc} wait {TASK} --interval 100ms --timeout 2s --base-url {url} >{out}.out 2>{out}.err; echo $? >{out}.code",
+            home = home.display(),
+            atc = atc.display(),
+            out = dir.path().join(name).display(),
+        )
+    };
+    let script = format!(
+        "ip link set lo up && ip addr add 10.123.0.1/32 dev lo && mount --bind {} /etc/hosts && {} && {}",
+        hosts.display(),
+        run("elsewhere", "http://foo.localhost:18080"),
+        run("here", "http://box.localhost:9"),
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-rnm", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert_eq!(read("elsewhere.code"), "2\n", "{}", read("elsewhere.err"));
+    assert_eq!(
+        read("elsewhere.err"),
+        "atc: --base-url http://foo.localhost:18080/api: refusing to send the token (QWENPAW_RUNTIME_INTERNAL_TOKEN / ATC_BEARER_TOKEN) over plain http:// to foo.localhost, which is not this machine: use https://, or pass --allow-insecure-remote on a network you trust\n"
+    );
+    // A name that resolves to loopback only is this machine: polled (nothing listens).
+    assert_eq!(read("here.code"), "5\n", "{}", read("here.err"));
+    assert!(
+        read("here.err").contains("connection refused"),
+        "{}",
+        read("here.err")
+    );
+    for name in ["elsewhere", "here"] {
+        assert!(read(&format!("{name}.out")).is_empty());
+        assert!(!read(&format!("{name}.err")).contains("s3cr3t"));
+    }
+}

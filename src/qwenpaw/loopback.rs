@@ -38,6 +38,11 @@ pub fn is_loopback_with(
     if let Ok(ip) = host.parse::<IpAddr>() {
         return ip.is_loopback();
     }
+    // RFC 6761: `.invalid` never resolves; no lookup leaves the machine for it.
+    let lower = host.to_ascii_lowercase();
+    if lower == "invalid" || lower.ends_with(".invalid") {
+        return false;
+    }
     match resolve(host) {
         Ok(addrs) => !addrs.is_empty() && addrs.iter().all(IpAddr::is_loopback),
         Err(_) => false,
@@ -59,6 +64,7 @@ mod tests {
         assert!(is_loopback_with("::1", never));
         assert!(!is_loopback_with("10.0.0.5", never));
         assert!(!is_loopback_with("::ffff:10.0.0.5", never));
+        assert!(!is_loopback_with("qwenpaw.invalid", never));
     }
 
     #[test]
