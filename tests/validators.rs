@@ -54,7 +54,7 @@ fn fit_for_a_terminal(message: &str) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn labels_that_pass_are_short_and_printable(value in text()) {
