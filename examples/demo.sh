@@ -7,18 +7,29 @@
 # result is delivered, and prints the parent chat with the delivered result.
 # Everything runs in a temp dir that is removed at the end, pass or fail.
 #
-#   examples/demo.sh
+#   examples/demo.sh          # runs, shows, cleans up
+#   examples/demo.sh --keep   # leaves the server, the job file and a second child task
+#                             # running, prints what to try (status, wait, cancel,
+#                             # redeliver, log) and how to stop it all
 #
 # Cost: the first run installs qwenpaw==2.2.2.post1 from PyPI into a virtualenv in
-# ${XDG_CACHE_HOME:-~/.cache}/atc/e2e/ (about 5 minutes and 1.5 GB on a 2-core machine;
-# 6-7 minutes for the whole first run). Later runs reuse it and take about a minute,
-# most of it QwenPaw starting. The virtualenv stays after the demo (the end-to-end tests
+# ${XDG_CACHE_HOME:-~/.cache}/atc/e2e/ (about 2 minutes, up to 5 on a busy 2-core
+# machine, and 1.5 GB; 2-3 minutes for the whole first run). Later runs reuse it and take
+# 20-45 s, most of it QwenPaw starting. The virtualenv stays after the demo (the end-to-end tests
 # share it); `rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"` removes it.
 #
 # It uses the `atc` on your PATH when there is one (`cargo install --path .`), else it
 # builds one (`cargo build`). Nothing leaves the machine: the server, the fake LLM and atc
 # talk over loopback.
 set -euo pipefail
+
+keep=0
+case "${1:-}" in
+    --keep) keep=1 ;;
+    "") ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: examples/demo.sh [--keep]" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 e2e="$root/tests/e2e"
@@ -63,7 +74,7 @@ start_group() { # name logfile cmd...
 }
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"
-step "1/8 provisioning QwenPaw 2.2.2.post1 into $cache (first time ~5 min, ~1.5 GB; afterwards instant)"
+step "1/8 provisioning QwenPaw 2.2.2.post1 into $cache (first time ~2 min, up to 5 on a busy machine, ~1.5 GB; afterwards instant)"
 py=$(bash "$e2e/provision.sh" | tail -n 1)
 note "python: $py"
 
@@ -179,3 +190,49 @@ for m in json.load(sys.stdin)["messages"]:
     print(textwrap.indent(text, "    "))'
 printf '\nThe second user turn above was posted by atc: the child'"'"'s result, rendered exactly as\nQwenPaw'"'"'s own check_agent_task would show it, woke the parent agent up.\n'
 printf '\nQwenPaw stays installed in %s for the next run (and the tests);\nrm -rf "%s" removes it.\n' "$cache" "$cache"
+
+[ "$keep" -eq 1 ] || exit 0
+
+# --keep: everything stays, plus a second child task nobody watches yet.
+child2=$(turn demo-child "And what is the question?")
+cat >"$work/stop.sh" <<STOP
+#!/bin/sh
+# Stops the demo's QwenPaw server and fake LLM, and removes the demo's files.
+for pgid in ${groups[*]}; do kill -TERM -- "-\$pgid" 2>/dev/null; done
+sleep 1
+for pgid in ${groups[*]}; do kill -KILL -- "-\$pgid" 2>/dev/null; done
+rm -rf '$work'
+echo "stopped; $work removed"
+STOP
+chmod +x "$work/stop.sh"
+trap - EXIT
+if [ "$(command -v atc || true)" = "$atc_bin" ]; then a=atc; else a=$atc_bin; fi
+step "kept: the server runs on $base; the job file is $ATC_STATE"
+cat <<TRY
+    Point atc at them in your shell, then try:
+
+    export ATC_STATE='$ATC_STATE' ATC_BASE_URL='$base'
+    $a status
+    $a status $child
+    $a log
+    $a wait $child
+    $a redeliver $child
+
+    (the delivered watch; it in full; what each command and tick did; the child's result
+    in the foreground, without a job file; refused: it was delivered already.)
+
+    A second child task, $child2, has run and nobody watches it yet:
+
+    $a watch $child2 --session demo-parent --user demo --channel console
+    $a cancel $child2
+    $a watch $child2 --session demo-parent --user demo --channel console
+    $a tick
+    $a status
+
+    (watch it; stop watching it, the task itself is untouched; watch it again; one tick
+    delivers it into the parent chat.)
+
+    Stop the server and the fake LLM, and remove the demo's files:
+
+    $work/stop.sh
+TRY

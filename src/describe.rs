@@ -205,7 +205,8 @@ pub fn explain(job: &Job) -> Option<String> {
             }
         ),
         Status::Misrouted => format!(
-            "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver --create-session`"
+            "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver {} --create-session` to start that chat",
+            job.task_id
         ),
         Status::Lost => format!(
             "the server has no record of the task ({error}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong{}",

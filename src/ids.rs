@@ -11,12 +11,13 @@ pub const MAX_TASK_ID_LEN: usize = 128;
 /// non-ASCII) could address another route or smuggle bytes into the URL, so it is refused.
 pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
     let id = raw.trim().trim_matches(|c| c == '"' || c == '\'').trim();
-    let shown = raw.escape_debug();
+    let shown = || crate::validate::preview(raw);
     if id.is_empty() {
         return Err(Failure::new(
             Exit::Usage,
             format!(
-                "task id \"{shown}\" is empty; pass the id submit_to_agent returned, e.g. task-3f9a0c1b2d4e"
+                "task id {} is empty; pass the id submit_to_agent returned, e.g. task-3f9a0c1b2d4e",
+                shown()
             ),
         ));
     }
@@ -36,7 +37,8 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         return Err(Failure::new(
             Exit::Usage,
             format!(
-                "task id \"{shown}\" contains {:?}; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)",
+                "task id {} contains {:?}; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)",
+                shown(),
                 bad
             ),
         ));

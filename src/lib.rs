@@ -25,6 +25,7 @@ pub mod state;
 pub mod term;
 pub mod text;
 pub mod time;
+pub mod validate;
 
 use std::process::ExitCode;
 

@@ -810,6 +810,11 @@ fn redeliver(job: &Job, create_session: bool, now: Timestamp) -> Transition {
         _ => match job.outbound() {
             Some(Outbound::Undelivered | Outbound::Misrouted) => Outbound::Delivering,
             Some(Outbound::Unconfirmed) => Outbound::Unconfirmed,
+            // Queued again without leave to start the chat (a misrouted result requeued
+            // by a plain `redeliver`): `--create-session` now gives that leave.
+            Some(Outbound::Delivering) if create_session && !job.options.create_session => {
+                Outbound::Delivering
+            }
             _ => return Transition::ignored(job),
         },
     };

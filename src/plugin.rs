@@ -45,7 +45,12 @@ pub fn merge(jobs: &mut Vec<Job>, records: Vec<Record>) -> Imported {
             Record::Job(job) if jobs.iter().any(|j| j.task_id == job.task_id) => {
                 done.already.push(job.task_id);
             }
-            Record::Job(job) => {
+            Record::Job(mut job) => {
+                // Two records sharing a job id (or one the file already holds) would make
+                // the whole file unloadable: the newcomer gets a fresh one.
+                while jobs.iter().any(|j| j.job_id == job.job_id) {
+                    job.job_id = crate::ids::new_job_id();
+                }
                 done.added
                     .push((job.task_id.clone(), job.status, job.job_id.clone()));
                 jobs.push(*job);
@@ -100,7 +105,7 @@ fn record(
         Ok(id) => id,
         Err(err) => {
             return Record::Skip {
-                task_id: raw_id.escape_debug().to_string(),
+                task_id: crate::validate::preview(&raw_id),
                 why: format!("has an unusable task id: {}", err.message),
             };
         }
@@ -115,8 +120,40 @@ fn record(
     let Some(status) = text(&fields, "status") else {
         return skip("has no status");
     };
-    let registered_at = epoch(&fields, "registered_at").unwrap_or(now);
-    let completed_at = epoch(&fields, "completed_at");
+    // Every field through the validators `watch` uses: what `watch` would refuse is
+    // refused here, one record at a time.
+    for name in [
+        "session_id",
+        "user_id",
+        "channel",
+        "agent_id",
+        "target_agent",
+    ] {
+        if let Some(value) = text(&fields, name)
+            && let Err(why) = crate::validate::label(&value)
+        {
+            return skip(&format!("has an unusable {name}: it {why}"));
+        }
+    }
+    let mut times = [None, None];
+    for (slot, name) in times.iter_mut().zip(["registered_at", "completed_at"]) {
+        match fields.get(name).filter(|v| !v.is_null()) {
+            None => {}
+            Some(_) => match epoch(&fields, name) {
+                Some(at) => match crate::validate::timestamp(at) {
+                    Ok(()) => *slot = Some(at),
+                    Err(why) => return skip(&format!("has an unusable {name}: {why}")),
+                },
+                None => {
+                    return skip(&format!(
+                        "has an unusable {name}: not epoch seconds or an RFC 3339 time"
+                    ));
+                }
+            },
+        }
+    }
+    let [registered, completed_at] = times;
+    let registered_at = registered.unwrap_or(now);
     let target = Target {
         agent_id: text(&fields, "agent_id").unwrap_or_else(|| "default".to_owned()),
         target_agent: text(&fields, "target_agent"),
@@ -124,8 +161,9 @@ fn record(
         user_id: text(&fields, "user_id").unwrap_or_else(|| "default".to_owned()),
         channel: text(&fields, "channel").unwrap_or_else(|| "console".to_owned()),
     };
+    // A job id that collides with another is replaced by the importer.
     let job_id = text(&fields, "job_id")
-        .filter(|id| parse_task_id(id).is_ok_and(|ok| ok == *id) && id.len() <= 64)
+        .filter(|id| crate::validate::job_id(id).is_ok())
         .unwrap_or_else(new_job_id);
     let mut job = Job::new(job_id, task_id, base_url.to_owned(), target, registered_at);
     job.registered_at = registered_at;

@@ -46,6 +46,41 @@ pub mod defaults {
 pub trait Environment {
     fn var(&self, name: &str) -> Option<String>;
     fn home(&self) -> Option<PathBuf>;
+    /// Whether the variable is unset or holds UTF-8 (what `var` can return).
+    fn is_unicode(&self, _name: &str) -> bool {
+        true
+    }
+    /// A path from the environment, taken as bytes: a path need not be UTF-8.
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        self.var(name).map(PathBuf::from)
+    }
+}
+
+/// The variables atc reads as text. One that is not UTF-8 is refused (exit 2), never
+/// taken as unset: an `ATC_BASE_URL` in Latin-1 must not quietly become the default.
+/// (`ATC_STATE` and `QWENPAW_WORKING_DIR` are paths, taken as bytes.)
+pub const TEXT_VARS: [&str; 10] = [
+    "ATC_BASE_URL",
+    "ATC_SESSION_ID",
+    "ATC_USER_ID",
+    "ATC_CHANNEL",
+    "ATC_AGENT_ID",
+    "ATC_BEARER_TOKEN",
+    "ATC_ALLOW_INSECURE_REMOTE",
+    "QWENPAW_RUNTIME_INTERNAL_TOKEN",
+    "QWENPAW_RUNTIME_API_URL",
+    "QWENPAW_RUNTIME_ID",
+];
+
+/// Refuses (exit 2) the first text variable whose value is not UTF-8, naming it.
+fn check_unicode(env: &dyn Environment) -> Result<(), Failure> {
+    match TEXT_VARS.iter().find(|name| !env.is_unicode(name)) {
+        Some(name) => Err(Failure::new(
+            Exit::Usage,
+            format!("{name} is not valid UTF-8; set it to plain text (or unset it)"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The real process environment. Empty variables count as unset.
@@ -58,6 +93,16 @@ impl Environment for ProcessEnv {
 
     fn home(&self) -> Option<PathBuf> {
         directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf())
+    }
+
+    fn is_unicode(&self, name: &str) -> bool {
+        !matches!(std::env::var(name), Err(std::env::VarError::NotUnicode(_)))
+    }
+
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        std::env::var_os(name)
+            .filter(|v| !v.to_string_lossy().trim().is_empty())
+            .map(PathBuf::from)
     }
 }
 
@@ -248,6 +293,8 @@ pub struct Redeliver {
     pub task_id: String,
     pub create_session: bool,
     pub limits: Limits,
+    /// For the chat check (the job's own base URL is asked).
+    pub auth: Auth,
 }
 
 /// Everything one tick needs besides the job file's contents.
@@ -279,12 +326,21 @@ pub struct Auth {
 }
 
 impl Auth {
-    pub fn from_env(env: &dyn Environment) -> Auth {
-        Auth {
-            runtime_token: env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
-            bearer_token: env.var("ATC_BEARER_TOKEN"),
+    /// The tokens in the environment. A malformed one (a control character, a space,
+    /// non-ASCII) is refused (exit 2) naming the variable, never shown: sent as it is,
+    /// it would fail every request as if the server were down.
+    pub fn from_env(env: &dyn Environment) -> Result<Auth, Failure> {
+        let token = |name: &str| match env.var(name) {
+            Some(value) => crate::validate::token(&value)
+                .map(|()| Some(value))
+                .map_err(|why| Failure::new(Exit::Usage, format!("{name} {why}"))),
+            None => Ok(None),
+        };
+        Ok(Auth {
+            runtime_token: token("QWENPAW_RUNTIME_INTERNAL_TOKEN")?,
+            bearer_token: token("ATC_BEARER_TOKEN")?,
             allow_insecure_remote: false,
-        }
+        })
     }
 
     pub fn has_token(&self) -> bool {
@@ -293,8 +349,11 @@ impl Auth {
 
     /// Refuses (exit 2) a base URL the tokens must not travel to, unless allowed.
     fn check_transport(&self, base_url: &Setting<String>) -> Result<(), Failure> {
+        if !self.has_token() || self.allow_insecure_remote {
+            return Ok(());
+        }
         match insecure_remote_host(&base_url.value) {
-            Some(host) if self.has_token() && !self.allow_insecure_remote => Err(Failure::new(
+            Some(host) => Err(Failure::new(
                 Exit::Usage,
                 format!(
                     "{} {}: {}",
@@ -303,7 +362,7 @@ impl Auth {
                     insecure_refusal(host)
                 ),
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }
@@ -327,14 +386,17 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         quiet: cli.quiet,
         verbose: cli.verbose,
     };
+    check_unicode(env)?;
     let state = || state_path(cli.state.clone(), env);
     let allow_insecure = cli.allow_insecure_remote
         || env
             .var("ATC_ALLOW_INSECURE_REMOTE")
             .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
-    let auth = || Auth {
-        allow_insecure_remote: allow_insecure,
-        ..Auth::from_env(env)
+    let auth = || -> Result<Auth, Failure> {
+        Ok(Auth {
+            allow_insecure_remote: allow_insecure,
+            ..Auth::from_env(env)?
+        })
     };
     let action = match cli.command {
         Command::Watch(args) => Action::Watch(Box::new(watch(
@@ -342,7 +404,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             cli.base_url.as_deref(),
             env,
             state,
-            auth(),
+            auth()?,
         )?)),
         Command::Status(args) => Action::Status(Status {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
@@ -354,7 +416,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             limits: default_limits(),
         }),
-        Command::Tick(args) => Action::Tick(tick(args, state()?, auth())),
+        Command::Tick(args) => Action::Tick(tick(args, state()?, auth()?)),
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,
             agent: text(
@@ -368,17 +430,17 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             .expect("a default"),
             base_url: {
                 let url = base_url(cli.base_url.as_deref(), env)?;
-                auth().check_transport(&url)?;
+                auth()?.check_transport(&url)?;
                 url
             },
-            auth: auth(),
+            auth: auth()?,
             timeout: args.timeout,
             interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
             http_timeout: defaults::HTTP_TIMEOUT,
         }),
         Command::Doctor => Action::Doctor(Doctor {
             base_url: base_url(cli.base_url.as_deref(), env)?,
-            auth: auth(),
+            auth: auth()?,
             http_timeout: defaults::DOCTOR_TIMEOUT,
             state: state()?,
             qwenpaw_working_dir: qwenpaw_working_dir(env),
@@ -458,7 +520,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 dry_run,
                 cli.base_url.as_deref(),
                 env,
-                auth(),
+                auth()?,
             )?)
         }
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
@@ -466,6 +528,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             create_session: args.create_session,
             state: state()?,
             limits: default_limits(),
+            auth: auth()?,
         }),
         Command::Generate(args) => Action::Generate(match args.what {
             Generated::Man { command } => Generate::Man(command),
@@ -513,7 +576,6 @@ fn watch(
                     value,
                     source: Source::Flag(flag),
                 })
-                .and_then(short(200))
                 .map(|s| s.value)
             })
             .transpose()
@@ -626,17 +688,13 @@ fn text(
 /// One part of a chat target, kept exactly as given (QwenPaw matches the triple byte for
 /// byte) but never empty and free of control characters.
 fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
-    let usage = |why: String| Err(Failure::new(Exit::Usage, why));
-    if setting.value.trim().is_empty() {
-        return usage(format!("{} must not be empty", setting.source));
+    match crate::validate::label(&setting.value) {
+        Ok(()) => Ok(setting),
+        Err(why) => Err(Failure::new(
+            Exit::Usage,
+            format!("{} {why}", setting.source),
+        )),
     }
-    if setting.value.chars().any(char::is_control) {
-        return usage(format!(
-            "{} {:?} contains a control character",
-            setting.source, setting.value
-        ));
-    }
-    Ok(setting)
 }
 
 /// A tick interval the schedule can express: whole seconds, at least one; for cron (one
@@ -690,31 +748,14 @@ fn read_from(from: &Path) -> Result<(String, String), Failure> {
     Ok((text, shown))
 }
 
-/// A check that a label (group name, branch) is of reasonable length.
-fn short(max: usize) -> impl Fn(Setting<String>) -> Result<Setting<String>, Failure> {
-    move |setting| {
-        let n = setting.value.chars().count();
-        if n > max {
-            return Err(Failure::new(
-                Exit::Usage,
-                format!(
-                    "{} is {n} characters long; at most {max} are accepted",
-                    setting.source
-                ),
-            ));
-        }
-        Ok(setting)
-    }
-}
-
 /// The job file: `--state`, else `ATC_STATE`, else the platform state dir
 /// (`~/.local/state/atc/jobs.json` on Linux; the local data dir where there is none).
 fn state_path(flag: Option<PathBuf>, env: &dyn Environment) -> Result<Setting<PathBuf>, Failure> {
     let given = match flag {
         Some(path) => Some((path, Source::Flag("--state"))),
         None => env
-            .var("ATC_STATE")
-            .map(|path| (PathBuf::from(path), Source::Env("ATC_STATE"))),
+            .path("ATC_STATE")
+            .map(|path| (path, Source::Env("ATC_STATE"))),
     };
     if let Some((path, source)) = given {
         if path.as_os_str().is_empty() || path.is_dir() {
@@ -766,7 +807,7 @@ pub fn base_url(flag: Option<&str>, env: &dyn Environment) -> Result<Setting<Str
     } else {
         (defaults::BASE_URL.to_owned(), Source::Default)
     };
-    let value = normalize_base_url(&raw)
+    let value = crate::validate::base_url(&raw)
         .map_err(|why| Failure::new(Exit::Usage, format!("{source}: {why}")))?;
     Ok(Setting { value, source })
 }
@@ -829,7 +870,7 @@ fn qwenpaw_install(
         let config = working_dir.value.join("config.json");
         match last_api(&config) {
             Some(url) => Some(Setting {
-                value: normalize_base_url(&url).map_err(|why| {
+                value: crate::validate::base_url(&url).map_err(|why| {
                     Failure::new(Exit::Usage, format!("{}: {why}", config.display()))
                 })?,
                 source: Source::QwenPawConfig(config),
@@ -853,8 +894,8 @@ fn qwenpaw_install(
 /// `$QWENPAW_WORKING_DIR`, else `~/.copaw` if it exists (QwenPaw's former name), else
 /// `~/.qwenpaw`.
 pub fn qwenpaw_working_dir(env: &dyn Environment) -> Option<PathBuf> {
-    if let Some(dir) = env.var("QWENPAW_WORKING_DIR") {
-        return Some(PathBuf::from(dir));
+    if let Some(dir) = env.path("QWENPAW_WORKING_DIR") {
+        return Some(dir);
     }
     let home = env.home()?;
     let legacy = home.join(".copaw");
@@ -885,47 +926,9 @@ fn last_api(config: &Path) -> Option<String> {
     })
 }
 
-/// Trims, strips trailing `/`, appends `/api` unless present. Refuses what cannot be a
-/// plain QwenPaw address: other schemes, credentials in the URL (they would end up in the
-/// job file), queries and fragments. The error says why, for the caller to prefix with the
-/// value's source.
-pub fn normalize_base_url(raw: &str) -> Result<String, String> {
-    let url = raw.trim().trim_end_matches('/');
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(format!(
-            "base URL {raw:?} has no scheme; write it like http://127.0.0.1:8088"
-        ));
-    };
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return Err(format!(
-            "base URL {raw:?} uses {scheme}://; only http:// and https:// are supported"
-        ));
-    }
-    let authority = rest.split('/').next().unwrap_or_default();
-    if authority.contains('@') {
-        return Err(
-            "base URL contains a user name or password; remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)".to_owned(),
-        );
-    }
-    if authority.is_empty() || authority.starts_with(':') {
-        return Err(format!("base URL {raw:?} has no host"));
-    }
-    if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "base URL {raw:?} contains a query, fragment or whitespace; give only scheme, host, port and path"
-        ));
-    }
-    let url = format!("{scheme}://{rest}");
-    Ok(if url.ends_with("/api") {
-        url
-    } else {
-        format!("{url}/api")
-    })
-}
-
-/// The host of `url` when it is plain `http://` to a host that is not this machine
-/// (loopback: `localhost`, 127.0.0.0/8, `::1`). Tokens never go there unless allowed.
+/// The host of `url` when it is plain `http://` to a host that is not this machine (an
+/// address in 127.0.0.0/8 or `::1`, or a name that resolves only to such addresses:
+/// `qwenpaw::loopback`). Tokens never go there unless allowed.
 pub fn insecure_remote_host(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("http://").or_else(|| {
         url.get(..7)
@@ -937,13 +940,7 @@ pub fn insecure_remote_host(url: &str) -> Option<&str> {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
     };
-    let lower = host.to_ascii_lowercase();
-    let loopback = lower == "localhost"
-        || lower.ends_with(".localhost")
-        || lower
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    (!loopback).then_some(host)
+    (!crate::qwenpaw::loopback::is_loopback(&host.to_ascii_lowercase())).then_some(host)
 }
 
 /// Why a token will not go to `host`, and what to do.
@@ -1032,7 +1029,7 @@ mod tests {
             ("HTTPS://h/prefix", "https://h/prefix/api"),
             ("http://[::1]:8088", "http://[::1]:8088/api"),
         ] {
-            assert_eq!(normalize_base_url(raw).unwrap(), want);
+            assert_eq!(crate::validate::base_url(raw).unwrap(), want);
         }
         for raw in [
             "ftp://h",
@@ -1043,7 +1040,7 @@ mod tests {
             "http://h/?x=1",
             "file:///etc",
         ] {
-            assert!(normalize_base_url(raw).is_err(), "{raw}");
+            assert!(crate::validate::base_url(raw).is_err(), "{raw}");
         }
     }
 
@@ -1214,7 +1211,8 @@ mod tests {
 
     #[test]
     fn auth_debug_never_shows_tokens() {
-        let auth = Auth::from_env(&env(&[("QWENPAW_RUNTIME_INTERNAL_TOKEN", "s3cr3t")], None));
+        let auth =
+            Auth::from_env(&env(&[("QWENPAW_RUNTIME_INTERNAL_TOKEN", "s3cr3t")], None)).unwrap();
         let shown = format!("{auth:?}");
         assert!(!shown.contains("s3cr3t"));
         assert!(shown.contains("<set>"));

@@ -77,8 +77,12 @@ impl Serialize for Timestamp {
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Timestamp::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("invalid RFC 3339 timestamp {text:?}")))
+        Timestamp::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid RFC 3339 timestamp {}",
+                crate::validate::preview(&text)
+            ))
+        })
     }
 }
 

@@ -699,10 +699,10 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
     let before = std::fs::read(&source).unwrap();
     env.atc(["import-plugin-state", source.to_str().unwrap()])
         .stdout(format!(
-            "Imported 4 jobs from {} (1 still watched, 3 as history).\nThe next atc tick polls the pending ones; stop the plugin first so only one of them delivers.\n",
+            "Imported 4 jobs from {} (1 still watched, 3 as history); 1 record skipped (each is named below, with why).\nThe next atc tick polls the pending ones; stop the plugin first so only one of them delivers.\n",
             source.display()
         ))
-        .stderr_contains("atc: warning: skipped bad/id: it has an unusable task id")
+        .stderr_contains("atc: warning: skipped \"bad/id\": it has an unusable task id")
         .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 4));
     let statuses: Vec<(String, String)> = env
         .jobs()
@@ -737,7 +737,7 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
 
     env.atc(["import-plugin-state", source.to_str().unwrap()])
         .stdout(format!(
-            "Imported 0 jobs from {} (0 still watched, 0 as history); 4 already in the job file, left as they are.\n",
+            "Imported 0 jobs from {} (0 still watched, 0 as history); 4 already in the job file, left as they are; 1 record skipped (each is named below, with why).\n",
             source.display()
         ))
         .stderr_inspected()

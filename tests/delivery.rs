@@ -132,11 +132,30 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     assert!(s.chats.ghosts().is_empty(), "no chat nobody reads");
     s.atc(["status", TASK])
         .stdout_contains("no chat with session s-77 (user default, channel console)")
-        .stdout_contains("atc redeliver --create-session");
+        .stdout_contains(format!("`atc redeliver {TASK} --create-session`"));
+
+    // Without leave to start the chat, a redelivery would only be misrouted again: it
+    // is refused, saying what would help, and nothing changes.
+    s.atc(["redeliver", TASK])
+        .status(1)
+        .stderr(format!(
+            "atc: {} has no chat with session s-77 (user default, channel console) for agent 'default': redelivering would only misroute the result again. Watch again with the right --session, --user and --channel, or run `atc redeliver {TASK} --create-session` to start that chat on purpose\n",
+            s.server.api()
+        ))
+        .file_unchanged()
+        .run();
+    // Requeued by an earlier atc's plain redeliver (delivering, no leave): not refused
+    // as "being delivered already".
+    s.env.edit_job(TASK, |job| {
+        job.insert("status".into(), json!("delivering"));
+    });
 
     // Corrected on purpose: the same text goes out, into a chat started for it.
     s.atc(["redeliver", TASK, "--create-session"])
-        .stdout_contains(format!("{TASK} goes to session s-77"))
+        .stdout(format!(
+            "{TASK} goes to session s-77 (user default, channel console) on the next atc tick, starting that chat (--create-session).\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["create_session"], true))
         .run();
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
@@ -195,7 +214,7 @@ fn the_busy_deadline_ends_in_undelivered_and_redeliver_tries_again() {
     s.tick(&["--busy-deadline", "1h"]).file_unchanged();
     s.atc(["redeliver", TASK])
         .stdout(format!(
-            "{TASK} goes to session s-77 (user default, channel console) again on the next atc tick, once the chat exists and is idle.\n"
+            "{TASK} goes to session s-77 (user default, channel console) again on the next atc tick, once the chat is idle.\n"
         ))
         .file(|file| {
             assert_eq!(file["jobs"][0]["status"], "delivering");

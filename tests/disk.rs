@@ -390,13 +390,19 @@ fn wrong_types_are_refused_untouched() {
         ),
         (
             bad_task,
-            "does not match the v1 schema (invalid type: integer `5`, expected a string)"
-                .to_owned(),
+            // Schema errors name the job and the field.
+            format!(
+                "does not match the v1 schema: job {} field \"task_id\": invalid type: integer `5`, expected a string",
+                good["jobs"][0]["job_id"].as_str().unwrap()
+            ),
         ),
         (
             bad_polls,
-            "does not match the v1 schema (invalid type: string \"seven\", expected u32)"
-                .to_owned(),
+            format!(
+                "does not match the v1 schema: job {} (task {}) field \"polls\": invalid type: string \"seven\", expected u32",
+                good["jobs"][1]["job_id"].as_str().unwrap(),
+                good["jobs"][1]["task_id"].as_str().unwrap()
+            ),
         ),
         (
             no_jobs,
@@ -472,8 +478,10 @@ fn a_job_with_an_unknown_status_is_refused() {
     for run in [env.atc(["status"]), watch_other(&env), env.atc(["tick"])] {
         run.status(3)
             .stderr_contains(format!(
-                "atc: the job file {} does not match the v1 schema (unknown variant `exploded`, expected one of",
-                env.state.display()
+                "atc: the job file {} does not match the v1 schema: job {} (task {}) field \"status\": unknown variant `exploded`, expected one of",
+                env.state.display(),
+                file["jobs"][1]["job_id"].as_str().unwrap(),
+                file["jobs"][1]["task_id"].as_str().unwrap()
             ))
             .stderr_contains("it was left untouched")
             .file_unchanged()

@@ -155,6 +155,19 @@ fn man_renders_the_checked_in_page() {
     assert!(shown.contains("124    wait timed out"), "{shown}");
 }
 
+/// `atc watch` takes many task ids: its page says so, as `--help` does.
+#[test]
+fn the_watch_synopsis_shows_many_task_ids() {
+    let mut generated = Vec::new();
+    atc::cli::generate::man(Some("watch"), &mut generated).unwrap();
+    let text = String::from_utf8(generated).unwrap();
+    let synopsis = text
+        .lines()
+        .find(|l| l.starts_with("\\fBatc watch\\fR"))
+        .unwrap();
+    assert!(synopsis.ends_with("[\\fITASK_ID\\fR]... "), "{synopsis}");
+}
+
 #[test]
 fn completions_match_the_binary() {
     let mut stale = Vec::new();

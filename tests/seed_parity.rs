@@ -448,7 +448,7 @@ fn pruning_keeps_pending_and_recent_terminal_jobs() {
         });
     }
     s.poll_replies("task-old-pending", vec![Reply::json(200, bodies::RUNNING)]);
-    s.tick(&["--keep", "7d", "--max-age", "100000d"]);
+    s.tick(&["--keep", "7d", "--max-age", "3650d"]);
     let left: Vec<String> = s
         .env
         .jobs()

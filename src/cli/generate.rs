@@ -56,8 +56,28 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
             sub.name(*title)
         }
     };
-    clap_mangen::Man::new(page).render(out)?;
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(page.clone()).render(&mut roff)?;
+    out.write_all(variadic_marked(&page, String::from_utf8(roff)?).as_bytes())?;
     Ok(())
+}
+
+/// clap_mangen 0.2 shows a positional that takes many values as `[TASK_ID]`, like one
+/// that takes one: the page says `[TASK_ID]...`, as `--help` does.
+fn variadic_marked(page: &clap::Command, mut roff: String) -> String {
+    for arg in page.get_positionals() {
+        if arg.get_num_args().is_some_and(|n| n.max_values() > 1) {
+            let name = arg
+                .get_value_names()
+                .map_or_else(|| arg.get_id().to_string(), |v| v.join(" "));
+            for (open, close) in [("[", "]"), ("<", ">")] {
+                let shown = format!("{open}\\fI{name}\\fR{close}");
+                roff = roff.replace(&format!("{shown} "), &format!("{shown}... "));
+                roff = roff.replace(&format!("{shown}\n"), &format!("{shown}...\n"));
+            }
+        }
+    }
+    roff
 }
 
 /// atc(1): clap's NAME, SYNOPSIS, DESCRIPTION, options and commands, then the sections a
@@ -80,7 +100,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     };
     roff.control("SH", ["ENVIRONMENT"]);
     roff.text([roman(
-        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged.",
+        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged. A variable whose value is not UTF-8 is refused (exit 2, naming it), never taken as unset; ATC_STATE and QWENPAW_WORKING_DIR are paths and taken as bytes. A token must be printable ASCII without spaces (a trailing carriage return from a CRLF file is refused, exit 2).",
     )]);
     for (name, text) in ENVIRONMENT {
         item(&mut roff, name, text);

@@ -27,6 +27,8 @@ Settings: a flag beats its environment variable, which beats the default.
 Tokens are read from the environment on every request and never stored:
   QWENPAW_RUNTIME_INTERNAL_TOKEN  sent as X-QwenPaw-Runtime-Token
   ATC_BEARER_TOKEN                sent as Authorization: Bearer
+Values are checked where they enter: ids at most 256 characters, no control characters;
+ports 1-65535; durations at most 3650d; environment values UTF-8; tokens printable ASCII.
 
 ";
 
@@ -508,9 +510,12 @@ pub struct TickArgs {
     pub kicked: bool,
 }
 
+/// A duration flag: humantime syntax, at most ten years (`validate::duration`), so no
+/// deadline computed from it can overflow.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|err| format!("{err} (write durations like 30s, 5m, 24h, 7d)"))
+        .and_then(crate::validate::duration)
 }
 
 /// Parses the process's arguments; on a usage error (or `--help`, `--version`) prints

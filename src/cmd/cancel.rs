@@ -16,7 +16,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     let store = Store::new(cancel.state.value.clone());
     let task_id = &cancel.task_id;
     let now = Timestamp::now();
-    let (job, message) = store.update(|file| {
+    let (job, message, changed) = store.update(|file| {
         let Some(job) = file.find_mut(task_id) else {
             fail!(Exit::Refused, "no watch for {task_id} in {}", store.path().display());
         };
@@ -40,10 +40,13 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
                 job.status
             ),
         };
+        let changed = !transition.is_ignored()
+            && !matches!(transition.outcomes.as_slice(), [Outcome::AlreadyCancelled]);
         *job = transition.job;
-        Ok((job.clone(), message))
+        Ok((job.clone(), message, changed))
     })?;
-    if job.status == Status::Cancelled {
+    // A second cancel changes nothing, and logs nothing.
+    if changed && job.status == Status::Cancelled {
         store.log(&[LogEntry::of("cancelled", &job, now)])?;
     }
     report_job(&job, &message, out)

@@ -29,7 +29,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
         Failure::new(Exit::Refused, format!("cannot read the plugin's state file {shown}: {e}{hint}"))
     })?;
     let now = Timestamp::now();
-    let records =
+    let records: Vec<plugin::Record> =
         plugin::records(&text, &import.base_url.value, import.max_age, now).map_err(|why| {
             Failure::new(
                 Exit::Refused,
@@ -37,6 +37,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
             )
         })?;
 
+    let total = records.len();
     let store = Store::new(import.state.value.clone());
     let plugin::Imported {
         added: imported,
@@ -84,6 +85,12 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
                 already.len()
             ));
         }
+        if !skipped.is_empty() {
+            text.push_str(&format!(
+                "; {} skipped (each is named below, with why)",
+                plural(skipped.len(), "record")
+            ));
+        }
         text.push_str(".\n");
         if pending > 0 {
             text.push_str("The next atc tick polls the pending ones; stop the plugin first so only one of them delivers.\n");
@@ -93,6 +100,11 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
     if !out.quiet {
         for (task_id, why) in &skipped {
             crate::term::say(&format!("atc: warning: skipped {task_id}: it {why}"));
+        }
+        if total == 0 {
+            crate::term::say(&format!(
+                "atc: warning: {shown} holds no job records: it may not be the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)"
+            ));
         }
     }
     Ok(())

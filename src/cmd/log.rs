@@ -17,7 +17,19 @@ pub const RECENT: usize = 50;
 
 pub fn run(log: &Log, out: Output) -> Result<()> {
     let path = &log.state.value;
-    let mut events = journal::read(path)?;
+    let (mut events, skipped) = journal::read(path)?;
+    if skipped > 0 && !out.quiet {
+        crate::term::say(&format!(
+            "atc: warning: skipped {} of the event log {} that {} not an event (a torn or edited line)",
+            if skipped == 1 {
+                "1 line".to_owned()
+            } else {
+                format!("{skipped} lines")
+            },
+            journal::path(path).display(),
+            if skipped == 1 { "is" } else { "are" },
+        ));
+    }
     if let Some(task_id) = &log.task_id {
         events.retain(|e| &e.task_id == task_id);
         if events.is_empty() {

@@ -195,8 +195,34 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
                 ),
             ));
         }
-        Err(chat::Unusable::Unknown(why)) => return Ok(ChatCheck::Skipped { why }),
+        // A path other than QwenPaw's `/api` is taken only when the server answers
+        // there as QwenPaw (a reverse proxy's prefix): `/api/api` reaches nothing.
+        Err(chat::Unusable::Unknown(why)) => {
+            if let Some(problem) = crate::validate::api_path_problem(base) {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "{} {problem}; nothing answered there as QwenPaw ({why})",
+                        watch.base_url.source
+                    ),
+                ));
+            }
+            return Ok(ChatCheck::Skipped { why });
+        }
     };
+    // The agent the task runs on is checked as the asking one is: QwenPaw answers 404
+    // "Agent '…' not found" for an id it does not have.
+    if let Some(on) = &t.target_agent
+        && let Err(chat::Unusable::Refused(why)) =
+            chat::chats(client.list_chats(base, on, Some((&t.user_id, &t.channel))))
+    {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!(
+                "{base} will not serve agent '{on}' ({why}); check --target-agent (the agent submit_to_agent ran the task on)"
+            ),
+        ));
+    }
     if let Some(found) = chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
         return Ok(ChatCheck::Found {
             chat_id: found.id.clone(),

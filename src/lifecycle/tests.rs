@@ -1193,6 +1193,26 @@ fn redelivery_restarts_the_wait_and_reads_an_unknown_one_back_first() {
 }
 
 #[test]
+fn a_requeued_misrouted_result_may_still_get_leave_to_start_its_chat() {
+    let redeliver = |create_session| Event::Redeliver { create_session };
+    let queued = apply(&job(Status::Misrouted), redeliver(false), t(1)).job;
+    assert_eq!(queued.status, Status::Delivering);
+    assert!(!queued.options.create_session);
+    assert!(
+        apply(&queued, redeliver(false), t(2)).is_ignored(),
+        "already queued"
+    );
+    let allowed = apply(&queued, redeliver(true), t(3));
+    assert_eq!(allowed.outcomes, [Outcome::Requeued]);
+    assert_eq!(allowed.job.status, Status::Delivering);
+    assert!(allowed.job.options.create_session);
+    assert!(
+        apply(&allowed.job, redeliver(true), t(4)).is_ignored(),
+        "nothing left to allow"
+    );
+}
+
+#[test]
 fn the_parent_turn_is_followed_until_it_ends() {
     let done = job(Status::Done);
     assert!(apply(&done, Event::TurnPolled(Turn::Running), t(5)).is_ignored());

@@ -5,6 +5,7 @@
 
 pub mod chat;
 pub mod client;
+pub mod loopback;
 pub mod render;
 pub mod server;
 pub mod task;

@@ -62,24 +62,35 @@ pub fn append(job_file: &Path, entries: &[LogEntry]) -> Result<()> {
         .map_err(failed)
 }
 
-/// Every entry kept, oldest first (the rotated file, then the current one). Lines that
-/// are not entries (a torn last line after a crash) are skipped.
-pub fn read(job_file: &Path) -> Result<Vec<LogEntry>> {
+/// Every entry kept, oldest first (the rotated file, then the current one), and how many
+/// lines were skipped: a line that is not an entry (a torn last line after a crash, a
+/// byte that is not UTF-8, a hand edit) is skipped, never the reason the log cannot be
+/// read.
+pub fn read(job_file: &Path) -> Result<(Vec<LogEntry>, usize)> {
     let mut entries = Vec::new();
+    let mut skipped = 0;
     for file in [rotated(job_file), path(job_file)] {
         let Some(mut opened) = guard::open(&file, Role::Log, Access::Read)? else {
             continue;
         };
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         opened
             .file
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .or_exit(Exit::StateUnreadable, || {
                 format!("cannot read the event log {}", file.display())
             })?;
-        entries.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok()));
+        for line in bytes.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice(line) {
+                Ok(entry) => entries.push(entry),
+                Err(_) => skipped += 1,
+            }
+        }
     }
-    Ok(entries)
+    Ok((entries, skipped))
 }
 
 #[cfg(test)]
@@ -107,13 +118,13 @@ mod tests {
         let job_file = dir.path().join("jobs.json");
         append(&job_file, &[entry(1), entry(2)]).unwrap();
         append(&job_file, &[]).unwrap();
-        assert_eq!(read(&job_file).unwrap(), [entry(1), entry(2)]);
+        assert_eq!(read(&job_file).unwrap(), (vec![entry(1), entry(2)], 0));
         let big: Vec<LogEntry> = (0..20_000).map(entry).collect();
         append(&job_file, &big).unwrap();
         append(&job_file, &[entry(99_999)]).unwrap();
         assert!(rotated(&job_file).exists());
         assert!(fs::metadata(path(&job_file)).unwrap().len() < CAP);
-        let all = read(&job_file).unwrap();
+        let (all, _) = read(&job_file).unwrap();
         assert_eq!(all.last(), Some(&entry(99_999)));
         #[cfg(unix)]
         {
@@ -121,7 +132,10 @@ mod tests {
             let mode = fs::metadata(path(&job_file)).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
-        fs::write(path(&job_file), "{\"torn\n").unwrap();
-        assert!(read(&job_file).is_ok());
+        let mut bytes = fs::read(path(&job_file)).unwrap();
+        bytes.extend_from_slice(b"{\"torn\xff\n\n");
+        fs::write(path(&job_file), bytes).unwrap();
+        let (again, skipped) = read(&job_file).unwrap();
+        assert_eq!((again, skipped), (all, 1));
     }
 }

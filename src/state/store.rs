@@ -334,7 +334,7 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if let Ok(file) = serde_json::from_slice::<JobFile>(bytes)
         && file.version == VERSION
     {
-        return unique(file);
+        return checked(unique(file)?);
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| {
         if err.is_eof() {
@@ -356,9 +356,127 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
     }
+    if let Some(serde_json::Value::Array(jobs)) = value.get("jobs") {
+        for (i, job) in jobs.iter().enumerate() {
+            if let Err(err) = serde_json::from_value::<Job>(job.clone()) {
+                let field = culprit(job).map_or(String::new(), |f| format!(" field {f:?}:"));
+                return Err(format!(
+                    "does not match the v1 schema: {}{field} {err}",
+                    name_of(i, job)
+                )
+                .into());
+            }
+        }
+    }
     let file: JobFile = serde_json::from_value(value)
         .map_err(|err| format!("does not match the v1 schema ({err})"))?;
-    unique(file)
+    checked(unique(file)?)
+}
+
+/// "job 3f9a… (task task-1)", or "the job at position 3" when its ids are unusable.
+fn name_of(i: usize, job: &serde_json::Value) -> String {
+    let id = |key: &str| {
+        job.get(key)
+            .and_then(serde_json::Value::as_str)
+            .filter(|v| crate::validate::job_id(v).is_ok())
+    };
+    match (id("job_id"), id("task_id")) {
+        (Some(job_id), Some(task_id)) => format!("job {job_id} (task {task_id})"),
+        (Some(job_id), None) => format!("job {job_id}"),
+        (None, Some(task_id)) => format!("the job for task {task_id}"),
+        (None, None) => format!("the job at position {}", i + 1),
+    }
+}
+
+/// The field that stops a job from loading: the one whose removal changes the error
+/// (serde's own message names the expected type, not the field). Nested one level
+/// (`delivery.attempts`).
+fn culprit(job: &serde_json::Value) -> Option<String> {
+    let fails = |v: &serde_json::Value| serde_json::from_value::<Job>(v.clone()).err();
+    let first = fails(job)?.to_string();
+    let fields = job.as_object()?;
+    if let Some(missing) = first
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+        .filter(|name| !fields.contains_key(*name))
+    {
+        return Some(missing.to_owned());
+    }
+    for (key, inner) in fields {
+        let mut without = job.clone();
+        without.as_object_mut()?.remove(key);
+        let after = fails(&without).map(|e| e.to_string());
+        if after.as_deref() == Some(first.as_str()) {
+            continue;
+        }
+        if let Some(inner) = inner.as_object() {
+            for sub in inner.keys() {
+                let mut less = job.clone();
+                less[key].as_object_mut()?.remove(sub);
+                if fails(&less).is_none_or(|e| e.to_string() != first) {
+                    return Some(format!("{key}.{sub}"));
+                }
+            }
+        }
+        return Some(key.clone());
+    }
+    None
+}
+
+/// Every job's fields through the validators `watch` uses: a hand edit must not smuggle
+/// a path into a URL (`../../etc`), credentials into the output, or a control character
+/// onto a terminal. The problem names the job and the field, never a credential.
+fn checked(file: JobFile) -> Result<JobFile, Problem> {
+    use crate::validate;
+    for job in &file.jobs {
+        let bad = |field: &str, why: String| -> Problem {
+            let who = if validate::job_id(&job.job_id).is_ok() {
+                format!("job {}", job.job_id)
+            } else {
+                "a job".to_owned()
+            };
+            let task = if validate::task_id(&job.task_id).is_ok() {
+                format!(" (task {})", job.task_id)
+            } else {
+                String::new()
+            };
+            format!("has {who}{task} with a bad {field}: {why}").into()
+        };
+        validate::job_id(&job.job_id).map_err(|why| bad("job_id", why))?;
+        validate::task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
+        validate::base_url(&job.base_url).map_err(|why| bad("base_url", why))?;
+        let t = &job.target;
+        for (field, value) in [
+            ("agent_id", Some(&t.agent_id)),
+            ("target_agent", t.target_agent.as_ref()),
+            ("session_id", Some(&t.session_id)),
+            ("user_id", Some(&t.user_id)),
+            ("channel", Some(&t.channel)),
+            ("group", job.options.group.as_ref()),
+            ("fork_branch", job.options.fork_branch.as_ref()),
+        ] {
+            if let Some(value) = value {
+                validate::label(value).map_err(|why| bad(field, why))?;
+            }
+        }
+        if let Some(carrier) = &job.carried_by {
+            validate::job_id(carrier).map_err(|why| bad("carried_by", why))?;
+        }
+        for task in job.group_tasks.iter().flatten() {
+            validate::task_id(task).map_err(|why| bad("group_tasks", why))?;
+        }
+        for (field, at) in [
+            ("registered_at", Some(job.registered_at)),
+            ("updated_at", Some(job.updated_at)),
+            ("started_at", job.started_at),
+            ("delivered_at", job.delivered_at),
+        ] {
+            if let Some(at) = at {
+                validate::timestamp(at).map_err(|why| bad(field, why))?;
+            }
+        }
+    }
+    Ok(file)
 }
 
 /// The file, if each task and each job id has one record.
@@ -406,6 +524,53 @@ mod tests {
             assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+    }
+
+    #[test]
+    fn schema_errors_name_the_job_and_the_field() {
+        let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
+        let id = job["job_id"].as_str().unwrap().to_owned();
+        for (field, value, says) in [
+            (
+                "strikes",
+                serde_json::json!("3"),
+                "field \"strikes\": invalid type",
+            ),
+            (
+                "delivery",
+                serde_json::json!({"busy": -1}),
+                "field \"delivery.busy\"",
+            ),
+            (
+                "forward",
+                serde_json::json!({}),
+                "field \"forward\": missing field `status`",
+            ),
+            (
+                "status",
+                serde_json::json!("exploded"),
+                "field \"status\": unknown variant",
+            ),
+        ] {
+            let mut bad = job.clone();
+            bad[field] = value;
+            let bytes =
+                serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [bad]})).unwrap();
+            let problem = parse(&bytes).unwrap_err();
+            assert!(
+                problem
+                    .what
+                    .contains(&format!("job {id} (task task-1) {says}")),
+                "{problem:?}"
+            );
+        }
+        job.as_object_mut().unwrap().remove("session_id");
+        let bytes = serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [job]})).unwrap();
+        let problem = parse(&bytes).unwrap_err();
+        assert!(
+            problem.what.contains("field \"session_id\": missing field"),
+            "{problem:?}"
+        );
     }
 
     #[test]

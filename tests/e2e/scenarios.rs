@@ -1210,19 +1210,46 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
         "doctor --json: {report}"
     );
 
-    // A watch naming an agent the server does not have: doctor says so, exit 1.
+    // `watch` checks --target-agent as it checks --agent: QwenPaw answers 404 "Agent
+    // '…' not found" for the chat list of an agent it does not have.
     let ghost = ctx.atc("doctor-ghost", &ctx.main.root())?;
-    ghost.ok(&[
-        "watch",
-        &watched,
-        "--session",
-        &parent,
-        "--user",
-        user,
-        "--create-session",
-        "--target-agent",
-        "no-such-agent",
-    ])?;
+    let watch = |target: &str| {
+        ghost.run_env(
+            &[
+                "watch",
+                &watched,
+                "--session",
+                &parent,
+                "--user",
+                user,
+                "--create-session",
+                "--target-agent",
+                target,
+            ],
+            &[],
+        )
+    };
+    let refused = watch("no-such-agent")?;
+    ensure!(
+        refused.status.code() == Some(1)
+            && refused
+                .stderr
+                .contains("will not serve agent 'no-such-agent' (HTTP 404: Agent 'no-such-agent' not found); check --target-agent"),
+        "watch --target-agent no-such-agent: {}",
+        refused.describe()
+    );
+    // A watch whose agent went away afterwards (the file edited to say so): doctor says
+    // so, exit 1.
+    let second = ctx.main.second_agent()?;
+    let ok = watch(&second)?;
+    ensure!(ok.status.code() == Some(0), "watch: {}", ok.describe());
+    let mut file = ghost.file()?;
+    file["jobs"][0]["target_agent"] = json!("no-such-agent");
+    fs::write(
+        &ghost.state,
+        serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("{}: {e}", ghost.state.display()))?;
     let said = ghost.run_env(&["doctor"], &[])?;
     ensure!(
         said.status.code() == Some(1)

@@ -1,0 +1,349 @@
+//! One validator per kind of input, shared by everything that lets a value in: the
+//! command line and the environment (`settings`), the job file (`state::store`) and the
+//! seed plugin's file (`plugin`). Each returns why a value is refused, in words that never
+//! echo more than a short, escaped preview of it (a 100 KB session id or a password in a
+//! URL must not reach the terminal); the caller prefixes where the value came from.
+//!
+//! Task ids have their own home, `ids::parse_task_id`; [`task_id`] checks a stored one.
+
+use std::time::Duration;
+
+use crate::time::Timestamp;
+
+/// Longest label accepted: session, user, channel, agent, target agent, group, fork
+/// branch. QwenPaw's own ids are far shorter (an IM conversation id is under 100).
+pub const MAX_LABEL: usize = 256;
+
+/// Longest job id accepted (atc makes 12 hex digits; the plugin's were uuids).
+pub const MAX_JOB_ID: usize = 64;
+
+/// The longest duration any flag takes: ten years. Longer ones cannot mean anything to a
+/// tick, and bounding them keeps every deadline computed from them far from overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Timestamps from 1970 up to (not including) 2200-01-01T00:00:00Z.
+pub const MAX_TIMESTAMP_SECS: u64 = 7_258_118_400;
+
+/// At most this many characters of a refused value are shown.
+const PREVIEW: usize = 40;
+
+/// A short, escaped preview of `value` for an error message: at most 40 characters,
+/// control characters escaped, and the length when it was cut.
+pub fn preview(value: &str) -> String {
+    let n = value.chars().count();
+    let head: String = value.chars().take(PREVIEW).collect();
+    if n > PREVIEW {
+        format!("\"{}…\" ({n} characters)", head.escape_debug())
+    } else {
+        format!("\"{}\"", head.escape_debug())
+    }
+}
+
+/// A label (session, user, channel, agent, group, branch): kept exactly as given
+/// (QwenPaw matches them byte for byte) but not blank, at most [`MAX_LABEL`] characters,
+/// and free of control characters (they would reach a terminal or a log line).
+pub fn label(value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    let n = value.chars().count();
+    if n > MAX_LABEL {
+        return Err(format!(
+            "is {n} characters long; at most {MAX_LABEL} are accepted"
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!("{} contains a control character", preview(value)));
+    }
+    Ok(())
+}
+
+/// A job id as stored: `^[A-Za-z0-9_-]{1,64}$`.
+pub fn job_id(value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > MAX_JOB_ID {
+        return Err(format!(
+            "{} is not 1 to {MAX_JOB_ID} characters long",
+            preview(value)
+        ));
+    }
+    if !value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "{} may hold only letters, digits, '-' and '_'",
+            preview(value)
+        ));
+    }
+    Ok(())
+}
+
+/// A task id as stored: exactly what `ids::parse_task_id` would have made of it.
+pub fn task_id(value: &str) -> Result<(), String> {
+    match crate::ids::parse_task_id(value) {
+        Ok(id) if id == value => Ok(()),
+        Ok(_) => Err(format!(
+            "{} has surrounding quotes or spaces",
+            preview(value)
+        )),
+        Err(err) => Err(err.message),
+    }
+}
+
+/// A QwenPaw base URL, normalised: trimmed, trailing `/` stripped, `/api` appended
+/// unless present. Refuses what cannot be a plain QwenPaw address: other schemes,
+/// credentials (they would end up in the job file; never echoed), a port outside
+/// 1–65535, queries, fragments, whitespace and control characters.
+pub fn base_url(raw: &str) -> Result<String, String> {
+    // Checked before anything echoes the value: `user:pw@` must never be printed.
+    if raw.contains('@') {
+        return Err(
+            "base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)".to_owned(),
+        );
+    }
+    // Built only for a refusal: a sound URL (every job, every load) costs no copy.
+    let shown = || preview(raw);
+    let url = raw.trim().trim_end_matches('/');
+    if url.len() > 2048 {
+        return Err(format!("base URL {} is too long", shown()));
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!(
+            "base URL {} has no scheme; write it like http://127.0.0.1:8088",
+            shown()
+        ));
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "base URL {} uses {}://; only http:// and https:// are supported",
+            shown(),
+            preview(&scheme).trim_matches('"')
+        ));
+    }
+    if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "base URL {} contains a query, fragment, whitespace or control character; give only scheme, host, port and path",
+            shown()
+        ));
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (host, port) =
+        split_authority(authority).ok_or_else(|| format!("base URL {} has no host", shown()))?;
+    if host.is_empty() {
+        return Err(format!("base URL {} has no host", shown()));
+    }
+    let bracketed = authority.starts_with('[');
+    let host_ok = if bracketed {
+        host.parse::<std::net::Ipv6Addr>().is_ok()
+    } else {
+        host.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    };
+    if !host_ok {
+        return Err(format!(
+            "base URL {} has a host that is not a name or an address",
+            shown()
+        ));
+    }
+    let path = &rest[authority.len()..];
+    let bytes = path.as_bytes();
+    let path_ok = bytes.iter().enumerate().all(|(i, &b)| match b {
+        b'%' => {
+            bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+        }
+        _ => b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:/".contains(&b),
+    });
+    if !path_ok {
+        return Err(format!(
+            "base URL {} has characters a URL path cannot hold; give only scheme, host, port and path",
+            shown()
+        ));
+    }
+    if let Some(port) = port {
+        match port.parse::<u32>() {
+            Ok(1..=65535) if !port.starts_with('+') => {}
+            _ => {
+                return Err(format!(
+                    "base URL {} has port {}, which is not a port (1 to 65535)",
+                    shown(),
+                    preview(port).trim_matches('"')
+                ));
+            }
+        }
+    }
+    let url = format!("{scheme}://{rest}");
+    Ok(if url.ends_with("/api") {
+        url
+    } else {
+        format!("{url}/api")
+    })
+}
+
+/// `host[:port]` or `[v6][:port]` → (host, port). `None` for a bracket left open.
+fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        return match after {
+            "" => Some((host, None)),
+            _ => Some((host, Some(after.strip_prefix(':').unwrap_or(after)))),
+        };
+    }
+    Some(match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    })
+}
+
+/// A base URL whose path is not QwenPaw's API root: QwenPaw serves its API at `/api`
+/// (`http://host:8088/api`), so `/api/api` or `/prefix/api` reach nothing. `None` when
+/// the path is plain `/api`. (A reverse proxy may mount QwenPaw under a prefix: `watch`
+/// accepts such a path only when the server answers there as QwenPaw.)
+pub fn api_path_problem(normalized: &str) -> Option<String> {
+    let rest = normalized.split_once("://").map_or(normalized, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    (path != "/api").then(|| {
+        let root = &normalized[..normalized.len() - path.len()];
+        format!(
+            "{} is not QwenPaw's API: QwenPaw serves it at /api (write {root}, or {root}/api)",
+            preview(normalized)
+        )
+    })
+}
+
+/// A timestamp in a sane range (1970 to 2199).
+pub fn timestamp(t: Timestamp) -> Result<(), String> {
+    if t > Timestamp::from_unix(MAX_TIMESTAMP_SECS - 1) {
+        return Err(format!("{t} is after the year 2199"));
+    }
+    Ok(())
+}
+
+/// A duration small enough that every deadline computed from it stays far from overflow.
+pub fn duration(d: Duration) -> Result<Duration, String> {
+    if d > MAX_DURATION {
+        return Err("longer than 3650d (ten years), the most atc takes".to_owned());
+    }
+    Ok(d)
+}
+
+/// A token from the environment: printable ASCII, no spaces or control characters (a
+/// trailing `\r` from a CRLF env file would otherwise make every request fail as if the
+/// server were down). The error never shows the token.
+pub fn token(value: &str) -> Result<(), String> {
+    if let Some((i, c)) = value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !c.is_ascii_graphic())
+    {
+        let what = match c {
+            '\r' => "a carriage return (\\r: a CRLF line ending?)".to_owned(),
+            '\n' => "a line feed (\\n)".to_owned(),
+            ' ' => "a space".to_owned(),
+            c if c.is_control() => format!("a control character ({})", c.escape_debug()),
+            _ => "a character that is not printable ASCII".to_owned(),
+        };
+        return Err(format!(
+            "contains {what} at position {}; a token is printable ASCII only: fix the value (the token itself is not shown)",
+            i + 1
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_capped_and_free_of_control_characters() {
+        assert!(label("console:default").is_ok());
+        assert!(label("s-ü 1").is_ok());
+        assert!(label(&"a".repeat(MAX_LABEL)).is_ok());
+        let long = "a".repeat(100 * 1024);
+        let err = label(&long).unwrap_err();
+        assert!(err.len() < 100, "{err}");
+        for bad in ["", "  ", "s\n", "s\x1b[31m", "s\r"] {
+            assert!(label(bad).is_err(), "{bad:?}");
+        }
+        let err = label(&format!("{}\n", "x".repeat(5000))).unwrap_err();
+        assert!(err.len() < 200, "{err}");
+    }
+
+    #[test]
+    fn base_urls_have_a_port_in_range_and_no_credentials() {
+        for (raw, want) in [
+            ("http://127.0.0.1:8088", "http://127.0.0.1:8088/api"),
+            ("http://127.0.0.1:1/", "http://127.0.0.1:1/api"),
+            ("http://h:65535/api", "http://h:65535/api"),
+            ("https://h", "https://h/api"),
+            ("http://[::1]:8088", "http://[::1]:8088/api"),
+            ("http://[::1]", "http://[::1]/api"),
+        ] {
+            assert_eq!(base_url(raw).unwrap(), want, "{raw}");
+        }
+        for raw in [
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:65536",
+            "http://127.0.0.1:0",
+            "http://h:",
+            "http://h:-1",
+            "http://h:+80",
+            "http://h:8x",
+            "http://[::1]:0",
+            "http://[::1",
+            "http://:80",
+        ] {
+            assert!(base_url(raw).is_err(), "{raw}");
+        }
+        for raw in [
+            "http://user:pw@h",
+            "ftp://user:pw@h",
+            "user:pw@h",
+            "http://h/x@y",
+        ] {
+            let err = base_url(raw).unwrap_err();
+            assert!(!err.contains("pw"), "{err}");
+        }
+    }
+
+    #[test]
+    fn only_the_api_root_is_qwenpaws_api() {
+        assert_eq!(api_path_problem("http://h:1/api"), None);
+        let err = api_path_problem("http://h:1/api/api").unwrap();
+        assert!(err.contains("write http://h:1,"), "{err}");
+        assert!(api_path_problem("http://h:1/prefix/api").is_some());
+    }
+
+    #[test]
+    fn timestamps_and_durations_are_bounded() {
+        assert!(timestamp(Timestamp::from_unix(0)).is_ok());
+        assert!(timestamp(Timestamp::parse("2199-12-31T23:59:59Z").unwrap()).is_ok());
+        assert!(timestamp(Timestamp::parse("5138-01-01T00:00:00Z").unwrap()).is_err());
+        assert!(duration(MAX_DURATION).is_ok());
+        assert!(duration(Duration::from_secs(u64::MAX)).is_err());
+    }
+
+    #[test]
+    fn tokens_are_printable_ascii_and_never_shown() {
+        assert!(token("abc-DEF_123.~+/=").is_ok());
+        for bad in ["s3cr3t\r", "s3 cr3t", "s3cr3t\n", "s3cr3tü", "\x00"] {
+            let err = token(bad).unwrap_err();
+            assert!(!err.contains("s3"), "{err}");
+        }
+        assert!(token("s3cr3t\r").unwrap_err().contains("carriage return"));
+    }
+
+    #[test]
+    fn job_and_task_ids() {
+        assert!(job_id("3f9a0c1b2d4e").is_ok());
+        for bad in ["", "../x", &"a".repeat(65), "a b"] {
+            assert!(job_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(task_id("task-1").is_ok());
+        for bad in ["../../etc", "'task-1'", " task-1", ""] {
+            assert!(task_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}
