@@ -3,16 +3,19 @@
 //! [`Answer`], or why nothing usable came back, as a [`Transport`] error; `task` and
 //! `chat` turn those into typed observations.
 
-use std::io;
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use ureq::http::Response;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{
+    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
+    RustlsConnector, Transport as UreqTransport,
+};
 use ureq::{Agent, Body};
 
 use crate::settings::{Auth, insecure_refusal, insecure_remote_host};
@@ -50,9 +53,9 @@ pub struct Transport {
 pub struct Client {
     /// One agent (one pool, one kept-alive connection per host) per lane, so parallel
     /// workers never share a pool or wait on each other's lock. A connection is reused only
-    /// while it has been idle less than [`MAX_IDLE`], and only after ureq checked it is
-    /// still open: a POST never goes out on a connection the server is about to close (its
-    /// outcome would be unknown).
+    /// while it has been idle less than [`MAX_IDLE`], and only after a probe found it still
+    /// open ([`Socket`]): a POST never goes out on a connection the server is about to
+    /// close (its outcome would be unknown).
     lanes: Vec<Agent>,
     auth: Auth,
     /// Base URLs a watch allowed tokens to go to over plain http (`--allow-insecure-remote`).
@@ -104,11 +107,13 @@ impl Client {
                 .max_idle_connections(IDLE_HOSTS)
                 .max_idle_connections_per_host(1)
                 .max_idle_age(MAX_IDLE);
-            Agent::with_parts(
-                config.build(),
-                DefaultConnector::default(),
-                OnceResolver::default(),
-            )
+            // ureq's default chain (a CONNECT proxy if one is configured, TCP, TLS for
+            // https) with atc's TCP transport in the middle.
+            let connector =
+                ().chain(ConnectProxyConnector::default())
+                    .chain(Tcp)
+                    .chain(RustlsConnector::default());
+            Agent::with_parts(config.build(), connector, OnceResolver::default())
         };
         Client {
             lanes: (0..lanes.max(1)).map(|_| build()).collect(),
@@ -329,6 +334,195 @@ impl Resolver for OnceResolver {
     }
 }
 
+/// The TCP step of the connector chain: ureq's `TcpConnector`, but its connections are
+/// [`Socket`]s (ureq's `TcpTransport` gives no way to drive its socket differently).
+#[derive(Debug)]
+struct Tcp;
+
+impl<In: UreqTransport> Connector<In> for Tcp {
+    type Out = Either<In, Socket>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if let Some(proxied) = chained {
+            return Ok(Some(Either::A(proxied)));
+        }
+        let budget = details.timeout.not_zero().map(|t| *t);
+        let started = std::time::Instant::now();
+        let mut last = None;
+        for addr in &details.addrs {
+            let left = match budget {
+                Some(budget) => match budget.checked_sub(started.elapsed()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(ureq::Error::Timeout(details.timeout.reason)),
+                },
+                None => None,
+            };
+            let connected = match left {
+                Some(left) => TcpStream::connect_timeout(addr, left),
+                None => TcpStream::connect(addr),
+            };
+            match connected {
+                Ok(stream) => {
+                    if details.config.no_delay() {
+                        stream.set_nodelay(true)?;
+                    }
+                    let socket = Socket::new(stream, details.config);
+                    (details.register_shutdown)(Arc::downgrade(&socket.stream) as _)?;
+                    return Ok(Some(Either::B(socket)));
+                }
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    last = Some(ureq::Error::Timeout(ureq::Timeout::Connect));
+                }
+                Err(err) => last = Some(ureq::Error::Io(err)),
+            }
+        }
+        Err(last.unwrap_or(ureq::Error::ConnectionFailed))
+    }
+}
+
+/// One kept-alive TCP connection, driven for a loop of small requests: ureq's
+/// `TcpTransport` made two probes and four `setsockopt`s per request around its one send
+/// and one receive. The same safeguards, with fewer system calls:
+/// - A pooled connection is probed once, when the pool hands it out (one non-blocking
+///   peek: closed, or holding bytes nobody asked for, means it is not reused), not also
+///   when it goes back in, right after its answer was read whole (ureq itself checks that
+///   no unread bytes are left then).
+/// - The socket's timeouts are set only when the phase's remaining budget is not already
+///   enforced by the ones set: a socket timeout at most 1/8 above the budget is kept (the
+///   budget of the next phase, or of the next request, is nearly the same). ureq checks
+///   each phase's deadline before every read and write, so a hanging or trickling server
+///   still ends at its deadline, at most 1/8 late.
+#[derive(Debug)]
+struct Socket {
+    /// Shared with the pool's shutdown handle (as ureq's own transport does).
+    stream: Arc<TcpStream>,
+    buffers: LazyBuffers,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    /// Whether the socket was read or written since the pool last asked `is_open`.
+    used: bool,
+}
+
+impl Socket {
+    fn new(stream: TcpStream, config: &ureq::config::Config) -> Socket {
+        Socket {
+            stream: Arc::new(stream),
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+            read_timeout: None,
+            write_timeout: None,
+            used: true,
+        }
+    }
+}
+
+/// The socket timeout to set before waiting at most `budget` (`None`: no limit), when
+/// `set` is the one set now; `None` when `set` already does.
+fn timeout_change(set: Option<Duration>, budget: Option<Duration>) -> Option<Option<Duration>> {
+    match (set, budget) {
+        (None, None) => None,
+        (Some(set), Some(budget)) if budget <= set && set - budget <= budget / 8 => None,
+        (_, budget) => Some(budget),
+    }
+}
+
+fn timed_out(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
+}
+
+impl UreqTransport for Socket {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = timeout.for_write();
+        let budget = timeout.not_zero().map(|t| *t);
+        if let Some(change) = timeout_change(self.write_timeout, budget) {
+            self.stream.set_write_timeout(change)?;
+            self.write_timeout = change;
+        }
+        self.used = true;
+        match (&*self.stream).write_all(&self.buffers.output()[..amount]) {
+            Ok(()) => Ok(()),
+            Err(err) if timed_out(&err) => Err(ureq::Error::Timeout(timeout.reason)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
+        let budget = timeout.not_zero().map(|t| *t);
+        if let Some(change) = timeout_change(self.read_timeout, budget) {
+            self.stream.set_read_timeout(change)?;
+            self.read_timeout = change;
+        }
+        self.used = true;
+        let read = loop {
+            match (&*self.stream).read(self.buffers.input_append_buf()) {
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match read {
+            Ok(amount) => {
+                self.buffers.input_appended(amount);
+                Ok(amount > 0)
+            }
+            Err(err) if timed_out(&err) => Err(ureq::Error::Timeout(timeout.reason)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    fn is_open(&mut self) -> bool {
+        // ureq asks when a connection goes back to the pool (right after its answer was
+        // read) and again when the pool hands it out: the second answer is the one that
+        // counts, so only that one looks at the socket.
+        if std::mem::take(&mut self.used) {
+            return true;
+        }
+        still_open(&self.stream)
+    }
+}
+
+/// Whether a kept-alive connection can carry another request: the peer has not closed it
+/// and sent nothing unasked. One `recv(MSG_PEEK | MSG_DONTWAIT)`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn still_open(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    const MSG_PEEK: i32 = 0x2;
+    const MSG_DONTWAIT: i32 = 0x40;
+    unsafe extern "C" {
+        fn recv(fd: i32, buf: *mut u8, len: usize, flags: i32) -> isize;
+    }
+    let mut byte = 0u8;
+    // SAFETY: recv writes at most `len` (1) bytes into `byte`, which lives across the call;
+    // the descriptor belongs to `stream`, borrowed for the call.
+    let got = unsafe { recv(stream.as_raw_fd(), &mut byte, 1, MSG_PEEK | MSG_DONTWAIT) };
+    got < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}
+
+/// Elsewhere as ureq does it: a non-blocking read of one byte.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn still_open(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let open = matches!(stream.peek(&mut [0]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+    open && stream.set_nonblocking(false).is_ok()
+}
+
 fn finish(
     method: &str,
     url: &str,
@@ -456,6 +650,46 @@ mod tests {
             describe(&ureq::Error::Timeout(ureq::Timeout::RecvBody)),
             "timed out (receive body)"
         );
+    }
+
+    #[test]
+    fn a_socket_timeout_is_set_only_when_the_one_set_does_not_enforce_the_budget() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        assert_eq!(timeout_change(None, None), None);
+        assert_eq!(timeout_change(None, Some(s(20))), Some(Some(s(20))));
+        // The next request's budget, a little less than the one set: kept.
+        assert_eq!(timeout_change(Some(s(20)), Some(s(20) - ms(1))), None);
+        assert_eq!(timeout_change(Some(s(20)), Some(s(20))), None);
+        // Much less left (a phase that has waited long): lowered to what is left.
+        assert_eq!(timeout_change(Some(s(20)), Some(s(5))), Some(Some(s(5))));
+        assert_eq!(timeout_change(Some(s(9)), Some(s(8))), None);
+        assert_eq!(timeout_change(Some(s(10)), Some(s(8))), Some(Some(s(8))));
+        // A fresh, longer budget is raised to; no budget clears the timeout.
+        assert_eq!(timeout_change(Some(s(5)), Some(s(20))), Some(Some(s(20))));
+        assert_eq!(timeout_change(Some(s(5)), None), Some(None));
+    }
+
+    #[test]
+    fn a_kept_alive_connection_is_open_until_the_peer_closes_it_or_sends_unasked() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        assert!(still_open(&client), "idle and open");
+        assert!(still_open(&client), "the probe reads nothing");
+        peer.write_all(b"x").unwrap();
+        let mut seen = [0u8];
+        // Once the byte has arrived (a blocking peek waits for it), the probe says no.
+        client.peek(&mut seen).unwrap();
+        assert!(!still_open(&client), "bytes nobody asked for");
+
+        let client = TcpStream::connect(addr).unwrap();
+        let (peer, _) = listener.accept().unwrap();
+        drop(peer);
+        // Once the close has arrived (a blocking peek returns 0), the probe says no.
+        assert_eq!(client.peek(&mut seen).unwrap(), 0);
+        assert!(!still_open(&client), "closed by the peer");
     }
 
     #[test]
