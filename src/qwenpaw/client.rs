@@ -66,6 +66,15 @@ pub struct Client {
 /// talks to the QwenPaw servers its jobs name, usually one).
 const IDLE_HOSTS: usize = 16;
 
+/// Each connection's buffers (ureq's default is 128 KiB each, zeroed when a connection
+/// opens: with a lane per worker that was 2 MiB written and ~500 page faults per tick for
+/// answers of a few hundred bytes). Answers of any size still arrive (in more reads); a
+/// response head must fit in the input buffer, so it is also the bound ureq enforces on
+/// heads (`MAX_HEAD`, below it so an oversized head is named as such).
+const INPUT_BUFFER: usize = 32 * 1024;
+const MAX_HEAD: usize = 16 * 1024;
+const OUTPUT_BUFFER: usize = 16 * 1024;
+
 /// A kept-alive connection idle longer than this is closed, not reused. QwenPaw's server
 /// (uvicorn) closes idle connections after 5 s: well before that, the server cannot be
 /// closing one just as a request goes out on it.
@@ -104,6 +113,9 @@ impl Client {
                 .timeout_recv_body(phase)
                 .max_redirects(0);
             config = config
+                .input_buffer_size(INPUT_BUFFER)
+                .max_response_header_size(MAX_HEAD)
+                .output_buffer_size(OUTPUT_BUFFER)
                 .max_idle_connections(IDLE_HOSTS)
                 .max_idle_connections_per_host(1)
                 .max_idle_age(MAX_IDLE);
