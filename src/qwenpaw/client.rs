@@ -409,10 +409,11 @@ impl<In: UreqTransport> Connector<In> for Tcp {
 ///   when it goes back in, right after its answer was read whole (ureq itself checks that
 ///   no unread bytes are left then).
 /// - The socket's timeouts are set only when the phase's remaining budget is not already
-///   enforced by the ones set: a socket timeout at most 1/8 above the budget is kept (the
-///   budget of the next phase, or of the next request, is nearly the same). ureq checks
-///   each phase's deadline before every read and write, so a hanging or trickling server
-///   still ends at its deadline, at most 1/8 late.
+///   enforced by the ones set: a socket timeout at most 1/8 above the budget is kept, and
+///   one is set 1/16 above the budget, so the next phase's or the next request's budget
+///   (the same less a few microseconds, or more by as much) keeps it. ureq checks each
+///   phase's deadline before every read and write, so a hanging or trickling server still
+///   ends at its deadline, at most 1/8 late.
 #[derive(Debug)]
 struct Socket {
     /// Shared with the pool's shutdown handle (as ureq's own transport does).
@@ -442,7 +443,7 @@ fn timeout_change(set: Option<Duration>, budget: Option<Duration>) -> Option<Opt
     match (set, budget) {
         (None, None) => None,
         (Some(set), Some(budget)) if budget <= set && set - budget <= budget / 8 => None,
-        (_, budget) => Some(budget),
+        (_, budget) => Some(budget.map(|b| b + b / 16)),
     }
 }
 
@@ -668,17 +669,26 @@ mod tests {
     fn a_socket_timeout_is_set_only_when_the_one_set_does_not_enforce_the_budget() {
         let s = Duration::from_secs;
         let ms = Duration::from_millis;
+        let us = Duration::from_micros;
         assert_eq!(timeout_change(None, None), None);
-        assert_eq!(timeout_change(None, Some(s(20))), Some(Some(s(20))));
-        // The next request's budget, a little less than the one set: kept.
-        assert_eq!(timeout_change(Some(s(20)), Some(s(20) - ms(1))), None);
-        assert_eq!(timeout_change(Some(s(20)), Some(s(20))), None);
-        // Much less left (a phase that has waited long): lowered to what is left.
-        assert_eq!(timeout_change(Some(s(20)), Some(s(5))), Some(Some(s(5))));
+        // Set with headroom: 1/16 above the budget.
+        assert_eq!(timeout_change(None, Some(s(16))), Some(Some(s(17))));
+        // The next phase's or request's budget, a little less or a little more: kept.
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16) - us(3))), None);
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16) + us(3))), None);
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16))), None);
+        // At most 1/8 above the budget: kept; more (a phase that has waited): lowered.
         assert_eq!(timeout_change(Some(s(9)), Some(s(8))), None);
-        assert_eq!(timeout_change(Some(s(10)), Some(s(8))), Some(Some(s(8))));
-        // A fresh, longer budget is raised to; no budget clears the timeout.
-        assert_eq!(timeout_change(Some(s(5)), Some(s(20))), Some(Some(s(20))));
+        assert_eq!(
+            timeout_change(Some(s(10)), Some(s(8))),
+            Some(Some(ms(8500)))
+        );
+        assert_eq!(
+            timeout_change(Some(s(17)), Some(s(4))),
+            Some(Some(ms(4250)))
+        );
+        // A longer budget is raised to; no budget clears the timeout.
+        assert_eq!(timeout_change(Some(s(5)), Some(s(16))), Some(Some(s(17))));
         assert_eq!(timeout_change(Some(s(5)), None), Some(None));
     }
 
