@@ -3,7 +3,6 @@
 //! [`Answer`], or why nothing usable came back, as a [`Transport`] error; `task` and
 //! `chat` turn those into typed observations.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
@@ -301,13 +300,16 @@ impl Client {
     }
 }
 
-/// Looks each host up once per process, and an IP address not at all. ureq resolves the
-/// host before every request, even one that reuses a pooled connection, and with a resolve
-/// timeout its resolver starts a thread per lookup: a thread per poll.
+/// Looks each host up once per lane, and an IP address not at all. ureq resolves the host
+/// before every request, even one that reuses a pooled connection, and with a resolve
+/// timeout its resolver starts a thread per lookup: a thread per poll. What was found is
+/// kept by scheme and authority as the URL spells them, so a request to a known host costs
+/// two string comparisons.
 #[derive(Debug, Default)]
 struct OnceResolver {
     lookup: DefaultResolver,
-    known: Mutex<HashMap<String, ResolvedSocketAddrs>>,
+    /// (scheme, authority, addresses).
+    known: Mutex<Vec<(String, String, ResolvedSocketAddrs)>>,
 }
 
 impl Resolver for OnceResolver {
@@ -320,28 +322,26 @@ impl Resolver for OnceResolver {
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
             return self.lookup.resolve(uri, config, timeout);
         };
+        let known = || self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let found = known()
+            .iter()
+            .find(|(s, a, _)| s == scheme.as_str() && a == authority.as_str())
+            .map(|(_, _, addrs)| addrs.clone());
+        if let Some(addrs) = found {
+            return Ok(addrs);
+        }
         let Some(host_port) = DefaultResolver::host_and_port(scheme, authority) else {
             return self.lookup.resolve(uri, config, timeout);
         };
-        if let Ok(addr) = host_port.parse::<std::net::SocketAddr>() {
-            let mut one = self.lookup.empty();
-            one.push(addr);
-            return Ok(one);
-        }
-        let known = |m: &Mutex<HashMap<String, ResolvedSocketAddrs>>| {
-            m.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&host_port)
-                .cloned()
+        let addrs = match host_port.parse::<std::net::SocketAddr>() {
+            Ok(addr) => {
+                let mut one = self.lookup.empty();
+                one.push(addr);
+                one
+            }
+            Err(_) => self.lookup.resolve(uri, config, timeout)?,
         };
-        if let Some(addrs) = known(&self.known) {
-            return Ok(addrs);
-        }
-        let addrs = self.lookup.resolve(uri, config, timeout)?;
-        self.known
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(host_port, addrs.clone());
+        known().push((scheme.to_string(), authority.to_string(), addrs.clone()));
         Ok(addrs)
     }
 }
