@@ -314,12 +314,7 @@ fn atc_profile(env: &Env, args: &[&str]) -> Option<Profile> {
 /// The system calls of the floor's loop replaying `requests`, in a process of its own
 /// (this benchmark run again with `--floor-child`), under strace.
 fn floor_profile(env: &Env, addr: SocketAddr, requests: &[Replay]) -> Option<Profile> {
-    let file = env.home.join("floor-requests.json");
-    let list: Vec<Value> = requests
-        .iter()
-        .map(|r| json!([r.method, r.target, r.body]))
-        .collect();
-    std::fs::write(&file, serde_json::to_vec(&list).unwrap()).unwrap();
+    let file = write_requests(env, requests);
     let trace = env.home.join("strace-floor.out");
     let ok = Command::new("strace")
         .args(["-f", "-c", "-o"])
@@ -337,6 +332,40 @@ fn floor_profile(env: &Env, addr: SocketAddr, requests: &[Replay]) -> Option<Pro
     ok.then(|| std::fs::read_to_string(&trace).ok())
         .flatten()
         .map(|t| parse_strace_summary(&t))
+}
+
+/// The file a `--floor-child` reads its requests from.
+fn write_requests(env: &Env, requests: &[Replay]) -> PathBuf {
+    let file = env.home.join("floor-requests.json");
+    let list: Vec<Value> = requests
+        .iter()
+        .map(|r| json!([r.method, r.target, r.body]))
+        .collect();
+    std::fs::write(&file, serde_json::to_vec(&list).unwrap()).unwrap();
+    file
+}
+
+/// The CPU time (user + system) of the floor's loop replaying `requests` in a process of
+/// its own, as atc's is measured: median of the runs.
+fn floor_cpu(env: &Env, addr: SocketAddr, requests: &[Replay]) -> Duration {
+    let file = write_requests(env, requests);
+    let exe = std::env::current_exe().unwrap();
+    median(
+        (0..RUNS)
+            .map(|_| {
+                let before = children_cpu();
+                let status = Command::new(&exe)
+                    .arg("--floor-child")
+                    .arg(addr.to_string())
+                    .arg(&file)
+                    .stdin(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "the floor's process failed");
+                children_cpu() - before
+            })
+            .collect(),
+    )
 }
 
 /// `--floor-child ADDR FILE`: the floor's loop over the requests in FILE, nothing else.
@@ -546,14 +575,26 @@ fn main() {
         "info 1 poll pass / (requests + process start + one read of the job file): {:.2}x",
         med.as_secs_f64() / whole_floor.as_secs_f64()
     ));
+    let last_run = replays(&server.requests()[server.requests().len() - 1000..]);
+    let floor_cpu_1000 = floor_cpu(&env, server_addr(&server), &last_run);
     say(format!(
-        "   atc's CPU (user + system) for that tick: {:.1} ms, {:.1} µs per poll",
+        "   CPU (user + system) of that tick: {:.1} ms, {:.1} µs per poll; of the floor's loop as a process of its own: {:.1} ms ({:.1}x); the server shares the {} cores",
         ms(cpu_1000),
-        cpu_1000.as_secs_f64() * 1e6 / 1000.0
+        cpu_1000.as_secs_f64() * 1e6 / 1000.0,
+        ms(floor_cpu_1000),
+        cpu_1000.as_secs_f64() / floor_cpu_1000.as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     ));
-    verdicts
-        .json
-        .push(json!({"case": "1 atc CPU per 1,000 polls", "cpu_ms": ms(cpu_1000)}));
+    verdicts.json.push(
+        json!({"case": "1 CPU per 1,000 polls", "atc_cpu_ms": ms(cpu_1000),
+        "floor_cpu_ms": ms(floor_cpu_1000)}),
+    );
+    verdicts.lines.push(format!(
+        "info 1 CPU of the poll pass / the floor's: {:.1} ms / {:.1} ms = {:.2}x",
+        ms(cpu_1000),
+        ms(floor_cpu_1000),
+        cpu_1000.as_secs_f64() / floor_cpu_1000.as_secs_f64()
+    ));
 
     let (first_min, first_med) = measure(
         || write_file(&env.state, unpolled(1000)),
