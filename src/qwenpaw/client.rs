@@ -714,6 +714,86 @@ mod tests {
         assert!(!still_open(&client), "closed by the peer");
     }
 
+    /// Serves `answers` answers, one per request, then closes the connection; again on the
+    /// next connection. Says on `closed` when it closed one.
+    fn closing_server(answers: usize) -> (String, std::sync::mpsc::Receiver<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, closed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let mut conn = conn.unwrap();
+                let mut reader = io::BufReader::new(conn.try_clone().unwrap());
+                for _ in 0..answers {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    let answer = b"{\"ok\":true}";
+                    write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        answer.len()
+                    )
+                    .unwrap();
+                    conn.write_all(answer).unwrap();
+                }
+                drop((conn, reader));
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        (base, closed)
+    }
+
+    #[test]
+    fn a_connection_the_server_closed_is_not_reused_for_a_post() {
+        // One answer per connection: each kept-alive connection is closed by the server
+        // right after its answer. The closed one must never carry the next request.
+        let (base, closed) = closing_server(1);
+        let client = Client::new(Duration::from_secs(5), Auth::default());
+        let get = client.version(&base).unwrap();
+        assert_eq!(
+            (get.status, get.body),
+            (200, Ok(r#"{"ok":true}"#.to_owned()))
+        );
+        closed.recv().unwrap();
+        let post = client
+            .post_turn(&base, "default", &serde_json::json!({"x": 1}))
+            .unwrap();
+        assert_eq!(post.status, 200);
+        closed.recv().unwrap();
+        let again = client.version(&base).unwrap();
+        assert_eq!(again.status, 200);
+    }
+
+    #[test]
+    fn a_connection_the_server_keeps_open_is_reused() {
+        let (base, closed) = closing_server(3);
+        let client = Client::new(Duration::from_secs(5), Auth::default());
+        for _ in 0..3 {
+            assert_eq!(client.version(&base).unwrap().status, 200);
+        }
+        // Three answers on one connection: only then did the server close it.
+        closed.recv().unwrap();
+        assert!(
+            closed.try_recv().is_err(),
+            "one connection carried all three"
+        );
+    }
+
     #[test]
     fn json_is_recognised_by_its_content_type() {
         let answer = |ct: &str| Answer {
