@@ -365,9 +365,14 @@ impl<In: UreqTransport> Connector<In> for Tcp {
         let budget = details.timeout.not_zero().map(|t| *t);
         let started = std::time::Instant::now();
         let mut last = None;
-        for addr in &details.addrs {
+        for (i, addr) in details.addrs.iter().enumerate() {
             let left = match budget {
                 Some(budget) => match budget.checked_sub(started.elapsed()) {
+                    // As ureq shares it: half of what is left for each address but the
+                    // last, so one that never answers does not use up the others' time.
+                    Some(left) if !left.is_zero() && i + 1 < details.addrs.len() => {
+                        Some((left / 2).max(Duration::from_millis(10)).min(left))
+                    }
                     Some(left) if !left.is_zero() => Some(left),
                     _ => return Err(ureq::Error::Timeout(details.timeout.reason)),
                 },
