@@ -419,7 +419,6 @@ impl<In: UreqTransport> Connector<In> for Tcp {
 ///   (the same less a few microseconds, or more by as much) keeps it. ureq checks each
 ///   phase's deadline before every read and write, so a hanging or trickling server still
 ///   ends at its deadline, at most 1/8 late.
-#[derive(Debug)]
 struct Socket {
     /// Shared with the pool's shutdown handle (as ureq's own transport does).
     stream: Arc<TcpStream>,
@@ -428,6 +427,15 @@ struct Socket {
     write_timeout: Option<Duration>,
     /// Whether the socket was read or written since the pool last asked `is_open`.
     used: bool,
+}
+
+/// Names the peer only: the buffers hold requests, tokens included.
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket")
+            .field("peer", &self.stream.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Socket {
@@ -761,6 +769,18 @@ mod tests {
             }
         });
         (base, closed)
+    }
+
+    #[test]
+    fn a_socket_shows_its_peer_never_its_buffers() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = ureq::config::Config::default();
+        let mut socket = Socket::new(TcpStream::connect(addr).unwrap(), &config);
+        let token = b"X-QwenPaw-Runtime-Token: secret";
+        socket.buffers.output()[..token.len()].copy_from_slice(token);
+        let shown = format!("{socket:?}");
+        assert_eq!(shown, format!("Socket {{ peer: Some({addr}), .. }}"));
     }
 
     #[test]
