@@ -407,8 +407,8 @@ impl<In: UreqTransport> Connector<In> for Tcp {
 }
 
 /// One kept-alive TCP connection, driven for a loop of small requests: ureq's
-/// `TcpTransport` made two probes and four `setsockopt`s per request around its one send
-/// and one receive. The same safeguards, with fewer system calls:
+/// `TcpTransport` made two probes (six system calls) and two `setsockopt`s per request
+/// around its one send and one receive. The same safeguards, with fewer system calls:
 /// - A pooled connection is probed once, when the pool hands it out (one non-blocking
 ///   peek: closed, or holding bytes nobody asked for, means it is not reused), not also
 ///   when it goes back in, right after its answer was read whole (ureq itself checks that
