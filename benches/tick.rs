@@ -17,6 +17,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+// The real-QwenPaw harness of tests/e2e (provisioned venv, fake LLM, server processes),
+// for case 8; its modules name `crate::R` and `crate::keep_dirs`.
+#[path = "../tests/e2e/api.rs"]
+#[allow(dead_code)]
+mod api;
+#[path = "../tests/e2e/procs.rs"]
+#[allow(dead_code)]
+mod procs;
+#[path = "../tests/e2e/qwenpaw.rs"]
+#[allow(dead_code)]
+mod qwenpaw;
+
+type R<T> = Result<T, String>;
+
+fn keep_dirs() -> bool {
+    false
+}
+
 use fake::{FakeQwenPaw, Recorded, Reply};
 use serde_json::{Value, json};
 
@@ -209,9 +227,10 @@ fn floor(addr: SocketAddr, requests: &[Replay], concurrency: usize) -> Duration 
     started.elapsed()
 }
 
-/// Peak resident memory of the largest child waited for so far, in KiB.
+/// What the children waited for so far used: CPU time (user + system) and the peak
+/// resident memory of the largest, in KiB.
 #[cfg(target_os = "linux")]
-fn children_peak_kib() -> Option<u64> {
+fn children_usage() -> Option<(Duration, u64)> {
     #[repr(C)]
     struct Rusage {
         utime: [i64; 2],
@@ -231,12 +250,21 @@ fn children_peak_kib() -> Option<u64> {
     };
     // SAFETY: getrusage fills the struct, which has the layout of Linux's struct rusage.
     let ok = unsafe { getrusage(RUSAGE_CHILDREN, &mut usage) } == 0;
-    ok.then_some(usage.maxrss as u64)
+    let time = |t: [i64; 2]| Duration::from_secs(t[0] as u64) + Duration::from_micros(t[1] as u64);
+    ok.then(|| (time(usage.utime) + time(usage.stime), usage.maxrss as u64))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn children_peak_kib() -> Option<u64> {
+fn children_usage() -> Option<(Duration, u64)> {
     None
+}
+
+fn children_peak_kib() -> Option<u64> {
+    children_usage().map(|(_, kib)| kib)
+}
+
+fn children_cpu() -> Duration {
+    children_usage().map_or(Duration::ZERO, |(cpu, _)| cpu)
 }
 
 /// Runs `atc ARGS` under `strace OPTIONS -o FILE` and returns what strace wrote; `None`
@@ -263,18 +291,117 @@ fn strace(env: &Env, options: &[&str], args: &[&str]) -> Option<String> {
         .flatten()
 }
 
-/// System calls one run of `atc ARGS` made on its sockets and files (send, receive,
-/// socket options, ioctl, read, write), under strace.
-fn socket_calls(env: &Env, args: &[&str]) -> Option<usize> {
-    let options = [
-        "-f",
-        "-c",
-        "-e",
-        "trace=sendto,recvfrom,setsockopt,ioctl,read,write",
-    ];
-    let text = strace(env, &options, args)?;
-    let total = text.lines().find(|l| l.trim_end().ends_with("total"))?;
-    total.split_whitespace().nth(3)?.parse().ok()
+/// A process's system calls by name, as `strace -f -c` counts them.
+type Profile = std::collections::BTreeMap<String, usize>;
+
+fn parse_strace_summary(text: &str) -> Profile {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (5 | 6) = fields.len() else { return None };
+            let name = *fields.last()?;
+            let calls = fields[3].parse().ok()?;
+            (name != "total").then(|| (name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// The system calls of one run of `atc ARGS`, under strace.
+fn atc_profile(env: &Env, args: &[&str]) -> Option<Profile> {
+    Some(parse_strace_summary(&strace(env, &["-f", "-c"], args)?))
+}
+
+/// The system calls of the floor's loop replaying `requests`, in a process of its own
+/// (this benchmark run again with `--floor-child`), under strace.
+fn floor_profile(env: &Env, addr: SocketAddr, requests: &[Replay]) -> Option<Profile> {
+    let file = write_requests(env, requests);
+    let trace = env.home.join("strace-floor.out");
+    let ok = Command::new("strace")
+        .args(["-f", "-c", "-o"])
+        .arg(&trace)
+        .arg(std::env::current_exe().ok()?)
+        .arg("--floor-child")
+        .arg(addr.to_string())
+        .arg(&file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?
+        .success();
+    ok.then(|| std::fs::read_to_string(&trace).ok())
+        .flatten()
+        .map(|t| parse_strace_summary(&t))
+}
+
+/// The file a `--floor-child` reads its requests from.
+fn write_requests(env: &Env, requests: &[Replay]) -> PathBuf {
+    let file = env.home.join("floor-requests.json");
+    let list: Vec<Value> = requests
+        .iter()
+        .map(|r| json!([r.method, r.target, r.body]))
+        .collect();
+    std::fs::write(&file, serde_json::to_vec(&list).unwrap()).unwrap();
+    file
+}
+
+/// The CPU time (user + system) of the floor's loop replaying `requests` in a process of
+/// its own, as atc's is measured: median of the runs.
+fn floor_cpu(env: &Env, addr: SocketAddr, requests: &[Replay]) -> Duration {
+    let file = write_requests(env, requests);
+    let exe = std::env::current_exe().unwrap();
+    median(
+        (0..RUNS)
+            .map(|_| {
+                let before = children_cpu();
+                let status = Command::new(&exe)
+                    .arg("--floor-child")
+                    .arg(addr.to_string())
+                    .arg(&file)
+                    .stdin(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "the floor's process failed");
+                children_cpu() - before
+            })
+            .collect(),
+    )
+}
+
+/// `--floor-child ADDR FILE`: the floor's loop over the requests in FILE, nothing else.
+fn floor_child(addr: &str, file: &str) {
+    let list: Vec<(String, String, String)> =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let requests: Vec<Replay> = list
+        .into_iter()
+        .map(|(method, target, body)| Replay {
+            method,
+            target,
+            body,
+        })
+        .collect();
+    floor(addr.parse().unwrap(), &requests, CONCURRENCY);
+}
+
+/// The per-poll table of two profiles: every call made at least 0.05 times per poll by
+/// either, then the totals.
+fn profile_table(atc: &Profile, floor: &Profile, polls: usize) -> (Vec<String>, f64, f64) {
+    let per = |p: &Profile, name: &str| p.get(name).copied().unwrap_or(0) as f64 / polls as f64;
+    let mut names: Vec<&String> = atc.keys().chain(floor.keys()).collect();
+    names.sort();
+    names.dedup();
+    names.sort_by(|a, b| per(atc, b).total_cmp(&per(atc, a)));
+    let mut lines = vec![format!("   {:<16} {:>8} {:>8}", "per poll", "atc", "floor")];
+    for name in names {
+        let (a, f) = (per(atc, name), per(floor, name));
+        if a >= 0.05 || f >= 0.05 {
+            lines.push(format!("   {name:<16} {a:>8.2} {f:>8.2}"));
+        }
+    }
+    let total = |p: &Profile| p.values().sum::<usize>() as f64 / polls as f64;
+    let (a, f) = (total(atc), total(floor));
+    lines.push(format!("   {:<16} {a:>8.2} {f:>8.2}", "all (each run)"));
+    (lines, a, f)
 }
 
 /// Threads one run of `atc ARGS` created: exact under strace when it is installed,
@@ -335,6 +462,11 @@ impl Verdicts {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--floor-child") {
+        floor_child(&args[at + 1], &args[at + 2]);
+        return;
+    }
     let as_json = std::env::args().any(|a| a == "--json");
     let say = |line: String| {
         if !as_json {
@@ -398,9 +530,11 @@ fn main() {
     let poll_case = |n: usize| {
         let before = server.requests().len();
         let setup = || write_file(&env.state, pending(n));
+        let cpu_before = children_cpu();
         let (min, med) = measure(setup, || {
             env.time(atc(), &["tick", "--concurrency", &CONCURRENCY.to_string()])
         });
+        let cpu = (children_cpu() - cpu_before) / RUNS as u32;
         let sent = replays(&server.requests()[before..]);
         let one_run = &sent[..sent.len() / RUNS];
         assert_eq!(one_run.len(), n, "one GET per pending job");
@@ -408,9 +542,9 @@ fn main() {
             .map(|_| floor(server_addr(&server), one_run, CONCURRENCY))
             .collect();
         let floor_med = median(floors);
-        (min, med, floor_med)
+        (min, med, floor_med, cpu)
     };
-    let (min, med, floor_1000) = poll_case(1000);
+    let (min, med, floor_1000, cpu_1000) = poll_case(1000);
     let peak = children_peak_kib();
     let ratio = med.as_secs_f64() / floor_1000.as_secs_f64();
     // What no tick can avoid besides the requests: starting a process, and reading the
@@ -440,6 +574,26 @@ fn main() {
     verdicts.lines.push(format!(
         "info 1 poll pass / (requests + process start + one read of the job file): {:.2}x",
         med.as_secs_f64() / whole_floor.as_secs_f64()
+    ));
+    let last_run = replays(&server.requests()[server.requests().len() - 1000..]);
+    let floor_cpu_1000 = floor_cpu(&env, server_addr(&server), &last_run);
+    say(format!(
+        "   CPU (user + system) of that tick: {:.1} ms, {:.1} µs per poll; of the floor's loop as a process of its own: {:.1} ms ({:.1}x); the server shares the {} cores",
+        ms(cpu_1000),
+        cpu_1000.as_secs_f64() * 1e6 / 1000.0,
+        ms(floor_cpu_1000),
+        cpu_1000.as_secs_f64() / floor_cpu_1000.as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    ));
+    verdicts.json.push(
+        json!({"case": "1 CPU per 1,000 polls", "atc_cpu_ms": ms(cpu_1000),
+        "floor_cpu_ms": ms(floor_cpu_1000)}),
+    );
+    verdicts.lines.push(format!(
+        "info 1 CPU of the poll pass / the floor's: {:.1} ms / {:.1} ms = {:.2}x",
+        ms(cpu_1000),
+        ms(floor_cpu_1000),
+        cpu_1000.as_secs_f64() / floor_cpu_1000.as_secs_f64()
     ));
 
     let (first_min, first_med) = measure(
@@ -479,11 +633,30 @@ fn main() {
         "7. 1,000 polls: {threads} threads created ({how}), {connections} TCP connections"
     ));
     write_file(&env.state, pending(1000));
-    if let Some(calls) = socket_calls(&env, &["tick", "--concurrency", &CONCURRENCY.to_string()]) {
-        say(format!(
-            "   system calls on its sockets and files: {calls} for 1,000 polls, {:.1} per poll (the floor's loop: about 2, one send and one receive)",
-            calls as f64 / 1000.0
-        ));
+    let args = ["tick", "--concurrency", &CONCURRENCY.to_string()];
+    let before = server.requests().len();
+    let profiles = atc_profile(&env, &args).and_then(|atc| {
+        let sent = replays(&server.requests()[before..]);
+        Some((atc, floor_profile(&env, server_addr(&server), &sent)?))
+    });
+    match profiles {
+        Some((atc, floor)) => {
+            let (lines, a, f) = profile_table(&atc, &floor, 1000);
+            say(format!(
+                "   system calls per poll (strace -f -c of one tick and of the floor's loop, each a process of its own; 1,000 polls): {a:.2} vs {f:.2}"
+            ));
+            for line in lines {
+                say(line);
+            }
+            verdicts
+                .json
+                .push(json!({"case": "7 system calls per poll (1,000 polls)",
+                "atc": atc, "floor": floor, "atc_per_poll": a, "floor_per_poll": f}));
+        }
+        None => say(
+            "   system calls per poll: skipped (strace is not installed or cannot trace here)"
+                .into(),
+        ),
     }
     verdicts.goal(
         "7 threads created (1,000 polls)",
@@ -503,8 +676,8 @@ fn main() {
     // 6. Scaling: time per job at 100, 1,000 and 10,000.
     let mut per_job = Vec::new();
     for n in [100, 1000, 10_000] {
-        let (_, med, floor) = if n == 1000 {
-            (min, med, floor_1000)
+        let (_, med, floor, _) = if n == 1000 {
+            (min, med, floor_1000, cpu_1000)
         } else {
             poll_case(n)
         };
@@ -669,6 +842,62 @@ fn main() {
         dmed.as_secs_f64() / whole.as_secs_f64()
     ));
 
+    // 8. The real QwenPaw's CPU per 1,000 polls, where it is installed.
+    match server_cost(&env) {
+        Ok(Some(cost)) => {
+            say(format!(
+                "8. the real QwenPaw 2.2.2.post1, {} running tasks polled by {} ticks ({} polls): the server's CPU {:.0} ms per 1,000 polls (less what it used idle: {:.0} ms per second), atc's {:.0} ms (a process start per {} polls); a tick took {:.1} ms (median)",
+                cost.tasks,
+                cost.ticks,
+                cost.tasks * cost.ticks,
+                cost.server_ms_per_1000,
+                cost.server_idle_ms_per_s,
+                cost.atc_ms_per_1000,
+                cost.tasks,
+                cost.tick_ms
+            ));
+            let every = 20.0;
+            say(format!(
+                "   1,000 watches on a {every:.0} s timer: the server spends {:.1}% of one core answering the polls, atc {:.1}% (its CPU for one tick of 1,000 polls, case 1: {:.0} ms)",
+                cost.server_ms_per_1000 / every / 10.0,
+                ms(cpu_1000) / every / 10.0,
+                ms(cpu_1000)
+            ));
+            verdicts.lines.push(format!(
+                "info 8 real QwenPaw: server CPU {:.0} ms per 1,000 polls, atc {:.0} ms",
+                cost.server_ms_per_1000, cost.atc_ms_per_1000
+            ));
+            verdicts
+                .json
+                .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls",
+                "server_cpu_ms": cost.server_ms_per_1000, "atc_cpu_ms": cost.atc_ms_per_1000,
+                "server_idle_cpu_ms_per_s": cost.server_idle_ms_per_s, "tick_ms": cost.tick_ms,
+                "tasks": cost.tasks, "ticks": cost.ticks}));
+        }
+        Ok(None) => {
+            let why = format!(
+                "QwenPaw is not installed ({} has no .atc-provisioned; tests/e2e/provision.sh makes it)",
+                venv_dir().display()
+            );
+            say(format!(
+                "8. the real QwenPaw's CPU per 1,000 polls: skipped, {why}"
+            ));
+            verdicts.lines.push(format!("skip 8 real QwenPaw: {why}"));
+            verdicts
+                .json
+                .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls", "skipped": why}));
+        }
+        Err(err) => {
+            say(format!(
+                "8. the real QwenPaw's CPU per 1,000 polls: FAILED: {err}"
+            ));
+            verdicts.lines.push(format!("FAIL 8 real QwenPaw: {err}"));
+            verdicts
+                .json
+                .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls", "error": err}));
+        }
+    }
+
     if as_json {
         println!(
             "{}",
@@ -683,6 +912,160 @@ fn main() {
             println!("{line}");
         }
     }
+}
+
+/// Where tests/e2e/provision.sh puts the real QwenPaw.
+fn venv_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+        })
+        .join("atc/e2e/qwenpaw-2.2.2.post1")
+}
+
+struct ServerCost {
+    tasks: usize,
+    ticks: usize,
+    server_ms_per_1000: f64,
+    server_idle_ms_per_s: f64,
+    atc_ms_per_1000: f64,
+    tick_ms: f64,
+}
+
+/// CPU time (user + system) process `pid` used so far, from /proc/PID/stat.
+fn process_cpu(pid: u32) -> R<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    // Fields after the command name (which may hold spaces), from the 3rd: utime is the
+    // 14th field, stime the 15th, in clock ticks (USER_HZ, 100 on Linux).
+    let rest = &stat[stat.rfind(')').ok_or("bad stat")? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .ok_or("bad stat")
+    };
+    Ok(Duration::from_millis((ticks(14)? + ticks(15)?) * 10))
+}
+
+/// The process serving `qwenpaw app … --port PORT`.
+fn server_pid(port: u16) -> R<u32> {
+    let port = port.to_string();
+    for entry in std::fs::read_dir("/proc")
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let serves = args.iter().any(|a| *a == b"app")
+            && args
+                .windows(2)
+                .any(|w| w[0] == b"--port" && w[1] == port.as_bytes());
+        if serves {
+            return Ok(pid);
+        }
+    }
+    Err(format!("no qwenpaw app process on port {port}"))
+}
+
+/// Case 8: tasks kept running on a real QwenPaw (the fake LLM sleeps), polled by `atc
+/// tick` over and over; the server's CPU over those ticks, less what it uses idle over the
+/// same time, per 1,000 polls. `None` when QwenPaw is not installed.
+fn server_cost(env: &Env) -> R<Option<ServerCost>> {
+    const TASKS: usize = 50;
+    const TICKS: usize = 40;
+    let dir = venv_dir();
+    if !dir.join(".atc-provisioned").exists() {
+        return Ok(None);
+    }
+    let venv = qwenpaw::Venv {
+        python: dir.join("bin").join("python"),
+    };
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let llm = qwenpaw::FakeLlm::start(&venv, temp.path())?;
+    let server = qwenpaw::Server::create(
+        "bench",
+        &venv,
+        &llm,
+        qwenpaw::ServerOptions {
+            token: None,
+            path_prepend: None,
+            env: Vec::new(),
+            mqtt_port: None,
+        },
+    )?;
+    let api = server.api();
+    let base_url = format!("{}/api", server.root());
+    let mut jobs = Vec::new();
+    for i in 0..TASKS {
+        let task_id = api.submit(
+            Some("default"),
+            &format!("bench-child-{i}"),
+            "bench",
+            "bench child SLEEP=600",
+            Some(3600),
+        )?;
+        jobs.push(job(
+            i,
+            &base_url,
+            json!({"task_id": task_id, "started_at": "2026-11-30T01:50:54Z"}),
+        ));
+    }
+    write_file(&env.state, jobs);
+    let args = ["tick", "--concurrency", &CONCURRENCY.to_string()];
+    // A first tick warms the server's paths up.
+    env.time(atc(), &args);
+    let pid = server_pid(server.port)?;
+    // What the server uses with nobody polling (its own timers, the running tasks), before
+    // and after the ticks, is subtracted.
+    let idle = || -> R<(Duration, Duration)> {
+        let (from, cpu) = (Instant::now(), process_cpu(pid)?);
+        std::thread::sleep(Duration::from_secs(3));
+        Ok((from.elapsed(), process_cpu(pid)? - cpu))
+    };
+    let idle_before = idle()?;
+    let (started, server_before, atc_before) = (Instant::now(), process_cpu(pid)?, children_cpu());
+    let mut times: Vec<Duration> = (0..TICKS).map(|_| env.time(atc(), &args)).collect();
+    let wall = started.elapsed();
+    let server_busy = process_cpu(pid)? - server_before;
+    let atc_cpu = (children_cpu() - atc_before).as_secs_f64();
+    let idle_after = idle()?;
+    let idle_rate =
+        (idle_before.1 + idle_after.1).as_secs_f64() / (idle_before.0 + idle_after.0).as_secs_f64();
+    let server_cpu = server_busy.as_secs_f64() - idle_rate * wall.as_secs_f64();
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(&env.state).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let pending = file["jobs"]
+        .as_array()
+        .map_or(0, |j| j.iter().filter(|j| j["status"] == "pending").count());
+    if pending != TASKS {
+        return Err(format!(
+            "{pending} of {TASKS} jobs still pending after the ticks: the tasks did not stay running"
+        ));
+    }
+    times.sort();
+    let polls = (TASKS * TICKS) as f64;
+    Ok(Some(ServerCost {
+        tasks: TASKS,
+        ticks: TICKS,
+        server_ms_per_1000: server_cpu.max(0.0) * 1e6 / polls,
+        server_idle_ms_per_s: idle_rate * 1e3,
+        atc_ms_per_1000: atc_cpu * 1e6 / polls,
+        tick_ms: ms(times[TICKS / 2]),
+    }))
 }
 
 /// One read of the job file through atc's loader (what a tick does first).

@@ -3,16 +3,18 @@
 //! [`Answer`], or why nothing usable came back, as a [`Transport`] error; `task` and
 //! `chat` turn those into typed observations.
 
-use std::io;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use ureq::http::Response;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{
+    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
+    RustlsConnector, Transport as UreqTransport,
+};
 use ureq::{Agent, Body};
 
 use crate::settings::{Auth, insecure_refusal, insecure_remote_host};
@@ -50,9 +52,9 @@ pub struct Transport {
 pub struct Client {
     /// One agent (one pool, one kept-alive connection per host) per lane, so parallel
     /// workers never share a pool or wait on each other's lock. A connection is reused only
-    /// while it has been idle less than [`MAX_IDLE`], and only after ureq checked it is
-    /// still open: a POST never goes out on a connection the server is about to close (its
-    /// outcome would be unknown).
+    /// while it has been idle less than [`MAX_IDLE`], and only after a probe found it still
+    /// open ([`Socket`]): a POST never goes out on a connection the server is about to
+    /// close (its outcome would be unknown).
     lanes: Vec<Agent>,
     auth: Auth,
     /// Base URLs a watch allowed tokens to go to over plain http (`--allow-insecure-remote`).
@@ -62,6 +64,15 @@ pub struct Client {
 /// Idle keep-alive connections a lane keeps: one per host, for this many hosts (a tick
 /// talks to the QwenPaw servers its jobs name, usually one).
 const IDLE_HOSTS: usize = 16;
+
+/// Each connection's buffers (ureq's default is 128 KiB each, zeroed when a connection
+/// opens: with a lane per worker that was 2 MiB written and ~500 page faults per tick for
+/// answers of a few hundred bytes). Answers of any size still arrive (in more reads); a
+/// response head must fit in the input buffer, so it is also the bound ureq enforces on
+/// heads (`MAX_HEAD`, below it so an oversized head is named as such).
+const INPUT_BUFFER: usize = 32 * 1024;
+const MAX_HEAD: usize = 16 * 1024;
+const OUTPUT_BUFFER: usize = 16 * 1024;
 
 /// A kept-alive connection idle longer than this is closed, not reused. QwenPaw's server
 /// (uvicorn) closes idle connections after 5 s: well before that, the server cannot be
@@ -101,14 +112,19 @@ impl Client {
                 .timeout_recv_body(phase)
                 .max_redirects(0);
             config = config
+                .input_buffer_size(INPUT_BUFFER)
+                .max_response_header_size(MAX_HEAD)
+                .output_buffer_size(OUTPUT_BUFFER)
                 .max_idle_connections(IDLE_HOSTS)
                 .max_idle_connections_per_host(1)
                 .max_idle_age(MAX_IDLE);
-            Agent::with_parts(
-                config.build(),
-                DefaultConnector::default(),
-                OnceResolver::default(),
-            )
+            // ureq's default chain (a CONNECT proxy if one is configured, TCP, TLS for
+            // https) with atc's TCP transport in the middle.
+            let connector =
+                ().chain(ConnectProxyConnector::default())
+                    .chain(Tcp)
+                    .chain(RustlsConnector::default());
+            Agent::with_parts(config.build(), connector, OnceResolver::default())
         };
         Client {
             lanes: (0..lanes.max(1)).map(|_| build()).collect(),
@@ -298,13 +314,16 @@ impl Client {
     }
 }
 
-/// Looks each host up once per process, and an IP address not at all. ureq resolves the
-/// host before every request, even one that reuses a pooled connection, and with a resolve
-/// timeout its resolver starts a thread per lookup: a thread per poll.
+/// Looks each host up once per lane, and an IP address not at all. ureq resolves the host
+/// before every request, even one that reuses a pooled connection, and with a resolve
+/// timeout its resolver starts a thread per lookup: a thread per poll. What was found is
+/// kept by scheme and authority as the URL spells them, so a request to a known host costs
+/// two string comparisons.
 #[derive(Debug, Default)]
 struct OnceResolver {
     lookup: DefaultResolver,
-    known: Mutex<HashMap<String, ResolvedSocketAddrs>>,
+    /// (scheme, authority, addresses).
+    known: Mutex<Vec<(String, String, ResolvedSocketAddrs)>>,
 }
 
 impl Resolver for OnceResolver {
@@ -317,30 +336,231 @@ impl Resolver for OnceResolver {
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
             return self.lookup.resolve(uri, config, timeout);
         };
+        let known = || self.known.lock().unwrap_or_else(|p| p.into_inner());
+        let found = known()
+            .iter()
+            .find(|(s, a, _)| s == scheme.as_str() && a == authority.as_str())
+            .map(|(_, _, addrs)| addrs.clone());
+        if let Some(addrs) = found {
+            return Ok(addrs);
+        }
         let Some(host_port) = DefaultResolver::host_and_port(scheme, authority) else {
             return self.lookup.resolve(uri, config, timeout);
         };
-        if let Ok(addr) = host_port.parse::<std::net::SocketAddr>() {
-            let mut one = self.lookup.empty();
-            one.push(addr);
-            return Ok(one);
-        }
-        let known = |m: &Mutex<HashMap<String, ResolvedSocketAddrs>>| {
-            m.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&host_port)
-                .cloned()
+        let addrs = match host_port.parse::<std::net::SocketAddr>() {
+            Ok(addr) => {
+                let mut one = self.lookup.empty();
+                one.push(addr);
+                one
+            }
+            Err(_) => self.lookup.resolve(uri, config, timeout)?,
         };
-        if let Some(addrs) = known(&self.known) {
-            return Ok(addrs);
-        }
-        let addrs = self.lookup.resolve(uri, config, timeout)?;
-        self.known
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(host_port, addrs.clone());
+        known().push((scheme.to_string(), authority.to_string(), addrs.clone()));
         Ok(addrs)
     }
+}
+
+/// The TCP step of the connector chain: ureq's `TcpConnector`, but its connections are
+/// [`Socket`]s (ureq's `TcpTransport` gives no way to drive its socket differently).
+#[derive(Debug)]
+struct Tcp;
+
+impl<In: UreqTransport> Connector<In> for Tcp {
+    type Out = Either<In, Socket>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if let Some(proxied) = chained {
+            return Ok(Some(Either::A(proxied)));
+        }
+        let budget = details.timeout.not_zero().map(|t| *t);
+        let started = std::time::Instant::now();
+        let mut last = None;
+        for (i, addr) in details.addrs.iter().enumerate() {
+            let left = match budget {
+                Some(budget) => match budget.checked_sub(started.elapsed()) {
+                    // As ureq shares it: half of what is left for each address but the
+                    // last, so one that never answers does not use up the others' time.
+                    Some(left) if !left.is_zero() && i + 1 < details.addrs.len() => {
+                        Some((left / 2).max(Duration::from_millis(10)).min(left))
+                    }
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(ureq::Error::Timeout(details.timeout.reason)),
+                },
+                None => None,
+            };
+            let connected = match left {
+                Some(left) => TcpStream::connect_timeout(addr, left),
+                None => TcpStream::connect(addr),
+            };
+            match connected {
+                Ok(stream) => {
+                    if details.config.no_delay() {
+                        stream.set_nodelay(true)?;
+                    }
+                    let socket = Socket::new(stream, details.config);
+                    (details.register_shutdown)(Arc::downgrade(&socket.stream) as _)?;
+                    return Ok(Some(Either::B(socket)));
+                }
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    last = Some(ureq::Error::Timeout(ureq::Timeout::Connect));
+                }
+                Err(err) => last = Some(ureq::Error::Io(err)),
+            }
+        }
+        Err(last.unwrap_or(ureq::Error::ConnectionFailed))
+    }
+}
+
+/// One kept-alive TCP connection, driven for a loop of small requests: ureq's
+/// `TcpTransport` made two probes (six system calls) and two `setsockopt`s per request
+/// around its one send and one receive. The same safeguards, with fewer system calls:
+/// - A pooled connection is probed once, when the pool hands it out (one non-blocking
+///   peek: closed, or holding bytes nobody asked for, means it is not reused), not also
+///   when it goes back in, right after its answer was read whole (ureq itself checks that
+///   no unread bytes are left then).
+/// - The socket's timeouts are set only when the phase's remaining budget is not already
+///   enforced by the ones set: a socket timeout at most 1/8 above the budget is kept, and
+///   one is set 1/16 above the budget, so the next phase's or the next request's budget
+///   (the same less a few microseconds, or more by as much) keeps it. ureq checks each
+///   phase's deadline before every read and write, so a hanging or trickling server still
+///   ends at its deadline, at most 1/8 late.
+struct Socket {
+    /// Shared with the pool's shutdown handle (as ureq's own transport does).
+    stream: Arc<TcpStream>,
+    buffers: LazyBuffers,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    /// Whether the socket was read or written since the pool last asked `is_open`.
+    used: bool,
+}
+
+/// Names the peer only: the buffers hold requests, tokens included.
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket")
+            .field("peer", &self.stream.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Socket {
+    fn new(stream: TcpStream, config: &ureq::config::Config) -> Socket {
+        Socket {
+            stream: Arc::new(stream),
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+            read_timeout: None,
+            write_timeout: None,
+            used: true,
+        }
+    }
+}
+
+/// The socket timeout to set before waiting at most `budget` (`None`: no limit), when
+/// `set` is the one set now; `None` when `set` already does.
+fn timeout_change(set: Option<Duration>, budget: Option<Duration>) -> Option<Option<Duration>> {
+    match (set, budget) {
+        (None, None) => None,
+        (Some(set), Some(budget)) if budget <= set && set - budget <= budget / 8 => None,
+        (_, budget) => Some(budget.map(|b| b + b / 16)),
+    }
+}
+
+fn timed_out(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
+}
+
+impl UreqTransport for Socket {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let timeout = timeout.for_write();
+        let budget = timeout.not_zero().map(|t| *t);
+        if let Some(change) = timeout_change(self.write_timeout, budget) {
+            self.stream.set_write_timeout(change)?;
+            self.write_timeout = change;
+        }
+        self.used = true;
+        match (&*self.stream).write_all(&self.buffers.output()[..amount]) {
+            Ok(()) => Ok(()),
+            Err(err) if timed_out(&err) => Err(ureq::Error::Timeout(timeout.reason)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let timeout = timeout.for_read();
+        let budget = timeout.not_zero().map(|t| *t);
+        if let Some(change) = timeout_change(self.read_timeout, budget) {
+            self.stream.set_read_timeout(change)?;
+            self.read_timeout = change;
+        }
+        self.used = true;
+        let read = loop {
+            match (&*self.stream).read(self.buffers.input_append_buf()) {
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match read {
+            Ok(amount) => {
+                self.buffers.input_appended(amount);
+                Ok(amount > 0)
+            }
+            Err(err) if timed_out(&err) => Err(ureq::Error::Timeout(timeout.reason)),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    fn is_open(&mut self) -> bool {
+        // ureq asks when a connection goes back to the pool (right after its answer was
+        // read) and again when the pool hands it out: the second answer is the one that
+        // counts, so only that one looks at the socket.
+        if std::mem::take(&mut self.used) {
+            return true;
+        }
+        still_open(&self.stream)
+    }
+}
+
+/// Whether a kept-alive connection can carry another request: the peer has not closed it
+/// and sent nothing unasked. One `recv(MSG_PEEK | MSG_DONTWAIT)`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn still_open(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    const MSG_PEEK: i32 = 0x2;
+    const MSG_DONTWAIT: i32 = 0x40;
+    unsafe extern "C" {
+        fn recv(fd: i32, buf: *mut u8, len: usize, flags: i32) -> isize;
+    }
+    let mut byte = 0u8;
+    // SAFETY: recv writes at most `len` (1) bytes into `byte`, which lives across the call;
+    // the descriptor belongs to `stream`, borrowed for the call.
+    let got = unsafe { recv(stream.as_raw_fd(), &mut byte, 1, MSG_PEEK | MSG_DONTWAIT) };
+    got < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}
+
+/// Elsewhere as ureq does it: a non-blocking read of one byte.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn still_open(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let open = matches!(stream.peek(&mut [0]), Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+    open && stream.set_nonblocking(false).is_ok()
 }
 
 fn finish(
@@ -469,6 +689,147 @@ mod tests {
         assert_eq!(
             describe(&ureq::Error::Timeout(ureq::Timeout::RecvBody)),
             "timed out (receive body)"
+        );
+    }
+
+    #[test]
+    fn a_socket_timeout_is_set_only_when_the_one_set_does_not_enforce_the_budget() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        assert_eq!(timeout_change(None, None), None);
+        // Set with headroom: 1/16 above the budget.
+        assert_eq!(timeout_change(None, Some(s(16))), Some(Some(s(17))));
+        // The next phase's or request's budget, a little less or a little more: kept.
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16) - us(3))), None);
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16) + us(3))), None);
+        assert_eq!(timeout_change(Some(s(17)), Some(s(16))), None);
+        // At most 1/8 above the budget: kept; more (a phase that has waited): lowered.
+        assert_eq!(timeout_change(Some(s(9)), Some(s(8))), None);
+        assert_eq!(
+            timeout_change(Some(s(10)), Some(s(8))),
+            Some(Some(ms(8500)))
+        );
+        assert_eq!(
+            timeout_change(Some(s(17)), Some(s(4))),
+            Some(Some(ms(4250)))
+        );
+        // A longer budget is raised to; no budget clears the timeout.
+        assert_eq!(timeout_change(Some(s(5)), Some(s(16))), Some(Some(s(17))));
+        assert_eq!(timeout_change(Some(s(5)), None), Some(None));
+    }
+
+    #[test]
+    fn a_kept_alive_connection_is_open_until_the_peer_closes_it_or_sends_unasked() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        assert!(still_open(&client), "idle and open");
+        assert!(still_open(&client), "the probe reads nothing");
+        peer.write_all(b"x").unwrap();
+        let mut seen = [0u8];
+        // Once the byte has arrived (a blocking peek waits for it), the probe says no.
+        client.peek(&mut seen).unwrap();
+        assert!(!still_open(&client), "bytes nobody asked for");
+
+        let client = TcpStream::connect(addr).unwrap();
+        let (peer, _) = listener.accept().unwrap();
+        drop(peer);
+        // Once the close has arrived (a blocking peek returns 0), the probe says no.
+        assert_eq!(client.peek(&mut seen).unwrap(), 0);
+        assert!(!still_open(&client), "closed by the peer");
+    }
+
+    /// Serves `answers` answers, one per request, then closes the connection; again on the
+    /// next connection. Says on `closed` when it closed one.
+    fn closing_server(answers: usize) -> (String, std::sync::mpsc::Receiver<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, closed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let mut conn = conn.unwrap();
+                let mut reader = io::BufReader::new(conn.try_clone().unwrap());
+                for _ in 0..answers {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    let answer = b"{\"ok\":true}";
+                    write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        answer.len()
+                    )
+                    .unwrap();
+                    conn.write_all(answer).unwrap();
+                }
+                drop((conn, reader));
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        (base, closed)
+    }
+
+    #[test]
+    fn a_socket_shows_its_peer_never_its_buffers() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = ureq::config::Config::default();
+        let mut socket = Socket::new(TcpStream::connect(addr).unwrap(), &config);
+        let token = b"X-QwenPaw-Runtime-Token: secret";
+        socket.buffers.output()[..token.len()].copy_from_slice(token);
+        let shown = format!("{socket:?}");
+        assert_eq!(shown, format!("Socket {{ peer: Some({addr}), .. }}"));
+    }
+
+    #[test]
+    fn a_connection_the_server_closed_is_not_reused_for_a_post() {
+        // One answer per connection: each kept-alive connection is closed by the server
+        // right after its answer. The closed one must never carry the next request.
+        let (base, closed) = closing_server(1);
+        let client = Client::new(Duration::from_secs(5), Auth::default());
+        let get = client.version(&base).unwrap();
+        assert_eq!(
+            (get.status, get.body),
+            (200, Ok(r#"{"ok":true}"#.to_owned()))
+        );
+        closed.recv().unwrap();
+        let post = client
+            .post_turn(&base, "default", &serde_json::json!({"x": 1}))
+            .unwrap();
+        assert_eq!(post.status, 200);
+        closed.recv().unwrap();
+        let again = client.version(&base).unwrap();
+        assert_eq!(again.status, 200);
+    }
+
+    #[test]
+    fn a_connection_the_server_keeps_open_is_reused() {
+        let (base, closed) = closing_server(3);
+        let client = Client::new(Duration::from_secs(5), Auth::default());
+        for _ in 0..3 {
+            assert_eq!(client.version(&base).unwrap().status, 200);
+        }
+        // Three answers on one connection: only then did the server close it.
+        closed.recv().unwrap();
+        assert!(
+            closed.try_recv().is_err(),
+            "one connection carried all three"
         );
     }
 
