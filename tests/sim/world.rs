@@ -145,10 +145,10 @@ fn scratch() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     let mut builder = tempfile::Builder::new();
     builder.prefix("atc-sim-");
-    if shm.is_dir() {
-        if let Ok(dir) = builder.tempdir_in(shm) {
-            return dir;
-        }
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
     }
     builder.tempdir().expect("a temp dir")
 }
@@ -226,7 +226,6 @@ impl World {
             channel: channel.into(),
             messages: Vec::new(),
             busy: false,
-            ghost: false,
         });
     }
 
@@ -578,13 +577,6 @@ impl World {
             self.last.insert(job.job_id.clone(), job.clone());
         }
         self.jobs = jobs;
-    }
-
-    pub fn dump(&self) {
-        eprintln!(
-            "{}",
-            serde_json::to_string_pretty(&self.jobs).unwrap_or_default()
-        );
     }
 
     fn fail(&self, what: &str) -> ! {
