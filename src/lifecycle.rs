@@ -502,7 +502,7 @@ fn posted_outcome(job: &Job, posted: Posted, now: Timestamp, limits: &Limits) ->
     if next.status == Status::Cancelled {
         let what = match &posted {
             Posted::Accepted { .. } => {
-                next.delivered_at = Some(now);
+                delivery(&mut next).last_http_status = Some(200);
                 "the result was delivered anyway"
             }
             Posted::Unknown { .. } => {
@@ -993,10 +993,11 @@ pub fn register(
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
     // Cancelled while its result was being posted: it may be in the chat already.
     let maybe_delivered = job.delivered_at.is_some()
-        || job
-            .delivery
-            .as_ref()
-            .is_some_and(|d| d.unknown_since.is_some() || d.attempt_started_at.is_some());
+        || job.delivery.as_ref().is_some_and(|d| {
+            d.unknown_since.is_some()
+                || d.attempt_started_at.is_some()
+                || d.last_http_status.is_some_and(|s| (200..300).contains(&s))
+        });
     match job.status {
         Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
         Status::Cancelled if maybe_delivered => Registration::Refuse { was: job.status },

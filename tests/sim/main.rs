@@ -26,6 +26,7 @@ use world::{Ending, Jump, Op, World};
 static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
+static GIVE_UPS: AtomicU64 = AtomicU64::new(0);
 
 /// Histories are generated blind to the world: any operation may come at any time.
 struct Histories;
@@ -122,6 +123,7 @@ impl StateMachineTest for Histories {
         HISTORIES.fetch_add(1, Ordering::Relaxed);
         OPERATIONS.fetch_add(world.ops, Ordering::Relaxed);
         TURNS.fetch_add(turns, Ordering::Relaxed);
+        GIVE_UPS.fetch_add(world.reported, Ordering::Relaxed);
     }
 }
 
@@ -180,10 +182,11 @@ fn random_histories_keep_every_promise() {
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns checked",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns and {} reported give-ups checked",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
-        TURNS.load(Ordering::Relaxed)
+        TURNS.load(Ordering::Relaxed),
+        GIVE_UPS.load(Ordering::Relaxed)
     );
     match result {
         Ok(()) => {}
