@@ -1196,6 +1196,22 @@ pub fn watch(
         );
         fresh.options = request.options.clone();
         fresh.chat_id = request.chat_id.clone();
+        // Cancelled after its result was sealed into a group's turn: that turn carries it
+        // (or carried it) still.
+        if let Some(job) = existing
+            && job.status == Status::Cancelled
+            && let Some(carrier) = &job.carried_by
+            && jobs.iter().any(|c| {
+                c.job_id == *carrier
+                    && c.status != Status::Cancelled
+                    && c.group_tasks.as_ref().is_some_and(|t| t.contains(task_id))
+            })
+        {
+            return Err(WatchRefused::Task {
+                job: Box::new(job.clone()),
+                was: Status::Cancelled,
+            });
+        }
         let registered = match register(existing, target, base_url, group) {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {

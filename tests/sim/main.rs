@@ -499,3 +499,34 @@ fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
         Tick,
     ]);
 }
+
+/// Found by the search: a member cancelled after its group was sealed (its block already
+/// in the carrier's turn) was watched again alone, and its result went out twice.
+#[test]
+fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 13,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        CrashTick(Crash::Claimed),
+        Cancel(2),
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
+        Cancel(3),
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
