@@ -991,22 +991,26 @@ pub fn register(
     let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
         && job.status != Status::Cancelled
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
-    // Cancelled while its result was being posted: it may be in the chat already.
-    let maybe_delivered = job.delivered_at.is_some()
-        || job.delivery.as_ref().is_some_and(|d| {
-            d.unknown_since.is_some()
-                || d.attempt_started_at.is_some()
-                || d.last_http_status.is_some_and(|s| (200..300).contains(&s))
-        });
     match job.status {
         Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
-        Status::Cancelled if maybe_delivered => Registration::Refuse { was: job.status },
+        Status::Cancelled if may_have_gone_out(job) => Registration::Refuse { was: job.status },
         Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
         // A POST to the old chat is under way: retargeting now could deliver twice.
         Status::Delivering if job.in_flight() => Registration::Refuse { was: job.status },
         _ if in_group_turn => Registration::Refuse { was: job.status },
         was => Registration::Replace { was, same_target },
     }
+}
+
+/// A cancelled job whose turn may be in the chat already: the cancel met its POST (which
+/// was accepted, or whose outcome is unknown).
+fn may_have_gone_out(job: &Job) -> bool {
+    job.delivered_at.is_some()
+        || job.delivery.as_ref().is_some_and(|d| {
+            d.unknown_since.is_some()
+                || d.attempt_started_at.is_some()
+                || d.last_http_status.is_some_and(|s| (200..300).contains(&s))
+        })
 }
 
 /// True when the job holds its child's rendered result, not delivered: a re-watch keeps
@@ -1203,7 +1207,7 @@ pub fn watch(
             && let Some(carrier) = &job.carried_by
             && jobs.iter().any(|c| {
                 c.job_id == *carrier
-                    && c.status != Status::Cancelled
+                    && (c.status != Status::Cancelled || may_have_gone_out(c))
                     && c.group_tasks.as_ref().is_some_and(|t| t.contains(task_id))
             })
         {
