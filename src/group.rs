@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::describe;
 use crate::job::{ChatKey, Job, OnNoAnswer, Outbound, Status};
-use crate::lifecycle::Event;
+use crate::lifecycle::{self, Event};
 
 /// The events the groups in `jobs` need now, by position in `jobs`.
 pub fn plan(jobs: &[Job]) -> Vec<(usize, Event)> {
@@ -34,19 +34,41 @@ pub fn plan(jobs: &[Job]) -> Vec<(usize, Event)> {
 }
 
 fn plan_one(name: &str, jobs: &[Job], members: &[usize], events: &mut Vec<(usize, Event)>) {
-    let carrier = members
-        .iter()
-        .copied()
-        .find(|&i| jobs[i].group_tasks.is_some() && jobs[i].status != Status::Cancelled);
+    // A carrier cancelled while its turn was being posted still carries the group: that
+    // turn may be in the chat (sealing the others again would post them twice).
+    let carrier = members.iter().copied().find(|&i| {
+        jobs[i].group_tasks.is_some()
+            && (jobs[i].status != Status::Cancelled || lifecycle::may_have_gone_out(&jobs[i]))
+    });
     if let Some(c) = carrier {
         let carrier = &jobs[c];
-        if carrier
-            .outbound()
-            .is_some_and(|o| o != Outbound::Delivering)
-        {
+        let moved_on = if carrier.status == Status::Cancelled {
+            // Its members follow what its POST did, once that is known.
+            (!carrier.in_flight()).then(|| {
+                let mut turn = carrier.clone();
+                let accepted = carrier.delivery.as_ref().and_then(|d| d.last_http_status);
+                if accepted.is_some_and(|s| (200..300).contains(&s)) {
+                    turn.status = Status::Done;
+                    turn.delivered_at = turn.delivered_at.or(Some(carrier.updated_at));
+                } else {
+                    turn.status = Status::Unconfirmed;
+                    turn.delivery.get_or_insert_with(Default::default).error = Some(format!(
+                        "{} was cancelled while it posted the group's turn: whether that turn arrived is unknown",
+                        carrier.task_id
+                    ));
+                }
+                turn
+            })
+        } else {
+            carrier
+                .outbound()
+                .is_some_and(|o| o != Outbound::Delivering)
+                .then(|| carrier.clone())
+        };
+        if let Some(turn) = moved_on {
             for &i in members {
                 if jobs[i].carried_by.as_deref() == Some(carrier.job_id.as_str()) {
-                    events.push((i, Event::Followed(Box::new(carrier.clone()))));
+                    events.push((i, Event::Followed(Box::new(turn.clone()))));
                 }
             }
         }

@@ -1004,7 +1004,7 @@ pub fn register(
 
 /// A cancelled job whose turn may be in the chat already: the cancel met its POST (which
 /// was accepted, or whose outcome is unknown).
-fn may_have_gone_out(job: &Job) -> bool {
+pub fn may_have_gone_out(job: &Job) -> bool {
     job.delivered_at.is_some()
         || job.delivery.as_ref().is_some_and(|d| {
             d.unknown_since.is_some()

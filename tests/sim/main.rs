@@ -530,3 +530,24 @@ fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
         },
     ]);
 }
+
+/// Found by the search: a carrier cancelled while its group's turn was being posted (the
+/// tick died after the POST stored it); its members were sealed again into a new turn,
+/// and their results went out twice. They follow what that POST did instead.
+#[test]
+fn a_carrier_cancelled_during_its_post_still_carries_its_group() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Finish(0, Ending::Answer),
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Posted(1)),
+        Cancel(0),
+    ]);
+}
