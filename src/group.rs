@@ -245,6 +245,38 @@ mod tests {
     }
 
     #[test]
+    fn a_carrier_cancelled_during_its_post_keeps_its_members_who_follow_the_post() {
+        let mut carrier = member("t1", Status::Cancelled, 1);
+        carrier.group_tasks = Some(vec!["t1".into(), "t2".into()]);
+        carrier.delivery = Some(Delivery {
+            attempt_started_at: Some(Timestamp::from_unix(1_800_000_100)),
+            ..Delivery::default()
+        });
+        let mut other = member("t2", Status::Delivering, 2);
+        other.carried_by = Some("job-t1".into());
+        assert!(
+            plan(&[carrier.clone(), other.clone()]).is_empty(),
+            "in flight: wait for the POST's outcome, never seal again"
+        );
+        let d = carrier.delivery.as_mut().unwrap();
+        d.attempt_started_at = None;
+        d.last_http_status = Some(200);
+        let events = plan(&[carrier.clone(), other.clone()]);
+        assert!(
+            matches!(&events[..], [(1, Event::Followed(turn))] if turn.status == Status::Done),
+            "{events:?}"
+        );
+        let d = carrier.delivery.as_mut().unwrap();
+        d.last_http_status = None;
+        d.unknown_since = Some(Timestamp::from_unix(1_800_000_200));
+        let events = plan(&[carrier, other]);
+        assert!(
+            matches!(&events[..], [(1, Event::Followed(turn))] if turn.status == Status::Unconfirmed),
+            "{events:?}"
+        );
+    }
+
+    #[test]
     fn groups_are_per_parent_chat() {
         let a = member("t1", Status::Delivering, 1);
         let mut b = member("t2", Status::Pending, 2);
