@@ -9,7 +9,9 @@
 //!   Cancelled members, skipped ones and silent ones without an answer are left out.
 //! - When the carrier's turn moves on (delivered, unconfirmed, undelivered, misrouted),
 //!   every carried member follows (`Followed`).
-//! - A carrier cancelled before delivering leaves its members to be sealed again.
+//! - A carrier cancelled before delivering leaves its members to be sealed again (without
+//!   the members cancelled meanwhile); one cancelled while its turn was being posted keeps
+//!   them, and they follow what that POST did (delivered, or unknown).
 
 use std::collections::BTreeMap;
 
