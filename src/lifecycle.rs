@@ -1188,6 +1188,9 @@ pub fn watch(
             group: name.to_owned(),
         });
     }
+    // The file as the watch found it: a carrier replaced earlier in this loop still says
+    // which results its turn carries.
+    let before = jobs.clone();
     let mut done = Vec::new();
     for task_id in &request.task_ids {
         let existing = jobs.iter().find(|j| j.task_id == *task_id);
@@ -1205,7 +1208,7 @@ pub fn watch(
         if let Some(job) = existing
             && job.status == Status::Cancelled
             && let Some(carrier) = &job.carried_by
-            && jobs.iter().any(|c| {
+            && before.iter().any(|c| {
                 c.job_id == *carrier
                     && (c.status != Status::Cancelled || may_have_gone_out(c))
                     && c.group_tasks.as_ref().is_some_and(|t| t.contains(task_id))

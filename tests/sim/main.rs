@@ -529,6 +529,52 @@ fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
             opts: 0,
         },
     ]);
+    // The carrier watched again first, in the same command.
+    replay(vec![
+        Finish(3, Ending::Answer),
+        Watch {
+            tasks: 42,
+            chat: 0,
+            group: true,
+            create_session: true,
+            opts: 0,
+        },
+        Jump(world::Jump::PastMaxAge),
+        Busy(0, true),
+        Tick,
+        Cancel(3),
+        DeleteChat(0),
+        Tick,
+        Watch {
+            tasks: 58,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+    // The carrier cancelled too, after its POST's outcome became unknown.
+    replay(vec![
+        FinishAll,
+        Fault(server::PostFault::DropAfterStore),
+        Watch {
+            tasks: 5,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Cancel(0),
+        Cancel(2),
+        Watch {
+            tasks: 4,
+            chat: 1,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
 }
 
 /// Found by the search: a carrier cancelled while its group's turn was being posted (the
