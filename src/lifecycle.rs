@@ -949,6 +949,13 @@ fn followed(job: &Job, carrier: &Job, now: Timestamp) -> Transition {
     next.chat_id = carrier.chat_id.clone();
     let why = carrier.delivery.as_ref().and_then(|d| d.error.clone());
     delivery_error(&mut next, why);
+    // Its result may be in the chat (in the carrier's turn), whatever becomes of the
+    // carrier's record: a cancel and a re-watch must not post it again.
+    let unknown = carrier.delivery.as_ref().and_then(|d| d.unknown_since);
+    delivery(&mut next).unknown_since = match theirs {
+        Outbound::Unconfirmed => unknown.or(Some(now)),
+        _ => unknown,
+    };
     next.updated_at = now;
     let outcome = match theirs {
         Outbound::Delivered => Outcome::Delivered,

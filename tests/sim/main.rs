@@ -597,3 +597,47 @@ fn a_carrier_cancelled_during_its_post_still_carries_its_group() {
         Cancel(0),
     ]);
 }
+
+/// Found by the search: a member that followed its carrier's turn of unknown outcome was
+/// cancelled after the carrier's record was pruned, then watched again alone: its result
+/// went out twice.
+#[test]
+fn a_member_of_a_turn_of_unknown_outcome_is_not_watched_again_alone() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 2,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Fault(server::PostFault::DropAfterStore),
+        FinishAll,
+        Watch {
+            tasks: 3,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 1,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Jump(world::Jump::PastKeep),
+        Tick,
+        Cancel(1),
+        Watch {
+            tasks: 2,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
