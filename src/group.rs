@@ -9,13 +9,15 @@
 //!   Cancelled members, skipped ones and silent ones without an answer are left out.
 //! - When the carrier's turn moves on (delivered, unconfirmed, undelivered, misrouted),
 //!   every carried member follows (`Followed`).
-//! - A carrier cancelled before delivering leaves its members to be sealed again.
+//! - A carrier cancelled before delivering leaves its members to be sealed again (without
+//!   the members cancelled meanwhile); one cancelled while its turn was being posted keeps
+//!   them, and they follow what that POST did (delivered, or unknown).
 
 use std::collections::BTreeMap;
 
 use crate::describe;
 use crate::job::{ChatKey, Job, OnNoAnswer, Outbound, Status};
-use crate::lifecycle::Event;
+use crate::lifecycle::{self, Event};
 
 /// The events the groups in `jobs` need now, by position in `jobs`.
 pub fn plan(jobs: &[Job]) -> Vec<(usize, Event)> {
@@ -34,19 +36,41 @@ pub fn plan(jobs: &[Job]) -> Vec<(usize, Event)> {
 }
 
 fn plan_one(name: &str, jobs: &[Job], members: &[usize], events: &mut Vec<(usize, Event)>) {
-    let carrier = members
-        .iter()
-        .copied()
-        .find(|&i| jobs[i].group_tasks.is_some() && jobs[i].status != Status::Cancelled);
+    // A carrier cancelled while its turn was being posted still carries the group: that
+    // turn may be in the chat (sealing the others again would post them twice).
+    let carrier = members.iter().copied().find(|&i| {
+        jobs[i].group_tasks.is_some()
+            && (jobs[i].status != Status::Cancelled || lifecycle::may_have_gone_out(&jobs[i]))
+    });
     if let Some(c) = carrier {
         let carrier = &jobs[c];
-        if carrier
-            .outbound()
-            .is_some_and(|o| o != Outbound::Delivering)
-        {
+        let moved_on = if carrier.status == Status::Cancelled {
+            // Its members follow what its POST did, once that is known.
+            (!carrier.in_flight()).then(|| {
+                let mut turn = carrier.clone();
+                let accepted = carrier.delivery.as_ref().and_then(|d| d.last_http_status);
+                if accepted.is_some_and(|s| (200..300).contains(&s)) {
+                    turn.status = Status::Done;
+                    turn.delivered_at = turn.delivered_at.or(Some(carrier.updated_at));
+                } else {
+                    turn.status = Status::Unconfirmed;
+                    turn.delivery.get_or_insert_with(Default::default).error = Some(format!(
+                        "{} was cancelled while it posted the group's turn: whether that turn arrived is unknown",
+                        carrier.task_id
+                    ));
+                }
+                turn
+            })
+        } else {
+            carrier
+                .outbound()
+                .is_some_and(|o| o != Outbound::Delivering)
+                .then(|| carrier.clone())
+        };
+        if let Some(turn) = moved_on {
             for &i in members {
                 if jobs[i].carried_by.as_deref() == Some(carrier.job_id.as_str()) {
-                    events.push((i, Event::Followed(Box::new(carrier.clone()))));
+                    events.push((i, Event::Followed(Box::new(turn.clone()))));
                 }
             }
         }
@@ -218,6 +242,38 @@ mod tests {
         let events = plan(&[carrier, cancelled, live]);
         assert!(
             matches!(&events[..], [(2, Event::Sealed { tasks, .. })] if tasks == &["t3"]),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn a_carrier_cancelled_during_its_post_keeps_its_members_who_follow_the_post() {
+        let mut carrier = member("t1", Status::Cancelled, 1);
+        carrier.group_tasks = Some(vec!["t1".into(), "t2".into()]);
+        carrier.delivery = Some(Delivery {
+            attempt_started_at: Some(Timestamp::from_unix(1_800_000_100)),
+            ..Delivery::default()
+        });
+        let mut other = member("t2", Status::Delivering, 2);
+        other.carried_by = Some("job-t1".into());
+        assert!(
+            plan(&[carrier.clone(), other.clone()]).is_empty(),
+            "in flight: wait for the POST's outcome, never seal again"
+        );
+        let d = carrier.delivery.as_mut().unwrap();
+        d.attempt_started_at = None;
+        d.last_http_status = Some(200);
+        let events = plan(&[carrier.clone(), other.clone()]);
+        assert!(
+            matches!(&events[..], [(1, Event::Followed(turn))] if turn.status == Status::Done),
+            "{events:?}"
+        );
+        let d = carrier.delivery.as_mut().unwrap();
+        d.last_http_status = None;
+        d.unknown_since = Some(Timestamp::from_unix(1_800_000_200));
+        let events = plan(&[carrier, other]);
+        assert!(
+            matches!(&events[..], [(1, Event::Followed(turn))] if turn.status == Status::Unconfirmed),
             "{events:?}"
         );
     }

@@ -506,7 +506,7 @@ fn posted_outcome(job: &Job, posted: Posted, now: Timestamp, limits: &Limits) ->
     if next.status == Status::Cancelled {
         let what = match &posted {
             Posted::Accepted { .. } => {
-                next.delivered_at = Some(now);
+                delivery(&mut next).last_http_status = Some(200);
                 "the result was delivered anyway"
             }
             Posted::Unknown { .. } => {
@@ -983,6 +983,13 @@ fn followed(job: &Job, carrier: &Job, now: Timestamp) -> Transition {
     next.chat_id = carrier.chat_id.clone();
     let why = carrier.delivery.as_ref().and_then(|d| d.error.clone());
     delivery_error(&mut next, why);
+    // Its result may be in the chat (in the carrier's turn), whatever becomes of the
+    // carrier's record: a cancel and a re-watch must not post it again.
+    let unknown = carrier.delivery.as_ref().and_then(|d| d.unknown_since);
+    delivery(&mut next).unknown_since = match theirs {
+        Outbound::Unconfirmed => unknown.or(Some(now)),
+        _ => unknown,
+    };
     next.updated_at = now;
     let outcome = match theirs {
         Outbound::Delivered => Outcome::Delivered,
@@ -1025,21 +1032,26 @@ pub fn register(
     let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
         && job.status != Status::Cancelled
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
-    // Cancelled while its result was being posted: it may be in the chat already.
-    let maybe_delivered = job.delivered_at.is_some()
-        || job
-            .delivery
-            .as_ref()
-            .is_some_and(|d| d.unknown_since.is_some() || d.attempt_started_at.is_some());
     match job.status {
         Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
-        Status::Cancelled if maybe_delivered => Registration::Refuse { was: job.status },
+        Status::Cancelled if may_have_gone_out(job) => Registration::Refuse { was: job.status },
         Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
         // A POST to the old chat is under way: retargeting now could deliver twice.
         Status::Delivering if job.in_flight() => Registration::Refuse { was: job.status },
         _ if in_group_turn => Registration::Refuse { was: job.status },
         was => Registration::Replace { was, same_target },
     }
+}
+
+/// A cancelled job whose turn may be in the chat already: the cancel met its POST (which
+/// was accepted, or whose outcome is unknown).
+pub fn may_have_gone_out(job: &Job) -> bool {
+    job.delivered_at.is_some()
+        || job.delivery.as_ref().is_some_and(|d| {
+            d.unknown_since.is_some()
+                || d.attempt_started_at.is_some()
+                || d.last_http_status.is_some_and(|s| (200..300).contains(&s))
+        })
 }
 
 /// True when the job holds its child's rendered result, not delivered: a re-watch keeps
@@ -1217,6 +1229,9 @@ pub fn watch(
             group: name.to_owned(),
         });
     }
+    // The file as the watch found it: a carrier replaced earlier in this loop still says
+    // which results its turn carries.
+    let before = jobs.clone();
     let mut done = Vec::new();
     for task_id in &request.task_ids {
         let existing = jobs.iter().find(|j| j.task_id == *task_id);
@@ -1229,6 +1244,22 @@ pub fn watch(
         );
         fresh.options = request.options.clone();
         fresh.chat_id = request.chat_id.clone();
+        // Cancelled after its result was sealed into a group's turn: that turn carries it
+        // (or carried it) still.
+        if let Some(job) = existing
+            && job.status == Status::Cancelled
+            && let Some(carrier) = &job.carried_by
+            && before.iter().any(|c| {
+                c.job_id == *carrier
+                    && (c.status != Status::Cancelled || may_have_gone_out(c))
+                    && c.group_tasks.as_ref().is_some_and(|t| t.contains(task_id))
+            })
+        {
+            return Err(WatchRefused::Task {
+                job: Box::new(job.clone()),
+                was: Status::Cancelled,
+            });
+        }
         let registered = match register(existing, target, base_url, group) {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {

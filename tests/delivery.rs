@@ -511,6 +511,38 @@ fn expired_and_abandoned_watches_notice_too_and_silent_ones_do_not() {
         .stdout_contains("the parent was not told (--on-no-answer silent)");
 }
 
+/// Issue 15: the age came from an `updated_at` that running polls leave alone, so every
+/// expired notice said the task "had not finished 20s after it was delegated" (and
+/// `--keep` counted from then).
+#[test]
+fn an_expired_notice_states_the_real_age_and_keep_counts_from_the_end() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let two_days_ago = "2020-01-01T00:00:00Z";
+    s.env.edit_job(TASK, |job| {
+        job.insert("registered_at".into(), json!(two_days_ago));
+        job.insert("updated_at".into(), json!("2020-01-01T00:00:20Z"));
+        job.insert("started_at".into(), json!("2020-01-01T00:00:00Z"));
+    });
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&["--max-age", "1d"]);
+    let said = s.delivered("s-77");
+    assert_eq!(said.len(), 1, "{said:?}");
+    let age = said[0]
+        .split("had not finished ")
+        .nth(1)
+        .and_then(|rest| rest.split(" after it was delegated").next())
+        .expect("the notice states an age");
+    let age = humantime::parse_duration(age).expect("a duration");
+    assert!(age > Duration::from_secs(5 * 365 * 86400), "{said:?}");
+    let job = s.job(TASK);
+    assert_eq!(job["status"], "expired");
+    assert!(
+        job["updated_at"].as_str().unwrap() > "2026-01-01",
+        "the watch ended now: {job}"
+    );
+}
+
 #[test]
 fn a_notice_waits_for_a_busy_parent_like_a_result() {
     let s = Scene::new();

@@ -168,7 +168,7 @@ fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     watched(&env, TASK, &[]);
     holding(&env, TASK, "cancelled");
     env.edit_job(TASK, |job| {
-        job.insert("delivered_at".into(), json!("2026-11-30T20:15:03Z"));
+        job["delivery"]["last_http_status"] = json!(200);
         job.insert(
             "note".into(),
             json!("cancelled while its result was being posted; the result was delivered anyway"),

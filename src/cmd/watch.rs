@@ -275,6 +275,10 @@ fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
         Status::Unconfirmed => format!(
             "{task_id}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {task_id}` shows the text; `atc redeliver {task_id}` tries again safely"
         ),
+        Status::Cancelled if job.carried_by.is_some() => format!(
+            "{task_id}'s watch was cancelled after its result was sealed into group {}'s turn, which carries it to {chat}; watching it again could post it twice (`atc status {task_id}` shows where that turn stands)",
+            job.options.group.as_deref().unwrap_or("?")
+        ),
         Status::Cancelled => format!(
             "{task_id}'s watch was cancelled while its result was being posted to {chat}, so it may be there already; watching it again could post it twice (`atc status {task_id}` shows what is known)"
         ),

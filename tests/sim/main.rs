@@ -26,6 +26,7 @@ use world::{Ending, Jump, Op, World};
 static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
+static GIVE_UPS: AtomicU64 = AtomicU64::new(0);
 
 /// Histories are generated blind to the world: any operation may come at any time.
 struct Histories;
@@ -122,6 +123,7 @@ impl StateMachineTest for Histories {
         HISTORIES.fetch_add(1, Ordering::Relaxed);
         OPERATIONS.fetch_add(world.ops, Ordering::Relaxed);
         TURNS.fetch_add(turns, Ordering::Relaxed);
+        GIVE_UPS.fetch_add(world.reported, Ordering::Relaxed);
     }
 }
 
@@ -180,10 +182,11 @@ fn random_histories_keep_every_promise() {
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns checked",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns and {} reported give-ups checked",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
-        TURNS.load(Ordering::Relaxed)
+        TURNS.load(Ordering::Relaxed),
+        GIVE_UPS.load(Ordering::Relaxed)
     );
     match result {
         Ok(()) => {}
@@ -371,7 +374,7 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
 #[test]
 fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::{DropAfterStore, DropBeforeStore};
     replay(vec![
         Restart,
         Fault(DropAfterStore),
@@ -449,7 +452,7 @@ fn a_group_members_notice_waits_for_its_group_however_long() {
 #[test]
 fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::Error500;
     replay(vec![
         Watch {
             tasks: 13,
@@ -494,5 +497,147 @@ fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
         Cancel(1),
         Busy(0, false),
         Tick,
+    ]);
+}
+
+/// Found by the search: a member cancelled after its group was sealed (its block already
+/// in the carrier's turn) was watched again alone, and its result went out twice.
+#[test]
+fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 13,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        CrashTick(Crash::Claimed),
+        Cancel(2),
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
+        Cancel(3),
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+    // The carrier watched again first, in the same command.
+    replay(vec![
+        Finish(3, Ending::Answer),
+        Watch {
+            tasks: 42,
+            chat: 0,
+            group: true,
+            create_session: true,
+            opts: 0,
+        },
+        Jump(world::Jump::PastMaxAge),
+        Busy(0, true),
+        Tick,
+        Cancel(3),
+        DeleteChat(0),
+        Tick,
+        Watch {
+            tasks: 58,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+    // The carrier cancelled too, after its POST's outcome became unknown.
+    replay(vec![
+        FinishAll,
+        Fault(server::PostFault::DropAfterStore),
+        Watch {
+            tasks: 5,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Cancel(0),
+        Cancel(2),
+        Watch {
+            tasks: 4,
+            chat: 1,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Found by the search: a carrier cancelled while its group's turn was being posted (the
+/// tick died after the POST stored it); its members were sealed again into a new turn,
+/// and their results went out twice. They follow what that POST did instead.
+#[test]
+fn a_carrier_cancelled_during_its_post_still_carries_its_group() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Finish(0, Ending::Answer),
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Posted(1)),
+        Cancel(0),
+    ]);
+}
+
+/// Found by the search: a member that followed its carrier's turn of unknown outcome was
+/// cancelled after the carrier's record was pruned, then watched again alone: its result
+/// went out twice.
+#[test]
+fn a_member_of_a_turn_of_unknown_outcome_is_not_watched_again_alone() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 2,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Fault(server::PostFault::DropAfterStore),
+        FinishAll,
+        Watch {
+            tasks: 3,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 1,
+            chat: 2,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Jump(world::Jump::PastKeep),
+        Tick,
+        Cancel(1),
+        Watch {
+            tasks: 2,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
     ]);
 }

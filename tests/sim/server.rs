@@ -36,8 +36,6 @@ pub struct Chat {
     /// Every stored message: atc's turns (user, with metadata) and the parent's replies.
     pub messages: Vec<Value>,
     pub busy: bool,
-    /// Started by a POST into a triple nobody had.
-    pub ghost: bool,
 }
 
 /// What the next delivery POST suffers.
@@ -342,13 +340,13 @@ impl SimServer {
             Some(i) => i,
             None => {
                 s.chats.push(Chat {
+                    // Started by a POST into a triple nobody had.
                     id: format!("ghost-{n}"),
                     session,
                     user,
                     channel,
                     messages: Vec::new(),
                     busy: false,
-                    ghost: true,
                 });
                 s.chats.len() - 1
             }

@@ -135,7 +135,11 @@ pub struct World {
     /// When each registration was first seen ended (sim seconds).
     ended_at: BTreeMap<String, u64>,
     pub ops: u64,
+    /// Give-ups seen in a tick and found named in its report.
+    pub reported: u64,
     chat_serial: u64,
+    /// What the last tick reported (`None` after any other operation, or a crashed tick).
+    report: Option<serde_json::Value>,
     /// What the history did so far, for failure messages.
     pub trail: Vec<String>,
 }
@@ -145,10 +149,10 @@ fn scratch() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     let mut builder = tempfile::Builder::new();
     builder.prefix("atc-sim-");
-    if shm.is_dir() {
-        if let Ok(dir) = builder.tempdir_in(shm) {
-            return dir;
-        }
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
     }
     builder.tempdir().expect("a temp dir")
 }
@@ -193,7 +197,9 @@ impl World {
             forgotten: BTreeSet::new(),
             ended_at: BTreeMap::new(),
             ops: 0,
+            reported: 0,
             chat_serial: 0,
+            report: None,
             trail: Vec::new(),
         };
         for c in 0..CHATS.len() as u8 {
@@ -227,7 +233,6 @@ impl World {
             channel: channel.into(),
             messages: Vec::new(),
             busy: false,
-            ghost: false,
         });
     }
 
@@ -495,7 +500,8 @@ impl World {
         let crashed = self.server.lock().crash.take().is_none() && crash.is_some();
         match ran {
             Ok(report) => {
-                report.expect("a tick never fails on a good file");
+                let report = report.expect("a tick never fails on a good file");
+                self.report = report.map(|r| r.to_json());
                 String::new()
             }
             Err(payload) if payload.is::<crate::server::SimCrash>() => {
@@ -516,9 +522,30 @@ impl World {
             .jobs;
         let now = self.clock.secs();
         let l = limits();
+        let report = self.report.take();
         for old in &self.jobs {
             let new = jobs.iter().find(|j| j.job_id == old.job_id);
             if let Some(new) = new {
+                // Loud: a tick that gave a job up says so in its report.
+                if let Some(report) = &report
+                    && gave_up(new)
+                    && !gave_up(old)
+                {
+                    let named = report["tasks"].as_object().is_some_and(|by| {
+                        by.values().any(|tasks| {
+                            tasks
+                                .as_array()
+                                .is_some_and(|t| t.iter().any(|t| *t == new.task_id))
+                        })
+                    });
+                    if !named {
+                        self.fail(&format!(
+                            "the tick gave {} up ({}) and its report does not say so: {report}",
+                            new.task_id, new.status
+                        ));
+                    }
+                    self.reported += 1;
+                }
                 if !reachable(old.status, new.status) {
                     self.fail(&format!(
                         "{} went {} → {}, which no step allows",
@@ -579,13 +606,6 @@ impl World {
             self.last.insert(job.job_id.clone(), job.clone());
         }
         self.jobs = jobs;
-    }
-
-    pub fn dump(&self) {
-        eprintln!(
-            "{}",
-            serde_json::to_string_pretty(&self.jobs).unwrap_or_default()
-        );
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -743,6 +763,17 @@ fn open(job: &Job, now: Timestamp) -> bool {
         || job.outbound() == Some(Outbound::Delivering)
         || lifecycle::is_due(job, now, &limits())
         || lifecycle::forward_due(job)
+}
+
+/// Ended without delivering: the result or the notice given up.
+fn gave_up(job: &Job) -> bool {
+    matches!(
+        job.status,
+        Status::Error | Status::Lost | Status::Expired | Status::Abandoned
+    ) || matches!(
+        job.outbound(),
+        Some(Outbound::Undelivered | Outbound::Misrouted | Outbound::Unconfirmed)
+    )
 }
 
 /// Holds its rendered result, not yet (certainly) delivered.
