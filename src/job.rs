@@ -443,6 +443,13 @@ pub struct Job {
     /// A group member whose result another member's turn carries: that member's job id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_by: Option<String>,
+    /// The child's own session id (`--child-session`, or the `[SESSION: …]` line after
+    /// its `[TASK_ID: …]`): what `cancel --stop` and `--stop-after` stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session: Option<String>,
+    /// The child's chat uuid on the agent it runs on, once looked up (`GET /chats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_chat_id: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -481,6 +488,8 @@ impl Job {
             forward: None,
             group_tasks: None,
             carried_by: None,
+            child_session: None,
+            child_chat_id: None,
             extra: Map::new(),
         }
     }

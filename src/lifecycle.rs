@@ -1119,6 +1119,8 @@ pub struct WatchRequest {
     pub options: Options,
     /// The parent chat's id, when `watch` looked it up.
     pub chat_id: Option<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
 }
 
 /// What a watch did with one task.
@@ -1229,11 +1231,28 @@ pub fn watch(
         );
         fresh.options = request.options.clone();
         fresh.chat_id = request.chat_id.clone();
+        // The same task is the same child, whoever watches it: a session already known is
+        // kept (with its chat) unless this watch names another.
+        let asked = request
+            .child_sessions
+            .iter()
+            .find(|(t, _)| t == task_id)
+            .map(|(_, s)| s.clone());
+        let known = existing.and_then(|j| j.child_session.clone());
+        fresh.child_session = asked.clone().or(known.clone());
+        if fresh.child_session == known {
+            fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
+        }
         let registered = match register(existing, target, base_url, group) {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");
-                let (next, applied, not_applied) = reoption(&job, &request.options);
+                let (mut next, mut applied, not_applied) = reoption(&job, &request.options);
+                if asked.is_some() && asked != job.child_session {
+                    next.child_session = asked;
+                    next.child_chat_id = None;
+                    applied.push("--child-session");
+                }
                 if applied.is_empty() && not_applied.is_empty() {
                     done.push(Registered::AlreadyWatching(job));
                     continue;

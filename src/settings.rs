@@ -249,6 +249,8 @@ pub struct Watch {
     pub state: Setting<PathBuf>,
     /// Validated, in the order given, each once.
     pub task_ids: Vec<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
     pub options: Options,
     pub session: Setting<String>,
     pub user: Setting<String>,
@@ -285,6 +287,8 @@ pub struct Cancel {
     pub state: Setting<PathBuf>,
     pub task_id: String,
     pub limits: Limits,
+    /// `--stop`: stop the child too (through the job's own base URL), with this auth.
+    pub stop: Option<Auth>,
 }
 
 #[derive(Debug)]
@@ -415,6 +419,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             task_id: parse_task_id(&args.task_id)?,
             state: state()?,
             limits: default_limits(),
+            stop: if args.stop { Some(auth()?) } else { None },
         }),
         Command::Tick(args) => Action::Tick(tick(args, state()?, auth()?)),
         Command::Wait(args) => Action::Wait(Wait {
@@ -552,9 +557,11 @@ fn watch(
             task_ids.push(id);
         }
     }
+    let mut child_sessions: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {
         let (text, shown) = read_from(from)?;
         let found = crate::ids::task_ids_in(&text)?;
+        child_sessions = crate::ids::child_sessions_in(&text)?;
         if found.is_empty() {
             return Err(Failure::new(
                 Exit::Usage,
@@ -568,6 +575,23 @@ fn watch(
                 task_ids.push(id);
             }
         }
+    }
+    if let Some(value) = args.child_session {
+        let session = checked(Setting {
+            value,
+            source: Source::Flag("--child-session"),
+        })?;
+        let [task] = task_ids.as_slice() else {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "--child-session names one child's session, but {} tasks are watched; watch each with its own --child-session, or pass --from with the [SESSION: …] line under each [TASK_ID: …]",
+                    task_ids.len()
+                ),
+            ));
+        };
+        child_sessions.retain(|(t, _)| t != task);
+        child_sessions.push((task.clone(), session.value));
     }
     let label = |flag: &'static str, value: Option<String>| {
         value
@@ -649,6 +673,7 @@ fn watch(
     Ok(Watch {
         state: state()?,
         task_ids,
+        child_sessions,
         options,
         session,
         user,

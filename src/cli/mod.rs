@@ -376,6 +376,12 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 
+    /// The child's own session ("[SESSION: …]" in submit_to_agent's answer; --from reads it
+    /// from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop.
+    /// Only with one task id
+    #[arg(long, value_name = "SID", help_heading = "The child")]
+    pub child_session: Option<String>,
+
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
@@ -464,6 +470,12 @@ pub struct StatusArgs {
 pub struct CancelArgs {
     /// The watched task id
     pub task_id: String,
+
+    /// Also stop the child itself (POST /console/chat/stop on its chat), then end the
+    /// watch; refused (the watch kept) when the child's session is unknown (exit 1) or the
+    /// server cannot be reached (exit 5)
+    #[arg(long)]
+    pub stop: bool,
 }
 
 #[derive(Debug, Args)]

@@ -239,6 +239,13 @@ fn full(job: &Job, now: Timestamp) -> String {
     if let Some(on) = &job.target.target_agent {
         field("runs on", on.clone());
     }
+    if let Some(session) = &job.child_session {
+        let chat = match &job.child_chat_id {
+            Some(id) => format!(" (chat {id})"),
+            None => " (chat not looked up yet)".to_owned(),
+        };
+        field("child session", format!("{session}{chat}"));
+    }
     field("delivers to", job.target.describe_chat());
     if let Some(id) = &job.chat_id {
         field("chat id", id.clone());

@@ -454,6 +454,8 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("channel", Some(&t.channel)),
             ("group", job.options.group.as_ref()),
             ("fork_branch", job.options.fork_branch.as_ref()),
+            ("child_session", job.child_session.as_ref()),
+            ("child_chat_id", job.child_chat_id.as_ref()),
         ] {
             if let Some(value) = value {
                 validate::label(value).map_err(|why| bad(field, why))?;

@@ -371,7 +371,7 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
 #[test]
 fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::{DropAfterStore, DropBeforeStore};
     replay(vec![
         Restart,
         Fault(DropAfterStore),
@@ -449,7 +449,7 @@ fn a_group_members_notice_waits_for_its_group_however_long() {
 #[test]
 fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::Error500;
     replay(vec![
         Watch {
             tasks: 13,

@@ -37,6 +37,7 @@ pub struct Chat {
     pub messages: Vec<Value>,
     pub busy: bool,
     /// Started by a POST into a triple nobody had.
+    #[allow(dead_code)] // for a person reading a history's dump
     pub ghost: bool,
 }
 

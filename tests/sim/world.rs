@@ -145,10 +145,10 @@ fn scratch() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     let mut builder = tempfile::Builder::new();
     builder.prefix("atc-sim-");
-    if shm.is_dir() {
-        if let Ok(dir) = builder.tempdir_in(shm) {
-            return dir;
-        }
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
     }
     builder.tempdir().expect("a temp dir")
 }
@@ -389,6 +389,7 @@ impl World {
             base_url: BASE.into(),
             options: options.clone(),
             chat_id,
+            child_sessions: Vec::new(),
         };
         let now = self.now();
         let result = self.store().update(|file| {
@@ -581,6 +582,7 @@ impl World {
         self.jobs = jobs;
     }
 
+    #[allow(dead_code)] // a debugging aid: call it from a failing history
     pub fn dump(&self) {
         eprintln!(
             "{}",

@@ -1,0 +1,220 @@
+//! Long children (issue 19): the child's session (`watch --child-session`, `--from`'s
+//! `[SESSION: …]` lines), `cancel --stop` and each of its refusals. Through the real
+//! binary against the fake QwenPaw, whose stop route is pinned to contract §12.
+
+mod support;
+
+use support::atc::TestEnv;
+use support::hermetic::NOWHERE;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+const CHILD: &str = "default:to:worker:1774516703206:ec02e542";
+
+#[test]
+fn child_session_is_recorded_on_the_job() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &["--target-agent", "worker", "--child-session", CHILD],
+    );
+    let job = s.job(TASK);
+    assert_eq!(job["child_session"], CHILD);
+    assert!(
+        job.get("child_chat_id").is_none(),
+        "looked up when first needed"
+    );
+    s.atc(["status", TASK])
+        .stdout_contains(format!("child session   {CHILD} (chat not looked up yet)"))
+        .file_unchanged();
+}
+
+#[test]
+fn from_pairs_each_session_line_with_the_task_id_above_it() {
+    let env = TestEnv::new();
+    let printed = "[TASK_ID: task-a]\n[SESSION: me:to:w:1:aa]\n\n[TASK_ID: task-b]\n";
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin(printed)
+        .chat_check_skipped()
+        .stdout_inspected()
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["task_id"], "task-a");
+            assert_eq!(file["jobs"][0]["child_session"], "me:to:w:1:aa");
+            assert_eq!(file["jobs"][1]["task_id"], "task-b");
+            assert!(file["jobs"][1].get("child_session").is_none());
+        });
+}
+
+#[test]
+fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+    ])
+    .status(2)
+    .stderr("atc: --child-session names one child's session, but 2 tasks are watched; watch each with its own --child-session, or pass --from with the [SESSION: …] line under each [TASK_ID: …]\n")
+    .no_file();
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        "a\u{1b}b",
+    ])
+    .status(2)
+    .stderr_contains("--child-session")
+    .stderr_contains("control character")
+    .no_file();
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin("[TASK_ID: task-a] [SESSION:  ]")
+        .status(2)
+        .stderr("atc: the [SESSION: …] line after [TASK_ID: task-a] must not be empty\n")
+        .no_file();
+}
+
+#[test]
+fn a_hand_edited_child_session_is_refused_by_the_loader() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    env.edit_job(TASK, |job| {
+        job.insert("child_session".into(), "\u{7}".into());
+    });
+    env.atc(["status"])
+        .status(3)
+        .stderr_contains("bad child_session")
+        .file_unchanged();
+}
+
+#[test]
+fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
+    let s = Scene::new();
+    let chat = s.chats.add_child("worker", CHILD);
+    s.watch(
+        TASK,
+        &["--target-agent", "worker", "--child-session", CHILD],
+    );
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was stopped.\n"
+        ))
+        .file(move |file| {
+            assert_eq!(file["jobs"][0]["status"], "cancelled");
+            assert_eq!(file["jobs"][0]["child_chat_id"], chat.as_str());
+        });
+    let stops: Vec<_> = s
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/console/chat/stop")
+        .collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0].method, "POST");
+    assert_eq!(stops[0].header("x-agent-id"), Some("worker"));
+    assert_eq!(
+        s.chats.stops(),
+        [s.job(TASK)["child_chat_id"].as_str().unwrap()]
+    );
+    // A second stop finds nothing running, by the chat recorded (no second lookup).
+    let lookups = s.server.hits("GET", "/api/chats");
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "{TASK} was already cancelled; the child was not running.\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.server.hits("GET", "/api/chats"), lookups);
+    assert_eq!(s.chats.stops().len(), 2);
+}
+
+#[test]
+fn cancel_stop_says_when_the_child_was_not_running() {
+    let s = Scene::new();
+    s.chats.add("default", CHILD, "default", "console");
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was not running.\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+}
+
+#[test]
+fn cancel_stop_without_a_child_session_is_refused_and_keeps_the_watch() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.atc(["cancel", TASK, "--stop"])
+        .status(1)
+        .stderr(format!(
+            "atc: cannot stop the child of {TASK}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.status(TASK), "pending");
+    assert!(s.chats.stops().is_empty());
+}
+
+#[test]
+fn cancel_stop_with_the_server_unreachable_exits_5_and_keeps_the_watch() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--child-session", CHILD])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    assert!(
+        env.job(TASK)["base_url"]
+            .as_str()
+            .unwrap()
+            .starts_with(NOWHERE)
+    );
+    env.atc(["cancel", TASK, "--stop"])
+        .status(5)
+        .stderr_contains(format!(
+            "atc: cannot stop the child of {TASK}: its chat could not be looked up ("
+        ))
+        .stderr_contains("the watch is kept, try again\n")
+        .file_unchanged();
+    assert_eq!(env.job(TASK)["status"], "pending");
+}
+
+#[test]
+fn cancel_stop_refused_by_the_server_exits_5_and_keeps_the_watch() {
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.server.on(
+        "POST",
+        "/api/console/chat/stop",
+        vec![support::fake::Reply::json(
+            500,
+            r#"{"detail":"Internal Server Error"}"#,
+        )],
+    );
+    s.atc(["cancel", TASK, "--stop"])
+        .status(5)
+        .stderr(format!(
+            "atc: cannot stop the child of {TASK}: HTTP 500: Internal Server Error; the watch is kept, try again\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.status(TASK), "pending");
+}
+
+#[test]
+fn cancel_without_stop_sends_nothing() {
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    let before = s.server.requests().len();
+    s.atc(["cancel", TASK])
+        .stdout_contains("the child task keeps running")
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    assert_eq!(s.server.requests().len(), before);
+    assert!(s.chats.stops().is_empty());
+}
