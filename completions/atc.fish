@@ -46,6 +46,7 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "qwenpaw" -d 'Set atc up ins
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l child-session -d 'The child\'s own session ("[SESSION: …]" in submit_to_agent\'s answer; --from reads it from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop. Only with one task id' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l stop-after -d 'Stop the child (POST /console/chat/stop) when a tick finds it still running this long after it started; its "Task cancelled" result is delivered with a line saying atc stopped it. Needs the child\'s session' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt) [env: ATC_USER_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r

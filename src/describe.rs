@@ -95,6 +95,40 @@ fn told(job: &Job) -> String {
     }
 }
 
+/// "; stops in 4m" (or "; stop due", "; stopped") for a watch with `--stop-after`.
+pub fn deadline(job: &Job, now: Timestamp) -> String {
+    let Some(secs) = job.options.stop_after_secs else {
+        return String::new();
+    };
+    if job.stopped_at.is_some() {
+        return "; stopped".to_owned();
+    }
+    let due = job
+        .started_at
+        .map(|at| at.saturating_add(std::time::Duration::from_secs(secs)));
+    match due {
+        Some(due) if due > now && job.stop_asked_at.is_none() => {
+            format!("; stops in {}", age(now.elapsed_at(due)))
+        }
+        Some(_) => "; stop due".to_owned(),
+        None => String::new(),
+    }
+}
+
+/// The line a result of a child atc stopped (`--stop-after`) ends with, or `None` when atc
+/// did not stop it.
+pub fn stop_line(job: &Job) -> Option<String> {
+    job.stopped_at?;
+    let after = job
+        .options
+        .stop_after_secs
+        .map(|secs| humantime::format_duration(std::time::Duration::from_secs(secs)).to_string())
+        .unwrap_or_else(|| "its deadline".to_owned());
+    Some(format!(
+        "[atc: stopped this task after {after} at the watch's request (--stop-after {after})]"
+    ))
+}
+
 /// The cause of an error without the request it came from: `GET http://…/task/t:
 /// connection refused (is QwenPaw running?)` → `connection refused (is QwenPaw running?)`.
 pub fn short_cause(error: &str) -> String {
@@ -345,7 +379,11 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         ),
         Status::Pending => match job.started_at {
             None => "not polled yet".to_owned(),
-            Some(at) => format!("running for {}", age(at.elapsed_at(now))),
+            Some(at) => format!(
+                "running for {}{}",
+                age(at.elapsed_at(now)),
+                deadline(job, now)
+            ),
         },
         Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
             let group = job.options.group.as_deref().unwrap_or_default();

@@ -276,6 +276,10 @@ pub struct Options {
     /// plain-http, non-loopback base URL.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_insecure_remote: bool,
+    /// `--stop-after`, in seconds: a tick that finds the child still running this long
+    /// after it started stops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_secs: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -450,6 +454,12 @@ pub struct Job {
     /// The child's chat uuid on the agent it runs on, once looked up (`GET /chats`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_chat_id: Option<String>,
+    /// When a tick found `--stop-after` passed: the stop is due (cleared once answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_asked_at: Option<Timestamp>,
+    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -490,6 +500,8 @@ impl Job {
             carried_by: None,
             child_session: None,
             child_chat_id: None,
+            stop_asked_at: None,
+            stopped_at: None,
             extra: Map::new(),
         }
     }

@@ -193,6 +193,12 @@ pub enum Event {
     Unsealed,
     /// The carrier of its group's turn moved on; this member follows.
     Followed(Box<Job>),
+    /// The stop `--stop-after` asked for was answered: the child's chat (when it was looked
+    /// up), and whether a running turn was stopped, or why the stop told nothing.
+    StopAnswered {
+        chat_id: Option<String>,
+        answer: Result<bool, String>,
+    },
 }
 
 /// What the shell must do after saving the new job.
@@ -259,6 +265,7 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Carried { carrier } => carried(job, carrier, now),
         Event::Unsealed => unsealed(job, now),
         Event::Followed(carrier) => followed(job, &carrier, now),
+        Event::StopAnswered { chat_id, answer } => stop_answered(job, chat_id, answer, now),
     };
     // A note records only what no field can (how a cancel met a POST); anything else,
     // including a note an older atc wrote, would only repeat the fields (`describe`
@@ -292,6 +299,11 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
                 next.updated_at = job.updated_at;
             }
             outcomes.push(Outcome::Running);
+            if stop_due(&next, now) {
+                next.stop_asked_at = Some(now);
+                next.updated_at = now;
+                outcomes.push(Outcome::StopDue);
+            }
         }
         // A finished result is delivered even past the age cap: it is here now.
         Check::Finished {
@@ -304,7 +316,11 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             next.last_error = None;
             next.started_at = started_at.or(next.started_at);
             next.outcome = Some(outcome);
-            next.final_text = Some(text);
+            next.final_text = Some(match describe::stop_line(&next) {
+                Some(line) => format!("{text}\n\n{line}"),
+                None => text,
+            });
+            next.stop_asked_at = None;
             outcomes.push(Outcome::Finished);
             if empty && outcome == TaskOutcome::Completed && next.options.on_empty == OnEmpty::Skip
             {
@@ -342,6 +358,58 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
         return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
     }
     Transition::to(next, outcomes)
+}
+
+/// Whether a tick that finds the child still running must stop it now: `--stop-after`
+/// has passed since it started, its session is known, and no stop is out already.
+fn stop_due(job: &Job, now: Timestamp) -> bool {
+    let Some(secs) = job.options.stop_after_secs else {
+        return false;
+    };
+    job.child_session.is_some()
+        && job.stop_asked_at.is_none()
+        && job.stopped_at.is_none()
+        && job
+            .started_at
+            .is_some_and(|at| at.elapsed_at(now) >= Duration::from_secs(secs))
+}
+
+/// The answer to a stop `--stop-after` asked for. Only a pending job with a stop out takes
+/// it; a stop that told nothing is asked again by the next poll that finds the child running.
+fn stop_answered(
+    job: &Job,
+    chat_id: Option<String>,
+    answer: Result<bool, String>,
+    now: Timestamp,
+) -> Transition {
+    if job.status != Status::Pending || job.stop_asked_at.is_none() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    next.stop_asked_at = None;
+    if chat_id.is_some() {
+        next.child_chat_id = chat_id;
+    }
+    let outcome = match answer {
+        Ok(true) => {
+            next.stopped_at = Some(now);
+            Outcome::Stopped
+        }
+        Ok(false) => Outcome::StopNotRunning,
+        Err(error) => {
+            next.last_error = Some(error);
+            Outcome::StopFailed
+        }
+    };
+    Transition::to(next, vec![outcome])
+}
+
+/// The jobs whose child a tick stops now (`--stop-after` passed).
+pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
+    jobs.iter()
+        .filter(|job| job.status == Status::Pending && job.stop_asked_at.is_some())
+        .collect()
 }
 
 /// A watch that ended without an answer owes the parent one notice, unless it was asked
@@ -1107,6 +1175,13 @@ fn reoption(job: &Job, wanted: &Options) -> (Job, Vec<&'static str>, Vec<&'stati
     ) {
         next.options.allow_insecure_remote = wanted.allow_insecure_remote;
     }
+    if take(
+        "--stop-after",
+        have.stop_after_secs != wanted.stop_after_secs,
+        rendered,
+    ) {
+        next.options.stop_after_secs = wanted.stop_after_secs;
+    }
     (next, applied, not_applied)
 }
 
@@ -1272,6 +1347,7 @@ pub fn watch(
                 let mut job = fresh;
                 job.status = Status::Delivering;
                 job.final_text = old.final_text.clone();
+                job.stopped_at = old.stopped_at;
                 job.outcome = old.outcome;
                 job.started_at = old.started_at;
                 job.delivery = Some(Delivery::default());

@@ -84,6 +84,14 @@ pub enum Outcome {
     Cancelled,
     /// `atc cancel` found it already cancelled.
     AlreadyCancelled,
+    /// `--stop-after` passed while the child runs: a stop is due.
+    StopDue,
+    /// QwenPaw stopped the child at the watch's request (`--stop-after`).
+    Stopped,
+    /// The stop found nothing running in the child's chat.
+    StopNotRunning,
+    /// The stop could not be sent or was refused; asked again on the next tick.
+    StopFailed,
     /// The event does not apply to the job as it is now; nothing changed.
     Ignored,
 }
@@ -127,6 +135,10 @@ impl Outcome {
             Outcome::Pruned => "pruned",
             Outcome::Cancelled => "cancelled",
             Outcome::AlreadyCancelled => "already_cancelled",
+            Outcome::StopDue => "stop_due",
+            Outcome::Stopped => "stopped",
+            Outcome::StopNotRunning => "stop_not_running",
+            Outcome::StopFailed => "stop_failed",
             Outcome::Ignored => "ignored",
         }
     }
@@ -136,7 +148,11 @@ impl Outcome {
     /// `read-back`, a queued notice `notice`. Bookkeeping and "not yet" stay out.
     pub fn log_name(self) -> Option<&'static str> {
         match self {
-            Outcome::Polled | Outcome::Waiting | Outcome::Ignored | Outcome::Claimed => None,
+            Outcome::Polled
+            | Outcome::Waiting
+            | Outcome::Ignored
+            | Outcome::Claimed
+            | Outcome::StopDue => None,
             Outcome::Running | Outcome::Finished => Some("polled"),
             Outcome::FailedCheck => Some("strike"),
             Outcome::Confirmed => Some("read-back"),
@@ -151,6 +167,7 @@ impl Outcome {
         matches!(
             self,
             Outcome::FailedCheck
+                | Outcome::StopFailed
                 | Outcome::Unconfirmed
                 | Outcome::Error
                 | Outcome::Undelivered

@@ -621,7 +621,32 @@ fn watch(
             Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,
         },
         allow_insecure_remote: false,
+        stop_after_secs: match args.stop_after {
+            None => None,
+            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "--stop-after {} is not a whole number of seconds (at least 1s)",
+                        humantime::format_duration(d)
+                    ),
+                ));
+            }
+            Some(d) => Some(d.as_secs()),
+        },
     };
+    if options.stop_after_secs.is_some()
+        && let Some(task) = task_ids
+            .iter()
+            .find(|t| !child_sessions.iter().any(|(c, _)| c == *t))
+    {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--stop-after needs the child's session to stop it, and {task} has none: pass --child-session SID (the [SESSION: …] line submit_to_agent printed), or --from with that line under its [TASK_ID: …]"
+            ),
+        ));
+    }
     let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
     let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
         .ok_or_else(|| {

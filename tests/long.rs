@@ -218,3 +218,123 @@ fn cancel_without_stop_sends_nothing() {
     assert_eq!(s.server.requests().len(), before);
     assert!(s.chats.stops().is_empty());
 }
+
+#[test]
+fn stop_after_stops_a_child_still_running_and_its_result_says_so() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let chat = s.chats.add_child("worker", CHILD);
+    s.watch(
+        TASK,
+        &[
+            "--target-agent",
+            "worker",
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            "3s",
+        ],
+    );
+    assert_eq!(s.job(TASK)["stop_after_secs"], 3);
+    s.atc(["status", TASK])
+        .stdout_contains("\nstop after      3s (after the child starts)\n")
+        .file_unchanged();
+    // The record's started_at is long past: the first tick that finds it running stops it.
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
+    s.tick(&[]).file(move |file| {
+        let job = &file["jobs"][0];
+        assert_eq!(job["status"], "pending");
+        assert_eq!(job["child_chat_id"], chat.as_str());
+        assert!(job["stopped_at"].is_string());
+        assert!(job.get("stop_asked_at").is_none());
+    });
+    assert_eq!(s.chats.stops().len(), 1);
+    let shown = s
+        .atc(["status", TASK])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    let shown = support::atc::stdout(&shown);
+    assert!(
+        shown.contains("\nstop after      3s (stopped at "),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("child session   {CHILD} (chat 6f1c0e1a-")),
+        "{shown}"
+    );
+    let listed = s.atc(["status"]).stdout_inspected().file_unchanged().run();
+    let listed = support::atc::stdout(&listed);
+    assert!(listed.contains("; stopped"), "{listed}");
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    let delivered = s.delivered("s-77");
+    assert_eq!(delivered.len(), 1);
+    assert!(
+        delivered[0].contains("Task failed.\n\nError: Task cancelled"),
+        "{}",
+        delivered[0]
+    );
+    assert!(
+        delivered[0].ends_with(
+            "\n\n[atc: stopped this task after 3s at the watch's request (--stop-after 3s)]"
+        ),
+        "{}",
+        delivered[0]
+    );
+    assert_eq!(s.chats.stops().len(), 1, "stopped once");
+}
+
+#[test]
+fn stop_after_a_failed_stop_is_asked_again_on_the_next_tick() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.server.on(
+        "POST",
+        "/api/console/chat/stop",
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    s.tick(&[])
+        .file(|file| assert!(file["jobs"][0].get("stopped_at").is_none()));
+    s.server.off("POST", "/api/console/chat/stop");
+    s.tick(&[])
+        .file(|file| assert!(file["jobs"][0]["stopped_at"].is_string()));
+    assert_eq!(
+        s.chats.stops().len(),
+        1,
+        "the fake's own route saw the second"
+    );
+}
+
+#[test]
+fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--stop-after", "5m"])
+        .status(2)
+        .stderr(format!("atc: --stop-after needs the child's session to stop it, and {TASK} has none: pass --child-session SID (the [SESSION: …] line submit_to_agent printed), or --from with that line under its [TASK_ID: …]\n"))
+        .no_file();
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+        "--stop-after",
+        "500ms",
+    ])
+    .status(2)
+    .stderr("atc: --stop-after 500ms is not a whole number of seconds (at least 1s)\n")
+    .no_file();
+}

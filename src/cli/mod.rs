@@ -382,6 +382,12 @@ pub struct WatchArgs {
     #[arg(long, value_name = "SID", help_heading = "The child")]
     pub child_session: Option<String>,
 
+    /// Stop the child (POST /console/chat/stop) when a tick finds it still running this
+    /// long after it started; its "Task cancelled" result is delivered with a line saying
+    /// atc stopped it. Needs the child's session
+    #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
+    pub stop_after: Option<Duration>,
+
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,

@@ -10,8 +10,9 @@ use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Status};
 use crate::lifecycle::{self, Event};
+use crate::pass::{self, StopFailed, Stopped};
 use crate::qwenpaw::Client;
-use crate::qwenpaw::chat::{self, Stop};
+use crate::qwenpaw::chat::Stop;
 use crate::report::{LogEntry, Outcome};
 use crate::settings::{Auth, Cancel, Output};
 use crate::state::Store;
@@ -19,13 +20,6 @@ use crate::time::Timestamp;
 
 /// How long each request of `--stop` may take: a person is waiting.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What `--stop` did to the child.
-struct Stopped {
-    /// The chat it was sent to, when it is the child's uuid (recorded on the job).
-    chat_id: Option<String>,
-    said: Stop,
-}
 
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     let store = Store::new(cancel.state.value.clone());
@@ -108,39 +102,23 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     report_job(&job, &message, out)
 }
 
-/// Stops the child of `job`: finds its chat (recorded, or looked up by its session on the
-/// agent it runs on), then asks QwenPaw to stop it. Any failure leaves the watch as it is.
+/// Stops the child of `job` through its own base URL; any failure leaves the watch as it is.
 fn stop_child(job: &Job, auth: &Auth) -> Result<Stopped> {
     let task_id = &job.task_id;
-    let Some(session) = &job.child_session else {
-        fail!(
-            Exit::Refused,
-            "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
-        );
-    };
     let mut client = Client::new(STOP_TIMEOUT, auth.clone());
     if job.options.allow_insecure_remote {
         client.allow_insecure(&job.base_url);
     }
-    let agent = job.target.poll_agent();
-    let chat_id = match &job.child_chat_id {
-        Some(id) => Some(id.clone()),
-        None => match chat::chats(client.list_chats(&job.base_url, agent, None)) {
-            Ok(chats) => chat::child_chat(&chats, session).map(|c| c.id.clone()),
-            Err(unusable) => fail!(
-                Exit::Server,
-                "cannot stop the child of {task_id}: its chat could not be looked up ({}); the watch is kept, try again",
-                unusable.message()
-            ),
-        },
-    };
-    // Not listed (yet): QwenPaw also takes the session id, for chats on `console`.
-    let target = chat_id.as_deref().unwrap_or(session);
-    match chat::stopped(client.stop_chat(&job.base_url, agent, target)) {
-        Ok(said) => Ok(Stopped { chat_id, said }),
+    match pass::stop_child(&client, job) {
+        Ok(stopped) => Ok(stopped),
+        Err(StopFailed::NoSession) => fail!(
+            Exit::Refused,
+            "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
+        ),
         Err(why) => fail!(
             Exit::Server,
-            "cannot stop the child of {task_id}: {why}; the watch is kept, try again"
+            "cannot stop the child of {task_id}: {}; the watch is kept, try again",
+            why.message()
         ),
     }
 }

@@ -246,6 +246,23 @@ fn full(job: &Job, now: Timestamp) -> String {
         };
         field("child session", format!("{session}{chat}"));
     }
+    if let Some(secs) = job.options.stop_after_secs {
+        let after = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let when = match (job.stopped_at, job.started_at) {
+            (Some(at), _) => format!(" (stopped at {at})"),
+            (None, Some(start)) => format!(
+                " (at {}{})",
+                start.saturating_add(std::time::Duration::from_secs(secs)),
+                if job.stop_asked_at.is_some() {
+                    "; a stop is due"
+                } else {
+                    ""
+                }
+            ),
+            (None, None) => " (after the child starts)".to_owned(),
+        };
+        field("stop after", format!("{after}{when}"));
+    }
     field("delivers to", job.target.describe_chat());
     if let Some(id) = &job.chat_id {
         field("chat id", id.clone());

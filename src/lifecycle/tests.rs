@@ -135,9 +135,10 @@ enum Kind {
     Carried,
     Unsealed,
     Followed,
+    StopAnswered,
 }
 
-const KINDS: [Kind; 32] = [
+const KINDS: [Kind; 33] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -170,6 +171,7 @@ const KINDS: [Kind; 32] = [
     Kind::Carried,
     Kind::Unsealed,
     Kind::Followed,
+    Kind::StopAnswered,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -208,6 +210,7 @@ macro_rules! any_kind {
             | Kind::Carried
             | Kind::Unsealed
             | Kind::Followed
+            | Kind::StopAnswered
     };
 }
 
@@ -297,6 +300,10 @@ fn event(kind: Kind) -> Event {
         },
         Kind::Unsealed => Event::Unsealed,
         Kind::Followed => Event::Followed(Box::new(carrier_done())),
+        Kind::StopAnswered => Event::StopAnswered {
+            chat_id: Some("c-child".into()),
+            answer: Ok(true),
+        },
     }
 }
 
@@ -1367,4 +1374,191 @@ fn pruning_keeps_live_and_recent_jobs() {
         !prunable(&notice, t(week * 2), &LIMITS),
         "a notice still going out"
     );
+}
+
+/// A watch with `--stop-after 10s` on a child whose session is known, started at t(1).
+fn stoppable() -> Job {
+    let mut job = pending();
+    job.options.stop_after_secs = Some(10);
+    job.child_session = Some("kid".into());
+    job.started_at = Some(t(1));
+    job
+}
+
+fn stop_answer(answer: Result<bool, String>) -> Event {
+    Event::StopAnswered {
+        chat_id: Some("c-child".into()),
+        answer,
+    }
+}
+
+/// `--stop-after`, row by row: (case, job, event, at, outcomes, a stop out afterwards,
+/// stopped afterwards).
+#[test]
+fn stop_after_rows() {
+    let asked = || {
+        let mut job = stoppable();
+        job.stop_asked_at = Some(t(11));
+        job
+    };
+    let no_session = || {
+        let mut job = stoppable();
+        job.child_session = None;
+        job
+    };
+    let unasked = || {
+        let mut job = stoppable();
+        job.options.stop_after_secs = None;
+        job
+    };
+    let stopped = || {
+        let mut job = stoppable();
+        job.stopped_at = Some(t(12));
+        job
+    };
+    use Outcome as O;
+    type StopRow = (
+        &'static str,
+        Job,
+        Event,
+        u64,
+        &'static [Outcome],
+        bool,
+        bool,
+    );
+    let rows: Vec<StopRow> = vec![
+        (
+            "running, before the deadline",
+            stoppable(),
+            Event::Polled(running()),
+            10,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "running, at the deadline",
+            stoppable(),
+            Event::Polled(running()),
+            11,
+            &[O::Polled, O::Running, O::StopDue],
+            true,
+            false,
+        ),
+        (
+            "running, a stop already out",
+            asked(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            true,
+            false,
+        ),
+        (
+            "running, already stopped",
+            stopped(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            true,
+        ),
+        (
+            "running, no child session",
+            no_session(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "running, no --stop-after",
+            unasked(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "stopped",
+            asked(),
+            stop_answer(Ok(true)),
+            12,
+            &[O::Stopped],
+            false,
+            true,
+        ),
+        (
+            "nothing running",
+            asked(),
+            stop_answer(Ok(false)),
+            12,
+            &[O::StopNotRunning],
+            false,
+            false,
+        ),
+        (
+            "stop failed",
+            asked(),
+            stop_answer(Err("HTTP 500".into())),
+            12,
+            &[O::StopFailed],
+            false,
+            false,
+        ),
+        (
+            "an answer with no stop out",
+            stoppable(),
+            stop_answer(Ok(true)),
+            12,
+            &[O::Ignored],
+            false,
+            false,
+        ),
+        (
+            "finished with a stop out",
+            asked(),
+            Event::Polled(finished()),
+            12,
+            &[O::Polled, O::Finished],
+            false,
+            false,
+        ),
+    ];
+    for (case, job, event, at, outcomes, out, was_stopped) in rows {
+        let tr = apply(&job, event, t(at));
+        assert_eq!(tr.outcomes, outcomes, "{case}");
+        assert_eq!(tr.job.stop_asked_at.is_some(), out, "{case}: a stop out");
+        assert_eq!(tr.job.stopped_at.is_some(), was_stopped, "{case}: stopped");
+        assert_eq!(tr.effect, Effect::None, "{case}: a stop is no POST");
+        assert_eq!(
+            to_stop(std::slice::from_ref(&tr.job)).len(),
+            usize::from(out),
+            "{case}: to_stop"
+        );
+    }
+    let answered = apply(&asked(), stop_answer(Err("HTTP 500".into())), t(12)).job;
+    assert_eq!(answered.last_error.as_deref(), Some("HTTP 500"));
+    let again = apply(&answered, Event::Polled(running()), t(32));
+    assert!(
+        again.outcomes.contains(&O::StopDue),
+        "a failed stop is asked again"
+    );
+    let recorded = apply(&asked(), stop_answer(Ok(true)), t(12)).job;
+    assert_eq!(recorded.child_chat_id.as_deref(), Some("c-child"));
+}
+
+#[test]
+fn the_result_of_a_stopped_child_ends_with_one_stop_line() {
+    let mut job = stoppable();
+    job.stopped_at = Some(t(12));
+    let tr = apply(&job, Event::Polled(finished()), t(20));
+    assert_eq!(
+        tr.job.final_text.as_deref(),
+        Some("T2\n\n[atc: stopped this task after 10s at the watch's request (--stop-after 10s)]")
+    );
+    let plain = apply(&stoppable(), Event::Polled(finished()), t(20));
+    assert_eq!(plain.job.final_text.as_deref(), Some("T2"));
 }

@@ -472,6 +472,8 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("updated_at", Some(job.updated_at)),
             ("started_at", job.started_at),
             ("delivered_at", job.delivered_at),
+            ("stop_asked_at", job.stop_asked_at),
+            ("stopped_at", job.stopped_at),
         ] {
             if let Some(at) = at {
                 validate::timestamp(at).map_err(|why| bad(field, why))?;

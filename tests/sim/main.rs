@@ -43,7 +43,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
     let chat = 0..swarm.chats;
     prop_oneof![
-        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..16])
+        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..32])
             .prop_map(|(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts }),
         5 => task.clone().prop_map(Op::Cancel),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
@@ -495,4 +495,45 @@ fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
         Busy(0, false),
         Tick,
     ]);
+}
+
+/// `--stop-after` (issue 19): a child still running past its deadline is stopped once, and
+/// its "Task cancelled" result reaches the parent with the stop line, exactly once.
+#[test]
+fn a_child_past_its_deadline_is_stopped_and_its_result_says_so() {
+    use Op::*;
+    quiet_crashes();
+    let mut world = World::new();
+    for op in [
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 16,
+        },
+        Tick,
+        Tick,
+    ] {
+        world.apply(&op);
+    }
+    world.drain();
+    world.check();
+    let s = world.server.lock();
+    assert_eq!(s.stopped, [world::task_id(0)]);
+    let turns: Vec<String> = s
+        .chats
+        .iter()
+        .flat_map(server::delivered)
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert!(turns[0].contains("Error: Task cancelled"), "{}", turns[0]);
+    assert!(
+        turns[0].ends_with(
+            "[atc: stopped this task after 1s at the watch's request (--stop-after 1s)]"
+        ),
+        "{}",
+        turns[0]
+    );
 }
