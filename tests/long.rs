@@ -338,3 +338,43 @@ fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
     .stderr("atc: --stop-after 500ms is not a whole number of seconds (at least 1s)\n")
     .no_file();
 }
+
+#[test]
+fn cancel_stop_of_a_finished_child_sends_no_stop_and_cancels() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    // The parent chat is busy: the result waits, delivering.
+    s.chats.busy_for("s-77", 10);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "delivering");
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child had already finished.\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    assert!(s.chats.stops().is_empty());
+}
+
+#[test]
+fn a_stop_is_logged_without_the_child_session() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let log = s
+        .atc(["log", TASK])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    let log = support::atc::stdout(&log);
+    assert!(log.contains("stopped"), "{log}");
+    let raw = std::fs::read_to_string(format!("{}.log", s.env.state.display())).unwrap();
+    assert!(raw.contains("\"event\":\"stopped\""), "{raw}");
+    assert!(!raw.contains(CHILD), "the log holds no session ids: {raw}");
+}
