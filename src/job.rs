@@ -280,6 +280,10 @@ pub struct Options {
     /// after it started stops it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_secs: Option<u64>,
+    /// `--check-in`, in seconds: while the child runs, the parent gets a short notice this
+    /// often (at most `lifecycle::MAX_CHECK_INS` times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_in_secs: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -460,6 +464,16 @@ pub struct Job {
     /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<Timestamp>,
+    /// Where the current check-in notice of a pending job stands (its text is `final`,
+    /// its bookkeeping `delivery`, as for any outbound turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_in: Option<Outbound>,
+    /// Check-ins done (delivered, or dropped when they could not be).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub check_ins: u32,
+    /// When the last check-in became due: the next one is due `--check-in` later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check_in_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -502,6 +516,9 @@ impl Job {
             child_chat_id: None,
             stop_asked_at: None,
             stopped_at: None,
+            check_in: None,
+            check_ins: 0,
+            last_check_in_at: None,
             extra: Map::new(),
         }
     }
@@ -516,7 +533,8 @@ impl Job {
             Status::Undelivered => Some(Outbound::Undelivered),
             Status::Misrouted => Some(Outbound::Misrouted),
             Status::Lost | Status::Expired | Status::Abandoned => self.notice,
-            Status::Pending | Status::Cancelled | Status::Skipped | Status::Error => None,
+            Status::Pending => self.check_in,
+            Status::Cancelled | Status::Skipped | Status::Error => None,
         }
     }
 
@@ -525,6 +543,8 @@ impl Job {
     pub(crate) fn set_outbound(&mut self, outbound: Outbound) {
         if self.notice.is_some() && self.status.ends_without_answer() {
             self.notice = Some(outbound);
+        } else if self.status == Status::Pending && self.check_in.is_some() {
+            self.check_in = Some(outbound);
         } else {
             self.status = match outbound {
                 Outbound::Delivering => Status::Delivering,

@@ -321,10 +321,10 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
         Ok(Work {
             insecure_ok,
             settled: lifecycle::settled(&file.jobs),
-            only_watching: file
-                .jobs
-                .iter()
-                .all(|job| job.status == Status::Pending || lifecycle::settled_job(job)),
+            only_watching: file.jobs.iter().all(|job| {
+                (job.status == Status::Pending && job.check_in.is_none())
+                    || lifecycle::settled_job(job)
+            }),
             first_prune: file
                 .jobs
                 .iter()

@@ -92,6 +92,14 @@ pub enum Outcome {
     StopNotRunning,
     /// The stop could not be sent or was refused; asked again on the next tick.
     StopFailed,
+    /// `--check-in` came round while the child runs: a check-in notice is queued.
+    CheckInDue,
+    /// A check-in notice was posted into the parent chat.
+    CheckedIn,
+    /// A check-in notice could not be delivered (busy too long, no chat, refused): dropped.
+    CheckInDropped,
+    /// `atc cancel --check-ins` turned the check-ins off.
+    CheckInsOff,
     /// The event does not apply to the job as it is now; nothing changed.
     Ignored,
 }
@@ -139,6 +147,10 @@ impl Outcome {
             Outcome::Stopped => "stopped",
             Outcome::StopNotRunning => "stop_not_running",
             Outcome::StopFailed => "stop_failed",
+            Outcome::CheckInDue => "check_in_due",
+            Outcome::CheckedIn => "checked_in",
+            Outcome::CheckInDropped => "check_in_dropped",
+            Outcome::CheckInsOff => "check_ins_off",
             Outcome::Ignored => "ignored",
         }
     }
@@ -152,7 +164,8 @@ impl Outcome {
             | Outcome::Waiting
             | Outcome::Ignored
             | Outcome::Claimed
-            | Outcome::StopDue => None,
+            | Outcome::StopDue
+            | Outcome::CheckInDue => None,
             Outcome::Running | Outcome::Finished => Some("polled"),
             Outcome::FailedCheck => Some("strike"),
             Outcome::Confirmed => Some("read-back"),

@@ -289,6 +289,8 @@ pub struct Cancel {
     pub limits: Limits,
     /// `--stop`: stop the child too (through the job's own base URL), with this auth.
     pub stop: Option<Auth>,
+    /// `--check-ins`: only turn the check-ins off.
+    pub check_ins: bool,
 }
 
 #[derive(Debug)]
@@ -420,6 +422,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             limits: default_limits(),
             stop: if args.stop { Some(auth()?) } else { None },
+            check_ins: args.check_ins,
         }),
         Command::Tick(args) => Action::Tick(tick(args, state()?, auth()?)),
         Command::Wait(args) => Action::Wait(Wait {
@@ -628,6 +631,19 @@ fn watch(
                     Exit::Usage,
                     format!(
                         "--stop-after {} is not a whole number of seconds (at least 1s)",
+                        humantime::format_duration(d)
+                    ),
+                ));
+            }
+            Some(d) => Some(d.as_secs()),
+        },
+        check_in_secs: match args.check_in {
+            None => None,
+            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "--check-in {} is not a whole number of seconds (at least 1s)",
                         humantime::format_duration(d)
                     ),
                 ));

@@ -378,3 +378,127 @@ fn a_stop_is_logged_without_the_child_session() {
     assert!(raw.contains("\"event\":\"stopped\""), "{raw}");
     assert!(!raw.contains(CHILD), "the log holds no session ids: {raw}");
 }
+
+#[test]
+fn check_in_tells_a_waiting_parent_then_the_result_arrives_once() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--child-session", CHILD, "--check-in", "2s"]);
+    assert_eq!(s.job(TASK)["check_in_secs"], 2);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    // The record's started_at is long past: the first tick checks in.
+    s.tick(&[]).file(|file| {
+        let job = &file["jobs"][0];
+        assert_eq!(job["status"], "pending");
+        assert_eq!(job["check_ins"], 1);
+        assert!(job.get("check_in").is_none(), "done with, not on its way");
+        assert!(job.get("final").is_none());
+    });
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    let text = &turns[0];
+    assert!(
+        text.starts_with(&format!(
+            "[TASK_ID: {TASK}]\n[STATUS: running]\n\nStill running after "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("(check-in 1 of at most 5)"), "{text}");
+    assert!(
+        text.contains(&format!("Stop the task: atc cancel {TASK} --stop")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Stop these check-ins: atc cancel {TASK} --check-ins"
+        )),
+        "{text}"
+    );
+    s.atc(["status", TASK])
+        .stdout_contains("\ncheck-ins       every 2s, 1 of at most 5 sent; next at ")
+        .file_unchanged();
+    let ids: Vec<String> = s
+        .posts()
+        .iter()
+        .map(|p| p.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string())
+        .collect();
+    // The result: delivered once, with the job's own delivery id.
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns[1].contains("[STATUS: finished]"), "{}", turns[1]);
+    let all: Vec<String> = s
+        .posts()
+        .iter()
+        .map(|p| p.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string())
+        .collect();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0], ids[0]);
+    assert!(all[0].ends_with("-c1\""), "{all:?}");
+    assert!(!all[1].contains("-c"), "{all:?}");
+}
+
+#[test]
+fn a_check_in_waits_for_a_busy_parent_and_goes_once() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[])
+        .file(|file| assert_eq!(file["jobs"][0]["check_in"], "delivering"));
+    assert!(s.delivered("s-77").is_empty());
+    s.atc(["status"])
+        .stdout_contains("check-in on its way")
+        .file_unchanged();
+    s.tick(&[])
+        .file(|file| assert_eq!(file["jobs"][0]["check_ins"], 1));
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    // Without the child's session the notice cannot offer --stop.
+    assert!(
+        turns[0].contains(&format!(
+            "Stop waiting for it (the task keeps running): atc cancel {TASK}\n"
+        )),
+        "{}",
+        turns[0]
+    );
+}
+
+#[test]
+fn cancel_check_ins_stops_them_and_keeps_watching() {
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1m"]);
+    s.atc(["cancel", TASK, "--check-ins"])
+        .stdout(format!(
+            "No more check-ins for {TASK}; still watching it (its result comes back as usual).\n"
+        ))
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["status"], "pending");
+            assert!(file["jobs"][0].get("check_in_secs").is_none());
+        });
+    s.atc(["cancel", TASK, "--check-ins"])
+        .status(1)
+        .stderr(format!(
+            "atc: {TASK} has no check-ins to stop (it was watched without --check-in)\n"
+        ))
+        .file_unchanged();
+    s.atc(["cancel", TASK, "--check-ins", "--stop"])
+        .status(2)
+        .stderr_contains("cannot be used with")
+        .file_unchanged();
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--check-in", "1500ms"])
+        .status(2)
+        .stderr("atc: --check-in 1s 500ms is not a whole number of seconds (at least 1s)\n")
+        .no_file();
+}

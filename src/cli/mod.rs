@@ -388,6 +388,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
     pub stop_after: Option<Duration>,
 
+    /// While the child runs, post a short notice into the parent chat every D (at most 5
+    /// times): how long it has run, and how to stop it or the check-ins
+    #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
+    pub check_in: Option<Duration>,
+
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
@@ -482,6 +487,10 @@ pub struct CancelArgs {
     /// server cannot be reached (exit 5)
     #[arg(long)]
     pub stop: bool,
+
+    /// Only stop the check-ins (--check-in); keep watching
+    #[arg(long, conflicts_with = "stop")]
+    pub check_ins: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,9 @@ use crate::time::Timestamp;
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
+    if cancel.check_ins {
+        return check_ins_off(cancel, out);
+    }
     let store = Store::new(cancel.state.value.clone());
     let task_id = &cancel.task_id;
     // The stop goes out before the lock is taken: the lock is never held across the network.
@@ -99,6 +102,43 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     if changed && job.status == Status::Cancelled {
         store.log(&[LogEntry::of("cancelled", &job, now)])?;
     }
+    report_job(&job, &message, out)
+}
+
+/// `cancel --check-ins`: the watch goes on, without check-ins.
+fn check_ins_off(cancel: &Cancel, out: Output) -> Result<()> {
+    let store = Store::new(cancel.state.value.clone());
+    let task_id = &cancel.task_id;
+    let now = Timestamp::now();
+    let job = store.update(|file| {
+        let Some(job) = file.find_mut(task_id) else {
+            fail!(
+                Exit::Refused,
+                "no watch for {task_id} in {}",
+                store.path().display()
+            );
+        };
+        let transition = lifecycle::step(job, Event::CheckInsOff, now, &cancel.limits);
+        if transition.is_ignored() {
+            if job.status != Status::Pending {
+                fail!(
+                    Exit::Refused,
+                    "the watch on {task_id} already ended ({}); no check-ins to stop",
+                    job.status
+                );
+            }
+            fail!(
+                Exit::Refused,
+                "{task_id} has no check-ins to stop (it was watched without --check-in)"
+            );
+        }
+        *job = transition.job;
+        Ok(job.clone())
+    })?;
+    store.log(&[LogEntry::of("check_ins_off", &job, now)])?;
+    let message = format!(
+        "No more check-ins for {task_id}; still watching it (its result comes back as usual)."
+    );
     report_job(&job, &message, out)
 }
 

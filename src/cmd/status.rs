@@ -263,6 +263,22 @@ fn full(job: &Job, now: Timestamp) -> String {
         };
         field("stop after", format!("{after}{when}"));
     }
+    if let Some(secs) = job.options.check_in_secs {
+        let every = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let max = crate::lifecycle::MAX_CHECK_INS;
+        let next = match (job.check_in, crate::describe::next_check_in(job, now)) {
+            (Some(state), _) => format!("; one is {}", state.as_str()),
+            (None, Some(at)) => format!("; next at {at}"),
+            (None, None) => String::new(),
+        };
+        field(
+            "check-ins",
+            format!(
+                "every {every}, {} of at most {max} sent{next}",
+                job.check_ins
+            ),
+        );
+    }
     field("delivers to", job.target.describe_chat());
     if let Some(id) = &job.chat_id {
         field("chat id", id.clone());

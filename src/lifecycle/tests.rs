@@ -136,9 +136,10 @@ enum Kind {
     Unsealed,
     Followed,
     StopAnswered,
+    CheckInsOff,
 }
 
-const KINDS: [Kind; 33] = [
+const KINDS: [Kind; 34] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -172,6 +173,7 @@ const KINDS: [Kind; 33] = [
     Kind::Unsealed,
     Kind::Followed,
     Kind::StopAnswered,
+    Kind::CheckInsOff,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -211,6 +213,7 @@ macro_rules! any_kind {
             | Kind::Unsealed
             | Kind::Followed
             | Kind::StopAnswered
+            | Kind::CheckInsOff
     };
 }
 
@@ -304,6 +307,7 @@ fn event(kind: Kind) -> Event {
             chat_id: Some("c-child".into()),
             answer: Ok(true),
         },
+        Kind::CheckInsOff => Event::CheckInsOff,
     }
 }
 
@@ -1561,4 +1565,141 @@ fn the_result_of_a_stopped_child_ends_with_one_stop_line() {
     );
     let plain = apply(&stoppable(), Event::Polled(finished()), t(20));
     assert_eq!(plain.job.final_text.as_deref(), Some("T2"));
+}
+
+/// A watch with `--check-in 10s` whose child started at t(1).
+fn checking_in() -> Job {
+    let mut job = pending();
+    job.options.check_in_secs = Some(10);
+    job.started_at = Some(t(1));
+    job
+}
+
+/// `--check-in`, row by row: a check-in is queued when due, goes through the delivery
+/// protocol like any turn (with its own delivery id), and is done once delivered or given
+/// up; never more than `MAX_CHECK_INS`, never for a group member.
+#[test]
+fn check_in_rows() {
+    use Outcome as O;
+    let at = |secs| t(secs);
+    // Not yet, then due.
+    let early = apply(&checking_in(), Event::Polled(running()), at(10));
+    assert_eq!(early.outcomes, [O::Polled, O::Running]);
+    assert_eq!(
+        early.job,
+        checking_in(),
+        "a running poll before it is due changes nothing"
+    );
+    let due = apply(&checking_in(), Event::Polled(running()), at(11));
+    assert_eq!(due.outcomes, [O::Polled, O::Running, O::CheckInDue]);
+    let job = due.job;
+    assert_eq!(job.status, Status::Pending);
+    assert_eq!(job.outbound(), Some(Outbound::Delivering));
+    assert_eq!(
+        crate::qwenpaw::chat::client_message_id(&job),
+        "atc-a1b2c3d4e5f6-c1"
+    );
+    let text = job.final_text.clone().unwrap();
+    assert!(text.starts_with("[TASK_ID: task-1]\n[STATUS: running]\n\nStill running after 10s (check-in 1 of at most 5)."), "{text}");
+    assert!(text.contains("atc cancel task-1 --check-ins"), "{text}");
+    assert!(is_due(&job, at(11), &LIMITS));
+    // A second poll while it is on its way queues nothing more.
+    let again = apply(&job, Event::Polled(running()), at(40));
+    assert_eq!(again.outcomes, [O::Polled, O::Running]);
+    // Busy parent: it waits like any turn.
+    let busy = apply(&job, Event::Probed(busy()), at(12));
+    assert_eq!(busy.outcomes, [O::Busy]);
+    assert_eq!(busy.job.check_in, Some(Outbound::Delivering));
+    // Claimed, posted: done, the job plain pending again, one check-in further.
+    let claimed = apply(&job, Event::Probed(idle()), at(12));
+    assert_eq!(claimed.outcomes, [O::Claimed]);
+    assert!(
+        matches!(claimed.effect, Effect::Post { ref text } if text.contains("[STATUS: running]"))
+    );
+    let posted = apply(&claimed.job, Event::Posted(accepted()), at(13));
+    assert_eq!(posted.outcomes, [O::CheckedIn]);
+    let after = posted.job;
+    assert_eq!(
+        (after.status, after.check_in, after.check_ins),
+        (Status::Pending, None, 1)
+    );
+    assert!(after.final_text.is_none() && after.delivery.is_none() && after.delivered_at.is_none());
+    // Unknown outcome: read back under its own id; found → done.
+    let unknown = apply(
+        &claimed.job,
+        Event::Posted(Posted::Unknown {
+            error: "reset".into(),
+            http_status: None,
+        }),
+        at(13),
+    );
+    assert_eq!(unknown.job.check_in, Some(Outbound::Unconfirmed));
+    let found = apply(
+        &unknown.job,
+        Event::Probed(Probe::Found {
+            chat_id: "c1".into(),
+            turn: None,
+        }),
+        at(30),
+    );
+    assert_eq!(found.outcomes, [O::CheckedIn]);
+    assert_eq!(found.job.check_ins, 1);
+    // Refused: dropped, not an error status.
+    let refused = apply(
+        &claimed.job,
+        Event::Posted(Posted::Rejected {
+            http_status: 404,
+            detail: "x".into(),
+        }),
+        at(13),
+    );
+    assert_eq!(refused.outcomes, [O::CheckInDropped]);
+    assert_eq!(
+        (refused.job.status, refused.job.check_ins),
+        (Status::Pending, 1)
+    );
+    // The child finishes while a check-in waits: the result takes over.
+    let finished = apply(&job, Event::Polled(finished()), at(20));
+    assert_eq!(finished.job.status, Status::Delivering);
+    assert_eq!(finished.job.check_in, None);
+    assert_eq!(finished.job.final_text.as_deref(), Some("T2"));
+    // Cancelled while one waits: dropped with the watch.
+    let cancelled = apply(&claimed.job, Event::Cancelled, at(13));
+    assert_eq!(cancelled.job.status, Status::Cancelled);
+    assert!(cancelled.job.check_in.is_none() && cancelled.job.delivery.is_none());
+    assert!(apply(&cancelled.job, Event::Posted(accepted()), at(14)).is_ignored());
+    // The next one is due a period after the last; none past the cap, none for a group.
+    let second = apply(&after, Event::Polled(running()), at(21));
+    assert_eq!(second.outcomes, [O::Polled, O::Running, O::CheckInDue]);
+    assert_eq!(
+        crate::qwenpaw::chat::client_message_id(&second.job),
+        "atc-a1b2c3d4e5f6-c2"
+    );
+    let mut capped = after.clone();
+    capped.check_ins = MAX_CHECK_INS;
+    assert_eq!(
+        apply(&capped, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    let mut member = checking_in();
+    member.options.group = Some("g".into());
+    assert_eq!(
+        apply(&member, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    // Turned off: a queued one is dropped, none comes again.
+    let off = apply(&job, Event::CheckInsOff, at(12));
+    assert_eq!(off.outcomes, [O::CheckInsOff]);
+    assert!(off.job.check_in.is_none() && off.job.options.check_in_secs.is_none());
+    assert_eq!(
+        apply(&off.job, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    let in_flight_off = apply(&claimed.job, Event::CheckInsOff, at(12)).job;
+    assert_eq!(
+        in_flight_off.check_in,
+        Some(Outbound::Delivering),
+        "one in flight finishes"
+    );
+    assert!(apply(&pending(), Event::CheckInsOff, at(12)).is_ignored());
 }

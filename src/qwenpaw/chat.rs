@@ -12,8 +12,14 @@ use crate::lifecycle::{Health, Posted, Sent};
 
 /// The delivery id QwenPaw keeps on the stored user message (`metadata`), so the turn can
 /// be found again by reading the chat back.
+/// A check-in notice has its own (`atc-<job id>-c<n>`): it is read back apart from the
+/// result.
 pub fn client_message_id(job: &Job) -> String {
-    format!("atc-{}", job.job_id)
+    if job.status == crate::job::Status::Pending && job.check_in.is_some() {
+        format!("atc-{}-c{}", job.job_id, job.check_ins + 1)
+    } else {
+        format!("atc-{}", job.job_id)
+    }
 }
 
 /// The body of a delivery: `text` as a new user turn in the job's exact chat triple (any

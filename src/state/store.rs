@@ -474,6 +474,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("delivered_at", job.delivered_at),
             ("stop_asked_at", job.stop_asked_at),
             ("stopped_at", job.stopped_at),
+            ("last_check_in_at", job.last_check_in_at),
         ] {
             if let Some(at) = at {
                 validate::timestamp(at).map_err(|why| bad(field, why))?;

@@ -369,6 +369,7 @@ impl World {
             },
             allow_insecure_remote: false,
             stop_after_secs: (opts & 16 != 0).then_some(1),
+            check_in_secs: (opts & 32 != 0).then_some(1),
         };
         // `atc watch` looks the chat up first, as the command does.
         let chat_id = {
@@ -425,6 +426,7 @@ impl World {
                             "--forward" => wanted.forward = got.forward,
                             "--create-session" => wanted.create_session = got.create_session,
                             "--stop-after" => wanted.stop_after_secs = got.stop_after_secs,
+                            "--check-in" => wanted.check_in_secs = got.check_in_secs,
                             other => panic!("unknown option {other}"),
                         }
                     }
@@ -675,6 +677,22 @@ impl World {
                 }
             }
         }
+        // Check-ins: at most `MAX_CHECK_INS` per registration (each by its own delivery id,
+        // which the loop above holds to once), and only for a watch that asked for them.
+        for chat in s.chats.iter().chain(&s.gone) {
+            let mut per_job: BTreeMap<String, u32> = BTreeMap::new();
+            for (id, text) in delivered(chat) {
+                if text.contains("[STATUS: running]") {
+                    let job = id.rsplit_once("-c").map_or(id.as_str(), |(j, _)| j);
+                    *per_job.entry(job.to_owned()).or_default() += 1;
+                }
+            }
+            for (job, n) in per_job {
+                if n > atc::lifecycle::MAX_CHECK_INS {
+                    self.fail(&format!("{job} checked in {n} times"));
+                }
+            }
+        }
         // Every chat the job's triple ever named (deleted ones keep what they held).
         let turns_in = |job: &Job| -> Vec<(String, String)> {
             s.chats
@@ -707,7 +725,11 @@ impl World {
                 // Always heard: a delivered turn is in exactly its target chat.
                 Some(Outbound::Delivered) => {
                     let turns = turns_in(job);
-                    if !turns.iter().any(|(_, t)| t.contains(&marker)) {
+                    // A check-in names the task too: only the result counts here.
+                    if !turns
+                        .iter()
+                        .any(|(_, t)| t.contains(&marker) && !t.contains("[STATUS: running]"))
+                    {
                         self.fail(&format!(
                             "{} says delivered, but its chat has no turn for it",
                             job.task_id
