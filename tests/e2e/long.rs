@@ -175,3 +175,78 @@ pub fn stop_after(ctx: &Ctx) -> R<()> {
     );
     Ok(())
 }
+
+/// `--check-in 2s` on a `SLEEP=8` child: the parent gets at least one check-in while it
+/// runs, then the result; each exactly once (by its delivery id).
+pub fn check_in(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = (
+        "nora",
+        ctx.uniq("checkin-parent"),
+        ctx.uniq("checkin-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child(&api, &child, user, "slow child SLEEP=8")?;
+    let atc = fresh_atc(ctx, "check-in")?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--child-session", &child, "--check-in", "2s"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(60))?
+        .remove(0);
+    ensure!(job["status"] == "done", "job: {job}");
+    let check_ins = job["check_ins"].as_u64().unwrap_or(0);
+    ensure!(check_ins >= 1, "no check-in went out: {job}");
+    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
+    let ours: Vec<&crate::api::Msg> = after[before.len()..]
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
+        .collect();
+    let ids: Vec<String> = ours
+        .iter()
+        .map(|m| {
+            m.inner_meta("qwenpaw_client_message_id")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    ensure!(unique.len() == ids.len(), "a turn arrived twice: {ids:?}");
+    let running: Vec<&&crate::api::Msg> = ours
+        .iter()
+        .filter(|m| m.text.contains("[STATUS: running]"))
+        .collect();
+    let finished: Vec<&&crate::api::Msg> = ours
+        .iter()
+        .filter(|m| m.text.contains("[STATUS: finished]"))
+        .collect();
+    ensure!(
+        !running.is_empty() && running.len() as u64 == check_ins,
+        "{} check-ins in the chat, the job counts {check_ins}: {ids:?}",
+        running.len()
+    );
+    ensure!(
+        finished.len() == 1,
+        "{} results in the chat: {ids:?}",
+        finished.len()
+    );
+    ensure!(
+        ours.last()
+            .is_some_and(|m| m.text.contains("[STATUS: finished]")),
+        "the result is not the last turn: {ids:?}"
+    );
+    ensure!(
+        running[0]
+            .text
+            .contains(&format!("Stop the task: atc cancel {tid} --stop")),
+        "check-in text: {:?}",
+        running[0].text
+    );
+    Ok(())
+}
