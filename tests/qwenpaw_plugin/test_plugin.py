@@ -265,15 +265,16 @@ class PluginTest(unittest.TestCase):
     def test_watch_with_a_child_session_and_a_deadline(self):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.watch_agent_task(
-            "task-0123456789ab", child_session=" default:to:SE:1:ab ", stop_after="10m"))
-        self.assertEqual(self.args()[-4:], [
-            "--child-session", "default:to:SE:1:ab", "--stop-after", "10m"])
+            "task-0123456789ab", child_session=" default:to:SE:1:ab ", stop_after="10m", check_in="5m"))
+        self.assertEqual(self.args()[-6:], [
+            "--child-session", "default:to:SE:1:ab", "--stop-after", "10m", "--check-in", "5m"])
 
     def test_watch_without_them_passes_neither(self):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertNotIn("--child-session", self.args())
         self.assertNotIn("--stop-after", self.args())
+        self.assertNotIn("--check-in", self.args())
 
     def test_cancel_with_stop_stops_the_task_and_says_what_happened(self):
         self.answer("Cancelled the watch on task-00000000000a; the child was stopped.\n")
@@ -311,7 +312,7 @@ class PluginTest(unittest.TestCase):
             "watch_agent_task", "watch_agent_tasks", "callback_task_status", "cancel_task_callback"])
         sigs = {name: str(inspect.signature(func)) for name, func, _ in seen}
         # The seed's calls still work: new parameters are optional, defaults unchanged.
-        self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '') -> str")
+        self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '', check_in: str = '') -> str")
         self.assertEqual(sigs["callback_task_status"], "() -> str")
         self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list, group: str) -> str")

@@ -167,7 +167,7 @@ def no_chat():
     )
 
 
-def watch_args(task_ids, target_agent, group, child_session="", stop_after=""):
+def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in=""):
     agent, session, user, channel = chat_context()
     if not session:
         return None
@@ -189,11 +189,14 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after=""):
     deadline = (stop_after or "").strip()
     if deadline:
         args += ["--stop-after", deadline]
+    every = (check_in or "").strip()
+    if every:
+        args += ["--check-in", every]
     return args
 
 
-async def watch(task_ids, target_agent="", group=None, child_session="", stop_after=""):
-    args = watch_args(task_ids, target_agent, group, child_session, stop_after)
+async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
+    args = watch_args(task_ids, target_agent, group, child_session, stop_after, check_in)
     if args is None:
         return no_chat()
     shown = ", ".join(task_ids)
@@ -215,7 +218,11 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
 
 
 async def watch_agent_task(
-    task_id: str, target_agent: str = "", child_session: str = "", stop_after: str = ""
+    task_id: str,
+    target_agent: str = "",
+    child_session: str = "",
+    stop_after: str = "",
+    check_in: str = "",
 ) -> str:
     """Watch a background task so that its result comes back into this chat by itself.
 
@@ -242,6 +249,11 @@ async def watch_agent_task(
             here with a line saying so. Use it when the result is worthless after a while
             (something the user is waiting for now, a task that may hang); leave it empty
             for work that should finish however long it takes. Needs ``child_session``.
+        check_in (`str`, optional):
+            An interval such as ``5m``: while the task runs, a short
+            ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
+            for long work the user wants to hear about; there is nothing to do on a
+            check-in but tell the user, if they asked.
 
     Returns:
         `str`:
@@ -252,6 +264,7 @@ async def watch_agent_task(
         target_agent,
         child_session=str(child_session or ""),
         stop_after=str(stop_after or ""),
+        check_in=str(check_in or ""),
     )
 
 
