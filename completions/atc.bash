@@ -93,7 +93,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__cancel)
-            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --stop --check-ins --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,13 +483,25 @@ _atc() {
             return 0
             ;;
         atc__subcmd__watch)
-            opts="-q -v -h -V --from --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --from --child-session --stop-after --check-in --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --child-session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stop-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check-in)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

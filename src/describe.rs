@@ -95,6 +95,87 @@ fn told(job: &Job) -> String {
     }
 }
 
+/// The text of check-in `job.check_ins + 1` of a child still running (`--check-in`): what
+/// it is, how long it has run, and the commands that stop it or the check-ins.
+pub fn check_in_text(job: &Job, now: Timestamp) -> String {
+    let task = &job.task_id;
+    let ran = job
+        .started_at
+        .map(|at| age(at.elapsed_at(now)))
+        .unwrap_or_else(|| "a while".to_owned());
+    let n = job.check_ins + 1;
+    let max = crate::lifecycle::MAX_CHECK_INS;
+    let stop = if job.child_session.is_some() {
+        format!("Stop the task: atc cancel {task} --stop")
+    } else {
+        format!("Stop waiting for it (the task keeps running): atc cancel {task}")
+    };
+    format!(
+        "[TASK_ID: {task}]\n[STATUS: running]\n\nStill running after {ran} (check-in {n} of at most {max}). Its result comes into this chat by itself when it finishes: nothing to do now.\n{stop}\nStop these check-ins: atc cancel {task} --check-ins"
+    )
+}
+
+/// When the next check-in is due, if one is still to come: `None` without `--check-in`,
+/// after the last one, or while one is on its way.
+pub fn next_check_in(job: &Job, now: Timestamp) -> Option<Timestamp> {
+    let secs = job.options.check_in_secs?;
+    if job.status != Status::Pending
+        || job.check_in.is_some()
+        || job.check_ins >= crate::lifecycle::MAX_CHECK_INS
+        || job.stopped_at.is_some()
+    {
+        return None;
+    }
+    let since = job.last_check_in_at.or(job.started_at).unwrap_or(now);
+    Some(since.saturating_add(std::time::Duration::from_secs(secs)))
+}
+
+/// "; check-in in 2m" (or "; check-in on its way") for a watch with `--check-in`.
+fn check_in_note(job: &Job, now: Timestamp) -> String {
+    if job.check_in.is_some() {
+        return "; check-in on its way".to_owned();
+    }
+    match next_check_in(job, now) {
+        Some(at) if at > now => format!("; check-in in {}", age(now.elapsed_at(at))),
+        Some(_) => "; check-in due".to_owned(),
+        None => String::new(),
+    }
+}
+
+/// "; stops in 4m" (or "; stop due", "; stopped") for a watch with `--stop-after`.
+pub fn deadline(job: &Job, now: Timestamp) -> String {
+    let Some(secs) = job.options.stop_after_secs else {
+        return String::new();
+    };
+    if job.stopped_at.is_some() {
+        return "; stopped".to_owned();
+    }
+    let due = job
+        .started_at
+        .map(|at| at.saturating_add(std::time::Duration::from_secs(secs)));
+    match due {
+        Some(due) if due > now && job.stop_asked_at.is_none() => {
+            format!("; stops in {}", age(now.elapsed_at(due)))
+        }
+        Some(_) => "; stop due".to_owned(),
+        None => String::new(),
+    }
+}
+
+/// The line a result of a child atc stopped (`--stop-after`) ends with, or `None` when atc
+/// did not stop it.
+pub fn stop_line(job: &Job) -> Option<String> {
+    job.stopped_at?;
+    let after = job
+        .options
+        .stop_after_secs
+        .map(|secs| humantime::format_duration(std::time::Duration::from_secs(secs)).to_string())
+        .unwrap_or_else(|| "its deadline".to_owned());
+    Some(format!(
+        "[atc: stopped this task after {after} at the watch's request (--stop-after {after})]"
+    ))
+}
+
 /// The cause of an error without the request it came from: `GET http://…/task/t:
 /// connection refused (is QwenPaw running?)` → `connection refused (is QwenPaw running?)`.
 pub fn short_cause(error: &str) -> String {
@@ -345,7 +426,12 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
         ),
         Status::Pending => match job.started_at {
             None => "not polled yet".to_owned(),
-            Some(at) => format!("running for {}", age(at.elapsed_at(now))),
+            Some(at) => format!(
+                "running for {}{}{}",
+                age(at.elapsed_at(now)),
+                deadline(job, now),
+                check_in_note(job, now)
+            ),
         },
         Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
             let group = job.options.group.as_deref().unwrap_or_default();

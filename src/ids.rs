@@ -64,6 +64,39 @@ pub fn task_ids_in(text: &str) -> Result<Vec<String>, Failure> {
     Ok(ids)
 }
 
+/// The child sessions named by `[SESSION: …]` markers, each paired with the
+/// `[TASK_ID: …]` marker it follows (before the next task's), as submit_to_agent prints
+/// them. A session that follows no task id is ignored; each is checked like a label.
+pub fn child_sessions_in(text: &str) -> Result<Vec<(String, String)>, Failure> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let starts: Vec<usize> = text.match_indices("[TASK_ID:").map(|(i, _)| i).collect();
+    for (n, &start) in starts.iter().enumerate() {
+        let rest = &text[start + "[TASK_ID:".len()..];
+        let Some(end) = rest.find(']') else { continue };
+        let task = parse_task_id(&rest[..end])?;
+        let stop = starts.get(n + 1).copied().unwrap_or(text.len());
+        let span = &text[start..stop];
+        let Some(at) = span.find("[SESSION:") else {
+            continue;
+        };
+        let after = &span[at + "[SESSION:".len()..];
+        let Some(close) = after.find(']') else {
+            continue;
+        };
+        let session = after[..close].trim().to_owned();
+        crate::validate::label(&session).map_err(|why| {
+            Failure::new(
+                Exit::Usage,
+                format!("the [SESSION: …] line after [TASK_ID: {task}] {why}"),
+            )
+        })?;
+        if !pairs.iter().any(|(t, _)| *t == task) {
+            pairs.push((task, session));
+        }
+    }
+    Ok(pairs)
+}
+
 /// A fresh job id: 12 random hex digits.
 pub fn new_job_id() -> String {
     let mut bytes = [0u8; 6];
@@ -93,6 +126,26 @@ fn read_urandom(buf: &mut [u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_line_belongs_to_the_task_id_before_it() {
+        let text = "[TASK_ID: task-a]\n[SESSION: me:to:w:1:ab]\n[TASK_ID: task-b]\n\
+                    [TASK_ID: task-c] [SESSION:  s-c ]\n[SESSION: orphan]";
+        assert_eq!(
+            child_sessions_in(text).unwrap(),
+            [
+                ("task-a".to_owned(), "me:to:w:1:ab".to_owned()),
+                ("task-c".to_owned(), "s-c".to_owned()),
+            ]
+        );
+        assert!(
+            child_sessions_in("[SESSION: s] [TASK_ID: task-a]")
+                .unwrap()
+                .is_empty()
+        );
+        let err = child_sessions_in("[TASK_ID: task-a] [SESSION: \u{7}x]").unwrap_err();
+        assert!(err.to_string().contains("[TASK_ID: task-a]"), "{err}");
+    }
 
     #[test]
     fn normalises_like_qwenpaw() {

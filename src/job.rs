@@ -276,6 +276,14 @@ pub struct Options {
     /// plain-http, non-loopback base URL.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_insecure_remote: bool,
+    /// `--stop-after`, in seconds: a tick that finds the child still running this long
+    /// after it started stops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_secs: Option<u64>,
+    /// `--check-in`, in seconds: while the child runs, the parent gets a short notice this
+    /// often (at most `lifecycle::MAX_CHECK_INS` times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_in_secs: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -443,6 +451,29 @@ pub struct Job {
     /// A group member whose result another member's turn carries: that member's job id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_by: Option<String>,
+    /// The child's own session id (`--child-session`, or the `[SESSION: …]` line after
+    /// its `[TASK_ID: …]`): what `cancel --stop` and `--stop-after` stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session: Option<String>,
+    /// The child's chat uuid on the agent it runs on, once looked up (`GET /chats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_chat_id: Option<String>,
+    /// When a tick found `--stop-after` passed: the stop is due (cleared once answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_asked_at: Option<Timestamp>,
+    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<Timestamp>,
+    /// Where the current check-in notice of a pending job stands (its text is `final`,
+    /// its bookkeeping `delivery`, as for any outbound turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_in: Option<Outbound>,
+    /// Check-ins done (delivered, or dropped when they could not be).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub check_ins: u32,
+    /// When the last check-in became due: the next one is due `--check-in` later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check_in_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -481,6 +512,13 @@ impl Job {
             forward: None,
             group_tasks: None,
             carried_by: None,
+            child_session: None,
+            child_chat_id: None,
+            stop_asked_at: None,
+            stopped_at: None,
+            check_in: None,
+            check_ins: 0,
+            last_check_in_at: None,
             extra: Map::new(),
         }
     }
@@ -495,7 +533,8 @@ impl Job {
             Status::Undelivered => Some(Outbound::Undelivered),
             Status::Misrouted => Some(Outbound::Misrouted),
             Status::Lost | Status::Expired | Status::Abandoned => self.notice,
-            Status::Pending | Status::Cancelled | Status::Skipped | Status::Error => None,
+            Status::Pending => self.check_in,
+            Status::Cancelled | Status::Skipped | Status::Error => None,
         }
     }
 
@@ -504,6 +543,8 @@ impl Job {
     pub(crate) fn set_outbound(&mut self, outbound: Outbound) {
         if self.notice.is_some() && self.status.ends_without_answer() {
             self.notice = Some(outbound);
+        } else if self.status == Status::Pending && self.check_in.is_some() {
+            self.check_in = Some(outbound);
         } else {
             self.status = match outbound {
                 Outbound::Delivering => Status::Delivering,

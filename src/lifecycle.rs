@@ -193,6 +193,14 @@ pub enum Event {
     Unsealed,
     /// The carrier of its group's turn moved on; this member follows.
     Followed(Box<Job>),
+    /// The stop `--stop-after` asked for was answered: the child's chat (when it was looked
+    /// up), and whether a running turn was stopped, or why the stop told nothing.
+    StopAnswered {
+        chat_id: Option<String>,
+        answer: Result<bool, String>,
+    },
+    /// A person ran `atc cancel --check-ins`: no more check-ins for this watch.
+    CheckInsOff,
 }
 
 /// What the shell must do after saving the new job.
@@ -259,7 +267,26 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Carried { carrier } => carried(job, carrier, now),
         Event::Unsealed => unsealed(job, now),
         Event::Followed(carrier) => followed(job, &carrier, now),
+        Event::StopAnswered { chat_id, answer } => stop_answered(job, chat_id, answer, now),
+        Event::CheckInsOff => check_ins_off(job, now),
     };
+    // A check-in belongs to a pending job only: once the watch moves on, its result or
+    // notice is the outbound turn. One that went out (or could not) is done: the job is a
+    // plain pending job again, one check-in further.
+    if transition.job.status != Status::Pending {
+        transition.job.check_in = None;
+    } else if matches!(
+        transition.job.check_in,
+        Some(Outbound::Delivered | Outbound::Undelivered | Outbound::Misrouted)
+    ) || (transition.job.check_in == Some(Outbound::Unconfirmed)
+        && transition
+            .job
+            .delivery
+            .as_ref()
+            .is_some_and(|d| d.read_back_closed_at.is_some()))
+    {
+        check_in_done(&mut transition);
+    }
     // A note records only what no field can (how a cancel met a POST); anything else,
     // including a note an older atc wrote, would only repeat the fields (`describe`
     // derives what people see from them).
@@ -292,6 +319,19 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
                 next.updated_at = job.updated_at;
             }
             outcomes.push(Outcome::Running);
+            if stop_due(&next, now) {
+                next.stop_asked_at = Some(now);
+                next.updated_at = now;
+                outcomes.push(Outcome::StopDue);
+            }
+            if check_in_due(&next, now) {
+                next.check_in = Some(Outbound::Delivering);
+                next.last_check_in_at = Some(now);
+                next.delivery = Some(Delivery::default());
+                next.final_text = Some(describe::check_in_text(&next, now));
+                next.updated_at = now;
+                outcomes.push(Outcome::CheckInDue);
+            }
         }
         // A finished result is delivered even past the age cap: it is here now.
         Check::Finished {
@@ -304,7 +344,11 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             next.last_error = None;
             next.started_at = started_at.or(next.started_at);
             next.outcome = Some(outcome);
-            next.final_text = Some(text);
+            next.final_text = Some(match describe::stop_line(&next) {
+                Some(line) => format!("{text}\n\n{line}"),
+                None => text,
+            });
+            next.stop_asked_at = None;
             outcomes.push(Outcome::Finished);
             if empty && outcome == TaskOutcome::Completed && next.options.on_empty == OnEmpty::Skip
             {
@@ -342,6 +386,118 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
         return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
     }
     Transition::to(next, outcomes)
+}
+
+/// At most this many check-ins per watch (`--check-in`): a child that runs for an hour
+/// does not fill its parent's chat.
+pub const MAX_CHECK_INS: u32 = 5;
+
+/// Whether a poll that finds the child still running queues a check-in: `--check-in`
+/// has passed since it started (or since the last check-in), fewer than
+/// [`MAX_CHECK_INS`] went out, none is on its way, and the job is no group member (a
+/// group's members report together, in its one turn).
+fn check_in_due(job: &Job, now: Timestamp) -> bool {
+    let Some(secs) = job.options.check_in_secs else {
+        return false;
+    };
+    let since = job.last_check_in_at.or(job.started_at);
+    job.check_in.is_none()
+        && job.check_ins < MAX_CHECK_INS
+        && job.options.group.is_none()
+        && job.stopped_at.is_none()
+        && since.is_some_and(|at| at.elapsed_at(now) >= Duration::from_secs(secs))
+}
+
+/// A check-in that went out (or was given up) is done: its text and bookkeeping go, the
+/// count goes up, and its outcomes say what happened to a check-in (not to a result).
+fn check_in_done(transition: &mut Transition) {
+    let job = &mut transition.job;
+    job.check_in = None;
+    job.check_ins += 1;
+    job.final_text = None;
+    job.delivery = None;
+    job.delivered_at = None;
+    job.turn_task_id = None;
+    job.parent_turn = None;
+    for outcome in &mut transition.outcomes {
+        *outcome = match *outcome {
+            Outcome::Delivered | Outcome::Confirmed => Outcome::CheckedIn,
+            Outcome::Undelivered
+            | Outcome::Misrouted
+            | Outcome::Error
+            | Outcome::ReadBackClosed => Outcome::CheckInDropped,
+            other => other,
+        };
+    }
+}
+
+/// `atc cancel --check-ins`: the watch goes on without check-ins. One not yet claimed is
+/// dropped; one in flight or being read back finishes (it may already be in the chat).
+fn check_ins_off(job: &Job, now: Timestamp) -> Transition {
+    if job.status != Status::Pending || job.options.check_in_secs.is_none() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    next.options.check_in_secs = None;
+    if next.check_in == Some(Outbound::Delivering) && !next.in_flight() {
+        next.check_in = None;
+        next.final_text = None;
+        next.delivery = None;
+    }
+    Transition::to(next, vec![Outcome::CheckInsOff])
+}
+
+/// Whether a tick that finds the child still running must stop it now: `--stop-after`
+/// has passed since it started, its session is known, and no stop is out already.
+fn stop_due(job: &Job, now: Timestamp) -> bool {
+    let Some(secs) = job.options.stop_after_secs else {
+        return false;
+    };
+    job.child_session.is_some()
+        && job.stop_asked_at.is_none()
+        && job.stopped_at.is_none()
+        && job
+            .started_at
+            .is_some_and(|at| at.elapsed_at(now) >= Duration::from_secs(secs))
+}
+
+/// The answer to a stop `--stop-after` asked for. Only a pending job with a stop out takes
+/// it; a stop that told nothing is asked again by the next poll that finds the child running.
+fn stop_answered(
+    job: &Job,
+    chat_id: Option<String>,
+    answer: Result<bool, String>,
+    now: Timestamp,
+) -> Transition {
+    if job.status != Status::Pending || job.stop_asked_at.is_none() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.updated_at = now;
+    next.stop_asked_at = None;
+    if chat_id.is_some() {
+        next.child_chat_id = chat_id;
+    }
+    let outcome = match answer {
+        Ok(true) => {
+            next.stopped_at = Some(now);
+            Outcome::Stopped
+        }
+        Ok(false) => Outcome::StopNotRunning,
+        Err(error) => {
+            next.last_error = Some(error);
+            Outcome::StopFailed
+        }
+    };
+    Transition::to(next, vec![outcome])
+}
+
+/// The jobs whose child a tick stops now (`--stop-after` passed).
+pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
+    jobs.iter()
+        .filter(|job| job.status == Status::Pending && job.stop_asked_at.is_some())
+        .collect()
 }
 
 /// A watch that ended without an answer owes the parent one notice, unless it was asked
@@ -464,7 +620,7 @@ fn probed(job: &Job, probe: Probe, now: Timestamp, limits: &Limits) -> Transitio
         }
         Probe::Refused { error } => {
             delivery_error(&mut next, Some(error));
-            if next.notice.is_some() {
+            if next.notice.is_some() || next.check_in.is_some() {
                 next.set_outbound(Outbound::Undelivered);
             } else {
                 next.status = Status::Error;
@@ -557,7 +713,7 @@ fn posted_outcome(job: &Job, posted: Posted, now: Timestamp, limits: &Limits) ->
         } => {
             delivery(&mut next).last_http_status = Some(http_status);
             delivery_error(&mut next, Some(format!("{http_status}: {detail}")));
-            if next.notice.is_some() {
+            if next.notice.is_some() || next.check_in.is_some() {
                 next.set_outbound(Outbound::Undelivered);
             } else {
                 next.status = Status::Error;
@@ -795,6 +951,12 @@ fn cancelled(job: &Job, now: Timestamp) -> Transition {
         _ => return Transition::ignored(job),
     };
     let mut next = job.clone();
+    if next.check_in.take().is_some() {
+        // A check-in on its way is dropped with the watch; the answer to one in flight
+        // finds nothing to record.
+        next.final_text = None;
+        next.delivery = None;
+    }
     next.status = Status::Cancelled;
     next.note = None;
     next.updated_at = now;
@@ -1119,6 +1281,20 @@ fn reoption(job: &Job, wanted: &Options) -> (Job, Vec<&'static str>, Vec<&'stati
     ) {
         next.options.allow_insecure_remote = wanted.allow_insecure_remote;
     }
+    if take(
+        "--check-in",
+        have.check_in_secs != wanted.check_in_secs,
+        rendered,
+    ) {
+        next.options.check_in_secs = wanted.check_in_secs;
+    }
+    if take(
+        "--stop-after",
+        have.stop_after_secs != wanted.stop_after_secs,
+        rendered,
+    ) {
+        next.options.stop_after_secs = wanted.stop_after_secs;
+    }
     (next, applied, not_applied)
 }
 
@@ -1131,6 +1307,8 @@ pub struct WatchRequest {
     pub options: Options,
     /// The parent chat's id, when `watch` looked it up.
     pub chat_id: Option<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
 }
 
 /// What a watch did with one task.
@@ -1260,11 +1438,28 @@ pub fn watch(
                 was: Status::Cancelled,
             });
         }
+        // The same task is the same child, whoever watches it: a session already known is
+        // kept (with its chat) unless this watch names another.
+        let asked = request
+            .child_sessions
+            .iter()
+            .find(|(t, _)| t == task_id)
+            .map(|(_, s)| s.clone());
+        let known = existing.and_then(|j| j.child_session.clone());
+        fresh.child_session = asked.clone().or(known.clone());
+        if fresh.child_session == known {
+            fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
+        }
         let registered = match register(existing, target, base_url, group) {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");
-                let (next, applied, not_applied) = reoption(&job, &request.options);
+                let (mut next, mut applied, not_applied) = reoption(&job, &request.options);
+                if asked.is_some() && asked != job.child_session {
+                    next.child_session = asked;
+                    next.child_chat_id = None;
+                    applied.push("--child-session");
+                }
                 if applied.is_empty() && not_applied.is_empty() {
                     done.push(Registered::AlreadyWatching(job));
                     continue;
@@ -1284,6 +1479,7 @@ pub fn watch(
                 let mut job = fresh;
                 job.status = Status::Delivering;
                 job.final_text = old.final_text.clone();
+                job.stopped_at = old.stopped_at;
                 job.outcome = old.outcome;
                 job.started_at = old.started_at;
                 job.delivery = Some(Delivery::default());

@@ -159,6 +159,8 @@ enum Errand {
     Turn,
     /// Send the parent's reply on to the person.
     Forward,
+    /// Stop the child (`--stop-after` passed); never claimed, nothing is posted.
+    Stop,
 }
 
 /// Something the pass has claimed: the job as claimed, and what to send.
@@ -319,10 +321,10 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
         Ok(Work {
             insecure_ok,
             settled: lifecycle::settled(&file.jobs),
-            only_watching: file
-                .jobs
-                .iter()
-                .all(|job| job.status == Status::Pending || lifecycle::settled_job(job)),
+            only_watching: file.jobs.iter().all(|job| {
+                (job.status == Status::Pending && job.check_in.is_none())
+                    || lifecycle::settled_job(job)
+            }),
             first_prune: file
                 .jobs
                 .iter()
@@ -447,7 +449,10 @@ fn decide(
         let forwards = lifecycle::forwards(&file.jobs)
             .into_iter()
             .map(|job| (job.clone(), Errand::Forward));
-        Ok(turns.chain(forwards).collect())
+        let stops = lifecycle::to_stop(&file.jobs)
+            .into_iter()
+            .map(|job| (job.clone(), Errand::Stop));
+        Ok(turns.chain(forwards).chain(stops).collect())
     })
 }
 
@@ -460,6 +465,63 @@ fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
             let health = client.channel_health(&job.base_url, &t.agent_id, &t.channel);
             Event::ChannelChecked(chat::health(health))
         }
+        Errand::Stop => {
+            let (chat_id, answer) = match stop_child(client, job) {
+                Ok(Stopped { chat_id, said }) => (chat_id, Ok(said == chat::Stop::Stopped)),
+                Err(why) => (None, Err(why.message())),
+            };
+            Event::StopAnswered { chat_id, answer }
+        }
+    }
+}
+
+/// What a stop of the child did: the chat it went to when that is the child's uuid (to be
+/// recorded), and what QwenPaw said.
+pub struct Stopped {
+    pub chat_id: Option<String>,
+    pub said: chat::Stop,
+}
+
+/// Why the child could not be stopped.
+pub enum StopFailed {
+    /// The watch does not know the child's session.
+    NoSession,
+    /// The child's chat could not be looked up.
+    Lookup(String),
+    /// The stop could not be sent, or the answer says nothing.
+    Stop(String),
+}
+
+impl StopFailed {
+    pub fn message(&self) -> String {
+        match self {
+            StopFailed::NoSession => "the child's session is not known".to_owned(),
+            StopFailed::Lookup(why) => format!("its chat could not be looked up ({why})"),
+            StopFailed::Stop(why) => why.clone(),
+        }
+    }
+}
+
+/// Stops the child of `job` (`cancel --stop`, `--stop-after`): its chat is the one recorded,
+/// or looked up by its session on the agent it runs on (`GET /chats`), or, when no chat is
+/// listed, its session id (QwenPaw finds `console` chats by it); then
+/// `POST /console/chat/stop` as that agent.
+pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped, StopFailed> {
+    let Some(session) = &job.child_session else {
+        return Err(StopFailed::NoSession);
+    };
+    let agent = job.target.poll_agent();
+    let chat_id = match &job.child_chat_id {
+        Some(id) => Some(id.clone()),
+        None => match chat::chats(client.list_chats(&job.base_url, agent, None)) {
+            Ok(chats) => chat::child_chat(&chats, session).map(|c| c.id.clone()),
+            Err(unusable) => return Err(StopFailed::Lookup(unusable.message().to_owned())),
+        },
+    };
+    let target = chat_id.as_deref().unwrap_or(session);
+    match chat::stopped(client.stop_chat(&job.base_url, agent, target)) {
+        Ok(said) => Ok(Stopped { chat_id, said }),
+        Err(why) => Err(StopFailed::Stop(why)),
     }
 }
 
@@ -554,6 +616,7 @@ fn send(client: &impl Server, claim: &Claim, tick: &Tick) -> Event {
             let body = chat::forward_body(job, &claim.text);
             Event::Forwarded(chat::forwarded(client.send_message(base, agent, &body)))
         }
+        Errand::Stop => unreachable!("a stop is never claimed: its step has no effect"),
     }
 }
 

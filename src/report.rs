@@ -84,6 +84,22 @@ pub enum Outcome {
     Cancelled,
     /// `atc cancel` found it already cancelled.
     AlreadyCancelled,
+    /// `--stop-after` passed while the child runs: a stop is due.
+    StopDue,
+    /// QwenPaw stopped the child at the watch's request (`--stop-after`).
+    Stopped,
+    /// The stop found nothing running in the child's chat.
+    StopNotRunning,
+    /// The stop could not be sent or was refused; asked again on the next tick.
+    StopFailed,
+    /// `--check-in` came round while the child runs: a check-in notice is queued.
+    CheckInDue,
+    /// A check-in notice was posted into the parent chat.
+    CheckedIn,
+    /// A check-in notice could not be delivered (busy too long, no chat, refused): dropped.
+    CheckInDropped,
+    /// `atc cancel --check-ins` turned the check-ins off.
+    CheckInsOff,
     /// The event does not apply to the job as it is now; nothing changed.
     Ignored,
 }
@@ -127,6 +143,14 @@ impl Outcome {
             Outcome::Pruned => "pruned",
             Outcome::Cancelled => "cancelled",
             Outcome::AlreadyCancelled => "already_cancelled",
+            Outcome::StopDue => "stop_due",
+            Outcome::Stopped => "stopped",
+            Outcome::StopNotRunning => "stop_not_running",
+            Outcome::StopFailed => "stop_failed",
+            Outcome::CheckInDue => "check_in_due",
+            Outcome::CheckedIn => "checked_in",
+            Outcome::CheckInDropped => "check_in_dropped",
+            Outcome::CheckInsOff => "check_ins_off",
             Outcome::Ignored => "ignored",
         }
     }
@@ -136,7 +160,12 @@ impl Outcome {
     /// `read-back`, a queued notice `notice`. Bookkeeping and "not yet" stay out.
     pub fn log_name(self) -> Option<&'static str> {
         match self {
-            Outcome::Polled | Outcome::Waiting | Outcome::Ignored | Outcome::Claimed => None,
+            Outcome::Polled
+            | Outcome::Waiting
+            | Outcome::Ignored
+            | Outcome::Claimed
+            | Outcome::StopDue
+            | Outcome::CheckInDue => None,
             Outcome::Running | Outcome::Finished => Some("polled"),
             Outcome::FailedCheck => Some("strike"),
             Outcome::Confirmed => Some("read-back"),
@@ -151,6 +180,7 @@ impl Outcome {
         matches!(
             self,
             Outcome::FailedCheck
+                | Outcome::StopFailed
                 | Outcome::Unconfirmed
                 | Outcome::Error
                 | Outcome::Undelivered

@@ -249,6 +249,8 @@ pub struct Watch {
     pub state: Setting<PathBuf>,
     /// Validated, in the order given, each once.
     pub task_ids: Vec<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
     pub options: Options,
     pub session: Setting<String>,
     pub user: Setting<String>,
@@ -285,6 +287,10 @@ pub struct Cancel {
     pub state: Setting<PathBuf>,
     pub task_id: String,
     pub limits: Limits,
+    /// `--stop`: stop the child too (through the job's own base URL), with this auth.
+    pub stop: Option<Auth>,
+    /// `--check-ins`: only turn the check-ins off.
+    pub check_ins: bool,
 }
 
 #[derive(Debug)]
@@ -415,6 +421,8 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             task_id: parse_task_id(&args.task_id)?,
             state: state()?,
             limits: default_limits(),
+            stop: if args.stop { Some(auth()?) } else { None },
+            check_ins: args.check_ins,
         }),
         Command::Tick(args) => Action::Tick(tick(args, state()?, auth()?)),
         Command::Wait(args) => Action::Wait(Wait {
@@ -552,9 +560,11 @@ fn watch(
             task_ids.push(id);
         }
     }
+    let mut child_sessions: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {
         let (text, shown) = read_from(from)?;
         let found = crate::ids::task_ids_in(&text)?;
+        child_sessions = crate::ids::child_sessions_in(&text)?;
         if found.is_empty() {
             return Err(Failure::new(
                 Exit::Usage,
@@ -568,6 +578,23 @@ fn watch(
                 task_ids.push(id);
             }
         }
+    }
+    if let Some(value) = args.child_session {
+        let session = checked(Setting {
+            value,
+            source: Source::Flag("--child-session"),
+        })?;
+        let [task] = task_ids.as_slice() else {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "--child-session names one child's session, but {} tasks are watched; watch each with its own --child-session, or pass --from with the [SESSION: …] line under each [TASK_ID: …]",
+                    task_ids.len()
+                ),
+            ));
+        };
+        child_sessions.retain(|(t, _)| t != task);
+        child_sessions.push((task.clone(), session.value));
     }
     let label = |flag: &'static str, value: Option<String>| {
         value
@@ -597,7 +624,45 @@ fn watch(
             Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,
         },
         allow_insecure_remote: false,
+        stop_after_secs: match args.stop_after {
+            None => None,
+            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "--stop-after {} is not a whole number of seconds (at least 1s)",
+                        humantime::format_duration(d)
+                    ),
+                ));
+            }
+            Some(d) => Some(d.as_secs()),
+        },
+        check_in_secs: match args.check_in {
+            None => None,
+            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "--check-in {} is not a whole number of seconds (at least 1s)",
+                        humantime::format_duration(d)
+                    ),
+                ));
+            }
+            Some(d) => Some(d.as_secs()),
+        },
     };
+    if options.stop_after_secs.is_some()
+        && let Some(task) = task_ids
+            .iter()
+            .find(|t| !child_sessions.iter().any(|(c, _)| c == *t))
+    {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--stop-after needs the child's session to stop it, and {task} has none: pass --child-session SID (the [SESSION: …] line submit_to_agent printed), or --from with that line under its [TASK_ID: …]"
+            ),
+        ));
+    }
     let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
     let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
         .ok_or_else(|| {
@@ -649,6 +714,7 @@ fn watch(
     Ok(Watch {
         state: state()?,
         task_ids,
+        child_sessions,
         options,
         session,
         user,

@@ -376,6 +376,23 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 
+    /// The child's own session ("[SESSION: …]" in submit_to_agent's answer; --from reads it
+    /// from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop.
+    /// Only with one task id
+    #[arg(long, value_name = "SID", help_heading = "The child")]
+    pub child_session: Option<String>,
+
+    /// Stop the child (POST /console/chat/stop) when a tick finds it still running this
+    /// long after it started; its "Task cancelled" result is delivered with a line saying
+    /// atc stopped it. Needs the child's session
+    #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
+    pub stop_after: Option<Duration>,
+
+    /// While the child runs, post a short notice into the parent chat every D (at most 5
+    /// times): how long it has run, and how to stop it or the check-ins
+    #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
+    pub check_in: Option<Duration>,
+
     /// Session the result goes to: the asking agent's "Session ID" [env: ATC_SESSION_ID]
     #[arg(long, value_name = "SID")]
     pub session: Option<String>,
@@ -464,6 +481,16 @@ pub struct StatusArgs {
 pub struct CancelArgs {
     /// The watched task id
     pub task_id: String,
+
+    /// Also stop the child itself (POST /console/chat/stop on its chat), then end the
+    /// watch; refused (the watch kept) when the child's session is unknown (exit 1) or the
+    /// server cannot be reached (exit 5)
+    #[arg(long)]
+    pub stop: bool,
+
+    /// Only stop the check-ins (--check-in); keep watching
+    #[arg(long, conflicts_with = "stop")]
+    pub check_ins: bool,
 }
 
 #[derive(Debug, Args)]

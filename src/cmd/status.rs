@@ -239,6 +239,46 @@ fn full(job: &Job, now: Timestamp) -> String {
     if let Some(on) = &job.target.target_agent {
         field("runs on", on.clone());
     }
+    if let Some(session) = &job.child_session {
+        let chat = match &job.child_chat_id {
+            Some(id) => format!(" (chat {id})"),
+            None => " (chat not looked up yet)".to_owned(),
+        };
+        field("child session", format!("{session}{chat}"));
+    }
+    if let Some(secs) = job.options.stop_after_secs {
+        let after = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let when = match (job.stopped_at, job.started_at) {
+            (Some(at), _) => format!(" (stopped at {at})"),
+            (None, Some(start)) => format!(
+                " (at {}{})",
+                start.saturating_add(std::time::Duration::from_secs(secs)),
+                if job.stop_asked_at.is_some() {
+                    "; a stop is due"
+                } else {
+                    ""
+                }
+            ),
+            (None, None) => " (after the child starts)".to_owned(),
+        };
+        field("stop after", format!("{after}{when}"));
+    }
+    if let Some(secs) = job.options.check_in_secs {
+        let every = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let max = crate::lifecycle::MAX_CHECK_INS;
+        let next = match (job.check_in, crate::describe::next_check_in(job, now)) {
+            (Some(state), _) => format!("; one is {}", state.as_str()),
+            (None, Some(at)) => format!("; next at {at}"),
+            (None, None) => String::new(),
+        };
+        field(
+            "check-ins",
+            format!(
+                "every {every}, {} of at most {max} sent{next}",
+                job.check_ins
+            ),
+        );
+    }
     field("delivers to", job.target.describe_chat());
     if let Some(id) = &job.chat_id {
         field("chat id", id.clone());

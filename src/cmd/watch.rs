@@ -57,6 +57,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         base_url: base_url.clone(),
         options: watch.options.clone(),
         chat_id,
+        child_sessions: watch.child_sessions.clone(),
     };
     let (jobs, messages, events) = store.update(|file| {
         let registered = match lifecycle::watch(&mut file.jobs, &request, new_job_id, now) {

@@ -135,9 +135,11 @@ enum Kind {
     Carried,
     Unsealed,
     Followed,
+    StopAnswered,
+    CheckInsOff,
 }
 
-const KINDS: [Kind; 32] = [
+const KINDS: [Kind; 34] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -170,6 +172,8 @@ const KINDS: [Kind; 32] = [
     Kind::Carried,
     Kind::Unsealed,
     Kind::Followed,
+    Kind::StopAnswered,
+    Kind::CheckInsOff,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -208,6 +212,8 @@ macro_rules! any_kind {
             | Kind::Carried
             | Kind::Unsealed
             | Kind::Followed
+            | Kind::StopAnswered
+            | Kind::CheckInsOff
     };
 }
 
@@ -297,6 +303,11 @@ fn event(kind: Kind) -> Event {
         },
         Kind::Unsealed => Event::Unsealed,
         Kind::Followed => Event::Followed(Box::new(carrier_done())),
+        Kind::StopAnswered => Event::StopAnswered {
+            chat_id: Some("c-child".into()),
+            answer: Ok(true),
+        },
+        Kind::CheckInsOff => Event::CheckInsOff,
     }
 }
 
@@ -1368,4 +1379,328 @@ fn pruning_keeps_live_and_recent_jobs() {
         !prunable(&notice, t(week * 2), &LIMITS),
         "a notice still going out"
     );
+}
+
+/// A watch with `--stop-after 10s` on a child whose session is known, started at t(1).
+fn stoppable() -> Job {
+    let mut job = pending();
+    job.options.stop_after_secs = Some(10);
+    job.child_session = Some("kid".into());
+    job.started_at = Some(t(1));
+    job
+}
+
+fn stop_answer(answer: Result<bool, String>) -> Event {
+    Event::StopAnswered {
+        chat_id: Some("c-child".into()),
+        answer,
+    }
+}
+
+/// `--stop-after`, row by row: (case, job, event, at, outcomes, a stop out afterwards,
+/// stopped afterwards).
+#[test]
+fn stop_after_rows() {
+    let asked = || {
+        let mut job = stoppable();
+        job.stop_asked_at = Some(t(11));
+        job
+    };
+    let no_session = || {
+        let mut job = stoppable();
+        job.child_session = None;
+        job
+    };
+    let unasked = || {
+        let mut job = stoppable();
+        job.options.stop_after_secs = None;
+        job
+    };
+    let stopped = || {
+        let mut job = stoppable();
+        job.stopped_at = Some(t(12));
+        job
+    };
+    use Outcome as O;
+    type StopRow = (
+        &'static str,
+        Job,
+        Event,
+        u64,
+        &'static [Outcome],
+        bool,
+        bool,
+    );
+    let rows: Vec<StopRow> = vec![
+        (
+            "running, before the deadline",
+            stoppable(),
+            Event::Polled(running()),
+            10,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "running, at the deadline",
+            stoppable(),
+            Event::Polled(running()),
+            11,
+            &[O::Polled, O::Running, O::StopDue],
+            true,
+            false,
+        ),
+        (
+            "running, a stop already out",
+            asked(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            true,
+            false,
+        ),
+        (
+            "running, already stopped",
+            stopped(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            true,
+        ),
+        (
+            "running, no child session",
+            no_session(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "running, no --stop-after",
+            unasked(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
+            "stopped",
+            asked(),
+            stop_answer(Ok(true)),
+            12,
+            &[O::Stopped],
+            false,
+            true,
+        ),
+        (
+            "nothing running",
+            asked(),
+            stop_answer(Ok(false)),
+            12,
+            &[O::StopNotRunning],
+            false,
+            false,
+        ),
+        (
+            "stop failed",
+            asked(),
+            stop_answer(Err("HTTP 500".into())),
+            12,
+            &[O::StopFailed],
+            false,
+            false,
+        ),
+        (
+            "an answer with no stop out",
+            stoppable(),
+            stop_answer(Ok(true)),
+            12,
+            &[O::Ignored],
+            false,
+            false,
+        ),
+        (
+            "finished with a stop out",
+            asked(),
+            Event::Polled(finished()),
+            12,
+            &[O::Polled, O::Finished],
+            false,
+            false,
+        ),
+    ];
+    for (case, job, event, at, outcomes, out, was_stopped) in rows {
+        let tr = apply(&job, event, t(at));
+        assert_eq!(tr.outcomes, outcomes, "{case}");
+        assert_eq!(tr.job.stop_asked_at.is_some(), out, "{case}: a stop out");
+        assert_eq!(tr.job.stopped_at.is_some(), was_stopped, "{case}: stopped");
+        assert_eq!(tr.effect, Effect::None, "{case}: a stop is no POST");
+        assert_eq!(
+            to_stop(std::slice::from_ref(&tr.job)).len(),
+            usize::from(out),
+            "{case}: to_stop"
+        );
+    }
+    let answered = apply(&asked(), stop_answer(Err("HTTP 500".into())), t(12)).job;
+    assert_eq!(answered.last_error.as_deref(), Some("HTTP 500"));
+    let again = apply(&answered, Event::Polled(running()), t(32));
+    assert!(
+        again.outcomes.contains(&O::StopDue),
+        "a failed stop is asked again"
+    );
+    let recorded = apply(&asked(), stop_answer(Ok(true)), t(12)).job;
+    assert_eq!(recorded.child_chat_id.as_deref(), Some("c-child"));
+}
+
+#[test]
+fn the_result_of_a_stopped_child_ends_with_one_stop_line() {
+    let mut job = stoppable();
+    job.stopped_at = Some(t(12));
+    let tr = apply(&job, Event::Polled(finished()), t(20));
+    assert_eq!(
+        tr.job.final_text.as_deref(),
+        Some("T2\n\n[atc: stopped this task after 10s at the watch's request (--stop-after 10s)]")
+    );
+    let plain = apply(&stoppable(), Event::Polled(finished()), t(20));
+    assert_eq!(plain.job.final_text.as_deref(), Some("T2"));
+}
+
+/// A watch with `--check-in 10s` whose child started at t(1).
+fn checking_in() -> Job {
+    let mut job = pending();
+    job.options.check_in_secs = Some(10);
+    job.started_at = Some(t(1));
+    job
+}
+
+/// `--check-in`, row by row: a check-in is queued when due, goes through the delivery
+/// protocol like any turn (with its own delivery id), and is done once delivered or given
+/// up; never more than `MAX_CHECK_INS`, never for a group member.
+#[test]
+fn check_in_rows() {
+    use Outcome as O;
+    let at = |secs| t(secs);
+    // Not yet, then due.
+    let early = apply(&checking_in(), Event::Polled(running()), at(10));
+    assert_eq!(early.outcomes, [O::Polled, O::Running]);
+    assert_eq!(
+        early.job,
+        checking_in(),
+        "a running poll before it is due changes nothing"
+    );
+    let due = apply(&checking_in(), Event::Polled(running()), at(11));
+    assert_eq!(due.outcomes, [O::Polled, O::Running, O::CheckInDue]);
+    let job = due.job;
+    assert_eq!(job.status, Status::Pending);
+    assert_eq!(job.outbound(), Some(Outbound::Delivering));
+    assert_eq!(
+        crate::qwenpaw::chat::client_message_id(&job),
+        "atc-a1b2c3d4e5f6-c1"
+    );
+    let text = job.final_text.clone().unwrap();
+    assert!(text.starts_with("[TASK_ID: task-1]\n[STATUS: running]\n\nStill running after 10s (check-in 1 of at most 5)."), "{text}");
+    assert!(text.contains("atc cancel task-1 --check-ins"), "{text}");
+    assert!(is_due(&job, at(11), &LIMITS));
+    // A second poll while it is on its way queues nothing more.
+    let again = apply(&job, Event::Polled(running()), at(40));
+    assert_eq!(again.outcomes, [O::Polled, O::Running]);
+    // Busy parent: it waits like any turn.
+    let busy = apply(&job, Event::Probed(busy()), at(12));
+    assert_eq!(busy.outcomes, [O::Busy]);
+    assert_eq!(busy.job.check_in, Some(Outbound::Delivering));
+    // Claimed, posted: done, the job plain pending again, one check-in further.
+    let claimed = apply(&job, Event::Probed(idle()), at(12));
+    assert_eq!(claimed.outcomes, [O::Claimed]);
+    assert!(
+        matches!(claimed.effect, Effect::Post { ref text } if text.contains("[STATUS: running]"))
+    );
+    let posted = apply(&claimed.job, Event::Posted(accepted()), at(13));
+    assert_eq!(posted.outcomes, [O::CheckedIn]);
+    let after = posted.job;
+    assert_eq!(
+        (after.status, after.check_in, after.check_ins),
+        (Status::Pending, None, 1)
+    );
+    assert!(after.final_text.is_none() && after.delivery.is_none() && after.delivered_at.is_none());
+    // Unknown outcome: read back under its own id; found → done.
+    let unknown = apply(
+        &claimed.job,
+        Event::Posted(Posted::Unknown {
+            error: "reset".into(),
+            http_status: None,
+        }),
+        at(13),
+    );
+    assert_eq!(unknown.job.check_in, Some(Outbound::Unconfirmed));
+    let found = apply(
+        &unknown.job,
+        Event::Probed(Probe::Found {
+            chat_id: "c1".into(),
+            turn: None,
+        }),
+        at(30),
+    );
+    assert_eq!(found.outcomes, [O::CheckedIn]);
+    assert_eq!(found.job.check_ins, 1);
+    // Refused: dropped, not an error status.
+    let refused = apply(
+        &claimed.job,
+        Event::Posted(Posted::Rejected {
+            http_status: 404,
+            detail: "x".into(),
+        }),
+        at(13),
+    );
+    assert_eq!(refused.outcomes, [O::CheckInDropped]);
+    assert_eq!(
+        (refused.job.status, refused.job.check_ins),
+        (Status::Pending, 1)
+    );
+    // The child finishes while a check-in waits: the result takes over.
+    let finished = apply(&job, Event::Polled(finished()), at(20));
+    assert_eq!(finished.job.status, Status::Delivering);
+    assert_eq!(finished.job.check_in, None);
+    assert_eq!(finished.job.final_text.as_deref(), Some("T2"));
+    // Cancelled while one waits: dropped with the watch.
+    let cancelled = apply(&claimed.job, Event::Cancelled, at(13));
+    assert_eq!(cancelled.job.status, Status::Cancelled);
+    assert!(cancelled.job.check_in.is_none() && cancelled.job.delivery.is_none());
+    assert!(apply(&cancelled.job, Event::Posted(accepted()), at(14)).is_ignored());
+    // The next one is due a period after the last; none past the cap, none for a group.
+    let second = apply(&after, Event::Polled(running()), at(21));
+    assert_eq!(second.outcomes, [O::Polled, O::Running, O::CheckInDue]);
+    assert_eq!(
+        crate::qwenpaw::chat::client_message_id(&second.job),
+        "atc-a1b2c3d4e5f6-c2"
+    );
+    let mut capped = after.clone();
+    capped.check_ins = MAX_CHECK_INS;
+    assert_eq!(
+        apply(&capped, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    let mut member = checking_in();
+    member.options.group = Some("g".into());
+    assert_eq!(
+        apply(&member, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    // Turned off: a queued one is dropped, none comes again.
+    let off = apply(&job, Event::CheckInsOff, at(12));
+    assert_eq!(off.outcomes, [O::CheckInsOff]);
+    assert!(off.job.check_in.is_none() && off.job.options.check_in_secs.is_none());
+    assert_eq!(
+        apply(&off.job, Event::Polled(running()), at(100)).outcomes,
+        [O::Polled, O::Running]
+    );
+    let in_flight_off = apply(&claimed.job, Event::CheckInsOff, at(12)).job;
+    assert_eq!(
+        in_flight_off.check_in,
+        Some(Outbound::Delivering),
+        "one in flight finishes"
+    );
+    assert!(apply(&pending(), Event::CheckInsOff, at(12)).is_ignored());
 }

@@ -12,8 +12,14 @@ use crate::lifecycle::{Health, Posted, Sent};
 
 /// The delivery id QwenPaw keeps on the stored user message (`metadata`), so the turn can
 /// be found again by reading the chat back.
+/// A check-in notice has its own (`atc-<job id>-c<n>`): it is read back apart from the
+/// result.
 pub fn client_message_id(job: &Job) -> String {
-    format!("atc-{}", job.job_id)
+    if job.status == crate::job::Status::Pending && job.check_in.is_some() {
+        format!("atc-{}-c{}", job.job_id, job.check_ins + 1)
+    } else {
+        format!("atc-{}", job.job_id)
+    }
 }
 
 /// The body of a delivery: `text` as a new user turn in the job's exact chat triple (any
@@ -269,6 +275,36 @@ pub fn find<'a>(
         .find(|c| c.session_id == session_id && c.user_id == user_id && c.channel == channel)
 }
 
+/// The child's chat among an agent's chats: the one with its session id (the running one
+/// if several are, else the one on `console`, where QwenPaw's own submit puts it).
+pub fn child_chat<'a>(chats: &'a [ChatRef], session_id: &str) -> Option<&'a ChatRef> {
+    let mine = || chats.iter().filter(|c| c.session_id == session_id);
+    mine()
+        .find(|c| c.running)
+        .or_else(|| mine().find(|c| c.channel == "console"))
+        .or_else(|| mine().next())
+}
+
+/// What `POST /console/chat/stop` said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// `{"stopped": true}`: a running turn was stopped.
+    Stopped,
+    /// `{"stopped": false}`: nothing was running in that chat.
+    NotRunning,
+}
+
+/// The answer to `POST /console/chat/stop`, or why it tells nothing.
+pub fn stopped(result: Result<Answer, Transport>) -> Result<Stop, String> {
+    let (status, value) = json_body(result, "(a stop answer)")?;
+    match (status, value.get("stopped").and_then(Value::as_bool)) {
+        (200, Some(true)) => Ok(Stop::Stopped),
+        (200, Some(false)) => Ok(Stop::NotRunning),
+        (200, None) => Err("HTTP 200 but the answer has no \"stopped\"".to_owned()),
+        (status, _) => Err(format!("HTTP {status}: {}", detail(&value.to_string()))),
+    }
+}
+
 /// `GET /chats/{id}/status`: whether a turn is running.
 pub fn running(result: Result<Answer, Transport>) -> Result<bool, String> {
     let (status, value) = json_body(result, "(a chat status)")?;
@@ -342,6 +378,43 @@ mod tests {
             content_type: "application/json".into(),
             body: Ok(body.into()),
         })
+    }
+
+    #[test]
+    fn stop_answers_as_qwenpaw_gives_them() {
+        assert_eq!(stopped(json(200, r#"{"stopped":true}"#)), Ok(Stop::Stopped));
+        assert_eq!(
+            stopped(json(200, r#"{"stopped":false}"#)),
+            Ok(Stop::NotRunning)
+        );
+        let refused = stopped(json(422, r#"{"detail":[{"msg":"Field required"}]}"#));
+        assert!(refused.unwrap_err().starts_with("HTTP 422"));
+        assert!(stopped(json(200, "{}")).is_err());
+        let down = Err(Transport {
+            nothing_sent: true,
+            message: "POST http://h/api/console/chat/stop: connection refused".into(),
+        });
+        assert!(stopped(down).unwrap_err().contains("connection refused"));
+    }
+
+    #[test]
+    fn the_child_chat_is_the_running_one_then_the_console_one() {
+        let chat = |id: &str, sid: &str, channel: &str, running: bool| ChatRef {
+            id: id.into(),
+            session_id: sid.into(),
+            user_id: "u".into(),
+            channel: channel.into(),
+            running,
+        };
+        let chats = [
+            chat("c1", "other", "console", true),
+            chat("c2", "kid", "mqtt", false),
+            chat("c3", "kid", "console", false),
+        ];
+        assert_eq!(child_chat(&chats, "kid").unwrap().id, "c3");
+        let chats = [chats[1].clone(), chat("c4", "kid", "mqtt", true)];
+        assert_eq!(child_chat(&chats, "kid").unwrap().id, "c4");
+        assert!(child_chat(&chats, "nobody").is_none());
     }
 
     #[test]

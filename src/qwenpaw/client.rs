@@ -266,6 +266,22 @@ impl Client {
         self.read(&format!("{base_url}/chats/{}", encode(chat_id)), agent)
     }
 
+    /// `POST {base}/console/chat/stop?chat_id={id}` as `agent`: stop the turn running in
+    /// that chat (its uuid; a session id finds only `console` chats). QwenPaw answers
+    /// `{"stopped": true}`, or `{"stopped": false}` when nothing was running there.
+    pub fn stop_chat(
+        &self,
+        base_url: &str,
+        agent: &str,
+        chat_id: &str,
+    ) -> Result<Answer, Transport> {
+        self.post(
+            &format!("{base_url}/console/chat/stop?chat_id={}", encode(chat_id)),
+            agent,
+            &Value::Object(serde_json::Map::new()),
+        )
+    }
+
     /// `GET {base}/version`: which QwenPaw answers (it needs the token like any path).
     pub fn version(&self, base_url: &str) -> Result<Answer, Transport> {
         self.read(&format!("{base_url}/version"), "default")

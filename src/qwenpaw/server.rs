@@ -35,6 +35,7 @@ pub trait Server: Sync {
         agent: &str,
         channel: &str,
     ) -> Result<Answer, Transport>;
+    fn stop_chat(&self, base_url: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport>;
 }
 
 impl Server for Client {
@@ -79,5 +80,8 @@ impl Server for Client {
         channel: &str,
     ) -> Result<Answer, Transport> {
         Client::channel_health(self, base_url, agent, channel)
+    }
+    fn stop_chat(&self, base_url: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        Client::stop_chat(self, base_url, agent, chat_id)
     }
 }

@@ -454,6 +454,8 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("channel", Some(&t.channel)),
             ("group", job.options.group.as_ref()),
             ("fork_branch", job.options.fork_branch.as_ref()),
+            ("child_session", job.child_session.as_ref()),
+            ("child_chat_id", job.child_chat_id.as_ref()),
         ] {
             if let Some(value) = value {
                 validate::label(value).map_err(|why| bad(field, why))?;
@@ -470,6 +472,9 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("updated_at", Some(job.updated_at)),
             ("started_at", job.started_at),
             ("delivered_at", job.delivered_at),
+            ("stop_asked_at", job.stop_asked_at),
+            ("stopped_at", job.stopped_at),
+            ("last_check_in_at", job.last_check_in_at),
         ] {
             if let Some(at) = at {
                 validate::timestamp(at).map_err(|why| bad(field, why))?;

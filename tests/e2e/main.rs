@@ -20,6 +20,7 @@ mod atc;
 #[allow(dead_code)]
 mod hermetic;
 mod kick;
+mod long;
 mod mqtt;
 mod plugin;
 mod procs;

@@ -44,6 +44,9 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    ("long-cancel-stop", crate::long::cancel_stop),
+    ("long-stop-after", crate::long::stop_after),
+    ("long-check-in", crate::long::check_in),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
 ];

@@ -262,6 +262,31 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
         self.assertEqual(line, "Stopped watching task-00000000000a (now cancelled); the task itself keeps running.")
 
+    def test_watch_with_a_child_session_and_a_deadline(self):
+        self.answer(json.dumps(job("task-0123456789ab")))
+        run(self.plugin.watch_agent_task(
+            "task-0123456789ab", child_session=" default:to:SE:1:ab ", stop_after="10m", check_in="5m"))
+        self.assertEqual(self.args()[-6:], [
+            "--child-session", "default:to:SE:1:ab", "--stop-after", "10m", "--check-in", "5m"])
+
+    def test_watch_without_them_passes_neither(self):
+        self.answer(json.dumps(job("task-0123456789ab")))
+        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertNotIn("--child-session", self.args())
+        self.assertNotIn("--stop-after", self.args())
+        self.assertNotIn("--check-in", self.args())
+
+    def test_cancel_with_stop_stops_the_task_and_says_what_happened(self):
+        self.answer("Cancelled the watch on task-00000000000a; the child was stopped.\n")
+        line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
+        self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--stop"])
+        self.assertEqual(line, "Cancelled the watch on task-00000000000a; the child was stopped.")
+
+    def test_cancel_with_stop_refused_keeps_the_watch(self):
+        self.answer("", "atc: cannot stop the child of task-00000000000a: its session is not known; the watch is kept\n", 1)
+        line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
+        self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
+
     def test_cancel_refused(self):
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
         line = run(self.plugin.cancel_task_callback("task-00000000000a"))
@@ -286,9 +311,10 @@ class PluginTest(unittest.TestCase):
         self.assertEqual([s[0] for s in seen], [
             "watch_agent_task", "watch_agent_tasks", "callback_task_status", "cancel_task_callback"])
         sigs = {name: str(inspect.signature(func)) for name, func, _ in seen}
-        self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '') -> str")
+        # The seed's calls still work: new parameters are optional, defaults unchanged.
+        self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '', check_in: str = '') -> str")
         self.assertEqual(sigs["callback_task_status"], "() -> str")
-        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str) -> str")
+        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list, group: str) -> str")
         self.assertEqual(len(hooks), 1)
         self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))

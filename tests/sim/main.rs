@@ -44,7 +44,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
     let chat = 0..swarm.chats;
     prop_oneof![
-        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..16])
+        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
             .prop_map(|(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts }),
         5 => task.clone().prop_map(Op::Cancel),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
@@ -640,4 +640,84 @@ fn a_member_of_a_turn_of_unknown_outcome_is_not_watched_again_alone() {
             opts: 0,
         },
     ]);
+}
+
+/// `--stop-after` (issue 19): a child still running past its deadline is stopped once, and
+/// its "Task cancelled" result reaches the parent with the stop line, exactly once.
+#[test]
+fn a_child_past_its_deadline_is_stopped_and_its_result_says_so() {
+    use Op::*;
+    quiet_crashes();
+    let mut world = World::new();
+    for op in [
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 16,
+        },
+        Tick,
+        Tick,
+    ] {
+        world.apply(&op);
+    }
+    world.drain();
+    world.check();
+    let s = world.server.lock();
+    assert_eq!(s.stopped, [world::task_id(0)]);
+    let turns: Vec<String> = s
+        .chats
+        .iter()
+        .flat_map(server::delivered)
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert!(turns[0].contains("Error: Task cancelled"), "{}", turns[0]);
+    assert!(
+        turns[0].ends_with(
+            "[atc: stopped this task after 1s at the watch's request (--stop-after 1s)]"
+        ),
+        "{}",
+        turns[0]
+    );
+}
+
+/// `--check-in` (issue 19): while the child runs the parent gets check-ins (each once, by
+/// its own delivery id, at most five), then the result, once.
+#[test]
+fn a_running_child_checks_in_then_its_result_arrives_once() {
+    use Op::*;
+    quiet_crashes();
+    let mut world = World::new();
+    let mut ops = vec![Watch {
+        tasks: 1,
+        chat: 0,
+        group: false,
+        create_session: false,
+        opts: 32,
+    }];
+    ops.extend(std::iter::repeat_n(Tick, 8));
+    ops.push(FinishAll);
+    for op in &ops {
+        world.apply(op);
+    }
+    world.drain();
+    world.check();
+    let s = world.server.lock();
+    let turns: Vec<(String, String)> = s.chats.iter().flat_map(server::delivered).collect();
+    let check_ins = turns
+        .iter()
+        .filter(|(_, t)| t.contains("[STATUS: running]"))
+        .count();
+    assert_eq!(check_ins, 5, "capped at five: {turns:?}");
+    let results: Vec<_> = turns
+        .iter()
+        .filter(|(_, t)| t.contains("[STATUS: finished]"))
+        .collect();
+    assert_eq!(results.len(), 1, "{turns:?}");
+    assert!(
+        !results[0].0.contains("-c"),
+        "the result has the job's own delivery id"
+    );
 }

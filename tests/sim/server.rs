@@ -19,6 +19,8 @@ pub enum End {
     Answer(String),
     Empty,
     Failed,
+    /// Stopped through `POST /console/chat/stop` (contract §12).
+    Cancelled,
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +90,8 @@ pub struct State {
     pub posts: u32,
     /// Forwards sent to people: (channel, text).
     pub sent: Vec<(String, String)>,
+    /// The tasks a stop ended (a child's session is `child-<task id>`).
+    pub stopped: Vec<String>,
     pub next: u64,
 }
 
@@ -184,6 +188,8 @@ impl Server for SimServer {
                      "content": [{"type": "text", "text": text}]}]}}),
             Some(End::Empty) => json!({"status": "finished", "started_at": 1796003454.67,
                 "result": {"status": "completed", "session_id": "child", "output": []}}),
+            Some(End::Cancelled) => json!({"status": "finished", "started_at": 1796003454.67,
+                "result": {"status": "failed", "error": {"message": "Task cancelled"}}}),
             Some(End::Failed) => json!({"status": "finished", "started_at": 1796003454.83,
                 "result": {"status": "failed", "session_id": "child", "output": [],
                     "error": {"code": "MODEL_EXECUTION_ERROR", "message": "Model execution failed."}}}),
@@ -303,6 +309,30 @@ impl Server for SimServer {
             200,
             &json!({"channel": channel, "status": "healthy", "detail": "connected"}),
         )
+    }
+
+    /// A child's chat is not listed: atc stops it by its session, `child-<task id>`.
+    fn stop_chat(&self, _base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let mut s = self.lock();
+        let task_id = chat_id.strip_prefix("child-").unwrap_or("").to_owned();
+        let running = s
+            .tasks
+            .get_mut(&task_id)
+            .filter(|t| t.agent == agent && t.end.is_none());
+        let stopped = match running {
+            Some(task) => {
+                task.end = Some(End::Cancelled);
+                true
+            }
+            None => false,
+        };
+        if stopped {
+            s.stopped.push(task_id);
+        }
+        answer(200, &json!({ "stopped": stopped }))
     }
 }
 

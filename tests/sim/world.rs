@@ -132,6 +132,8 @@ pub struct World {
     /// Tasks whose record was pruned (after `--keep`): watched again, they are new to atc,
     /// and their result may rightly go out again.
     forgotten: BTreeSet<String>,
+    /// Tasks some watch registered with `--stop-after`.
+    stop_asked: BTreeSet<String>,
     /// When each registration was first seen ended (sim seconds).
     ended_at: BTreeMap<String, u64>,
     pub ops: u64,
@@ -195,6 +197,7 @@ impl World {
             last: BTreeMap::new(),
             replaced: BTreeSet::new(),
             forgotten: BTreeSet::new(),
+            stop_asked: BTreeSet::new(),
             ended_at: BTreeMap::new(),
             ops: 0,
             reported: 0,
@@ -370,6 +373,8 @@ impl World {
                 ForwardMode::default()
             },
             allow_insecure_remote: false,
+            stop_after_secs: (opts & 16 != 0).then_some(1),
+            check_in_secs: (opts & 32 != 0).then_some(1),
         };
         // `atc watch` looks the chat up first, as the command does.
         let chat_id = {
@@ -394,6 +399,11 @@ impl World {
             base_url: BASE.into(),
             options: options.clone(),
             chat_id,
+            // Every child's session is known (`child-<task id>`): `--stop-after` needs it.
+            child_sessions: ids
+                .iter()
+                .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
+                .collect(),
         };
         let now = self.now();
         let result = self.store().update(|file| {
@@ -403,6 +413,11 @@ impl World {
         match result {
             Err(why) => format!(" → refused: {}", short(&why.to_string())),
             Ok(registered) => {
+                if options.stop_after_secs.is_some() {
+                    for r in &registered {
+                        self.stop_asked.insert(r.job().task_id.clone());
+                    }
+                }
                 // A watch that exits 0 applies what it was asked, or says what it did not.
                 for r in &registered {
                     let job = r.job();
@@ -415,6 +430,8 @@ impl World {
                             "--fork-branch" => wanted.fork_branch = got.fork_branch.clone(),
                             "--forward" => wanted.forward = got.forward,
                             "--create-session" => wanted.create_session = got.create_session,
+                            "--stop-after" => wanted.stop_after_secs = got.stop_after_secs,
+                            "--check-in" => wanted.check_in_secs = got.check_in_secs,
                             other => panic!("unknown option {other}"),
                         }
                     }
@@ -679,6 +696,22 @@ impl World {
                 }
             }
         }
+        // Check-ins: at most `MAX_CHECK_INS` per registration (each by its own delivery id,
+        // which the loop above holds to once), and only for a watch that asked for them.
+        for chat in s.chats.iter().chain(&s.gone) {
+            let mut per_job: BTreeMap<String, u32> = BTreeMap::new();
+            for (id, text) in delivered(chat) {
+                if text.contains("[STATUS: running]") {
+                    let job = id.rsplit_once("-c").map_or(id.as_str(), |(j, _)| j);
+                    *per_job.entry(job.to_owned()).or_default() += 1;
+                }
+            }
+            for (job, n) in per_job {
+                if n > atc::lifecycle::MAX_CHECK_INS {
+                    self.fail(&format!("{job} checked in {n} times"));
+                }
+            }
+        }
         // Every chat the job's triple ever named (deleted ones keep what they held).
         let turns_in = |job: &Job| -> Vec<(String, String)> {
             s.chats
@@ -711,7 +744,11 @@ impl World {
                 // Always heard: a delivered turn is in exactly its target chat.
                 Some(Outbound::Delivered) => {
                     let turns = turns_in(job);
-                    if !turns.iter().any(|(_, t)| t.contains(&marker)) {
+                    // A check-in names the task too: only the result counts here.
+                    if !turns
+                        .iter()
+                        .any(|(_, t)| t.contains(&marker) && !t.contains("[STATUS: running]"))
+                    {
                         self.fail(&format!(
                             "{} says delivered, but its chat has no turn for it",
                             job.task_id
@@ -739,6 +776,37 @@ impl World {
                     }
                 }
                 _ => {}
+            }
+            // Stops: only a watch that asked for one stops its child; a result of a child atc
+            // stopped says so, once, and one it did not stop never does.
+            let stopped = s.stopped.contains(&job.task_id);
+            if stopped && !self.stop_asked.contains(&job.task_id) {
+                self.fail(&format!(
+                    "{} was stopped, but no watch of it asked for --stop-after",
+                    job.task_id
+                ));
+            }
+            if job.stopped_at.is_some() && !stopped {
+                self.fail(&format!(
+                    "{} says atc stopped it, but the server stopped nothing",
+                    job.task_id
+                ));
+            }
+            if let Some(text) = &job.final_text
+                && job.outcome.is_some()
+            {
+                let lines = text.matches("[atc: stopped this task after").count();
+                let want = usize::from(
+                    job.stopped_at.is_some()
+                        && job.carried_by.is_none()
+                        && job.group_tasks.is_none(),
+                );
+                if job.group_tasks.is_none() && job.carried_by.is_none() && lines != want {
+                    self.fail(&format!(
+                        "{}'s result has {lines} stop lines, {want} expected",
+                        job.task_id
+                    ));
+                }
             }
             if job.status == Status::Error && job.last_error.is_none() {
                 self.fail(&format!("{} is error without a reason", job.task_id));

@@ -21,6 +21,17 @@ pub const FINISHED_TIMEOUT: &str = r#"{"status":"finished","started_at":17960034
 /// A cancelled task (no `session_id`, no `output`, no `code`).
 pub const FINISHED_CANCELLED: &str = r#"{"status":"finished","started_at":1796003164.30,"result":{"status":"failed","error":{"message":"Task cancelled"}}}"#;
 
+// ---- §12 stop bodies ----------------------------------------------------
+
+/// 200 for `POST /api/console/chat/stop?chat_id=…` that stopped a running turn.
+pub const STOPPED: &str = r#"{"stopped":true}"#;
+
+/// 200 for a stop that found nothing running (or an unknown id).
+pub const NOT_STOPPED: &str = r#"{"stopped":false}"#;
+
+/// 422 for `POST /api/console/chat/stop` without `chat_id` (FastAPI's validation body).
+pub const STOP_NO_CHAT_ID_422: &str = r#"{"detail":[{"type":"missing","loc":["query","chat_id"],"msg":"Field required","input":null}]}"#;
+
 // ---- §3 submit bodies ----------------------------------------------------
 
 /// 200 for `POST /api/console/chat/task`.

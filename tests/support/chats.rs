@@ -94,6 +94,8 @@ struct Sim {
     turns: HashMap<String, String>,
     channels: HashMap<String, Channel>,
     replies: HashMap<String, ParentReply>,
+    /// The `chat_id` of every stop asked for, in order.
+    stops: Vec<String>,
     next: u64,
 }
 
@@ -184,6 +186,12 @@ impl Chats {
         server.handle("POST", "/api/messages/send", Arc::new(move |r| c.send(r)));
         let c = chats.clone();
         server.handle(
+            "POST",
+            "/api/console/chat/stop",
+            Arc::new(move |r| c.stop(r)),
+        );
+        let c = chats.clone();
+        server.handle(
             "GET",
             "/api/config/channels/",
             Arc::new(move |r| c.health(r)),
@@ -260,6 +268,55 @@ impl Chats {
             ghost: false,
         });
         id
+    }
+
+    /// Adds a child's chat of `agent` (session `session`, user `default`, on `console`)
+    /// with a turn running until it is stopped; returns its id.
+    pub fn add_child(&self, agent: &str, session: &str) -> String {
+        let id = self.add(agent, session, "default", "console");
+        if let Some(chat) = self.lock().chats.iter_mut().find(|c| c.id == id) {
+            chat.running_for = u32::MAX;
+        }
+        id
+    }
+
+    /// The `chat_id` of every `POST /api/console/chat/stop`, in order.
+    pub fn stops(&self) -> Vec<String> {
+        self.lock().stops.clone()
+    }
+
+    /// `POST /api/console/chat/stop?chat_id=…` as QwenPaw 2.2.2 answers it (contract §12):
+    /// a chat uuid finds any chat of the agent, a session id only one on `console`; 200
+    /// `{"stopped":true}` when a turn was running there, `{"stopped":false}` otherwise
+    /// (an unknown id too); 422 without `chat_id`.
+    fn stop(&self, request: &Recorded) -> Option<Reply> {
+        if request.path != "/api/console/chat/stop" {
+            return None;
+        }
+        let Some(id) = query(request, "chat_id") else {
+            return Some(Reply::json(422, bodies::STOP_NO_CHAT_ID_422));
+        };
+        let agent = agent(request);
+        let mut sim = self.lock();
+        sim.stops.push(id.clone());
+        let chat = sim.chats.iter_mut().find(|c| {
+            c.agent == agent && (c.id == id || (c.session == id && c.channel == "console"))
+        });
+        let stopped = match chat {
+            Some(chat) if chat.running_for > 0 => {
+                chat.running_for = 0;
+                true
+            }
+            _ => false,
+        };
+        Some(Reply::json(
+            200,
+            if stopped {
+                bodies::STOPPED
+            } else {
+                bodies::NOT_STOPPED
+            },
+        ))
     }
 
     /// The chat of `session` reports a running turn for its next `looks` looks.

@@ -167,7 +167,7 @@ def no_chat():
     )
 
 
-def watch_args(task_ids, target_agent, group):
+def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in=""):
     agent, session, user, channel = chat_context()
     if not session:
         return None
@@ -183,11 +183,20 @@ def watch_args(task_ids, target_agent, group):
         args += ["--target-agent", target]
     if group:
         args += ["--group", group]
+    child = (child_session or "").strip()
+    if child:
+        args += ["--child-session", child]
+    deadline = (stop_after or "").strip()
+    if deadline:
+        args += ["--stop-after", deadline]
+    every = (check_in or "").strip()
+    if every:
+        args += ["--check-in", every]
     return args
 
 
-async def watch(task_ids, target_agent="", group=None):
-    args = watch_args(task_ids, target_agent, group)
+async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
+    args = watch_args(task_ids, target_agent, group, child_session, stop_after, check_in)
     if args is None:
         return no_chat()
     shown = ", ".join(task_ids)
@@ -208,7 +217,13 @@ async def watch(task_ids, target_agent="", group=None):
     )
 
 
-async def watch_agent_task(task_id: str, target_agent: str = "") -> str:
+async def watch_agent_task(
+    task_id: str,
+    target_agent: str = "",
+    child_session: str = "",
+    stop_after: str = "",
+    check_in: str = "",
+) -> str:
     """Watch a background task so that its result comes back into this chat by itself.
 
     Call this right after ``submit_to_agent`` returns a ``[TASK_ID: ...]``, in the same
@@ -224,12 +239,33 @@ async def watch_agent_task(task_id: str, target_agent: str = "") -> str:
         target_agent (`str`, optional):
             The agent the task runs on (the ``to_agent`` you submitted to). Pass it
             whenever you delegated to another agent.
+        child_session (`str`, optional):
+            The ``[SESSION: ...]`` value ``submit_to_agent`` printed under the task ID.
+            Pass it so the task can be stopped later (``stop_after``, or
+            ``cancel_task_callback(task_id, stop=True)``).
+        stop_after (`str`, optional):
+            A deadline such as ``10m`` or ``1h``: if the task is still running that long
+            after it started, it is stopped and its "Task cancelled" result comes back
+            here with a line saying so. Use it when the result is worthless after a while
+            (something the user is waiting for now, a task that may hang); leave it empty
+            for work that should finish however long it takes. Needs ``child_session``.
+        check_in (`str`, optional):
+            An interval such as ``5m``: while the task runs, a short
+            ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
+            for long work the user wants to hear about; there is nothing to do on a
+            check-in but tell the user, if they asked.
 
     Returns:
         `str`:
             One line: watching (and what to do next), or why not and what to do instead.
     """
-    return await watch([str(task_id).strip()], target_agent)
+    return await watch(
+        [str(task_id).strip()],
+        target_agent,
+        child_session=str(child_session or ""),
+        stop_after=str(stop_after or ""),
+        check_in=str(check_in or ""),
+    )
 
 
 async def watch_agent_tasks(task_ids: list, group: str) -> str:
@@ -299,21 +335,32 @@ async def callback_task_status() -> str:
     return "\n".join(lines)
 
 
-async def cancel_task_callback(task_id: str) -> str:
+async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
     """Stop watching a task: its result will not be posted into this chat.
 
-    The task itself keeps running; only the callback is dropped. Use it when the user no
-    longer wants the result.
+    By default the task itself keeps running; only the callback is dropped. Use it when
+    the user no longer wants the result. With ``stop=True`` the task itself is stopped
+    too (it must have been watched with ``child_session``); use that when the work is no
+    longer wanted at all.
 
     Args:
         task_id (`str`):
             The watched task ID.
+        stop (`bool`, optional):
+            Also stop the running task.
 
     Returns:
         `str`:
             One line: stopped, or why not.
     """
     task_id = str(task_id).strip()
+    if stop is True or str(stop).strip().lower() in ("true", "1", "yes"):
+        code, out, err = await run_atc(["cancel", task_id, "--stop"])
+        if code is None:
+            return "Not stopped: %s" % err
+        if code != 0:
+            return "Not stopped %s (still watched): %s" % (task_id, reason(err))
+        return out.strip().splitlines()[-1] if out.strip() else "Stopped %s." % task_id
     code, out, err = await run_atc(["cancel", task_id, "--json"])
     if code is None:
         return "Not cancelled: %s" % err
@@ -463,7 +510,7 @@ DESCRIPTIONS = {
     "watch_agent_task": "Watch a submit_to_agent task; its result comes back into this chat by itself (atc).",
     "watch_agent_tasks": "Watch several tasks; their results come back together as one message (atc).",
     "callback_task_status": "List the tasks this chat watches (atc).",
-    "cancel_task_callback": "Stop watching a task; the task keeps running (atc).",
+    "cancel_task_callback": "Stop watching a task; the task keeps running unless stop=True (atc).",
 }
 
 

@@ -1,0 +1,252 @@
+//! Long children on a real QwenPaw (issue 19): `cancel --stop` and `watch --stop-after`,
+//! and the §12 facts about `POST /api/console/chat/stop` they rest on.
+
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::R;
+use crate::api::Api;
+use crate::atc::Atc;
+use crate::ensure;
+use crate::scenarios::Ctx;
+
+fn fresh_atc(ctx: &Ctx, name: &str) -> R<Atc> {
+    let dir = ctx.scratch.path().join(ctx.uniq(name));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    Atc::new(&ctx.atc_bin, &dir, dir.join("jobs.json"), &ctx.main.root())
+}
+
+/// Submits a child on `default` and waits until its record says running.
+fn running_child(api: &Api, session: &str, user: &str, text: &str) -> R<String> {
+    let tid = api.submit(Some("default"), session, user, text, None)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = api.task(&tid)?.json()?;
+        if v["status"] == "running" {
+            return Ok(tid);
+        }
+        ensure!(Instant::now() < deadline, "child {tid} never ran: {v}");
+        sleep(Duration::from_millis(100));
+    }
+}
+
+/// `cancel --stop` ends a `SLEEP=60` child within a second (its record says "Task
+/// cancelled"), cancels the watch, records the child's chat, and the parent gets nothing.
+/// Also pins §12: a second stop is `{"stopped":false}`, no `chat_id` is 422.
+pub fn cancel_stop(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = ("lena", ctx.uniq("stop-parent"), ctx.uniq("stop-child"));
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child(&api, &child, user, "long child SLEEP=60")?;
+    let atc = fresh_atc(ctx, "cancel-stop")?;
+    atc.watch(&tid, &parent, user, &["--child-session", &child])?;
+
+    let out = atc.ok(&["cancel", &tid, "--stop"])?;
+    let stopped_at = Instant::now();
+    ensure!(
+        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
+        "cancel --stop said {:?}",
+        out.stdout
+    );
+    let record = loop {
+        let v = api.task(&tid)?.json()?;
+        if v["status"] == "finished" {
+            break v;
+        }
+        ensure!(
+            stopped_at.elapsed() < Duration::from_secs(1),
+            "the child still runs 1 s after cancel --stop: {v}"
+        );
+        sleep(Duration::from_millis(50));
+    };
+    ensure!(
+        record["result"]["status"] == "failed"
+            && record["result"]["error"]["message"] == "Task cancelled"
+            && record["result"].get("session_id").is_none(),
+        "a stopped child's record: {record}"
+    );
+    let job = atc.job(&tid)?;
+    let chat = api
+        .chat_id("default", user, &child)?
+        .ok_or("no chat for the child")?;
+    ensure!(
+        job["status"] == "cancelled" && job["child_chat_id"] == chat.as_str(),
+        "job after cancel --stop: {job}"
+    );
+    // The stopped chat is idle: nothing more is running there.
+    let (_, status) = api.chat(&chat)?;
+    ensure!(status != "running", "the child's chat is {status}");
+
+    // Nothing reaches the parent, however often atc ticks.
+    for _ in 0..3 {
+        atc.ok(&["tick"])?;
+        sleep(Duration::from_millis(300));
+    }
+    let after = api.history("default", user, &parent, Duration::from_secs(10))?;
+    ensure!(
+        after.len() == before.len(),
+        "the parent got {} new messages after cancel --stop",
+        after.len() - before.len()
+    );
+
+    // Again: nothing running → stopped:false, said as "was not running".
+    let again = atc.ok(&["cancel", &tid, "--stop"])?;
+    ensure!(
+        again.stdout == format!("{tid} was already cancelled; the child was not running.\n"),
+        "a second cancel --stop said {:?}",
+        again.stdout
+    );
+    let unknown = api.post(
+        "/api/console/chat/stop?chat_id=no-such-chat",
+        Some("default"),
+        &json!({}),
+    )?;
+    ensure!(
+        unknown.status == 200 && unknown.json()? == json!({"stopped": false}),
+        "stop of an unknown id: HTTP {} {}",
+        unknown.status,
+        unknown.body
+    );
+    let bare = api.post("/api/console/chat/stop", Some("default"), &json!({}))?;
+    let body = bare.json()?;
+    ensure!(
+        bare.status == 422 && body["detail"][0]["loc"] == json!(["query", "chat_id"]),
+        "stop without chat_id: HTTP {} {}",
+        bare.status,
+        bare.body
+    );
+    Ok(())
+}
+
+/// `--stop-after 3s` ends a `SLEEP=60` child; the parent receives its "Task cancelled"
+/// result with the stop line, once.
+pub fn stop_after(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = (
+        "mona",
+        ctx.uniq("deadline-parent"),
+        ctx.uniq("deadline-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child(&api, &child, user, "long child SLEEP=60")?;
+    let atc = fresh_atc(ctx, "stop-after")?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--child-session", &child, "--stop-after", "3s"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(40))?
+        .remove(0);
+    ensure!(
+        job["status"] == "done"
+            && job["stopped_at"].is_string()
+            && job["child_chat_id"].is_string(),
+        "job after --stop-after: {job}"
+    );
+    let record = api.task(&tid)?.json()?;
+    ensure!(
+        record["result"]["error"]["message"] == "Task cancelled",
+        "the child was not stopped: {record}"
+    );
+    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
+    let ours: Vec<&crate::api::Msg> = after[before.len()..]
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
+        .collect();
+    ensure!(
+        ours.len() == 1,
+        "the parent holds {} turns for {tid}",
+        ours.len()
+    );
+    let text = &ours[0].text;
+    ensure!(
+        text.contains("Task failed.") && text.contains("Error: Task cancelled"),
+        "delivered {text:?}"
+    );
+    ensure!(
+        text.ends_with(
+            "[atc: stopped this task after 3s at the watch's request (--stop-after 3s)]"
+        ),
+        "no stop line at the end of {text:?}"
+    );
+    Ok(())
+}
+
+/// `--check-in 2s` on a `SLEEP=8` child: the parent gets at least one check-in while it
+/// runs, then the result; each exactly once (by its delivery id).
+pub fn check_in(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent, child) = (
+        "nora",
+        ctx.uniq("checkin-parent"),
+        ctx.uniq("checkin-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child(&api, &child, user, "slow child SLEEP=8")?;
+    let atc = fresh_atc(ctx, "check-in")?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--child-session", &child, "--check-in", "2s"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(60))?
+        .remove(0);
+    ensure!(job["status"] == "done", "job: {job}");
+    let check_ins = job["check_ins"].as_u64().unwrap_or(0);
+    ensure!(check_ins >= 1, "no check-in went out: {job}");
+    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
+    let ours: Vec<&crate::api::Msg> = after[before.len()..]
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
+        .collect();
+    let ids: Vec<String> = ours
+        .iter()
+        .map(|m| {
+            m.inner_meta("qwenpaw_client_message_id")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    ensure!(unique.len() == ids.len(), "a turn arrived twice: {ids:?}");
+    let running: Vec<&&crate::api::Msg> = ours
+        .iter()
+        .filter(|m| m.text.contains("[STATUS: running]"))
+        .collect();
+    let finished: Vec<&&crate::api::Msg> = ours
+        .iter()
+        .filter(|m| m.text.contains("[STATUS: finished]"))
+        .collect();
+    ensure!(
+        !running.is_empty() && running.len() as u64 == check_ins,
+        "{} check-ins in the chat, the job counts {check_ins}: {ids:?}",
+        running.len()
+    );
+    ensure!(
+        finished.len() == 1,
+        "{} results in the chat: {ids:?}",
+        finished.len()
+    );
+    ensure!(
+        ours.last()
+            .is_some_and(|m| m.text.contains("[STATUS: finished]")),
+        "the result is not the last turn: {ids:?}"
+    );
+    ensure!(
+        running[0]
+            .text
+            .contains(&format!("Stop the task: atc cancel {tid} --stop")),
+        "check-in text: {:?}",
+        running[0].text
+    );
+    Ok(())
+}

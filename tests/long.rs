@@ -1,0 +1,504 @@
+//! Long children (issue 19): the child's session (`watch --child-session`, `--from`'s
+//! `[SESSION: …]` lines), `cancel --stop` and each of its refusals. Through the real
+//! binary against the fake QwenPaw, whose stop route is pinned to contract §12.
+
+mod support;
+
+use support::atc::TestEnv;
+use support::hermetic::NOWHERE;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+const CHILD: &str = "default:to:worker:1774516703206:ec02e542";
+
+#[test]
+fn child_session_is_recorded_on_the_job() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &["--target-agent", "worker", "--child-session", CHILD],
+    );
+    let job = s.job(TASK);
+    assert_eq!(job["child_session"], CHILD);
+    assert!(
+        job.get("child_chat_id").is_none(),
+        "looked up when first needed"
+    );
+    s.atc(["status", TASK])
+        .stdout_contains(format!("child session   {CHILD} (chat not looked up yet)"))
+        .file_unchanged();
+}
+
+#[test]
+fn from_pairs_each_session_line_with_the_task_id_above_it() {
+    let env = TestEnv::new();
+    let printed = "[TASK_ID: task-a]\n[SESSION: me:to:w:1:aa]\n\n[TASK_ID: task-b]\n";
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin(printed)
+        .chat_check_skipped()
+        .stdout_inspected()
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["task_id"], "task-a");
+            assert_eq!(file["jobs"][0]["child_session"], "me:to:w:1:aa");
+            assert_eq!(file["jobs"][1]["task_id"], "task-b");
+            assert!(file["jobs"][1].get("child_session").is_none());
+        });
+}
+
+#[test]
+fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+    ])
+    .status(2)
+    .stderr("atc: --child-session names one child's session, but 2 tasks are watched; watch each with its own --child-session, or pass --from with the [SESSION: …] line under each [TASK_ID: …]\n")
+    .no_file();
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        "a\u{1b}b",
+    ])
+    .status(2)
+    .stderr_contains("--child-session")
+    .stderr_contains("control character")
+    .no_file();
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin("[TASK_ID: task-a] [SESSION:  ]")
+        .status(2)
+        .stderr("atc: the [SESSION: …] line after [TASK_ID: task-a] must not be empty\n")
+        .no_file();
+}
+
+#[test]
+fn a_hand_edited_child_session_is_refused_by_the_loader() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    env.edit_job(TASK, |job| {
+        job.insert("child_session".into(), "\u{7}".into());
+    });
+    env.atc(["status"])
+        .status(3)
+        .stderr_contains("bad child_session")
+        .file_unchanged();
+}
+
+#[test]
+fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
+    let s = Scene::new();
+    let chat = s.chats.add_child("worker", CHILD);
+    s.watch(
+        TASK,
+        &["--target-agent", "worker", "--child-session", CHILD],
+    );
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was stopped.\n"
+        ))
+        .file(move |file| {
+            assert_eq!(file["jobs"][0]["status"], "cancelled");
+            assert_eq!(file["jobs"][0]["child_chat_id"], chat.as_str());
+        });
+    let stops: Vec<_> = s
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/console/chat/stop")
+        .collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0].method, "POST");
+    assert_eq!(stops[0].header("x-agent-id"), Some("worker"));
+    assert_eq!(
+        s.chats.stops(),
+        [s.job(TASK)["child_chat_id"].as_str().unwrap()]
+    );
+    // A second stop finds nothing running, by the chat recorded (no second lookup).
+    let lookups = s.server.hits("GET", "/api/chats");
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "{TASK} was already cancelled; the child was not running.\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.server.hits("GET", "/api/chats"), lookups);
+    assert_eq!(s.chats.stops().len(), 2);
+}
+
+#[test]
+fn cancel_stop_says_when_the_child_was_not_running() {
+    let s = Scene::new();
+    s.chats.add("default", CHILD, "default", "console");
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was not running.\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+}
+
+#[test]
+fn cancel_stop_without_a_child_session_is_refused_and_keeps_the_watch() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.atc(["cancel", TASK, "--stop"])
+        .status(1)
+        .stderr(format!(
+            "atc: cannot stop the child of {TASK}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.status(TASK), "pending");
+    assert!(s.chats.stops().is_empty());
+}
+
+#[test]
+fn cancel_stop_with_the_server_unreachable_exits_5_and_keeps_the_watch() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--child-session", CHILD])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    assert!(
+        env.job(TASK)["base_url"]
+            .as_str()
+            .unwrap()
+            .starts_with(NOWHERE)
+    );
+    env.atc(["cancel", TASK, "--stop"])
+        .status(5)
+        .stderr_contains(format!(
+            "atc: cannot stop the child of {TASK}: its chat could not be looked up ("
+        ))
+        .stderr_contains("the watch is kept, try again\n")
+        .file_unchanged();
+    assert_eq!(env.job(TASK)["status"], "pending");
+}
+
+#[test]
+fn cancel_stop_refused_by_the_server_exits_5_and_keeps_the_watch() {
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.server.on(
+        "POST",
+        "/api/console/chat/stop",
+        vec![support::fake::Reply::json(
+            500,
+            r#"{"detail":"Internal Server Error"}"#,
+        )],
+    );
+    s.atc(["cancel", TASK, "--stop"])
+        .status(5)
+        .stderr(format!(
+            "atc: cannot stop the child of {TASK}: HTTP 500: Internal Server Error; the watch is kept, try again\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.status(TASK), "pending");
+}
+
+#[test]
+fn cancel_without_stop_sends_nothing() {
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    let before = s.server.requests().len();
+    s.atc(["cancel", TASK])
+        .stdout_contains("the child task keeps running")
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    assert_eq!(s.server.requests().len(), before);
+    assert!(s.chats.stops().is_empty());
+}
+
+#[test]
+fn stop_after_stops_a_child_still_running_and_its_result_says_so() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let chat = s.chats.add_child("worker", CHILD);
+    s.watch(
+        TASK,
+        &[
+            "--target-agent",
+            "worker",
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            "3s",
+        ],
+    );
+    assert_eq!(s.job(TASK)["stop_after_secs"], 3);
+    s.atc(["status", TASK])
+        .stdout_contains("\nstop after      3s (after the child starts)\n")
+        .file_unchanged();
+    // The record's started_at is long past: the first tick that finds it running stops it.
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
+    s.tick(&[]).file(move |file| {
+        let job = &file["jobs"][0];
+        assert_eq!(job["status"], "pending");
+        assert_eq!(job["child_chat_id"], chat.as_str());
+        assert!(job["stopped_at"].is_string());
+        assert!(job.get("stop_asked_at").is_none());
+    });
+    assert_eq!(s.chats.stops().len(), 1);
+    let shown = s
+        .atc(["status", TASK])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    let shown = support::atc::stdout(&shown);
+    assert!(
+        shown.contains("\nstop after      3s (stopped at "),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("child session   {CHILD} (chat 6f1c0e1a-")),
+        "{shown}"
+    );
+    let listed = s.atc(["status"]).stdout_inspected().file_unchanged().run();
+    let listed = support::atc::stdout(&listed);
+    assert!(listed.contains("; stopped"), "{listed}");
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    let delivered = s.delivered("s-77");
+    assert_eq!(delivered.len(), 1);
+    assert!(
+        delivered[0].contains("Task failed.\n\nError: Task cancelled"),
+        "{}",
+        delivered[0]
+    );
+    assert!(
+        delivered[0].ends_with(
+            "\n\n[atc: stopped this task after 3s at the watch's request (--stop-after 3s)]"
+        ),
+        "{}",
+        delivered[0]
+    );
+    assert_eq!(s.chats.stops().len(), 1, "stopped once");
+}
+
+#[test]
+fn stop_after_a_failed_stop_is_asked_again_on_the_next_tick() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.server.on(
+        "POST",
+        "/api/console/chat/stop",
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    s.tick(&[])
+        .file(|file| assert!(file["jobs"][0].get("stopped_at").is_none()));
+    s.server.off("POST", "/api/console/chat/stop");
+    s.tick(&[])
+        .file(|file| assert!(file["jobs"][0]["stopped_at"].is_string()));
+    assert_eq!(
+        s.chats.stops().len(),
+        1,
+        "the fake's own route saw the second"
+    );
+}
+
+#[test]
+fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--stop-after", "5m"])
+        .status(2)
+        .stderr(format!("atc: --stop-after needs the child's session to stop it, and {TASK} has none: pass --child-session SID (the [SESSION: …] line submit_to_agent printed), or --from with that line under its [TASK_ID: …]\n"))
+        .no_file();
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+        "--stop-after",
+        "500ms",
+    ])
+    .status(2)
+    .stderr("atc: --stop-after 500ms is not a whole number of seconds (at least 1s)\n")
+    .no_file();
+}
+
+#[test]
+fn cancel_stop_of_a_finished_child_sends_no_stop_and_cancels() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    // The parent chat is busy: the result waits, delivering.
+    s.chats.busy_for("s-77", 10);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "delivering");
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child had already finished.\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    assert!(s.chats.stops().is_empty());
+}
+
+#[test]
+fn a_stop_is_logged_without_the_child_session() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let log = s
+        .atc(["log", TASK])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    let log = support::atc::stdout(&log);
+    assert!(log.contains("stopped"), "{log}");
+    let raw = std::fs::read_to_string(format!("{}.log", s.env.state.display())).unwrap();
+    assert!(raw.contains("\"event\":\"stopped\""), "{raw}");
+    assert!(!raw.contains(CHILD), "the log holds no session ids: {raw}");
+}
+
+#[test]
+fn check_in_tells_a_waiting_parent_then_the_result_arrives_once() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--child-session", CHILD, "--check-in", "2s"]);
+    assert_eq!(s.job(TASK)["check_in_secs"], 2);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    // The record's started_at is long past: the first tick checks in.
+    s.tick(&[]).file(|file| {
+        let job = &file["jobs"][0];
+        assert_eq!(job["status"], "pending");
+        assert_eq!(job["check_ins"], 1);
+        assert!(job.get("check_in").is_none(), "done with, not on its way");
+        assert!(job.get("final").is_none());
+    });
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    let text = &turns[0];
+    assert!(
+        text.starts_with(&format!(
+            "[TASK_ID: {TASK}]\n[STATUS: running]\n\nStill running after "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("(check-in 1 of at most 5)"), "{text}");
+    assert!(
+        text.contains(&format!("Stop the task: atc cancel {TASK} --stop")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Stop these check-ins: atc cancel {TASK} --check-ins"
+        )),
+        "{text}"
+    );
+    s.atc(["status", TASK])
+        .stdout_contains("\ncheck-ins       every 2s, 1 of at most 5 sent; next at ")
+        .file_unchanged();
+    let ids: Vec<String> = s
+        .posts()
+        .iter()
+        .map(|p| p.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string())
+        .collect();
+    // The result: delivered once, with the job's own delivery id.
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert!(turns[1].contains("[STATUS: finished]"), "{}", turns[1]);
+    let all: Vec<String> = s
+        .posts()
+        .iter()
+        .map(|p| p.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string())
+        .collect();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0], ids[0]);
+    assert!(all[0].ends_with("-c1\""), "{all:?}");
+    assert!(!all[1].contains("-c"), "{all:?}");
+}
+
+#[test]
+fn a_check_in_waits_for_a_busy_parent_and_goes_once() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[])
+        .file(|file| assert_eq!(file["jobs"][0]["check_in"], "delivering"));
+    assert!(s.delivered("s-77").is_empty());
+    s.atc(["status"])
+        .stdout_contains("check-in on its way")
+        .file_unchanged();
+    s.tick(&[])
+        .file(|file| assert_eq!(file["jobs"][0]["check_ins"], 1));
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    // Without the child's session the notice cannot offer --stop.
+    assert!(
+        turns[0].contains(&format!(
+            "Stop waiting for it (the task keeps running): atc cancel {TASK}\n"
+        )),
+        "{}",
+        turns[0]
+    );
+}
+
+#[test]
+fn cancel_check_ins_stops_them_and_keeps_watching() {
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1m"]);
+    s.atc(["cancel", TASK, "--check-ins"])
+        .stdout(format!(
+            "No more check-ins for {TASK}; still watching it (its result comes back as usual).\n"
+        ))
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["status"], "pending");
+            assert!(file["jobs"][0].get("check_in_secs").is_none());
+        });
+    s.atc(["cancel", TASK, "--check-ins"])
+        .status(1)
+        .stderr(format!(
+            "atc: {TASK} has no check-ins to stop (it was watched without --check-in)\n"
+        ))
+        .file_unchanged();
+    s.atc(["cancel", TASK, "--check-ins", "--stop"])
+        .status(2)
+        .stderr_contains("cannot be used with")
+        .file_unchanged();
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s-77", "--check-in", "1500ms"])
+        .status(2)
+        .stderr("atc: --check-in 1s 500ms is not a whole number of seconds (at least 1s)\n")
+        .no_file();
+}
