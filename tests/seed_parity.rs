@@ -474,9 +474,10 @@ fn a_cancel_during_the_post_is_not_clobbered() {
     tick.wait();
     let job = s.job(TASK);
     assert_eq!(job["status"], "cancelled", "{job}");
-    // Since issue 15 the cancelled job keeps when its result arrived anyway (so a
-    // re-watch is refused): the status stays cancelled, the time is recorded.
-    assert!(job["delivered_at"].is_string(), "{job}");
+    assert!(job.get("delivered_at").is_none(), "{job}");
+    // Since issue 15 the cancelled job keeps that the POST was accepted (so a re-watch is
+    // refused rather than posting the result again).
+    assert_eq!(job["delivery"]["last_http_status"], 200, "{job}");
     assert!(
         job["note"].as_str().unwrap().contains("delivered anyway"),
         "{job}"
