@@ -93,6 +93,7 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -l keep -d 'Keep finished 
 complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask QwenPaw to stop the parent\'s resumed turn after this long [default: QwenPaw\'s own, 1h]' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand tick" -l no-batch -d 'One result per parent turn: do not gather everything due for a chat into one turn (env ATC_NO_BATCH=1)'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print nothing on success'

@@ -49,6 +49,23 @@ fn label(job: &Job) -> &'static str {
 /// A group's one turn: `[ATC_GROUP: name] 3 tasks: 2 completed, 1 failed`, then each
 /// member's block (its rendered result or its notice) in registration order.
 pub fn group_text(name: &str, members: &[&Job]) -> String {
+    turn_of(&format!("[ATC_GROUP: {name}]"), members, block)
+}
+
+/// A batch's one turn, everything due for one chat: `[ATC_RESULTS] 3 tasks: 2 completed,
+/// 1 failed`, then each job's block (its rendered result or its notice) in the order given
+/// (the order the tasks finished).
+pub fn batch_text(members: &[&Job]) -> String {
+    turn_of("[ATC_RESULTS]", members, |job| {
+        job.final_text.clone().unwrap_or_default()
+    })
+}
+
+/// The length in characters of [`batch_text`]'s first line, at most: what a batch spends
+/// before its blocks.
+pub const BATCH_HEADER_MAX: usize = 200;
+
+fn turn_of(head: &str, members: &[&Job], block: impl Fn(&Job) -> String) -> String {
     let mut counts: Vec<(&str, u32)> = Vec::new();
     for job in members {
         let label = label(job);
@@ -59,20 +76,24 @@ pub fn group_text(name: &str, members: &[&Job]) -> String {
     }
     let counts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
     let mut text = format!(
-        "[ATC_GROUP: {name}] {}: {}",
+        "{head} {}: {}",
         plural(members.len() as u64, "task", "tasks"),
         counts.join(", ")
     );
     for job in members {
-        let block = if job.status.ends_without_answer() {
-            notice_text(job)
-        } else {
-            job.final_text.clone().unwrap_or_default()
-        };
         text.push_str("\n\n");
-        text.push_str(&block);
+        text.push_str(&block(job));
     }
     text
+}
+
+/// One member's block in a group's turn: its rendered result, or its notice.
+fn block(job: &Job) -> String {
+    if job.status.ends_without_answer() {
+        notice_text(job)
+    } else {
+        job.final_text.clone().unwrap_or_default()
+    }
 }
 
 /// What the parent was told of a watch that ended without an answer.

@@ -193,6 +193,12 @@ pub enum Event {
     Unsealed,
     /// The carrier of its group's turn moved on; this member follows.
     Followed(Box<Job>),
+    /// Composes this job's turn as a batch: the turn carries `tasks` (its own first
+    /// among them) and posts `text`; one task alone is its own block again (`text` None).
+    Batched {
+        text: Option<String>,
+        tasks: Vec<String>,
+    },
 }
 
 /// What the shell must do after saving the new job.
@@ -259,6 +265,7 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Carried { carrier } => carried(job, carrier, now),
         Event::Unsealed => unsealed(job, now),
         Event::Followed(carrier) => followed(job, &carrier, now),
+        Event::Batched { text, tasks } => batched(job, text, tasks, now),
     };
     // A note records only what no field can (how a cancel met a POST); anything else,
     // including a note an older atc wrote, would only repeat the fields (`describe`
@@ -305,6 +312,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             next.started_at = started_at.or(next.started_at);
             next.outcome = Some(outcome);
             next.final_text = Some(text);
+            next.finished_at = Some(now);
             outcomes.push(Outcome::Finished);
             if empty && outcome == TaskOutcome::Completed && next.options.on_empty == OnEmpty::Skip
             {
@@ -347,6 +355,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
 /// A watch that ended without an answer owes the parent one notice, unless it was asked
 /// to stay silent. A group member's notice travels in the group's turn instead.
 fn end_without_answer(mut job: Job, outcomes: &mut Vec<Outcome>) -> Job {
+    job.finished_at = Some(job.updated_at);
     if job.options.on_no_answer == OnNoAnswer::Notify && job.options.group.is_none() {
         job.final_text = Some(describe::notice_text(&job));
         job.notice = Some(Outbound::Delivering);
@@ -481,7 +490,7 @@ fn probed(job: &Job, probe: Probe, now: Timestamp, limits: &Limits) -> Transitio
 
 /// The write-ahead record: the attempt is counted and marked in flight before the POST.
 fn claim(mut next: Job, now: Timestamp) -> Transition {
-    let text = next.final_text.clone().unwrap_or_default();
+    let text = next.turn().unwrap_or_default().to_owned();
     let delivery = next.delivery.get_or_insert_with(Delivery::default);
     delivery.attempts += 1;
     delivery.attempt_started_at = Some(now);
@@ -920,7 +929,8 @@ fn sealed(job: &Job, text: String, tasks: Vec<String>, now: Timestamp) -> Transi
 
 /// Its result travels in `carrier`'s turn.
 fn carried(job: &Job, carrier: String, now: Timestamp) -> Transition {
-    if !group_member_ready(job) || job.group_tasks.is_some() || job.carried_by.is_some() {
+    let ready = group_member_ready(job) || batchable(job);
+    if !ready || job.group_tasks.is_some() || job.carried_by.is_some() || carrier == job.job_id {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -929,7 +939,12 @@ fn carried(job: &Job, carrier: String, now: Timestamp) -> Transition {
         next.notice = Some(Outbound::Delivering);
     }
     next.updated_at = now;
-    Transition::to(next, vec![Outcome::Sealed])
+    let outcome = if job.options.group.is_some() {
+        Outcome::Sealed
+    } else {
+        Outcome::Batched
+    };
+    Transition::to(next, vec![outcome])
 }
 
 /// The carrier went away before delivering: wait to be sealed into a new turn.
@@ -939,11 +954,46 @@ fn unsealed(job: &Job, now: Timestamp) -> Transition {
     }
     let mut next = job.clone();
     next.carried_by = None;
-    if next.status.ends_without_answer() {
+    // A group member's notice exists only in its group's turn; a batched one is its own.
+    if next.status.ends_without_answer() && next.options.group.is_some() {
         next.notice = None;
     }
     next.updated_at = now;
     Transition::to(next, vec![Outcome::Unsealed])
+}
+
+/// A job outside any group whose turn may still be composed into a batch (or out of
+/// one): on its way, never claimed into a POST of unknown outcome, not in flight.
+pub fn batchable(job: &Job) -> bool {
+    job.options.group.is_none()
+        && job.final_text.is_some()
+        && job.outbound() == Some(Outbound::Delivering)
+        && !job.in_flight()
+        && job
+            .delivery
+            .as_ref()
+            .is_none_or(|d| d.unknown_since.is_none())
+}
+
+/// Carries `tasks` in its turn, `text` (or, alone, its own block again). Its delivery
+/// record stays: a busy chat's back-off holds the whole batch.
+fn batched(job: &Job, text: Option<String>, tasks: Vec<String>, now: Timestamp) -> Transition {
+    if !batchable(job) || job.carried_by.is_some() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    if tasks.len() > 1 && text.is_some() {
+        next.turn_text = text;
+        next.group_tasks = Some(tasks);
+    } else {
+        next.turn_text = None;
+        next.group_tasks = None;
+    }
+    if next == *job {
+        return Transition::ignored(job);
+    }
+    next.updated_at = now;
+    Transition::to(next, vec![Outcome::Batched])
 }
 
 /// A group member with something for the turn: finished (delivering), or ended without
@@ -1017,7 +1067,8 @@ pub fn register(
         job.target == *target && job.base_url == base_url && job.options.group.as_deref() == group;
     // Its result travels in a group's turn that has not gone out: watched again alone, the
     // result would go out twice (once alone, once in the group's turn).
-    let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
+    let in_group_turn = job.options.group.is_some()
+        && (job.carried_by.is_some() || job.group_tasks.is_some())
         && job.status != Status::Cancelled
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
     // Cancelled while its result was being posted: it may be in the chat already.
@@ -1042,7 +1093,7 @@ pub fn register(
 pub fn holds_result(job: &Job) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
-        && job.group_tasks.is_none()
+        && (job.group_tasks.is_none() || job.carries_batch())
         && matches!(
             job.status,
             Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
@@ -1345,7 +1396,8 @@ pub fn forwards(jobs: &[Job]) -> Vec<&Job> {
 /// same chat would only meet a busy chat behind the turn the first one starts.
 pub fn deliveries<'a>(jobs: &'a [Job], now: Timestamp, limits: &Limits) -> Vec<&'a Job> {
     let mut due: Vec<&Job> = jobs.iter().filter(|job| is_due(job, now, limits)).collect();
-    due.sort_by_key(|job| job.registered_at);
+    // A chat's batch before any job that did not fit in it.
+    due.sort_by_key(|job| (!job.carries_batch(), job.registered_at));
     let mut chats = HashSet::new();
     due.retain(|job| chats.insert(job.chat_key()));
     due

@@ -56,8 +56,11 @@ pub enum Outcome {
     ForwardUnconfirmed,
     /// `atc redeliver` put a given-up turn back in line.
     Requeued,
-    /// A group member lost its carrier and waits to be sealed again.
+    /// A group member lost its carrier and waits to be sealed again (or a batched job
+    /// left its chat's batch).
     Unsealed,
+    /// A job's turn was composed as a batch with the other turns due for its chat.
+    Batched,
     /// The result was posted into the parent chat.
     Delivered,
     /// The parent chat was busy (409); retried later.
@@ -114,6 +117,7 @@ impl Outcome {
             Outcome::ForwardUnconfirmed => "forward_unconfirmed",
             Outcome::Requeued => "requeued",
             Outcome::Unsealed => "unsealed",
+            Outcome::Batched => "batched",
             Outcome::Delivered => "delivered",
             Outcome::Busy => "busy",
             Outcome::Unreachable => "unreachable",
@@ -194,6 +198,7 @@ impl Outcome {
                 | Outcome::Followed
                 | Outcome::Requeued
                 | Outcome::Unsealed
+                | Outcome::Batched
         )
     }
 }

@@ -244,6 +244,9 @@ pub struct Tick {
     pub http_timeout: Duration,
     pub turn_timeout: Option<Duration>,
     pub auth: Auth,
+    /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
+    /// `ATC_NO_BATCH=1`).
+    pub batch: bool,
 }
 
 #[derive(Debug)]
@@ -337,7 +340,16 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             limits: default_limits(),
         }),
-        Command::Tick(args) => Action::Tick(tick(args, state()?, auth())),
+        Command::Tick(args) => {
+            let no_batch = args.no_batch
+                || env
+                    .var("ATC_NO_BATCH")
+                    .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+            Action::Tick(Tick {
+                batch: !no_batch,
+                ..tick(args, state()?, auth())
+            })
+        }
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,
             agent: text(
@@ -870,6 +882,7 @@ fn tick(args: cli::TickArgs, state: Setting<PathBuf>, auth: Auth) -> Tick {
         http_timeout,
         turn_timeout: args.turn_timeout,
         auth,
+        batch: !args.no_batch,
     }
 }
 

@@ -474,7 +474,10 @@ fn a_cancel_during_the_post_is_not_clobbered() {
     tick.wait();
     let job = s.job(TASK);
     assert_eq!(job["status"], "cancelled", "{job}");
-    assert!(job.get("delivered_at").is_none());
+    assert!(
+        job.get("delivered_at").is_some(),
+        "when it arrived is kept: a re-watch is refused"
+    );
     assert!(
         job["note"].as_str().unwrap().contains("delivered anyway"),
         "{job}"

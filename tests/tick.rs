@@ -279,11 +279,12 @@ fn one_delivery_per_parent_chat_per_tick() {
     for task in ["task-a", "task-b", "task-c"] {
         s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     }
-    s.tick(&[]);
+    // One result per turn (batching off; `tests/batch.rs` has the default).
+    s.tick(&["--no-batch"]);
     assert_eq!(s.posts().len(), 2, "one per chat");
     assert_eq!(s.status("task-a"), "done", "oldest first");
     assert_eq!(s.status("task-b"), "delivering");
-    s.tick(&[]);
+    s.tick(&["--no-batch"]);
     assert_eq!(s.status("task-b"), "done");
     assert_eq!(s.posts().len(), 3);
 }

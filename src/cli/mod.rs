@@ -454,6 +454,11 @@ pub struct TickArgs {
     /// Ask QwenPaw to stop the parent's resumed turn after this long [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub turn_timeout: Option<Duration>,
+
+    /// One result per parent turn: do not gather everything due for a chat into one turn
+    /// (env ATC_NO_BATCH=1)
+    #[arg(long)]
+    pub no_batch: bool,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

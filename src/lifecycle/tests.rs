@@ -135,9 +135,10 @@ enum Kind {
     Carried,
     Unsealed,
     Followed,
+    Batched,
 }
 
-const KINDS: [Kind; 32] = [
+const KINDS: [Kind; 33] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -170,6 +171,7 @@ const KINDS: [Kind; 32] = [
     Kind::Carried,
     Kind::Unsealed,
     Kind::Followed,
+    Kind::Batched,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -208,6 +210,7 @@ macro_rules! any_kind {
             | Kind::Carried
             | Kind::Unsealed
             | Kind::Followed
+            | Kind::Batched
     };
 }
 
@@ -297,6 +300,10 @@ fn event(kind: Kind) -> Event {
         },
         Kind::Unsealed => Event::Unsealed,
         Kind::Followed => Event::Followed(Box::new(carrier_done())),
+        Kind::Batched => Event::Batched {
+            text: Some("[ATC_RESULTS] 2 tasks: 2 completed\n\nT\n\nU".into()),
+            tasks: vec!["task-1".into(), "task-2".into()],
+        },
     }
 }
 
@@ -317,6 +324,8 @@ fn row(status: Status, kind: Kind) -> Row {
         (S::Pending, K::Lost) => (S::Lost, false, &[O::Polled, O::Lost, O::Noticed]),
         (S::Pending, K::Failed) => (S::Pending, false, &[O::Polled, O::FailedCheck]),
         (S::Pending | S::Delivering, K::Cancelled) => (S::Cancelled, false, &[O::Cancelled]),
+        // Outside any group, a result on its way joins its chat's batch (or carries it).
+        (S::Delivering, K::Carried | K::Batched) => (S::Delivering, false, &[O::Batched]),
 
         (S::Delivering, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
         (S::Delivering, K::Idle) => (S::Delivering, true, &[O::Claimed]),
@@ -407,6 +416,7 @@ fn notice_row(kind: Kind) -> Row {
         K::Busy => (S::Lost, false, &[O::Busy]),
         K::ProbeUnknown => (S::Lost, false, &[O::Unreachable]),
         K::ProbeRefused => (S::Lost, false, &[O::Error]),
+        K::Carried | K::Batched => (S::Lost, false, &[O::Batched]),
         any_kind!() => (S::Lost, false, IGNORED),
     }
 }

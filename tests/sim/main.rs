@@ -26,6 +26,7 @@ use world::{Ending, Jump, Op, World};
 static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
+static BATCHES: AtomicU64 = AtomicU64::new(0);
 
 /// Histories are generated blind to the world: any operation may come at any time.
 struct Histories;
@@ -118,7 +119,8 @@ impl StateMachineTest for Histories {
 
     fn teardown(mut world: World, _: Swarm) {
         world.drain();
-        let turns = world.check();
+        let (turns, batches) = world.check();
+        BATCHES.fetch_add(batches, Ordering::Relaxed);
         HISTORIES.fetch_add(1, Ordering::Relaxed);
         OPERATIONS.fetch_add(world.ops, Ordering::Relaxed);
         TURNS.fetch_add(turns, Ordering::Relaxed);
@@ -180,10 +182,11 @@ fn random_histories_keep_every_promise() {
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns checked",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns checked ({} batches)",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
-        TURNS.load(Ordering::Relaxed)
+        TURNS.load(Ordering::Relaxed),
+        BATCHES.load(Ordering::Relaxed)
     );
     match result {
         Ok(()) => {}
@@ -371,7 +374,7 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
 #[test]
 fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::{DropAfterStore, DropBeforeStore};
     replay(vec![
         Restart,
         Fault(DropAfterStore),
@@ -449,7 +452,7 @@ fn a_group_members_notice_waits_for_its_group_however_long() {
 #[test]
 fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     use Op::*;
-    use server::PostFault::{DropAfterStore, DropBeforeStore, Error500};
+    use server::PostFault::Error500;
     replay(vec![
         Watch {
             tasks: 13,

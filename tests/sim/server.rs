@@ -36,7 +36,8 @@ pub struct Chat {
     /// Every stored message: atc's turns (user, with metadata) and the parent's replies.
     pub messages: Vec<Value>,
     pub busy: bool,
-    /// Started by a POST into a triple nobody had.
+    /// Started by a POST into a triple nobody had (seen in a failing history's trail).
+    #[allow(dead_code)]
     pub ghost: bool,
 }
 

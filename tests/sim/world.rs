@@ -145,10 +145,10 @@ fn scratch() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     let mut builder = tempfile::Builder::new();
     builder.prefix("atc-sim-");
-    if shm.is_dir() {
-        if let Ok(dir) = builder.tempdir_in(shm) {
-            return dir;
-        }
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
     }
     builder.tempdir().expect("a temp dir")
 }
@@ -181,6 +181,7 @@ impl World {
                 http_timeout: Duration::from_secs(60),
                 turn_timeout: None,
                 auth: Auth::default(),
+                batch: true,
             },
             path,
             _dir: dir,
@@ -580,6 +581,8 @@ impl World {
         self.jobs = jobs;
     }
 
+    /// Prints the job file, for debugging a failing history.
+    #[allow(dead_code)]
     pub fn dump(&self) {
         eprintln!(
             "{}",
@@ -626,10 +629,11 @@ impl World {
     }
 
     /// The promises, checked over everything the history did. Returns the delivered
-    /// turns it checked.
-    pub fn check(&self) -> u64 {
+    /// turns it checked, and how many of them were batches.
+    pub fn check(&self) -> (u64, u64) {
         let s = self.server.lock();
         let mut turns = 0u64;
+        let mut batches = 0u64;
         // Never twice: no chat holds a delivery (by its id) or a result (by its text) twice.
         for chat in s.chats.iter().chain(&s.gone) {
             let mut ids: BTreeMap<String, usize> = BTreeMap::new();
@@ -637,6 +641,22 @@ impl World {
             for (id, text) in delivered(chat) {
                 turns += 1;
                 *ids.entry(id).or_default() += 1;
+                // A batch says what it holds, and holds no group member's block.
+                if let Some(rest) = text.strip_prefix("[ATC_RESULTS] ") {
+                    batches += 1;
+                    let said: usize = rest
+                        .split(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    let blocks = text.matches("[TASK_ID: ").count();
+                    if said < 2 || said != blocks {
+                        self.fail(&format!("a batch says {said} tasks and holds {blocks}"));
+                    }
+                    if text.contains("[ATC_GROUP: ") {
+                        self.fail("a group's turn went out inside a batch");
+                    }
+                }
                 for i in 0..TASKS {
                     if text.contains(&answer_of(i)) {
                         *answers.entry(i).or_default() += 1;
@@ -732,7 +752,7 @@ impl World {
                 ));
             }
         }
-        turns
+        (turns, batches)
     }
 }
 

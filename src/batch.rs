@@ -1,0 +1,139 @@
+//! Batches: everything due for one parent chat (same base URL, agent, session, user,
+//! channel) that no group holds goes out as one turn. Pure, like `group`: [`plan`] looks
+//! at the whole file and says which events to give which jobs; `pass` applies them
+//! through `lifecycle::step`.
+//!
+//! A batch is a turn like any other, carried by one job (the *carrier*, which has
+//! `group_tasks` and the turn's text in `turn_text`) with the others pointing at it
+//! (`carried_by`); the delivery protocol runs on the carrier alone, and the others follow
+//! where its turn lands (`Followed`), as a group's members do.
+//!
+//! - Until the carrier's turn is claimed, the batch is composed again whenever what is due
+//!   for the chat changes: a result that finished while the parent was busy joins it, a
+//!   member cancelled or watched elsewhere leaves it, a carrier cancelled hands the batch
+//!   to the next job. Once claimed, the turn is what it is; what is due after that forms
+//!   the next batch.
+//! - The blocks go in the order their tasks finished; a turn holds at most
+//!   [`TURN_CHARS`] characters, and what does not fit waits for the next turn.
+//! - A single job is posted as its own block, byte for byte.
+
+use std::collections::BTreeMap;
+
+use crate::describe;
+use crate::job::{ChatKey, Job, Outbound, Status};
+use crate::lifecycle::{Event, batchable};
+
+/// The most characters one turn carries (each block is still at most 8,000).
+pub const TURN_CHARS: usize = 32_000;
+
+/// The events the batches in `jobs` need now, by position in `jobs`, in the order they
+/// must be applied. With `compose` false (`--no-batch`) no batch is composed, but the
+/// members of batches already composed still follow their carrier, or are freed.
+pub fn plan(jobs: &[Job], compose: bool) -> Vec<(usize, Event)> {
+    let mut chats: BTreeMap<ChatKey, Vec<usize>> = BTreeMap::new();
+    for (i, job) in jobs.iter().enumerate() {
+        if job.options.group.is_none() {
+            chats.entry(job.chat_key()).or_default().push(i);
+        }
+    }
+    let mut events = Vec::new();
+    for jobs_of_chat in chats.into_values() {
+        plan_chat(jobs, &jobs_of_chat, compose, &mut events);
+    }
+    events
+}
+
+fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usize, Event)>) {
+    let live_carrier = |id: &str| {
+        chat.iter()
+            .copied()
+            .find(|&i| jobs[i].job_id == id && jobs[i].carries_batch())
+            .filter(|&i| jobs[i].status != Status::Cancelled)
+    };
+    let mut free: Vec<usize> = Vec::new();
+    let mut carrier: Option<usize> = None;
+    let mut members: Vec<usize> = Vec::new();
+    for &i in chat {
+        let job = &jobs[i];
+        if let Some(by) = job.carried_by.as_deref() {
+            match live_carrier(by) {
+                Some(c) => {
+                    let theirs = jobs[c].outbound();
+                    if theirs.is_some_and(|o| o != Outbound::Delivering) {
+                        events.push((i, Event::Followed(Box::new(jobs[c].clone()))));
+                    } else if batchable(&jobs[c]) && job.status != Status::Cancelled {
+                        members.push(i);
+                    }
+                }
+                // Its carrier was cancelled or watched again before its turn went out.
+                None if job.outbound() == Some(Outbound::Delivering) => {
+                    events.push((i, Event::Unsealed));
+                    free.push(i);
+                }
+                None => {}
+            }
+        } else if job.carries_batch() && job.status != Status::Cancelled {
+            if batchable(job) && carrier.is_none() {
+                carrier = Some(i);
+            }
+        } else if batchable(job) {
+            free.push(i);
+        }
+    }
+    if !compose && carrier.is_none() {
+        return;
+    }
+    let mut candidates: Vec<usize> = carrier.iter().copied().collect();
+    candidates.extend(&members);
+    if compose {
+        candidates.extend(&free);
+    }
+    candidates.sort_by_key(|&i| (jobs[i].finished_at, jobs[i].registered_at));
+    let Some(first) = carrier.or_else(|| candidates.first().copied()) else {
+        return;
+    };
+    if carrier.is_none() && candidates.len() < 2 {
+        return;
+    }
+    // The carrier always travels; the others in the order they finished, while they fit.
+    let mut used = describe::BATCH_HEADER_MAX + chars(&jobs[first]);
+    let mut chosen = Vec::new();
+    for &i in &candidates {
+        if i == first {
+            chosen.push(i);
+            continue;
+        }
+        let more = chars(&jobs[i]) + 2;
+        if used + more <= TURN_CHARS {
+            used += more;
+            chosen.push(i);
+        }
+    }
+    let turn: Vec<&Job> = chosen.iter().map(|&i| &jobs[i]).collect();
+    let tasks: Vec<String> = turn.iter().map(|job| job.task_id.clone()).collect();
+    let text = (turn.len() > 1).then(|| describe::batch_text(&turn));
+    let carrier_id = jobs[first].job_id.clone();
+    let now_carries = (turn.len() > 1).then_some(&tasks);
+    if jobs[first].group_tasks.as_ref() != now_carries || jobs[first].turn_text != text {
+        events.push((first, Event::Batched { text, tasks }));
+    }
+    for &i in &members {
+        if !chosen.contains(&i) {
+            events.push((i, Event::Unsealed));
+        }
+    }
+    for &i in &chosen {
+        if i != first && jobs[i].carried_by.as_deref() != Some(carrier_id.as_str()) {
+            events.push((
+                i,
+                Event::Carried {
+                    carrier: carrier_id.clone(),
+                },
+            ));
+        }
+    }
+}
+
+fn chars(job: &Job) -> usize {
+    job.final_text.as_deref().map_or(0, |t| t.chars().count())
+}
