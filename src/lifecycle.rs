@@ -1275,7 +1275,23 @@ pub fn watch(
         );
         fresh.options = request.options.clone();
         fresh.chat_id = request.chat_id.clone();
-        let registered = match register(existing, target, base_url, group) {
+        // Its block travels in another job's turn that is being posted or may have been:
+        // replaced, it could go out twice.
+        let carried_out = existing
+            .and_then(|j| j.carried_by.as_deref())
+            .and_then(|c| jobs.iter().find(|j| j.job_id == c))
+            .is_some_and(|c| {
+                c.in_flight()
+                    || matches!(
+                        c.outbound(),
+                        Some(Outbound::Unconfirmed | Outbound::Delivered)
+                    )
+            });
+        let registration = match register(existing, target, base_url, group) {
+            Registration::Replace { was, .. } if carried_out => Registration::Refuse { was },
+            other => other,
+        };
+        let registered = match registration {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");

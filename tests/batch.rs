@@ -250,3 +250,66 @@ fn a_turn_is_capped_and_the_rest_goes_in_the_next() {
         );
     }
 }
+
+/// A member watched again for another chat before the batch is claimed leaves it: the
+/// batch goes without it, and it goes to its new chat on its own.
+#[test]
+fn a_member_retargeted_before_the_claim_leaves_the_batch() {
+    let s = Scene::new();
+    for task in ["task-a", "task-b", "task-c"] {
+        s.watch(task, &[]);
+    }
+    finishes(&s, "task-a", "answer A");
+    finishes(&s, "task-b", "answer B");
+    finishes(&s, "task-c", "answer C");
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[]);
+    assert_eq!(s.job("task-b")["carried_by"], s.job("task-a")["job_id"]);
+    s.watch("task-b", &["--session", "s-new"]);
+    s.tick(&[]);
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert!(
+        turns[0].starts_with("[ATC_RESULTS] 2 tasks"),
+        "{}",
+        turns[0]
+    );
+    assert!(!turns[0].contains("answer B"));
+    let moved = s.delivered("s-new");
+    assert_eq!(moved.len(), 1);
+    assert!(moved[0].starts_with("[TASK_ID: task-b]") && moved[0].contains("answer B"));
+    for task in ["task-a", "task-b", "task-c"] {
+        assert_eq!(s.status(task), "done", "{task}");
+    }
+}
+
+/// Once the batch's POST is out, the turn is what it is: a cancel of a member says its
+/// result may be on its way, and a re-watch elsewhere is refused.
+#[test]
+fn once_claimed_the_batch_is_what_it_is() {
+    let s = Scene::new();
+    s.watch("task-a", &[]);
+    s.watch("task-b", &[]);
+    finishes(&s, "task-a", "answer A");
+    finishes(&s, "task-b", "answer B");
+    s.chats
+        .fault(PostFault::SlowAfterStore(std::time::Duration::from_secs(2)));
+    s.add_chat("s-new", "default", "console");
+    let tick = s.tick_until_posted(&[]);
+    s.atc(["watch", "task-b", "--session", "s-new"])
+        .status(1)
+        .stderr("atc: task-b's result travels in a turn of several results that is being posted to session s-77 (user default, channel console) (or may have been); watching it again could post it twice (`atc status task-b` shows what is known)\n")
+        .file_unchanged()
+        .run();
+    s.atc(["cancel", "task-b"])
+        .stdout_contains("travels in a turn that was being posted")
+        .stdout_contains("may already be on its way")
+        .run();
+    tick.wait();
+    assert_eq!(s.status("task-a"), "done");
+    assert_eq!(s.status("task-b"), "cancelled");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].contains("answer A") && turns[0].contains("answer B"));
+    assert!(s.delivered("s-new").is_empty());
+}
