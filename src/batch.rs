@@ -134,6 +134,19 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
     }
 }
 
+/// The job whose turn carries `job`'s block in a batch (itself, for the carrier), if it
+/// travels in one.
+pub fn carrier_of<'a>(jobs: &'a [Job], job: &'a Job) -> Option<&'a Job> {
+    if job.options.group.is_some() {
+        return None;
+    }
+    if job.carries_batch() {
+        return Some(job);
+    }
+    let by = job.carried_by.as_deref()?;
+    jobs.iter().find(|j| j.job_id == by && j.carries_batch())
+}
+
 fn chars(job: &Job) -> usize {
     job.final_text.as_deref().map_or(0, |t| t.chars().count())
 }

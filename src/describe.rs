@@ -181,6 +181,9 @@ pub fn explain(job: &Job) -> Option<String> {
         ),
         Status::Pending => return None,
         Status::Delivering if job.in_flight() => "its result is being posted now".to_owned(),
+        Status::Delivering if job.carried_by.is_some() && job.options.group.is_none() => {
+            "finished; goes out in one turn with the other results due for its chat (`atc status` shows the batch's carrier)".to_owned()
+        }
         Status::Delivering if job.carried_by.is_some() => {
             "finished; goes out in its group's one turn".to_owned()
         }
@@ -375,6 +378,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
                 format!("{outcome}held for group {group}")
             }
         }
+        Status::Delivering if job.carried_by.is_some() => format!("{outcome}in a batch's turn"),
         Status::Delivering => match delivery.next_attempt_at {
             _ if job.in_flight() => "posting now".to_owned(),
             Some(at) if at > now => format!(

@@ -313,3 +313,46 @@ fn once_claimed_the_batch_is_what_it_is() {
     assert!(turns[0].contains("answer A") && turns[0].contains("answer B"));
     assert!(s.delivered("s-new").is_empty());
 }
+
+/// `atc status` says which batch a job travels in: in the list and in the detail view.
+#[test]
+fn status_shows_the_batch_a_job_travels_in() {
+    let s = Scene::new();
+    for task in ["task-a", "task-b", "task-c"] {
+        s.watch(task, &[]);
+        finishes(&s, task, "answer");
+    }
+    s.watch("task-g", &["--group", "nightly"]);
+    s.poll_replies("task-g", vec![Reply::json(200, bodies::RUNNING)]);
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[]);
+    let out = s.atc(["status"]).stdout_inspected().file_unchanged().run();
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    let header: Vec<&str> = list.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        &header[..4],
+        ["TASK", "STATUS", "AGE", "GROUP/BATCH"],
+        "{list}"
+    );
+    for task in ["task-a", "task-b", "task-c"] {
+        let row = list.lines().find(|l| l.starts_with(task)).unwrap();
+        assert!(row.contains("  batch of 3  "), "{row}");
+    }
+    let row = list.lines().find(|l| l.starts_with("task-g")).unwrap();
+    assert!(row.contains("  nightly  "), "{row}");
+    let row = list.lines().find(|l| l.starts_with("task-b")).unwrap();
+    assert!(row.ends_with("in a batch's turn"), "{row}");
+    s.atc(["status", "task-b"])
+        .stdout_contains(
+            "batch           travels in task-a's turn, with task-a, task-b, task-c (3 results, one turn)\n",
+        )
+        .stdout_contains("goes out in one turn with the other results due for its chat")
+        .file_unchanged()
+        .run();
+    s.atc(["status", "task-a"])
+        .stdout_contains(
+            "batch           its turn carries task-a, task-b, task-c (3 results, one turn)\n",
+        )
+        .file_unchanged()
+        .run();
+}
