@@ -127,9 +127,44 @@ pub fn short_cause(error: &str) -> String {
     crate::text::one_line(rest, 200)
 }
 
-/// Where sending the parent's reply on to the person stands, in a sentence.
+/// The toast a console parent's person gets once the woken turn has ended (`status`: how
+/// it ended, `unknown` when its record is gone): what arrived, for which session, and to
+/// open the chat (an open page does not show it until then).
+pub fn toast_text(job: &Job, status: &str) -> String {
+    let n = job.group_tasks.as_ref().map_or(1, Vec::len);
+    let what = match n {
+        1 if job.status.ends_without_answer() => "A notice".to_owned(),
+        1 => "A result".to_owned(),
+        n => format!("{n} results"),
+    };
+    let how = match status {
+        "completed" => "the agent answered; open the chat to read it".to_owned(),
+        "unknown" => "open the chat to read it".to_owned(),
+        other => format!("the agent's turn {other}; open the chat to see it"),
+    };
+    format!("{what} for {}: {how}", job.target.session_id)
+}
+
+/// Where sending the parent's reply on to the person stands, in a sentence (for a console
+/// parent: the toast that says something arrived).
 pub fn forward(job: &Job) -> Option<String> {
     let f = job.forward.as_ref()?;
+    if job.target.channel == "console" {
+        let reason = f
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        return Some(match f.status {
+            ForwardStatus::Pending => format!("the console toast waits to be shown{reason}"),
+            ForwardStatus::Sent => "the web console showed a toast".to_owned(),
+            ForwardStatus::Skipped => format!("no console toast{reason}"),
+            ForwardStatus::Failed => format!("the console toast could not be shown{reason}"),
+            ForwardStatus::Unconfirmed => {
+                format!("whether the console toast was shown is unknown{reason}")
+            }
+        });
+    }
     let reason = f
         .reason
         .as_deref()

@@ -533,6 +533,13 @@ impl Job {
         self.options.forward == ForwardMode::Auto && self.target.channel != "console"
     }
 
+    /// Whether the person at the web console is told, once the woken turn has ended, that
+    /// something arrived: an open console page does not show a turn posted from outside
+    /// until it is reloaded. A console parent, unless the watch said `--forward never`.
+    pub fn toasts(&self) -> bool {
+        self.options.forward == ForwardMode::Auto && self.target.channel == "console"
+    }
+
     /// The text its outbound turn posts: a batch's, or its own (`final`).
     pub fn turn(&self) -> Option<&str> {
         self.turn_text.as_deref().or(self.final_text.as_deref())

@@ -669,6 +669,19 @@ fn turn_polled(job: &Job, turn: Turn, now: Timestamp) -> Transition {
             _ => Outcome::ForwardSkipped,
         });
         next.forward = Some(forward);
+    } else if next.toasts() && next.forward.is_none() {
+        // A console parent: one toast says what arrived, whatever the turn replied.
+        next.forward = Some(Forward {
+            status: ForwardStatus::Pending,
+            attempts: 0,
+            last_http_status: None,
+            at: None,
+            reason: None,
+            text: Some(describe::toast_text(&next, &status)),
+            since: Some(now),
+            attempt_started_at: None,
+        });
+        outcomes.push(Outcome::Claimed);
     }
     next.parent_turn = Some(status);
     next.updated_at = now;

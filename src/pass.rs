@@ -442,6 +442,10 @@ fn decide(
 fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
     match errand {
         Errand::Turn => Event::Probed(probe(client, job)),
+        // The console is always there (a toast needs no channel of its own).
+        Errand::Forward if job.target.channel == "console" => {
+            Event::ChannelChecked(lifecycle::Health::Healthy)
+        }
         Errand::Forward => {
             let t = &job.target;
             let health = client.channel_health(&job.base_url, &t.agent_id, &t.channel);

@@ -312,6 +312,9 @@ pub struct Report {
     counts: BTreeMap<Outcome, usize>,
     /// Parent turns whose end the pass learned.
     followed: usize,
+    /// Of the forwards sent, the console toasts (a console parent's person told that
+    /// something arrived).
+    toasts: usize,
     /// The jobs given up in this pass.
     gave_up: Vec<GiveUp>,
     /// Why each task that failed something did, one line (for `-v`).
@@ -350,6 +353,9 @@ impl Report {
     pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
         let member = job.carried_by.is_some();
         for outcome in outcomes {
+            if *outcome == Outcome::Forwarded && job.target.channel == "console" {
+                self.toasts += 1;
+            }
             if member && outcome.mirrors_a_carrier() {
                 // Listed with its task id, counted once: by the carrier's turn.
                 self.entries
@@ -493,7 +499,12 @@ impl Report {
                 "parent turn followed",
                 "parent turns followed",
             ),
-            (self.count(Outcome::Forwarded), "forwarded", "forwarded"),
+            (
+                self.count(Outcome::Forwarded) - self.toasts,
+                "forwarded",
+                "forwarded",
+            ),
+            (self.toasts, "console toast", "console toasts"),
         ] {
             if n > 0 {
                 said.push_str(&format!(", {}", plural(n as u64, one, many)));

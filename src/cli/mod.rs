@@ -269,7 +269,7 @@ pub enum NoAnswer {
 /// `--forward`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ForwardArg {
-    /// For a parent on a channel other than console
+    /// The reply for a parent on an IM channel, a toast for a console parent
     Auto,
     /// Never
     Never,
@@ -392,7 +392,8 @@ pub struct WatchArgs {
     pub fork_branch: Option<String>,
 
     /// Send the parent's final reply on to the person on an IM channel (QwenPaw runs the
-    /// woken turn through the console, so it never reaches them otherwise) [default: auto]
+    /// woken turn through the console, so it never reaches them otherwise); for a console
+    /// parent, show one toast in the web console once the woken turn ended [default: auto]
     #[arg(
         long,
         value_name = "WHEN",
