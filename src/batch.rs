@@ -150,3 +150,112 @@ pub fn carrier_of<'a>(jobs: &'a [Job], job: &'a Job) -> Option<&'a Job> {
 fn chars(job: &Job) -> usize {
     job.final_text.as_deref().map_or(0, |t| t.chars().count())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Delivery, TaskOutcome};
+    use crate::time::Timestamp;
+
+    fn due(task: &str, finished: u64) -> Job {
+        let mut job = Job::sample(Status::Delivering);
+        job.job_id = format!("job-{task}");
+        job.task_id = task.to_owned();
+        job.final_text = Some(format!("[TASK_ID: {task}]\nresult"));
+        job.outcome = Some(TaskOutcome::Completed);
+        job.delivery = Some(Delivery::default());
+        job.finished_at = Some(Timestamp::from_unix(1_800_000_000 + finished));
+        job
+    }
+
+    fn apply(jobs: &mut [Job], compose: bool) {
+        let limits = crate::settings::default_limits();
+        let now = Timestamp::from_unix(1_800_000_100);
+        for (i, event) in plan(jobs, compose) {
+            jobs[i] = crate::lifecycle::step(&jobs[i], event, now, &limits).job;
+        }
+    }
+
+    #[test]
+    fn one_due_job_is_left_as_it_is_and_two_are_one_turn_in_finishing_order() {
+        let mut jobs = vec![due("t1", 5)];
+        assert!(
+            plan(&jobs, true).is_empty(),
+            "a single result is its own turn"
+        );
+        jobs.push(due("t0", 1));
+        apply(&mut jobs, true);
+        let carrier = &jobs[1];
+        assert_eq!(carrier.group_tasks, Some(vec!["t0".into(), "t1".into()]));
+        let text = carrier.turn_text.as_deref().unwrap();
+        assert!(
+            text.starts_with("[ATC_RESULTS] 2 tasks: 2 completed\n\n[TASK_ID: t0]"),
+            "{text}"
+        );
+        assert_eq!(carrier.final_text.as_deref(), Some("[TASK_ID: t0]\nresult"));
+        assert_eq!(jobs[0].carried_by.as_deref(), Some("job-t0"));
+        assert!(plan(&jobs, true).is_empty(), "composed: nothing more to do");
+    }
+
+    #[test]
+    fn no_batch_composes_nothing_and_other_chats_and_groups_stay_apart() {
+        let mut jobs = vec![due("t1", 1), due("t2", 2)];
+        assert!(plan(&jobs, false).is_empty());
+        jobs[1].target.session_id = "other".into();
+        assert!(plan(&jobs, true).is_empty(), "one per chat");
+        jobs[1].target.session_id = "s".into();
+        jobs[1].options.group = Some("g".into());
+        assert!(
+            plan(&jobs, true).is_empty(),
+            "a group member is its group's"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_member_leaves_and_a_cancelled_carrier_hands_the_turn_on() {
+        let mut jobs = vec![due("t1", 1), due("t2", 2), due("t3", 3)];
+        apply(&mut jobs, true);
+        jobs[1].status = Status::Cancelled;
+        apply(&mut jobs, true);
+        assert_eq!(jobs[0].group_tasks, Some(vec!["t1".into(), "t3".into()]));
+        assert!(!jobs[0].turn_text.as_deref().unwrap().contains("t2"));
+        jobs[0].status = Status::Cancelled;
+        apply(&mut jobs, true);
+        assert_eq!(
+            jobs[2].carried_by, None,
+            "freed, and alone: its own turn again"
+        );
+        assert_eq!(jobs[2].group_tasks, None);
+        assert_eq!(jobs[2].outbound(), Some(Outbound::Delivering));
+    }
+
+    #[test]
+    fn a_claimed_batch_is_what_it_is_and_later_results_form_the_next() {
+        let mut jobs = vec![due("t1", 1), due("t2", 2)];
+        apply(&mut jobs, true);
+        jobs[0].delivery.as_mut().unwrap().attempt_started_at =
+            Some(Timestamp::from_unix(1_800_000_050));
+        jobs.push(due("t3", 3));
+        jobs.push(due("t4", 4));
+        apply(&mut jobs, true);
+        assert_eq!(jobs[0].group_tasks, Some(vec!["t1".into(), "t2".into()]));
+        assert_eq!(jobs[2].group_tasks, Some(vec!["t3".into(), "t4".into()]));
+        assert_eq!(jobs[3].carried_by.as_deref(), Some("job-t3"));
+    }
+
+    #[test]
+    fn a_turn_holds_at_most_its_cap() {
+        let mut jobs: Vec<Job> = (0..5)
+            .map(|i| {
+                let mut job = due(&format!("t{i}"), i);
+                job.final_text = Some("x".repeat(8_000));
+                job
+            })
+            .collect();
+        apply(&mut jobs, true);
+        let tasks = jobs[0].group_tasks.clone().unwrap();
+        assert_eq!(tasks, ["t0", "t1", "t2"]);
+        assert!(jobs[0].turn_text.as_deref().unwrap().chars().count() <= TURN_CHARS);
+        assert_eq!(jobs[3].carried_by, None, "the rest waits for the next turn");
+    }
+}
