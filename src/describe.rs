@@ -383,6 +383,7 @@ pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
         status,
         reason,
         with,
+        batch: job.carries_batch(),
         next,
     }
 }

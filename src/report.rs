@@ -281,9 +281,12 @@ pub struct GiveUp {
     pub status: String,
     /// Why, in a few words of a fixed vocabulary.
     pub reason: String,
-    /// The other tasks of a group whose one turn was given up with this one.
+    /// The other tasks of a group's or a batch's one turn, given up with this one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
+    /// That turn was a batch (everything due for the chat), not a group's.
+    #[serde(skip)]
+    pub batch: bool,
     /// The commands that help.
     pub next: String,
 }
@@ -294,7 +297,12 @@ impl GiveUp {
         let with = if self.with.is_empty() {
             String::new()
         } else {
-            format!("; its group's turn also carries {}", self.with.join(", "))
+            let whose = if self.batch {
+                "the same"
+            } else {
+                "its group's"
+            };
+            format!("; {whose} turn also carries {}", self.with.join(", "))
         };
         format!(
             "atc: gave up on {} ({}{with}): {}; {}",
@@ -694,6 +702,7 @@ mod tests {
     fn a_group_turn_given_up_is_one_give_up_and_a_read_back_delivery_counts_as_delivered() {
         let mut carrier = Job::sample(Status::Undelivered);
         carrier.task_id = "task-a".into();
+        carrier.options.group = Some("g".into());
         carrier.group_tasks = Some(vec!["task-a".into(), "task-b".into()]);
         carrier.delivery = Some(crate::job::Delivery {
             error: Some("parent chat busy (409: A task is already running)".into()),

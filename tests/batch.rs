@@ -356,3 +356,36 @@ fn status_shows_the_batch_a_job_travels_in() {
         .file_unchanged()
         .run();
 }
+
+/// A batch given up is one line, on its carrier, naming the tasks it also carries; every
+/// job it carries is undelivered with it, and `redeliver` sends the whole turn again.
+#[test]
+fn a_batch_given_up_is_one_line_and_redelivered_whole() {
+    let s = Scene::new();
+    s.watch("task-a", &[]);
+    s.watch("task-b", &[]);
+    finishes(&s, "task-a", "answer A");
+    finishes(&s, "task-b", "answer B");
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[]);
+    s.env.edit_job("task-a", |job| {
+        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    });
+    s.chats.busy_for("s-77", 1);
+    s.tick(&["--busy-deadline", "1h"]).stderr(
+        "atc: gave up on task-a (undelivered; the same turn also carries task-b): the parent chat stayed busy past --busy-deadline; `atc status task-a` says more; `atc redeliver task-a` tries again\n",
+    );
+    assert_eq!(s.status("task-a"), "undelivered");
+    assert_eq!(s.status("task-b"), "undelivered");
+    s.atc(["redeliver", "task-b"]).stdout_inspected().run();
+    s.tick(&[]);
+    assert_eq!(s.status("task-a"), "done");
+    assert_eq!(s.status("task-b"), "done");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1);
+    assert!(
+        turns[0].starts_with("[ATC_RESULTS] 2 tasks"),
+        "{}",
+        turns[0]
+    );
+}
