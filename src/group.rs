@@ -49,6 +49,22 @@ fn plan_one(name: &str, jobs: &[Job], members: &[usize], events: &mut Vec<(usize
                     events.push((i, Event::Followed(Box::new(carrier.clone()))));
                 }
             }
+        } else if carrier.turn_text.is_some() && !carrier.in_flight() {
+            // Not claimed yet: a member cancelled (or watched again) leaves the turn.
+            let contributors: Vec<&Job> = members
+                .iter()
+                .map(|&i| &jobs[i])
+                .filter(|job| {
+                    job.job_id == carrier.job_id
+                        || job.carried_by.as_deref() == Some(carrier.job_id.as_str())
+                            && job.status != Status::Cancelled
+                })
+                .collect();
+            let tasks: Vec<String> = contributors.iter().map(|j| j.task_id.clone()).collect();
+            if carrier.group_tasks.as_ref() != Some(&tasks) {
+                let text = describe::group_text(name, &contributors);
+                events.push((c, Event::Sealed { text, tasks }));
+            }
         }
         return;
     }

@@ -377,7 +377,7 @@ fn reading_back(job: &Job, now: Timestamp, limits: &Limits) -> bool {
 /// text is there, no POST is in flight, any back-off is over; a group member only as its
 /// group's carrier; an unknown delivery only while its read-back window is open.
 pub fn is_due(job: &Job, now: Timestamp, limits: &Limits) -> bool {
-    if job.final_text.is_none() || job.in_flight() || job.carried_by.is_some() {
+    if job.turn().is_none() || job.in_flight() || job.carried_by.is_some() {
         return false;
     }
     if job.options.group.is_some() && job.group_tasks.is_none() {
@@ -835,7 +835,7 @@ fn redeliver(job: &Job, create_session: bool, now: Timestamp) -> Transition {
             _ => return Transition::ignored(job),
         },
     };
-    if job.final_text.is_none() || job.in_flight() {
+    if job.turn().is_none() || job.in_flight() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -923,19 +923,33 @@ fn read_back_over(job: &Job, now: Timestamp, limits: &Limits) -> bool {
         && !reading_back(job, now, limits)
 }
 
-/// Becomes the carrier of its group's one turn.
+/// Becomes the carrier of its group's one turn (its text in `turn_text`, its own block
+/// kept in `final`); a carrier whose turn is not claimed yet is sealed again when its
+/// members change (one was cancelled).
 fn sealed(job: &Job, text: String, tasks: Vec<String>, now: Timestamp) -> Transition {
-    if !group_member_ready(job) || job.group_tasks.is_some() || job.carried_by.is_some() {
+    let reseal = job.group_tasks.is_some()
+        && job.turn_text.is_some()
+        && job.outbound() == Some(Outbound::Delivering)
+        && job
+            .delivery
+            .as_ref()
+            .is_none_or(|d| d.unknown_since.is_none());
+    if !group_member_ready(job) || job.carried_by.is_some() || job.group_tasks.is_some() && !reseal
+    {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
-    next.final_text = Some(text);
+    next.turn_text = Some(text);
     next.group_tasks = Some(tasks);
-    next.carried_by = None;
-    if next.status.ends_without_answer() {
-        next.notice = Some(Outbound::Delivering);
+    if !reseal {
+        if next.status.ends_without_answer() {
+            next.notice = Some(Outbound::Delivering);
+        }
+        next.delivery = Some(Delivery::default());
     }
-    next.delivery = Some(Delivery::default());
+    if next == *job {
+        return Transition::ignored(job);
+    }
     next.updated_at = now;
     Transition::to(next, vec![Outcome::Sealed])
 }

@@ -49,6 +49,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
         5 => task.clone().prop_map(Op::Cancel),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         12 => Just(Op::Tick),
+        2 => Just(Op::TickNoBatch),
         3 => prop_oneof![
             Just(Crash::Polled),
             Just(Crash::Decided),
@@ -497,5 +498,67 @@ fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
         Cancel(1),
         Busy(0, false),
         Tick,
+    ]);
+}
+
+/// Found by the search (issue 17): a group member cancelled after its group's turn was
+/// composed but before it was claimed (the parent was busy), then watched again alone, was
+/// posted twice: once alone, once in the group's turn. The turn is composed again without
+/// it now.
+#[test]
+fn a_group_member_cancelled_before_the_claim_leaves_the_turn() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        Busy(0, true),
+        Tick,
+        Cancel(2),
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17): a group's turn given up as misrouted and redelivered
+/// must still carry every member that follows it.
+#[test]
+fn a_redelivered_group_turn_keeps_its_members() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Finish(1, Ending::Answer),
+        Finish(0, Ending::Answer),
+        DeleteChat(0),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        CreateChat(0),
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
     ]);
 }

@@ -86,6 +86,8 @@ pub enum Op {
         create_session: bool,
     },
     Tick,
+    /// A tick with `--no-batch` (batches already composed still go out as they are).
+    TickNoBatch,
     CrashTick(Crash),
     Import(u8),
     Finish(u8, Ending),
@@ -247,6 +249,12 @@ impl World {
                 create_session,
             } => self.redeliver(*task, *create_session),
             Op::Tick => self.tick(None),
+            Op::TickNoBatch => {
+                self.tick.batch = false;
+                let said = self.tick(None);
+                self.tick.batch = true;
+                said
+            }
             Op::CrashTick(at) => self.tick(Some(*at)),
             Op::Import(t) => self.import(*t),
             Op::Finish(t, ending) => {
