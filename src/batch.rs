@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use crate::describe;
 use crate::job::{ChatKey, Job, Outbound, Status};
-use crate::lifecycle::{Event, batchable};
+use crate::lifecycle::{CancelledTurn, Event, batchable, cancelled_turn};
 
 /// The most characters one turn carries (each block is still at most 8,000).
 pub const TURN_CHARS: usize = 32_000;
@@ -53,28 +53,69 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
     let mut free: Vec<usize> = Vec::new();
     let mut carrier: Option<usize> = None;
     let mut members: Vec<usize> = Vec::new();
+    // One batch a chat is composed at a time: of the carriers whose turn is not claimed,
+    // the first to finish keeps carrying; any other hands its jobs over (a batch given up
+    // and redelivered while a later one waits).
+    let mut open: Vec<usize> = chat
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let job = &jobs[i];
+            job.carries_batch()
+                && job.status != Status::Cancelled
+                && job.carried_by.is_none()
+                && batchable(job)
+        })
+        .collect();
+    open.sort_by_key(|&i| (jobs[i].finished_at, jobs[i].registered_at));
+    if let Some(&main) = open.first() {
+        carrier = Some(main);
+    }
     for &i in chat {
         let job = &jobs[i];
         if let Some(by) = job.carried_by.as_deref() {
-            match live_carrier(by) {
-                Some(c) => {
+            let cancelled = chat
+                .iter()
+                .copied()
+                .find(|&c| jobs[c].job_id == by && jobs[c].status == Status::Cancelled);
+            let turn = cancelled.map(|c| cancelled_turn(&jobs[c]));
+            match (live_carrier(by), turn) {
+                (Some(c), _) => {
                     let theirs = jobs[c].outbound();
                     if theirs.is_some_and(|o| o != Outbound::Delivering) {
                         events.push((i, Event::Followed(Box::new(jobs[c].clone()))));
                     } else if batchable(&jobs[c]) && job.status != Status::Cancelled {
-                        members.push(i);
+                        if Some(c) == carrier {
+                            members.push(i);
+                        } else if job.outbound() == Some(Outbound::Delivering) {
+                            events.push((i, Event::Unsealed));
+                            free.push(i);
+                        }
+                    }
+                }
+                (None, Some(CancelledTurn::Wait)) => {}
+                (None, Some(CancelledTurn::Follow(turn))) => {
+                    if job.outbound() == Some(Outbound::Delivering) {
+                        events.push((i, Event::Followed(turn)));
                     }
                 }
                 // Its carrier was cancelled or watched again before its turn went out.
-                None if job.outbound() == Some(Outbound::Delivering) => {
+                (None, _) if job.outbound() == Some(Outbound::Delivering) => {
                     events.push((i, Event::Unsealed));
                     free.push(i);
                 }
-                None => {}
+                (None, _) => {}
             }
         } else if job.carries_batch() && job.status != Status::Cancelled {
-            if batchable(job) && carrier.is_none() {
-                carrier = Some(i);
+            if batchable(job) && Some(i) != carrier {
+                events.push((
+                    i,
+                    Event::Batched {
+                        text: None,
+                        tasks: vec![job.task_id.clone()],
+                    },
+                ));
+                free.push(i);
             }
         } else if batchable(job) {
             free.push(i);

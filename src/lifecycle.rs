@@ -989,6 +989,42 @@ fn unsealed(job: &Job, now: Timestamp) -> Transition {
     Transition::to(next, vec![Outcome::Unsealed])
 }
 
+/// What the jobs carried by a carrier that was cancelled do: its turn may have been
+/// posted before the cancel (then they follow where it may have landed), or not.
+#[derive(Debug)]
+pub enum CancelledTurn {
+    /// Nothing of the turn was posted: they go in another turn.
+    Free,
+    /// Its POST is still in flight: wait for its outcome.
+    Wait,
+    /// Follow this (the turn as it landed: delivered, or of unknown outcome, which a
+    /// person settles: atc cannot read it back by another job's delivery id).
+    Follow(Box<Job>),
+}
+
+/// See [`CancelledTurn`].
+pub fn cancelled_turn(carrier: &Job) -> CancelledTurn {
+    if carrier.in_flight() {
+        return CancelledTurn::Wait;
+    }
+    let unknown = carrier.delivery.as_ref().and_then(|d| d.unknown_since);
+    let mut turn = carrier.clone();
+    if carrier.delivered_at.is_some() {
+        turn.status = Status::Done;
+    } else if let Some(since) = unknown {
+        turn.status = Status::Unconfirmed;
+        let d = delivery(&mut turn);
+        d.read_back_closed_at = Some(since);
+        d.error = Some(
+            "the turn carrying it was cancelled while being posted; whether it arrived is unknown"
+                .to_owned(),
+        );
+    } else {
+        return CancelledTurn::Free;
+    }
+    CancelledTurn::Follow(Box::new(turn))
+}
+
 /// A job outside any group whose turn may still be composed into a batch (or out of
 /// one): on its way, never claimed into a POST of unknown outcome, not in flight.
 pub fn batchable(job: &Job) -> bool {
@@ -1050,6 +1086,13 @@ fn followed(job: &Job, carrier: &Job, now: Timestamp) -> Transition {
     }
     let mut next = job.clone();
     next.set_outbound(theirs);
+    if let Some(closed) = carrier
+        .delivery
+        .as_ref()
+        .and_then(|d| d.read_back_closed_at)
+    {
+        delivery(&mut next).read_back_closed_at = Some(closed);
+    }
     next.delivered_at = carrier.delivered_at;
     next.turn_task_id = carrier.turn_task_id.clone();
     next.chat_id = carrier.chat_id.clone();
@@ -1313,6 +1356,8 @@ pub fn watch(
                         c.outbound(),
                         Some(Outbound::Unconfirmed | Outbound::Delivered)
                     )
+                    || c.status == Status::Cancelled
+                        && !matches!(cancelled_turn(c), CancelledTurn::Free)
             });
         let registration = match register(existing, target, base_url, group) {
             Registration::Replace { was, .. } if carried_out => Registration::Refuse { was },

@@ -562,3 +562,101 @@ fn a_redelivered_group_turn_keeps_its_members() {
         },
     ]);
 }
+
+/// Found by the search (issue 17, seed 7): a batch's carrier cancelled while its POST was
+/// out (the tick died after the claim); its other jobs were freed and posted again.
+#[test]
+fn the_jobs_of_a_batch_cancelled_in_flight_follow_where_it_may_have_landed() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        Watch {
+            tasks: 26,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 5,
+        },
+        Cancel(0),
+        Cancel(0),
+        Tick,
+        Watch {
+            tasks: 21,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Posted(1)),
+        Cancel(0),
+    ]);
+}
+
+/// Found by the search (issue 17, seed 7): a job of a batch whose carrier was cancelled
+/// with its turn of unknown outcome was cancelled and watched again, and posted twice.
+#[test]
+fn a_rewatch_of_a_job_whose_cancelled_batch_may_have_arrived_is_refused() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 9,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        DeleteChat(0),
+        FinishAll,
+        Tick,
+        Redeliver {
+            task: 0,
+            create_session: true,
+        },
+        CrashTick(Crash::Claimed),
+        Tick,
+        Cancel(0),
+        Tick,
+        Cancel(3),
+        Watch {
+            tasks: 14,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17, seed 7): a batch given up and redelivered while a later
+/// batch waited for the same chat: two batches were composed at once and a job went out
+/// in both. One batch a chat is composed at a time.
+#[test]
+fn a_redelivered_batch_and_a_waiting_one_become_one() {
+    use Op::*;
+    replay(vec![
+        Busy(0, true),
+        Watch {
+            tasks: 62,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        Tick,
+        Jump(world::Jump::PastBusyDeadline),
+        Tick,
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Decided),
+        Redeliver {
+            task: 3,
+            create_session: false,
+        },
+    ]);
+}
