@@ -1320,6 +1320,12 @@ pub fn watch(
         .filter(|j| j.status != Status::Cancelled)
         .filter_map(|j| j.group_tasks.as_ref())
         .flatten()
+        // A member cancelled has left the sealed turn (it is sealed again without it).
+        .filter(|t| {
+            !jobs
+                .iter()
+                .any(|j| j.task_id == **t && j.status == Status::Cancelled)
+        })
         .collect();
     let late = !sealed.is_empty() && request.task_ids.iter().any(|t| !sealed.contains(&t));
     if let Some(name) = group

@@ -660,3 +660,38 @@ fn a_redelivered_batch_and_a_waiting_one_become_one() {
         },
     ]);
 }
+
+/// Found by the search (issue 17, seed 11): a member cancelled after its group's turn was
+/// sealed (not claimed) and watched into the group again before a tick: the turn went
+/// without it and the new watch was held forever. It is refused as a late member now.
+#[test]
+fn a_cancelled_member_watched_into_its_sealed_group_again_is_refused() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        Watch {
+            tasks: 6,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        DeleteChat(2),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Decided),
+        Cancel(2),
+        Watch {
+            tasks: 6,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
