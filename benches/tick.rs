@@ -897,6 +897,27 @@ fn main() {
                 .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls", "error": err}));
         }
     }
+    // 9. One wake-up per parent: 50 results finishing together for 5 parent chats, the
+    // parents idle at every tick (their turns last less than a tick).
+    let (turns, ticks) = batch_case(&env, &server, &[]);
+    let (turns_one, ticks_one) = batch_case(&env, &server, &["--no-batch"]);
+    say(format!(
+        "9. 50 results for 5 chats: {turns} parent turns posted, the last result in after {ticks} tick(s); with --no-batch {turns_one} turns, {ticks_one} ticks"
+    ));
+    verdicts.goal(
+        "9 parent turns per 50 results for 5 chats",
+        turns as f64,
+        5.0,
+        "",
+        json!({"turns": turns, "no_batch_turns": turns_one}),
+    );
+    verdicts.goal(
+        "9 ticks until the last of 50 results is in",
+        ticks as f64,
+        1.0,
+        "",
+        json!({"ticks": ticks, "no_batch_ticks": ticks_one}),
+    );
 
     if as_json {
         println!(
@@ -1066,6 +1087,46 @@ fn server_cost(env: &Env) -> R<Option<ServerCost>> {
         atc_ms_per_1000: atc_cpu * 1e6 / polls,
         tick_ms: ms(times[TICKS / 2]),
     }))
+}
+
+/// Case 9: 50 finished tasks whose results go to 5 parent chats (10 each); ticks until
+/// every one is delivered. Returns the delivery POSTs (parent turns started) and the ticks.
+fn batch_case(env: &Env, server: &FakeQwenPaw, args: &[&str]) -> (usize, usize) {
+    let jobs: Vec<Value> = (0..50)
+        .map(|i| {
+            let chat = i % 5;
+            job(
+                i,
+                &server.api(),
+                json!({"session_id": format!("s-{chat}"), "user_id": format!("u-{chat}"),
+                    "forward_mode": "never"}),
+            )
+        })
+        .collect();
+    write_file(&env.state, jobs);
+    let posts = |server: &FakeQwenPaw| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/api/console/chat/task")
+            .count()
+    };
+    let before = posts(server);
+    let mut tick = vec!["tick"];
+    tick.extend_from_slice(args);
+    for ticks in 1..=100 {
+        env.time(atc(), &tick);
+        let file: Value = serde_json::from_slice(&std::fs::read(&env.state).unwrap()).unwrap();
+        let done = file["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|j| j["status"] == "done");
+        if done {
+            return (posts(server) - before, ticks);
+        }
+    }
+    panic!("50 results were not delivered in 100 ticks");
 }
 
 /// One read of the job file through atc's loader (what a tick does first).

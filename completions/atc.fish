@@ -59,7 +59,7 @@ silent\t'Post nothing'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-empty -d 'When the child succeeds with an empty answer [default: deliver]' -r -f -a "deliver\t'Deliver it like any result ("(No text content in response)")'
 skip\t'Record the job as skipped and post nothing'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l fork-branch -d 'The fork branch the child works on: a completed delivery ends with [FORK_BRANCH: BRANCH]' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l forward -d 'Send the parent\'s final reply on to the person on an IM channel (QwenPaw runs the woken turn through the console, so it never reaches them otherwise) [default: auto]' -r -f -a "auto\t'For a parent on a channel other than console'
+complete -c atc -n "__fish_atc_using_subcommand watch" -l forward -d 'Send the parent\'s final reply on to the person on an IM channel (QwenPaw runs the woken turn through the console, so it never reaches them otherwise); for a console parent, show one toast in the web console once the woken turn ended [default: auto]' -r -f -a "auto\t'The reply for a parent on an IM channel, a toast for a console parent'
 never\t'Never'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
@@ -100,6 +100,7 @@ complete -c atc -n "__fish_atc_using_subcommand tick" -l turn-timeout -d 'Ask Qw
 complete -c atc -n "__fish_atc_using_subcommand tick" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand tick" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand tick" -l kicked -d 'Started because a QwenPaw turn just ended (atc\'s plugin does this): a task still reading running, or a parent still busy, is looked at again for up to 2 s; when another tick is running, leave it a mark to make one more pass instead'
+complete -c atc -n "__fish_atc_using_subcommand tick" -l no-batch -d 'One result per parent turn: do not gather everything due for a chat into one turn (env ATC_NO_BATCH=1)'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand tick" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand tick" -s q -l quiet -d 'Print nothing on success'

@@ -49,6 +49,23 @@ fn label(job: &Job) -> &'static str {
 /// A group's one turn: `[ATC_GROUP: name] 3 tasks: 2 completed, 1 failed`, then each
 /// member's block (its rendered result or its notice) in registration order.
 pub fn group_text(name: &str, members: &[&Job]) -> String {
+    turn_of(&format!("[ATC_GROUP: {name}]"), members, block)
+}
+
+/// A batch's one turn, everything due for one chat: `[ATC_RESULTS] 3 tasks: 2 completed,
+/// 1 failed`, then each job's block (its rendered result or its notice) in the order given
+/// (the order the tasks finished).
+pub fn batch_text(members: &[&Job]) -> String {
+    turn_of("[ATC_RESULTS]", members, |job| {
+        job.final_text.clone().unwrap_or_default()
+    })
+}
+
+/// The length in characters of [`batch_text`]'s first line, at most: what a batch spends
+/// before its blocks.
+pub const BATCH_HEADER_MAX: usize = 200;
+
+fn turn_of(head: &str, members: &[&Job], block: impl Fn(&Job) -> String) -> String {
     let mut counts: Vec<(&str, u32)> = Vec::new();
     for job in members {
         let label = label(job);
@@ -59,20 +76,24 @@ pub fn group_text(name: &str, members: &[&Job]) -> String {
     }
     let counts: Vec<String> = counts.iter().map(|(l, n)| format!("{n} {l}")).collect();
     let mut text = format!(
-        "[ATC_GROUP: {name}] {}: {}",
+        "{head} {}: {}",
         plural(members.len() as u64, "task", "tasks"),
         counts.join(", ")
     );
     for job in members {
-        let block = if job.status.ends_without_answer() {
-            notice_text(job)
-        } else {
-            job.final_text.clone().unwrap_or_default()
-        };
         text.push_str("\n\n");
-        text.push_str(&block);
+        text.push_str(&block(job));
     }
     text
+}
+
+/// One member's block in a group's turn: its rendered result, or its notice.
+fn block(job: &Job) -> String {
+    if job.status.ends_without_answer() {
+        notice_text(job)
+    } else {
+        job.final_text.clone().unwrap_or_default()
+    }
 }
 
 /// What the parent was told of a watch that ended without an answer.
@@ -187,9 +208,44 @@ pub fn short_cause(error: &str) -> String {
     crate::text::one_line(rest, 200)
 }
 
-/// Where sending the parent's reply on to the person stands, in a sentence.
+/// The toast a console parent's person gets once the woken turn has ended (`status`: how
+/// it ended, `unknown` when its record is gone): what arrived, for which session, and to
+/// open the chat (an open page does not show it until then).
+pub fn toast_text(job: &Job, status: &str) -> String {
+    let n = job.group_tasks.as_ref().map_or(1, Vec::len);
+    let what = match n {
+        1 if job.status.ends_without_answer() => "A notice".to_owned(),
+        1 => "A result".to_owned(),
+        n => format!("{n} results"),
+    };
+    let how = match status {
+        "completed" => "the agent answered; open the chat to read it".to_owned(),
+        "unknown" => "open the chat to read it".to_owned(),
+        other => format!("the agent's turn {other}; open the chat to see it"),
+    };
+    format!("{what} for {}: {how}", job.target.session_id)
+}
+
+/// Where sending the parent's reply on to the person stands, in a sentence (for a console
+/// parent: the toast that says something arrived).
 pub fn forward(job: &Job) -> Option<String> {
     let f = job.forward.as_ref()?;
+    if job.target.channel == "console" {
+        let reason = f
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        return Some(match f.status {
+            ForwardStatus::Pending => format!("the console toast waits to be shown{reason}"),
+            ForwardStatus::Sent => "the web console showed a toast".to_owned(),
+            ForwardStatus::Skipped => format!("no console toast{reason}"),
+            ForwardStatus::Failed => format!("the console toast could not be shown{reason}"),
+            ForwardStatus::Unconfirmed => {
+                format!("whether the console toast was shown is unknown{reason}")
+            }
+        });
+    }
     let reason = f
         .reason
         .as_deref()
@@ -241,6 +297,9 @@ pub fn explain(job: &Job) -> Option<String> {
         ),
         Status::Pending => return None,
         Status::Delivering if job.in_flight() => "its result is being posted now".to_owned(),
+        Status::Delivering if job.carried_by.is_some() && job.options.group.is_none() => {
+            "finished; goes out in one turn with the other results due for its chat (`atc status` shows the batch's carrier)".to_owned()
+        }
         Status::Delivering if job.carried_by.is_some() => {
             "finished; goes out in its group's one turn".to_owned()
         }
@@ -406,6 +465,7 @@ pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
         status,
         reason,
         with,
+        batch: job.carries_batch(),
         next,
     }
 }
@@ -441,6 +501,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
                 format!("{outcome}held for group {group}")
             }
         }
+        Status::Delivering if job.carried_by.is_some() => format!("{outcome}in a batch's turn"),
         Status::Delivering => match delivery.next_attempt_at {
             _ if job.in_flight() => "posting now".to_owned(),
             Some(at) if at > now => format!(

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use crate::describe;
 use crate::job::{ChatKey, Job, OnNoAnswer, Outbound, Status};
-use crate::lifecycle::{self, Event};
+use crate::lifecycle::{self, CancelledTurn, Event, cancelled_turn};
 
 /// The events the groups in `jobs` need now, by position in `jobs`.
 pub fn plan(jobs: &[Job]) -> Vec<(usize, Event)> {
@@ -73,20 +73,52 @@ fn plan_one(name: &str, jobs: &[Job], members: &[usize], events: &mut Vec<(usize
                     events.push((i, Event::Followed(Box::new(turn.clone()))));
                 }
             }
+        } else if carrier.turn_text.is_some() && !carrier.in_flight() {
+            // Not claimed yet: a member cancelled (or watched again) leaves the turn.
+            let contributors: Vec<&Job> = members
+                .iter()
+                .map(|&i| &jobs[i])
+                .filter(|job| {
+                    job.job_id == carrier.job_id
+                        || job.carried_by.as_deref() == Some(carrier.job_id.as_str())
+                            && job.status != Status::Cancelled
+                })
+                .collect();
+            let tasks: Vec<String> = contributors.iter().map(|j| j.task_id.clone()).collect();
+            if carrier.group_tasks.as_ref() != Some(&tasks) {
+                let text = describe::group_text(name, &contributors);
+                events.push((c, Event::Sealed { text, tasks }));
+            }
         }
         return;
     }
     // Only members still waiting for the carrier's turn are sealed again: one cancelled
     // (or whose turn already moved on) keeps its `carried_by` and takes no `Unsealed`, and
     // waiting for it would hold the others forever.
-    let orphans: Vec<usize> = members
-        .iter()
-        .copied()
-        .filter(|&i| {
-            jobs[i].carried_by.is_some() && jobs[i].outbound() == Some(Outbound::Delivering)
-        })
-        .collect();
-    if !orphans.is_empty() {
+    // A carrier cancelled after its claim: its members follow where the turn may have
+    // landed (or wait for its POST's outcome) instead.
+    let mut held = false;
+    let mut orphans = Vec::new();
+    for &i in members {
+        let job = &jobs[i];
+        let Some(by) = job.carried_by.as_deref() else {
+            continue;
+        };
+        let cancelled = members
+            .iter()
+            .find(|&&c| jobs[c].job_id == by && jobs[c].status == Status::Cancelled);
+        match cancelled.map(|&c| cancelled_turn(&jobs[c])) {
+            Some(CancelledTurn::Wait) => held = true,
+            Some(CancelledTurn::Follow(turn)) if job.outbound() == Some(Outbound::Delivering) => {
+                held = true;
+                events.push((i, Event::Followed(turn)));
+            }
+            Some(CancelledTurn::Follow(_)) => {}
+            _ if job.outbound() == Some(Outbound::Delivering) => orphans.push(i),
+            _ => {}
+        }
+    }
+    if !orphans.is_empty() || held {
         events.extend(orphans.into_iter().map(|i| (i, Event::Unsealed)));
         return;
     }

@@ -445,10 +445,20 @@ pub struct Job {
     /// Sending the parent's reply on to the person (IM parents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward: Option<Forward>,
-    /// A group's carrier: the task ids its one turn carries, in registration order.
+    /// The carrier of a turn that carries more than its own block (a group's, or a batch
+    /// of everything due for one chat): the task ids the turn carries, in its order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_tasks: Option<Vec<String>>,
-    /// A group member whose result another member's turn carries: that member's job id.
+    /// A batch carrier's turn: its text (its own block stays in `final`, so the batch can
+    /// be composed again until it is claimed). A group's carrier keeps its turn in `final`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_text: Option<String>,
+    /// When atc saw the task end (finished, or ended without an answer): a batch carries
+    /// its blocks in this order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+    /// A job whose block another job's turn carries (its group's, or its chat's batch):
+    /// that job's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_by: Option<String>,
     /// The child's own session id (`--child-session`, or the `[SESSION: …]` line after
@@ -511,6 +521,8 @@ impl Job {
             delivery: None,
             forward: None,
             group_tasks: None,
+            turn_text: None,
+            finished_at: None,
             carried_by: None,
             child_session: None,
             child_chat_id: None,
@@ -560,6 +572,23 @@ impl Job {
     /// `console`, whose UI already shows the turn), unless the watch said `--forward never`.
     pub fn forwards(&self) -> bool {
         self.options.forward == ForwardMode::Auto && self.target.channel != "console"
+    }
+
+    /// Whether the person at the web console is told, once the woken turn has ended, that
+    /// something arrived: an open console page does not show a turn posted from outside
+    /// until it is reloaded. A console parent, unless the watch said `--forward never`.
+    pub fn toasts(&self) -> bool {
+        self.options.forward == ForwardMode::Auto && self.target.channel == "console"
+    }
+
+    /// The text its outbound turn posts: a batch's, or its own (`final`).
+    pub fn turn(&self) -> Option<&str> {
+        self.turn_text.as_deref().or(self.final_text.as_deref())
+    }
+
+    /// A batch carrier: a job outside any group whose turn carries other jobs' blocks.
+    pub fn carries_batch(&self) -> bool {
+        self.options.group.is_none() && self.group_tasks.is_some()
     }
 
     /// True while a delivery POST is claimed and its outcome not yet recorded (or the tick

@@ -6,6 +6,7 @@
 //! job file in `state`, talking to QwenPaw through `qwenpaw`) → `main` prints
 //! `atc: <error chain>` once and exits with the documented code (`exit`).
 
+pub mod batch;
 pub mod cli;
 pub mod cmd;
 pub mod crash;

@@ -201,6 +201,12 @@ pub enum Event {
     },
     /// A person ran `atc cancel --check-ins`: no more check-ins for this watch.
     CheckInsOff,
+    /// Composes this job's turn as a batch: the turn carries `tasks` (its own first
+    /// among them) and posts `text`; one task alone is its own block again (`text` None).
+    Batched {
+        text: Option<String>,
+        tasks: Vec<String>,
+    },
 }
 
 /// What the shell must do after saving the new job.
@@ -269,6 +275,7 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Followed(carrier) => followed(job, &carrier, now),
         Event::StopAnswered { chat_id, answer } => stop_answered(job, chat_id, answer, now),
         Event::CheckInsOff => check_ins_off(job, now),
+        Event::Batched { text, tasks } => batched(job, text, tasks, now),
     };
     // A check-in belongs to a pending job only: once the watch moves on, its result or
     // notice is the outbound turn. One that went out (or could not) is done: the job is a
@@ -349,6 +356,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
                 None => text,
             });
             next.stop_asked_at = None;
+            next.finished_at = Some(now);
             outcomes.push(Outcome::Finished);
             if empty && outcome == TaskOutcome::Completed && next.options.on_empty == OnEmpty::Skip
             {
@@ -503,6 +511,7 @@ pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
 /// A watch that ended without an answer owes the parent one notice, unless it was asked
 /// to stay silent. A group member's notice travels in the group's turn instead.
 fn end_without_answer(mut job: Job, outcomes: &mut Vec<Outcome>) -> Job {
+    job.finished_at = Some(job.updated_at);
     if job.options.on_no_answer == OnNoAnswer::Notify && job.options.group.is_none() {
         job.final_text = Some(describe::notice_text(&job));
         job.notice = Some(Outbound::Delivering);
@@ -524,7 +533,7 @@ fn reading_back(job: &Job, now: Timestamp, limits: &Limits) -> bool {
 /// text is there, no POST is in flight, any back-off is over; a group member only as its
 /// group's carrier; an unknown delivery only while its read-back window is open.
 pub fn is_due(job: &Job, now: Timestamp, limits: &Limits) -> bool {
-    if job.final_text.is_none() || job.in_flight() || job.carried_by.is_some() {
+    if job.turn().is_none() || job.in_flight() || job.carried_by.is_some() {
         return false;
     }
     if job.options.group.is_some() && job.group_tasks.is_none() {
@@ -637,7 +646,7 @@ fn probed(job: &Job, probe: Probe, now: Timestamp, limits: &Limits) -> Transitio
 
 /// The write-ahead record: the attempt is counted and marked in flight before the POST.
 fn claim(mut next: Job, now: Timestamp) -> Transition {
-    let text = next.final_text.clone().unwrap_or_default();
+    let text = next.turn().unwrap_or_default().to_owned();
     let delivery = next.delivery.get_or_insert_with(Delivery::default);
     delivery.attempts += 1;
     delivery.attempt_started_at = Some(now);
@@ -816,6 +825,19 @@ fn turn_polled(job: &Job, turn: Turn, now: Timestamp) -> Transition {
             _ => Outcome::ForwardSkipped,
         });
         next.forward = Some(forward);
+    } else if next.toasts() && next.forward.is_none() {
+        // A console parent: one toast says what arrived, whatever the turn replied.
+        next.forward = Some(Forward {
+            status: ForwardStatus::Pending,
+            attempts: 0,
+            last_http_status: None,
+            at: None,
+            reason: None,
+            text: Some(describe::toast_text(&next, &status)),
+            since: Some(now),
+            attempt_started_at: None,
+        });
+        outcomes.push(Outcome::Claimed);
     }
     next.parent_turn = Some(status);
     next.updated_at = now;
@@ -980,7 +1002,7 @@ fn redeliver(job: &Job, create_session: bool, now: Timestamp) -> Transition {
             _ => return Transition::ignored(job),
         },
     };
-    if job.final_text.is_none() || job.in_flight() {
+    if job.turn().is_none() || job.in_flight() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -1068,26 +1090,41 @@ fn read_back_over(job: &Job, now: Timestamp, limits: &Limits) -> bool {
         && !reading_back(job, now, limits)
 }
 
-/// Becomes the carrier of its group's one turn.
+/// Becomes the carrier of its group's one turn (its text in `turn_text`, its own block
+/// kept in `final`); a carrier whose turn is not claimed yet is sealed again when its
+/// members change (one was cancelled).
 fn sealed(job: &Job, text: String, tasks: Vec<String>, now: Timestamp) -> Transition {
-    if !group_member_ready(job) || job.group_tasks.is_some() || job.carried_by.is_some() {
+    let reseal = job.group_tasks.is_some()
+        && job.turn_text.is_some()
+        && job.outbound() == Some(Outbound::Delivering)
+        && job
+            .delivery
+            .as_ref()
+            .is_none_or(|d| d.unknown_since.is_none());
+    if !group_member_ready(job) || job.carried_by.is_some() || job.group_tasks.is_some() && !reseal
+    {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
-    next.final_text = Some(text);
+    next.turn_text = Some(text);
     next.group_tasks = Some(tasks);
-    next.carried_by = None;
-    if next.status.ends_without_answer() {
-        next.notice = Some(Outbound::Delivering);
+    if !reseal {
+        if next.status.ends_without_answer() {
+            next.notice = Some(Outbound::Delivering);
+        }
+        next.delivery = Some(Delivery::default());
     }
-    next.delivery = Some(Delivery::default());
+    if next == *job {
+        return Transition::ignored(job);
+    }
     next.updated_at = now;
     Transition::to(next, vec![Outcome::Sealed])
 }
 
 /// Its result travels in `carrier`'s turn.
 fn carried(job: &Job, carrier: String, now: Timestamp) -> Transition {
-    if !group_member_ready(job) || job.group_tasks.is_some() || job.carried_by.is_some() {
+    let ready = group_member_ready(job) || batchable(job);
+    if !ready || job.group_tasks.is_some() || job.carried_by.is_some() || carrier == job.job_id {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -1096,7 +1133,12 @@ fn carried(job: &Job, carrier: String, now: Timestamp) -> Transition {
         next.notice = Some(Outbound::Delivering);
     }
     next.updated_at = now;
-    Transition::to(next, vec![Outcome::Sealed])
+    let outcome = if job.options.group.is_some() {
+        Outcome::Sealed
+    } else {
+        Outcome::Batched
+    };
+    Transition::to(next, vec![outcome])
 }
 
 /// The carrier went away before delivering: wait to be sealed into a new turn.
@@ -1106,11 +1148,82 @@ fn unsealed(job: &Job, now: Timestamp) -> Transition {
     }
     let mut next = job.clone();
     next.carried_by = None;
-    if next.status.ends_without_answer() {
+    // A group member's notice exists only in its group's turn; a batched one is its own.
+    if next.status.ends_without_answer() && next.options.group.is_some() {
         next.notice = None;
     }
     next.updated_at = now;
     Transition::to(next, vec![Outcome::Unsealed])
+}
+
+/// What the jobs carried by a carrier that was cancelled do: its turn may have been
+/// posted before the cancel (then they follow where it may have landed), or not.
+#[derive(Debug)]
+pub enum CancelledTurn {
+    /// Nothing of the turn was posted: they go in another turn.
+    Free,
+    /// Its POST is still in flight: wait for its outcome.
+    Wait,
+    /// Follow this (the turn as it landed: delivered, or of unknown outcome, which a
+    /// person settles: atc cannot read it back by another job's delivery id).
+    Follow(Box<Job>),
+}
+
+/// See [`CancelledTurn`].
+pub fn cancelled_turn(carrier: &Job) -> CancelledTurn {
+    if carrier.in_flight() {
+        return CancelledTurn::Wait;
+    }
+    let unknown = carrier.delivery.as_ref().and_then(|d| d.unknown_since);
+    let mut turn = carrier.clone();
+    if carrier.delivered_at.is_some() {
+        turn.status = Status::Done;
+    } else if let Some(since) = unknown {
+        turn.status = Status::Unconfirmed;
+        let d = delivery(&mut turn);
+        d.read_back_closed_at = Some(since);
+        d.error = Some(
+            "the turn carrying it was cancelled while being posted; whether it arrived is unknown"
+                .to_owned(),
+        );
+    } else {
+        return CancelledTurn::Free;
+    }
+    CancelledTurn::Follow(Box::new(turn))
+}
+
+/// A job outside any group whose turn may still be composed into a batch (or out of
+/// one): on its way, never claimed into a POST of unknown outcome, not in flight.
+pub fn batchable(job: &Job) -> bool {
+    job.options.group.is_none()
+        && job.final_text.is_some()
+        && job.outbound() == Some(Outbound::Delivering)
+        && !job.in_flight()
+        && job
+            .delivery
+            .as_ref()
+            .is_none_or(|d| d.unknown_since.is_none())
+}
+
+/// Carries `tasks` in its turn, `text` (or, alone, its own block again). Its delivery
+/// record stays: a busy chat's back-off holds the whole batch.
+fn batched(job: &Job, text: Option<String>, tasks: Vec<String>, now: Timestamp) -> Transition {
+    if !batchable(job) || job.carried_by.is_some() {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    if tasks.len() > 1 && text.is_some() {
+        next.turn_text = text;
+        next.group_tasks = Some(tasks);
+    } else {
+        next.turn_text = None;
+        next.group_tasks = None;
+    }
+    if next == *job {
+        return Transition::ignored(job);
+    }
+    next.updated_at = now;
+    Transition::to(next, vec![Outcome::Batched])
 }
 
 /// A group member with something for the turn: finished (delivering), or ended without
@@ -1140,6 +1253,13 @@ fn followed(job: &Job, carrier: &Job, now: Timestamp) -> Transition {
     }
     let mut next = job.clone();
     next.set_outbound(theirs);
+    if let Some(closed) = carrier
+        .delivery
+        .as_ref()
+        .and_then(|d| d.read_back_closed_at)
+    {
+        delivery(&mut next).read_back_closed_at = Some(closed);
+    }
     next.delivered_at = carrier.delivered_at;
     next.turn_task_id = carrier.turn_task_id.clone();
     next.chat_id = carrier.chat_id.clone();
@@ -1191,7 +1311,8 @@ pub fn register(
         job.target == *target && job.base_url == base_url && job.options.group.as_deref() == group;
     // Its result travels in a group's turn that has not gone out: watched again alone, the
     // result would go out twice (once alone, once in the group's turn).
-    let in_group_turn = (job.carried_by.is_some() || job.group_tasks.is_some())
+    let in_group_turn = job.options.group.is_some()
+        && (job.carried_by.is_some() || job.group_tasks.is_some())
         && job.status != Status::Cancelled
         && job.outbound().is_some_and(|o| o != Outbound::Delivered);
     match job.status {
@@ -1221,7 +1342,7 @@ pub fn may_have_gone_out(job: &Job) -> bool {
 pub fn holds_result(job: &Job) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
-        && job.group_tasks.is_none()
+        && (job.group_tasks.is_none() || job.carries_batch())
         && matches!(
             job.status,
             Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
@@ -1394,6 +1515,12 @@ pub fn watch(
         .filter(|j| j.status != Status::Cancelled)
         .filter_map(|j| j.group_tasks.as_ref())
         .flatten()
+        // A member cancelled has left the sealed turn (it is sealed again without it).
+        .filter(|t| {
+            !jobs
+                .iter()
+                .any(|j| j.task_id == **t && j.status == Status::Cancelled)
+        })
         .collect();
     let late = !sealed.is_empty() && request.task_ids.iter().any(|t| !sealed.contains(&t));
     if let Some(name) = group
@@ -1450,7 +1577,25 @@ pub fn watch(
         if fresh.child_session == known {
             fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
         }
-        let registered = match register(existing, target, base_url, group) {
+        // Its block travels in another job's turn that is being posted or may have been:
+        // replaced, it could go out twice.
+        let carried_out = existing
+            .and_then(|j| j.carried_by.as_deref())
+            .and_then(|c| before.iter().find(|j| j.job_id == c))
+            .is_some_and(|c| {
+                c.in_flight()
+                    || matches!(
+                        c.outbound(),
+                        Some(Outbound::Unconfirmed | Outbound::Delivered)
+                    )
+                    || c.status == Status::Cancelled
+                        && !matches!(cancelled_turn(c), CancelledTurn::Free)
+            });
+        let registration = match register(existing, target, base_url, group) {
+            Registration::Replace { was, .. } if carried_out => Registration::Refuse { was },
+            other => other,
+        };
+        let registered = match registration {
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");
@@ -1577,7 +1722,8 @@ pub fn forwards(jobs: &[Job]) -> Vec<&Job> {
 /// same chat would only meet a busy chat behind the turn the first one starts.
 pub fn deliveries<'a>(jobs: &'a [Job], now: Timestamp, limits: &Limits) -> Vec<&'a Job> {
     let mut due: Vec<&Job> = jobs.iter().filter(|job| is_due(job, now, limits)).collect();
-    due.sort_by_key(|job| job.registered_at);
+    // A chat's batch before any job that did not fit in it.
+    due.sort_by_key(|job| (!job.carries_batch(), job.registered_at));
     let mut chats = HashSet::new();
     due.retain(|job| chats.insert(job.chat_key()));
     due

@@ -41,7 +41,6 @@ use serde::{Deserialize, Serialize};
 
 use anyhow::Result;
 
-use crate::group;
 use crate::job::{Job, Outbound, Status};
 use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
@@ -52,6 +51,7 @@ use crate::settings::Tick;
 use crate::state::store::Fingerprint;
 use crate::state::{JobFile, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
+use crate::{batch, group};
 
 /// What `prepare` chose: tasks to poll, delivered turns to follow.
 struct Work {
@@ -264,12 +264,12 @@ pub fn run_with<S: Server>(
         finished(&mut single_flight)?;
         return Ok(Some(report));
     }
-    let due = decide(store, &work, checks, turns, limits, clock, &mut report)?;
+    let due = decide(store, &work, checks, turns, tick, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
     let looked = parallel(&due, workers, |(job, errand)| look(client, job, *errand));
     lap(&mut report, "look");
-    let claims = claim(store, &due, looked, limits, clock, &mut report)?;
+    let claims = claim(store, &due, looked, tick, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "claim");
     if !claims.is_empty() {
@@ -280,7 +280,7 @@ pub fn run_with<S: Server>(
         crate::crash::point("posted");
     }
     lap(&mut report, "send");
-    record(store, &claims, sent, limits, clock, &mut report)?;
+    record(store, &claims, sent, tick, clock, &mut report)?;
     store.log(&report.take_log())?;
     lap(&mut report, "record");
     finished(&mut single_flight)?;
@@ -419,10 +419,11 @@ fn decide(
     work: &Work,
     checks: Vec<Check>,
     turns: Vec<Option<Turn>>,
-    limits: &Limits,
+    tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<Vec<(Job, Errand)>> {
+    let limits = &tick.limits;
     store.update(|file| {
         let now = clock.now();
         let index = registrations(file);
@@ -442,7 +443,7 @@ fn decide(
                 );
             }
         }
-        groups(file, now, limits, report);
+        groups(file, now, tick, report);
         let turns = lifecycle::deliveries(&file.jobs, now, limits)
             .into_iter()
             .map(|job| (job.clone(), Errand::Turn));
@@ -460,6 +461,10 @@ fn decide(
 fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
     match errand {
         Errand::Turn => Event::Probed(probe(client, job)),
+        // The console is always there (a toast needs no channel of its own).
+        Errand::Forward if job.target.channel == "console" => {
+            Event::ChannelChecked(lifecycle::Health::Healthy)
+        }
         Errand::Forward => {
             let t = &job.target;
             let health = client.channel_health(&job.base_url, &t.agent_id, &t.channel);
@@ -572,15 +577,19 @@ fn claim(
     store: &Store,
     due: &[(Job, Errand)],
     looked: Vec<Event>,
-    limits: &Limits,
+    tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<Vec<Claim>> {
+    let limits = &tick.limits;
     if due.is_empty() {
         return Ok(Vec::new());
     }
     store.update(|file| {
         let now = clock.now();
+        // A batch is composed again from what is due now (a cancel or a re-watch may have
+        // landed since the decision), so its claim posts what it carries now.
+        groups(file, now, tick, report);
         let index = registrations(file);
         let mut claims = Vec::new();
         for ((job, errand), event) in due.iter().zip(looked) {
@@ -598,7 +607,7 @@ fn claim(
                 text,
             });
         }
-        groups(file, now, limits, report);
+        groups(file, now, tick, report);
         Ok(claims)
     })
 }
@@ -625,10 +634,11 @@ fn record(
     store: &Store,
     claims: &[Claim],
     sent: Vec<Event>,
-    limits: &Limits,
+    tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
 ) -> Result<()> {
+    let limits = &tick.limits;
     if claims.is_empty() {
         return Ok(());
     }
@@ -643,15 +653,19 @@ fn record(
                 None => report.add(Outcome::Replaced, &claim.job.task_id),
             }
         }
-        groups(file, now, limits, report);
+        groups(file, now, tick, report);
         Ok(())
     })
 }
 
-/// Gives the groups the events `group::plan` says they need.
-fn groups(file: &mut JobFile, now: Timestamp, limits: &Limits, report: &mut Report) {
+/// Gives the groups the events `group::plan` says they need, then the batches what
+/// `batch::plan` says (everything due for one chat composed into one turn).
+fn groups(file: &mut JobFile, now: Timestamp, tick: &Tick, report: &mut Report) {
     for (i, event) in group::plan(&file.jobs) {
-        apply(&mut file.jobs[i], event, now, limits, report);
+        apply(&mut file.jobs[i], event, now, &tick.limits, report);
+    }
+    for (i, event) in batch::plan(&file.jobs, tick.batch) {
+        apply(&mut file.jobs[i], event, now, &tick.limits, report);
     }
 }
 

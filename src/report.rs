@@ -56,8 +56,11 @@ pub enum Outcome {
     ForwardUnconfirmed,
     /// `atc redeliver` put a given-up turn back in line.
     Requeued,
-    /// A group member lost its carrier and waits to be sealed again.
+    /// A group member lost its carrier and waits to be sealed again (or a batched job
+    /// left its chat's batch).
     Unsealed,
+    /// A job's turn was composed as a batch with the other turns due for its chat.
+    Batched,
     /// The result was posted into the parent chat.
     Delivered,
     /// The parent chat was busy (409); retried later.
@@ -130,6 +133,7 @@ impl Outcome {
             Outcome::ForwardUnconfirmed => "forward_unconfirmed",
             Outcome::Requeued => "requeued",
             Outcome::Unsealed => "unsealed",
+            Outcome::Batched => "batched",
             Outcome::Delivered => "delivered",
             Outcome::Busy => "busy",
             Outcome::Unreachable => "unreachable",
@@ -224,6 +228,7 @@ impl Outcome {
                 | Outcome::Followed
                 | Outcome::Requeued
                 | Outcome::Unsealed
+                | Outcome::Batched
         )
     }
 }
@@ -321,9 +326,12 @@ pub struct GiveUp {
     pub status: String,
     /// Why, in a few words of a fixed vocabulary.
     pub reason: String,
-    /// The other tasks of a group whose one turn was given up with this one.
+    /// The other tasks of a group's or a batch's one turn, given up with this one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub with: Vec<String>,
+    /// That turn was a batch (everything due for the chat), not a group's.
+    #[serde(skip)]
+    pub batch: bool,
     /// The commands that help.
     pub next: String,
 }
@@ -334,7 +342,12 @@ impl GiveUp {
         let with = if self.with.is_empty() {
             String::new()
         } else {
-            format!("; its group's turn also carries {}", self.with.join(", "))
+            let whose = if self.batch {
+                "the same"
+            } else {
+                "its group's"
+            };
+            format!("; {whose} turn also carries {}", self.with.join(", "))
         };
         format!(
             "atc: gave up on {} ({}{with}): {}; {}",
@@ -352,6 +365,9 @@ pub struct Report {
     counts: BTreeMap<Outcome, usize>,
     /// Parent turns whose end the pass learned.
     followed: usize,
+    /// Of the forwards sent, the console toasts (a console parent's person told that
+    /// something arrived).
+    toasts: usize,
     /// The jobs given up in this pass.
     gave_up: Vec<GiveUp>,
     /// Why each task that failed something did, one line (for `-v`).
@@ -390,6 +406,9 @@ impl Report {
     pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
         let member = job.carried_by.is_some();
         for outcome in outcomes {
+            if *outcome == Outcome::Forwarded && job.target.channel == "console" {
+                self.toasts += 1;
+            }
             if member && outcome.mirrors_a_carrier() {
                 // Listed with its task id, counted once: by the carrier's turn.
                 self.entries
@@ -533,7 +552,12 @@ impl Report {
                 "parent turn followed",
                 "parent turns followed",
             ),
-            (self.count(Outcome::Forwarded), "forwarded", "forwarded"),
+            (
+                self.count(Outcome::Forwarded) - self.toasts,
+                "forwarded",
+                "forwarded",
+            ),
+            (self.toasts, "console toast", "console toasts"),
         ] {
             if n > 0 {
                 said.push_str(&format!(", {}", plural(n as u64, one, many)));
@@ -723,6 +747,7 @@ mod tests {
     fn a_group_turn_given_up_is_one_give_up_and_a_read_back_delivery_counts_as_delivered() {
         let mut carrier = Job::sample(Status::Undelivered);
         carrier.task_id = "task-a".into();
+        carrier.options.group = Some("g".into());
         carrier.group_tasks = Some(vec!["task-a".into(), "task-b".into()]);
         carrier.delivery = Some(crate::job::Delivery {
             error: Some("parent chat busy (409: A task is already running)".into()),

@@ -59,8 +59,9 @@ pub trait Environment {
 /// The variables atc reads as text. One that is not UTF-8 is refused (exit 2), never
 /// taken as unset: an `ATC_BASE_URL` in Latin-1 must not quietly become the default.
 /// (`ATC_STATE` and `QWENPAW_WORKING_DIR` are paths, taken as bytes.)
-pub const TEXT_VARS: [&str; 10] = [
+pub const TEXT_VARS: [&str; 11] = [
     "ATC_BASE_URL",
+    "ATC_NO_BATCH",
     "ATC_SESSION_ID",
     "ATC_USER_ID",
     "ATC_CHANNEL",
@@ -314,6 +315,9 @@ pub struct Tick {
     pub auth: Auth,
     /// `--kicked`: started by the QwenPaw plugin as a turn ended.
     pub kicked: bool,
+    /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
+    /// `ATC_NO_BATCH=1`).
+    pub batch: bool,
 }
 
 #[derive(Debug)]
@@ -424,7 +428,16 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             stop: if args.stop { Some(auth()?) } else { None },
             check_ins: args.check_ins,
         }),
-        Command::Tick(args) => Action::Tick(tick(args, state()?, auth()?)),
+        Command::Tick(args) => {
+            let no_batch = args.no_batch
+                || env
+                    .var("ATC_NO_BATCH")
+                    .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+            Action::Tick(Tick {
+                batch: !no_batch,
+                ..tick(args, state()?, auth()?)
+            })
+        }
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,
             agent: text(
@@ -1048,6 +1061,7 @@ fn tick(args: cli::TickArgs, state: Setting<PathBuf>, auth: Auth) -> Tick {
         turn_timeout: args.turn_timeout,
         auth,
         kicked: args.kicked,
+        batch: !args.no_batch,
     }
 }
 

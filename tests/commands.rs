@@ -1023,7 +1023,14 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     assert_eq!(
         header.split_whitespace().collect::<Vec<_>>(),
         [
-            "TASK", "STATUS", "AGE", "GROUP", "AGENT", "→", "SESSION", "NOTE"
+            "TASK",
+            "STATUS",
+            "AGE",
+            "GROUP/BATCH",
+            "AGENT",
+            "→",
+            "SESSION",
+            "NOTE"
         ],
         "{piped}"
     );

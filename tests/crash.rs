@@ -117,6 +117,58 @@ fn a_crash_during_read_back_settles_on_the_next_tick() {
     assert_eq!(s.posts().len(), 1);
 }
 
+/// A batch (three results for one chat) killed at every crash point: afterwards every
+/// job is done and every block is in the chat exactly once, in one turn.
+#[test]
+fn a_batch_killed_at_every_crash_point_leaves_one_copy_of_every_block() {
+    let tasks = ["task-a", "task-b", "task-c"];
+    let points = [
+        "polled",
+        "claimed",
+        "posted",
+        "read-back",
+        "save-before-rename#1",
+        "save-before-rename#2",
+        "save-before-rename#3",
+    ];
+    for point in points {
+        let s = Scene::new();
+        for task in tasks {
+            s.watch(task, &[]);
+            s.poll_replies(
+                task,
+                vec![Reply::json(
+                    200,
+                    &bodies::finished_completed("x", &format!("answer of {task}")),
+                )],
+            );
+        }
+        if point == "read-back" {
+            s.chats.fault(PostFault::DropAfterStore);
+            s.tick(&["--http-timeout", "1s"]).stderr_inspected().run();
+            assert_eq!(s.status("task-a"), "unconfirmed", "{point}");
+        }
+        crash_tick(&s, point);
+        let mut ended = false;
+        for _ in 0..20 {
+            s.tick(&["--http-timeout", "1s"]).stderr_inspected().run();
+            if tasks.iter().all(|t| s.status(t) == "done") {
+                ended = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        assert!(ended, "{point}: {:?}", s.env.jobs());
+        let delivered = s.delivered("s-77");
+        assert_eq!(delivered.len(), 1, "{point}: one turn: {delivered:?}");
+        for task in tasks {
+            let answer = format!("answer of {task}");
+            assert_eq!(delivered[0].matches(&answer).count(), 1, "{point}: {task}");
+        }
+        assert!(delivered[0].starts_with("[ATC_RESULTS] 3 tasks"), "{point}");
+    }
+}
+
 #[test]
 fn a_crash_inside_any_save_leaves_the_old_file_whole() {
     // The tick saves three times here: the poll's result, the claim, the POST's outcome.
@@ -358,8 +410,8 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
         let copies = s
             .delivered(session)
             .iter()
-            .filter(|t| t.starts_with(&format!("[TASK_ID: {task}]")))
-            .count();
+            .map(|t| t.matches(&format!("[TASK_ID: {task}]\n")).count())
+            .sum::<usize>();
         assert!(copies <= 1, "{task} was delivered {copies} times");
         delivered_total += copies;
         if cancelled_ids.contains(task.as_str()) {

@@ -120,10 +120,14 @@ fn a_failed_parent_turn_forwards_nothing_and_says_why() {
 }
 
 #[test]
-fn a_console_parent_and_forward_never_get_no_forward() {
+fn a_console_parent_gets_one_toast_and_forward_never_gets_nothing() {
     let s = Scene::new();
     s.chats.channel("mqtt", true);
     s.watch("task-console", &[]);
+    s.watch(
+        "task-quiet",
+        &["--session", "s-quiet", "--forward", "never"],
+    );
     s.watch(
         "task-never",
         &[
@@ -137,22 +141,38 @@ fn a_console_parent_and_forward_never_get_no_forward() {
             "never",
         ],
     );
-    for task in ["task-console", "task-never"] {
+    for task in ["task-console", "task-quiet", "task-never"] {
         s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     }
     for _ in 0..3 {
         s.tick(&[]);
     }
-    for task in ["task-console", "task-never"] {
+    for task in ["task-console", "task-quiet", "task-never"] {
         let job = s.job(task);
         assert_eq!(
             (job["status"].as_str(), job["parent_turn"].as_str()),
             (Some("done"), Some("completed"))
         );
-        assert!(job.get("forward").is_none(), "{task}: {job}");
+    }
+    // The console parent's person: one toast, once the woken turn ended, never the reply.
+    assert_eq!(
+        s.chats.sends("console"),
+        [(
+            "default".to_owned(),
+            "s-77".to_owned(),
+            "A result for s-77: the agent answered; open the chat to read it".to_owned()
+        )]
+    );
+    let toast = &s.job("task-console")["forward"];
+    assert_eq!(toast["status"], "sent", "{toast}");
+    s.atc(["status", "task-console"])
+        .stdout_contains("the web console showed a toast")
+        .run();
+    for task in ["task-quiet", "task-never"] {
+        assert!(s.job(task).get("forward").is_none(), "{task}");
     }
     assert_eq!(s.job("task-never")["forward_mode"], json!("never"));
-    assert_eq!(s.server.hits("POST", "/api/messages/send"), 0);
+    assert_eq!(s.server.hits("POST", "/api/messages/send"), 1);
 }
 
 #[test]

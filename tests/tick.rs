@@ -146,7 +146,7 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
     );
     s.chats.busy_for("s-4", 1000);
     s.tick(&["-v"]).stderr(
-        "tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up, 2 parent turns followed\n",
+        "tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up, 2 parent turns followed, 2 console toasts\n",
     );
 
     let report = s.atc(["--json", "tick"]).json();
@@ -279,11 +279,12 @@ fn one_delivery_per_parent_chat_per_tick() {
     for task in ["task-a", "task-b", "task-c"] {
         s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     }
-    s.tick(&[]);
+    // One result per turn (batching off; `tests/batch.rs` has the default).
+    s.tick(&["--no-batch"]);
     assert_eq!(s.posts().len(), 2, "one per chat");
     assert_eq!(s.status("task-a"), "done", "oldest first");
     assert_eq!(s.status("task-b"), "delivering");
-    s.tick(&[]);
+    s.tick(&["--no-batch"]);
     assert_eq!(s.status("task-b"), "done");
     assert_eq!(s.posts().len(), 3);
 }
@@ -582,7 +583,7 @@ fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
     // Said once: the next tick only learns how the parent's turn (the notice's) ended,
     // and says that rather than "0 polled" alone.
     s.tick(&["-v", "--max-strikes", "1"])
-        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 1 parent turn followed\n")
+        .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 1 parent turn followed, 1 console toast\n")
         .file(|file| assert_eq!(file["jobs"][0]["parent_turn"], "completed"));
     s.tick(&["--max-strikes", "1"]).file_unchanged();
     assert_eq!(s.status(TASK), "abandoned");

@@ -133,7 +133,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 12] = [
+const ENVIRONMENT: [(&str, &str); 13] = [
     ("ATC_STATE", "The job file (--state)."),
     (
         "ATC_BASE_URL",
@@ -162,6 +162,10 @@ const ENVIRONMENT: [(&str, &str); 12] = [
     ("ATC_USER_ID", "watch --user (default: default)."),
     ("ATC_CHANNEL", "watch --channel (default: console)."),
     ("ATC_AGENT_ID", "watch and wait --agent (default: default)."),
+    (
+        "ATC_NO_BATCH",
+        "tick --no-batch when 1: one result per parent turn.",
+    ),
     (
         "XDG_STATE_HOME",
         "The default job file is $XDG_STATE_HOME/atc/jobs.json.",

@@ -316,7 +316,7 @@ pub enum NoAnswer {
 /// `--forward`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ForwardArg {
-    /// For a parent on a channel other than console
+    /// The reply for a parent on an IM channel, a toast for a console parent
     Auto,
     /// Never
     Never,
@@ -457,7 +457,8 @@ pub struct WatchArgs {
     pub fork_branch: Option<String>,
 
     /// Send the parent's final reply on to the person on an IM channel (QwenPaw runs the
-    /// woken turn through the console, so it never reaches them otherwise) [default: auto]
+    /// woken turn through the console, so it never reaches them otherwise); for a console
+    /// parent, show one toast in the web console once the woken turn ended [default: auto]
     #[arg(
         long,
         value_name = "WHEN",
@@ -535,6 +536,10 @@ pub struct TickArgs {
     /// another tick is running, leave it a mark to make one more pass instead
     #[arg(long)]
     pub kicked: bool,
+    /// One result per parent turn: do not gather everything due for a chat into one turn
+    /// (env ATC_NO_BATCH=1)
+    #[arg(long)]
+    pub no_batch: bool,
 }
 
 /// A duration flag: humantime syntax, at most ten years (`validate::duration`), so no

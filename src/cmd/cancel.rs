@@ -8,7 +8,7 @@ use anyhow::Result;
 use crate::cmd::report_job;
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Status};
+use crate::job::{Job, Outbound, Status};
 use crate::lifecycle::{self, Event};
 use crate::pass::{self, StopFailed, Stopped};
 use crate::qwenpaw::Client;
@@ -48,6 +48,15 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     };
     let now = Timestamp::now();
     let (job, message, changed) = store.update(|file| {
+        // Its result travels in another job's turn (a group's or a batch's) that is being
+        // posted, or may have been: once claimed, the turn is what it is.
+        let carried_out = file
+            .find(task_id)
+            .and_then(|job| job.carried_by.as_deref())
+            .and_then(|carrier| file.jobs.iter().find(|j| j.job_id == carrier))
+            .is_some_and(|carrier| {
+                carrier.in_flight() || carrier.outbound() == Some(Outbound::Unconfirmed)
+            });
         let Some(job) = file.find_mut(task_id) else {
             fail!(Exit::Refused, "no watch for {task_id} in {}", store.path().display());
         };
@@ -66,6 +75,9 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
             None => "the child task keeps running (check_agent_task still shows its result)",
         };
         let message = match transition.outcomes.as_slice() {
+            [Outcome::Cancelled] if carried_out => format!(
+                "Cancelled the watch on {task_id}, but its result travels in a turn that was being posted to {chat} at that moment: it may already be on its way."
+            ),
             [Outcome::Cancelled] => {
                 format!("Cancelled the watch on {task_id}; {keeps_running}.")
             }

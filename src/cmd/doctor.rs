@@ -508,10 +508,11 @@ fn stuck(jobs: &[Job]) -> Check {
             _ if job.status == Status::Error => count("refused (error)"),
             _ => {}
         }
-        if job
-            .forward
-            .as_ref()
-            .is_some_and(|f| matches!(f.status, ForwardStatus::Failed | ForwardStatus::Unconfirmed))
+        // A console toast that failed leaves nothing stuck: the chat holds the turn.
+        if job.forwards()
+            && job.forward.as_ref().is_some_and(|f| {
+                matches!(f.status, ForwardStatus::Failed | ForwardStatus::Unconfirmed)
+            })
         {
             count("not forwarded to the person");
         }

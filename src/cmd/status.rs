@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::json;
 
+use crate::batch;
 use crate::describe::{brief, explain};
 use crate::exit::Exit;
 use crate::fail;
@@ -35,7 +36,7 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         if out.json {
             crate::cmd::print_json(&json!({ "jobs": [job] }))?;
         } else {
-            crate::cmd::emit(&full(job, now))?;
+            crate::cmd::emit(&full(job, &file.jobs, now))?;
         }
         return Ok(());
     }
@@ -53,7 +54,7 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     if jobs.is_empty() {
         return crate::cmd::emit("No jobs.\n");
     }
-    let mut text = table(&jobs, now, crate::term::stdout_width());
+    let mut text = table(&jobs, &file.jobs, now, crate::term::stdout_width());
     if jobs.len() < total {
         let _ = writeln!(
             text,
@@ -98,16 +99,26 @@ struct Row {
 /// The list. Piped, every column and the whole note. On a terminal `width` columns wide,
 /// what says least goes first: the chat is shortened, then dropped, then the group; then
 /// the note moves to a line of its own under its row; only what still does not fit is
-/// cut, with `…`. The GROUP column is there when a listed job travels in a group.
-fn table(jobs: &[&Job], now: Timestamp, width: Option<usize>) -> String {
-    let grouped = jobs.iter().any(|job| job.options.group.is_some());
+/// cut, with `…`. The GROUP/BATCH column is there when a listed job travels in a group
+/// (its name) or a batch (`batch of N`, N the results its turn carries); `all` is the
+/// whole file, where a batch's carrier is found.
+fn table(jobs: &[&Job], all: &[Job], now: Timestamp, width: Option<usize>) -> String {
+    let travels_in = |job: &Job| match (&job.options.group, batch::carrier_of(all, job)) {
+        (Some(group), _) => group.clone(),
+        (None, Some(carrier)) => format!(
+            "batch of {}",
+            carrier.group_tasks.as_ref().map_or(1, Vec::len)
+        ),
+        (None, None) => String::new(),
+    };
+    let grouped = jobs.iter().any(|job| !travels_in(job).is_empty());
     let rows: Vec<Row> = jobs
         .iter()
         .map(|job| Row {
             task: job.task_id.clone(),
             status: job.status.to_string(),
             age: age(job.registered_at.elapsed_at(now)),
-            group: job.options.group.clone().unwrap_or_default(),
+            group: travels_in(job),
             chat: format!("{} → {}", job.target.agent_id, job.target.session_id),
             note: brief(job, now),
         })
@@ -168,7 +179,7 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
     };
     let mut header = vec!["TASK", "STATUS", "AGE"];
     if layout.group {
-        header.push("GROUP");
+        header.push("GROUP/BATCH");
     }
     if layout.chat != Chat::Hidden {
         header.push("AGENT → SESSION");
@@ -217,8 +228,9 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
     out
 }
 
-/// Every field of one job, then the start of its result text.
-fn full(job: &Job, now: Timestamp) -> String {
+/// Every field of one job, then the start of its result text. `all` is the whole file,
+/// where a batch's carrier is found.
+fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "{name:<15} {value}");
@@ -292,6 +304,22 @@ fn full(job: &Job, now: Timestamp) -> String {
             (None, None) => String::new(),
         };
         field("group", format!("{group}{members}"));
+    }
+    if let Some(carrier) = batch::carrier_of(all, job) {
+        let tasks = carrier.group_tasks.clone().unwrap_or_default();
+        let how = if carrier.job_id == job.job_id {
+            "its turn carries".to_owned()
+        } else {
+            format!("travels in {}'s turn, with", carrier.task_id)
+        };
+        field(
+            "batch",
+            format!(
+                "{how} {} ({} results, one turn)",
+                tasks.join(", "),
+                tasks.len()
+            ),
+        );
     }
     if let Some(branch) = &o.fork_branch {
         field("fork branch", branch.clone());
@@ -413,13 +441,13 @@ mod tests {
                 .into(),
         );
         let now = job.registered_at;
-        let piped = table(&[&job], now, None);
+        let piped = table(&[&job], &[], now, None);
         let row = piped.lines().nth(1).unwrap();
         assert!(
             row.ends_with("2 failed checks: connection refused (is QwenPaw running?)"),
             "the list shows the cause in its short form: {row}"
         );
-        let fitted = table(&[&job], now, Some(60));
+        let fitted = table(&[&job], &[], now, Some(60));
         for line in fitted.lines() {
             assert!(line.chars().count() <= 60, "{line}");
         }
@@ -428,7 +456,7 @@ mod tests {
             "the columns give way, then the note takes a line of its own, whole:\n{fitted}"
         );
         assert!(!fitted.contains('…'), "{fitted}");
-        let narrow = table(&[&job], now, Some(30));
+        let narrow = table(&[&job], &[], now, Some(30));
         for line in narrow.lines() {
             assert!(line.chars().count() <= 30, "{line}");
         }
@@ -436,7 +464,7 @@ mod tests {
             narrow.ends_with("…\n"),
             "only what cannot fit is cut:\n{narrow}"
         );
-        let wide = table(&[&job], now, Some(300));
+        let wide = table(&[&job], &[], now, Some(300));
         assert_eq!(wide, piped, "nothing is cut when it fits");
     }
 }

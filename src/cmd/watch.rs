@@ -286,6 +286,9 @@ fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
         _ if job.in_flight() => format!(
             "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
         ),
+        _ if job.options.group.is_none() && job.carried_by.is_some() => format!(
+            "{task_id}'s result travels in a turn of several results that is being posted to {chat} (or may have been); watching it again could post it twice (`atc status {task_id}` shows what is known)"
+        ),
         _ => format!(
             "{task_id}'s result travels in group {}'s turn, which has not gone out ({}); watched again alone it could go out twice. `atc redeliver {task_id}` sends the group's turn again (--create-session to start the chat)",
             job.options.group.as_deref().unwrap_or("?"),

@@ -137,9 +137,10 @@ enum Kind {
     Followed,
     StopAnswered,
     CheckInsOff,
+    Batched,
 }
 
-const KINDS: [Kind; 34] = [
+const KINDS: [Kind; 35] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -174,6 +175,7 @@ const KINDS: [Kind; 34] = [
     Kind::Followed,
     Kind::StopAnswered,
     Kind::CheckInsOff,
+    Kind::Batched,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -214,6 +216,7 @@ macro_rules! any_kind {
             | Kind::Followed
             | Kind::StopAnswered
             | Kind::CheckInsOff
+            | Kind::Batched
     };
 }
 
@@ -308,6 +311,10 @@ fn event(kind: Kind) -> Event {
             answer: Ok(true),
         },
         Kind::CheckInsOff => Event::CheckInsOff,
+        Kind::Batched => Event::Batched {
+            text: Some("[ATC_RESULTS] 2 tasks: 2 completed\n\nT\n\nU".into()),
+            tasks: vec!["task-1".into(), "task-2".into()],
+        },
     }
 }
 
@@ -328,6 +335,8 @@ fn row(status: Status, kind: Kind) -> Row {
         (S::Pending, K::Lost) => (S::Lost, false, &[O::Polled, O::Lost, O::Noticed]),
         (S::Pending, K::Failed) => (S::Pending, false, &[O::Polled, O::FailedCheck]),
         (S::Pending | S::Delivering, K::Cancelled) => (S::Cancelled, false, &[O::Cancelled]),
+        // Outside any group, a result on its way joins its chat's batch (or carries it).
+        (S::Delivering, K::Carried | K::Batched) => (S::Delivering, false, &[O::Batched]),
 
         (S::Delivering, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
         (S::Delivering, K::Idle) => (S::Delivering, true, &[O::Claimed]),
@@ -342,7 +351,8 @@ fn row(status: Status, kind: Kind) -> Row {
         (S::Unconfirmed, K::Cancelled) => (S::Cancelled, false, &[O::CancelledInFlight]),
         (S::Unconfirmed, K::Redeliver) => (S::Unconfirmed, false, &[O::Requeued]),
 
-        (S::Done, K::TurnEnded) => (S::Done, false, &[O::Followed]),
+        // A console parent: the toast that says something arrived is due.
+        (S::Done, K::TurnEnded) => (S::Done, false, &[O::Followed, O::Claimed]),
         (S::Undelivered | S::Misrouted | S::Error, K::Redeliver) => {
             (S::Delivering, false, &[O::Requeued])
         }
@@ -418,6 +428,7 @@ fn notice_row(kind: Kind) -> Row {
         K::Busy => (S::Lost, false, &[O::Busy]),
         K::ProbeUnknown => (S::Lost, false, &[O::Unreachable]),
         K::ProbeRefused => (S::Lost, false, &[O::Error]),
+        K::Carried | K::Batched => (S::Lost, false, &[O::Batched]),
         any_kind!() => (S::Lost, false, IGNORED),
     }
 }
@@ -611,14 +622,61 @@ fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_o
         .forward
         .unwrap();
     assert_eq!(gone.status, ForwardStatus::Skipped);
-    let console = apply(&job(Status::Done), ended("FINAL", "completed"), t(5)).job;
-    assert_eq!(console.forward, None, "the console shows the turn itself");
     let mut never = im.clone();
     never.options.forward = crate::job::ForwardMode::Never;
     assert_eq!(
         apply(&never, ended("FINAL", "completed"), t(5)).job.forward,
         None
     );
+}
+
+#[test]
+fn a_console_parent_gets_one_toast_naming_what_arrived_unless_forward_never() {
+    let ended = |status: &str| {
+        Event::TurnPolled(Turn::Ended {
+            status: status.into(),
+            reply: "FINAL".into(),
+        })
+    };
+    let console = apply(&job(Status::Done), ended("completed"), t(5)).job;
+    let toast = console.forward.clone().unwrap();
+    assert_eq!(
+        (toast.status, toast.text.as_deref(), toast.since),
+        (
+            ForwardStatus::Pending,
+            Some("A result for s-77: the agent answered; open the chat to read it"),
+            Some(t(5))
+        ),
+        "the parent's reply itself is not sent: the console shows it"
+    );
+    let mut batch = job(Status::Done);
+    batch.group_tasks = Some(vec!["task-1".into(), "task-2".into(), "task-3".into()]);
+    let failed = apply(&batch, ended("failed"), t(5)).job.forward.unwrap();
+    assert_eq!(
+        failed.text.as_deref(),
+        Some("3 results for s-77: the agent's turn failed; open the chat to see it")
+    );
+    let gone = apply(&batch, Event::TurnPolled(Turn::Gone), t(5)).job;
+    assert_eq!(
+        gone.forward.unwrap().text.as_deref(),
+        Some("3 results for s-77: open the chat to read it")
+    );
+    // Claimed, sent, recorded: never sent again.
+    let claimed = apply(&console, Event::ChannelChecked(Health::Healthy), t(6));
+    assert_eq!(
+        claimed.effect,
+        Effect::Forward {
+            text: toast.text.clone().unwrap()
+        }
+    );
+    let sent = apply(&claimed.job, Event::Forwarded(Sent::Accepted), t(7)).job;
+    assert_eq!(sent.forward.as_ref().unwrap().status, ForwardStatus::Sent);
+    assert!(!forward_due(&sent));
+    let again = apply(&sent, ended("completed"), t(8));
+    assert!(again.is_ignored(), "one toast per turn");
+    let mut never = job(Status::Done);
+    never.options.forward = crate::job::ForwardMode::Never;
+    assert_eq!(apply(&never, ended("completed"), t(5)).job.forward, None);
 }
 
 #[test]

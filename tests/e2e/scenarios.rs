@@ -40,6 +40,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("im-forward-final-only", im_forward_final_only),
     ("im-empty-reply-skipped", im_empty_reply_skipped),
     ("contract-pinning", contract_pinning),
+    ("batch-of-three", batch_of_three),
+    ("console-toast", console_toast),
     ("plugin-tools-console", crate::plugin::tools_console),
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
@@ -882,10 +884,140 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
         "member blocks missing or out of order: {at:?}"
     );
     ensure_same(
-        "the group turn vs the carrier's final",
+        "the group turn vs the carrier's turn_text",
         text,
-        &final_text(carrier)?,
+        carrier["turn_text"].as_str().unwrap_or(""),
     )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// issue 17: one wake-up per parent
+
+/// Three tasks delegated without `--group` that are all finished when the tick runs: the
+/// parent receives them in one turn (`[ATC_RESULTS] …`, the blocks in order) and answers
+/// once.
+fn batch_of_three(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent) = ("bert", ctx.uniq("batch-parent"));
+    let before = api.make_parent("default", user, &parent)?.len();
+    let children: Vec<String> = ["first batched", "second batched FAIL", "third batched"]
+        .iter()
+        .map(|prompt| {
+            api.submit(
+                Some("default"),
+                &ctx.uniq("batch-child"),
+                user,
+                prompt,
+                None,
+            )
+        })
+        .collect::<R<_>>()?;
+    for t in &children {
+        api.wait_finished(t, USER_TURN_WAIT)?;
+    }
+    let atc = ctx.atc("batch", &ctx.main.root())?;
+    for t in &children {
+        atc.watch(t, &parent, user, &[])?;
+    }
+    // One tick: all three are finished, so all three go in its one turn.
+    atc.ok(&["tick"])?;
+    let jobs = children.iter().map(|t| atc.job(t)).collect::<R<Vec<_>>>()?;
+    for job in &jobs {
+        require_status(job, "done")?;
+    }
+    let carrier = &jobs[0];
+    ensure!(
+        carrier["group_tasks"] == json!(children),
+        "the first to finish should carry all three: {carrier}"
+    );
+    wait_turn(&api, carrier)?;
+    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    let new = &after[before..];
+    let turns: Vec<&Msg> = new.iter().filter(|m| m.role == "user").collect();
+    ensure!(
+        turns.len() == 1,
+        "expected one turn for the three results, got {}",
+        turns.len()
+    );
+    let text = &turns[0].text;
+    ensure!(
+        text.starts_with("[ATC_RESULTS] 3 tasks: 2 completed, 1 failed\n\n"),
+        "batch header: {:?}",
+        text.lines().next()
+    );
+    ensure_same(
+        "the batch turn vs the carrier's turn_text",
+        text,
+        carrier["turn_text"].as_str().unwrap_or(""),
+    )?;
+    let mut at = 0;
+    for job in &jobs {
+        let block = final_text(job)?;
+        let found = text[at..]
+            .find(&block)
+            .ok_or_else(|| format!("block of {} missing or out of order", s(job, "task_id")))?;
+        at += found + block.len();
+    }
+    let want_id = format!("atc-{}", s(carrier, "job_id"));
+    ensure!(
+        turns[0]
+            .inner_meta("qwenpaw_client_message_id")
+            .and_then(Value::as_str)
+            == Some(want_id.as_str()),
+        "the batch carries one delivery id, {want_id}"
+    );
+    let replies = new
+        .iter()
+        .filter(|m| m.role == "assistant" && m.kind == "message")
+        .count();
+    ensure!(
+        replies == 1,
+        "the parent answered {replies} times, not once"
+    );
+    Ok(())
+}
+
+/// A console parent: after the delivery and the woken turn, the person at the web console
+/// gets exactly one toast, read from `/api/console/push-messages`.
+fn console_toast(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent) = ("tina", ctx.uniq("toast-parent"));
+    api.make_parent("default", user, &parent)?;
+    let child = api.submit(
+        Some("default"),
+        &ctx.uniq("toast-child"),
+        user,
+        "toast child",
+        None,
+    )?;
+    let atc = ctx.atc("toast", &ctx.main.root())?;
+    atc.watch(&child, &parent, user, &[])?;
+    let jobs = atc.tick_until_terminal(&[], std::slice::from_ref(&child), SECS(60))?;
+    require_status(&jobs[0], "done")?;
+    wait_turn(&api, &jobs[0])?;
+    // The next ticks learn the turn ended and send the toast; later ones never again.
+    let path = format!("/api/console/push-messages?session_id={parent}");
+    let mut toasts = Vec::new();
+    for _ in 0..4 {
+        atc.ok(&["tick"])?;
+        let pushed = api.get(&path, Some("default"))?.json()?;
+        for m in pushed["messages"].as_array().cloned().unwrap_or_default() {
+            toasts.push(m["text"].as_str().unwrap_or("").to_owned());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let want = format!("A result for {parent}: the agent answered; open the chat to read it");
+    ensure!(
+        toasts == [want.clone()],
+        "expected exactly one toast {want:?}, got {toasts:?}"
+    );
+    let job = atc.job(&child)?;
+    ensure!(
+        job["forward"]["status"] == "sent" && job["forward"]["attempts"] == 1,
+        "the toast is recorded once on the turn: {}",
+        job["forward"]
+    );
     Ok(())
 }
 

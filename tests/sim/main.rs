@@ -27,6 +27,7 @@ static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
 static GIVE_UPS: AtomicU64 = AtomicU64::new(0);
+static BATCHES: AtomicU64 = AtomicU64::new(0);
 
 /// Histories are generated blind to the world: any operation may come at any time.
 struct Histories;
@@ -46,6 +47,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     prop_oneof![
         6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
             .prop_map(|(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts }),
+        2 => Just(Op::TickNoBatch),
         5 => task.clone().prop_map(Op::Cancel),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         12 => Just(Op::Tick),
@@ -119,7 +121,8 @@ impl StateMachineTest for Histories {
 
     fn teardown(mut world: World, _: Swarm) {
         world.drain();
-        let turns = world.check();
+        let (turns, batches) = world.check();
+        BATCHES.fetch_add(batches, Ordering::Relaxed);
         HISTORIES.fetch_add(1, Ordering::Relaxed);
         OPERATIONS.fetch_add(world.ops, Ordering::Relaxed);
         TURNS.fetch_add(turns, Ordering::Relaxed);
@@ -182,10 +185,11 @@ fn random_histories_keep_every_promise() {
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns and {} reported give-ups checked",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
         TURNS.load(Ordering::Relaxed),
+        BATCHES.load(Ordering::Relaxed),
         GIVE_UPS.load(Ordering::Relaxed)
     );
     match result {
@@ -720,4 +724,199 @@ fn a_running_child_checks_in_then_its_result_arrives_once() {
         !results[0].0.contains("-c"),
         "the result has the job's own delivery id"
     );
+}
+
+/// Found by the search (issue 17): a group member cancelled after its group's turn was
+/// composed but before it was claimed (the parent was busy), then watched again alone, was
+/// posted twice: once alone, once in the group's turn. The turn is composed again without
+/// it now.
+#[test]
+fn a_group_member_cancelled_before_the_claim_leaves_the_turn() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        Busy(0, true),
+        Tick,
+        Cancel(2),
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17): a group's turn given up as misrouted and redelivered
+/// must still carry every member that follows it.
+#[test]
+fn a_redelivered_group_turn_keeps_its_members() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Finish(1, Ending::Answer),
+        Finish(0, Ending::Answer),
+        DeleteChat(0),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        CreateChat(0),
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17, seed 7): a batch's carrier cancelled while its POST was
+/// out (the tick died after the claim); its other jobs were freed and posted again.
+#[test]
+fn the_jobs_of_a_batch_cancelled_in_flight_follow_where_it_may_have_landed() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        Watch {
+            tasks: 26,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 5,
+        },
+        Cancel(0),
+        Cancel(0),
+        Tick,
+        Watch {
+            tasks: 21,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Posted(1)),
+        Cancel(0),
+    ]);
+}
+
+/// Found by the search (issue 17, seed 7): a job of a batch whose carrier was cancelled
+/// with its turn of unknown outcome was cancelled and watched again, and posted twice.
+#[test]
+fn a_rewatch_of_a_job_whose_cancelled_batch_may_have_arrived_is_refused() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 9,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        DeleteChat(0),
+        FinishAll,
+        Tick,
+        Redeliver {
+            task: 0,
+            create_session: true,
+        },
+        CrashTick(Crash::Claimed),
+        Tick,
+        Cancel(0),
+        Tick,
+        Cancel(3),
+        Watch {
+            tasks: 14,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17, seed 7): a batch given up and redelivered while a later
+/// batch waited for the same chat: two batches were composed at once and a job went out
+/// in both. One batch a chat is composed at a time.
+#[test]
+fn a_redelivered_batch_and_a_waiting_one_become_one() {
+    use Op::*;
+    replay(vec![
+        Busy(0, true),
+        Watch {
+            tasks: 62,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        Tick,
+        Jump(world::Jump::PastBusyDeadline),
+        Tick,
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Decided),
+        Redeliver {
+            task: 3,
+            create_session: false,
+        },
+    ]);
+}
+
+/// Found by the search (issue 17, seed 11): a member cancelled after its group's turn was
+/// sealed (not claimed) and watched into the group again before a tick: the turn went
+/// without it and the new watch was held forever. It is refused as a late member now.
+#[test]
+fn a_cancelled_member_watched_into_its_sealed_group_again_is_refused() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        Watch {
+            tasks: 6,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        DeleteChat(2),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Decided),
+        Cancel(2),
+        Watch {
+            tasks: 6,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
 }

@@ -86,6 +86,8 @@ pub enum Op {
         create_session: bool,
     },
     Tick,
+    /// A tick with `--no-batch` (batches already composed still go out as they are).
+    TickNoBatch,
     CrashTick(Crash),
     Import(u8),
     Finish(u8, Ending),
@@ -188,6 +190,7 @@ impl World {
                 turn_timeout: None,
                 auth: Auth::default(),
                 kicked: false,
+                batch: true,
             },
             path,
             _dir: dir,
@@ -255,6 +258,12 @@ impl World {
                 create_session,
             } => self.redeliver(*task, *create_session),
             Op::Tick => self.tick(None),
+            Op::TickNoBatch => {
+                self.tick.batch = false;
+                let said = self.tick(None);
+                self.tick.batch = true;
+                said
+            }
             Op::CrashTick(at) => self.tick(Some(*at)),
             Op::Import(t) => self.import(*t),
             Op::Finish(t, ending) => {
@@ -664,10 +673,11 @@ impl World {
     }
 
     /// The promises, checked over everything the history did. Returns the delivered
-    /// turns it checked.
-    pub fn check(&self) -> u64 {
+    /// turns it checked, and how many of them were batches.
+    pub fn check(&self) -> (u64, u64) {
         let s = self.server.lock();
         let mut turns = 0u64;
+        let mut batches = 0u64;
         // Never twice: no chat holds a delivery (by its id) or a result (by its text) twice.
         for chat in s.chats.iter().chain(&s.gone) {
             let mut ids: BTreeMap<String, usize> = BTreeMap::new();
@@ -675,6 +685,22 @@ impl World {
             for (id, text) in delivered(chat) {
                 turns += 1;
                 *ids.entry(id).or_default() += 1;
+                // A batch says what it holds, and holds no group member's block.
+                if let Some(rest) = text.strip_prefix("[ATC_RESULTS] ") {
+                    batches += 1;
+                    let said: usize = rest
+                        .split(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                    let blocks = text.matches("[TASK_ID: ").count();
+                    if said < 2 || said != blocks {
+                        self.fail(&format!("a batch says {said} tasks and holds {blocks}"));
+                    }
+                    if text.contains("[ATC_GROUP: ") {
+                        self.fail("a group's turn went out inside a batch");
+                    }
+                }
                 for i in 0..TASKS {
                     if text.contains(&answer_of(i)) {
                         *answers.entry(i).or_default() += 1;
@@ -821,7 +847,7 @@ impl World {
                 ));
             }
         }
-        turns
+        (turns, batches)
     }
 }
 

@@ -196,6 +196,8 @@ impl Chats {
             "/api/config/channels/",
             Arc::new(move |r| c.health(r)),
         );
+        // Like QwenPaw: the console channel is always there (a send to it is a toast).
+        chats.channel("console", true);
         chats
     }
 
