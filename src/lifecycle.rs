@@ -1193,9 +1193,12 @@ pub fn cancelled_turn(carrier: &Job) -> CancelledTurn {
 }
 
 /// A job outside any group whose turn may still be composed into a batch (or out of
-/// one): on its way, never claimed into a POST of unknown outcome, not in flight.
+/// one): on its way, never claimed into a POST of unknown outcome, not in flight. A
+/// `--check-in` (the turn of a job still pending) goes alone: its job goes back to plain
+/// pending once it is delivered, so it cannot carry other jobs' results.
 pub fn batchable(job: &Job) -> bool {
     job.options.group.is_none()
+        && job.status != Status::Pending
         && job.final_text.is_some()
         && job.outbound() == Some(Outbound::Delivering)
         && !job.in_flight()

@@ -920,3 +920,22 @@ fn a_cancelled_member_watched_into_its_sealed_group_again_is_refused() {
         },
     ]);
 }
+
+/// Found by the search after check-ins (issue 19) met batches (issue 17): a pending job's
+/// check-in was composed into a batch with another job's result; each later check-in of
+/// that job posted the batch again (the result six times). A check-in goes alone now.
+#[test]
+fn a_check_in_never_carries_another_jobs_result() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        CreateChat(0),
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+    ]);
+}
