@@ -443,7 +443,8 @@ fn check_in_tells_a_waiting_parent_then_the_result_arrives_once() {
     assert_eq!(all.len(), 2);
     assert_eq!(all[0], ids[0]);
     assert!(all[0].ends_with("-c1\""), "{all:?}");
-    assert!(!all[1].contains("-c"), "{all:?}");
+    // The result's is `atc-<job id>` (hex: one dash), a check-in's `atc-<job id>-c<n>`.
+    assert_eq!(all[1].matches('-').count(), 1, "{all:?}");
 }
 
 #[test]

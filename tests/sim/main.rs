@@ -720,9 +720,12 @@ fn a_running_child_checks_in_then_its_result_arrives_once() {
         .filter(|(_, t)| t.contains("[STATUS: finished]"))
         .collect();
     assert_eq!(results.len(), 1, "{turns:?}");
-    assert!(
-        !results[0].0.contains("-c"),
-        "the result has the job's own delivery id"
+    // `atc-<job id>` (job ids are hex, so one dash); a check-in's is `atc-<job id>-c<n>`.
+    assert_eq!(
+        results[0].0.matches('-').count(),
+        1,
+        "the result has the job's own delivery id: {}",
+        results[0].0
     );
 }
 
