@@ -16,12 +16,16 @@
 //! - The blocks go in the order their tasks finished; a turn holds at most
 //!   [`TURN_CHARS`] characters, and what does not fit waits for the next turn.
 //! - A single job is posted as its own block, byte for byte.
+//! - A due `--check-in` (a pending job's own turn) joins a batch as a member only: a
+//!   batch needs a carrier with a finished result (or notice). When the carrier's turn
+//!   lands, the check-in is done as if it had gone alone (`check_in_done`), and its job
+//!   is plain pending again. Check-ins with nothing else due go alone.
 
 use std::collections::BTreeMap;
 
 use crate::describe;
 use crate::job::{ChatKey, Job, Outbound, Status};
-use crate::lifecycle::{CancelledTurn, Event, batchable, cancelled_turn};
+use crate::lifecycle::{CancelledTurn, Event, batchable, can_carry, cancelled_turn};
 
 /// The most characters one turn carries (each block is still at most 8,000).
 pub const TURN_CHARS: usize = 32_000;
@@ -64,7 +68,7 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
             job.carries_batch()
                 && job.status != Status::Cancelled
                 && job.carried_by.is_none()
-                && batchable(job)
+                && can_carry(job)
         })
         .collect();
     open.sort_by_key(|&i| (jobs[i].finished_at, jobs[i].registered_at));
@@ -84,7 +88,7 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
                     let theirs = jobs[c].outbound();
                     if theirs.is_some_and(|o| o != Outbound::Delivering) {
                         events.push((i, Event::Followed(Box::new(jobs[c].clone()))));
-                    } else if batchable(&jobs[c]) && job.status != Status::Cancelled {
+                    } else if can_carry(&jobs[c]) && job.status != Status::Cancelled {
                         if Some(c) == carrier {
                             members.push(i);
                         } else if job.outbound() == Some(Outbound::Delivering) {
@@ -107,7 +111,7 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
                 (None, _) => {}
             }
         } else if job.carries_batch() && job.status != Status::Cancelled {
-            if batchable(job) && Some(i) != carrier {
+            if can_carry(job) && Some(i) != carrier {
                 events.push((
                     i,
                     Event::Batched {
@@ -130,7 +134,10 @@ fn plan_chat(jobs: &[Job], chat: &[usize], compose: bool, events: &mut Vec<(usiz
         candidates.extend(&free);
     }
     candidates.sort_by_key(|&i| (jobs[i].finished_at, jobs[i].registered_at));
-    let Some(first) = carrier.or_else(|| candidates.first().copied()) else {
+    // A check-in never carries: its job is pending again once its turn is out, and each
+    // later check-in would post the batch again. Check-ins alone go alone.
+    let Some(first) = carrier.or_else(|| candidates.iter().copied().find(|&i| can_carry(&jobs[i])))
+    else {
         return;
     };
     if carrier.is_none() && candidates.len() < 2 {
@@ -282,6 +289,43 @@ mod tests {
         assert_eq!(jobs[0].group_tasks, Some(vec!["t1".into(), "t2".into()]));
         assert_eq!(jobs[2].group_tasks, Some(vec!["t3".into(), "t4".into()]));
         assert_eq!(jobs[3].carried_by.as_deref(), Some("job-t3"));
+    }
+
+    fn checking_in(task: &str) -> Job {
+        let mut job = due(task, 0);
+        job.status = Status::Pending;
+        job.outcome = None;
+        job.finished_at = None;
+        job.check_in = Some(Outbound::Delivering);
+        job.final_text = Some(format!("[TASK_ID: {task}]\n[STATUS: running]"));
+        job
+    }
+
+    #[test]
+    fn a_check_in_is_carried_by_a_result_and_never_carries() {
+        let mut jobs = vec![checking_in("c1"), checking_in("c2")];
+        assert!(
+            plan(&jobs, true).is_empty(),
+            "check-ins alone go alone: none may carry"
+        );
+        jobs.push(due("t1", 5));
+        apply(&mut jobs, true);
+        assert_eq!(
+            jobs[2].group_tasks,
+            Some(vec!["c1".into(), "c2".into(), "t1".into()])
+        );
+        assert_eq!(jobs[0].carried_by.as_deref(), Some("job-t1"));
+        assert_eq!(jobs[1].carried_by.as_deref(), Some("job-t1"));
+        // The carrier's turn lands: each check-in is done, its job plain pending again.
+        jobs[2].status = Status::Done;
+        jobs[2].delivered_at = Some(Timestamp::from_unix(1_800_000_090));
+        apply(&mut jobs, true);
+        for job in &jobs[..2] {
+            assert_eq!(job.status, Status::Pending);
+            assert_eq!((job.check_in, job.check_ins), (None, 1));
+            assert_eq!((&job.carried_by, &job.final_text), (&None, &None));
+            assert!(job.delivery.is_none());
+        }
     }
 
     #[test]

@@ -281,6 +281,11 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
     // notice is the outbound turn. One that went out (or could not) is done: the job is a
     // plain pending job again, one check-in further.
     if transition.job.status != Status::Pending {
+        // A check-in carried in a batch that has not gone out leaves it: the job's result
+        // (or notice) is its own turn now, and the batch is composed again without it.
+        if job.status == Status::Pending && job.check_in.is_some() {
+            transition.job.carried_by = None;
+        }
         transition.job.check_in = None;
     } else if matches!(
         transition.job.check_in,
@@ -292,6 +297,17 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
             .as_ref()
             .is_some_and(|d| d.read_back_closed_at.is_some()))
     {
+        check_in_done(&mut transition);
+    } else if transition.job.check_in == Some(Outbound::Unconfirmed)
+        && transition.job.carried_by.is_some()
+    {
+        // Carried in a batch whose turn may have landed: atc cannot read it back by the
+        // check-in's own id, and the carrier's record says the rest. It is done.
+        for outcome in &mut transition.outcomes {
+            if *outcome == Outcome::Unconfirmed {
+                *outcome = Outcome::CheckInDropped;
+            }
+        }
         check_in_done(&mut transition);
     }
     // A note records only what no field can (how a cancel met a POST); anything else,
@@ -427,6 +443,7 @@ fn check_in_done(transition: &mut Transition) {
     job.delivered_at = None;
     job.turn_task_id = None;
     job.parent_turn = None;
+    job.carried_by = None;
     for outcome in &mut transition.outcomes {
         *outcome = match *outcome {
             Outcome::Delivered | Outcome::Confirmed => Outcome::CheckedIn,
@@ -1194,11 +1211,10 @@ pub fn cancelled_turn(carrier: &Job) -> CancelledTurn {
 
 /// A job outside any group whose turn may still be composed into a batch (or out of
 /// one): on its way, never claimed into a POST of unknown outcome, not in flight. A
-/// `--check-in` (the turn of a job still pending) goes alone: its job goes back to plain
-/// pending once it is delivered, so it cannot carry other jobs' results.
+/// `--check-in` (the turn of a job still pending) may travel in a batch as a member, never
+/// as its carrier: see [`can_carry`].
 pub fn batchable(job: &Job) -> bool {
     job.options.group.is_none()
-        && job.status != Status::Pending
         && job.final_text.is_some()
         && job.outbound() == Some(Outbound::Delivering)
         && !job.in_flight()
@@ -1208,10 +1224,17 @@ pub fn batchable(job: &Job) -> bool {
             .is_none_or(|d| d.unknown_since.is_none())
 }
 
+/// A batchable job that may carry a batch: not a check-in. A check-in's job goes back to
+/// plain pending once its turn is out, so a batch it carried would go out again with each
+/// later check-in.
+pub fn can_carry(job: &Job) -> bool {
+    batchable(job) && job.status != Status::Pending
+}
+
 /// Carries `tasks` in its turn, `text` (or, alone, its own block again). Its delivery
 /// record stays: a busy chat's back-off holds the whole batch.
 fn batched(job: &Job, text: Option<String>, tasks: Vec<String>, now: Timestamp) -> Transition {
-    if !batchable(job) || job.carried_by.is_some() {
+    if !can_carry(job) || job.carried_by.is_some() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();

@@ -389,3 +389,70 @@ fn a_batch_given_up_is_one_line_and_redelivered_whole() {
         turns[0]
     );
 }
+
+/// Issue 19: a check-in due with another job's result for the same chat travels in that
+/// result's turn (carried, never carrying), once; its job is plain pending again, and its
+/// own result later goes alone.
+#[test]
+fn a_check_in_rides_in_a_results_batch_once_and_the_job_keeps_running() {
+    let s = Scene::new();
+    s.watch("task-a", &["--check-in", "1h"]);
+    s.watch("task-b", &[]);
+    s.poll_replies(
+        "task-a",
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, &bodies::finished_completed("x", "answer A")),
+        ],
+    );
+    finishes(&s, "task-b", "answer B");
+    // The record's started_at is long past: the first tick checks in, with B's result.
+    s.tick(&[]).file(|file| {
+        let a = &file["jobs"][0];
+        assert_eq!(a["status"], "pending", "{a}");
+        assert_eq!(a["check_ins"], 1, "{a}");
+        for field in ["check_in", "final", "carried_by", "delivery"] {
+            assert!(a.get(field).is_none(), "{field}: {a}");
+        }
+        let b = &file["jobs"][1];
+        assert_eq!(b["status"], "done", "{b}");
+        assert_eq!(b["group_tasks"], json!(["task-a", "task-b"]), "{b}");
+    });
+    assert_eq!(s.posts().len(), 1, "one turn");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    let text = &turns[0];
+    assert!(
+        text.starts_with("[ATC_RESULTS] 2 tasks: "),
+        "a result carries the check-in: {text}"
+    );
+    assert_eq!(
+        text.matches("[TASK_ID: task-a]\n[STATUS: running]").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("(check-in 1 of at most 5)").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("answer B").count(), 1, "{text}");
+    // The turn went by the carrier's delivery id (the result's: no `-c<n>`).
+    let id = s.posts()[0].json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string();
+    assert!(
+        id.contains(s.job("task-b")["job_id"].as_str().unwrap()),
+        "{id}"
+    );
+    // Still running, checked in within the hour: nothing goes.
+    s.tick(&[]).run();
+    assert_eq!(s.status("task-a"), "pending");
+    assert_eq!(s.delivered("s-77").len(), 1);
+    // Its result goes alone, by its own id; B's never again.
+    s.tick(&[]).run();
+    assert_eq!(s.status("task-a"), "done");
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(turns[1], s.job("task-a")["final"].as_str().unwrap());
+    assert!(turns[1].contains("answer A") && !turns[1].contains("answer B"));
+}

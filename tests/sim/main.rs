@@ -926,7 +926,8 @@ fn a_cancelled_member_watched_into_its_sealed_group_again_is_refused() {
 
 /// Found by the search after check-ins (issue 19) met batches (issue 17): a pending job's
 /// check-in was composed into a batch with another job's result; each later check-in of
-/// that job posted the batch again (the result six times). A check-in goes alone now.
+/// that job posted the batch again (the result six times). A check-in never carries now
+/// (it may be carried, as a member).
 #[test]
 fn a_check_in_never_carries_another_jobs_result() {
     use Op::*;
@@ -941,4 +942,74 @@ fn a_check_in_never_carries_another_jobs_result() {
             opts: 32,
         },
     ]);
+}
+
+/// Issue 19: a check-in follows the delivery path. Due together for one chat, a check-in
+/// and another job's result go out as one turn (the result carries it), each block once;
+/// the checking-in job keeps running, and its next check-in goes alone.
+#[test]
+fn a_check_in_and_a_result_due_together_are_one_turn() {
+    use Op::*;
+    quiet_crashes();
+    let mut world = World::new();
+    for op in [
+        Finish(2, Ending::Answer),
+        CreateChat(0),
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        Tick,
+        Tick,
+        Tick,
+    ] {
+        world.apply(&op);
+    }
+    let turns = |world: &World| -> Vec<String> {
+        let s = world.server.lock();
+        s.chats
+            .iter()
+            .flat_map(world::delivered_texts)
+            .collect::<Vec<_>>()
+    };
+    let first = turns(&world);
+    let batch = first
+        .iter()
+        .find(|t| t.starts_with("[ATC_RESULTS] 2 tasks"))
+        .unwrap_or_else(|| panic!("no batch among {first:#?}"));
+    assert_eq!(batch.matches("[TASK_ID: task-0]").count(), 1, "{batch}");
+    assert_eq!(batch.matches("[TASK_ID: task-2]").count(), 1, "{batch}");
+    assert_eq!(
+        batch.matches("(check-in 1 of at most").count(),
+        1,
+        "{batch}"
+    );
+    assert_eq!(batch.matches(&world::answer_of(2)).count(), 1, "{batch}");
+    for op in [Jump(world::Jump::Minutes(2)), Tick, Tick] {
+        world.apply(&op);
+    }
+    let all = turns(&world);
+    let rest: Vec<&String> = all.iter().filter(|t| *t != batch).collect();
+    assert_eq!(all.len(), rest.len() + 1, "the batch went once: {all:#?}");
+    assert!(
+        !rest
+            .iter()
+            .any(|t| t.contains("task-2") || t.contains("(check-in 1 of")),
+        "each block once, in the batch only: {all:#?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|t| t.starts_with("[TASK_ID: task-0]\n[STATUS: running]")
+                && t.contains("(check-in 2 of at most")),
+        "the job kept running and its next check-in went alone: {all:#?}"
+    );
+    assert!(
+        rest.iter().all(|t| !t.starts_with("[ATC_RESULTS]")),
+        "{all:#?}"
+    );
+    world.drain();
+    world.check();
 }

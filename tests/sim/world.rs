@@ -727,7 +727,21 @@ impl World {
         for chat in s.chats.iter().chain(&s.gone) {
             let mut per_job: BTreeMap<String, u32> = BTreeMap::new();
             for (id, text) in delivered(chat) {
-                if text.contains("[STATUS: running]") {
+                if text.starts_with("[ATC_RESULTS] ") {
+                    // A check-in carried in a batch travels by its carrier's id: its block
+                    // says which of its watch's check-ins it is.
+                    for block in blocks(&text).filter(|b| b.contains("[STATUS: running]")) {
+                        let n: u32 = block
+                            .split("(check-in ")
+                            .nth(1)
+                            .and_then(|rest| rest.split(' ').next())
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(u32::MAX);
+                        if n > atc::lifecycle::MAX_CHECK_INS {
+                            self.fail(&format!("a batch carries check-in {n}: {block:?}"));
+                        }
+                    }
+                } else if text.contains("[STATUS: running]") {
                     let job = id.rsplit_once("-c").map_or(id.as_str(), |(j, _)| j);
                     *per_job.entry(job.to_owned()).or_default() += 1;
                 }
@@ -771,10 +785,10 @@ impl World {
                 Some(Outbound::Delivered) => {
                     let turns = turns_in(job);
                     // A check-in names the task too: only the result counts here.
-                    if !turns
-                        .iter()
-                        .any(|(_, t)| t.contains(&marker) && !t.contains("[STATUS: running]"))
-                    {
+                    if !turns.iter().any(|(_, t)| {
+                        blocks(t)
+                            .any(|b| b.starts_with(&marker) && !b.contains("[STATUS: running]"))
+                    }) {
                         self.fail(&format!(
                             "{} says delivered, but its chat has no turn for it",
                             job.task_id
@@ -849,6 +863,20 @@ impl World {
         }
         (turns, batches)
     }
+}
+
+/// The texts of the atc turns a chat holds, in order.
+pub fn delivered_texts(chat: &crate::server::Chat) -> Vec<String> {
+    delivered(chat).into_iter().map(|(_, text)| text).collect()
+}
+
+/// The blocks of a turn, each from its `[TASK_ID: …]` line (a batch holds several).
+fn blocks(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("[TASK_ID: ").map(move |(at, _)| {
+        let rest = &text[at..];
+        let end = rest[1..].find("[TASK_ID: ").map_or(rest.len(), |n| n + 1);
+        &rest[..end]
+    })
 }
 
 /// Still live: watched, its turn on its way, a read-back window open, a forward due.
