@@ -1616,6 +1616,9 @@ pub fn watch(
                     )
                     || c.status == Status::Cancelled
                         && !matches!(cancelled_turn(c), CancelledTurn::Free)
+                    // A POST of its turn had an unknown outcome once (it may be in a chat
+                    // already): that turn is never composed again, and still carries it.
+                    || c.delivery.as_ref().is_some_and(|d| d.unknown_since.is_some())
             });
         let registration = match register(existing, target, base_url, group) {
             Registration::Replace { was, .. } if carried_out => Registration::Refuse { was },

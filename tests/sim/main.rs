@@ -1013,3 +1013,37 @@ fn a_check_in_and_a_result_due_together_are_one_turn() {
     world.drain();
     world.check();
 }
+
+/// Found by a longer search (seed 21, 19,681 histories in): a batch whose claim died with
+/// the tick, misrouted (the chat was deleted), then redelivered by its carrier while its
+/// member was watched again alone: the member's result went out twice.
+#[test]
+fn a_member_watched_again_leaves_a_redelivered_batch() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Finish(1, Ending::Answer),
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Claimed),
+        DeleteChat(0),
+        Tick,
+        CreateChat(0),
+        Redeliver {
+            task: 1,
+            create_session: false,
+        },
+        Watch {
+            tasks: 4,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
