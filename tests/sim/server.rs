@@ -7,7 +7,7 @@
 //! fake server pins to the real one (`tests/support/bodies.rs`, `chats.rs`).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use atc::qwenpaw::{Answer, Server, Transport};
 use atc::settings::Auth;
@@ -119,6 +119,17 @@ fn crash() -> ! {
     std::panic::panic_any(SimCrash)
 }
 
+/// Crashes here when the tick's armed crash is `point` (disarmed first, the lock let go);
+/// otherwise hands the state back.
+fn crash_at(mut s: MutexGuard<'_, State>, point: Crash) -> MutexGuard<'_, State> {
+    if s.crash == Some(point) {
+        s.crash = None;
+        drop(s);
+        crash();
+    }
+    s
+}
+
 fn chat_json(chat: &Chat) -> Value {
     json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
            "channel": chat.channel, "status": if chat.busy { "running" } else { "idle" }})
@@ -132,18 +143,13 @@ impl SimServer {
         }
     }
 
-    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Before a look request: an armed `Decided` crash stops the tick here.
     fn look(&self) -> Option<Result<Answer, Transport>> {
-        let mut s = self.lock();
-        if s.crash == Some(Crash::Decided) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let s = crash_at(self.lock(), Crash::Decided);
         s.down.then(|| unreachable("GET"))
     }
 }
@@ -156,12 +162,7 @@ impl Server for SimServer {
     fn allow_insecure(&mut self, _base_url: &str) {}
 
     fn get_task(&self, _base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
-        let mut s = self.lock();
-        if s.crash == Some(Crash::Polled) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let s = crash_at(self.lock(), Crash::Polled);
         if s.down {
             return unreachable("GET");
         }
@@ -233,7 +234,7 @@ impl Server for SimServer {
         if let Some(down) = self.look() {
             return down;
         }
-        let mut s = self.lock();
+        let s = self.lock();
         let served = match s.chats.iter().find(|c| c.id == chat_id) {
             None => answer(
                 404,
@@ -244,52 +245,32 @@ impl Server for SimServer {
                 &json!({"messages": c.messages, "status": if c.busy { "running" } else { "idle" }}),
             ),
         };
-        if s.crash == Some(Crash::ReadBack) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let _s = crash_at(s, Crash::ReadBack);
         served
     }
 
     fn post_turn(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
-        let mut s = self.lock();
-        if s.crash == Some(Crash::Claimed) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let mut s = crash_at(self.lock(), Crash::Claimed);
         if s.down {
             return unreachable("POST");
         }
         let served = self.store_turn(&mut s, body);
         s.posts += 1;
-        if s.crash == Some(Crash::Posted(s.posts.min(255) as u8)) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let posted = Crash::Posted(s.posts.min(255) as u8);
+        let _s = crash_at(s, posted);
         served
     }
 
     fn send_message(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
-        let mut s = self.lock();
-        if s.crash == Some(Crash::Claimed) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let mut s = crash_at(self.lock(), Crash::Claimed);
         if s.down {
             return unreachable("POST");
         }
         let field = |key: &str| body[key].as_str().unwrap_or("").to_owned();
         s.sent.push((field("channel"), field("text")));
         s.posts += 1;
-        if s.crash == Some(Crash::Posted(s.posts.min(255) as u8)) {
-            s.crash = None;
-            drop(s);
-            crash();
-        }
+        let posted = Crash::Posted(s.posts.min(255) as u8);
+        let _s = crash_at(s, posted);
         answer(
             200,
             &json!({"success": true, "message": "Message sent successfully"}),
