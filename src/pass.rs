@@ -46,6 +46,7 @@ use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, Server, render};
+use crate::report::GiveUp;
 use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::Tick;
 use crate::state::store::Fingerprint;
@@ -171,9 +172,13 @@ struct Claim {
 }
 
 /// Runs one pass over the job file. `None` when another tick holds the tick lock.
-pub fn run(store: &Store, tick: &Tick) -> Result<Option<Report>> {
+///
+/// `heard` gets each job the pass gives up on as soon as the save recording it is made:
+/// a pass that fails afterwards (a later save cannot be written) has still saved it, and
+/// the next pass will not give it up again, so this is the only time to tell a person.
+pub fn run(store: &Store, tick: &Tick, heard: &mut dyn FnMut(&GiveUp)) -> Result<Option<Report>> {
     let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
-    run_with(store, tick, &mut client, &SystemClock)
+    run_with(store, tick, &mut client, &SystemClock, heard)
 }
 
 /// [`run`], talking to `server` and reading `clock`: the seam the simulation
@@ -183,6 +188,7 @@ pub fn run_with<S: Server>(
     tick: &Tick,
     server: &mut S,
     clock: &dyn Clock,
+    heard: &mut dyn FnMut(&GiveUp),
 ) -> Result<Option<Report>> {
     let Some(mut single_flight) = store.try_lock_tick()? else {
         return Ok(None);
@@ -220,7 +226,10 @@ pub fn run_with<S: Server>(
         report.time(phase, started.elapsed());
         started = Instant::now();
     };
+    let mut announce =
+        |report: &mut Report| report.take_saved_give_ups().iter().for_each(&mut *heard);
     let work = prepare(store, limits, clock, &mut report)?;
+    announce(&mut report);
     lap(&mut report, "prepare");
     store.log(&report.take_log())?;
     if work.poll.is_empty() && work.follow.is_empty() && work.settled {
@@ -265,11 +274,13 @@ pub fn run_with<S: Server>(
         return Ok(Some(report));
     }
     let due = decide(store, &work, checks, turns, tick, clock, &mut report)?;
+    announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
     let looked = parallel(&due, workers, |(job, errand)| look(client, job, *errand));
     lap(&mut report, "look");
     let claims = claim(store, &due, looked, tick, clock, &mut report)?;
+    announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "claim");
     if !claims.is_empty() {
@@ -281,6 +292,7 @@ pub fn run_with<S: Server>(
     }
     lap(&mut report, "send");
     record(store, &claims, sent, tick, clock, &mut report)?;
+    announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "record");
     finished(&mut single_flight)?;

@@ -370,6 +370,8 @@ pub struct Report {
     toasts: usize,
     /// The jobs given up in this pass.
     gave_up: Vec<GiveUp>,
+    /// How many of `gave_up` the pass has announced (saved, so a person must hear of them).
+    announced: usize,
     /// Why each task that failed something did, one line (for `-v`).
     reasons: BTreeMap<String, String>,
     /// Event-log lines not yet written.
@@ -529,6 +531,14 @@ impl Report {
     /// What the pass gave up on, one entry per job (a group's turn: its carrier).
     pub fn gave_up(&self) -> &[GiveUp] {
         &self.gave_up
+    }
+
+    /// The give-ups recorded since the last call. The pass calls it right after each save,
+    /// so every give-up in the job file is announced even when a later save of the same
+    /// pass fails (and one whose save failed is not: the next tick gives it up again).
+    pub fn take_saved_give_ups(&mut self) -> &[GiveUp] {
+        let from = std::mem::replace(&mut self.announced, self.gave_up.len());
+        &self.gave_up[from..]
     }
 
     /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 failed check, 1 given up`, and,

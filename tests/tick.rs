@@ -604,3 +604,60 @@ fn a_request_nobody_scripted_fails_the_test() {
     );
     assert_eq!(s.job(TASK)["strikes"], 1);
 }
+
+/// A give-up is saved by one save of the pass and said at once: a later save of the same
+/// pass that fails (exit 4) does not swallow it, and the next tick does not say it again.
+#[test]
+fn a_give_up_is_said_even_when_a_later_save_of_its_tick_fails() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    // The abandoned job's notice is due: after the save that gave it up, the pass looks at
+    // the parent chat; then the job directory becomes a plain file, so the claim's save
+    // (the notice's write-ahead) cannot be made.
+    let dir = s.env.state.parent().unwrap().to_owned();
+    let away = dir.with_file_name("state.away");
+    let chats = s.chats.clone();
+    let (d, a) = (dir.clone(), away.clone());
+    let once = std::sync::atomic::AtomicBool::new(false);
+    s.server.handle(
+        "GET",
+        "/api/chats",
+        std::sync::Arc::new(move |r| {
+            if !once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::fs::rename(&d, &a).unwrap();
+                std::fs::write(&d, b"in the way").unwrap();
+            }
+            chats.read(r)
+        }),
+    );
+    let out = s
+        .env
+        .std_cmd()
+        .env("ATC_BASE_URL", s.server.url())
+        .args(["tick", "--max-strikes", "1"])
+        .output()
+        .unwrap();
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::rename(&away, &dir).unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "atc: gave up on {TASK} (abandoned): 1 failed check in a row (HTTP 500); `atc status {TASK}` says more; the task may still run: `atc wait {TASK}` asks the server\n\
+             atc: cannot create the job file's directory {}: something that is not a directory is in the way; point --state (or ATC_STATE) at a place where it can be created\n",
+            dir.display()
+        )
+    );
+    // Saved as given up; its notice not yet posted.
+    assert_eq!(s.status(TASK), "abandoned");
+    assert!(s.posts().is_empty());
+    // The next tick posts the notice and does not say the give-up again.
+    s.tick(&["--max-strikes", "1"]).run();
+    assert_eq!(s.posts().len(), 1);
+    assert_eq!(s.status(TASK), "abandoned");
+}

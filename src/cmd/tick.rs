@@ -19,6 +19,7 @@ use serde_json::json;
 
 use crate::cmd::print_json;
 use crate::pass;
+use crate::report::GiveUp;
 use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::{Output, Tick};
 use crate::state::Store;
@@ -44,7 +45,10 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let mut marked = false;
     let mut last: Option<Report> = None;
     loop {
-        let Some(report) = pass::run(&store, tick)? else {
+        // A give-up reaches a person (cron's mail, the journal) whatever else was asked
+        // for, once, as soon as it is saved: a later save of the pass may yet fail.
+        let heard = &mut |gave_up: &GiveUp| crate::term::say(&gave_up.line());
+        let Some(report) = pass::run(&store, tick, heard)? else {
             if passes == 0 && tick.kicked && !leave_mark(&store)? {
                 // The running tick let go meanwhile: this one runs after all.
                 continue;
@@ -145,10 +149,6 @@ fn with_passes(mut report: serde_json::Value, passes: usize) -> serde_json::Valu
 }
 
 fn show(report: &Report, out: Output) -> Result<()> {
-    // Whatever else was asked for: these reach a person, once, from the pass that gave up.
-    for gave_up in report.gave_up() {
-        crate::term::say(&gave_up.line());
-    }
     if out.json || out.quiet {
         return Ok(());
     }

@@ -520,13 +520,25 @@ impl World {
         let store = self.store();
         let (tick, clock) = (&self.tick, &self.clock);
         let server = &mut self.server;
+        let mut heard = Vec::new();
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            atc::pass::run_with(&store, tick, server, clock)
+            atc::pass::run_with(&store, tick, server, clock, &mut |gave_up| {
+                heard.push(gave_up.line())
+            })
         }));
         let crashed = self.server.lock().crash.take().is_none() && crash.is_some();
         match ran {
             Ok(report) => {
                 let report = report.expect("a tick never fails on a good file");
+                if let Some(report) = &report {
+                    // Announced as saved, every one of them, once.
+                    let lines: Vec<String> = report.gave_up().iter().map(|g| g.line()).collect();
+                    if heard != lines {
+                        self.fail(&format!(
+                            "the pass announced {heard:?}, its report says {lines:?}"
+                        ));
+                    }
+                }
                 self.report = report.map(|r| r.to_json());
                 String::new()
             }

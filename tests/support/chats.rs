@@ -369,7 +369,9 @@ impl Chats {
             .collect()
     }
 
-    fn read(&self, request: &Recorded) -> Option<Reply> {
+    /// Answers a chat read (`GET /api/chats…`) from the simulated chats (for a test that
+    /// wraps the route to act on the read).
+    pub fn read(&self, request: &Recorded) -> Option<Reply> {
         let mut sim = self.lock();
         let agent = agent(request);
         let rest = request.path.strip_prefix("/api/chats")?;
