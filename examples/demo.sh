@@ -12,11 +12,12 @@
 #                             # running, prints what to try (status, wait, cancel,
 #                             # redeliver, log) and how to stop it all
 #
-# Cost: the first run installs qwenpaw==2.2.2.post1 from PyPI into a virtualenv in
-# ${XDG_CACHE_HOME:-~/.cache}/atc/e2e/ (about 2 minutes, up to 5 on a busy 2-core
-# machine, and 1.5 GB; 2-3 minutes for the whole first run). Later runs reuse it and take
-# 20-45 s, most of it QwenPaw starting. The virtualenv stays after the demo (the end-to-end tests
-# share it); `rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"` removes it.
+# Cost (two cores): the first run installs qwenpaw==2.2.2.post1 from PyPI into a
+# virtualenv in ${XDG_CACHE_HOME:-~/.cache}/atc/e2e/ (about 2 minutes, up to 5 on a busy
+# machine, and 1.5 GB), so it takes about 2–3 minutes in all. Later runs reuse it and take
+# about 20 s (up to 45 on a busy machine), most of it QwenPaw starting. The virtualenv stays
+# after the demo (the end-to-end tests share it); `rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"`
+# removes it.
 #
 # It uses the `atc` on your PATH when there is one (`cargo install --path .`), else it
 # builds one (`cargo build`). Nothing leaves the machine: the server, the fake LLM and atc
@@ -33,6 +34,8 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 e2e="$root/tests/e2e"
+. "$e2e/estimates.sh"
+began=$SECONDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/atc-demo.XXXXXX")
 groups=()
 
@@ -74,7 +77,7 @@ start_group() { # name logfile cmd...
 }
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"
-step "1/8 provisioning QwenPaw 2.2.2.post1 into $cache (first time ~2 min, up to 5 on a busy machine, ~1.5 GB; afterwards instant)"
+step "1/8 provisioning QwenPaw 2.2.2.post1 into $cache (the first time: $est_provision; afterwards instant)"
 py=$(bash "$e2e/provision.sh" | tail -n 1)
 note "python: $py"
 
@@ -110,7 +113,7 @@ step "4/8 preparing an isolated QwenPaw working dir (qwenpaw init, provider -> f
 
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
-step "5/8 starting qwenpaw app on $base and waiting for /api/healthz (~10 s)"
+step "5/8 starting qwenpaw app on $base and waiting for /api/healthz ($est_server_start)"
 start_group "qwenpaw app" "$work/server.log" "$py" "$(dirname "$py")/qwenpaw" app --host 127.0.0.1 --port "$port"
 
 # Tiny HTTP client (the venv's python; no curl needed): api METHOD PATH [JSON]
@@ -190,17 +193,21 @@ for m in json.load(sys.stdin)["messages"]:
     print(textwrap.indent(text, "    "))'
 printf '\nThe second user turn above was posted by atc: the child'"'"'s result, rendered exactly as\nQwenPaw'"'"'s own check_agent_task would show it, woke the parent agent up.\n'
 printf '\nQwenPaw stays installed in %s for the next run (and the tests);\nrm -rf "%s" removes it.\n' "$cache" "$cache"
+printf '\nThis run took %d s. With QwenPaw installed a run takes %s;\nthe first run, %s.\n' \
+    $((SECONDS - began)) "$est_demo_later" "$est_demo_first"
 
 [ "$keep" -eq 1 ] || exit 0
 
 # --keep: everything stays, plus a second child task nobody watches yet.
 child2=$(turn demo-child "And what is the question?")
+wait_finished "$child2"
 cat >"$work/stop.sh" <<STOP
 #!/bin/sh
 # Stops the demo's QwenPaw server and fake LLM, and removes the demo's files.
-for pgid in ${groups[*]}; do kill -TERM -- "-\$pgid" 2>/dev/null; done
+# (\`kill -s SIG -- -PGID\`: the POSIX spelling, which dash's kill also takes.)
+for pgid in ${groups[*]}; do kill -s TERM -- "-\$pgid" 2>/dev/null; done
 sleep 1
-for pgid in ${groups[*]}; do kill -KILL -- "-\$pgid" 2>/dev/null; done
+for pgid in ${groups[*]}; do kill -s KILL -- "-\$pgid" 2>/dev/null; done
 rm -rf '$work'
 echo "stopped; $work removed"
 STOP

@@ -526,8 +526,9 @@ fn a_second_cancel_logs_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------
-// 20. `examples/demo.sh --keep` (the run itself needs QwenPaw: see the README; this checks
-// the flag is documented and anything else is refused before anything starts)
+// 20. `examples/demo.sh --keep` (the run itself needs QwenPaw: the `demo-keep` scenario of
+// tests/e2e runs it and every command it prints; these check the flag is documented,
+// anything else is refused before anything starts, and the stop command it writes stops)
 
 #[test]
 fn the_demo_takes_keep_and_refuses_other_arguments() {
@@ -554,6 +555,63 @@ fn the_demo_takes_keep_and_refuses_other_arguments() {
         "usage: examples/demo.sh [--keep]\n"
     );
     assert!(bad.stdout.is_empty());
+}
+
+/// The `stop.sh` that `--keep` writes, made from demo.sh's own template for two running
+/// process groups, stops both and removes the demo's directory when run as written: by
+/// `/bin/sh` (dash on Debian, whose `kill` took no `kill -TERM -- -PGID`).
+#[test]
+fn the_demos_stop_command_stops_its_process_groups_and_removes_its_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("atc-demo.test");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("jobs.json"), "{}").unwrap();
+    // As the demo starts its server and fake LLM: each in its own session.
+    let mut groups: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            std::process::Command::new("setsid")
+                .args(["sleep", "300"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let pgids: Vec<String> = groups.iter().map(|c| c.id().to_string()).collect();
+    let made = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(
+            r#"set -eu; demo=$1 work=$2; shift 2; groups=("$@")
+eval "$(sed -n '/^cat >"\$work\/stop.sh" <<STOP$/,/^STOP$/p' "$demo")"
+chmod +x "$work/stop.sh""#,
+        )
+        .arg("make-stop")
+        .arg(&demo)
+        .arg(&work)
+        .args(&pgids)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let script = std::fs::read_to_string(work.join("stop.sh")).unwrap();
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    let stopped = std::process::Command::new(work.join("stop.sh"))
+        .output()
+        .unwrap();
+    for child in &mut groups {
+        let _ = child.kill();
+    }
+    let ends: Vec<Option<i32>> = groups
+        .iter_mut()
+        .map(|c| c.wait().unwrap().signal())
+        .collect();
+    assert_eq!(stopped.status.code(), Some(0), "{stopped:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&stopped.stdout),
+        format!("stopped; {} removed\n", work.display())
+    );
+    assert_eq!(String::from_utf8_lossy(&stopped.stderr), "");
+    assert_eq!(ends, [Some(15), Some(15)], "each group ends by its SIGTERM");
+    assert!(!work.exists());
 }
 
 // ---------------------------------------------------------------------------------------

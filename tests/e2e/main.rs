@@ -16,6 +16,7 @@
 
 mod api;
 mod atc;
+mod demo;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
 mod hermetic;

@@ -18,6 +18,8 @@ venv="$root/qwenpaw-$version"
 marker="$venv/.atc-provisioned"
 py="$venv/bin/python"
 
+. "$(dirname "$0")/estimates.sh"
+
 say() { printf 'provision: %s\n' "$*" >&2; }
 die() { printf 'provision: FAILED: %s\n' "$*" >&2; exit 1; }
 
@@ -78,7 +80,7 @@ fi
 
 rm -f "$marker"
 log="$root/pip-install-$version.log"
-say "installing qwenpaw==$version into $venv (first time: ~2 min, up to 5 on a busy machine, ~1.5 GB; log: $log)"
+say "installing qwenpaw==$version into $venv ($est_provision; log: $log)"
 # --no-cache-dir: nothing outside the cache dir is touched (no ~/.cache/pip).
 if ! "$py" -m pip install --disable-pip-version-check --no-input --no-cache-dir \
     "qwenpaw==$version" >"$log" 2>&1; then

@@ -49,6 +49,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("long-cancel-stop", crate::long::cancel_stop),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
+    ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
 ];
