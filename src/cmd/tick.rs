@@ -19,8 +19,7 @@ use serde_json::json;
 
 use crate::cmd::print_json;
 use crate::pass;
-use crate::report::GiveUp;
-use crate::report::{LogEntry, Outcome, Report};
+use crate::report::{GiveUp, LogEntry, Outcome, Report};
 use crate::settings::{Output, Tick};
 use crate::state::Store;
 use crate::time::Timestamp;
