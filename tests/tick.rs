@@ -567,14 +567,20 @@ fn watch_refuses_a_parent_chat_that_does_not_exist() {
     .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 4));
 }
 
-#[test]
-fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
+/// A watched task whose every poll answers 500: with `--max-strikes 1`, abandoned at once.
+fn watched_failing() -> Scene {
     let s = Scene::new();
     s.watch(TASK, &[]);
     s.poll_replies(
         TASK,
         vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
     );
+    s
+}
+
+#[test]
+fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
+    let s = watched_failing();
     s.tick(&["-v", "--max-strikes", "1"])
         .stderr(format!(
             "atc: gave up on {TASK} (abandoned): 1 failed check in a row (HTTP 500); `atc status {TASK}` says more; the task may still run: `atc wait {TASK}` asks the server\ntick: {TASK}: failed check, abandoned: HTTP 500: Internal Server Error\ntick: 1 polled, 1 delivered, 0 busy, 0 lost, 1 failed check, 1 given up\n"
@@ -609,12 +615,7 @@ fn a_request_nobody_scripted_fails_the_test() {
 /// pass that fails (exit 4) does not swallow it, and the next tick does not say it again.
 #[test]
 fn a_give_up_is_said_even_when_a_later_save_of_its_tick_fails() {
-    let s = Scene::new();
-    s.watch(TASK, &[]);
-    s.poll_replies(
-        TASK,
-        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
-    );
+    let s = watched_failing();
     // The abandoned job's notice is due: after the save that gave it up, the pass looks at
     // the parent chat; then the job directory becomes a plain file, so the claim's save
     // (the notice's write-ahead) cannot be made.
