@@ -1,16 +1,17 @@
-//! What people and parent agents are told, derived from a job's typed fields (strikes,
-//! `last_error`, the delivery record), so it can never disagree with them: the sentence
-//! `atc status` shows, its short form in the list, the notice turn of a watch that ended
-//! without an answer, and a group's one turn. The one stored note (`Job::note`) records
-//! what no field can: how a cancel met a POST.
+//! What people and parent agents are told, derived from the typed fields of a job and of
+//! the turn that carries it (strikes, `last_error`, the turn's delivery record), so it can
+//! never disagree with them: the sentence `atc status` shows, its short form in the list,
+//! the text of each block (a result, a notice, a check-in) and of a turn that carries
+//! several (a group's, a batch's), the toast, the line a give-up gets. Decisions
+//! (`lifecycle`, `turn`, `compose`) record facts; this module alone words them.
 
-use crate::job::{ForwardStatus, Job, Outbound, Status, TaskOutcome};
-use crate::report::{GiveUp, Outcome, failure_kind};
+use serde::Serialize;
+
+use crate::job::{Job, Outbound, Status, TaskOutcome};
+use crate::outcome::{Outcome, failure_kind};
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
-
-/// Longest text a forward sends on to the person (as a delivery's cap).
-pub const MAX_FORWARD_CHARS: usize = 8000;
+use crate::turn::{BlockKind, ForwardStatus, Turn, TurnState};
 
 /// Longest note in the `atc status` list (on a terminal it is cut further, to fit).
 const BRIEF_CHARS: usize = 400;
@@ -23,7 +24,7 @@ pub fn notice_text(job: &Job) -> String {
         Status::Lost => "atc was watching this task for you, but the QwenPaw server no longer has any record of it (a server restart loses every task record), so its answer cannot be delivered.".to_owned(),
         Status::Expired => format!(
             "atc stopped watching this task: it had not finished {} after it was delegated.",
-            human(job.registered_at.elapsed_at(job.updated_at))
+            human(job.registered_at.elapsed_at(job.finished_at.unwrap_or(job.updated_at)))
         ),
         _ => format!(
             "atc stopped watching this task after {} in a row (last: {error}).",
@@ -36,39 +37,48 @@ pub fn notice_text(job: &Job) -> String {
     )
 }
 
-/// How a member is counted in a group's header: its child's outcome, or why its watch
-/// ended without one.
-fn label(job: &Job) -> &'static str {
-    if job.status.ends_without_answer() {
-        job.status.as_str()
-    } else {
-        job.outcome.unwrap_or(TaskOutcome::Other).as_str()
+/// How a block is counted in a turn's header: its child's outcome, why its watch ended
+/// without one, or `running` for a check-in.
+fn label(job: &Job, kind: BlockKind) -> &'static str {
+    match kind {
+        BlockKind::CheckIn { .. } => "running",
+        BlockKind::Notice => job.status.as_str(),
+        BlockKind::Result => job.outcome.unwrap_or(TaskOutcome::Other).as_str(),
+    }
+}
+
+/// The text of one block: the rendered result byte for byte, the notice of a watch that
+/// ended without an answer, or a check-in.
+pub fn block_text(job: &Job, kind: BlockKind) -> String {
+    match kind {
+        BlockKind::Result => job.final_text.clone().unwrap_or_default(),
+        BlockKind::Notice => notice_text(job),
+        BlockKind::CheckIn { n } => {
+            check_in_text(job, n, job.last_check_in_at.unwrap_or(job.updated_at))
+        }
     }
 }
 
 /// A group's one turn: `[ATC_GROUP: name] 3 tasks: 2 completed, 1 failed`, then each
 /// member's block (its rendered result or its notice) in registration order.
-pub fn group_text(name: &str, members: &[&Job]) -> String {
-    turn_of(&format!("[ATC_GROUP: {name}]"), members, block)
+pub fn group_text(name: &str, members: &[(&Job, BlockKind)]) -> String {
+    turn_of(&format!("[ATC_GROUP: {name}]"), members)
 }
 
 /// A batch's one turn, everything due for one chat: `[ATC_RESULTS] 3 tasks: 2 completed,
-/// 1 failed`, then each job's block (its rendered result or its notice) in the order given
-/// (the order the tasks finished).
-pub fn batch_text(members: &[&Job]) -> String {
-    turn_of("[ATC_RESULTS]", members, |job| {
-        job.final_text.clone().unwrap_or_default()
-    })
+/// 1 running`, then each block in the order given (the order they became due).
+pub fn batch_text(members: &[(&Job, BlockKind)]) -> String {
+    turn_of("[ATC_RESULTS]", members)
 }
 
 /// The length in characters of [`batch_text`]'s first line, at most: what a batch spends
 /// before its blocks.
 pub const BATCH_HEADER_MAX: usize = 200;
 
-fn turn_of(head: &str, members: &[&Job], block: impl Fn(&Job) -> String) -> String {
+fn turn_of(head: &str, members: &[(&Job, BlockKind)]) -> String {
     let mut counts: Vec<(&str, u32)> = Vec::new();
-    for job in members {
-        let label = label(job);
+    for (job, kind) in members {
+        let label = label(job, *kind);
         match counts.iter_mut().find(|(l, _)| *l == label) {
             Some((_, n)) => *n += 1,
             None => counts.push((label, 1)),
@@ -80,33 +90,37 @@ fn turn_of(head: &str, members: &[&Job], block: impl Fn(&Job) -> String) -> Stri
         plural(members.len() as u64, "task", "tasks"),
         counts.join(", ")
     );
-    for job in members {
+    for (job, kind) in members {
         text.push_str("\n\n");
-        text.push_str(&block(job));
+        text.push_str(&block_text(job, *kind));
     }
     text
 }
 
-/// One member's block in a group's turn: its rendered result, or its notice.
-fn block(job: &Job) -> String {
-    if job.status.ends_without_answer() {
-        notice_text(job)
-    } else {
-        job.final_text.clone().unwrap_or_default()
-    }
+/// The delivery record of the turn, or an empty one when there is none.
+fn delivery_of(turn: Option<&Turn>) -> crate::turn::Delivery {
+    turn.map(|t| t.delivery.clone()).unwrap_or_default()
+}
+
+/// What went wrong delivering: the turn's own word, else the job's.
+fn delivery_error<'a>(job: &'a Job, turn: Option<&'a Turn>) -> &'a str {
+    turn.and_then(|t| t.delivery.error.as_deref())
+        .or(job.last_error.as_deref())
+        .unwrap_or("no detail recorded")
 }
 
 /// What the parent was told of a watch that ended without an answer.
-fn told(job: &Job) -> String {
-    let why = job
-        .delivery
-        .as_ref()
-        .and_then(|d| d.error.as_deref())
+fn told(job: &Job, turn: Option<&Turn>) -> String {
+    let why = turn
+        .and_then(|t| t.delivery.error.as_deref())
         .map(|e| format!(" ({e})"))
         .unwrap_or_default();
     match job.notice {
-        None if job.options.group.is_some() => String::new(),
         None => "; the parent was not told (--on-no-answer silent)".to_owned(),
+        Some(Outbound::Delivering) if turn.is_none() && job.options.group.is_some() => format!(
+            "; the parent is told in group {}'s turn",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
         Some(Outbound::Delivering) => format!("; telling the parent{why}"),
         Some(Outbound::Delivered) => "; the parent was told".to_owned(),
         Some(Outbound::Unconfirmed) => format!("; whether the parent was told is unknown{why}"),
@@ -116,15 +130,14 @@ fn told(job: &Job) -> String {
     }
 }
 
-/// The text of check-in `job.check_ins + 1` of a child still running (`--check-in`): what
-/// it is, how long it has run, and the commands that stop it or the check-ins.
-pub fn check_in_text(job: &Job, now: Timestamp) -> String {
+/// The text of check-in `n` of a child still running (`--check-in`), as of `at`: what it
+/// is, how long it has run, and the commands that stop it or the check-ins.
+pub fn check_in_text(job: &Job, n: u32, at: Timestamp) -> String {
     let task = &job.task_id;
     let ran = job
         .started_at
-        .map(|at| age(at.elapsed_at(now)))
+        .map(|start| age(start.elapsed_at(at)))
         .unwrap_or_else(|| "a while".to_owned());
-    let n = job.check_ins + 1;
     let max = crate::lifecycle::MAX_CHECK_INS;
     let stop = if job.child_session.is_some() {
         format!("Stop the task: atc cancel {task} --stop")
@@ -136,27 +149,12 @@ pub fn check_in_text(job: &Job, now: Timestamp) -> String {
     )
 }
 
-/// When the next check-in is due, if one is still to come: `None` without `--check-in`,
-/// after the last one, or while one is on its way.
-pub fn next_check_in(job: &Job, now: Timestamp) -> Option<Timestamp> {
-    let secs = job.options.check_in_secs?;
-    if job.status != Status::Pending
-        || job.check_in.is_some()
-        || job.check_ins >= crate::lifecycle::MAX_CHECK_INS
-        || job.stopped_at.is_some()
-    {
-        return None;
-    }
-    let since = job.last_check_in_at.or(job.started_at).unwrap_or(now);
-    Some(since.saturating_add(std::time::Duration::from_secs(secs)))
-}
-
 /// "; check-in in 2m" (or "; check-in on its way") for a watch with `--check-in`.
 fn check_in_note(job: &Job, now: Timestamp) -> String {
     if job.check_in.is_some() {
         return "; check-in on its way".to_owned();
     }
-    match next_check_in(job, now) {
+    match crate::lifecycle::next_check_in(job, now) {
         Some(at) if at > now => format!("; check-in in {}", age(now.elapsed_at(at))),
         Some(_) => "; check-in due".to_owned(),
         None => String::new(),
@@ -211,31 +209,32 @@ pub fn short_cause(error: &str) -> String {
 /// The toast a console parent's person gets once the woken turn has ended (`status`: how
 /// it ended, `unknown` when its record is gone): what arrived, for which session, and to
 /// open the chat (an open page does not show it until then).
-pub fn toast_text(job: &Job, status: &str) -> String {
-    let n = job.group_tasks.as_ref().map_or(1, Vec::len);
-    let what = match n {
-        1 if job.status.ends_without_answer() => "A notice".to_owned(),
-        1 => "A result".to_owned(),
-        n => format!("{n} results"),
+pub fn toast_text(turn: &Turn, status: &str) -> String {
+    let answers: Vec<_> = turn.answers().collect();
+    let what = match answers.as_slice() {
+        [] => "A check-in".to_owned(),
+        [one] if one.kind == BlockKind::Notice => "A notice".to_owned(),
+        [_] => "A result".to_owned(),
+        many => format!("{} results", many.len()),
     };
     let how = match status {
         "completed" => "the agent answered; open the chat to read it".to_owned(),
         "unknown" => "open the chat to read it".to_owned(),
         other => format!("the agent's turn {other}; open the chat to see it"),
     };
-    format!("{what} for {}: {how}", job.target.session_id)
+    format!("{what} for {}: {how}", turn.chat.session_id)
 }
 
 /// Where sending the parent's reply on to the person stands, in a sentence (for a console
 /// parent: the toast that says something arrived).
-pub fn forward(job: &Job) -> Option<String> {
-    let f = job.forward.as_ref()?;
-    if job.target.channel == "console" {
-        let reason = f
-            .reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
+pub fn forward(turn: &Turn) -> Option<String> {
+    let f = turn.forward.as_ref()?;
+    let reason = f
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    if turn.chat.channel == "console" {
         return Some(match f.status {
             ForwardStatus::Pending => format!("the console toast waits to be shown{reason}"),
             ForwardStatus::Sent => "the web console showed a toast".to_owned(),
@@ -246,11 +245,6 @@ pub fn forward(job: &Job) -> Option<String> {
             }
         });
     }
-    let reason = f
-        .reason
-        .as_deref()
-        .map(|r| format!(": {r}"))
-        .unwrap_or_default();
     Some(match f.status {
         ForwardStatus::Pending if f.attempt_started_at.is_some() => {
             "the parent's reply is being sent to the person now".to_owned()
@@ -260,7 +254,7 @@ pub fn forward(job: &Job) -> Option<String> {
         }
         ForwardStatus::Sent => format!(
             "the parent's reply was sent to the person on {}",
-            job.target.channel
+            turn.chat.channel
         ),
         ForwardStatus::Skipped => format!("nothing was sent to the person{reason}"),
         ForwardStatus::Failed => {
@@ -272,13 +266,60 @@ pub fn forward(job: &Job) -> Option<String> {
     })
 }
 
-/// Why the job is where it is, in a sentence, or `None` when its status says it all.
-pub fn explain(job: &Job) -> Option<String> {
+/// What else a turn carries besides `job`'s block: ", with task-2 and task-3".
+fn with_others(job: &Job, turn: &Turn) -> String {
+    let others: Vec<&str> = turn
+        .carries
+        .iter()
+        .filter(|b| b.job_id != job.job_id)
+        .map(|b| b.task_id.as_str())
+        .collect();
+    match others.as_slice() {
+        [] => String::new(),
+        [one] => format!(", with {one}"),
+        [rest @ .., last] => format!(", with {} and {last}", rest.join(", ")),
+    }
+}
+
+/// How the turn that carried a cancelled job's block ended up, for that job.
+fn cancelled_note(job: &Job, turn: &Turn) -> String {
+    let what = match turn.carries.iter().find(|b| b.job_id == job.job_id) {
+        Some(b) if b.kind.is_check_in() => "its check-in",
+        _ => "its result",
+    };
+    let with = with_others(job, turn);
+    match turn.state {
+        TurnState::Claimed if turn.in_flight() => format!(
+            "cancelled while {what} was being posted (turn {}{with}); it may already have arrived",
+            turn.turn_id
+        ),
+        TurnState::Claimed => format!(
+            "cancelled after {what}'s turn {} was claimed{with}: that turn still goes out as it is",
+            turn.turn_id
+        ),
+        TurnState::Unconfirmed => format!(
+            "cancelled while it was unknown whether {what} had arrived (turn {}{with})",
+            turn.turn_id
+        ),
+        TurnState::Delivered => format!(
+            "cancelled while {what} was being posted; it was delivered anyway (turn {}{with})",
+            turn.turn_id
+        ),
+        _ => format!(
+            "cancelled while {what} was being posted; it was not delivered (turn {} {}{with})",
+            turn.turn_id, turn.state
+        ),
+    }
+}
+
+/// Why the job is where it is, in a sentence, or `None` when its status says it all. `turn`
+/// is the turn that carries (or carried) its block.
+pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
     if let Some(note) = &job.note {
         return Some(note.clone());
     }
-    let error = job.last_error.as_deref().unwrap_or("no detail recorded");
-    let delivery = job.delivery.clone().unwrap_or_default();
+    let error = delivery_error(job, turn);
+    let delivery = delivery_of(turn);
     let deferrals = delivery.deferrals();
     let fork = match (job.outcome, &job.options.fork_branch) {
         (Some(TaskOutcome::ForkNotFinalized), Some(branch)) => format!(
@@ -290,25 +331,29 @@ pub fn explain(job: &Job) -> Option<String> {
         }
         _ => String::new(),
     };
+    let several = turn.is_some_and(|t| t.carries.len() > 1);
     Some(match job.status {
         Status::Pending if job.strikes > 0 => format!(
-            "{} in a row; last: {error}",
-            plural(job.strikes, "failed check", "failed checks")
+            "{} in a row; last: {}",
+            plural(job.strikes, "failed check", "failed checks"),
+            job.last_error.as_deref().unwrap_or("no detail recorded")
         ),
         Status::Pending => return None,
-        Status::Delivering if job.in_flight() => "its result is being posted now".to_owned(),
-        Status::Delivering if job.carried_by.is_some() && job.options.group.is_none() => {
-            "finished; goes out in one turn with the other results due for its chat (`atc status` shows the batch's carrier)".to_owned()
+        Status::Delivering if turn.is_some_and(Turn::in_flight) => {
+            "its result is being posted now".to_owned()
         }
-        Status::Delivering if job.carried_by.is_some() => {
+        Status::Delivering if turn.is_none() && job.options.group.is_some() => format!(
+            "finished; held until every task of group {} has finished",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering if turn.is_some_and(|t| t.group.is_some()) => {
             "finished; goes out in its group's one turn".to_owned()
         }
-        Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
-            format!(
-                "finished; held until every task of group {} has finished",
-                job.options.group.as_deref().unwrap_or_default()
-            )
-        }
+        Status::Delivering if several => format!(
+            "finished; goes out in one turn with the other results due for its chat (turn {}{})",
+            turn.map_or("", |t| t.turn_id.as_str()),
+            turn.map_or(String::new(), |t| with_others(job, t))
+        ),
         Status::Delivering if deferrals > 0 => format!(
             "{error}; trying again on the next ticks (until --busy-deadline), {} so far",
             plural(deferrals, "wait", "waits")
@@ -320,21 +365,32 @@ pub fn explain(job: &Job) -> Option<String> {
             } else {
                 ""
             };
-            let turn = match job.parent_turn.as_deref() {
+            let parent = turn.and_then(|t| t.parent_turn.as_deref());
+            let started = turn.is_some_and(|t| t.turn_task_id.is_some());
+            let parent = match parent {
                 Some("unknown") => "; how the parent's turn ended is not known".to_owned(),
                 Some(status) => format!("; the parent's turn {status}"),
-                None if job.turn_task_id.is_some() => "; the parent's turn is running".to_owned(),
+                None if started => "; the parent's turn is running".to_owned(),
                 None => String::new(),
             };
-            let forward = forward(job).map(|f| format!("; {f}")).unwrap_or_default();
-            format!("delivered{how}{turn}{forward}{fork}")
+            let forward = turn
+                .and_then(forward)
+                .map(|f| format!("; {f}"))
+                .unwrap_or_default();
+            let with = turn.map_or(String::new(), |t| with_others(job, t));
+            let with = if with.is_empty() {
+                with
+            } else {
+                format!(" in one turn{with}")
+            };
+            format!("delivered{with}{how}{parent}{forward}{fork}")
         }
         Status::Unconfirmed if delivery.read_back_closed_at.is_some() => format!(
-            "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in `final`",
+            "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in the turn",
             job.task_id
         ),
         Status::Unconfirmed => format!(
-            "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in `final`"
+            "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in the turn"
         ),
         Status::Undelivered => format!(
             "not delivered{} ({error}); the text is kept in `final`; `atc redeliver` tries again",
@@ -349,27 +405,29 @@ pub fn explain(job: &Job) -> Option<String> {
             job.task_id
         ),
         Status::Lost => format!(
-            "the server has no record of the task ({error}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong{}",
+            "the server has no record of the task ({}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong{}",
+            job.last_error.as_deref().unwrap_or("no detail recorded"),
             job.base_url,
-            told(job)
+            told(job, turn)
         ),
         Status::Abandoned => format!(
-            "abandoned after {} in a row; last: {error}{}",
+            "abandoned after {} in a row; last: {}{}",
             plural(job.strikes, "failed check", "failed checks"),
-            told(job)
+            job.last_error.as_deref().unwrap_or("no detail recorded"),
+            told(job, turn)
         ),
         Status::Expired => format!(
             "still not finished {} after registration (--max-age){}",
-            human(job.registered_at.elapsed_at(job.updated_at)),
-            told(job)
+            human(
+                job.registered_at
+                    .elapsed_at(job.finished_at.unwrap_or(job.updated_at))
+            ),
+            told(job, turn)
         ),
-        Status::Cancelled if job.in_flight() => {
-            "cancelled while its result was being posted; it may already have arrived".to_owned()
-        }
-        Status::Cancelled if delivery.unknown_since.is_some() => {
-            "cancelled while it was unknown whether its result had arrived".to_owned()
-        }
-        Status::Cancelled => "cancelled; the child task keeps running".to_owned(),
+        Status::Cancelled => match turn {
+            Some(t) if t.carries_job(&job.job_id) => cancelled_note(job, t),
+            _ => "cancelled; the child task keeps running".to_owned(),
+        },
         Status::Error => format!("the server refused the delivery ({error})"),
         Status::Skipped => {
             "the child's answer was empty and the watch said --on-empty skip: nothing was posted"
@@ -378,41 +436,96 @@ pub fn explain(job: &Job) -> Option<String> {
     })
 }
 
-/// What the line a tick prints when it gives a job up says: where the job stands, why in
-/// a few words (failure kinds only: this line goes to cron mail and the journal, so it
-/// carries no server text, session or user ids), and the commands that help.
-pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
-    let t = &job.task_id;
-    // ` (<kind of failure>)`, or the HTTP status when the kind says no more than
-    // "other"; nothing when neither says anything.
-    let kind =
-        |error: Option<&str>, http: Option<u16>| match (failure_kind(error.unwrap_or("")), http) {
-            (kind, Some(code)) if kind == "other" => format!(" (HTTP {code})"),
-            (kind, None) if kind == "other" => String::new(),
-            (kind, _) => format!(" ({kind})"),
+/// A job or a turn the pass gave up on: one line for a person (`atc tick` prints it on
+/// stderr, whatever the verbosity), once, by the tick that gave up. Only typed facts: no
+/// server text, no session or user ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GiveUp {
+    pub task_id: String,
+    /// Where the job stands now (`undelivered`, `abandoned`, `lost, notice misrouted`…).
+    pub status: String,
+    /// Why, in a few words of a fixed vocabulary.
+    pub reason: String,
+    /// The other tasks of a group's or a batch's one turn, given up with this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub with: Vec<String>,
+    /// That turn was a batch (everything due for the chat), not a group's.
+    #[serde(skip)]
+    pub batch: bool,
+    /// The commands that help.
+    pub next: String,
+}
+
+impl GiveUp {
+    /// `atc: gave up on task-1 (undelivered): why; what to run`
+    pub fn line(&self) -> String {
+        let with = if self.with.is_empty() {
+            String::new()
+        } else {
+            let whose = if self.batch {
+                "the same"
+            } else {
+                "its group's"
+            };
+            format!("; {whose} turn also carries {}", self.with.join(", "))
         };
-    let delivery_error = job.delivery.as_ref().and_then(|d| d.error.as_deref());
-    let delivery_http = job.delivery.as_ref().and_then(|d| d.last_http_status);
-    let status = match job.notice {
-        _ if outcome == Outcome::ForwardFailed => format!("{}, forward failed", job.status),
-        Some(notice) if job.status.ends_without_answer() && outcome != Outcome::Abandoned => {
-            format!("{}, notice {}", job.status, notice.as_str())
-        }
-        _ => job.status.to_string(),
+        format!(
+            "atc: gave up on {} ({}{with}): {}; {}",
+            self.task_id, self.status, self.reason, self.next
+        )
+    }
+}
+
+/// ` (<kind of failure>)`, or the HTTP status when the kind says no more than "other";
+/// nothing when neither says anything.
+fn kind(error: Option<&str>, http: Option<u16>) -> String {
+    match (failure_kind(error.unwrap_or("")), http) {
+        (kind, Some(code)) if kind == "other" => format!(" (HTTP {code})"),
+        (kind, None) if kind == "other" => String::new(),
+        (kind, _) => format!(" ({kind})"),
+    }
+}
+
+/// The give-up of a watch that ended with too many failed checks.
+pub fn give_up_job(job: &Job) -> GiveUp {
+    let t = &job.task_id;
+    GiveUp {
+        task_id: t.clone(),
+        status: job.status.to_string(),
+        reason: format!(
+            "{} in a row{}",
+            plural(job.strikes, "failed check", "failed checks"),
+            kind(job.last_error.as_deref(), None)
+        ),
+        with: Vec::new(),
+        batch: false,
+        next: format!(
+            "`atc status {t}` says more; the task may still run: `atc wait {t}` asks the server"
+        ),
+    }
+}
+
+/// The give-up of a turn (`outcome`: how it was given up), named after the first result or
+/// notice it carries, with the others; `None` for a turn of check-ins only (a check-in
+/// that cannot be delivered is dropped, not given up). `first` is the job of that block.
+pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Option<GiveUp> {
+    let lead = turn.answers().next()?;
+    let t = &lead.task_id;
+    let d = &turn.delivery;
+    let state = match turn.state {
+        TurnState::Refused if lead.kind == BlockKind::Result => "error".to_owned(),
+        TurnState::Refused => "undelivered".to_owned(),
+        other => other.to_string(),
+    };
+    let status = match (outcome, lead.kind, first) {
+        (Outcome::ForwardFailed, _, Some(job)) => format!("{}, forward failed", job.status),
+        (Outcome::ForwardFailed, _, None) => "done, forward failed".to_owned(),
+        (_, BlockKind::Notice, Some(job)) => format!("{}, notice {state}", job.status),
+        _ => state,
     };
     let (reason, next) = match outcome {
-        Outcome::Abandoned => (
-            format!(
-                "{} in a row{}",
-                plural(job.strikes, "failed check", "failed checks"),
-                kind(job.last_error.as_deref(), None)
-            ),
-            format!(
-                "`atc status {t}` says more; the task may still run: `atc wait {t}` asks the server"
-            ),
-        ),
         Outcome::Undelivered => {
-            let what = match kind(delivery_error, None).as_str() {
+            let what = match kind(d.error.as_deref(), None).as_str() {
                 " (chat busy)" => "the parent chat stayed busy past --busy-deadline".to_owned(),
                 other => format!("the server stayed out of reach past --busy-deadline{other}"),
             };
@@ -430,7 +543,7 @@ pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
         Outcome::Error => (
             format!(
                 "the server refused the delivery{}",
-                kind(delivery_error, delivery_http)
+                kind(d.error.as_deref(), d.last_http_status)
             ),
             format!("`atc status {t}` shows its answer; `atc redeliver {t}` tries again once that is fixed"),
         ),
@@ -443,36 +556,35 @@ pub fn give_up(job: &Job, outcome: Outcome) -> GiveUp {
         Outcome::ForwardFailed => (
             format!(
                 "the parent's reply was delivered but could not be sent on to the person on {}{}",
-                job.target.channel,
+                turn.chat.channel,
                 kind(
-                    job.forward.as_ref().and_then(|f| f.reason.as_deref()),
-                    job.forward.as_ref().and_then(|f| f.last_http_status)
+                    turn.forward.as_ref().and_then(|f| f.reason.as_deref()),
+                    turn.forward.as_ref().and_then(|f| f.last_http_status)
                 )
             ),
             format!("`atc status {t}` says more"),
         ),
         other => (other.as_str().replace('_', " "), format!("`atc status {t}` says more")),
     };
-    let with = job
-        .group_tasks
-        .iter()
-        .flatten()
-        .filter(|task| *task != t)
-        .cloned()
+    let with = turn
+        .answers()
+        .filter(|b| b.task_id != *t)
+        .map(|b| b.task_id.clone())
         .collect();
-    GiveUp {
+    Some(GiveUp {
         task_id: t.clone(),
         status,
         reason,
         with,
-        batch: job.carries_batch(),
+        batch: turn.group.is_none(),
         next,
-    }
+    })
 }
 
-/// One short phrase for the `atc status` list: what is happening to the job now.
-pub fn brief(job: &Job, now: Timestamp) -> String {
-    let delivery = job.delivery.clone().unwrap_or_default();
+/// One short phrase for the `atc status` list: what is happening to the job now. `turn`
+/// is the turn that carries its block.
+pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
+    let delivery = delivery_of(turn);
     let outcome = job
         .outcome
         .filter(|o| *o != TaskOutcome::Completed)
@@ -493,17 +605,22 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
                 check_in_note(job, now)
             ),
         },
-        Status::Delivering if job.options.group.is_some() && job.group_tasks.is_none() => {
-            let group = job.options.group.as_deref().unwrap_or_default();
-            if job.carried_by.is_some() {
-                format!("{outcome}in group {group}'s turn")
-            } else {
-                format!("{outcome}held for group {group}")
-            }
+        Status::Delivering if job.options.group.is_some() && turn.is_none() => format!(
+            "{outcome}held for group {}",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering if turn.is_some_and(|t| t.group.is_some() && !t.in_flight()) => format!(
+            "{outcome}in group {}'s turn",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering
+            if turn.is_some_and(|t| t.carries.len() > 1 && !t.in_flight())
+                && delivery.deferrals() == 0 =>
+        {
+            format!("{outcome}in a batch's turn")
         }
-        Status::Delivering if job.carried_by.is_some() => format!("{outcome}in a batch's turn"),
         Status::Delivering => match delivery.next_attempt_at {
-            _ if job.in_flight() => "posting now".to_owned(),
+            _ if turn.is_some_and(Turn::in_flight) => "posting now".to_owned(),
             Some(at) if at > now => format!(
                 "chat busy ×{}; next try in {}",
                 delivery.deferrals(),
@@ -515,24 +632,22 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             _ => format!("{outcome}finished; delivers on the next tick"),
         },
         Status::Done => {
-            let when = match job.delivered_at {
+            let when = match turn.and_then(|t| t.delivered_at) {
                 Some(at) => format!("delivered {} ago", age(at.elapsed_at(now))),
                 None => "delivered".to_owned(),
             };
-            let turn = job
-                .parent_turn
-                .as_deref()
+            let parent = turn
+                .and_then(|t| t.parent_turn.as_deref())
                 .map(|t| format!("; parent turn {t}"))
                 .unwrap_or_default();
-            let forward = job
-                .forward
-                .as_ref()
+            let forward = turn
+                .and_then(|t| t.forward.as_ref())
                 .map(|f| match f.status {
                     ForwardStatus::Sent => "; forwarded".to_owned(),
                     other => format!("; forward {}", other.as_str()),
                 })
                 .unwrap_or_default();
-            format!("{outcome}{when}{turn}{forward}")
+            format!("{outcome}{when}{parent}{forward}")
         }
         status if status.ends_without_answer() => {
             let short = match status {
@@ -542,6 +657,9 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             };
             let told = match job.notice {
                 Some(Outbound::Delivered) => ", parent told",
+                Some(Outbound::Delivering) if turn.is_none() && job.options.group.is_some() => {
+                    ", held for its group"
+                }
                 Some(Outbound::Delivering) => ", telling parent",
                 Some(Outbound::Unconfirmed) => ", parent told?",
                 Some(Outbound::Undelivered | Outbound::Misrouted) => ", parent not told",
@@ -549,7 +667,7 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
             };
             format!("{short}{told}")
         }
-        _ => explain(job).unwrap_or_default(),
+        _ => explain(job, turn).unwrap_or_default(),
     };
     crate::text::one_line(&note, BRIEF_CHARS)
 }
@@ -557,10 +675,18 @@ pub fn brief(job: &Job, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Delivery;
+    use crate::turn::Delivery;
 
     fn job(status: Status) -> Job {
         Job::sample(status)
+    }
+
+    /// The turn `job` points at, in `state`, carrying its result.
+    fn turn_of(job: &mut Job, state: TurnState) -> Turn {
+        let mut turn = Turn::sample(state);
+        turn.carries[0].job_id = job.job_id.clone();
+        job.turn = Some(turn.turn_id.clone());
+        turn
     }
 
     #[test]
@@ -568,7 +694,7 @@ mod tests {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("Task not found: task-1".into());
         lost.notice = Some(Outbound::Delivered);
-        let said = explain(&lost).unwrap();
+        let said = explain(&lost, None).unwrap();
         assert!(
             said.contains("Task not found: task-1")
                 && said.contains("restarted")
@@ -580,25 +706,27 @@ mod tests {
         abandoned.strikes = 90;
         abandoned.last_error = Some("HTTP 502: bad gateway".into());
         assert_eq!(
-            explain(&abandoned).unwrap(),
+            explain(&abandoned, None).unwrap(),
             "abandoned after 90 failed checks in a row; last: HTTP 502: bad gateway; the parent was not told (--on-no-answer silent)"
         );
 
         let mut undelivered = job(Status::Undelivered);
-        undelivered.delivery = Some(Delivery {
+        let mut turn = turn_of(&mut undelivered, TurnState::Undelivered);
+        turn.delivery = Delivery {
             busy: 29,
             unreachable: 1,
+            error: Some("parent chat busy (409: x)".into()),
             ..Delivery::default()
-        });
-        undelivered.last_error = Some("parent chat busy (409: x)".into());
+        };
         assert!(
-            explain(&undelivered)
+            explain(&undelivered, Some(&turn))
                 .unwrap()
-                .starts_with("not delivered after 30 waits")
+                .starts_with("not delivered after 30 waits (parent chat busy (409: x))")
         );
-        undelivered.delivery = Some(Delivery::default());
+        turn.delivery.busy = 0;
+        turn.delivery.unreachable = 0;
         assert!(
-            explain(&undelivered)
+            explain(&undelivered, Some(&turn))
                 .unwrap()
                 .starts_with("not delivered (parent chat busy (409: x));"),
             "no \"after 0 waits\""
@@ -608,37 +736,62 @@ mod tests {
         striking.strikes = 1;
         striking.last_error = Some("HTTP 503: down".into());
         assert_eq!(
-            brief(&striking, Timestamp::from_unix(1_800_000_000)),
+            brief(&striking, None, Timestamp::from_unix(1_800_000_000)),
             "1 failed check: HTTP 503: down"
         );
-        assert_eq!(explain(&job(Status::Pending)), None);
+        assert_eq!(explain(&job(Status::Pending), None), None);
 
         let mut cancelled = job(Status::Cancelled);
-        assert!(explain(&cancelled).unwrap().contains("keeps running"));
+        assert!(explain(&cancelled, None).unwrap().contains("keeps running"));
+        let mut landed = turn_of(&mut cancelled, TurnState::Delivered);
+        assert!(
+            explain(&cancelled, Some(&landed))
+                .unwrap()
+                .contains("it was delivered anyway"),
+            "the turn says where it landed"
+        );
+        landed.state = TurnState::Claimed;
+        landed.delivery.attempt_started_at = Some(Timestamp::from_unix(1_800_000_001));
+        assert!(
+            explain(&cancelled, Some(&landed))
+                .unwrap()
+                .contains("may already have arrived")
+        );
         cancelled.note = Some(
             "cancelled while its result was being posted; the result was delivered anyway".into(),
         );
         assert!(
-            explain(&cancelled).unwrap().contains("delivered anyway"),
-            "the stored fact wins"
+            explain(&cancelled, None)
+                .unwrap()
+                .contains("delivered anyway"),
+            "the stored fact of an earlier atc wins"
         );
 
         let mut confirmed = job(Status::Done);
-        confirmed.delivery = Some(Delivery {
-            confirmed: Some("read-back".into()),
-            ..Delivery::default()
-        });
-        confirmed.parent_turn = Some("completed".into());
+        let mut turn = turn_of(&mut confirmed, TurnState::Delivered);
+        turn.delivery.confirmed = Some("read-back".into());
+        turn.parent_turn = Some("completed".into());
         assert_eq!(
-            explain(&confirmed).unwrap(),
+            explain(&confirmed, Some(&turn)).unwrap(),
             "delivered (confirmed by reading the parent chat back); the parent's turn completed"
+        );
+        turn.carries.push(crate::turn::Block {
+            job_id: "j2".into(),
+            task_id: "task-2".into(),
+            kind: BlockKind::Result,
+        });
+        assert!(
+            explain(&confirmed, Some(&turn))
+                .unwrap()
+                .starts_with("delivered in one turn, with task-2"),
+            "a batch's job names what else its turn carried"
         );
 
         let mut fork = job(Status::Done);
         fork.outcome = Some(TaskOutcome::ForkNotFinalized);
         fork.options.fork_branch = Some("fork/a".into());
         assert!(
-            explain(&fork)
+            explain(&fork, None)
                 .unwrap()
                 .contains("branch fork/a is not ready to merge")
         );
@@ -650,22 +803,26 @@ mod tests {
         lost.last_error = Some("x".repeat(200));
         lost.notice = Some(Outbound::Delivered);
         let now = Timestamp::from_unix(1_800_000_000);
-        assert_eq!(brief(&lost, now), "no record on the server, parent told");
+        assert_eq!(
+            brief(&lost, None, now),
+            "no record on the server, parent told"
+        );
         let mut done = job(Status::Done);
         done.outcome = Some(TaskOutcome::Failed);
-        done.delivered_at = Some(now);
-        assert_eq!(brief(&done, now), "failed; delivered 0s ago");
+        let mut turn = turn_of(&mut done, TurnState::Delivered);
+        turn.delivered_at = Some(now);
+        assert_eq!(brief(&done, Some(&turn), now), "failed; delivered 0s ago");
         // The list is cut to the terminal, not here: the whole cause, on one line.
         let mut long = job(Status::Error);
         long.last_error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
-        let said = brief(&long, now);
+        let said = brief(&long, None, now);
         assert!(
             said.contains(&"y".repeat(200)) && !said.contains('\n'),
             "{said}"
         );
         let mut absurd = job(Status::Error);
         absurd.last_error = Some("y".repeat(5000));
-        assert_eq!(brief(&absurd, now).chars().count(), BRIEF_CHARS);
+        assert_eq!(brief(&absurd, None, now).chars().count(), BRIEF_CHARS);
     }
 
     #[test]
@@ -688,6 +845,49 @@ mod tests {
         abandoned.last_error = Some("HTTP 500: x".into());
         assert!(
             notice_text(&abandoned).contains("after 3 failed checks in a row (last: HTTP 500: x)")
+        );
+    }
+
+    #[test]
+    fn a_batch_counts_each_block_by_what_it_is_and_a_check_in_as_running() {
+        let mut result = job(Status::Delivering);
+        result.final_text = Some("[TASK_ID: task-1]\nR".into());
+        result.outcome = Some(TaskOutcome::Completed);
+        let mut checking = job(Status::Pending);
+        checking.task_id = "task-2".into();
+        checking.check_in = Some(Outbound::Delivering);
+        checking.last_check_in_at = Some(checking.registered_at);
+        let text = batch_text(&[
+            (&result, BlockKind::Result),
+            (&checking, BlockKind::CheckIn { n: 1 }),
+        ]);
+        assert!(
+            text.starts_with("[ATC_RESULTS] 2 tasks: 1 completed, 1 running\n\n[TASK_ID: task-1]\nR\n\n[TASK_ID: task-2]\n[STATUS: running]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_toast_names_what_its_turn_carried() {
+        let mut turn = Turn::sample(TurnState::Delivered);
+        assert_eq!(
+            toast_text(&turn, "completed"),
+            "A result for s: the agent answered; open the chat to read it"
+        );
+        for n in 2..=3 {
+            turn.carries.push(crate::turn::Block {
+                job_id: format!("j{n}"),
+                task_id: format!("task-{n}"),
+                kind: BlockKind::Result,
+            });
+        }
+        assert_eq!(
+            toast_text(&turn, "failed"),
+            "3 results for s: the agent's turn failed; open the chat to see it"
+        );
+        assert_eq!(
+            toast_text(&turn, "unknown"),
+            "3 results for s: open the chat to read it"
         );
     }
 }

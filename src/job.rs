@@ -189,68 +189,15 @@ pub enum OnEmpty {
 }
 
 /// `--forward`: whether the parent's reply is sent on to the person (IM parents).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ForwardMode {
     /// For parents on a channel other than `console`.
     #[default]
     Auto,
     Never,
-}
-
-/// Where sending the parent's reply on to the person stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ForwardStatus {
-    /// To be sent: waiting for a healthy channel, or retrying.
-    Pending,
-    /// The server said it sent it (2xx): never sent again.
-    Sent,
-    /// Nothing to send (an empty reply, a failed parent turn…): `reason` says which.
-    Skipped,
-    /// Refused by the server, or retries used up: `reason` says why.
-    Failed,
-    /// A send whose outcome is unknown; never repeated (a person would get it twice).
-    Unconfirmed,
-}
-
-impl ForwardStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ForwardStatus::Pending => "pending",
-            ForwardStatus::Sent => "sent",
-            ForwardStatus::Skipped => "skipped",
-            ForwardStatus::Failed => "failed",
-            ForwardStatus::Unconfirmed => "unconfirmed",
-        }
-    }
-}
-
-/// Sending the parent's final reply to the person on the parent's IM channel
-/// (`POST /messages/send`): the woken turn runs through the console, so QwenPaw itself
-/// never sends it there.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Forward {
-    pub status: ForwardStatus,
-    #[serde(default)]
-    pub attempts: u32,
-    #[serde(default)]
-    pub last_http_status: Option<u16>,
-    /// When it was sent (or given up).
-    #[serde(default)]
-    pub at: Option<Timestamp>,
-    /// Why it was skipped, failed or is held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The parent's final reply: what is sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// When it became pending: `--busy-deadline` counts from here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<Timestamp>,
-    /// Set while a send is in flight (write-ahead, like a delivery's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt_started_at: Option<Timestamp>,
 }
 
 /// How a watch was asked to behave (`atc watch` options). All default to off.
@@ -323,60 +270,6 @@ impl Target {
     }
 }
 
-/// Delivery bookkeeping: the write-ahead record and the back-off state.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Delivery {
-    /// POSTs started (write-ahead: counted before the request goes out).
-    #[serde(default)]
-    pub attempts: u32,
-    /// 409 "chat busy" answers so far.
-    #[serde(default)]
-    pub busy: u32,
-    /// Attempts that could not reach the server (nothing was sent).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unreachable: u32,
-    #[serde(default)]
-    pub last_http_status: Option<u16>,
-    /// When the next attempt is due (after a 409, or an unreachable server).
-    #[serde(default)]
-    pub next_attempt_at: Option<Timestamp>,
-    /// Set while a POST is in flight. Found set by a later tick, it means the tick died
-    /// mid-POST: the outcome is unknown.
-    #[serde(default)]
-    pub attempt_started_at: Option<Timestamp>,
-    /// The first busy or unreachable answer since the turn became due: `--busy-deadline`
-    /// counts from here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_since: Option<Timestamp>,
-    /// When the last POST was claimed (it may have reached the server from then on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_attempt_at: Option<Timestamp>,
-    /// When atc learned an attempt's outcome was unknown: the read-back window counts
-    /// from here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unknown_since: Option<Timestamp>,
-    /// When a tick found the read-back window (`--busy-deadline` from `unknown_since`)
-    /// closed: atc stopped looking; whether the turn arrived is for a person to see.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_back_closed_at: Option<Timestamp>,
-    /// The last thing that went wrong delivering (a busy or missing chat, an unknown or
-    /// refused POST). For a result it is also `last_error`; for a notice, `last_error`
-    /// keeps why the watch ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// `read-back` when the delivery was confirmed by finding it in the parent chat rather
-    /// than by the server's answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confirmed: Option<String>,
-}
-
-impl Delivery {
-    /// Busy and unreachable answers so far.
-    pub fn deferrals(&self) -> u32 {
-        self.busy + self.unreachable
-    }
-}
-
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -421,46 +314,24 @@ pub struct Job {
     /// How the child ended (from its record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<TaskOutcome>,
-    /// The exact text this job's outbound turn carries: the rendered result, the notice of
-    /// a watch that ended without one, or a whole group's turn (at most 8000 characters a
-    /// block).
+    /// The child's rendered result, exactly as QwenPaw's `check_agent_task` shows it (at
+    /// most 8000 characters), once it finished: the block this job's turn carries.
     #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,
     /// Whether the parent was told that the watch ended without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<Outbound>,
-    /// The parent chat's id on the server, once looked up.
+    /// The parent chat's id on the server, as `watch` looked it up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered_at: Option<Timestamp>,
-    /// The task id of the parent turn the delivery started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_task_id: Option<String>,
-    /// How that parent turn ended (completed, failed…), once the server says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_turn: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<Delivery>,
-    /// Sending the parent's reply on to the person (IM parents).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forward: Option<Forward>,
-    /// The carrier of a turn that carries more than its own block (a group's, or a batch
-    /// of everything due for one chat): the task ids the turn carries, in its order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_tasks: Option<Vec<String>>,
-    /// A batch carrier's turn: its text (its own block stays in `final`, so the batch can
-    /// be composed again until it is claimed). A group's carrier keeps its turn in `final`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_text: Option<String>,
     /// When atc saw the task end (finished, or ended without an answer): a batch carries
     /// its blocks in this order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
-    /// A job whose block another job's turn carries (its group's, or its chat's batch):
-    /// that job's id.
+    /// The turn (`turns[].turn_id`) that carries this job's block now, once composed:
+    /// where it stands, when it landed and how are that turn's, never copied here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub carried_by: Option<String>,
+    pub turn: Option<String>,
     /// The child's own session id (`--child-session`, or the `[SESSION: …]` line after
     /// its `[TASK_ID: …]`): what `cancel --stop` and `--stop-after` stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -474,8 +345,8 @@ pub struct Job {
     /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<Timestamp>,
-    /// Where the current check-in notice of a pending job stands (its text is `final`,
-    /// its bookkeeping `delivery`, as for any outbound turn).
+    /// Where the current check-in notice of a pending job stands (check-in
+    /// `check_ins + 1`; its turn composes its text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_in: Option<Outbound>,
     /// Check-ins done (delivered, or dropped when they could not be).
@@ -515,15 +386,8 @@ impl Job {
             final_text: None,
             notice: None,
             chat_id: None,
-            delivered_at: None,
-            turn_task_id: None,
-            parent_turn: None,
-            delivery: None,
-            forward: None,
-            group_tasks: None,
-            turn_text: None,
             finished_at: None,
-            carried_by: None,
+            turn: None,
             child_session: None,
             child_chat_id: None,
             stop_asked_at: None,
@@ -568,42 +432,31 @@ impl Job {
         }
     }
 
-    /// Whether the parent's reply goes on to the person: a parent on an IM channel (not
-    /// `console`, whose UI already shows the turn), unless the watch said `--forward never`.
-    pub fn forwards(&self) -> bool {
-        self.options.forward == ForwardMode::Auto && self.target.channel != "console"
+    /// The block its outbound turn carries, if it has one (on its way, or landed): its
+    /// result, its notice, or its current check-in.
+    pub fn block(&self) -> Option<crate::turn::BlockKind> {
+        use crate::turn::BlockKind;
+        match self.status {
+            Status::Pending => self.check_in.map(|_| BlockKind::CheckIn {
+                n: self.check_ins + 1,
+            }),
+            Status::Lost | Status::Expired | Status::Abandoned => {
+                self.notice.map(|_| BlockKind::Notice)
+            }
+            Status::Delivering
+            | Status::Done
+            | Status::Unconfirmed
+            | Status::Undelivered
+            | Status::Misrouted
+            | Status::Error => Some(BlockKind::Result),
+            Status::Cancelled | Status::Skipped => None,
+        }
     }
 
-    /// Whether the person at the web console is told, once the woken turn has ended, that
-    /// something arrived: an open console page does not show a turn posted from outside
-    /// until it is reloaded. A console parent, unless the watch said `--forward never`.
-    pub fn toasts(&self) -> bool {
-        self.options.forward == ForwardMode::Auto && self.target.channel == "console"
-    }
-
-    /// The text its outbound turn posts: a batch's, or its own (`final`).
-    pub fn turn(&self) -> Option<&str> {
-        self.turn_text.as_deref().or(self.final_text.as_deref())
-    }
-
-    /// A batch carrier: a job outside any group whose turn carries other jobs' blocks.
-    pub fn carries_batch(&self) -> bool {
-        self.options.group.is_none() && self.group_tasks.is_some()
-    }
-
-    /// True while a delivery POST is claimed and its outcome not yet recorded (or the tick
-    /// that claimed it died).
-    pub fn in_flight(&self) -> bool {
-        self.delivery
-            .as_ref()
-            .is_some_and(|d| d.attempt_started_at.is_some())
-    }
-
-    /// True while a forward is claimed and its outcome not yet recorded.
-    pub fn forward_in_flight(&self) -> bool {
-        self.forward
-            .as_ref()
-            .is_some_and(|f| f.attempt_started_at.is_some())
+    /// The block it owes its parent now: one on its way, whether or not a turn carries it.
+    pub fn owes(&self) -> Option<crate::turn::BlockKind> {
+        self.block()
+            .filter(|_| self.outbound() == Some(Outbound::Delivering))
     }
 
     /// A job in `status` for tests: task `task-1`, session `s` of user `u` on `console`.
@@ -653,7 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn the_target_is_flattened_into_the_v1_layout() {
+    fn the_target_is_flattened_into_the_job_layout() {
         let job = Job::sample(Status::Pending);
         let value = serde_json::to_value(&job).unwrap();
         let keys: Vec<&str> = value
@@ -688,19 +541,10 @@ mod tests {
         let mut full = job.clone();
         full.options.forward = ForwardMode::Never;
         full.options.group = Some("g".into());
-        full.forward = Some(Forward {
-            status: ForwardStatus::Sent,
-            attempts: 1,
-            last_http_status: Some(200),
-            at: None,
-            reason: None,
-            text: None,
-            since: None,
-            attempt_started_at: None,
-        });
+        full.turn = Some("atc-a1b2c3d4e5f6".into());
         let value = serde_json::to_value(&full).unwrap();
         assert_eq!(value["forward_mode"], "never");
-        assert_eq!(value["forward"]["status"], "sent");
+        assert_eq!(value["turn"], "atc-a1b2c3d4e5f6");
         assert_eq!(value["group"], "g");
         let back: Job = serde_json::from_value(value).unwrap();
         assert_eq!(back, full, "every field has a key of its own");

@@ -6,17 +6,18 @@
 //! job file in `state`, talking to QwenPaw through `qwenpaw`) → `main` prints
 //! `atc: <error chain>` once and exits with the documented code (`exit`).
 
-pub mod batch;
 pub mod cli;
 pub mod cmd;
+pub mod compose;
 pub mod crash;
 pub mod describe;
 pub mod exit;
-pub mod group;
 pub mod ids;
 pub mod install;
 pub mod job;
 pub mod lifecycle;
+pub mod limits;
+pub mod outcome;
 pub mod pass;
 pub mod plugin;
 pub mod qwenpaw;
@@ -26,6 +27,7 @@ pub mod state;
 pub mod term;
 pub mod text;
 pub mod time;
+pub mod turn;
 pub mod validate;
 
 use std::process::ExitCode;

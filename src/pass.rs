@@ -1,35 +1,37 @@
-//! One `atc tick`, top to bottom, as the README's "How a tick works" tells it:
+//! One `atc tick`, top to bottom, as the guide's "How a tick works" tells it:
 //!
 //! 1. **prepare**: recover what a dead tick left mid-POST, close read-back windows that
-//!    ran out, prune old ended jobs, select the tasks to poll and the delivered turns to
-//!    follow (one locked update);
+//!    ran out, prune old ended jobs and settled turns, select the tasks to poll and the
+//!    delivered turns to follow (one locked update);
 //! 2. **poll** every pending task, and the parent turns deliveries started, in parallel,
 //!    without the lock;
-//! 3. **render** finished tasks into the text a delivery carries;
-//! 4. **decide**: apply every poll, compose complete groups, and pick what is due now:
-//!    turns, at most one per parent chat, and forwards of parents' replies (one locked
-//!    update);
-//! 5. **look** before acting: each parent chat (does it exist, is it busy, and, for a
-//!    delivery of unknown outcome, is the turn already in it); each IM channel a forward
-//!    goes through (is it healthy); in parallel, without the lock;
-//! 6. **claim**: apply what the looks found; what may go out gets its write-ahead record
-//!    (one locked update);
+//! 3. **render** finished tasks into the text their block carries;
+//! 4. **decide**: apply every poll, compose the turns (`compose`: groups, batches), and
+//!    pick what is due now: turns, at most one per parent chat, forwards of parents'
+//!    replies, stops (one locked update);
+//! 5. **look** before acting: each due turn's chat (does it exist, is it busy, and, for a
+//!    turn of unknown outcome, is it already in it); each IM channel a forward goes
+//!    through (is it healthy); each child to stop; in parallel, without the lock;
+//! 6. **claim**: compose again (a cancel or a re-watch may have landed), apply what the
+//!    looks found; what may go out gets its write-ahead record (one locked update);
 //! 7. **send** each claimed turn (POST into the chat) and forward (to the person), in
 //!    parallel, without the lock;
-//! 8. **record** what each send did (one locked update);
+//! 8. **record** what each send did; the jobs each turn carries follow it (one locked
+//!    update);
 //! 9. **report**.
 //!
 //! The invariants of delivery, kept here and nowhere else:
 //! - The job-file lock is never held across network I/O, so `watch` and `cancel` never
 //!   wait on a slow server.
 //! - A POST goes out only after its write-ahead record (attempt counted, in flight) is on
-//!   disk. A tick that dies after that leaves a job the next tick recovers as unconfirmed
-//!   and reads back: never posted blind.
-//! - Every POST of one job carries the same delivery id (`atc-<job_id>`), which QwenPaw
+//!   disk. A tick that dies after that leaves a turn the next tick recovers as
+//!   unconfirmed and reads back: never posted blind.
+//! - Every POST of one turn carries the same delivery id (its `turn_id`), which QwenPaw
 //!   keeps on the stored message: that is what read-back finds.
-//! - Every write after a network step goes through `lifecycle::step` on the job with the
-//!   same `job_id`: a cancel or re-watch that landed meanwhile is never overwritten.
-//! - The tick lock is held for the whole pass: one tick at a time, so a job found in
+//! - Every write after a network step goes through `turn::step` on the turn with the same
+//!   `turn_id` (or `lifecycle::step` on the job with the same `job_id`): a cancel or a
+//!   re-watch that landed meanwhile is never overwritten, and a claimed turn is what it is.
+//! - The tick lock is held for the whole pass: one tick at a time, so a turn found in
 //!   flight by `prepare` belongs to a tick that died.
 
 use std::collections::HashMap;
@@ -41,8 +43,9 @@ use serde::{Deserialize, Serialize};
 
 use anyhow::Result;
 
-use crate::job::{Job, Outbound, Status};
-use crate::lifecycle::{self, Check, Effect, Event, Limits, Probe, Turn};
+use crate::compose::{self, Seen};
+use crate::job::{Job, Status};
+use crate::lifecycle::{self, Check, Event, Limits};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, Server, render};
@@ -51,12 +54,12 @@ use crate::settings::Tick;
 use crate::state::store::Fingerprint;
 use crate::state::{JobFile, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::{batch, group};
+use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 
 /// What `prepare` chose: tasks to poll, delivered turns to follow.
 struct Work {
     poll: Vec<Job>,
-    follow: Vec<Job>,
+    follow: Vec<Turn>,
     /// Base URLs whose watches allowed tokens over plain http (`--allow-insecure-remote`).
     insecure_ok: Vec<String>,
     /// Nothing else can change in this tick (`lifecycle::settled`).
@@ -152,21 +155,27 @@ impl Heartbeat {
     }
 }
 
-/// What the tick is about to do for a job over the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Errand {
-    /// Post its outbound turn into the parent chat.
-    Turn,
-    /// Send the parent's reply on to the person.
-    Forward,
-    /// Stop the child (`--stop-after` passed); never claimed, nothing is posted.
-    Stop,
+/// What the tick is about to do over the network.
+#[derive(Clone, Debug)]
+enum Due {
+    /// Post the turn into its parent chat (or read it back).
+    Turn(Turn),
+    /// Send the parent's reply on to the person (or the console toast).
+    Forward(Turn),
+    /// Stop the job's child (`--stop-after` passed); never claimed, nothing is posted.
+    Stop(Job),
 }
 
-/// Something the pass has claimed: the job as claimed, and what to send.
+/// What a look found, for the turn or the job it was about.
+enum Looked {
+    Turn(TurnEvent),
+    Job(Event),
+}
+
+/// Something the pass has claimed: the turn as claimed, and what to send.
 struct Claim {
-    job: Job,
-    errand: Errand,
+    turn: Turn,
+    forward: bool,
     text: String,
 }
 
@@ -255,7 +264,7 @@ pub fn run_with<S: Server>(
         let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
-    let turns = parallel(&work.follow, workers, |job| follow(client, job));
+    let parents = parallel(&work.follow, workers, |turn| follow(client, turn));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
     lap(&mut report, "poll");
     if !work.poll.is_empty() {
@@ -272,11 +281,11 @@ pub fn run_with<S: Server>(
         finished(&mut single_flight)?;
         return Ok(Some(report));
     }
-    let due = decide(store, &work, checks, turns, tick, clock, &mut report)?;
+    let due = decide(store, &work, checks, parents, tick, clock, &mut report)?;
     announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
-    let looked = parallel(&due, workers, |(job, errand)| look(client, job, *errand));
+    let looked = parallel(&due, workers, |due| look(client, due));
     lap(&mut report, "look");
     let claims = claim(store, &due, looked, tick, clock, &mut report)?;
     announce(&mut report);
@@ -302,26 +311,27 @@ pub fn run_with<S: Server>(
 fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Report) -> Result<Work> {
     store.update(|file| {
         let now = clock.now();
-        for i in lifecycle::interrupted(&file.jobs) {
-            apply(&mut file.jobs[i], Event::Recovered, now, limits, report);
+        for i in turn::interrupted(&file.turns) {
+            apply_turn(file, i, TurnEvent::Recovered, now, limits, report);
         }
-        for i in lifecycle::read_backs_closed(&file.jobs, now, limits) {
-            apply(
-                &mut file.jobs[i],
-                Event::ReadBackClosed,
-                now,
-                limits,
-                report,
-            );
+        for i in turn::read_backs_closed(&file.turns, now, limits) {
+            apply_turn(file, i, TurnEvent::ReadBackClosed, now, limits, report);
         }
+        let turns = std::mem::take(&mut file.turns);
         file.jobs.retain(|job| {
-            let prune = lifecycle::prunable(job, now, limits);
+            let prune = lifecycle::prunable(job, &turns, now, limits);
             if prune {
                 report.add(Outcome::Pruned, &job.task_id);
                 report.log(LogEntry::of("pruned", job, now));
             }
             !prune
         });
+        let jobs: std::collections::HashSet<&str> =
+            file.jobs.iter().map(|j| j.job_id.as_str()).collect();
+        file.turns = turns
+            .into_iter()
+            .filter(|t| !turn::prunable(t, |id| jobs.contains(id)))
+            .collect();
         let mut insecure_ok: Vec<String> = file
             .jobs
             .iter()
@@ -329,23 +339,21 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
             .map(|job| job.base_url.clone())
             .collect();
         insecure_ok.dedup();
+        let (jobs, turns) = (&file.jobs, &file.turns);
         Ok(Work {
             insecure_ok,
-            settled: lifecycle::settled(&file.jobs),
-            only_watching: file.jobs.iter().all(|job| {
-                (job.status == Status::Pending && job.check_in.is_none())
-                    || lifecycle::settled_job(job)
-            }),
-            first_prune: file
-                .jobs
+            settled: lifecycle::settled(jobs, turns),
+            only_watching: turns.iter().all(turn::is_settled)
+                && jobs.iter().all(|job| {
+                    (job.status == Status::Pending && job.check_in.is_none())
+                        || lifecycle::settled_job(job, turns)
+                }),
+            first_prune: jobs
                 .iter()
                 .map(|job| job.updated_at.saturating_add(limits.keep))
                 .min(),
-            poll: lifecycle::to_poll(&file.jobs)
-                .into_iter()
-                .cloned()
-                .collect(),
-            follow: lifecycle::to_follow(&file.jobs, now, limits)
+            poll: lifecycle::to_poll(jobs).into_iter().cloned().collect(),
+            follow: turn::to_follow(turns, now, limits)
                 .into_iter()
                 .cloned()
                 .collect(),
@@ -354,19 +362,23 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
 }
 
 /// What a poll means for the job: a finished task is rendered exactly as QwenPaw's
-/// `check_agent_task` would show it (and names the fork branch when it has one).
+/// `check_agent_task` would show it (and names the fork branch when it has one); a child
+/// atc stopped ends with the line that says so.
 fn render((job, poll): (&Job, Poll)) -> Check {
     match poll {
-        Poll::Record(record) if record.is_finished() => Check::Finished {
-            text: render::render_delivery(
-                &job.task_id,
-                &record,
-                job.options.fork_branch.as_deref(),
-            ),
-            started_at: record.started_at,
-            outcome: record.outcome(),
-            empty: record.answer().is_empty(),
-        },
+        Poll::Record(record) if record.is_finished() => {
+            let text =
+                render::render_delivery(&job.task_id, &record, job.options.fork_branch.as_deref());
+            Check::Finished {
+                text: match crate::describe::stop_line(job) {
+                    Some(line) => format!("{text}\n\n{line}"),
+                    None => text,
+                },
+                started_at: record.started_at,
+                outcome: record.outcome(),
+                empty: record.answer().is_empty(),
+            }
+        }
         Poll::Record(record) => Check::Running {
             started_at: record.started_at,
         },
@@ -377,19 +389,20 @@ fn render((job, poll): (&Job, Poll)) -> Check {
 
 /// How the parent turn a delivery started is doing (its own task record). `None`: the
 /// server did not say; ask again next tick.
-fn follow(client: &impl Server, job: &Job) -> Option<Turn> {
-    let turn = job.turn_task_id.as_deref()?;
-    let answer = client.get_task(&job.base_url, turn, &job.target.agent_id);
-    match task::classify(answer, turn, &job.base_url, client.auth()) {
-        Poll::Record(record) if record.is_finished() => Some(Turn::Ended {
+fn follow(client: &impl Server, turn: &Turn) -> Option<ParentTurn> {
+    let task_id = turn.turn_task_id.as_deref()?;
+    let base = &turn.chat.base_url;
+    let answer = client.get_task(base, task_id, &turn.chat.agent_id);
+    match task::classify(answer, task_id, base, client.auth()) {
+        Poll::Record(record) if record.is_finished() => Some(ParentTurn::Ended {
             status: record
                 .result_status()
                 .unwrap_or(record.status.as_str())
                 .to_owned(),
             reply: record.final_reply(),
         }),
-        Poll::Record(_) => Some(Turn::Running),
-        Poll::NotFound { .. } => Some(Turn::Gone),
+        Poll::Record(_) => Some(ParentTurn::Running),
+        Poll::NotFound { .. } => Some(ParentTurn::Gone),
         Poll::Failed { .. } | Poll::Denied { .. } => None,
     }
 }
@@ -423,70 +436,74 @@ fn no_news(
     true
 }
 
-/// Applies the polls and the followed turns, composes the groups that are complete, and
-/// picks what is due now: turns, and forwards.
+/// Applies the polls and the followed parent turns, composes the turns, and picks what is
+/// due now: turns, forwards and stops.
 fn decide(
     store: &Store,
     work: &Work,
     checks: Vec<Check>,
-    turns: Vec<Option<Turn>>,
+    parents: Vec<Option<ParentTurn>>,
     tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
-) -> Result<Vec<(Job, Errand)>> {
+) -> Result<Vec<Due>> {
     let limits = &tick.limits;
     store.update(|file| {
         let now = clock.now();
         let index = registrations(file);
         for (job, check) in work.poll.iter().zip(checks) {
             if let Some(&i) = index.get(&job.job_id) {
-                apply(&mut file.jobs[i], Event::Polled(check), now, limits, report);
+                apply_job(file, i, Event::Polled(check), now, limits, report);
             }
         }
-        for (job, turn) in work.follow.iter().zip(turns) {
-            if let (Some(&i), Some(turn)) = (index.get(&job.job_id), turn) {
-                apply(
-                    &mut file.jobs[i],
-                    Event::TurnPolled(turn),
-                    now,
-                    limits,
-                    report,
-                );
+        let turns = turn_index(file);
+        for (turn, parent) in work.follow.iter().zip(parents) {
+            if let (Some(&i), Some(parent)) = (turns.get(&turn.turn_id), parent) {
+                let status = match &parent {
+                    ParentTurn::Ended { status, .. } => status.clone(),
+                    _ => "unknown".to_owned(),
+                };
+                let toast = crate::describe::toast_text(&file.turns[i], &status);
+                let event = TurnEvent::ParentPolled {
+                    turn: parent,
+                    toast,
+                };
+                apply_turn(file, i, event, now, limits, report);
             }
         }
-        groups(file, now, tick, report);
-        let turns = lifecycle::deliveries(&file.jobs, now, limits)
+        composed(file, now, tick, report);
+        let turns = turn::deliveries(&file.turns, now, limits)
             .into_iter()
-            .map(|job| (job.clone(), Errand::Turn));
-        let forwards = lifecycle::forwards(&file.jobs)
+            .map(|t| Due::Turn(t.clone()));
+        let forwards = turn::forwards(&file.turns)
             .into_iter()
-            .map(|job| (job.clone(), Errand::Forward));
+            .map(|t| Due::Forward(t.clone()));
         let stops = lifecycle::to_stop(&file.jobs)
             .into_iter()
-            .map(|job| (job.clone(), Errand::Stop));
+            .map(|job| Due::Stop(job.clone()));
         Ok(turns.chain(forwards).chain(stops).collect())
     })
 }
 
 /// Looks before acting: at the parent chat for a turn, at the channel for a forward.
-fn look(client: &impl Server, job: &Job, errand: Errand) -> Event {
-    match errand {
-        Errand::Turn => Event::Probed(probe(client, job)),
+fn look(client: &impl Server, due: &Due) -> Looked {
+    match due {
+        Due::Turn(t) => Looked::Turn(TurnEvent::Probed(probe(client, t))),
         // The console is always there (a toast needs no channel of its own).
-        Errand::Forward if job.target.channel == "console" => {
-            Event::ChannelChecked(lifecycle::Health::Healthy)
+        Due::Forward(t) if t.chat.channel == "console" => {
+            Looked::Turn(TurnEvent::ChannelChecked(turn::Health::Healthy))
         }
-        Errand::Forward => {
-            let t = &job.target;
-            let health = client.channel_health(&job.base_url, &t.agent_id, &t.channel);
-            Event::ChannelChecked(chat::health(health))
+        Due::Forward(t) => {
+            let c = &t.chat;
+            let health = client.channel_health(&c.base_url, &c.agent_id, &c.channel);
+            Looked::Turn(TurnEvent::ChannelChecked(chat::health(health)))
         }
-        Errand::Stop => {
+        Due::Stop(job) => {
             let (chat_id, answer) = match stop_child(client, job) {
                 Ok(Stopped { chat_id, said }) => (chat_id, Ok(said == chat::Stop::Stopped)),
                 Err(why) => (None, Err(why.message())),
             };
-            Event::StopAnswered { chat_id, answer }
+            Looked::Job(Event::StopAnswered { chat_id, answer })
         }
     }
 }
@@ -543,38 +560,43 @@ pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped,
 
 /// Looks at the parent chat of a due turn. Before a POST the chat is found by its exact
 /// triple, every time: it may have vanished since the last look (posting would start a
-/// new one), and QwenPaw's status route calls any id idle, even a deleted chat's. A
-/// delivery of unknown outcome is looked for in the history of the chat it went to (the
-/// id found then), or else of the chat the triple names now.
-fn probe(client: &impl Server, job: &Job) -> Probe {
-    let t = &job.target;
-    let (base, agent) = (&job.base_url, &t.agent_id);
-    let reading_back = job.outbound() == Some(Outbound::Unconfirmed);
-    let chat_id = match &job.chat_id {
-        Some(id) if reading_back => id.clone(),
-        _ => {
-            let listed =
-                chat::chats(client.list_chats(base, agent, Some((&t.user_id, &t.channel))));
-            let chats = match listed {
-                Ok(chats) => chats,
-                Err(chat::Unusable::Refused(error)) => return Probe::Refused { error },
-                Err(chat::Unusable::Unknown(error)) => return Probe::Unknown { error },
-            };
-            match chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
-                None => return Probe::NoChat,
-                Some(found) if !reading_back => {
-                    return Probe::Chat {
-                        chat_id: found.id.clone(),
-                        running: found.running,
-                    };
-                }
-                Some(found) => found.id.clone(),
-            }
+/// new one), and QwenPaw's status route calls any id idle, even a deleted chat's. A turn
+/// of unknown outcome is looked for in the history of the chat it went to (the id found
+/// then); when that chat is gone, in the chat the triple names now (the POST itself may
+/// have started it).
+fn probe(client: &impl Server, turn: &Turn) -> Probe {
+    let c = &turn.chat;
+    let (base, agent) = (&c.base_url, &c.agent_id);
+    let reading_back = turn.state == TurnState::Unconfirmed;
+    if reading_back && let Some(id) = &turn.chat_id {
+        match read_back(client, turn, id) {
+            Probe::NoChat => {}
+            seen => return seen,
         }
+    }
+    let listed = chat::chats(client.list_chats(base, agent, Some((&c.user_id, &c.channel))));
+    let chats = match listed {
+        Ok(chats) => chats,
+        Err(chat::Unusable::Refused(error)) => return Probe::Refused { error },
+        Err(chat::Unusable::Unknown(error)) => return Probe::Unknown { error },
     };
-    let history = client.chat_history(base, agent, &chat_id);
+    match chat::find(&chats, &c.session_id, &c.user_id, &c.channel) {
+        None => Probe::NoChat,
+        Some(found) if !reading_back => Probe::Chat {
+            chat_id: found.id.clone(),
+            running: found.running,
+        },
+        Some(found) if turn.chat_id.as_deref() == Some(found.id.as_str()) => Probe::NoChat,
+        Some(found) => read_back(client, turn, &found.id),
+    }
+}
+
+/// Reads chat `chat_id` back for `turn`'s delivery id.
+fn read_back(client: &impl Server, turn: &Turn, chat_id: &str) -> Probe {
+    let history = client.chat_history(&turn.chat.base_url, &turn.chat.agent_id, chat_id);
     crate::crash::point("read-back");
-    match chat::read_back(history, &chat::client_message_id(job)) {
+    let chat_id = chat_id.to_owned();
+    match chat::read_back(history, &turn.turn_id) {
         Ok(ReadBack::Found { turn }) => Probe::Found { chat_id, turn },
         Ok(ReadBack::Absent { running }) => Probe::NotFound { chat_id, running },
         Ok(ReadBack::NoChat) => Probe::NoChat,
@@ -586,8 +608,8 @@ fn probe(client: &impl Server, job: &Job) -> Probe {
 /// is saved with this write, before anything is sent.
 fn claim(
     store: &Store,
-    due: &[(Job, Errand)],
-    looked: Vec<Event>,
+    due: &[Due],
+    looked: Vec<Looked>,
     tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
@@ -598,53 +620,58 @@ fn claim(
     }
     store.update(|file| {
         let now = clock.now();
-        // A batch is composed again from what is due now (a cancel or a re-watch may have
-        // landed since the decision), so its claim posts what it carries now.
-        groups(file, now, tick, report);
-        let index = registrations(file);
+        // The turns are composed again from what is due now (a cancel or a re-watch may
+        // have landed since the decision), so a claim posts what its turn carries now.
+        composed(file, now, tick, report);
+        let turns = turn_index(file);
+        let jobs = registrations(file);
         let mut claims = Vec::new();
-        for ((job, errand), event) in due.iter().zip(looked) {
-            let Some(&i) = index.get(&job.job_id) else {
-                continue;
-            };
-            let job = &mut file.jobs[i];
-            let text = match apply(job, event, now, limits, report) {
-                Effect::Post { text } | Effect::Forward { text } => text,
-                Effect::None => continue,
-            };
-            claims.push(Claim {
-                job: job.clone(),
-                errand: *errand,
-                text,
-            });
+        for (due, looked) in due.iter().zip(looked) {
+            match (due, looked) {
+                (Due::Turn(t) | Due::Forward(t), Looked::Turn(event)) => {
+                    let Some(&i) = turns.get(&t.turn_id) else {
+                        continue;
+                    };
+                    let text = match apply_turn(file, i, event, now, limits, report) {
+                        Effect::Post { text } | Effect::Forward { text } => text,
+                        Effect::None => continue,
+                    };
+                    claims.push(Claim {
+                        turn: file.turns[i].clone(),
+                        forward: matches!(due, Due::Forward(_)),
+                        text,
+                    });
+                }
+                (Due::Stop(job), Looked::Job(event)) => {
+                    if let Some(&i) = jobs.get(&job.job_id) {
+                        apply_job(file, i, event, now, limits, report);
+                    }
+                }
+                _ => {}
+            }
         }
-        groups(file, now, tick, report);
         Ok(claims)
     })
 }
 
 /// Sends one claimed thing: the turn into the parent chat, or the forward to the person.
-fn send(client: &impl Server, claim: &Claim, tick: &Tick) -> Event {
-    let job = &claim.job;
-    let (base, agent) = (&job.base_url, &job.target.agent_id);
-    match claim.errand {
-        Errand::Turn => {
-            let body = chat::turn(job, &claim.text, tick.turn_timeout);
-            Event::Posted(chat::posted(client.post_turn(base, agent, &body)))
-        }
-        Errand::Forward => {
-            let body = chat::forward_body(job, &claim.text);
-            Event::Forwarded(chat::forwarded(client.send_message(base, agent, &body)))
-        }
-        Errand::Stop => unreachable!("a stop is never claimed: its step has no effect"),
+fn send(client: &impl Server, claim: &Claim, tick: &Tick) -> TurnEvent {
+    let t = &claim.turn;
+    let (base, agent) = (&t.chat.base_url, &t.chat.agent_id);
+    if claim.forward {
+        let body = chat::forward_body(t, &claim.text);
+        TurnEvent::Forwarded(chat::forwarded(client.send_message(base, agent, &body)))
+    } else {
+        let body = chat::turn_body(t, &claim.text, tick.turn_timeout);
+        TurnEvent::Posted(chat::posted(client.post_turn(base, agent, &body)))
     }
 }
 
-/// Records what each send did on the registration that claimed it.
+/// Records what each send did on the turn that claimed it; its jobs follow.
 fn record(
     store: &Store,
     claims: &[Claim],
-    sent: Vec<Event>,
+    sent: Vec<TurnEvent>,
     tick: &Tick,
     clock: &dyn Clock,
     report: &mut Report,
@@ -655,39 +682,46 @@ fn record(
     }
     store.update(|file| {
         let now = clock.now();
-        let index = registrations(file);
+        let turns = turn_index(file);
         for (claim, event) in claims.iter().zip(sent) {
-            match index.get(&claim.job.job_id) {
-                Some(&i) => {
-                    apply(&mut file.jobs[i], event, now, limits, report);
-                }
-                None => report.add(Outcome::Replaced, &claim.job.task_id),
+            if let Some(&i) = turns.get(&claim.turn.turn_id) {
+                apply_turn(file, i, event, now, limits, report);
             }
         }
-        groups(file, now, tick, report);
+        // A turn a definite no opened again goes on without the jobs cancelled while it
+        // was claimed.
+        composed(file, now, tick, report);
         Ok(())
     })
 }
 
-/// Gives the groups the events `group::plan` says they need, then the batches what
-/// `batch::plan` says (everything due for one chat composed into one turn).
-fn groups(file: &mut JobFile, now: Timestamp, tick: &Tick, report: &mut Report) {
-    for (i, event) in group::plan(&file.jobs) {
-        apply(&mut file.jobs[i], event, now, &tick.limits, report);
-    }
-    for (i, event) in batch::plan(&file.jobs, tick.batch) {
-        apply(&mut file.jobs[i], event, now, &tick.limits, report);
+/// Composes the file's turns (`compose`: groups and batches), with what it did in the
+/// report.
+fn composed(file: &mut JobFile, now: Timestamp, tick: &Tick, report: &mut Report) {
+    compose::compose(file, tick.batch, now, &tick.limits, &mut |seen| {
+        see(report, seen, now)
+    });
+}
+
+/// What composing or following did, into the report.
+fn see(report: &mut Report, seen: Seen, now: Timestamp) {
+    match seen {
+        Seen::Job(job, changed, outcomes) => report.record(job, changed, outcomes, now),
+        Seen::Turn(turn, jobs, outcomes) => report.record_turn(turn, jobs, outcomes, now),
+        Seen::Dropped(_) => {}
     }
 }
 
-/// Steps one job through one event, in place; the effect is the caller's to carry out.
-fn apply(
-    job: &mut Job,
+/// Steps one job through one event, in place.
+fn apply_job(
+    file: &mut JobFile,
+    i: usize,
     event: Event,
     now: Timestamp,
     limits: &Limits,
     report: &mut Report,
-) -> Effect {
+) {
+    let job = &mut file.jobs[i];
     let transition = lifecycle::step(job, event, now, limits);
     report.record(
         &transition.job,
@@ -696,7 +730,37 @@ fn apply(
         now,
     );
     *job = transition.job;
+}
+
+/// Steps one turn through one event, in place; the jobs it carries follow it. The effect
+/// is the caller's to carry out.
+fn apply_turn(
+    file: &mut JobFile,
+    i: usize,
+    event: TurnEvent,
+    now: Timestamp,
+    limits: &Limits,
+    report: &mut Report,
+) -> Effect {
+    let transition = turn::step(&file.turns[i], event, now, limits);
+    let before = &file.turns[i];
+    let moved = before.state != transition.turn.state
+        || before.delivery.read_back_closed_at != transition.turn.delivery.read_back_closed_at;
+    file.turns[i] = transition.turn;
+    if moved {
+        compose::follow(file, i, now, limits, &mut |seen| see(report, seen, now));
+    }
+    report.record_turn(&file.turns[i], &file.jobs, &transition.outcomes, now);
     transition.effect
+}
+
+/// Where each turn (`turn_id`) is in the file.
+fn turn_index(file: &JobFile) -> HashMap<String, usize> {
+    file.turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.turn_id.clone(), i))
+        .collect()
 }
 
 /// Where each registration (`job_id`) is in the file: one lookup per job, not a scan.

@@ -13,18 +13,19 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::ids::{new_job_id, parse_task_id};
-use crate::job::{Delivery, Job, Outbound, Status, Target};
+use crate::job::{Job, Status, Target};
+use crate::state::JobFile;
 use crate::time::Timestamp;
+use crate::turn::{Block, BlockKind, Delivery, Turn, TurnState};
 
 /// One plugin record, read.
 #[derive(Debug)]
 pub enum Record {
-    Job(Box<Job>),
+    /// A job, and for one the plugin delivered (or may have), the turn that says so (its
+    /// id is the job's; the import sets it).
+    Job(Box<Job>, Option<Box<Turn>>),
     /// Not importable, and why (no text from the record beyond its task id).
-    Skip {
-        task_id: String,
-        why: String,
-    },
+    Skip { task_id: String, why: String },
 }
 
 /// What an import did: (task id, status, job id) of each job added; tasks the file already
@@ -38,22 +39,37 @@ pub struct Imported {
 
 /// Adds the importable `records` to `jobs`. A task the file already holds is left as it
 /// is (whatever its record says), so importing twice changes nothing.
-pub fn merge(jobs: &mut Vec<Job>, records: Vec<Record>) -> Imported {
+pub fn merge(file: &mut JobFile, records: Vec<Record>) -> Imported {
     let mut done = Imported::default();
     for record in records {
         match record {
-            Record::Job(job) if jobs.iter().any(|j| j.task_id == job.task_id) => {
+            Record::Job(job, _) if file.jobs.iter().any(|j| j.task_id == job.task_id) => {
                 done.already.push(job.task_id);
             }
-            Record::Job(mut job) => {
+            Record::Job(mut job, turn) => {
                 // Two records sharing a job id (or one the file already holds) would make
                 // the whole file unloadable: the newcomer gets a fresh one.
-                while jobs.iter().any(|j| j.job_id == job.job_id) {
+                while file.jobs.iter().any(|j| j.job_id == job.job_id)
+                    || file.turns.iter().any(|t| t.carries_job(&job.job_id))
+                {
                     job.job_id = crate::ids::new_job_id();
+                }
+                if let Some(mut turn) = turn {
+                    let block = Block {
+                        job_id: job.job_id.clone(),
+                        task_id: job.task_id.clone(),
+                        kind: BlockKind::Result,
+                    };
+                    turn.turn_id = crate::turn::new_id(&block, |id| {
+                        file.turns.iter().any(|t| t.turn_id == id)
+                    });
+                    turn.carries = vec![block];
+                    job.turn = Some(turn.turn_id.clone());
+                    file.turns.push(*turn);
                 }
                 done.added
                     .push((job.task_id.clone(), job.status, job.job_id.clone()));
-                jobs.push(*job);
+                file.jobs.push(*job);
             }
             Record::Skip { task_id, why } => done.skipped.push((task_id, why)),
         }
@@ -174,6 +190,7 @@ fn record(
         Some(note) => format!("imported from the agent-task-callback plugin; its note: {note}"),
         None => "imported from the agent-task-callback plugin".to_owned(),
     });
+    let mut turn = None;
     job.status = match status.as_str() {
         "pending" if registered_at.elapsed_at(now) > max_age => {
             job.final_text = None;
@@ -192,15 +209,17 @@ fn record(
             }
             // When is known only from the plugin's own timestamp: a guess would read
             // "delivered 0s ago" for a result delivered who knows when.
-            job.delivered_at = completed_at;
+            let mut t = imported_turn(&job, TurnState::Delivered, now);
+            t.delivered_at = completed_at;
+            turn = Some(t);
             Status::Done
         }
         "unconfirmed" => {
             if job.final_text.is_none() {
                 return skip("is unconfirmed but carries no text");
             }
-            job.set_outbound(Outbound::Unconfirmed);
-            job.delivery = Some(Delivery {
+            let mut t = imported_turn(&job, TurnState::Unconfirmed, now);
+            t.delivery = Delivery {
                 attempts: 1,
                 // The read-back window is long over: the plugin's post carries no atc
                 // marker, so a read-back could only miss it and post a second copy.
@@ -209,7 +228,8 @@ fn record(
                     "the plugin's delivery had an unknown outcome; `atc redeliver` posts it again if it never arrived".into(),
                 ),
                 ..Delivery::default()
-            });
+            };
+            turn = Some(t);
             Status::Unconfirmed
         }
         "lost" => Status::Lost,
@@ -222,7 +242,17 @@ fn record(
             ));
         }
     };
-    Record::Job(Box::new(job))
+    Record::Job(Box::new(job), turn.map(Box::new))
+}
+
+/// The turn an imported job's delivery by the plugin was (its id and block are set when
+/// it is merged).
+fn imported_turn(job: &Job, state: TurnState, now: Timestamp) -> Turn {
+    let mut turn = Turn::new(String::new(), crate::compose::chat_of(job), now);
+    turn.state = state;
+    turn.text = job.final_text.clone();
+    turn.forward_mode = job.options.forward;
+    turn
 }
 
 /// A non-empty string field.
@@ -266,8 +296,12 @@ mod tests {
     }
 
     fn job(text: &str) -> Job {
+        imported(text).0
+    }
+
+    fn imported(text: &str) -> (Job, Option<Turn>) {
         match one(text) {
-            Record::Job(job) => *job,
+            Record::Job(job, turn) => (*job, turn.map(|t| *t)),
             Record::Skip { why, .. } => panic!("skipped: {why}"),
         }
     }
@@ -284,7 +318,7 @@ mod tests {
             ("abandoned", Status::Abandoned),
             ("cancelled", Status::Cancelled),
         ] {
-            let j = job(&format!(
+            let (j, turn) = imported(&format!(
                 "[{{{base},\"status\":\"{status}\",\"registered_at\":{recent}}}]"
             ));
             assert_eq!(j.status, expect, "{status}");
@@ -295,16 +329,24 @@ mod tests {
             match expect {
                 Status::Pending => assert_eq!(j.final_text, None, "polled again, rendered fresh"),
                 Status::Done => {
-                    assert_eq!(j.delivered_at, Some(Timestamp::from_unix(1_799_999_990)))
+                    let turn = turn.expect("a delivered turn");
+                    assert_eq!(turn.state, TurnState::Delivered);
+                    assert_eq!(turn.delivered_at, Some(Timestamp::from_unix(1_799_999_990)))
                 }
                 Status::Unconfirmed => {
-                    assert!(!crate::lifecycle::is_due(
-                        &j,
+                    let mut turn = turn.expect("a turn of unknown outcome");
+                    turn.carries = vec![Block {
+                        job_id: j.job_id.clone(),
+                        task_id: j.task_id.clone(),
+                        kind: BlockKind::Result,
+                    }];
+                    assert!(!crate::turn::is_due(
+                        &turn,
                         now(),
                         &crate::settings::default_limits()
                     ));
                 }
-                _ => {}
+                _ => assert!(turn.is_none(), "{status}: nothing was delivered"),
             }
         }
     }
@@ -340,7 +382,7 @@ mod tests {
         ] {
             match one(text) {
                 Record::Skip { why, .. } => assert!(why.contains(says), "{why} / {says}"),
-                Record::Job(j) => panic!("{text} imported as {:?}", j.status),
+                Record::Job(j, _) => panic!("{text} imported as {:?}", j.status),
             }
         }
         assert!(records("{\"jobs\": 3}", "b", DAY, now()).is_err());

@@ -1,5 +1,7 @@
-//! What a tick did, typed: each job event yields [`Outcome`]s; a [`Report`] counts them and
-//! prints them as text or JSON. Only task ids are recorded, never message text.
+//! What a tick did, typed: each event a job or a turn takes yields [`Outcome`]s; a
+//! [`Report`] counts them and prints them as text or JSON (a turn counts once, however
+//! many blocks it carries; each task it carries is listed). Only task and turn ids are
+//! recorded, never message text.
 
 use std::collections::BTreeMap;
 
@@ -8,230 +10,11 @@ use serde::{Deserialize, Serialize};
 use crate::text::plural;
 use serde_json::{Value, json};
 
+pub use crate::describe::GiveUp;
 use crate::job::{Job, Status, TaskOutcome};
+pub use crate::outcome::{Outcome, failure_kind};
 use crate::time::Timestamp;
-
-/// One thing that happened to one job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Outcome {
-    /// The task was polled (every poll that was applied).
-    Polled,
-    /// The poll said the task is still running.
-    Running,
-    /// The poll said the task finished: its result is rendered and due for delivery.
-    Finished,
-    /// The server has no record of the task.
-    Lost,
-    /// The poll failed: a strike.
-    FailedCheck,
-    /// A strike that reached `--max-strikes`.
-    Abandoned,
-    /// Not finished `--max-age` after the watch.
-    Expired,
-    /// A delivery's write-ahead record was saved: its POST may go out.
-    Claimed,
-    /// The parent chat does not exist: nothing was posted.
-    Misrouted,
-    /// The child's answer was empty and the watch said `--on-empty skip`.
-    Skipped,
-    /// A watch ended without an answer: a notice for the parent is queued.
-    Noticed,
-    /// A group's results are all in: its one turn is composed.
-    Sealed,
-    /// Reading the parent chat back found a delivery whose outcome was unknown.
-    Confirmed,
-    /// An unknown delivery is not in the parent chat (yet): read back again later.
-    Waiting,
-    /// How the parent turn a delivery started ended is now known.
-    Followed,
-    /// The parent's reply was sent on to the person.
-    Forwarded,
-    /// A forward waits for a healthy channel (or a retry).
-    ForwardHeld,
-    /// Nothing to forward (empty reply, failed parent turn).
-    ForwardSkipped,
-    /// A forward was refused, or retries ran out.
-    ForwardFailed,
-    /// A forward's send may or may not have gone out.
-    ForwardUnconfirmed,
-    /// `atc redeliver` put a given-up turn back in line.
-    Requeued,
-    /// A group member lost its carrier and waits to be sealed again (or a batched job
-    /// left its chat's batch).
-    Unsealed,
-    /// A job's turn was composed as a batch with the other turns due for its chat.
-    Batched,
-    /// The result was posted into the parent chat.
-    Delivered,
-    /// The parent chat was busy (409); retried later.
-    Busy,
-    /// The server could not be reached for the delivery; retried later.
-    Unreachable,
-    /// A POST's outcome is unknown.
-    Unconfirmed,
-    /// The server refused the delivery.
-    Error,
-    /// Busy or unreachable too often: given up.
-    Undelivered,
-    /// The POST ended after the watch had been cancelled.
-    CancelledInFlight,
-    /// The registration was replaced (re-watched) while its POST was out.
-    Replaced,
-    /// A POST left in flight by a tick that died became unconfirmed.
-    RecoveredUnconfirmed,
-    /// The read-back window of an unknown delivery closed: given up.
-    ReadBackClosed,
-    /// An ended job older than `--keep` was removed.
-    Pruned,
-    /// `atc cancel` stopped the watch.
-    Cancelled,
-    /// `atc cancel` found it already cancelled.
-    AlreadyCancelled,
-    /// `--stop-after` passed while the child runs: a stop is due.
-    StopDue,
-    /// QwenPaw stopped the child at the watch's request (`--stop-after`).
-    Stopped,
-    /// The stop found nothing running in the child's chat.
-    StopNotRunning,
-    /// The stop could not be sent or was refused; asked again on the next tick.
-    StopFailed,
-    /// `--check-in` came round while the child runs: a check-in notice is queued.
-    CheckInDue,
-    /// A check-in notice was posted into the parent chat.
-    CheckedIn,
-    /// A check-in notice could not be delivered (busy too long, no chat, refused): dropped.
-    CheckInDropped,
-    /// `atc cancel --check-ins` turned the check-ins off.
-    CheckInsOff,
-    /// The event does not apply to the job as it is now; nothing changed.
-    Ignored,
-}
-
-impl Outcome {
-    /// The name in `--json` reports and `-vv` lines.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Polled => "polled",
-            Outcome::Running => "running",
-            Outcome::Finished => "finished",
-            Outcome::Lost => "lost",
-            Outcome::FailedCheck => "failed_check",
-            Outcome::Abandoned => "abandoned",
-            Outcome::Expired => "expired",
-            Outcome::Claimed => "claimed",
-            Outcome::Misrouted => "misrouted",
-            Outcome::Skipped => "skipped",
-            Outcome::Noticed => "noticed",
-            Outcome::Sealed => "sealed",
-            Outcome::Confirmed => "confirmed",
-            Outcome::Waiting => "waiting",
-            Outcome::Followed => "followed",
-            Outcome::Forwarded => "forwarded",
-            Outcome::ForwardHeld => "forward_held",
-            Outcome::ForwardSkipped => "forward_skipped",
-            Outcome::ForwardFailed => "forward_failed",
-            Outcome::ForwardUnconfirmed => "forward_unconfirmed",
-            Outcome::Requeued => "requeued",
-            Outcome::Unsealed => "unsealed",
-            Outcome::Batched => "batched",
-            Outcome::Delivered => "delivered",
-            Outcome::Busy => "busy",
-            Outcome::Unreachable => "unreachable",
-            Outcome::Unconfirmed => "unconfirmed",
-            Outcome::Error => "error",
-            Outcome::Undelivered => "undelivered",
-            Outcome::CancelledInFlight => "cancelled_in_flight",
-            Outcome::Replaced => "replaced",
-            Outcome::RecoveredUnconfirmed => "recovered_unconfirmed",
-            Outcome::ReadBackClosed => "read_back_closed",
-            Outcome::Pruned => "pruned",
-            Outcome::Cancelled => "cancelled",
-            Outcome::AlreadyCancelled => "already_cancelled",
-            Outcome::StopDue => "stop_due",
-            Outcome::Stopped => "stopped",
-            Outcome::StopNotRunning => "stop_not_running",
-            Outcome::StopFailed => "stop_failed",
-            Outcome::CheckInDue => "check_in_due",
-            Outcome::CheckedIn => "checked_in",
-            Outcome::CheckInDropped => "check_in_dropped",
-            Outcome::CheckInsOff => "check_ins_off",
-            Outcome::Ignored => "ignored",
-        }
-    }
-
-    /// The event's name in the event log, if it goes there: a poll is `polled` (with the
-    /// task's status), a failed check a `strike`, a read-back that found the turn
-    /// `read-back`, a queued notice `notice`. Bookkeeping and "not yet" stay out.
-    pub fn log_name(self) -> Option<&'static str> {
-        match self {
-            Outcome::Polled
-            | Outcome::Waiting
-            | Outcome::Ignored
-            | Outcome::Claimed
-            | Outcome::StopDue
-            | Outcome::CheckInDue => None,
-            Outcome::Running | Outcome::Finished => Some("polled"),
-            Outcome::FailedCheck => Some("strike"),
-            Outcome::Confirmed => Some("read-back"),
-            Outcome::Noticed => Some("notice"),
-            other => Some(other.as_str()),
-        }
-    }
-
-    /// Something went wrong that `-v` explains with its reason (and the event log names
-    /// by kind): a failed check, a delivery or forward that failed or may have.
-    pub fn is_error(self) -> bool {
-        matches!(
-            self,
-            Outcome::FailedCheck
-                | Outcome::StopFailed
-                | Outcome::Unconfirmed
-                | Outcome::Error
-                | Outcome::Undelivered
-                | Outcome::Misrouted
-                | Outcome::ReadBackClosed
-                | Outcome::ForwardFailed
-                | Outcome::ForwardUnconfirmed
-        )
-    }
-
-    /// atc gave up: nothing more happens to the job (or its turn) until a person acts.
-    pub fn is_give_up(self) -> bool {
-        matches!(
-            self,
-            Outcome::Abandoned
-                | Outcome::Undelivered
-                | Outcome::Misrouted
-                | Outcome::Error
-                | Outcome::ReadBackClosed
-                | Outcome::ForwardFailed
-        )
-    }
-
-    /// The outcomes a group member takes over from its carrier's turn (`Event::Followed`):
-    /// the carrier's own outcome counts that turn.
-    fn mirrors_a_carrier(self) -> bool {
-        matches!(
-            self,
-            Outcome::Delivered | Outcome::Unconfirmed | Outcome::Undelivered | Outcome::Misrouted
-        )
-    }
-
-    /// Bookkeeping that says nothing about the job to a reader of the report.
-    pub fn is_internal(self) -> bool {
-        matches!(
-            self,
-            Outcome::Claimed
-                | Outcome::Ignored
-                | Outcome::Cancelled
-                | Outcome::AlreadyCancelled
-                | Outcome::Followed
-                | Outcome::Requeued
-                | Outcome::Unsealed
-                | Outcome::Batched
-        )
-    }
-}
+use crate::turn::Turn;
 
 /// One line of the event log: only typed facts, never message text, session ids, user
 /// ids or tokens (`reason` is a category from a fixed vocabulary).
@@ -242,6 +25,9 @@ pub struct LogEntry {
     pub event: String,
     pub task_id: String,
     pub job_id: String,
+    /// The turn the event was about, when it was one (a delivery, a read-back, a forward).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
     /// The job's status afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
@@ -265,6 +51,7 @@ impl LogEntry {
             event: event.to_owned(),
             task_id: String::new(),
             job_id: String::new(),
+            turn_id: None,
             status: None,
             task_status: None,
             outcome: None,
@@ -280,6 +67,7 @@ impl LogEntry {
             event: event.to_owned(),
             task_id: job.task_id.clone(),
             job_id: job.job_id.clone(),
+            turn_id: None,
             status: Some(job.status),
             task_status: None,
             outcome: None,
@@ -289,79 +77,12 @@ impl LogEntry {
     }
 }
 
-/// The kind of a failure, from a fixed vocabulary: what a log may say about an error
-/// without quoting anything a server sent.
-pub fn failure_kind(error: &str) -> String {
-    if let Some(rest) = error.find("HTTP ").map(|i| &error[i + 5..]) {
-        let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if code.len() == 3 {
-            return format!("HTTP {code}");
-        }
-    }
-    let kind = if error.contains("instead of JSON") {
-        "not JSON"
-    } else if error.contains("refused") {
-        "connection refused"
-    } else if error.contains("timed out") {
-        "timed out"
-    } else if error.contains("stopped while posting") || error.contains("stopped while sending") {
-        "tick interrupted"
-    } else if error.contains("no chat with") {
-        "no such chat"
-    } else if error.contains("running a turn") || error.contains("busy") {
-        "chat busy"
-    } else {
-        "other"
-    };
-    kind.to_owned()
-}
-
-/// A job the pass gave up on: one line for a person (`atc tick` prints it on stderr,
-/// whatever the verbosity), once, by the tick that gave up. Only typed facts: no server
-/// text, no session or user ids.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GiveUp {
-    pub task_id: String,
-    /// Where the job stands now (`undelivered`, `abandoned`, `lost, notice misrouted`…).
-    pub status: String,
-    /// Why, in a few words of a fixed vocabulary.
-    pub reason: String,
-    /// The other tasks of a group's or a batch's one turn, given up with this one.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub with: Vec<String>,
-    /// That turn was a batch (everything due for the chat), not a group's.
-    #[serde(skip)]
-    pub batch: bool,
-    /// The commands that help.
-    pub next: String,
-}
-
-impl GiveUp {
-    /// `atc: gave up on task-1 (undelivered): why; what to run`
-    pub fn line(&self) -> String {
-        let with = if self.with.is_empty() {
-            String::new()
-        } else {
-            let whose = if self.batch {
-                "the same"
-            } else {
-                "its group's"
-            };
-            format!("; {whose} turn also carries {}", self.with.join(", "))
-        };
-        format!(
-            "atc: gave up on {} ({}{with}): {}; {}",
-            self.task_id, self.status, self.reason, self.next
-        )
-    }
-}
-
 /// What happened to which task in one pass.
 #[derive(Debug, Default)]
 pub struct Report {
     entries: BTreeMap<Outcome, Vec<String>>,
-    /// What the summary counts: as `entries`, without a group member's copy of its
-    /// carrier's outcome (one group turn is one delivery, or one give-up).
+    /// What the summary counts: one per turn for a turn's outcomes (one turn of three
+    /// results is one delivery, or one give-up), one per job for a job's.
     counts: BTreeMap<Outcome, usize>,
     /// Parent turns whose end the pass learned.
     followed: usize,
@@ -406,29 +127,13 @@ impl Report {
     /// Counts what an event did to `job` (the job as it is afterwards), keeps the reason
     /// of anything that went wrong and what was given up, and queues the event-log lines.
     pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
-        let member = job.carried_by.is_some();
         for outcome in outcomes {
-            if *outcome == Outcome::Forwarded && job.target.channel == "console" {
-                self.toasts += 1;
-            }
-            if member && outcome.mirrors_a_carrier() {
-                // Listed with its task id, counted once: by the carrier's turn.
-                self.entries
-                    .entry(*outcome)
-                    .or_default()
-                    .push(job.task_id.clone());
-            } else {
-                self.add(*outcome, &job.task_id);
-            }
-            if outcome.is_give_up() && !member {
-                self.gave_up.push(crate::describe::give_up(job, *outcome));
+            self.add(*outcome, &job.task_id);
+            if *outcome == Outcome::Abandoned {
+                self.gave_up.push(crate::describe::give_up_job(job));
             }
         }
-        let error = job
-            .last_error
-            .clone()
-            .or_else(|| job.delivery.as_ref().and_then(|d| d.error.clone()))
-            .or_else(|| job.forward.as_ref().and_then(|f| f.reason.clone()));
+        let error = job.last_error.clone();
         if outcomes.iter().any(|o| o.is_error())
             && let Some(error) = &error
         {
@@ -449,15 +154,6 @@ impl Report {
                 Outcome::Finished => (Some("finished"), job.outcome),
                 _ => (None, None),
             };
-            let http_status = match outcome {
-                Outcome::Forwarded | Outcome::ForwardFailed => {
-                    job.forward.as_ref().and_then(|f| f.last_http_status)
-                }
-                Outcome::Delivered | Outcome::Busy | Outcome::Unconfirmed | Outcome::Error => {
-                    job.delivery.as_ref().and_then(|d| d.last_http_status)
-                }
-                _ => None,
-            };
             let reason = outcome
                 .is_error()
                 .then(|| error.as_deref().map(failure_kind))
@@ -467,12 +163,114 @@ impl Report {
                 event: event.to_owned(),
                 task_id: job.task_id.clone(),
                 job_id: job.job_id.clone(),
+                turn_id: job.turn.clone().filter(|_| outcome.is_check_in()),
                 status: Some(job.status),
                 task_status: task_status.map(str::to_owned),
                 outcome: task_outcome,
-                http_status,
+                http_status: None,
                 reason,
             });
+        }
+    }
+
+    /// Counts what an event did to `turn` (as it is afterwards) once, however many blocks
+    /// it carries, lists each task it carries, keeps the reason of anything that went
+    /// wrong and a give-up, and queues an event-log line per block. `jobs` are the file's
+    /// jobs (after they followed the turn): the status each line records.
+    pub fn record_turn(&mut self, turn: &Turn, jobs: &[Job], outcomes: &[Outcome], at: Timestamp) {
+        let answers: Vec<&crate::turn::Block> = turn.answers().collect();
+        // A check-in's landing is its job's to say (checked in, or dropped): a turn of
+        // check-ins only counts nothing of that kind itself.
+        let mirrored = |o: Outcome| {
+            matches!(
+                o,
+                Outcome::Delivered
+                    | Outcome::Confirmed
+                    | Outcome::Undelivered
+                    | Outcome::Misrouted
+                    | Outcome::Error
+                    | Outcome::ReadBackClosed
+            )
+        };
+        let job_of = |job_id: &str| jobs.iter().find(|j| j.job_id == job_id);
+        for outcome in outcomes {
+            if *outcome == Outcome::Followed {
+                self.followed += 1;
+            }
+            if outcome.is_internal() || (answers.is_empty() && mirrored(*outcome)) {
+                continue;
+            }
+            if *outcome == Outcome::Forwarded && turn.chat.channel == "console" {
+                self.toasts += 1;
+            }
+            *self.counts.entry(*outcome).or_default() += 1;
+            let listed = self.entries.entry(*outcome).or_default();
+            for block in &turn.carries {
+                if !(block.kind.is_check_in() && mirrored(*outcome)) {
+                    listed.push(block.task_id.clone());
+                }
+            }
+            if outcome.is_give_up() {
+                let lead = answers.first().and_then(|b| job_of(&b.job_id));
+                if let Some(gave_up) = crate::describe::give_up_turn(turn, lead, *outcome) {
+                    self.gave_up.push(gave_up);
+                }
+            }
+        }
+        let error = turn
+            .delivery
+            .error
+            .clone()
+            .or_else(|| turn.forward.as_ref().and_then(|f| f.reason.clone()));
+        // Each task the turn carries that an error is counted for says why (`-v`), as a
+        // job of its own would.
+        if let Some(error) = &error {
+            let why = crate::describe::short_cause(error);
+            for block in &turn.carries {
+                let listed = outcomes.iter().any(|o| {
+                    o.is_error()
+                        && !(answers.is_empty() && mirrored(*o))
+                        && !(block.kind.is_check_in() && mirrored(*o))
+                });
+                if listed {
+                    self.reasons.insert(block.task_id.clone(), why.clone());
+                }
+            }
+        }
+        for outcome in outcomes.iter().filter(|o| !o.is_internal()) {
+            let Some(event) = outcome.log_name() else {
+                continue;
+            };
+            let http_status = match outcome {
+                Outcome::Forwarded | Outcome::ForwardFailed => {
+                    turn.forward.as_ref().and_then(|f| f.last_http_status)
+                }
+                Outcome::Delivered | Outcome::Busy | Outcome::Unconfirmed | Outcome::Error => {
+                    turn.delivery.last_http_status
+                }
+                _ => None,
+            };
+            let reason = outcome
+                .is_error()
+                .then(|| error.as_deref().map(failure_kind))
+                .flatten();
+            for block in &turn.carries {
+                if block.kind.is_check_in() && mirrored(*outcome) {
+                    continue;
+                }
+                self.log.push(LogEntry {
+                    at,
+                    event: event.to_owned(),
+                    task_id: block.task_id.clone(),
+                    job_id: block.job_id.clone(),
+                    turn_id: Some(turn.turn_id.clone()),
+                    status: job_of(&block.job_id).map(|j| j.status),
+                    task_status: None,
+                    outcome: None,
+                    http_status,
+                    reason: reason.clone(),
+                });
+            }
         }
     }
 
@@ -753,30 +551,33 @@ mod tests {
         assert!(report.take_log().is_empty(), "taken once");
     }
 
+    /// A turn in `state` carrying the results of `tasks` (job ids `job-<task>`).
+    fn turn(state: crate::turn::TurnState, tasks: &[&str]) -> Turn {
+        let mut turn = Turn::sample(state);
+        turn.carries = tasks
+            .iter()
+            .map(|t| crate::turn::Block {
+                job_id: format!("job-{t}"),
+                task_id: (*t).to_owned(),
+                kind: crate::turn::BlockKind::Result,
+            })
+            .collect();
+        turn
+    }
+
     #[test]
-    fn a_group_turn_given_up_is_one_give_up_and_a_read_back_delivery_counts_as_delivered() {
-        let mut carrier = Job::sample(Status::Undelivered);
-        carrier.task_id = "task-a".into();
-        carrier.options.group = Some("g".into());
-        carrier.group_tasks = Some(vec!["task-a".into(), "task-b".into()]);
-        carrier.delivery = Some(crate::job::Delivery {
-            error: Some("parent chat busy (409: A task is already running)".into()),
-            ..Default::default()
-        });
-        let mut member = carrier.clone();
-        member.task_id = "task-b".into();
-        member.group_tasks = None;
-        member.carried_by = Some(carrier.job_id.clone());
+    fn a_turn_given_up_is_one_give_up_and_a_read_back_delivery_counts_as_delivered() {
+        use crate::turn::TurnState;
+        let mut group = turn(TurnState::Undelivered, &["task-a", "task-b"]);
+        group.group = Some("g".into());
+        group.delivery.error = Some("parent chat busy (409: A task is already running)".into());
         let at = Timestamp::from_unix(5);
         let mut report = Report::default();
-        report.record(&carrier, true, &[Outcome::Undelivered], at);
-        report.record(&member, true, &[Outcome::Undelivered], at);
-        let mut confirmed = Job::sample(Status::Done);
-        confirmed.task_id = "task-c".into();
-        report.record(&confirmed, true, &[Outcome::Confirmed], at);
-        let mut followed = Job::sample(Status::Done);
-        followed.task_id = "task-d".into();
-        report.record(&followed, true, &[Outcome::Followed], at);
+        report.record_turn(&group, &[], &[Outcome::Undelivered], at);
+        let confirmed = turn(TurnState::Delivered, &["task-c"]);
+        report.record_turn(&confirmed, &[], &[Outcome::Confirmed], at);
+        let followed = turn(TurnState::Delivered, &["task-d"]);
+        report.record_turn(&followed, &[], &[Outcome::Followed], at);
         assert_eq!(
             report.summary(),
             "tick: 0 polled, 1 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up, 1 parent turn followed"
@@ -795,26 +596,51 @@ mod tests {
         assert_eq!(json["tasks"]["undelivered"], json!(["task-a", "task-b"]));
         assert_eq!(json["given_up"], 1);
         assert_eq!(json["gave_up"][0]["with"], json!(["task-b"]));
+        let log = report.take_log();
+        assert_eq!(
+            log.iter()
+                .filter(|e| e.event == "undelivered")
+                .map(|e| (e.task_id.as_str(), e.turn_id.as_deref()))
+                .collect::<Vec<_>>(),
+            [("task-a", Some("atc-j1")), ("task-b", Some("atc-j1"))],
+            "one log line per block, naming the turn"
+        );
+    }
+
+    #[test]
+    fn a_turn_of_check_ins_only_gives_nothing_up_and_counts_no_delivery() {
+        use crate::turn::{BlockKind, TurnState};
+        let mut check_in = turn(TurnState::Delivered, &["task-a"]);
+        check_in.carries[0].kind = BlockKind::CheckIn { n: 1 };
+        let mut report = Report::default();
+        report.record_turn(
+            &check_in,
+            &[],
+            &[Outcome::Delivered],
+            Timestamp::from_unix(5),
+        );
+        check_in.state = TurnState::Refused;
+        report.record_turn(&check_in, &[], &[Outcome::Error], Timestamp::from_unix(5));
+        assert_eq!(report.delivered(), 0, "its job says it checked in");
+        assert!(
+            report.gave_up().is_empty(),
+            "a check-in is dropped, not given up"
+        );
     }
 
     #[test]
     fn give_up_lines_carry_no_server_text_or_ids_of_people() {
-        let mut misrouted = Job::sample(Status::Misrouted);
-        misrouted.last_error =
+        use crate::turn::TurnState;
+        let mut misrouted = turn(TurnState::Misrouted, &["task-1"]);
+        misrouted.delivery.error =
             Some("no chat with session secret-session (user alice, channel console)".into());
-        misrouted.delivery = Some(crate::job::Delivery {
-            error: misrouted.last_error.clone(),
-            ..Default::default()
-        });
-        let mut refused = Job::sample(Status::Error);
-        refused.delivery = Some(crate::job::Delivery {
-            error: Some("404: alice's agent is not here".into()),
-            ..Default::default()
-        });
+        let mut refused = turn(TurnState::Refused, &["task-1"]);
+        refused.delivery.error = Some("404: alice's agent is not here".into());
         let mut report = Report::default();
         let at = Timestamp::from_unix(5);
-        report.record(&misrouted, true, &[Outcome::Misrouted], at);
-        report.record(&refused, true, &[Outcome::Error], at);
+        report.record_turn(&misrouted, &[], &[Outcome::Misrouted], at);
+        report.record_turn(&refused, &[], &[Outcome::Error], at);
+        assert_eq!(report.gave_up().len(), 2);
         for line in report.gave_up().iter().map(GiveUp::line) {
             assert!(
                 !line.contains("alice") && !line.contains("secret-session"),

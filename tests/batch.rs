@@ -5,7 +5,8 @@
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
+use support::atc::{carried_tasks, turn_of};
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -57,20 +58,23 @@ fn everything_due_for_one_chat_goes_out_as_one_turn() {
         assert_eq!(job["status"], "done", "{job}");
         assert!(text.contains(job["final"].as_str().unwrap()), "{task}");
     }
-    // One delivery id for the turn: the carrier's; the others point at it.
-    let carrier = s.job("task-a");
-    assert_eq!(
-        carrier["group_tasks"],
-        json!(["task-a", "task-b", "task-c"])
-    );
-    assert_eq!(carrier["turn_text"].as_str().unwrap(), text);
+    // One delivery id for the turn: the turn's own; every job it carries points at it.
+    let record = s.turn("task-a");
+    assert_eq!(s.turn_tasks("task-a"), ["task-a", "task-b", "task-c"]);
+    assert_eq!(record["text"].as_str().unwrap(), text);
     for task in ["task-b", "task-c"] {
-        assert_eq!(s.job(task)["carried_by"], carrier["job_id"]);
+        assert_eq!(s.job(task)["turn"], record["turn_id"]);
     }
+    let ids: Vec<Value> = s
+        .posts()
+        .iter()
+        .map(|p| p.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].clone())
+        .collect();
+    assert!(ids.contains(&record["turn_id"]), "{ids:?}");
     // The other chat's single result is posted as its own block, byte for byte.
     let other = s.delivered("s-other");
     assert_eq!(other, [s.job("task-d")["final"].as_str().unwrap()]);
-    assert!(s.job("task-d").get("group_tasks").is_none());
+    assert_eq!(s.turn_tasks("task-d"), ["task-d"]);
 }
 
 #[test]
@@ -123,7 +127,8 @@ fn results_due_while_the_parent_is_busy_go_together() {
     assert_eq!(s.status("task-a"), "delivering");
     assert_eq!(s.status("task-b"), "pending");
     s.tick(&[]);
-    assert_eq!(s.job("task-b")["carried_by"], s.job("task-a")["job_id"]);
+    assert_eq!(s.job("task-b")["turn"], s.job("task-a")["turn"]);
+    assert_eq!(s.turn_tasks("task-a"), ["task-a", "task-b"]);
     assert!(s.posts().is_empty(), "nothing into a busy chat");
     s.tick(&[]);
     let turns = s.delivered("s-77");
@@ -152,10 +157,7 @@ fn a_cancel_before_the_claim_recomposes_the_turn() {
         finishes(&s, "task-c", "answer C");
         s.chats.busy_for("s-77", 1);
         s.tick(&[]);
-        assert_eq!(
-            s.job("task-a")["group_tasks"],
-            json!(["task-a", "task-b", "task-c"])
-        );
+        assert_eq!(s.turn_tasks("task-a"), ["task-a", "task-b", "task-c"]);
         s.atc(["cancel", cancelled])
             .stdout_contains("Cancelled the watch")
             .run();
@@ -193,16 +195,17 @@ fn a_batch_of_unknown_outcome_is_read_back_as_one() {
     s.chats.fault(PostFault::DropAfterStore);
     s.tick(&[]);
     assert_eq!(s.status("task-a"), "unconfirmed");
-    assert_eq!(s.status("task-b"), "unconfirmed", "follows its carrier");
-    s.env.edit_job("task-a", |job| {
-        job["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
+    assert_eq!(s.status("task-b"), "unconfirmed", "follows its turn");
+    s.env.edit_turn("task-a", |turn| {
+        turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
     });
     s.tick(&[]);
     for task in ["task-a", "task-b"] {
         let job = s.job(task);
         assert_eq!(job["status"], "done", "{job}");
     }
-    assert_eq!(s.job("task-a")["delivery"]["confirmed"], "read-back");
+    assert_eq!(s.turn("task-a")["delivery"]["confirmed"], "read-back");
+    assert_eq!(s.turn_tasks("task-b"), ["task-a", "task-b"]);
     assert_eq!(s.posts().len(), 1, "never posted again");
     let turns = s.delivered("s-77");
     assert_eq!(turns.len(), 1);
@@ -264,7 +267,7 @@ fn a_member_retargeted_before_the_claim_leaves_the_batch() {
     finishes(&s, "task-c", "answer C");
     s.chats.busy_for("s-77", 1);
     s.tick(&[]);
-    assert_eq!(s.job("task-b")["carried_by"], s.job("task-a")["job_id"]);
+    assert_eq!(s.job("task-b")["turn"], s.job("task-a")["turn"]);
     s.watch("task-b", &["--session", "s-new"]);
     s.tick(&[]);
     let turns = s.delivered("s-77");
@@ -301,9 +304,9 @@ fn once_claimed_the_batch_is_what_it_is() {
         .stderr("atc: task-b's result travels in a turn of several results that is being posted to session s-77 (user default, channel console) (or may have been); watching it again could post it twice (`atc status task-b` shows what is known)\n")
         .file_unchanged()
         .run();
+    let id = s.turn("task-b")["turn_id"].as_str().unwrap().to_owned();
     s.atc(["cancel", "task-b"])
-        .stdout_contains("travels in a turn that was being posted")
-        .stdout_contains("may already be on its way")
+        .stdout(format!("Cancelled the watch on task-b, but its result travels in a turn of 2 blocks ({id}) that was being posted to session s-77 (user default, channel console) at that moment: it may already be on its way.\n"))
         .run();
     tick.wait();
     assert_eq!(s.status("task-a"), "done");
@@ -340,19 +343,25 @@ fn status_shows_the_batch_a_job_travels_in() {
     }
     let row = list.lines().find(|l| l.starts_with("task-g")).unwrap();
     assert!(row.contains("  nightly  "), "{row}");
-    let row = list.lines().find(|l| l.starts_with("task-b")).unwrap();
-    assert!(row.ends_with("in a batch's turn"), "{row}");
+    // The turn is the batch's one record: every job it carries shows where it stands.
+    for task in ["task-a", "task-b", "task-c"] {
+        let row = list.lines().find(|l| l.starts_with(task)).unwrap();
+        assert!(row.ends_with("waiting for the chat ×1"), "{row}");
+    }
+    let id = s.turn("task-b")["turn_id"].as_str().unwrap().to_owned();
     s.atc(["status", "task-b"])
         .stdout_contains(
-            "batch           travels in task-a's turn, with task-a, task-b, task-c (3 results, one turn)\n",
+            "batch           its turn carries task-a, task-b, task-c (3 blocks, one turn)\n",
         )
-        .stdout_contains("goes out in one turn with the other results due for its chat")
+        .stdout_contains(format!("note            finished; goes out in one turn with the other results due for its chat (turn {id}, with task-a and task-c)\n"))
+        .stdout_contains(format!("turn            {id} (open; carries task-a (result), task-b (result), task-c (result))\n"))
         .file_unchanged()
         .run();
     s.atc(["status", "task-a"])
         .stdout_contains(
-            "batch           its turn carries task-a, task-b, task-c (3 results, one turn)\n",
+            "batch           its turn carries task-a, task-b, task-c (3 blocks, one turn)\n",
         )
+        .stdout_contains(format!("turn            {id} (open; carries task-a (result), task-b (result), task-c (result))\n"))
         .file_unchanged()
         .run();
 }
@@ -368,8 +377,8 @@ fn a_batch_given_up_is_one_line_and_redelivered_whole() {
     finishes(&s, "task-b", "answer B");
     s.chats.busy_for("s-77", 1);
     s.tick(&[]);
-    s.env.edit_job("task-a", |job| {
-        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn("task-a", |turn| {
+        turn["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
     s.chats.busy_for("s-77", 1);
     s.tick(&["--busy-deadline", "1h"]).stderr(
@@ -417,7 +426,11 @@ fn a_check_in_rides_in_a_results_batch_once_and_the_job_keeps_running() {
         }
         let b = &file["jobs"][1];
         assert_eq!(b["status"], "done", "{b}");
-        assert_eq!(b["group_tasks"], json!(["task-a", "task-b"]), "{b}");
+        let turn = turn_of(file, "task-b");
+        assert_eq!(carried_tasks(turn), ["task-a", "task-b"], "{turn}");
+        assert_eq!(turn["carries"][0]["block"], "check_in", "{turn}");
+        assert_eq!(turn["carries"][0]["n"], 1, "{turn}");
+        assert_eq!(turn["carries"][1]["block"], "result", "{turn}");
     });
     assert_eq!(s.posts().len(), 1, "one turn");
     let turns = s.delivered("s-77");
@@ -438,12 +451,11 @@ fn a_check_in_rides_in_a_results_batch_once_and_the_job_keeps_running() {
         "{text}"
     );
     assert_eq!(text.matches("answer B").count(), 1, "{text}");
-    // The turn went by the carrier's delivery id (the result's: no `-c<n>`).
-    let id = s.posts()[0].json()["input"][0]["metadata"]["qwenpaw_client_message_id"].to_string();
-    assert!(
-        id.contains(s.job("task-b")["job_id"].as_str().unwrap()),
-        "{id}"
-    );
+    // The turn went by its own delivery id: the one record both jobs point at.
+    let id = |post: &support::fake::Recorded| {
+        post.json()["input"][0]["metadata"]["qwenpaw_client_message_id"].clone()
+    };
+    assert_eq!(id(&s.posts()[0]), s.turn("task-b")["turn_id"]);
     // Still running, checked in within the hour: nothing goes.
     s.tick(&[]).run();
     assert_eq!(s.status("task-a"), "pending");
@@ -455,4 +467,11 @@ fn a_check_in_rides_in_a_results_batch_once_and_the_job_keeps_running() {
     assert_eq!(turns.len(), 2, "{turns:?}");
     assert_eq!(turns[1], s.job("task-a")["final"].as_str().unwrap());
     assert!(turns[1].contains("answer A") && !turns[1].contains("answer B"));
+    let a = s.job("task-a");
+    assert_eq!(
+        id(&s.posts()[1]),
+        json!(format!("atc-{}", a["job_id"].as_str().unwrap()))
+    );
+    assert_eq!(s.turn("task-a")["turn_id"], id(&s.posts()[1]));
+    assert_eq!(s.turn_tasks("task-a"), ["task-a"]);
 }

@@ -50,7 +50,7 @@ fn watch_records_a_pending_job_and_says_where_the_result_goes() {
     env.atc(["watch", TASK, "--session", "s-77"])
         .chat_check_skipped().stdout(format!(
         "Watching {TASK} for agent 'default'; the result goes to session s-77 (user default, channel console) on the next atc tick.\n"
-    )).file(|file| assert_eq!(file["version"], 1));
+    )).file(|file| assert_eq!(file["version"], 2));
     let job = env.job(TASK);
     assert!(is_hex12(&job["job_id"]), "{job}");
     for (key, want) in [
@@ -593,7 +593,7 @@ fn status_of_one_task_shows_it_in_full() {
         .stdout_contains(format!("{NOWHERE}/api"))
         .run();
     let shown = env.atc(["--json", "status", TASK]).json();
-    assert_eq!(shown, json!({"jobs": [env.job(TASK)]}));
+    assert_eq!(shown, json!({"jobs": [env.job(TASK)], "turns": []}));
     env.atc(["status", "task-unknown"])
         .status(1)
         .stderr_contains("no watch for task-unknown");
@@ -604,7 +604,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
     env.atc(["status"]).stdout("No jobs.\n").no_file();
     env.atc(["--json", "status"])
-        .stdout("{\n  \"jobs\": []\n}\n")
+        .stdout("{\n  \"jobs\": [],\n  \"turns\": []\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
 }
@@ -646,7 +646,7 @@ fn cancel_refuses_unknown_and_delivered_tasks() {
 
 #[test]
 fn doubtful_job_files_are_refused_with_exit_3_and_left_untouched() {
-    let newer = json!({"version": 2, "jobs": []}).to_string();
+    let newer = json!({"version": 3, "jobs": [], "turns": []}).to_string();
     let wrong_type = json!({"version": 1, "jobs": [{"task_id": 7}]}).to_string();
     let cases: [(&str, &[u8], &str); 5] = [
         ("empty", b"", "empty"),
@@ -704,6 +704,29 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
         job.remove("polls");
         job.remove("last_polled_at");
     }
+    // Version 2 keeps a result's delivery on its turn, a record of its own, by the delivery
+    // id version 1 posted it with; the job points at it.
+    let done = original["jobs"][1].as_object_mut().unwrap();
+    let delivery = done.remove("delivery").unwrap();
+    let delivered_at = done.remove("delivered_at").unwrap();
+    let turn_task_id = done.remove("turn_task_id").unwrap();
+    done.insert("turn".into(), json!("atc-0a1b2c3d4e5f"));
+    let turns = json!([{
+        "turn_id": "atc-0a1b2c3d4e5f",
+        "base_url": "http://127.0.0.1:8088/api",
+        "agent_id": "default",
+        "session_id": "s-78",
+        "user_id": "alice",
+        "channel": "console",
+        "state": "delivered",
+        "carries": [{"job_id": "0a1b2c3d4e5f", "task_id": "task-d7f9d48350b1", "block": "result"}],
+        "text": done["final"].clone(),
+        "created_at": "2026-11-30T19:02:41Z",
+        "updated_at": "2026-11-30T19:02:41Z",
+        "delivery": delivery,
+        "delivered_at": delivered_at,
+        "turn_task_id": turn_task_id,
+    }]);
     let mut want = original["jobs"].as_array().unwrap().clone();
     want.sort_by(|a, b| {
         b["registered_at"]
@@ -711,6 +734,7 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
             .cmp(&a["registered_at"].as_str())
     });
     assert_eq!(listed["jobs"].as_array().unwrap(), &want);
+    assert_eq!(listed["turns"], turns);
 
     env.atc(["watch", "task-new", "--session", "s-1"])
         .chat_check_skipped()
@@ -723,6 +747,8 @@ fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
         original["jobs"].as_array().unwrap().as_slice(),
         "old records are kept as they were"
     );
+    assert_eq!(env.file()["version"], 2);
+    assert_eq!(env.file()["turns"], turns, "and so is the turn");
 }
 
 #[test]

@@ -354,13 +354,15 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
     // A result whose delivery is unknown and whose read-back window closed.
     let mut unknown = support::atc::job("task-unknown", "unconfirmed", &s.server.api());
     unknown["final"] = json!("T");
-    unknown["delivery"] = json!({
+    let mut turn = support::atc::turn_for(&mut unknown, "unconfirmed");
+    turn["delivery"] = json!({
         "attempts": 1, "busy": 0,
         "unknown_since": "2026-11-30T20:15:00Z",
         "read_back_closed_at": "2026-11-30T20:30:00Z",
         "error": "POST: timed out"
     });
     jobs.push(unknown);
+    file["turns"].as_array_mut().unwrap().push(turn);
     s.env.write_file(&file);
 
     let out = s
@@ -1073,6 +1075,10 @@ fn a_done_job_imported_without_a_timestamp_does_not_claim_it_was_delivered_just_
     let job = env.job("task-eeeeeeeeeeee");
     assert_eq!(job["status"], "done");
     assert!(job.get("delivered_at").is_none(), "{job}");
+    // Nor on a turn: when it was delivered is not known.
+    for turn in env.turns() {
+        assert!(turn.get("delivered_at").is_none(), "{turn}");
+    }
     let out = env.atc(["status"]).stdout_inspected().run();
     let said = stdout(&out);
     let row = said

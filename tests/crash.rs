@@ -81,11 +81,12 @@ fn a_crash_after_the_polls_loses_nothing() {
 fn a_crash_after_the_write_ahead_save_is_read_back_then_posted_once() {
     let s = finished_scene();
     crash_tick(&s, "claimed");
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering");
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "claimed", "{turn}");
     assert!(
-        job["delivery"]["attempt_started_at"].is_string(),
-        "the claim is saved: {job}"
+        turn["delivery"]["attempt_started_at"].is_string(),
+        "the claim is saved: {turn}"
     );
     assert!(s.posts().is_empty(), "the POST never went out");
     // The next tick finds it in flight: unconfirmed; the read-back finds nothing and,
@@ -102,7 +103,7 @@ fn a_crash_after_the_post_answered_is_confirmed_by_read_back_without_a_second_po
     assert_eq!(s.delivered("s-77").len(), 1, "the server has it");
     assert_delivered_once(&s);
     assert_eq!(s.posts().len(), 1, "found by read-back, never posted again");
-    assert_eq!(s.job(TASK)["delivery"]["confirmed"], "read-back");
+    assert_eq!(s.turn(TASK)["delivery"]["confirmed"], "read-back");
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::atc::turn_of;
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -98,11 +99,14 @@ fn an_unknown_agent_is_refused_at_watch_and_ends_a_delivery_as_error() {
     s.tick(&[]).file_unchanged();
     let job = s.job(TASK);
     assert_eq!(job["status"], "error", "{job}");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "refused", "{turn}");
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
-            .contains("Agent 'ghost' not found")
+            .contains("Agent 'ghost' not found"),
+        "{turn}"
     );
     assert!(s.posts().is_empty());
 }
@@ -149,13 +153,16 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     s.env.edit_job(TASK, |job| {
         job.insert("status".into(), json!("delivering"));
     });
+    s.env.edit_turn(TASK, |turn| {
+        turn.insert("state".into(), json!("open"));
+    });
 
     // Corrected on purpose: the same text goes out, into a chat started for it.
     s.atc(["redeliver", TASK, "--create-session"])
         .stdout(format!(
             "{TASK} goes to session s-77 (user default, channel console) on the next atc tick, starting that chat (--create-session).\n"
         ))
-        .file(|file| assert_eq!(file["jobs"][0]["create_session"], true))
+        .file(|file| assert_eq!(turn_of(file, TASK)["create_session"], true))
         .run();
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
@@ -174,10 +181,10 @@ fn a_busy_parent_gets_no_post_and_the_result_lands_within_one_tick_of_idle() {
     s.chats.busy_for("s-77", 3);
     for n in 1..=3 {
         s.tick(&[]);
-        let job = s.job(TASK);
-        assert_eq!(job["status"], "delivering", "tick {n}");
-        assert_eq!(job["delivery"]["busy"], n, "tick {n}");
-        assert_eq!(job["delivery"]["attempts"], 0, "tick {n}");
+        assert_eq!(s.status(TASK), "delivering", "tick {n}");
+        let turn = s.turn(TASK);
+        assert_eq!(turn["delivery"]["busy"], n, "tick {n}");
+        assert_eq!(turn["delivery"]["attempts"], 0, "tick {n}");
     }
     assert!(
         s.posts().is_empty(),
@@ -203,8 +210,8 @@ fn the_busy_deadline_ends_in_undelivered_and_redeliver_tries_again() {
     finished(&s, TASK);
     s.chats.busy_for("s-77", 1);
     s.tick(&[]);
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
     s.chats.busy_for("s-77", 1);
     s.tick(&["--busy-deadline", "1h"]).stderr(format!(
@@ -218,7 +225,7 @@ fn the_busy_deadline_ends_in_undelivered_and_redeliver_tries_again() {
         ))
         .file(|file| {
             assert_eq!(file["jobs"][0]["status"], "delivering");
-            assert!(file["jobs"][0]["delivery"].get("waiting_since").is_none());
+            assert!(turn_of(file, TASK)["delivery"].get("waiting_since").is_none());
         });
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
@@ -258,8 +265,8 @@ fn exactly_one_copy_whatever_happens_to_the_post() {
         s.tick(&["--http-timeout", "1s"]);
         assert_eq!(s.status(TASK), "unconfirmed", "{name}");
         // Let the settle time (--http-timeout) pass since the attempt.
-        s.env.edit_job(TASK, |job| {
-            job["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
+        s.env.edit_turn(TASK, |turn| {
+            turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
         });
         s.tick(&["--http-timeout", "1s"]);
         s.tick(&["--http-timeout", "1s"]);
@@ -277,7 +284,7 @@ fn exactly_one_copy_whatever_happens_to_the_post() {
             "{name}: one delivery id"
         );
         assert_eq!(
-            job["delivery"]["confirmed"],
+            s.turn(TASK)["delivery"]["confirmed"],
             if stored {
                 json!("read-back")
             } else {
@@ -312,8 +319,8 @@ fn while_the_chat_runs_a_turn_an_unknown_delivery_waits_instead_of_posting_again
     finished(&s, TASK);
     s.chats.fault(PostFault::Error500);
     s.tick(&[]);
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
     });
     // A turn is running: it may be ours, whose message is stored when it ends.
     s.chats.busy_for("s-77", 1);
@@ -332,26 +339,26 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
     finished(&s, TASK);
     s.chats.fault(PostFault::DropAfterStore);
     s.tick(&[]);
-    let chat = s.job(TASK)["chat_id"].as_str().unwrap().to_owned();
+    let chat = s.turn(TASK)["chat_id"].as_str().unwrap().to_owned();
     s.server.on(
         "GET",
         &format!("/api/chats/{chat}"),
         vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
     );
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "unconfirmed");
+    assert_eq!(s.status(TASK), "unconfirmed");
+    let turn = s.turn(TASK);
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
             .contains("reading the parent chat back failed: HTTP 500"),
-        "{job}"
+        "{turn}"
     );
     s.atc(["status", TASK])
         .stdout_contains("atc reads the parent chat back and posts again only if it is not there");
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
     });
     // The tick that finds the read-back window closed says so, once, and records it.
     s.tick(&[])
@@ -360,7 +367,7 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
         ))
         .file(|file| {
             assert_eq!(file["jobs"][0]["status"], "unconfirmed");
-            assert!(file["jobs"][0]["delivery"]["read_back_closed_at"].is_string());
+            assert!(turn_of(file, TASK)["delivery"]["read_back_closed_at"].is_string());
         });
     s.tick(&[]).file_unchanged();
     assert_eq!(s.posts().len(), 1, "never posted blind");
@@ -388,12 +395,15 @@ fn the_parent_turn_is_recorded_from_the_turns_own_record() {
     s.watch(TASK, &[]);
     finished(&s, TASK);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "done");
-    assert!(job.get("parent_turn").is_none(), "not known yet: {job}");
-    let turn = job["turn_task_id"].as_str().unwrap().to_owned();
+    assert_eq!(s.status(TASK), "done");
+    let record = s.turn(TASK);
+    assert!(
+        record.get("parent_turn").is_none(),
+        "not known yet: {record}"
+    );
+    let turn = record["turn_task_id"].as_str().unwrap().to_owned();
     s.tick(&[]);
-    assert_eq!(s.job(TASK)["parent_turn"], "completed");
+    assert_eq!(s.turn(TASK)["parent_turn"], "completed");
     assert_eq!(s.server.hits("GET", &Scene::task_path(&turn)), 1);
     s.tick(&[]).file_unchanged();
     assert_eq!(
@@ -673,12 +683,16 @@ fn a_group_is_delivered_as_one_turn_once_every_member_is_done() {
         assert_eq!(s.status(task), status, "{task}");
     }
     assert_eq!(s.job("task-c")["notice"], "delivered");
-    assert_eq!(
-        s.job("task-a")["group_tasks"],
-        json!(["task-a", "task-b", "task-c"])
-    );
+    assert_eq!(s.turn_tasks("task-a"), ["task-a", "task-b", "task-c"]);
+    for task in ["task-b", "task-c"] {
+        assert_eq!(s.job(task)["turn"], s.job("task-a")["turn"], "{task}");
+    }
+    assert_eq!(s.turn("task-a")["group"], "audit");
+    let id = s.turn("task-b")["turn_id"].as_str().unwrap().to_owned();
     s.atc(["status", "task-b"])
-        .stdout_contains("group           audit (carried in another member's turn)");
+        .stdout_contains("group           audit (its turn carries task-a, task-b, task-c)\n")
+        .stdout_contains("note            delivered in one turn, with task-a and task-c;")
+        .stdout_contains(format!("turn            {id} (delivered; carries task-a (result), task-b (result), task-c (notice))\n"));
     s.tick(&[]);
     assert_eq!(s.delivered("s-77").len(), 1);
 }
@@ -766,20 +780,12 @@ fn a_group_turn_given_up_is_one_give_up_said_once() {
     finished(&s, "task-b");
     s.chats.busy_for("s-77", 1000);
     s.tick(&[]);
-    let carrier = s
-        .env
-        .jobs()
-        .into_iter()
-        .find(|j| j.get("group_tasks").is_some())
-        .expect("a carrier");
-    let carrier_task = carrier["task_id"].as_str().unwrap().to_owned();
-    let other = if carrier_task == "task-a" {
-        "task-b"
-    } else {
-        "task-a"
-    };
-    s.env.edit_job(&carrier_task, |job| {
-        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    // One turn, both jobs pointing at it.
+    assert_eq!(s.turn_tasks("task-a"), ["task-a", "task-b"]);
+    assert_eq!(s.job("task-b")["turn"], s.job("task-a")["turn"]);
+    let (carrier_task, other) = ("task-a", "task-b");
+    s.env.edit_turn(carrier_task, |turn| {
+        turn["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
     s.tick(&["-v", "--busy-deadline", "1h"]).stderr(format!(
         "atc: gave up on {carrier_task} (undelivered; its group's turn also carries {other}): the parent chat stayed busy past --busy-deadline; `atc status {carrier_task}` says more; `atc redeliver {carrier_task}` tries again\n\

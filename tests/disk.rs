@@ -392,21 +392,21 @@ fn wrong_types_are_refused_untouched() {
             bad_task,
             // Schema errors name the job and the field.
             format!(
-                "does not match the v1 schema: job {} field \"task_id\": invalid type: integer `5`, expected a string",
+                "does not match the v2 schema: job {} field \"task_id\": invalid type: integer `5`, expected a string",
                 good["jobs"][0]["job_id"].as_str().unwrap()
             ),
         ),
         (
             bad_polls,
             format!(
-                "does not match the v1 schema: job {} (task {}) field \"polls\": invalid type: string \"seven\", expected u32",
+                "does not match the v2 schema: job {} (task {}) field \"polls\": invalid type: string \"seven\", expected u32",
                 good["jobs"][1]["job_id"].as_str().unwrap(),
                 good["jobs"][1]["task_id"].as_str().unwrap()
             ),
         ),
         (
             no_jobs,
-            "does not match the v1 schema (missing field `jobs`)".to_owned(),
+            "does not match the v2 schema (missing field `jobs`)".to_owned(),
         ),
     ] {
         env.write_file(&file);
@@ -419,13 +419,13 @@ fn a_newer_version_says_only_upgrade_atc() {
     let env = TestEnv::new();
     watched(&env);
     let mut newer = env.file();
-    newer["version"] = json!(2);
+    newer["version"] = json!(3);
     newer["something_new"] = json!({"a": 1});
     env.write_file(&newer);
     refused_everywhere(
         &env,
         &format!(
-            "the job file {} has version 2, newer than this atc understands (1); it was left untouched: upgrade atc to read it",
+            "the job file {} has version 3, newer than this atc understands (2); it was left untouched: upgrade atc to read it",
             env.state.display()
         ),
     );
@@ -478,7 +478,7 @@ fn a_job_with_an_unknown_status_is_refused() {
     for run in [env.atc(["status"]), watch_other(&env), env.atc(["tick"])] {
         run.status(3)
             .stderr_contains(format!(
-                "atc: the job file {} does not match the v1 schema: job {} (task {}) field \"status\": unknown variant `exploded`, expected one of",
+                "atc: the job file {} does not match the v2 schema: job {} (task {}) field \"status\": unknown variant `exploded`, expected one of",
                 env.state.display(),
                 file["jobs"][1]["job_id"].as_str().unwrap(),
                 file["jobs"][1]["task_id"].as_str().unwrap()

@@ -333,15 +333,28 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
     refused(
         &typed,
         format!(
-            "does not match the v1 schema: job {job_id} (task {TASK}) field \"strikes\": invalid type: string \"3\", expected u32"
+            "does not match the v2 schema: job {job_id} (task {TASK}) field \"strikes\": invalid type: string \"3\", expected u32"
         ),
     );
+    // A version-1 file kept the delivery on the job; version 2 on its turn.
     let mut nested = good.clone();
+    nested["version"] = json!(1);
+    nested.as_object_mut().unwrap().remove("turns");
     nested["jobs"][0]["delivery"] = json!({"attempts": "x"});
     refused(
         &nested,
         format!(
             "does not match the v1 schema: job {job_id} (task {TASK}) field \"delivery.attempts\": invalid type: string \"x\", expected u32"
+        ),
+    );
+    let mut nested = good.clone();
+    let mut turn = support::atc::turn_for(&mut nested["jobs"][0], "open");
+    turn["delivery"] = json!({"attempts": "x"});
+    nested["turns"] = json!([turn]);
+    refused(
+        &nested,
+        format!(
+            "does not match the v2 schema: turn atc-{job_id} field \"delivery.attempts\": invalid type: string \"x\", expected u32"
         ),
     );
     let mut control = good.clone();

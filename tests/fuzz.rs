@@ -13,8 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use atc::exit::exit_for;
-use atc::job::Job;
-use atc::lifecycle::{Limits, Posted, Sent};
+use atc::lifecycle::Limits;
 use atc::qwenpaw::chat::{self, ReadBack, Unusable};
 use atc::qwenpaw::render::{self, MAX_CHARS};
 use atc::qwenpaw::task::{self, Poll};
@@ -22,6 +21,7 @@ use atc::qwenpaw::{Answer, Transport};
 use atc::settings::Auth;
 use atc::state::Store;
 use atc::time::Timestamp;
+use atc::turn::{Posted, Sent};
 use serde_json::{Map, Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -205,8 +205,9 @@ fn limits() -> Limits {
     }
 }
 
-/// Jobs in most of the shapes a tick leaves behind.
-fn varied_jobs() -> Vec<Job> {
+/// A version-1 file with jobs in most of the shapes an earlier atc's tick left behind
+/// (the first `n`): the loader migrates it.
+fn varied_v1(n: usize) -> Value {
     let base = |task: &str, job_id: &str, status: &str| {
         json!({
             "job_id": job_id, "task_id": task, "base_url": "http://127.0.0.1:8088/api",
@@ -280,17 +281,26 @@ fn varied_jobs() -> Vec<Job> {
             json!({"forward_mode": "never", "note": "cancelled by hand"}),
         ),
     ];
-    jobs.into_iter()
-        .map(|job| serde_json::from_value(job).expect("a valid job"))
-        .collect()
+    json!({"version": 1, "jobs": jobs.into_iter().take(n).collect::<Vec<_>>()})
 }
 
-/// A job file written by atc's own save, holding `jobs`.
-fn real_job_file(path: &Path, jobs: &[Job]) -> Vec<u8> {
+/// The jobs and turns of [`varied_v1`], as this atc reads them.
+fn varied_file(path: &Path, n: usize) -> atc::state::store::JobFile {
+    fs::write(path, serde_json::to_vec(&varied_v1(n)).unwrap()).unwrap();
+    let file = Store::new(path.to_path_buf())
+        .load()
+        .expect("a valid v1 file");
+    fs::remove_file(path).unwrap();
+    file
+}
+
+/// A job file written by atc's own save, holding what `file` holds.
+fn real_job_file(path: &Path, file: &atc::state::store::JobFile) -> Vec<u8> {
     let store = Store::new(path.to_path_buf());
     store
-        .update(|file| {
-            file.jobs = jobs.to_vec();
+        .update(|on_disk| {
+            on_disk.jobs = file.jobs.clone();
+            on_disk.turns = file.turns.clone();
             Ok(())
         })
         .expect("saving the job file");
@@ -323,33 +333,42 @@ fn load(path: &Path, bytes: &[u8]) -> Result<atc::state::store::JobFile, String>
                 saved,
                 "save is stable"
             );
-            read_jobs(&file.jobs);
+            read_jobs(&file);
             Ok(file)
         }
     }
 }
 
-/// What `status` and a tick's first phases do with loaded jobs.
-fn read_jobs(jobs: &[Job]) {
+/// What `status` and a tick's first phases do with loaded jobs and turns.
+fn read_jobs(file: &atc::state::store::JobFile) {
     let now = Timestamp::from_unix(NOW);
     let limits = limits();
+    let (jobs, turns) = (&file.jobs, &file.turns);
     for job in jobs {
-        let _ = atc::describe::explain(job);
-        let _ = atc::describe::brief(job, now);
-        let _ = atc::describe::forward(job);
+        let turn = file.turn_of(job);
+        let _ = atc::describe::explain(job, turn);
+        let _ = atc::describe::brief(job, turn, now);
         let _ = atc::describe::notice_text(job);
-        let _ = atc::lifecycle::prunable(job, now, &limits);
-        let _ = atc::lifecycle::is_due(job, now, &limits);
-        let _ = chat::turn(job, "text", Some(Duration::from_secs(60)));
+        let _ = atc::lifecycle::prunable(job, turns, now, &limits);
+        if let Some(kind) = job.owes() {
+            let _ = atc::describe::block_text(job, kind);
+        }
+    }
+    for turn in turns {
+        let _ = atc::describe::forward(turn);
+        let _ = atc::turn::is_due(turn, now, &limits);
+        let _ = atc::turn::is_settled(turn);
+        let _ = chat::turn_body(turn, "text", Some(Duration::from_secs(60)));
+        let _ = atc::describe::toast_text(turn, "completed");
     }
     let _ = atc::lifecycle::to_poll(jobs);
-    let _ = atc::lifecycle::interrupted(jobs);
-    let _ = atc::lifecycle::deliveries(jobs, now, &limits);
-    let _ = atc::lifecycle::to_follow(jobs, now, &limits);
-    let _ = atc::lifecycle::forwards(jobs);
-    let _ = atc::group::plan(jobs);
-    let members: Vec<&Job> = jobs.iter().collect();
-    let _ = atc::describe::group_text("g", &members);
+    let _ = atc::lifecycle::settled(jobs, turns);
+    let _ = atc::turn::interrupted(turns);
+    let _ = atc::turn::deliveries(turns, now, &limits);
+    let _ = atc::turn::to_follow(turns, now, &limits);
+    let _ = atc::turn::forwards(turns);
+    let _ = atc::compose::plan(jobs, turns, true, now);
+    let _ = atc::compose::plan(jobs, turns, false, now);
 }
 
 /// A random edit of a JSON value in place: some node replaced, removed, or added to.
@@ -434,10 +453,10 @@ fn the_job_file_loader_refuses_every_truncation_with_exit_3_and_touches_nothing(
     let path = dir.path().join("jobs.json");
     // Four of the shapes (pending with strikes, delivering after 409s, done with a forward,
     // unconfirmed): every cut costs a parse of what is left, so the file is kept short.
-    let jobs = &varied_jobs()[..4];
-    let real = real_job_file(&path, jobs);
+    let want = varied_file(&path, 4);
+    let real = real_job_file(&path, &want);
     let file = load(&path, &real).expect("the real file loads");
-    assert_eq!(file.jobs, jobs);
+    assert_eq!(file, want);
     let end = real.iter().rposition(|b| *b == b'}').unwrap() + 1;
     for cut in 0..real.len() {
         match load(&path, &real[..cut]) {
@@ -456,7 +475,7 @@ fn the_job_file_loader_refuses_every_truncation_with_exit_3_and_touches_nothing(
 fn the_job_file_loader_never_panics_on_mutated_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobs.json");
-    let real = real_job_file(&path, &varied_jobs());
+    let real = real_job_file(&path, &varied_file(&path, 8));
     each("mutated job-file bytes", |rng| {
         let mut bytes = real.clone();
         for _ in 0..1 + rng.below(4) {
@@ -470,13 +489,20 @@ fn the_job_file_loader_never_panics_on_mutated_bytes() {
 fn the_job_file_loader_never_panics_on_mutated_or_random_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobs.json");
-    let real: Value = serde_json::from_slice(&real_job_file(&path, &varied_jobs())).unwrap();
+    let real: Value =
+        serde_json::from_slice(&real_job_file(&path, &varied_file(&path, 8))).unwrap();
+    // Version 1 files are read (and migrated) too: mutate both.
+    let old = varied_v1(8);
     let mut accepted = 0;
     each("mutated job-file JSON", |rng| {
         let value = if rng.one_in(10) {
             rng.value(4)
         } else {
-            let mut value = real.clone();
+            let mut value = if rng.one_in(3) {
+                old.clone()
+            } else {
+                real.clone()
+            };
             for _ in 0..1 + rng.below(3) {
                 mutate_value(rng, &mut value);
             }
@@ -926,7 +952,7 @@ fn parsing_any_chat_answer_never_panics_and_never_claims_more_than_it_saw() {
             )
         });
         let status = health.as_ref().ok().map(|a| a.status);
-        if chat::health(health) == atc::lifecycle::Health::Healthy {
+        if chat::health(health) == atc::turn::Health::Healthy {
             assert_eq!(status, Some(200));
         }
     });

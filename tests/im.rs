@@ -51,11 +51,11 @@ fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
         )],
         "the final reply only: no \"I will inspect\", no tool output"
     );
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "sent");
-    assert_eq!(job["forward"]["attempts"], 1);
-    assert_eq!(job["forward"]["last_http_status"], 200);
-    assert!(job["forward"]["at"].is_string());
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "sent");
+    assert_eq!(turn["forward"]["attempts"], 1);
+    assert_eq!(turn["forward"]["last_http_status"], 200);
+    assert!(turn["forward"]["at"].is_string());
     for _ in 0..2 {
         s.tick(&[]).file_unchanged();
     }
@@ -92,10 +92,10 @@ fn an_empty_final_reply_forwards_nothing_and_says_skipped() {
     s.tick(&["-vv"])
         .stderr_contains("tick: forward_skipped: task-3f9a0c1b2d4e")
         .run();
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "skipped");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "skipped");
     assert_eq!(
-        job["forward"]["reason"],
+        turn["forward"]["reason"],
         "the parent's final reply was empty"
     );
     assert!(s.chats.received("mqtt").is_empty());
@@ -107,11 +107,11 @@ fn a_failed_parent_turn_forwards_nothing_and_says_why() {
     let s = im_scene(ParentReply::Fails);
     s.tick(&[]);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["parent_turn"], "failed");
-    assert_eq!(job["forward"]["status"], "skipped");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["parent_turn"], "failed");
+    assert_eq!(turn["forward"]["status"], "skipped");
     assert!(
-        job["forward"]["reason"]
+        turn["forward"]["reason"]
             .as_str()
             .unwrap()
             .contains("the parent's turn failed")
@@ -148,9 +148,11 @@ fn a_console_parent_gets_one_toast_and_forward_never_gets_nothing() {
         s.tick(&[]);
     }
     for task in ["task-console", "task-quiet", "task-never"] {
-        let job = s.job(task);
         assert_eq!(
-            (job["status"].as_str(), job["parent_turn"].as_str()),
+            (
+                s.job(task)["status"].as_str(),
+                s.turn(task)["parent_turn"].as_str()
+            ),
             (Some("done"), Some("completed"))
         );
     }
@@ -163,15 +165,16 @@ fn a_console_parent_gets_one_toast_and_forward_never_gets_nothing() {
             "A result for s-77: the agent answered; open the chat to read it".to_owned()
         )]
     );
-    let toast = &s.job("task-console")["forward"];
+    let toast = &s.turn("task-console")["forward"];
     assert_eq!(toast["status"], "sent", "{toast}");
     s.atc(["status", "task-console"])
         .stdout_contains("the web console showed a toast")
         .run();
     for task in ["task-quiet", "task-never"] {
-        assert!(s.job(task).get("forward").is_none(), "{task}");
+        assert!(s.turn(task).get("forward").is_none(), "{task}");
     }
     assert_eq!(s.job("task-never")["forward_mode"], json!("never"));
+    assert_eq!(s.turn("task-never")["forward_mode"], json!("never"));
     assert_eq!(s.server.hits("POST", "/api/messages/send"), 1);
 }
 
@@ -192,10 +195,10 @@ fn an_unconfigured_channel_fails_the_forward_at_once() {
         "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt; `atc status {TASK}` says more\n"
     ));
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "failed");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "failed");
     assert!(
-        job["forward"]["reason"]
+        turn["forward"]["reason"]
             .as_str()
             .unwrap()
             .contains("Channel 'mqtt' not available")
@@ -215,10 +218,10 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt (HTTP 404); `atc status {TASK}` says more\n"
     ));
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "failed");
-    assert_eq!(job["forward"]["last_http_status"], 404);
-    assert_eq!(job["forward"]["reason"], "404: Channel not found: mqtt");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "failed");
+    assert_eq!(turn["forward"]["last_http_status"], 404);
+    assert_eq!(turn["forward"]["reason"], "404: Channel not found: mqtt");
 
     let s = im_scene(ParentReply::Echo);
     s.tick(&[]);
@@ -238,11 +241,11 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
         ),
         "said once, by the tick that gave up"
     );
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "failed");
-    assert_eq!(job["forward"]["attempts"], 5, "bounded");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "failed");
+    assert_eq!(turn["forward"]["attempts"], 5, "bounded");
     assert!(
-        job["forward"]["reason"]
+        turn["forward"]["reason"]
             .as_str()
             .unwrap()
             .contains("gave up after 5 sends")
@@ -256,13 +259,13 @@ fn a_500_then_success_sends_once() {
     s.tick(&[]);
     s.chats.send_fault("mqtt", SendFault::Error500);
     s.tick(&[]);
-    assert_eq!(s.job(TASK)["forward"]["status"], "pending");
+    assert_eq!(s.turn(TASK)["forward"]["status"], "pending");
     s.tick(&[]);
-    let job = s.job(TASK);
+    let turn = s.turn(TASK);
     assert_eq!(
         (
-            job["forward"]["status"].as_str(),
-            job["forward"]["attempts"].as_u64()
+            turn["forward"]["status"].as_str(),
+            turn["forward"]["attempts"].as_u64()
         ),
         (Some("sent"), Some(2))
     );
@@ -277,10 +280,10 @@ fn an_unhealthy_channel_holds_the_forward_until_it_recovers() {
     s.tick(&["-vv"])
         .stderr_contains("tick: forward_held: task-3f9a0c1b2d4e")
         .run();
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "pending");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "pending");
     assert!(
-        job["forward"]["reason"]
+        turn["forward"]["reason"]
             .as_str()
             .unwrap()
             .contains("not connected to broker")
@@ -295,7 +298,7 @@ fn an_unhealthy_channel_holds_the_forward_until_it_recovers() {
     );
     s.chats.channel("mqtt", true);
     s.tick(&[]);
-    assert_eq!(s.job(TASK)["forward"]["status"], "sent");
+    assert_eq!(s.turn(TASK)["forward"]["status"], "sent");
     assert_eq!(s.chats.received("mqtt").len(), 1);
 }
 
@@ -305,8 +308,8 @@ fn a_send_whose_answer_is_lost_is_never_repeated() {
     s.tick(&[]);
     s.chats.send_fault("mqtt", SendFault::DropAfterSend);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["forward"]["status"], "unconfirmed");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["forward"]["status"], "unconfirmed");
     for _ in 0..2 {
         s.tick(&[]);
     }

@@ -24,20 +24,21 @@ fn rendered(task: &str) -> String {
     format!("[TASK_ID: {task}]\n[STATUS: finished]\n\nTask completed.\n\nthe answer")
 }
 
-/// The job's result was rendered and held: the parent chat did not exist (misrouted).
-fn holding(env: &TestEnv, task: &str, status: &str) {
-    let text = rendered(task);
-    let status = status.to_owned();
-    env.edit_job(task, move |job| {
-        job.insert("status".into(), json!(status));
-        job.insert("outcome".into(), json!("completed"));
-        job.insert("final".into(), json!(text));
-        job.insert(
-            "delivery".into(),
-            json!({"attempts": 0, "busy": 0, "last_http_status": null, "next_attempt_at": null,
-                   "attempt_started_at": null, "error": "no chat with session s-77"}),
-        );
-    });
+/// The job's result was rendered and held in a turn in `state` that went nowhere (the
+/// parent chat did not exist: misrouted).
+fn holding(env: &TestEnv, task: &str, status: &str, state: &str) -> Value {
+    let mut file = env.file();
+    let jobs = file["jobs"].as_array_mut().unwrap();
+    let job = jobs.iter_mut().find(|j| j["task_id"] == task).unwrap();
+    job["status"] = json!(status);
+    job["outcome"] = json!("completed");
+    job["final"] = json!(rendered(task));
+    let mut turn = support::atc::turn_for(job, state);
+    turn["delivery"] = json!({"attempts": 0, "busy": 0, "last_http_status": null,
+        "next_attempt_at": null, "attempt_started_at": null, "error": "no chat with session s-77"});
+    file["turns"].as_array_mut().unwrap().push(turn.clone());
+    env.write_file(&file);
+    turn
 }
 
 fn job_in(file: &Value, task: &str) -> Value {
@@ -52,10 +53,14 @@ fn job_in(file: &Value, task: &str) -> Value {
 
 #[test]
 fn a_rewatch_keeps_the_held_result_and_sends_it_to_the_new_chat() {
-    for status in ["misrouted", "undelivered", "delivering"] {
+    for (status, state) in [
+        ("misrouted", "misrouted"),
+        ("undelivered", "undelivered"),
+        ("delivering", "open"),
+    ] {
         let env = TestEnv::new();
         watched(&env, TASK, &[]);
-        holding(&env, TASK, status);
+        holding(&env, TASK, status, state);
         let before = env.job(TASK);
         env.atc(["watch", TASK, "--session", "s-78"])
             .chat_check_skipped()
@@ -69,6 +74,7 @@ fn a_rewatch_keeps_the_held_result_and_sends_it_to_the_new_chat() {
                 assert_eq!(job["final"], json!(rendered(TASK)), "the result is kept");
                 assert_eq!(job["outcome"], "completed");
                 assert_ne!(job["job_id"], before["job_id"], "a new registration");
+                assert!(job.get("turn").is_none(), "not in the old turn: {job}");
             })
             .run();
     }
@@ -105,7 +111,7 @@ fn a_rewatch_with_changed_options_applies_them_and_says_so() {
 fn a_rewatch_says_which_options_a_rendered_result_cannot_take() {
     let env = TestEnv::new();
     watched(&env, TASK, &[]);
-    holding(&env, TASK, "delivering");
+    holding(&env, TASK, "delivering", "open");
     let job_id = env.job(TASK)["job_id"].as_str().unwrap().to_owned();
     env.atc([
         "watch",
@@ -134,14 +140,21 @@ fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on()
     let env = TestEnv::new();
     watched(&env, TASK, &["--group", "fan-in"]);
     let job_id = env.job(TASK)["job_id"].clone();
-    let text = rendered(TASK);
-    env.edit_job(TASK, move |job| {
-        job.insert("status".into(), json!("done"));
-        job.insert("outcome".into(), json!("completed"));
-        job.insert("final".into(), json!(text));
-        job.insert("group_tasks".into(), json!([TASK]));
-        job.insert("delivered_at".into(), json!("2026-11-30T20:15:03Z"));
-    });
+    // The group's turn went out, carrying its one member.
+    let mut file = env.file();
+    let job = &mut file["jobs"][0];
+    job["status"] = json!("done");
+    job["outcome"] = json!("completed");
+    job["final"] = json!(rendered(TASK));
+    let mut turn = support::atc::turn_for(job, "delivered");
+    turn["group"] = json!("fan-in");
+    turn["text"] = json!(format!(
+        "[ATC_GROUP: fan-in] 1 task: 1 completed\n\n{}",
+        rendered(TASK)
+    ));
+    turn["delivered_at"] = json!("2026-11-30T20:15:03Z");
+    file["turns"] = json!([turn]);
+    env.write_file(&file);
     assert!(job_id.is_string());
     // The skill's second watch of a cross-agent fan-in, after the first part went out.
     env.atc([
@@ -166,9 +179,14 @@ fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on()
 fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     let env = TestEnv::new();
     watched(&env, TASK, &[]);
-    holding(&env, TASK, "cancelled");
+    holding(&env, TASK, "cancelled", "delivered");
+    env.edit_turn(TASK, |turn| {
+        turn["delivery"]["last_http_status"] = json!(200);
+        turn["delivery"]["attempts"] = json!(1);
+        turn["delivery"].as_object_mut().unwrap().remove("error");
+        turn.insert("delivered_at".into(), json!("2026-11-30T20:15:03Z"));
+    });
     env.edit_job(TASK, |job| {
-        job["delivery"]["last_http_status"] = json!(200);
         job.insert(
             "note".into(),
             json!("cancelled while its result was being posted; the result was delivered anyway"),

@@ -188,6 +188,27 @@ fn a_cancel_before_delivery_blocks_the_post() {
     assert!(s.delivered("s-77").is_empty());
 }
 
+/// The same promise when the look before the POST finds the parent busy: the turn is
+/// composed but never claimed, and a cancel then takes the result out of it.
+#[test]
+fn a_cancel_before_the_claim_blocks_the_post() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.chats.busy_for("s-77", 1);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "delivering");
+    assert_eq!(s.turn(TASK)["state"], "open");
+    s.atc(["cancel", TASK]).stdout(format!(
+        "Cancelled the watch on {TASK}; the child task keeps running (check_agent_task still shows its result).\n"
+    ));
+    s.tick(&[]);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "cancelled");
+    assert!(s.posts().is_empty(), "never posted");
+    assert!(s.delivered("s-77").is_empty());
+}
+
 /// 0.1.4 "idempotent re-registration keeping the live watcher's job_id"; "Registering the
 /// same task_id twice replaces the job record rather than starting a second poller."
 #[test]
@@ -281,12 +302,17 @@ fn a_finished_task_is_delivered_exactly_once() {
         })
     );
     assert_eq!(job["status"], "done");
-    assert!(job["turn_task_id"].as_str().unwrap().starts_with("task-"));
+    let turn = s.turn(TASK);
     assert_eq!(
-        job["parent_turn"], "completed",
+        turn["turn_id"],
+        body["input"][0]["metadata"]["qwenpaw_client_message_id"]
+    );
+    assert!(turn["turn_task_id"].as_str().unwrap().starts_with("task-"));
+    assert_eq!(
+        turn["parent_turn"], "completed",
         "the parent's turn is followed to its end"
     );
-    assert!(job["delivered_at"].is_string());
+    assert!(turn["delivered_at"].is_string());
     assert_eq!(s.polls(TASK), 2, "a done job is not polled again");
     assert_eq!(s.delivered("s-77"), [job["final"].as_str().unwrap()]);
 }
@@ -346,13 +372,14 @@ fn an_unknown_post_outcome_is_settled_by_reading_the_chat_back() {
         let job = s.job(TASK);
         assert_eq!(job["status"], "unconfirmed", "{name}: {job}");
         assert!(job["final"].as_str().unwrap().ends_with("ECHO: hello"));
-        assert!(job["delivery"]["attempt_started_at"].is_null());
+        assert!(s.turn(TASK)["delivery"]["attempt_started_at"].is_null());
         s.tick(&["--http-timeout", "1s"]);
         let job = s.job(TASK);
         assert_eq!(job["status"], "done", "{name}: {job}");
-        assert_eq!(job["delivery"]["confirmed"], "read-back", "{name}");
+        let turn = s.turn(TASK);
+        assert_eq!(turn["delivery"]["confirmed"], "read-back", "{name}");
         assert_eq!(
-            job["parent_turn"], "completed",
+            turn["parent_turn"], "completed",
             "{name}: stamped on the stored turn"
         );
         assert_eq!(s.posts().len(), 1, "{name}: never re-posted");
@@ -370,15 +397,15 @@ fn a_409_backs_off_and_later_delivers_exactly_once() {
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.chats.fault(PostFault::Busy);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering");
-    assert_eq!(job["delivery"]["busy"], 1);
-    assert_eq!(job["delivery"]["last_http_status"], 409);
-    assert!(job["delivery"]["next_attempt_at"].is_string());
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["delivery"]["busy"], 1);
+    assert_eq!(turn["delivery"]["last_http_status"], 409);
+    assert!(turn["delivery"]["next_attempt_at"].is_string());
     s.tick(&[]);
     assert_eq!(s.posts().len(), 1, "not before the back-off is over");
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
     });
     s.tick(&[]);
     s.tick(&[]);
@@ -388,9 +415,8 @@ fn a_409_backs_off_and_later_delivers_exactly_once() {
         Scene::posted_text(&s.posts()[1]),
         "the same stored text"
     );
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "done");
-    assert_eq!(job["delivery"]["attempts"], 2);
+    assert_eq!(s.status(TASK), "done");
+    assert_eq!(s.turn(TASK)["delivery"]["attempts"], 2);
     assert_eq!(
         s.polls(TASK),
         1,
@@ -409,11 +435,10 @@ fn a_chat_busy_too_long_leaves_the_result_undelivered() {
     s.chats.busy_for("s-77", 1000);
     s.tick(&[]);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering");
-    assert_eq!(job["delivery"]["busy"], 2);
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["waiting_since"] = json!("2020-01-01T00:00:00Z");
+    assert_eq!(s.status(TASK), "delivering");
+    assert_eq!(s.turn(TASK)["delivery"]["busy"], 2);
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["waiting_since"] = json!("2020-01-01T00:00:00Z");
     });
     s.tick(&["--busy-deadline", "6h"]).stderr(format!(
         "atc: gave up on {TASK} (undelivered): the parent chat stayed busy past --busy-deadline; `atc status {TASK}` says more; `atc redeliver {TASK}` tries again\n"
@@ -476,12 +501,19 @@ fn a_cancel_during_the_post_is_not_clobbered() {
     assert_eq!(job["status"], "cancelled", "{job}");
     assert!(job.get("delivered_at").is_none(), "{job}");
     // Since issue 15 the cancelled job keeps that the POST was accepted (so a re-watch is
-    // refused rather than posting the result again).
-    assert_eq!(job["delivery"]["last_http_status"], 200, "{job}");
-    assert!(
-        job["note"].as_str().unwrap().contains("delivered anyway"),
-        "{job}"
-    );
+    // refused rather than posting the result again): it still points at its turn, which
+    // landed.
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "delivered", "{turn}");
+    assert_eq!(turn["delivery"]["last_http_status"], 200, "{turn}");
+    // What became of it is worded from the turn, not stored on the job.
+    s.atc(["status", TASK])
+        .stdout_contains(format!(
+            "cancelled while its result was being posted; it was delivered anyway (turn {})",
+            turn["turn_id"].as_str().unwrap()
+        ))
+        .file_unchanged()
+        .run();
 }
 
 /// 0.1.2 "dropping unconfirmed, which risked duplicate delivery": a tick killed mid-POST
@@ -503,7 +535,7 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
     s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["status"], "done", "{job}");
-    assert_eq!(job["delivery"]["confirmed"], "read-back");
+    assert_eq!(s.turn(TASK)["delivery"]["confirmed"], "read-back");
     s.tick(&[]);
     assert_eq!(s.posts().len(), 1);
     assert_eq!(s.delivered("s-77").len(), 1);
@@ -516,22 +548,20 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
 fn a_write_ahead_record_without_a_post_is_read_back_then_posted_once() {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    s.env.edit_job(TASK, |job| {
-        job.insert("status".into(), json!("delivering"));
-        job.insert(
-            "final".into(),
-            json!("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: finished]\n\nTask completed.\n\nX"),
-        );
-        job.insert(
-            "delivery".into(),
-            json!({"attempts": 1, "busy": 0, "last_http_status": null, "next_attempt_at": null,
-                   "attempt_started_at": "2026-11-30T20:14:05Z"}),
-        );
-    });
+    let mut file = s.env.file();
+    let job = &mut file["jobs"][0];
+    job["status"] = json!("delivering");
+    job["final"] =
+        json!("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: finished]\n\nTask completed.\n\nX");
+    let mut turn = support::atc::turn_for(job, "claimed");
+    turn["delivery"] = json!({"attempts": 1, "busy": 0, "last_http_status": null,
+        "next_attempt_at": null, "attempt_started_at": "2026-11-30T20:14:05Z"});
+    file["turns"] = json!([turn]);
+    s.env.write_file(&file);
     s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["status"], "done", "{job}");
-    assert_eq!(job["delivery"]["attempts"], 2);
+    assert_eq!(s.turn(TASK)["delivery"]["attempts"], 2);
     let history = s
         .server
         .requests()

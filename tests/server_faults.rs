@@ -50,9 +50,10 @@ fn status_says(s: &Scene, strikes: u64, error: &str) {
 fn a_bad_chat_list_waits_then_delivers(s: &Scene, reply: Reply, says: &str) {
     s.server.on("GET", "/api/chats", vec![reply]);
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert!(job["last_error"].as_str().unwrap().contains(says), "{job}");
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    let error = turn["delivery"]["error"].as_str().unwrap();
+    assert!(error.contains(says), "{turn}");
     s.server.off("GET", "/api/chats");
     s.tick(&[]);
     delivered_once(s);
@@ -63,6 +64,9 @@ fn delivered_once(s: &Scene) {
     assert_eq!(job["status"], "done", "{job}");
     assert!(job.get("strikes").is_none(), "strikes reset: {job}");
     assert!(job.get("last_error").is_none(), "{job}");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "delivered", "{turn}");
+    assert!(turn["delivery"].get("error").is_none(), "{turn}");
     let delivered = s.delivered("s-77");
     assert_eq!(delivered.len(), 1, "{delivered:?}");
     assert!(delivered[0].ends_with("ECHO: hello"), "{delivered:?}");
@@ -138,16 +142,16 @@ fn a_hanging_server_is_a_strike_at_the_http_timeout_and_the_tick_finishes() {
     // The chat check hangs when the result is due: nothing is posted blind, it waits.
     s.server.on("GET", "/api/chats", vec![Reply::hang()]);
     s.tick(&["--http-timeout", "1s"]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert_eq!(job["delivery"]["unreachable"], 1, "{job}");
-    assert_eq!(job["delivery"]["attempts"], 0, "{job}");
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["delivery"]["unreachable"], 1, "{turn}");
+    assert_eq!(turn["delivery"]["attempts"], 0, "{turn}");
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
             .contains("/api/chats?user_id=default&channel=console: timed out (receive response)"),
-        "{job}"
+        "{turn}"
     );
     assert!(s.delivered("s-77").is_empty());
     s.server.off("GET", "/api/chats");
@@ -236,9 +240,9 @@ fn a_burst_of_5xx_is_strikes_that_reset_on_success_then_delivered_once() {
         vec![Reply::json(503, r#"{"detail":"Service Unavailable"}"#)],
     );
     s.tick(&limit);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert_eq!(job["delivery"]["unreachable"], 1, "{job}");
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["delivery"]["unreachable"], 1, "{turn}");
     assert!(s.posts().is_empty());
     s.server.off("GET", "/api/chats");
     s.tick(&limit);
@@ -255,22 +259,22 @@ fn a_409_storm_backs_off_never_stores_twice_and_ends_delivered() {
         s.chats.fault(PostFault::Busy);
     }
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert_eq!(job["delivery"]["busy"], 1);
-    assert!(job["delivery"]["next_attempt_at"].is_string(), "{job}");
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["delivery"]["busy"], 1);
+    assert!(turn["delivery"]["next_attempt_at"].is_string(), "{turn}");
     // Within --busy-retry (20 s by default) the next tick does not post again.
     s.tick(&[]).file_unchanged();
     assert_eq!(s.posts().len(), 1, "backed off");
     s.atc(["status", TASK])
         .stdout_contains("parent chat busy (409: A task is already running for this chat.");
     // 20 s later; from now on every 409 may be retried on the next tick.
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["next_attempt_at"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["next_attempt_at"] = json!("2026-01-01T00:00:00Z");
     });
     for busy in 2..=5 {
         s.tick(&["--busy-retry", "0s"]);
-        assert_eq!(s.job(TASK)["delivery"]["busy"], busy);
+        assert_eq!(s.turn(TASK)["delivery"]["busy"], busy);
         assert_eq!(s.posts().len(), busy);
     }
     s.tick(&["--busy-retry", "0s"]);
@@ -287,7 +291,7 @@ fn a_409_storm_backs_off_never_stores_twice_and_ends_delivered() {
     );
     // The next tick follows the parent's turn; it posts nothing.
     s.tick(&["--busy-retry", "0s"]);
-    assert_eq!(s.job(TASK)["parent_turn"], "completed");
+    assert_eq!(s.turn(TASK)["parent_turn"], "completed");
     assert_eq!(s.posts().len(), 6, "nothing more once delivered");
 }
 
@@ -300,13 +304,13 @@ fn an_endless_409_storm_ends_undelivered_at_the_busy_deadline() {
     let args = ["--busy-retry", "0s", "--busy-deadline", "1h"];
     for busy in 1..=3 {
         s.tick(&args);
-        let job = s.job(TASK);
-        assert_eq!(job["status"], "delivering", "{job}");
-        assert_eq!(job["delivery"]["busy"], busy, "{job}");
+        assert_eq!(s.status(TASK), "delivering");
+        let turn = s.turn(TASK);
+        assert_eq!(turn["delivery"]["busy"], busy, "{turn}");
     }
     // An hour of 409s later.
-    s.env.edit_job(TASK, |job| {
-        job["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+    s.env.edit_turn(TASK, |turn| {
+        turn["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
     });
     s.tick(&args).stderr(format!(
         "atc: gave up on {TASK} (undelivered): the parent chat stayed busy past --busy-deadline; `atc status {TASK}` says more; `atc redeliver {TASK}` tries again\n"
@@ -358,10 +362,10 @@ fn html_error_pages_are_strikes_that_name_the_base_url() {
             vec![Reply::html(status, "<!doctype html><title>Sign in</title>")],
         );
         s.tick(&[]);
-        let job = s.job(TASK);
-        assert_eq!(job["status"], "delivering", "{job}");
+        assert_eq!(s.status(TASK), "delivering");
         assert!(s.posts().is_empty());
-        let error = job["last_error"].as_str().unwrap();
+        let turn = s.turn(TASK);
+        let error = turn["delivery"]["error"].as_str().unwrap();
         assert!(
             error.contains(&format!(
                 "HTTP {status} with text/html; charset=utf-8 instead of JSON"
@@ -439,12 +443,14 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
     );
     let job = s.job(TASK);
     assert_eq!(job["status"], "error", "{job}");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "refused", "{turn}");
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
             .contains("Permanent Redirect"),
-        "{job}"
+        "{turn}"
     );
     s.atc(["status", TASK])
         .stdout_contains("the server refused the delivery (308: Permanent Redirect)")
@@ -508,7 +514,8 @@ fn a_connection_cut_around_the_post_leaves_exactly_one_copy() {
         s.tick(&[]);
         let job = s.job(TASK);
         assert_eq!(job["status"], "unconfirmed", "{name}: {job}");
-        let error = job["last_error"].as_str().unwrap();
+        let turn = s.turn(TASK);
+        let error = turn["delivery"]["error"].as_str().unwrap();
         let want = if stored {
             "HTTP 200 with an unreadable or non-JSON answer"
         } else {
@@ -521,8 +528,8 @@ fn a_connection_cut_around_the_post_leaves_exactly_one_copy() {
                 "atc reads the parent chat back and posts again only if it is not there",
             );
         // Let the settle time (--http-timeout) pass since the attempt.
-        s.env.edit_job(TASK, |job| {
-            job["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
+        s.env.edit_turn(TASK, |turn| {
+            turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
         });
         s.tick(&[]);
         s.tick(&[]);
@@ -531,7 +538,7 @@ fn a_connection_cut_around_the_post_leaves_exactly_one_copy() {
         assert_eq!(s.delivered("s-77").len(), 1, "{name}: exactly one copy");
         assert_eq!(s.posts().len(), if stored { 1 } else { 2 }, "{name}");
         assert_eq!(
-            job["delivery"]["confirmed"],
+            s.turn(TASK)["delivery"]["confirmed"],
             if stored {
                 json!("read-back")
             } else {

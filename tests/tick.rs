@@ -6,7 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::atc::job;
+use support::atc::{job, turn_of};
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -298,14 +298,15 @@ fn a_refused_delivery_is_an_error_with_the_detail_and_an_unreachable_chat_waits(
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
     ));
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "error");
+    assert_eq!(s.status(TASK), "error");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["state"], "refused", "{turn}");
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
             .contains("Agent 'ghost' not found"),
-        "{job}"
+        "{turn}"
     );
     s.atc(["status", TASK])
         .stdout_contains("the server refused the delivery (404: Agent 'ghost' not found)");
@@ -316,24 +317,26 @@ fn a_refused_delivery_is_an_error_with_the_detail_and_an_unreachable_chat_waits(
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.chats.fault(PostFault::Busy);
     s.tick(&[]);
+    // The 409 let the claim go: the turn is open again, and the job, watched where no
+    // server answers, leaves it for a turn of its own there.
+    assert_eq!(s.turn(TASK)["state"], "open");
     s.env.edit_job(TASK, |job| {
         job.insert("base_url".into(), json!(format!("{NOWHERE}/api")));
-        job["delivery"]["next_attempt_at"] = json!("2020-01-01T00:00:00Z");
     });
     s.tick(&[]);
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "delivering", "{job}");
-    assert_eq!(job["delivery"]["unreachable"], 1);
+    assert_eq!(s.status(TASK), "delivering");
+    let turn = s.turn(TASK);
+    assert_eq!(turn["delivery"]["unreachable"], 1);
     assert!(
-        job["delivery"]["next_attempt_at"].is_null(),
+        turn["delivery"]["next_attempt_at"].is_null(),
         "asked again next tick"
     );
     assert!(
-        job["last_error"]
+        turn["delivery"]["error"]
             .as_str()
             .unwrap()
             .contains("connection refused"),
-        "{job}"
+        "{turn}"
     );
     assert_eq!(s.posts().len(), 1, "only the first, refused one");
 }
@@ -590,7 +593,7 @@ fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
     // and says that rather than "0 polled" alone.
     s.tick(&["-v", "--max-strikes", "1"])
         .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 1 parent turn followed, 1 console toast\n")
-        .file(|file| assert_eq!(file["jobs"][0]["parent_turn"], "completed"));
+        .file(|file| assert_eq!(turn_of(file, TASK)["parent_turn"], "completed"));
     s.tick(&["--max-strikes", "1"]).file_unchanged();
     assert_eq!(s.status(TASK), "abandoned");
     s.atc(["status", TASK]).stdout_contains(

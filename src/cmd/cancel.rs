@@ -1,22 +1,25 @@
 //! `atc cancel`: stop watching a task. The child task itself keeps running, unless
 //! `--stop` stops it first (`POST /console/chat/stop` on the child's chat).
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cmd::report_job;
+use crate::compose;
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Outbound, Status};
-use crate::lifecycle::{self, Event};
+use crate::job::{Job, Status};
+use crate::lifecycle::{self, Event, Limits};
 use crate::pass::{self, StopFailed, Stopped};
 use crate::qwenpaw::Client;
 use crate::qwenpaw::chat::Stop;
 use crate::report::{LogEntry, Outcome};
 use crate::settings::{Auth, Cancel, Output};
-use crate::state::Store;
+use crate::state::{JobFile, Store};
 use crate::time::Timestamp;
+use crate::turn::TurnState;
 
 /// How long each request of `--stop` may take: a person is waiting.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,68 +50,18 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         None => None,
     };
     let now = Timestamp::now();
+    let path = store.path().to_owned();
     let (job, message, changed) = store.update(|file| {
-        // Its result travels in another job's turn (a group's or a batch's) that is being
-        // posted, or may have been: once claimed, the turn is what it is.
-        let carried_out = file
-            .find(task_id)
-            .and_then(|job| job.carried_by.as_deref())
-            .and_then(|carrier| file.jobs.iter().find(|j| j.job_id == carrier))
-            .is_some_and(|carrier| {
-                carrier.in_flight() || carrier.outbound() == Some(Outbound::Unconfirmed)
-            });
-        let Some(job) = file.find_mut(task_id) else {
-            fail!(Exit::Refused, "no watch for {task_id} in {}", store.path().display());
-        };
-        // What the stop learned belongs to the registration it was sent for (a re-watch
-        // meanwhile is another child's record).
-        let stop = stopped
-            .as_ref()
-            .filter(|(job_id, _)| *job_id == job.job_id)
-            .map(|(_, stop)| stop);
-        let transition = lifecycle::step(job, Event::Cancelled, now, &cancel.limits);
-        let chat = transition.job.target.describe_chat();
-        let keeps_running = match stop.map(|s| s.said) {
-            Some(Stop::Stopped) => "the child was stopped",
-            Some(Stop::NotRunning) => "the child was not running",
-            None if cancel.stop.is_some() => "the child had already finished",
-            None => "the child task keeps running (check_agent_task still shows its result)",
-        };
-        let message = match transition.outcomes.as_slice() {
-            [Outcome::Cancelled] if carried_out => format!(
-                "Cancelled the watch on {task_id}, but its result travels in a turn that was being posted to {chat} at that moment: it may already be on its way."
-            ),
-            [Outcome::Cancelled] => {
-                format!("Cancelled the watch on {task_id}; {keeps_running}.")
-            }
-            [Outcome::CancelledInFlight] => format!(
-                "Cancelled the watch on {task_id}, but its result was being posted to {chat} at that moment: it may already be on its way."
-            ),
-            [Outcome::AlreadyCancelled] if stop.is_some() => {
-                format!("{task_id} was already cancelled; {keeps_running}.")
-            }
-            [Outcome::AlreadyCancelled] => format!("{task_id} was already cancelled."),
-            _ if job.status == Status::Done => {
-                let when = job.delivered_at.map(|t| format!(" at {t}")).unwrap_or_default();
-                fail!(Exit::Refused, "{task_id} was already delivered to {chat}{when}; nothing to cancel");
-            }
-            _ => fail!(
-                Exit::Refused,
-                "the watch on {task_id} already ended ({}); nothing to cancel",
-                job.status
-            ),
-        };
-        let mut changed = !transition.is_ignored()
-            && !matches!(transition.outcomes.as_slice(), [Outcome::AlreadyCancelled]);
-        *job = transition.job;
-        if let Some(chat_id) = stop.and_then(|s| s.chat_id.clone())
-            && job.child_chat_id.as_ref() != Some(&chat_id)
-        {
-            job.child_chat_id = Some(chat_id);
-            job.updated_at = now;
-            changed = true;
-        }
-        Ok((job.clone(), message, changed))
+        let stopped = stopped.as_ref().map(|(id, s)| (id.as_str(), s));
+        cancel_in(
+            file,
+            task_id,
+            cancel.stop.is_some(),
+            stopped,
+            &path,
+            now,
+            &cancel.limits,
+        )
     })?;
     // A second cancel changes nothing, and logs nothing.
     if changed && job.status == Status::Cancelled {
@@ -117,41 +70,173 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     report_job(&job, &message, out)
 }
 
+/// What `cancel` does to the file (the simulation runs it too): the watch of `task_id`
+/// cancelled, its block taken out of an open turn (a claimed one keeps it). `stopped`: what
+/// the stop asked for before (`--stop`) said, for the registration it was sent for.
+/// Returns the job, the message, and whether anything changed.
+pub fn cancel_in(
+    file: &mut JobFile,
+    task_id: &str,
+    stop_asked: bool,
+    stopped: Option<(&str, &Stopped)>,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Job, String, bool)> {
+    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        fail!(
+            Exit::Refused,
+            "no watch for {task_id} in {}",
+            path.display()
+        );
+    };
+    // Its block travels in a turn that was claimed (being posted, or may have been):
+    // once claimed, a turn is what it is, and the cancel cannot take the block out.
+    let turn = file.turn_of(&file.jobs[i]).cloned();
+    let claimed = turn.as_ref().is_some_and(|t| {
+        !t.is_open() && t.carries_job(&file.jobs[i].job_id) && !t.state.is_given_up()
+    });
+    let job = &mut file.jobs[i];
+    // What the stop learned belongs to the registration it was sent for (a re-watch
+    // meanwhile is another child's record).
+    let stop = stopped
+        .filter(|(job_id, _)| *job_id == job.job_id)
+        .map(|(_, stop)| stop);
+    let transition = lifecycle::step(job, Event::Cancelled { claimed }, now, limits);
+    let chat = transition.job.target.describe_chat();
+    let keeps_running = match stop.map(|s| s.said) {
+        Some(Stop::Stopped) => "the child was stopped",
+        Some(Stop::NotRunning) => "the child was not running",
+        None if stop_asked => "the child had already finished",
+        None => "the child task keeps running (check_agent_task still shows its result)",
+    };
+    // What of it is on its way: its result, or a check-in, and with what else.
+    let on_its_way = || {
+        let t = turn.as_ref().expect("a claimed turn");
+        let what = match t.carries.iter().find(|b| b.job_id == job.job_id) {
+            Some(b) if b.kind.is_check_in() => "its check-in",
+            _ => "its result",
+        };
+        let how = if t.in_flight() || t.state == TurnState::Unconfirmed {
+            "was being posted"
+        } else {
+            "is claimed to be posted (it goes out as it is)"
+        };
+        match t.carries.len() {
+            1 => format!("{what} {how} to {chat} at that moment: it may already be on its way"),
+            n => format!(
+                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: it may already be on its way",
+                t.turn_id
+            ),
+        }
+    };
+    let message = match transition.outcomes.as_slice() {
+        [Outcome::CancelledInFlight] => {
+            format!("Cancelled the watch on {task_id}, but {}.", on_its_way())
+        }
+        [Outcome::Cancelled] => {
+            format!("Cancelled the watch on {task_id}; {keeps_running}.")
+        }
+        [Outcome::AlreadyCancelled] if stop.is_some() => {
+            format!("{task_id} was already cancelled; {keeps_running}.")
+        }
+        [Outcome::AlreadyCancelled] => format!("{task_id} was already cancelled."),
+        _ if job.status == Status::Done => {
+            let when = turn
+                .as_ref()
+                .and_then(|t| t.delivered_at)
+                .map(|t| format!(" at {t}"))
+                .unwrap_or_default();
+            fail!(
+                Exit::Refused,
+                "{task_id} was already delivered to {chat}{when}; nothing to cancel"
+            );
+        }
+        _ => fail!(
+            Exit::Refused,
+            "the watch on {task_id} already ended ({}); nothing to cancel",
+            job.status
+        ),
+    };
+    let mut changed = !transition.is_ignored()
+        && !matches!(transition.outcomes.as_slice(), [Outcome::AlreadyCancelled]);
+    *job = transition.job;
+    if let Some(chat_id) = stop.and_then(|s| s.chat_id.clone())
+        && job.child_chat_id.as_ref() != Some(&chat_id)
+    {
+        job.child_chat_id = Some(chat_id);
+        job.updated_at = now;
+        changed = true;
+    }
+    let job = job.clone();
+    // An open turn goes on without it.
+    compose::tidy(file, now, limits);
+    Ok((job, message, changed))
+}
+
 /// `cancel --check-ins`: the watch goes on, without check-ins.
 fn check_ins_off(cancel: &Cancel, out: Output) -> Result<()> {
     let store = Store::new(cancel.state.value.clone());
     let task_id = &cancel.task_id;
     let now = Timestamp::now();
-    let job = store.update(|file| {
-        let Some(job) = file.find_mut(task_id) else {
+    let path = store.path().to_owned();
+    let (job, claimed) =
+        store.update(|file| check_ins_off_in(file, task_id, &path, now, &cancel.limits))?;
+    store.log(&[LogEntry::of("check_ins_off", &job, now)])?;
+    let message = if claimed {
+        format!(
+            "No more check-ins for {task_id}; the one being posted now still arrives. Still watching it (its result comes back as usual)."
+        )
+    } else {
+        format!(
+            "No more check-ins for {task_id}; still watching it (its result comes back as usual)."
+        )
+    };
+    report_job(&job, &message, out)
+}
+
+/// What `cancel --check-ins` does to the file (the simulation runs it too): no more
+/// check-ins; one not yet claimed leaves its turn. Returns the job, and whether the current
+/// one was claimed (it still arrives).
+pub fn check_ins_off_in(
+    file: &mut JobFile,
+    task_id: &str,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Job, bool)> {
+    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        fail!(
+            Exit::Refused,
+            "no watch for {task_id} in {}",
+            path.display()
+        );
+    };
+    let claimed = file
+        .turn_of(&file.jobs[i])
+        .is_some_and(|t| !t.is_open() && !t.state.is_given_up())
+        && file.jobs[i].check_in.is_some();
+    let job = &mut file.jobs[i];
+    let event = Event::CheckInsOff { claimed };
+    let transition = lifecycle::step(job, event, now, limits);
+    if transition.is_ignored() {
+        if job.status != Status::Pending {
             fail!(
                 Exit::Refused,
-                "no watch for {task_id} in {}",
-                store.path().display()
-            );
-        };
-        let transition = lifecycle::step(job, Event::CheckInsOff, now, &cancel.limits);
-        if transition.is_ignored() {
-            if job.status != Status::Pending {
-                fail!(
-                    Exit::Refused,
-                    "the watch on {task_id} already ended ({}); no check-ins to stop",
-                    job.status
-                );
-            }
-            fail!(
-                Exit::Refused,
-                "{task_id} has no check-ins to stop (it was watched without --check-in)"
+                "the watch on {task_id} already ended ({}); no check-ins to stop",
+                job.status
             );
         }
-        *job = transition.job;
-        Ok(job.clone())
-    })?;
-    store.log(&[LogEntry::of("check_ins_off", &job, now)])?;
-    let message = format!(
-        "No more check-ins for {task_id}; still watching it (its result comes back as usual)."
-    );
-    report_job(&job, &message, out)
+        fail!(
+            Exit::Refused,
+            "{task_id} has no check-ins to stop (it was watched without --check-in)"
+        );
+    }
+    *job = transition.job;
+    let job = job.clone();
+    // A check-in not yet claimed leaves its turn.
+    compose::tidy(file, now, limits);
+    Ok((job, claimed))
 }
 
 /// Stops the child of `job` through its own base URL; any failure leaves the watch as it is.

@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
-use crate::job::{ForwardStatus, Job, Outbound, Status};
+use crate::job::{Job, Outbound, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
+use crate::state::JobFile;
 use crate::state::Store;
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
+use crate::turn::{self, ForwardStatus, Turn};
 
 /// A tick is expected at least this often while watches wait.
 const TICK_STALE: Duration = Duration::from_secs(120);
@@ -50,7 +52,8 @@ fn bad(name: &'static str, detail: String, fix: String) -> Check {
 pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let store = Store::new(doctor.state.value.clone());
     let mut checks = Vec::new();
-    let jobs = job_file(&store, doctor, &mut checks);
+    let file = job_file(&store, doctor, &mut checks);
+    let jobs = &file.jobs;
     let base = &doctor.base_url.value;
     checks.push(ok(
         "base URL",
@@ -58,17 +61,17 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     ));
     let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
     // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
-    for job in jobs.iter().filter(|j| j.options.allow_insecure_remote) {
+    for job in file.jobs.iter().filter(|j| j.options.allow_insecure_remote) {
         client.allow_insecure(&job.base_url);
     }
     let client = client;
     if server(&client, doctor, &mut checks) {
-        checks.push(agents(&client, base, &jobs));
+        checks.push(agents(&client, base, jobs));
     }
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
-    checks.push(tick(last_tick, &jobs));
-    watches(&client, base, &store, &heartbeat, &jobs, &mut checks);
+    checks.push(tick(last_tick, &file));
+    watches(&client, base, &store, &heartbeat, &file, &mut checks);
     for c in super::doctor_qwenpaw::checks(&client, doctor) {
         checks.push(Check {
             name: c.name,
@@ -106,11 +109,11 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     Ok(())
 }
 
-/// The job file loads, and it and its directory are private. Returns the jobs.
-fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job> {
+/// The job file loads, and it and its directory are private. Returns what it holds.
+fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> JobFile {
     let path = store.path();
     let shown = path.display();
-    let jobs = match store.load() {
+    let loaded = match store.load() {
         Ok(file) if path.exists() => {
             checks.push(ok(
                 "job file",
@@ -120,14 +123,14 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job>
                     doctor.state.source
                 ),
             ));
-            file.jobs
+            file
         }
-        Ok(_) => {
+        Ok(file) => {
             checks.push(ok(
                 "job file",
                 format!("none yet at {shown}; the first `atc watch` creates it"),
             ));
-            return Vec::new();
+            return file;
         }
         Err(err) => {
             checks.push(bad(
@@ -135,7 +138,7 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job>
                 format!("{err:#}"),
                 format!("move {shown} aside (atc starts a new one where none exists)"),
             ));
-            return Vec::new();
+            return JobFile::default();
         }
     };
     #[cfg(unix)]
@@ -169,7 +172,7 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Vec<Job>
             ));
         }
     }
-    jobs
+    loaded
 }
 
 fn json_of(answer: &Answer) -> Option<Value> {
@@ -350,21 +353,23 @@ fn join(names: &BTreeSet<&str>) -> String {
     names.iter().copied().collect::<Vec<_>>().join(", ")
 }
 
-/// Something is still to do for the job (a tick must come by).
-fn waiting(job: &Job) -> bool {
-    matches!(
-        job.outbound(),
-        Some(Outbound::Delivering | Outbound::Unconfirmed)
-    ) || job.status == Status::Pending
-        || job
-            .forward
-            .as_ref()
-            .is_some_and(|f| f.status == ForwardStatus::Pending)
+/// Something is still to do for the job (a tick must come by): it is watched, it owes its
+/// parent something, or a turn that carries it is not settled.
+fn waiting(job: &Job, turns: &[Turn]) -> bool {
+    job.status == Status::Pending
+        || matches!(
+            job.outbound(),
+            Some(Outbound::Delivering | Outbound::Unconfirmed)
+        ) && crate::lifecycle::in_unsettled_turn(job, turns)
+        || job.owes().is_some()
+        || turns
+            .iter()
+            .any(|t| t.carries_job(&job.job_id) && turn::forward_due(t))
 }
 
 /// A tick ran lately, if anything waits for one.
-fn tick(last: Option<Timestamp>, jobs: &[Job]) -> Check {
-    let waiting = jobs.iter().filter(|j| waiting(j)).count();
+fn tick(last: Option<Timestamp>, file: &JobFile) -> Check {
+    let waiting = file.jobs.iter().filter(|j| waiting(j, &file.turns)).count();
     let now = Timestamp::now();
     let said = match last {
         Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
@@ -397,10 +402,11 @@ fn watches(
     base: &str,
     store: &Store,
     heartbeat: &crate::pass::Heartbeat,
-    jobs: &[Job],
+    file: &JobFile,
     checks: &mut Vec<Check>,
 ) {
-    let dead = dead_base_urls(client, base, jobs);
+    let jobs = &file.jobs;
+    let dead = dead_base_urls(client, base, file);
     for (url, (count, why)) in &dead {
         checks.push(bad(
             "job base URL",
@@ -414,13 +420,13 @@ fn watches(
         ));
     }
     checks.extend(failing(jobs, &dead));
-    checks.push(stuck(jobs));
+    checks.push(stuck(file));
     checks.push(last_pass(store, heartbeat));
 }
 
 /// A live watch: a tick still has something to do for it.
-fn live(job: &Job) -> bool {
-    !crate::lifecycle::settled_job(job)
+fn live(job: &Job, turns: &[Turn]) -> bool {
+    !crate::lifecycle::settled_job(job, turns)
 }
 
 /// The base URLs live watches recorded, other than doctor's own, that do not answer:
@@ -428,17 +434,21 @@ fn live(job: &Job) -> bool {
 fn dead_base_urls(
     client: &Client,
     base: &str,
-    jobs: &[Job],
+    file: &JobFile,
 ) -> std::collections::BTreeMap<String, (usize, String)> {
+    let (jobs, turns) = (&file.jobs, &file.turns);
     let mut dead = std::collections::BTreeMap::new();
     let others: BTreeSet<&str> = jobs
         .iter()
-        .filter(|j| live(j) && j.base_url != base)
+        .filter(|j| live(j, turns) && j.base_url != base)
         .map(|j| j.base_url.as_str())
         .collect();
     for url in others {
         if let Err(Transport { message, .. }) = client.version(url) {
-            let count = jobs.iter().filter(|j| live(j) && j.base_url == url).count();
+            let count = jobs
+                .iter()
+                .filter(|j| live(j, turns) && j.base_url == url)
+                .count();
             let why = crate::describe::short_cause(&message);
             dead.insert(url.to_owned(), (count, why));
         }
@@ -486,44 +496,58 @@ fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, Strin
 }
 
 /// No result is stuck where only a person can move it: given up and not redelivered, or
-/// of unknown outcome with its read-back window closed.
-fn stuck(jobs: &[Job]) -> Check {
+/// of unknown outcome with its read-back window closed. Counted by result (a turn of two
+/// results refused is two), with the turns they are in.
+fn stuck(file: &JobFile) -> Check {
     let mut counts: Vec<(String, usize)> = Vec::new();
-    let mut count = |what: &str| match counts.iter_mut().find(|(w, _)| w == what) {
+    let count = |counts: &mut Vec<(String, usize)>, what: &str| match counts
+        .iter_mut()
+        .find(|(w, _)| w == what)
+    {
         Some((_, n)) => *n += 1,
         None => counts.push((what.to_owned(), 1)),
     };
-    for job in jobs {
-        match job.outbound() {
-            Some(Outbound::Undelivered) => count("undelivered"),
-            Some(Outbound::Misrouted) => count("misrouted"),
+    let mut turns_stuck = BTreeSet::new();
+    for job in &file.jobs {
+        let turn = file.turn_of(job);
+        let what = match job.outbound() {
+            Some(Outbound::Undelivered) => "undelivered",
+            Some(Outbound::Misrouted) => "misrouted",
             Some(Outbound::Unconfirmed)
-                if job
-                    .delivery
-                    .as_ref()
-                    .is_some_and(|d| d.read_back_closed_at.is_some()) =>
+                if turn.is_some_and(|t| t.delivery.read_back_closed_at.is_some()) =>
             {
-                count("unconfirmed past the read-back window")
+                "unconfirmed past the read-back window"
             }
-            _ if job.status == Status::Error => count("refused (error)"),
-            _ => {}
+            _ if job.status == Status::Error => "refused (error)",
+            _ => continue,
+        };
+        count(&mut counts, what);
+        if let Some(t) = turn {
+            turns_stuck.insert(t.turn_id.as_str());
         }
+    }
+    for t in &file.turns {
         // A console toast that failed leaves nothing stuck: the chat holds the turn.
-        if job.forwards()
-            && job.forward.as_ref().is_some_and(|f| {
+        if t.forwards()
+            && t.forward.as_ref().is_some_and(|f| {
                 matches!(f.status, ForwardStatus::Failed | ForwardStatus::Unconfirmed)
             })
         {
-            count("not forwarded to the person");
+            count(&mut counts, "not forwarded to the person");
         }
     }
     if counts.is_empty() {
         return ok("deliveries", "none stuck".to_owned());
     }
     let said: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    let results: usize = counts.iter().map(|(_, n)| n).sum();
+    let turns = match turns_stuck.len() {
+        n if n > 0 && n < results => format!(" (in {})", plural(n as u64, "turn", "turns")),
+        _ => String::new(),
+    };
     bad(
         "deliveries",
-        format!("results that need a person: {}", said.join(", ")),
+        format!("results that need a person: {}{turns}", said.join(", ")),
         "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again (an unconfirmed one is read back first)"
             .to_owned(),
     )

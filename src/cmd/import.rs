@@ -43,7 +43,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
         added: imported,
         already,
         skipped,
-    } = store.update(|file| Ok(plugin::merge(&mut file.jobs, records)))?;
+    } = store.update(|file| Ok(plugin::merge(file, records)))?;
     let entries: Vec<LogEntry> = imported
         .iter()
         .map(|(task_id, status, job_id)| LogEntry {
@@ -51,6 +51,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
             event: "imported".into(),
             task_id: task_id.clone(),
             job_id: job_id.clone(),
+            turn_id: None,
             status: Some(*status),
             task_status: None,
             outcome: None,

@@ -3,26 +3,29 @@
 //! would only be misrouted again is refused, naming `--create-session`; then it says what
 //! the next tick will do. The next tick runs every check again before posting.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::cmd::report_job;
+use crate::compose;
 use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Outbound};
-use crate::lifecycle::{self, Event};
+use crate::lifecycle::{self, Event, Limits};
 use crate::qwenpaw::{Client, chat};
 use crate::report::LogEntry;
 use crate::settings::{Output, Redeliver};
-use crate::state::Store;
+use crate::state::{JobFile, Store};
 use crate::time::Timestamp;
+use crate::turn::{self, Turn, TurnEvent, TurnState};
 
 /// The chat check must not make `redeliver` slow when the server is away.
 const CHAT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What the server said about the parent chat.
-enum Chat {
+pub enum Chat {
     Found,
     /// Absent: the next tick would misroute the result again, unless a new chat is allowed.
     Absent,
@@ -35,74 +38,167 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     let task_id = &redeliver.task_id;
     // The chat is looked up before the lock is taken: no lock across network I/O. The
     // update below acts on the job as it is then.
-    let jobs = store.load()?.jobs;
-    let chat = match lifecycle::redelivery(&jobs, task_id).map(|i| &jobs[i]) {
-        Some(job) if job.outbound() != Some(Outbound::Unconfirmed) => {
+    let before = store.load()?;
+    let chat = match before.find(task_id) {
+        Some(job)
+            if job.outbound() != Some(Outbound::Unconfirmed)
+                && before
+                    .turn_of(job)
+                    .is_none_or(|t| t.state != TurnState::Unconfirmed) =>
+        {
             Some(check_chat(job, redeliver))
         }
         _ => None,
     };
     let now = Timestamp::now();
+    let limits = &redeliver.limits;
+    let path = store.path().to_owned();
     let (job, message) = store.update(|file| {
-        // A group member's result travels in its carrier's turn: that is what goes again.
-        let Some(i) = lifecycle::redelivery(&file.jobs, task_id) else {
-            fail!(Exit::Refused, "no watch for {task_id} in {}", store.path().display());
-        };
-        let create = redeliver.create_session || file.jobs[i].options.create_session;
-        if matches!(chat, Some(Chat::Absent)) && !create {
-            let job = &file.jobs[i];
-            fail!(
-                Exit::Refused,
-                "{} has no chat with {} for agent '{}': redelivering would only misroute the result again. Watch again with the right --session, --user and --channel, or run `atc redeliver {task_id} --create-session` to start that chat on purpose",
-                job.base_url,
-                job.target.describe_chat(),
-                job.target.agent_id
-            );
-        }
-        let event = Event::Redeliver {
-            create_session: redeliver.create_session,
-        };
-        let transition = lifecycle::step(&file.jobs[i], event, now, &redeliver.limits);
-        let job = &transition.job;
-        if transition.is_ignored() {
-            let current = &file.jobs[i];
-            let what = match current.outbound() {
-                Some(Outbound::Delivered) => "was already delivered".to_owned(),
-                Some(Outbound::Delivering) => "is queued for delivery already".to_owned(),
-                _ => format!("is {}", current.status),
-            };
-            fail!(
-                Exit::Refused,
-                "{} {what}; only an undelivered, unconfirmed, misrouted or refused (error) delivery can be tried again",
-                current.task_id
-            );
-        }
-        let carried = if job.task_id == *task_id {
-            String::new()
-        } else {
-            format!(" (its group's turn, carried by {})", job.task_id)
-        };
-        let where_to = job.target.describe_chat();
-        let message = match (job.outbound(), &chat) {
-            (Some(Outbound::Unconfirmed), _) => format!(
-                "{task_id}{carried}: the next atc tick reads {where_to} back and posts the result only if it is not there."
-            ),
-            (_, Some(Chat::Absent)) => format!(
-                "{task_id}{carried} goes to {where_to} on the next atc tick, starting that chat (--create-session)."
-            ),
-            (_, Some(Chat::Unknown(why))) => format!(
-                "{task_id}{carried} goes to {where_to} again on the next atc tick, once the chat is idle; the chat could not be checked now ({why}): the tick checks it before posting."
-            ),
-            _ => format!(
-                "{task_id}{carried} goes to {where_to} again on the next atc tick, once the chat is idle."
-            ),
-        };
-        let job = job.clone();
-        file.jobs[i] = transition.job;
-        Ok((job, message))
+        redeliver_in(
+            file,
+            task_id,
+            chat.as_ref(),
+            redeliver.create_session,
+            &path,
+            now,
+            limits,
+        )
     })?;
     store.log(&[LogEntry::of("requeued", &job, now)])?;
     report_job(&job, &message, out)
+}
+
+/// What `redeliver` does to the file (the simulation runs it too): the job's own turn
+/// goes again when it went to the job's chat (open again if nothing of it was posted, read
+/// back first if that is unknown), otherwise its block goes in a new turn. `chat` is what
+/// the look before the lock found. Returns the job and the message.
+pub fn redeliver_in(
+    file: &mut JobFile,
+    task_id: &str,
+    chat: Option<&Chat>,
+    create_session: bool,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Job, String)> {
+    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        fail!(
+            Exit::Refused,
+            "no watch for {task_id} in {}",
+            path.display()
+        );
+    };
+    let job = &file.jobs[i];
+    // Its own turn goes again, when that turn went to its chat and carries its block;
+    // otherwise its block goes in a new turn.
+    let own = job.turn.as_deref().and_then(|id| {
+        file.turns.iter().position(|t| {
+            t.turn_id == id
+                && t.chat.key() == job.chat_key()
+                && job.block().is_some_and(|b| t.carries_block(&job.job_id, b))
+        })
+    });
+    let create = create_session
+        || job.options.create_session
+        || own.is_some_and(|t| file.turns[t].create_session);
+    if matches!(chat, Some(Chat::Absent)) && !create {
+        fail!(
+            Exit::Refused,
+            "{} has no chat with {} for agent '{}': redelivering would only misroute the result again. Watch again with the right --session, --user and --channel, or run `atc redeliver {task_id} --create-session` to start that chat on purpose",
+            job.base_url,
+            job.target.describe_chat(),
+            job.target.agent_id
+        );
+    }
+    let refuse = |job: &Job, turn: Option<&Turn>| -> anyhow::Error {
+        let what = match (job.outbound(), turn.map(|t| t.state)) {
+            (Some(Outbound::Delivered), _) => "was already delivered".to_owned(),
+            (_, Some(TurnState::Claimed)) => "is being posted (its turn was claimed)".to_owned(),
+            (Some(Outbound::Delivering), _) => "is queued for delivery already".to_owned(),
+            _ => format!("is {}", job.status),
+        };
+        crate::exit::Failure::new(
+                Exit::Refused,
+                format!(
+                    "{} {what}; only an undelivered, unconfirmed, misrouted or refused (error) delivery can be tried again",
+                    job.task_id
+                ),
+            )
+            .into()
+    };
+    let where_to = job.target.describe_chat();
+    let (unknown, which) = match own {
+        Some(t) => {
+            let turn = &file.turns[t];
+            if turn.text.is_none() {
+                fail!(
+                    Exit::Refused,
+                    "{task_id}'s turn {} has no text kept (an earlier atc kept it on another job's record, since gone): look in the parent chat for it",
+                    turn.turn_id
+                );
+            }
+            let event = TurnEvent::Redeliver {
+                create_session,
+            };
+            let transition = turn::step(turn, event, now, limits);
+            if transition.is_ignored() {
+                return Err(refuse(job, Some(turn)));
+            }
+            let others: Vec<&str> = turn
+                .carries
+                .iter()
+                .filter(|b| b.job_id != job.job_id)
+                .map(|b| b.task_id.as_str())
+                .collect();
+            let which = if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (its turn {} goes again, with {})",
+                    turn.turn_id,
+                    others.join(", ")
+                )
+            };
+            let unknown = transition.turn.state == TurnState::Unconfirmed;
+            file.turns[t] = transition.turn;
+            compose::follow(file, t, now, limits, &mut |_| {});
+            // Open again, it carries only what still belongs there (a job watched again
+            // elsewhere meanwhile has left it).
+            compose::tidy(file, now, limits);
+            (unknown, which)
+        }
+        None => {
+            let event = Event::Requeued {
+                create_session,
+            };
+            let transition = lifecycle::step(job, event, now, limits);
+            if transition.is_ignored() {
+                return Err(refuse(job, file.turn_of(job)));
+            }
+            let which = if job.turn.is_some() {
+                " (in a new turn: its last one went to another chat)".to_owned()
+            } else {
+                String::new()
+            };
+            file.jobs[i] = transition.job;
+            (false, which)
+        }
+    };
+    let message = match (unknown, &chat) {
+        (true, _) => format!(
+            "{task_id}{which}: the next atc tick reads {where_to} back and posts the result only if it is not there."
+        ),
+        (_, Some(Chat::Absent)) => format!(
+            "{task_id}{which} goes to {where_to} on the next atc tick, starting that chat (--create-session)."
+        ),
+        (_, Some(Chat::Unknown(why))) => format!(
+            "{task_id}{which} goes to {where_to} again on the next atc tick, once the chat is idle; the chat could not be checked now ({why}): the tick checks it before posting."
+        ),
+        _ => format!(
+            "{task_id}{which} goes to {where_to} again on the next atc tick, once the chat is idle."
+        ),
+    };
+    Ok((file.jobs[i].clone(), message))
 }
 
 /// Looks the job's exact chat up on its own server, as `watch` does.

@@ -5,15 +5,15 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::batch;
 use crate::describe::{brief, explain};
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Outbound};
+use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer};
 use crate::settings::{self, Output};
-use crate::state::Store;
+use crate::state::{JobFile, Store};
 use crate::text::fit;
 use crate::time::{Timestamp, age};
+use crate::turn::{Turn, TurnState};
 
 /// How many jobs `status` lists without `--all`.
 pub const RECENT: usize = 20;
@@ -34,9 +34,10 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
             );
         };
         if out.json {
-            crate::cmd::print_json(&json!({ "jobs": [job] }))?;
+            let turns = turns_of(&file, &[job]);
+            crate::cmd::print_json(&json!({ "jobs": [job], "turns": turns }))?;
         } else {
-            crate::cmd::emit(&full(job, &file.jobs, now))?;
+            crate::cmd::emit(&full(job, &file, now))?;
         }
         return Ok(());
     }
@@ -49,12 +50,13 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         jobs.truncate(RECENT);
     }
     if out.json {
-        return crate::cmd::print_json(&json!({ "jobs": jobs }));
+        let turns = turns_of(&file, &jobs);
+        return crate::cmd::print_json(&json!({ "jobs": jobs, "turns": turns }));
     }
     if jobs.is_empty() {
         return crate::cmd::emit("No jobs.\n");
     }
-    let mut text = table(&jobs, &file.jobs, now, crate::term::stdout_width());
+    let mut text = table(&jobs, &file, now, crate::term::stdout_width());
     if jobs.len() < total {
         let _ = writeln!(
             text,
@@ -63,6 +65,14 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         );
     }
     crate::cmd::emit(&text)
+}
+
+/// The turns that carry (or carried) a block of `jobs`, in the file's order.
+fn turns_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<&'a Turn> {
+    file.turns
+        .iter()
+        .filter(|t| jobs.iter().any(|j| t.carries_job(&j.job_id)))
+        .collect()
 }
 
 /// How the AGENT → SESSION column is shown.
@@ -100,16 +110,15 @@ struct Row {
 /// what says least goes first: the chat is shortened, then dropped, then the group; then
 /// the note moves to a line of its own under its row; only what still does not fit is
 /// cut, with `…`. The GROUP/BATCH column is there when a listed job travels in a group
-/// (its name) or a batch (`batch of N`, N the results its turn carries); `all` is the
-/// whole file, where a batch's carrier is found.
-fn table(jobs: &[&Job], all: &[Job], now: Timestamp, width: Option<usize>) -> String {
-    let travels_in = |job: &Job| match (&job.options.group, batch::carrier_of(all, job)) {
+/// (its name) or a batch (`batch of N`, N the blocks its turn carries); `file` holds the
+/// turns.
+fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) -> String {
+    let travels_in = |job: &Job| match (&job.options.group, file.turn_of(job)) {
         (Some(group), _) => group.clone(),
-        (None, Some(carrier)) => format!(
-            "batch of {}",
-            carrier.group_tasks.as_ref().map_or(1, Vec::len)
-        ),
-        (None, None) => String::new(),
+        (None, Some(turn)) if turn.carries.len() > 1 => {
+            format!("batch of {}", turn.carries.len())
+        }
+        _ => String::new(),
     };
     let grouped = jobs.iter().any(|job| !travels_in(job).is_empty());
     let rows: Vec<Row> = jobs
@@ -120,7 +129,7 @@ fn table(jobs: &[&Job], all: &[Job], now: Timestamp, width: Option<usize>) -> St
             age: age(job.registered_at.elapsed_at(now)),
             group: travels_in(job),
             chat: format!("{} → {}", job.target.agent_id, job.target.session_id),
-            note: brief(job, now),
+            note: brief(job, file.turn_of(job), now),
         })
         .collect();
     let full = Layout {
@@ -228,9 +237,10 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
     out
 }
 
-/// Every field of one job, then the start of its result text. `all` is the whole file,
-/// where a batch's carrier is found.
-fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
+/// Every field of one job and of the turn that carries its block, then the start of its
+/// result text (or, with none, of its turn's).
+fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
+    let turn = file.turn_of(job);
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "{name:<15} {value}");
@@ -243,7 +253,7 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
     if let Some(notice) = job.notice {
         field("notice", notice.as_str().to_owned());
     }
-    if let Some(note) = explain(job) {
+    if let Some(note) = explain(job, turn) {
         field("note", note);
     }
     field("job", job.job_id.clone());
@@ -278,7 +288,7 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
     if let Some(secs) = job.options.check_in_secs {
         let every = humantime::format_duration(std::time::Duration::from_secs(secs));
         let max = crate::lifecycle::MAX_CHECK_INS;
-        let next = match (job.check_in, crate::describe::next_check_in(job, now)) {
+        let next = match (job.check_in, crate::lifecycle::next_check_in(job, now)) {
             (Some(state), _) => format!("; one is {}", state.as_str()),
             (None, Some(at)) => format!("; next at {at}"),
             (None, None) => String::new(),
@@ -298,24 +308,25 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
     field("base url", job.base_url.clone());
     let o = &job.options;
     if let Some(group) = &o.group {
-        let members = match (&job.group_tasks, &job.carried_by) {
-            (Some(tasks), _) => format!(" (its turn carries {})", tasks.join(", ")),
-            (None, Some(_)) => " (carried in another member's turn)".to_owned(),
-            (None, None) => String::new(),
+        let members = match turn {
+            Some(t) if t.group.is_some() => format!(
+                " (its turn carries {})",
+                t.carries
+                    .iter()
+                    .map(|b| b.task_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => String::new(),
         };
         field("group", format!("{group}{members}"));
     }
-    if let Some(carrier) = batch::carrier_of(all, job) {
-        let tasks = carrier.group_tasks.clone().unwrap_or_default();
-        let how = if carrier.job_id == job.job_id {
-            "its turn carries".to_owned()
-        } else {
-            format!("travels in {}'s turn, with", carrier.task_id)
-        };
+    if let Some(t) = turn.filter(|t| t.group.is_none() && t.carries.len() > 1) {
+        let tasks: Vec<&str> = t.carries.iter().map(|b| b.task_id.as_str()).collect();
         field(
             "batch",
             format!(
-                "{how} {} ({} results, one turn)",
+                "its turn carries {} ({} blocks, one turn)",
                 tasks.join(", "),
                 tasks.len()
             ),
@@ -352,7 +363,23 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
     if let Some(error) = &job.last_error {
         field("last error", error.clone());
     }
-    if let Some(d) = &job.delivery {
+    if let Some(t) = turn {
+        let what: Vec<String> = t
+            .carries
+            .iter()
+            .map(|b| match b.kind {
+                crate::turn::BlockKind::CheckIn { n } => format!("{} (check-in {n})", b.task_id),
+                kind => format!("{} ({})", b.task_id, kind.as_str()),
+            })
+            .collect();
+        field(
+            "turn",
+            format!("{} ({}; carries {})", t.turn_id, t.state, what.join(", ")),
+        );
+        if let Some(id) = &t.chat_id {
+            field("turn chat id", id.clone());
+        }
+        let d = &t.delivery;
         field("attempts", d.attempts.to_string());
         if d.busy > 0 {
             field("busy", format!("{} (parent chat busy)", d.busy));
@@ -363,10 +390,7 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
         if let Some(status) = d.last_http_status {
             field("last http", status.to_string());
         }
-        if let Some(at) = d
-            .next_attempt_at
-            .filter(|_| job.outbound() == Some(Outbound::Delivering))
-        {
+        if let Some(at) = d.next_attempt_at.filter(|_| t.state.is_on_its_way()) {
             field(
                 "next attempt",
                 format!("{at} (in {})", age(now.elapsed_at(at))),
@@ -378,41 +402,49 @@ fn full(job: &Job, all: &[Job], now: Timestamp) -> String {
         if let Some(at) = d.waiting_since {
             field("waiting since", ago(at));
         }
-        if let Some(at) = d.unknown_since {
+        if let Some(at) = d
+            .unknown_since
+            .filter(|_| t.state == TurnState::Unconfirmed)
+        {
             field("unknown since", ago(at));
         }
         if let Some(how) = &d.confirmed {
             field("confirmed by", how.clone());
         }
-    }
-    if let Some(t) = job.delivered_at {
-        field("delivered", ago(t));
-    }
-    if let Some(turn) = &job.turn_task_id {
-        let ended = job
-            .parent_turn
-            .as_deref()
-            .map_or(String::new(), |status| format!(" ({status})"));
-        field("parent turn", format!("{turn}{ended}"));
-    }
-    if let Some(f) = &job.forward {
-        let sends = if f.attempts == 1 { "send" } else { "sends" };
-        let mut said = format!("{} ({} {sends}", f.status.as_str(), f.attempts);
-        if let Some(status) = f.last_http_status {
-            let _ = write!(said, ", last http {status}");
+        if let Some(at) = t.delivered_at {
+            field("delivered", ago(at));
         }
-        if let Some(at) = f.at {
-            let _ = write!(said, ", {}", ago(at));
+        if let Some(parent) = &t.turn_task_id {
+            let ended = t
+                .parent_turn
+                .as_deref()
+                .map_or(String::new(), |status| format!(" ({status})"));
+            field("parent turn", format!("{parent}{ended}"));
         }
-        said.push(')');
-        field("forward", said);
-        if let Some(reason) = &f.reason {
-            field("forward note", reason.clone());
+        if let Some(f) = &t.forward {
+            let sends = if f.attempts == 1 { "send" } else { "sends" };
+            let mut said = format!("{} ({} {sends}", f.status.as_str(), f.attempts);
+            if let Some(status) = f.last_http_status {
+                let _ = write!(said, ", last http {status}");
+            }
+            if let Some(at) = f.at {
+                let _ = write!(said, ", {}", ago(at));
+            }
+            said.push(')');
+            field("forward", said);
+            if let Some(reason) = &f.reason {
+                field("forward note", reason.clone());
+            }
         }
     }
-    if let Some(text) = &job.final_text {
+    let shown = match (&job.final_text, turn.and_then(|t| t.text.as_ref())) {
+        (Some(text), _) => Some(("result", text)),
+        (None, Some(text)) => Some(("turn", text)),
+        (None, None) => None,
+    };
+    if let Some((what, text)) = shown {
         let lines: Vec<&str> = text.lines().collect();
-        let _ = writeln!(out, "\nresult ({} characters):", text.chars().count());
+        let _ = writeln!(out, "\n{what} ({} characters):", text.chars().count());
         for line in lines.iter().take(FINAL_LINES) {
             let _ = writeln!(out, "  {line}");
         }
@@ -441,13 +473,14 @@ mod tests {
                 .into(),
         );
         let now = job.registered_at;
-        let piped = table(&[&job], &[], now, None);
+        let file = JobFile::default();
+        let piped = table(&[&job], &file, now, None);
         let row = piped.lines().nth(1).unwrap();
         assert!(
             row.ends_with("2 failed checks: connection refused (is QwenPaw running?)"),
             "the list shows the cause in its short form: {row}"
         );
-        let fitted = table(&[&job], &[], now, Some(60));
+        let fitted = table(&[&job], &file, now, Some(60));
         for line in fitted.lines() {
             assert!(line.chars().count() <= 60, "{line}");
         }
@@ -456,7 +489,7 @@ mod tests {
             "the columns give way, then the note takes a line of its own, whole:\n{fitted}"
         );
         assert!(!fitted.contains('…'), "{fitted}");
-        let narrow = table(&[&job], &[], now, Some(30));
+        let narrow = table(&[&job], &file, now, Some(30));
         for line in narrow.lines() {
             assert!(line.chars().count() <= 30, "{line}");
         }
@@ -464,7 +497,7 @@ mod tests {
             narrow.ends_with("…\n"),
             "only what cannot fit is cut:\n{narrow}"
         );
-        let wide = table(&[&job], &[], now, Some(300));
+        let wide = table(&[&job], &file, now, Some(300));
         assert_eq!(wide, piped, "nothing is cut when it fits");
     }
 }

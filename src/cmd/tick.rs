@@ -27,7 +27,7 @@ use crate::time::Timestamp;
 /// How long a kicked tick keeps looking at a task that just ended but still reads running.
 pub const KICK_WINDOW: Duration = Duration::from_secs(2);
 /// The pauses between a kicked tick's passes (they add up to less than the window).
-const KICK_PAUSES: [Duration; 4] = [
+static KICK_PAUSES: [Duration; 4] = [
     Duration::from_millis(100),
     Duration::from_millis(250),
     Duration::from_millis(500),
@@ -36,59 +36,20 @@ const KICK_PAUSES: [Duration; 4] = [
 
 pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
-    let mut started = Instant::now();
-    let mut passes = 0usize;
-    let mut pauses = KICK_PAUSES.iter();
-    // A mark means a turn just ended too: from then on this tick looks as a kicked one.
-    let mut kicked = tick.kicked;
-    let mut marked = false;
-    let mut last: Option<Report> = None;
-    loop {
-        // A give-up reaches a person (cron's mail, the journal) whatever else was asked
-        // for, once, as soon as it is saved: a later save of the pass may yet fail.
-        let heard = &mut |gave_up: &GiveUp| crate::term::say(&gave_up.line());
-        let Some(report) = pass::run(&store, tick, heard)? else {
-            if passes == 0 && tick.kicked && !leave_mark(&store)? {
-                // The running tick let go meanwhile: this one runs after all.
-                continue;
-            }
-            break;
-        };
-        passes += 1;
-        if kicked {
-            let why = if marked {
-                "another turn ended meanwhile: a mark".to_owned()
-            } else if passes == 1 {
-                "a QwenPaw turn ended".to_owned()
-            } else {
-                format!("pass {passes}")
-            };
-            marked = false;
-            store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
-        }
-        let waiting = still_waiting(&report);
-        show(&report, out)?;
-        last = Some(report);
-        if store.take_tick_again() {
-            // A fresh window for the turn that left the mark.
-            kicked = true;
-            marked = true;
-            started = Instant::now();
-            pauses = KICK_PAUSES.iter();
-            continue;
-        }
-        if kicked
-            && waiting
-            && started.elapsed() < KICK_WINDOW
-            && let Some(pause) = pauses.next()
-        {
-            pause_unless_marked(&store, *pause);
-            continue;
-        }
-        break;
-    }
-    match last {
-        Some(report) if out.json => print_json(&with_passes(report.to_json(), passes)),
+    // A give-up reaches a person (cron's mail, the journal) whatever else was asked for,
+    // once, as soon as it is saved: a later save of the pass may yet fail.
+    let heard = &mut |gave_up: &GiveUp| crate::term::say(&gave_up.line());
+    let mut shown = |report: &Report| show(report, out);
+    let reports = passes(
+        &store,
+        tick,
+        &mut |heard| pass::run(&store, tick, heard),
+        &mut RealWindow::new(),
+        heard,
+        &mut shown,
+    )?;
+    match reports.last() {
+        Some(report) if out.json => print_json(&with_passes(report.to_json(), reports.len())),
         Some(_) => Ok(()),
         None => {
             if out.verbose > 0 {
@@ -108,6 +69,115 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// How a tick waits between the passes a turn's end asks for: the real one sleeps (less
+/// when a mark arrives) within [`KICK_WINDOW`]; the simulation's runs other processes'
+/// operations instead.
+pub trait Window {
+    /// A turn ended (the kick, or a mark): the window starts again.
+    fn restart(&mut self);
+    /// Waits for the next look, if the window allows one more.
+    fn pause(&mut self, store: &Store) -> bool;
+}
+
+/// [`Window`] on the wall clock.
+pub struct RealWindow {
+    started: Instant,
+    pauses: std::slice::Iter<'static, Duration>,
+}
+
+impl RealWindow {
+    pub fn new() -> RealWindow {
+        RealWindow {
+            started: Instant::now(),
+            pauses: KICK_PAUSES.iter(),
+        }
+    }
+}
+
+impl Default for RealWindow {
+    fn default() -> RealWindow {
+        RealWindow::new()
+    }
+}
+
+impl Window for RealWindow {
+    fn restart(&mut self) {
+        self.started = Instant::now();
+        self.pauses = KICK_PAUSES.iter();
+    }
+
+    fn pause(&mut self, store: &Store) -> bool {
+        if self.started.elapsed() >= KICK_WINDOW {
+            return false;
+        }
+        match self.pauses.next() {
+            Some(pause) => {
+                pause_unless_marked(store, *pause);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// One pass (`pass::run`, or the simulation's `pass::run_with`), telling each give-up it
+/// saved to the callback it is given. `None`: another tick holds the tick lock.
+pub type Pass<'a> = dyn FnMut(&mut dyn FnMut(&GiveUp)) -> Result<Option<Report>> + 'a;
+
+/// The passes of one `atc tick`: one, then one more for each mark a kicked tick (or the
+/// plugin) left meanwhile, and, for a kicked tick, looks again while a task still reads
+/// running or a parent is still busy, within the `window`. `pass` runs one pass (`None`:
+/// another tick holds the tick lock); `shown` gets each pass's report. Returns the
+/// reports, in order (none: another tick was running, and took this one's mark).
+pub fn passes(
+    store: &Store,
+    tick: &Tick,
+    pass: &mut Pass<'_>,
+    window: &mut dyn Window,
+    heard: &mut dyn FnMut(&GiveUp),
+    shown: &mut dyn FnMut(&Report) -> Result<()>,
+) -> Result<Vec<Report>> {
+    let mut reports = Vec::new();
+    // A mark means a turn just ended too: from then on this tick looks as a kicked one.
+    let mut kicked = tick.kicked;
+    let mut marked = false;
+    loop {
+        let Some(report) = pass(heard)? else {
+            if reports.is_empty() && tick.kicked && !leave_mark(store)? {
+                // The running tick let go meanwhile: this one runs after all.
+                continue;
+            }
+            break;
+        };
+        if kicked {
+            let why = if marked {
+                "another turn ended meanwhile: a mark".to_owned()
+            } else if reports.is_empty() {
+                "a QwenPaw turn ended".to_owned()
+            } else {
+                format!("pass {}", reports.len() + 1)
+            };
+            marked = false;
+            store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
+        }
+        let waiting = still_waiting(&report);
+        shown(&report)?;
+        reports.push(report);
+        if store.take_tick_again() {
+            // A fresh window for the turn that left the mark.
+            kicked = true;
+            marked = true;
+            window.restart();
+            continue;
+        }
+        if kicked && waiting && window.pause(store) {
+            continue;
+        }
+        break;
+    }
+    Ok(reports)
 }
 
 /// A kicked tick that found another tick running leaves it the mark, then tries the lock

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cmd::{emit, print_json};
+use crate::compose;
 use crate::exit::{Exit, Failure};
 use crate::fail;
 use crate::ids::new_job_id;
@@ -17,6 +18,7 @@ use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
 use crate::state::Store;
 use crate::time::Timestamp;
+use crate::turn::Turn;
 
 /// The chat check must not make `watch` slow when the server is away.
 const CHAT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -60,17 +62,20 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         child_sessions: watch.child_sessions.clone(),
     };
     let (jobs, messages, events) = store.update(|file| {
-        let registered = match lifecycle::watch(&mut file.jobs, &request, new_job_id, now) {
+        let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);
+        let registered = match watched {
             Ok(registered) => registered,
             Err(WatchRefused::GroupWentOut { group }) => fail!(
                 Exit::Refused,
                 "group {group:?} of {} already went out (or is going out right now); give these tasks another --group name",
                 target.describe_chat()
             ),
-            Err(WatchRefused::Task { job, was }) => {
-                return Err(refusal(&job.task_id, Some(&job), was).into());
+            Err(WatchRefused::Task { job, turn, was }) => {
+                return Err(refusal(&job.task_id, &job, turn.as_deref(), was).into());
             }
         };
+        // A job replaced, re-targeted or re-optioned leaves the open turn it was in.
+        compose::tidy(file, now, &crate::settings::default_limits());
         let mut jobs = Vec::new();
         let mut messages = Vec::new();
         let mut events = Vec::new();
@@ -99,8 +104,11 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                         message.push_str(&format!("; now with {}", applied.join(", ")));
                     }
                     if !not_applied.is_empty() {
-                        let why = if job.carried_by.is_some() || job.group_tasks.is_some() {
-                            "its result already travels in its group's turn"
+                        let why = if not_applied
+                            .iter()
+                            .any(|f| *f == "--create-session" || *f == "--forward")
+                        {
+                            "its turn was already claimed"
                         } else {
                             "its result is already rendered"
                         };
@@ -260,13 +268,13 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
     ))
 }
 
-fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
-    let job = existing.expect("a refusal is about a record");
+fn refusal(task_id: &str, job: &Job, turn: Option<&Turn>, was: Status) -> Failure {
     let chat = job.target.describe_chat();
+    let several = turn.is_some_and(|t| t.carries.len() > 1);
     let message = match was {
         Status::Done => {
-            let when = job
-                .delivered_at
+            let when = turn
+                .and_then(|t| t.delivered_at)
                 .map(|t| format!(" at {t}"))
                 .unwrap_or_default();
             format!(
@@ -276,23 +284,23 @@ fn refusal(task_id: &str, existing: Option<&Job>, was: Status) -> Failure {
         Status::Unconfirmed => format!(
             "{task_id}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {task_id}` shows the text; `atc redeliver {task_id}` tries again safely"
         ),
-        Status::Cancelled if job.carried_by.is_some() => format!(
-            "{task_id}'s watch was cancelled after its result was sealed into group {}'s turn, which carries it to {chat}; watching it again could post it twice (`atc status {task_id}` shows where that turn stands)",
+        Status::Cancelled if turn.is_some_and(|t| t.group.is_some()) => format!(
+            "{task_id}'s watch was cancelled after its result was claimed into group {}'s turn, which carries it to {chat}; watching it again could post it twice (`atc status {task_id}` shows where that turn stands)",
             job.options.group.as_deref().unwrap_or("?")
         ),
         Status::Cancelled => format!(
             "{task_id}'s watch was cancelled while its result was being posted to {chat}, so it may be there already; watching it again could post it twice (`atc status {task_id}` shows what is known)"
         ),
-        _ if job.in_flight() => format!(
+        _ if turn.is_some_and(Turn::in_flight) && !several => format!(
             "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
         ),
-        _ if job.options.group.is_none() && job.carried_by.is_some() => format!(
+        _ if job.options.group.is_none() && several => format!(
             "{task_id}'s result travels in a turn of several results that is being posted to {chat} (or may have been); watching it again could post it twice (`atc status {task_id}` shows what is known)"
         ),
         _ => format!(
-            "{task_id}'s result travels in group {}'s turn, which has not gone out ({}); watched again alone it could go out twice. `atc redeliver {task_id}` sends the group's turn again (--create-session to start the chat)",
+            "{task_id}'s result travels in group {}'s turn, which was claimed to be posted to {chat} ({}); watched again alone it could go out twice (`atc status {task_id}` shows where that turn stands)",
             job.options.group.as_deref().unwrap_or("?"),
-            job.outbound().map_or("held", |o| o.as_str())
+            turn.map_or("claimed", |t| t.state.as_str())
         ),
     };
     Failure::new(Exit::Refused, message)

@@ -7,35 +7,25 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Answer, Transport, detail};
-use crate::job::Job;
-use crate::lifecycle::{Health, Posted, Sent};
+use crate::turn::{Health, Posted, Sent, Turn};
 
-/// The delivery id QwenPaw keeps on the stored user message (`metadata`), so the turn can
-/// be found again by reading the chat back.
-/// A check-in notice has its own (`atc-<job id>-c<n>`): it is read back apart from the
-/// result.
-pub fn client_message_id(job: &Job) -> String {
-    if job.status == crate::job::Status::Pending && job.check_in.is_some() {
-        format!("atc-{}-c{}", job.job_id, job.check_ins + 1)
-    } else {
-        format!("atc-{}", job.job_id)
-    }
-}
-
-/// The body of a delivery: `text` as a new user turn in the job's exact chat triple (any
+/// The body of a delivery: `text` as a new user turn in the turn's exact chat triple (any
 /// other triple would silently start a new chat). `content` must be a list of parts: a
-/// plain string is dropped by QwenPaw.
-pub fn turn(job: &Job, text: &str, turn_timeout: Option<Duration>) -> Value {
+/// plain string is dropped by QwenPaw. The turn's id is the delivery id QwenPaw keeps on
+/// the stored user message (`metadata`), so the turn can be found again by reading the
+/// chat back; `atc_task_id` names the first task it carries.
+pub fn turn_body(turn: &Turn, text: &str, turn_timeout: Option<Duration>) -> Value {
+    let first = turn.carries.first().map_or("", |b| b.task_id.as_str());
     let mut body = json!({
-        "session_id": job.target.session_id,
-        "user_id": job.target.user_id,
-        "channel": job.target.channel,
+        "session_id": turn.chat.session_id,
+        "user_id": turn.chat.user_id,
+        "channel": turn.chat.channel,
         "input": [{
             "role": "user",
             "content": [{"type": "text", "text": text}],
             "metadata": {
-                "qwenpaw_client_message_id": client_message_id(job),
-                "atc_task_id": job.task_id,
+                "qwenpaw_client_message_id": turn.turn_id,
+                "atc_task_id": first,
             },
         }],
     });
@@ -85,14 +75,14 @@ pub fn posted(result: Result<Answer, Transport>) -> Posted {
     }
 }
 
-/// The body of a forward: `text` to the person of the job's chat, through its channel,
+/// The body of a forward: `text` to the person of the turn's chat, through its channel,
 /// as that channel addresses them (`target_user` the chat's user id, `target_session` its
 /// session id, e.g. `mqtt:alice`).
-pub fn forward_body(job: &Job, text: &str) -> Value {
+pub fn forward_body(turn: &Turn, text: &str) -> Value {
     json!({
-        "channel": job.target.channel,
-        "target_user": job.target.user_id,
-        "target_session": job.target.session_id,
+        "channel": turn.chat.channel,
+        "target_user": turn.chat.user_id,
+        "target_session": turn.chat.session_id,
         "text": text,
     })
 }

@@ -104,6 +104,7 @@ mod tests {
             event: "polled".into(),
             task_id: format!("task-{n}"),
             job_id: "j".into(),
+            turn_id: None,
             status: None,
             task_status: None,
             outcome: None,

@@ -18,9 +18,11 @@ use super::guard::{self, Access, Opened, Role};
 use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
+use crate::turn::Turn;
 
-/// The schema version this atc reads and writes.
-pub const VERSION: u32 = 1;
+/// The schema version this atc writes. Version 1 (turns kept on the job that carried
+/// them) is read and migrated (`v1`).
+pub const VERSION: u32 = 2;
 
 /// How long a command waits for another atc process to finish its read-modify-write.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -29,9 +31,22 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 pub struct JobFile {
     pub version: u32,
     pub jobs: Vec<Job>,
+    /// The turns: one POST into one parent chat each, carrying the jobs' blocks.
+    #[serde(default)]
+    pub turns: Vec<Turn>,
 }
 
 impl JobFile {
+    /// The turn with id `turn_id`.
+    pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
+        self.turns.iter().find(|t| t.turn_id == turn_id)
+    }
+
+    /// The turn `job` points at.
+    pub fn turn_of(&self, job: &Job) -> Option<&Turn> {
+        job.turn.as_deref().and_then(|id| self.turn(id))
+    }
+
     pub fn find(&self, task_id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| job.task_id == task_id)
     }
@@ -182,6 +197,7 @@ impl Store {
                 JobFile {
                     version: VERSION,
                     jobs: Vec::new(),
+                    turns: Vec::new(),
                 },
                 None,
             ));
@@ -230,7 +246,7 @@ impl Store {
         // What was read is remembered (`known`): compared with it, not with a copy.
         let changed = match self.known().as_ref() {
             Some((_, read)) => *read != file,
-            None => !file.jobs.is_empty(),
+            None => !file.jobs.is_empty() || !file.turns.is_empty(),
         };
         if changed || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
@@ -324,13 +340,14 @@ impl From<String> for Problem {
     }
 }
 
-/// The job file in `bytes`, or why they are not one this atc can use.
+/// The job file in `bytes`, or why they are not one this atc can use. A version-1 file
+/// is migrated (`v1::migrate`).
 fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if bytes.is_empty() {
         return Err("is empty (0 bytes)".to_owned().into());
     }
-    // The common case in one pass: a sound v1 file straight into the jobs. Anything
-    // doubtful takes the slow path below, which says what is wrong.
+    // The common case in one pass: a sound file of this version straight into the jobs.
+    // Anything doubtful takes the slow path below, which says what is wrong.
     if let Ok(file) = serde_json::from_slice::<JobFile>(bytes)
         && file.version == VERSION
     {
@@ -346,8 +363,8 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     let version = value
         .get("version")
         .ok_or_else(|| "has no \"version\" field".to_owned())?;
-    match version.as_u64() {
-        Some(v) if v == u64::from(VERSION) => {}
+    let v = match version.as_u64() {
+        Some(v @ 1..=2) => v,
         Some(v) if v > u64::from(VERSION) => {
             return Err(Problem {
                 what: format!("has version {v}, newer than this atc understands ({VERSION})"),
@@ -355,21 +372,58 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
             });
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
-    }
+    };
+    let schema = format!("v{v}");
     if let Some(serde_json::Value::Array(jobs)) = value.get("jobs") {
         for (i, job) in jobs.iter().enumerate() {
-            if let Err(err) = serde_json::from_value::<Job>(job.clone()) {
-                let field = culprit(job).map_or(String::new(), |f| format!(" field {f:?}:"));
+            let err = if v == 1 {
+                serde_json::from_value::<super::v1::V1Job>(job.clone()).err()
+            } else {
+                serde_json::from_value::<Job>(job.clone()).err()
+            };
+            if let Some(err) = err {
+                let field = if v == 1 {
+                    culprit::<super::v1::V1Job>(job)
+                } else {
+                    culprit::<Job>(job)
+                };
+                let field = field.map_or(String::new(), |f| format!(" field {f:?}:"));
                 return Err(format!(
-                    "does not match the v1 schema: {}{field} {err}",
+                    "does not match the {schema} schema: {}{field} {err}",
                     name_of(i, job)
                 )
                 .into());
             }
         }
     }
+    if v == 1 {
+        let old: super::v1::V1File = serde_json::from_value(value)
+            .map_err(|err| format!("does not match the v1 schema ({err})"))?;
+        let (jobs, turns) = super::v1::migrate(old.jobs);
+        return checked(unique(JobFile {
+            version: VERSION,
+            jobs,
+            turns,
+        })?);
+    }
+    if let Some(serde_json::Value::Array(turns)) = value.get("turns") {
+        for (i, turn) in turns.iter().enumerate() {
+            if let Err(err) = serde_json::from_value::<Turn>(turn.clone()) {
+                let id = turn
+                    .get("turn_id")
+                    .and_then(serde_json::Value::as_str)
+                    .filter(|id| crate::validate::label(id).is_ok())
+                    .map_or(format!("the turn at position {}", i + 1), |id| {
+                        format!("turn {id}")
+                    });
+                let field =
+                    culprit::<Turn>(turn).map_or(String::new(), |f| format!(" field {f:?}:"));
+                return Err(format!("does not match the v2 schema: {id}{field} {err}").into());
+            }
+        }
+    }
     let file: JobFile = serde_json::from_value(value)
-        .map_err(|err| format!("does not match the v1 schema ({err})"))?;
+        .map_err(|err| format!("does not match the v2 schema ({err})"))?;
     checked(unique(file)?)
 }
 
@@ -391,8 +445,8 @@ fn name_of(i: usize, job: &serde_json::Value) -> String {
 /// The field that stops a job from loading: the one whose removal changes the error
 /// (serde's own message names the expected type, not the field). Nested one level
 /// (`delivery.attempts`).
-fn culprit(job: &serde_json::Value) -> Option<String> {
-    let fails = |v: &serde_json::Value| serde_json::from_value::<Job>(v.clone()).err();
+fn culprit<T: serde::de::DeserializeOwned>(job: &serde_json::Value) -> Option<String> {
+    let fails = |v: &serde_json::Value| serde_json::from_value::<T>(v.clone()).err();
     let first = fails(job)?.to_string();
     let fields = job.as_object()?;
     if let Some(missing) = first
@@ -461,20 +515,54 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
                 validate::label(value).map_err(|why| bad(field, why))?;
             }
         }
-        if let Some(carrier) = &job.carried_by {
-            validate::job_id(carrier).map_err(|why| bad("carried_by", why))?;
-        }
-        for task in job.group_tasks.iter().flatten() {
-            validate::task_id(task).map_err(|why| bad("group_tasks", why))?;
+        if let Some(turn) = &job.turn {
+            validate::label(turn).map_err(|why| bad("turn", why))?;
         }
         for (field, at) in [
             ("registered_at", Some(job.registered_at)),
             ("updated_at", Some(job.updated_at)),
             ("started_at", job.started_at),
-            ("delivered_at", job.delivered_at),
             ("stop_asked_at", job.stop_asked_at),
             ("stopped_at", job.stopped_at),
             ("last_check_in_at", job.last_check_in_at),
+        ] {
+            if let Some(at) = at {
+                validate::timestamp(at).map_err(|why| bad(field, why))?;
+            }
+        }
+    }
+    for turn in &file.turns {
+        let bad = |field: &str, why: String| -> Problem {
+            let who = if validate::label(&turn.turn_id).is_ok() {
+                format!("turn {}", turn.turn_id)
+            } else {
+                "a turn".to_owned()
+            };
+            format!("has {who} with a bad {field}: {why}").into()
+        };
+        validate::label(&turn.turn_id).map_err(|why| bad("turn_id", why))?;
+        validate::base_url(&turn.chat.base_url).map_err(|why| bad("base_url", why))?;
+        let c = &turn.chat;
+        for (field, value) in [
+            ("agent_id", Some(&c.agent_id)),
+            ("session_id", Some(&c.session_id)),
+            ("user_id", Some(&c.user_id)),
+            ("channel", Some(&c.channel)),
+            ("group", turn.group.as_ref()),
+            ("chat_id", turn.chat_id.as_ref()),
+        ] {
+            if let Some(value) = value {
+                validate::label(value).map_err(|why| bad(field, why))?;
+            }
+        }
+        for block in &turn.carries {
+            validate::job_id(&block.job_id).map_err(|why| bad("carries.job_id", why))?;
+            validate::task_id(&block.task_id).map_err(|why| bad("carries.task_id", why))?;
+        }
+        for (field, at) in [
+            ("created_at", Some(turn.created_at)),
+            ("updated_at", Some(turn.updated_at)),
+            ("delivered_at", turn.delivered_at),
         ] {
             if let Some(at) = at {
                 validate::timestamp(at).map_err(|why| bad(field, why))?;
@@ -505,6 +593,16 @@ fn unique(file: JobFile) -> Result<JobFile, Problem> {
             .into());
         }
     }
+    let mut turns = HashSet::new();
+    for turn in &file.turns {
+        if !turns.insert(turn.turn_id.as_str()) {
+            return Err(format!(
+                "has two turns with turn id {} (turn ids are unique)",
+                turn.turn_id
+            )
+            .into());
+        }
+    }
     Ok(file)
 }
 
@@ -519,39 +617,61 @@ mod tests {
             (b"{\"version\": 1, \"jobs\": [", "truncated"),
             (b"<html>", "not valid JSON"),
             (b"{\"jobs\": []}", "no \"version\""),
-            (b"{\"version\": 2, \"jobs\": []}", "newer"),
+            (b"{\"version\": 3, \"jobs\": []}", "newer"),
             (b"{\"version\": \"1\", \"jobs\": []}", "unsupported version"),
             (b"{\"version\": 1, \"jobs\": {}}", "schema"),
-            (b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}", "schema"),
+            (
+                b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}",
+                "v1 schema",
+            ),
+            (
+                b"{\"version\": 2, \"jobs\": [{\"job_id\": 5}]}",
+                "v2 schema",
+            ),
+            (
+                b"{\"version\": 2, \"jobs\": [], \"turns\": [{\"turn_id\": 5}]}",
+                "v2 schema",
+            ),
         ] {
             let problem = parse(bytes).unwrap_err();
             assert!(problem.what.contains(says), "{problem:?} should say {says}");
             assert_eq!(problem.newer, says == "newer");
         }
         assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
+        assert_eq!(parse(b"{\"version\":2,\"jobs\":[]}").unwrap().version, 2);
     }
 
     #[test]
     fn schema_errors_name_the_job_and_the_field() {
         let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
         let id = job["job_id"].as_str().unwrap().to_owned();
-        for (field, value, says) in [
+        for (version, field, value, says) in [
             (
+                2,
                 "strikes",
                 serde_json::json!("3"),
                 "field \"strikes\": invalid type",
             ),
             (
+                2,
+                "check_in",
+                serde_json::json!("exploded"),
+                "field \"check_in\": unknown variant",
+            ),
+            (
+                1,
                 "delivery",
                 serde_json::json!({"busy": -1}),
                 "field \"delivery.busy\"",
             ),
             (
+                1,
                 "forward",
                 serde_json::json!({}),
                 "field \"forward\": missing field `status`",
             ),
             (
+                2,
                 "status",
                 serde_json::json!("exploded"),
                 "field \"status\": unknown variant",
@@ -559,18 +679,18 @@ mod tests {
         ] {
             let mut bad = job.clone();
             bad[field] = value;
-            let bytes =
-                serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [bad]})).unwrap();
+            let bytes = serde_json::to_vec(&serde_json::json!({"version": version, "jobs": [bad]}))
+                .unwrap();
             let problem = parse(&bytes).unwrap_err();
             assert!(
                 problem
                     .what
-                    .contains(&format!("job {id} (task task-1) {says}")),
+                    .contains(&format!("v{version} schema: job {id} (task task-1) {says}")),
                 "{problem:?}"
             );
         }
         job.as_object_mut().unwrap().remove("session_id");
-        let bytes = serde_json::to_vec(&serde_json::json!({"version": 1, "jobs": [job]})).unwrap();
+        let bytes = serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [job]})).unwrap();
         let problem = parse(&bytes).unwrap_err();
         assert!(
             problem.what.contains("field \"session_id\": missing field"),
@@ -585,6 +705,7 @@ mod tests {
             serde_json::to_vec(&JobFile {
                 version: VERSION,
                 jobs,
+                turns: Vec::new(),
             })
             .unwrap()
         };

@@ -1,33 +1,67 @@
-//! The deterministic simulation of delivery (issue 15): random histories of watches,
-//! cancels, redeliveries, imports, ticks (and ticks that crash at each crash point),
-//! server restarts, chats vanishing and coming back, busy parents, POST faults and clock
-//! jumps, run through the real pass (`atc::pass::run_with`), the real `lifecycle::step`
-//! and the real job file, against a simulated QwenPaw (`server.rs`) and a simulated
-//! clock. After every operation and after the drain that ends every history, the promises
-//! are checked (`world.rs`). `proptest-state-machine` generates and shrinks histories;
-//! a failure prints the seed and the shrunk history, replayable as a named test below.
+//! The deterministic simulation of delivery (issues 15 and 25): random histories of
+//! watches (with every option), cancels (plain, `--check-ins`, `--stop`), redeliveries,
+//! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
+//! that crash at each crash point), a version-1 atc rewriting the file, server restarts,
+//! chats vanishing and coming back, busy parents, POST faults and clock jumps, run through
+//! the real pass (`atc::pass::run_with`, inside `atc::cmd::tick::passes`), the real
+//! `lifecycle::step` and `turn::step`, the commands' own cores and the real job file,
+//! against a simulated QwenPaw (`server.rs`) and a simulated clock. Operations also
+//! **interleave**: any of them may be queued for a phase of the next tick (a poll, a look,
+//! a POST before or after the server stored it, a kicked tick's pause), and runs there,
+//! as another process would, while the pass holds no lock — a second tick included.
+//! After every operation and after the drain that ends every history, the promises are
+//! checked (`world.rs`), in a queue checker's terms: every block owed is delivered once,
+//! or given up and heard; none lost, none twice. Every run counts the hard branches it
+//! reached ("sometimes" assertions) and fails when one of them never happened.
+//! `proptest-state-machine` generates and shrinks histories; a failure prints the seed
+//! and the shrunk history, replayable as a named test below.
 //!
 //! `ATC_SIM_CASES=200000 cargo test --test sim` runs a longer search;
 //! `ATC_SIM_SEED=<n>` another part of the space.
 
 mod server;
+mod v1;
 mod world;
 
 use std::io::Write;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
-use server::{Crash, PostFault};
-use world::{Ending, Jump, Op, World};
+use server::{Crash, Phase, PostFault};
+use world::{Ending, Jump, Op, Queue, Sometimes, World};
 
 static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
 static TURNS: AtomicU64 = AtomicU64::new(0);
 static GIVE_UPS: AtomicU64 = AtomicU64::new(0);
 static BATCHES: AtomicU64 = AtomicU64::new(0);
+static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
+    cancel_between_claim_and_record: 0,
+    claimed_turn_lost_its_only_job: 0,
+    crash_between_post_and_save: 0,
+    batch_read_back: 0,
+    busy_then_delivered: 0,
+    v1_migrated_mid_post: 0,
+    batched_check_in_turned_off: 0,
+    refused_batch: 0,
+    second_tick_during_a_tick: 0,
+    kicked_passes: 0,
+});
+static QUEUE: Mutex<Queue> = Mutex::new(Queue {
+    owed: 0,
+    delivered_once: 0,
+    given_up: 0,
+    heard: 0,
+    withdrawn: 0,
+    check_ins: 0,
+    checked_in: 0,
+    lost: 0,
+    duplicated: 0,
+});
 
 /// Histories are generated blind to the world: any operation may come at any time.
 struct Histories;
@@ -39,6 +73,31 @@ struct Histories;
 struct Swarm {
     tasks: u8,
     chats: u8,
+    /// Every watch asks for `--check-in`: check-ins meet results in one chat's turns.
+    check_ins: bool,
+}
+
+/// The operations of another process, for a phase of the next tick.
+fn other(swarm: Swarm) -> BoxedStrategy<Op> {
+    let task = 0..swarm.tasks;
+    let chat = 0..swarm.chats;
+    prop_oneof![
+        3 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
+            .prop_map(move |(tasks, chat, group, opts)| Op::Watch { tasks, chat, group, create_session: false, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
+        6 => task.clone().prop_map(Op::Cancel),
+        2 => task.clone().prop_map(Op::CancelCheckIns),
+        1 => task.clone().prop_map(Op::CancelStop),
+        2 => (task.clone(), any::<bool>()).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
+        2 => Just(Op::Tick),
+        2 => Just(Op::KickedTick),
+        1 => Just(Op::Downgrade),
+        1 => task.clone().prop_map(Op::Import),
+        2 => task.prop_map(|t| Op::Finish(t, Ending::Answer)),
+        1 => chat.clone().prop_map(Op::DeleteChat),
+        1 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
+        1 => (0u8..10).prop_map(|m| Op::Jump(Jump::Minutes(m))),
+    ]
+    .boxed()
 }
 
 fn op(swarm: Swarm) -> BoxedStrategy<Op> {
@@ -46,11 +105,14 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     let chat = 0..swarm.chats;
     prop_oneof![
         6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
-            .prop_map(|(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts }),
+            .prop_map(move |(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
         2 => Just(Op::TickNoBatch),
         5 => task.clone().prop_map(Op::Cancel),
+        2 => task.clone().prop_map(Op::CancelCheckIns),
+        1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
-        12 => Just(Op::Tick),
+        10 => Just(Op::Tick),
+        3 => Just(Op::KickedTick),
         3 => prop_oneof![
             Just(Crash::Polled),
             Just(Crash::Decided),
@@ -59,6 +121,15 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             (1u8..3).prop_map(Crash::Posted),
         ].prop_map(Op::CrashTick),
         1 => task.clone().prop_map(Op::Import),
+        1 => Just(Op::Downgrade),
+        6 => (prop_oneof![
+                1 => Just(Phase::Poll),
+                2 => Just(Phase::Look),
+                3 => Just(Phase::Send),
+                3 => Just(Phase::Sent),
+                1 => Just(Phase::Pause),
+            ], other(swarm))
+            .prop_map(|(phase, op)| Op::Interleave(phase, Box::new(op))),
         8 => (task, prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 1 => Just(Ending::Failed)])
             .prop_map(|(t, e)| Op::Finish(t, e)),
         2 => Just(Op::FinishAll),
@@ -66,12 +137,13 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
         2 => chat.clone().prop_map(Op::DeleteChat),
         2 => chat.clone().prop_map(Op::CreateChat),
         4 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
-        2 => prop_oneof![
+        3 => prop_oneof![
             Just(PostFault::DropBeforeStore),
             Just(PostFault::DropAfterStore),
             Just(PostFault::Error500AfterStore),
             Just(PostFault::Error500),
             Just(PostFault::Busy),
+            Just(PostFault::Refused),
         ].prop_map(Op::Fault),
         1 => any::<bool>().prop_map(Op::Down),
         3 => prop_oneof![
@@ -92,8 +164,13 @@ impl ReferenceStateMachine for Histories {
         (
             prop_oneof![Just(3u8), Just(4), Just(world::TASKS)],
             prop_oneof![Just(1u8), Just(world::CHATS.len() as u8)],
+            prop::bool::weighted(0.25),
         )
-            .prop_map(|(tasks, chats)| Swarm { tasks, chats })
+            .prop_map(|(tasks, chats, check_ins)| Swarm {
+                tasks,
+                chats,
+                check_ins,
+            })
             .boxed()
     }
 
@@ -127,6 +204,8 @@ impl StateMachineTest for Histories {
         OPERATIONS.fetch_add(world.ops, Ordering::Relaxed);
         TURNS.fetch_add(turns, Ordering::Relaxed);
         GIVE_UPS.fetch_add(world.reported, Ordering::Relaxed);
+        SOMETIMES.lock().unwrap().add(&world.sometimes);
+        QUEUE.lock().unwrap().add(&world.queue);
     }
 }
 
@@ -182,15 +261,32 @@ fn random_histories_keep_every_promise() {
         },
     );
     SEARCHING.store(false, Ordering::Relaxed);
+    let queue = *QUEUE.lock().unwrap();
+    let sometimes = *SOMETIMES.lock().unwrap();
+    let reached: Vec<String> = sometimes
+        .named()
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked; blocks: {} owed, {} delivered once, {} given up ({} heard), {} withdrawn, {} lost, {} duplicated; check-ins: {} owed, {} in a chat; reached: {}",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
         TURNS.load(Ordering::Relaxed),
         BATCHES.load(Ordering::Relaxed),
-        GIVE_UPS.load(Ordering::Relaxed)
+        GIVE_UPS.load(Ordering::Relaxed),
+        queue.owed,
+        queue.delivered_once,
+        queue.given_up,
+        queue.heard,
+        queue.withdrawn,
+        queue.lost,
+        queue.duplicated,
+        queue.check_ins,
+        queue.checked_in,
+        reached.join(", ")
     );
     match result {
         Ok(()) => {}
@@ -199,6 +295,19 @@ fn random_histories_keep_every_promise() {
         ),
         Err(TestError::Abort(why)) => panic!("seed {seed}: aborted: {why}"),
     }
+    // Every hard branch was reached at least once: a run that never met one proves
+    // nothing about it.
+    let missed: Vec<&str> = sometimes
+        .named()
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "seed {seed}: {cases} histories never reached: {}",
+        missed.join(", ")
+    );
 }
 
 /// Runs one history, drains and checks it: how the regression tests below replay what
@@ -211,6 +320,18 @@ fn replay(ops: Vec<Op>) {
     }
     world.drain();
     world.check();
+}
+
+/// Runs `ops`, drains and checks, and hands the world over for more checks.
+fn replayed(ops: &[Op]) -> World {
+    quiet_crashes();
+    let mut world = World::new();
+    for op in ops {
+        world.apply(op);
+    }
+    world.drain();
+    world.check();
+    world
 }
 
 // Regressions: histories the search found (before the fixes), shrunk, replayed with every
@@ -668,7 +789,7 @@ fn a_child_past_its_deadline_is_stopped_and_its_result_says_so() {
     }
     world.drain();
     world.check();
-    let s = world.server.lock();
+    let s = world.server().lock();
     assert_eq!(s.stopped, [world::task_id(0)]);
     let turns: Vec<String> = s
         .chats
@@ -708,7 +829,7 @@ fn a_running_child_checks_in_then_its_result_arrives_once() {
     }
     world.drain();
     world.check();
-    let s = world.server.lock();
+    let s = world.server().lock();
     let turns: Vec<(String, String)> = s.chats.iter().flat_map(server::delivered).collect();
     let check_ins = turns
         .iter()
@@ -969,7 +1090,7 @@ fn a_check_in_and_a_result_due_together_are_one_turn() {
         world.apply(&op);
     }
     let turns = |world: &World| -> Vec<String> {
-        let s = world.server.lock();
+        let s = world.server().lock();
         s.chats
             .iter()
             .flat_map(world::delivered_texts)
@@ -1046,4 +1167,160 @@ fn a_member_watched_again_leaves_a_redelivered_batch() {
             opts: 0,
         },
     ]);
+}
+
+// Found by the search once operations interleaved with the tick's phases (issue 25).
+
+/// A turn of unknown outcome whose chat was deleted while it was posted: the read-back
+/// found the recorded chat gone and, with leave to start the chat, posted again into the
+/// chat the first POST had started. It looks for the triple's chat now.
+#[test]
+fn a_read_back_whose_chat_vanished_looks_for_the_chat_the_triple_names_now() {
+    use Op::*;
+    replay(vec![
+        Busy(0, true),
+        Fault(PostFault::DropAfterStore),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: true,
+            opts: 0,
+        },
+        Jump(world::Jump::PastMaxAge),
+        Interleave(Phase::Send, Box::new(DeleteChat(0))),
+        Tick,
+        CreateChat(0),
+        Interleave(Phase::Send, Box::new(DeleteChat(0))),
+        Tick,
+    ]);
+}
+
+/// An open group turn whose only member was watched again outside the group kept its
+/// block: it is dropped now.
+#[test]
+fn an_open_group_turn_whose_members_all_left_is_dropped() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Down(true),
+        Tick,
+        Tick,
+        Tick,
+        Watch {
+            tasks: 7,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}
+
+/// A check-in's open turn whose job was abandoned meanwhile (a silent watch: nothing
+/// owed any more) kept the check-in: it is dropped now.
+#[test]
+fn an_open_turn_left_with_nothing_to_carry_is_dropped() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 33,
+        },
+        CrashTick(Crash::Decided),
+        Downgrade,
+        Down(true),
+        Tick,
+        Tick,
+        Cancel(1),
+        Tick,
+    ]);
+}
+
+/// A job cancelled while its turn's POST was out, answered 409: the claim is let go, and
+/// the turn goes on without it (it is never posted).
+#[test]
+fn a_claim_a_409_let_go_goes_on_without_the_job_cancelled_meanwhile() {
+    use Op::*;
+    let world = replayed(&[
+        FinishAll,
+        Fault(PostFault::Busy),
+        Watch {
+            tasks: 8,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Interleave(Phase::Send, Box::new(Cancel(3))),
+        Tick,
+    ]);
+    let s = world.server().lock();
+    let turns: Vec<String> = s.chats.iter().flat_map(world::delivered_texts).collect();
+    assert!(turns.is_empty(), "cancelled before anything reached the chat: {turns:?}");
+}
+
+/// Issue 25, defect 1, with the cancel landing between the POST and the record: the
+/// other results of the batch follow the claimed turn, and none is posted again.
+#[test]
+fn a_batch_whose_first_job_is_cancelled_between_the_post_and_the_record_goes_once() {
+    use Op::*;
+    let world = replayed(&[
+        FinishAll,
+        Watch {
+            tasks: 7,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Interleave(Phase::Sent, Box::new(Cancel(0))),
+        Tick,
+        Tick,
+        Tick,
+    ]);
+    assert_eq!(world.sometimes.cancel_between_claim_and_record, 1);
+    let s = world.server().lock();
+    let turns: Vec<String> = s.chats.iter().flat_map(world::delivered_texts).collect();
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    for i in 0..3 {
+        assert_eq!(turns[0].matches(&world::answer_of(i)).count(), 1, "{turns:?}");
+    }
+}
+
+/// Issue 25, defect 3: a refused batch gives up every result it carries (its other
+/// member stayed delivering), with one give-up line naming both.
+#[test]
+fn a_refused_batch_gives_up_every_result_it_carries() {
+    use Op::*;
+    let world = replayed(&[
+        FinishAll,
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Fault(PostFault::Refused),
+        Tick,
+    ]);
+    assert_eq!(world.sometimes.refused_batch, 1);
+    let heard = &world.env.notes.lock().unwrap().heard;
+    assert_eq!(
+        heard.first().map(String::as_str),
+        Some(
+            "atc: gave up on task-0 (error; the same turn also carries task-1): the server refused the delivery (HTTP 400); `atc status task-0` shows its answer; `atc redeliver task-0` tries again once that is fixed"
+        ),
+        "{heard:?}"
+    );
 }

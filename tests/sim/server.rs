@@ -2,12 +2,16 @@
 //! history says (with an answer, an empty answer or a failure) and vanish when the server
 //! restarts; chats that exist, vanish, come back and turn busy and idle; delivery POSTs
 //! that are stored with their metadata (so read-back finds them), dropped before or after
-//! storing, answered 500 or 409; and a crash armed for one tick, which stops the pass at
-//! one of `src/crash.rs`'s points by unwinding out of a request. Bodies are the shapes the
-//! fake server pins to the real one (`tests/support/bodies.rs`, `chats.rs`).
+//! storing, answered 500, 409 or refused; a crash armed for one tick, which stops the pass
+//! at one of `src/crash.rs`'s points by unwinding out of a request; and other processes:
+//! operations queued for a phase of the next tick run when the pass reaches it (the pass
+//! holds no job-file lock while it waits on the network, so a `watch`, a `cancel` or
+//! another tick may land right there). Bodies are the shapes the fake server pins to the
+//! real one (`tests/support/bodies.rs`, `chats.rs`).
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, Weak};
 
 use atc::qwenpaw::{Answer, Server, Transport};
 use atc::settings::Auth;
@@ -53,6 +57,23 @@ pub enum PostFault {
     Error500,
     /// 409, as if a turn were running.
     Busy,
+    /// 400: the server will not take it (a refusal, nothing stored).
+    Refused,
+}
+
+/// Where, in the next tick, a queued operation of another process lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// While the tick polls a task (or a parent turn).
+    Poll,
+    /// While it looks at a chat, a channel, or stops a child.
+    Look,
+    /// As a POST goes out, before the server stores it.
+    Send,
+    /// After the server stored a POST, before its answer reaches the tick.
+    Sent,
+    /// Between a kicked tick's passes.
+    Pause,
 }
 
 /// Where an armed crash stops the tick (each is one of `src/crash.rs`'s points, or a save
@@ -98,6 +119,12 @@ pub struct State {
 pub struct SimServer {
     pub state: Mutex<State>,
     auth: Auth,
+    /// Operations of other processes, for a phase of the next tick.
+    queue: Mutex<Vec<(Phase, crate::world::Op)>>,
+    /// The world they act on (set once it exists).
+    env: OnceLock<Weak<crate::world::Env>>,
+    /// An operation of another process is running: its own requests run no others.
+    running_other: AtomicBool,
 }
 
 fn answer(status: u16, body: &Value) -> Result<Answer, Transport> {
@@ -140,15 +167,60 @@ impl SimServer {
         SimServer {
             state: Mutex::new(State::default()),
             auth: Auth::default(),
+            queue: Mutex::new(Vec::new()),
+            env: OnceLock::new(),
+            running_other: AtomicBool::new(false),
         }
+    }
+
+    pub fn set_env(&self, env: Weak<crate::world::Env>) {
+        let _ = self.env.set(env);
+    }
+
+    /// Queues `op` for `phase` of the next tick.
+    pub fn queue(&self, phase: Phase, op: crate::world::Op) {
+        self.queue.lock().unwrap().push((phase, op));
+    }
+
+    /// The operations still queued (a tick that never reached their phase): they run after
+    /// it, as if they landed just then.
+    pub fn take_queued(&self) -> Vec<(Phase, crate::world::Op)> {
+        std::mem::take(&mut *self.queue.lock().unwrap())
+    }
+
+    /// Runs the operations queued for `phase`, as other processes would while the tick
+    /// waits here (none from inside another such operation).
+    pub fn interleave(&self, phase: Phase) {
+        if self.running_other.load(Ordering::SeqCst) {
+            return;
+        }
+        let due: Vec<crate::world::Op> = {
+            let mut queue = self.queue.lock().unwrap();
+            let (now, later): (Vec<_>, Vec<_>) = queue.drain(..).partition(|(p, _)| *p == phase);
+            *queue = later;
+            now.into_iter().map(|(_, op)| op).collect()
+        };
+        if due.is_empty() {
+            return;
+        }
+        let Some(env) = self.env.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        self.running_other.store(true, Ordering::SeqCst);
+        for op in due {
+            env.run_other(phase, &op);
+        }
+        self.running_other.store(false, Ordering::SeqCst);
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Before a look request: an armed `Decided` crash stops the tick here.
+    /// Before a look request: other processes may act; an armed `Decided` crash stops the
+    /// tick here.
     fn look(&self) -> Option<Result<Answer, Transport>> {
+        self.interleave(Phase::Look);
         let s = crash_at(self.lock(), Crash::Decided);
         s.down.then(|| unreachable("GET"))
     }
@@ -162,6 +234,7 @@ impl Server for SimServer {
     fn allow_insecure(&mut self, _base_url: &str) {}
 
     fn get_task(&self, _base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
+        self.interleave(Phase::Poll);
         let s = crash_at(self.lock(), Crash::Polled);
         if s.down {
             return unreachable("GET");
@@ -250,19 +323,26 @@ impl Server for SimServer {
     }
 
     fn post_turn(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
-        let mut s = crash_at(self.lock(), Crash::Claimed);
+        let s = crash_at(self.lock(), Crash::Claimed);
+        drop(s);
+        self.interleave(Phase::Send);
+        let mut s = self.lock();
         if s.down {
             return unreachable("POST");
         }
         let served = self.store_turn(&mut s, body);
         s.posts += 1;
         let posted = Crash::Posted(s.posts.min(255) as u8);
-        let _s = crash_at(s, posted);
+        let s = crash_at(s, posted);
+        drop(s);
+        self.interleave(Phase::Sent);
         served
     }
 
     fn send_message(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
-        let mut s = crash_at(self.lock(), Crash::Claimed);
+        drop(crash_at(self.lock(), Crash::Claimed));
+        self.interleave(Phase::Send);
+        let mut s = self.lock();
         if s.down {
             return unreachable("POST");
         }
@@ -336,6 +416,12 @@ impl SimServer {
             Some(PostFault::Error500) => {
                 return answer(500, &json!({"detail": "Internal Server Error"}));
             }
+            Some(PostFault::Refused) => {
+                return answer(
+                    400,
+                    &json!({"detail": "Invalid request"}),
+                );
+            }
             Some(PostFault::DropBeforeStore) => return lost(),
             _ => {}
         }
@@ -387,6 +473,45 @@ impl SimServer {
             }
             _ => answer(200, &json!({"task_id": turn, "timeout": 3600})),
         }
+    }
+}
+
+/// The server as a second process sees it (`&self` is all a nested tick may hold).
+pub struct Proxy<'a>(pub &'a SimServer);
+
+impl Server for Proxy<'_> {
+    fn auth(&self) -> &Auth {
+        self.0.auth()
+    }
+    fn allow_insecure(&mut self, _base_url: &str) {}
+    fn get_task(&self, base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
+        self.0.get_task(base, task_id, agent)
+    }
+    fn list_chats(
+        &self,
+        base: &str,
+        agent: &str,
+        filter: Option<(&str, &str)>,
+    ) -> Result<Answer, Transport> {
+        self.0.list_chats(base, agent, filter)
+    }
+    fn chat_status(&self, base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.0.chat_status(base, agent, chat_id)
+    }
+    fn chat_history(&self, base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.0.chat_history(base, agent, chat_id)
+    }
+    fn post_turn(&self, base: &str, agent: &str, body: &Value) -> Result<Answer, Transport> {
+        self.0.post_turn(base, agent, body)
+    }
+    fn send_message(&self, base: &str, agent: &str, body: &Value) -> Result<Answer, Transport> {
+        self.0.send_message(base, agent, body)
+    }
+    fn channel_health(&self, base: &str, agent: &str, channel: &str) -> Result<Answer, Transport> {
+        self.0.channel_health(base, agent, channel)
+    }
+    fn stop_chat(&self, base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.0.stop_chat(base, agent, chat_id)
     }
 }
 

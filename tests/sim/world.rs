@@ -1,21 +1,26 @@
 //! One simulated world: a real job file (in a private temp directory), the simulated
 //! QwenPaw, the simulated clock; the operations a history is made of, each run through
-//! the same library code the commands and the tick run; and the promises checked after
-//! every operation and after the drain that ends every history.
+//! the same library code the commands and the tick run; other processes' operations,
+//! which land while a tick waits on the network; and the promises checked after every
+//! operation and after the drain that ends every history, in the terms of a queue checker
+//! (every block owed is delivered once, or given up and heard; none lost, none twice).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use atc::cmd::tick::Window;
 use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Outbound, Status, Target};
-use atc::lifecycle::{self, Event, Limits, WatchRequest};
+use atc::lifecycle::{Limits, WatchRequest};
 use atc::settings::{Auth, Setting, Source, Tick};
 use atc::state::Store;
 use atc::time::{Clock, Timestamp};
+use atc::turn::{BlockKind, Turn, TurnState};
 
-use crate::server::{Chat, Crash, End, PostFault, SimServer, Task, delivered};
+use crate::server::{Chat, Crash, End, Phase, PostFault, Proxy, SimServer, Task, delivered};
 
 pub const BASE: &str = "http://127.0.0.1:8088/api";
 pub const TASKS: u8 = 6;
@@ -70,7 +75,8 @@ pub enum Jump {
 }
 
 /// One thing that happens in a history. `tasks` is a bit set of task indices; `opts` bits:
-/// 1 `--on-no-answer silent`, 2 `--on-empty skip`, 4 `--fork-branch b`, 8 `--forward never`.
+/// 1 `--on-no-answer silent`, 2 `--on-empty skip`, 4 `--fork-branch b`, 8 `--forward
+/// never`, 16 `--stop-after 1s`, 32 `--check-in 1s`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     Watch {
@@ -81,15 +87,26 @@ pub enum Op {
         opts: u8,
     },
     Cancel(u8),
+    /// `atc cancel T --check-ins`.
+    CancelCheckIns(u8),
+    /// `atc cancel T --stop`.
+    CancelStop(u8),
     Redeliver {
         task: u8,
         create_session: bool,
     },
     Tick,
-    /// A tick with `--no-batch` (batches already composed still go out as they are).
+    /// A tick with `--no-batch` (turns already composed still go out as they are).
     TickNoBatch,
+    /// A tick a QwenPaw turn's end started (`--kicked`): it leaves a mark when another tick
+    /// runs, and looks again while a task still reads running.
+    KickedTick,
     CrashTick(Crash),
     Import(u8),
+    /// An older atc (version 1) rewrote the job file: what it held, as version 1 held it.
+    Downgrade,
+    /// Another process runs `op` while the next tick waits at `phase`.
+    Interleave(Phase, Box<Op>),
     Finish(u8, Ending),
     /// Every running task finishes with its answer.
     FinishAll,
@@ -119,102 +136,161 @@ impl SimClock {
     }
 }
 
-pub struct World {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-    tick: Tick,
+/// The branches a run must reach ("sometimes" assertions, as Antithesis has them): each
+/// is counted, and a run that never reached one fails.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sometimes {
+    /// A cancel landed while its job's turn was claimed and in flight (between the claim
+    /// and the record of what the POST did).
+    pub cancel_between_claim_and_record: u64,
+    /// A claimed turn's only job was cancelled.
+    pub claimed_turn_lost_its_only_job: u64,
+    /// A tick died after a POST was served and before its outcome was saved.
+    pub crash_between_post_and_save: u64,
+    /// A turn of several blocks was read back and found.
+    pub batch_read_back: u64,
+    /// A turn answered 409 after its claim, then was delivered.
+    pub busy_then_delivered: u64,
+    /// A version-1 file was read with a turn in flight.
+    pub v1_migrated_mid_post: u64,
+    /// `cancel --check-ins` of a job whose check-in rode in a turn of several blocks.
+    pub batched_check_in_turned_off: u64,
+    /// A turn of several blocks was refused.
+    pub refused_batch: u64,
+    /// A second tick started while a tick was between its phases.
+    pub second_tick_during_a_tick: u64,
+    /// A kicked tick made more than one pass.
+    pub kicked_passes: u64,
+}
+
+impl Sometimes {
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            (
+                "cancel between claim and record",
+                self.cancel_between_claim_and_record,
+            ),
+            (
+                "claimed turn lost its only job",
+                self.claimed_turn_lost_its_only_job,
+            ),
+            (
+                "crash between POST and save",
+                self.crash_between_post_and_save,
+            ),
+            ("read-back of a batch", self.batch_read_back),
+            ("409 then delivered", self.busy_then_delivered),
+            ("v1 file migrated mid-POST", self.v1_migrated_mid_post),
+            (
+                "cancel --check-ins of a batched check-in",
+                self.batched_check_in_turned_off,
+            ),
+            ("refused batch", self.refused_batch),
+            (
+                "a second tick during a tick",
+                self.second_tick_during_a_tick,
+            ),
+            ("a kicked tick's extra passes", self.kicked_passes),
+        ]
+    }
+
+    pub fn add(&mut self, other: &Sometimes) {
+        self.cancel_between_claim_and_record += other.cancel_between_claim_and_record;
+        self.claimed_turn_lost_its_only_job += other.claimed_turn_lost_its_only_job;
+        self.crash_between_post_and_save += other.crash_between_post_and_save;
+        self.batch_read_back += other.batch_read_back;
+        self.busy_then_delivered += other.busy_then_delivered;
+        self.v1_migrated_mid_post += other.v1_migrated_mid_post;
+        self.batched_check_in_turned_off += other.batched_check_in_turned_off;
+        self.refused_batch += other.refused_batch;
+        self.second_tick_during_a_tick += other.second_tick_during_a_tick;
+        self.kicked_passes += other.kicked_passes;
+    }
+}
+
+/// What the blocks of a history came to, as a queue checker counts them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Queue {
+    /// Results and notices atc took on.
+    pub owed: u64,
+    /// In the parent chat exactly once.
+    pub delivered_once: u64,
+    /// Given up (undelivered, misrouted, refused, of unknown outcome).
+    pub given_up: u64,
+    /// Of those, said in a give-up line.
+    pub heard: u64,
+    /// Taken back by a person (`cancel`).
+    pub withdrawn: u64,
+    /// Check-ins owed, and of those in a chat.
+    pub check_ins: u64,
+    pub checked_in: u64,
+    /// Failures (the run stops at the first): owed and in no chat, or in one twice.
+    pub lost: u64,
+    pub duplicated: u64,
+}
+
+impl Queue {
+    pub fn add(&mut self, other: &Queue) {
+        self.owed += other.owed;
+        self.delivered_once += other.delivered_once;
+        self.given_up += other.given_up;
+        self.heard += other.heard;
+        self.withdrawn += other.withdrawn;
+        self.check_ins += other.check_ins;
+        self.checked_in += other.checked_in;
+        self.lost += other.lost;
+        self.duplicated += other.duplicated;
+    }
+}
+
+/// What the operations of the world note down (they may run inside a tick).
+#[derive(Default)]
+pub struct Notes {
+    /// Tasks some watch registered with `--stop-after`, or a person stopped (`cancel --stop`).
+    pub stop_asked: BTreeSet<String>,
+    /// Give-up lines heard, in order.
+    pub heard: Vec<String>,
+    /// What other processes did while a tick ran.
+    pub others: Vec<String>,
+    /// Registrations made where the file held no record of the task (a watch's `New`, an
+    /// import): the one before it, if any, was pruned, not replaced.
+    pub fresh: BTreeSet<String>,
+    pub sometimes: Sometimes,
+}
+
+/// Everything an operation needs, whoever runs it: the job file, the clock, the server.
+pub struct Env {
+    pub path: PathBuf,
+    pub clock: SimClock,
     pub server: SimServer,
-    clock: SimClock,
-    /// The jobs as the last operation left them.
-    jobs: Vec<Job>,
-    /// Every registration's last state, by job id (kept after it is pruned).
-    last: BTreeMap<String, Job>,
-    /// Registrations replaced by a later watch of the same task.
-    replaced: BTreeSet<String>,
-    /// Tasks whose record was pruned (after `--keep`): watched again, they are new to atc,
-    /// and their result may rightly go out again.
-    forgotten: BTreeSet<String>,
-    /// Tasks some watch registered with `--stop-after`.
-    stop_asked: BTreeSet<String>,
-    /// When each registration was first seen ended (sim seconds).
-    ended_at: BTreeMap<String, u64>,
-    pub ops: u64,
-    /// Give-ups seen in a tick and found named in its report.
-    pub reported: u64,
-    chat_serial: u64,
-    /// What the last tick reported (`None` after any other operation, or a crashed tick).
-    report: Option<serde_json::Value>,
-    /// What the history did so far, for failure messages.
-    pub trail: Vec<String>,
+    pub notes: Mutex<Notes>,
+    tick: Tick,
 }
 
-fn scratch() -> tempfile::TempDir {
-    // A RAM disk where there is one: every save fsyncs, and a history saves hundreds of times.
-    let shm = std::path::Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("atc-sim-");
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder.tempdir().expect("a temp dir")
+/// A kicked tick's window in simulated time: up to four looks again; other processes'
+/// operations for [`Phase::Pause`] land in the pause.
+struct SimWindow<'a> {
+    server: &'a SimServer,
+    left: usize,
 }
 
-impl World {
-    pub fn new() -> World {
-        let dir = scratch();
-        let path = dir.path().join("state").join("jobs.json");
-        let server = SimServer::new();
-        {
-            let mut s = server.lock();
-            for i in 0..TASKS {
-                s.tasks.insert(
-                    task_id(i),
-                    Task {
-                        agent: agent_of(i).into(),
-                        end: None,
-                    },
-                );
-            }
-        }
-        let mut world = World {
-            tick: Tick {
-                state: Setting {
-                    value: path.clone(),
-                    source: Source::Default,
-                },
-                limits: limits(),
-                concurrency: 1,
-                http_timeout: Duration::from_secs(60),
-                turn_timeout: None,
-                auth: Auth::default(),
-                kicked: false,
-                batch: true,
-            },
-            path,
-            _dir: dir,
-            server,
-            clock: SimClock(AtomicU64::new(1_800_000_000)),
-            jobs: Vec::new(),
-            last: BTreeMap::new(),
-            replaced: BTreeSet::new(),
-            forgotten: BTreeSet::new(),
-            stop_asked: BTreeSet::new(),
-            ended_at: BTreeMap::new(),
-            ops: 0,
-            reported: 0,
-            chat_serial: 0,
-            report: None,
-            trail: Vec::new(),
-        };
-        for c in 0..CHATS.len() as u8 {
-            world.create_chat(c);
-        }
-        world
+impl Window for SimWindow<'_> {
+    fn restart(&mut self) {
+        self.left = 4;
     }
 
-    fn store(&self) -> Store {
+    fn pause(&mut self, _store: &Store) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        self.server.interleave(Phase::Pause);
+        true
+    }
+}
+
+impl Env {
+    pub fn store(&self) -> Store {
         Store::new(self.path.clone())
     }
 
@@ -222,29 +298,73 @@ impl World {
         self.clock.now()
     }
 
-    fn create_chat(&mut self, c: u8) {
-        let (session, user, channel) = CHATS[c as usize];
-        let mut s = self.server.lock();
-        if s.chats
-            .iter()
-            .any(|x| x.session == session && x.user == user && x.channel == channel)
-        {
-            return;
-        }
-        self.chat_serial += 1;
-        s.chats.push(Chat {
-            id: format!("chat-{session}-{}", self.chat_serial),
-            session: session.into(),
-            user: user.into(),
-            channel: channel.into(),
-            messages: Vec::new(),
-            busy: false,
-        });
+    fn notes(&self) -> std::sync::MutexGuard<'_, Notes> {
+        self.notes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn apply(&mut self, op: &Op) {
-        self.ops += 1;
+    /// An operation of another process, landing while a tick waits at `phase`.
+    pub fn run_other(&self, phase: Phase, op: &Op) {
+        // What it meets, for the branches a run must reach.
+        let file = self.store().load().ok();
+        let turn_of = |t: u8| {
+            let file = file.as_ref()?;
+            let job = file.find(&task_id(t))?;
+            file.turn_of(job).cloned().map(|turn| (job.clone(), turn))
+        };
+        match op {
+            Op::Cancel(t) | Op::CancelStop(t) => {
+                if let Some((job, turn)) = turn_of(*t)
+                    && turn.in_flight()
+                    && job.status != Status::Cancelled
+                    && turn.carries_job(&job.job_id)
+                {
+                    let mut n = self.notes();
+                    n.sometimes.cancel_between_claim_and_record += 1;
+                    if turn.carries.len() == 1 {
+                        n.sometimes.claimed_turn_lost_its_only_job += 1;
+                    }
+                }
+            }
+            Op::Tick | Op::TickNoBatch | Op::KickedTick => {
+                self.notes().sometimes.second_tick_during_a_tick += 1;
+            }
+            _ => {}
+        }
         let said = match op {
+            Op::Tick | Op::TickNoBatch | Op::KickedTick => self.nested_tick(*op == Op::KickedTick),
+            Op::CrashTick(_) | Op::Interleave(..) => " (not while a tick runs)".into(),
+            other => self.act(other),
+        };
+        self.notes()
+            .others
+            .push(format!("[{phase:?}] {op:?}{said}"));
+    }
+
+    /// A tick that starts while another holds the tick lock: it finds the lock held and
+    /// exits; a kicked one leaves its mark for the running tick's next pass.
+    fn nested_tick(&self, kicked: bool) -> String {
+        let mut tick = self.tick.clone();
+        tick.kicked = kicked;
+        let store = self.store();
+        let mut proxy = Proxy(&self.server);
+        let reports = atc::cmd::tick::passes(
+            &store,
+            &tick,
+            &mut |heard| atc::pass::run_with(&store, &tick, &mut proxy, &self.clock, heard),
+            &mut SimWindow {
+                server: &self.server,
+                left: 0,
+            },
+            &mut |_| {},
+            &mut |_| Ok(()),
+        )
+        .expect("a nested tick never fails");
+        format!(" → {} passes", reports.len())
+    }
+
+    /// Every operation but a tick: what the command (or the world) does.
+    fn act(&self, op: &Op) -> String {
+        match op {
             Op::Watch {
                 tasks,
                 chat,
@@ -253,19 +373,14 @@ impl World {
                 opts,
             } => self.watch(*tasks, *chat, *group, *create_session, *opts),
             Op::Cancel(t) => self.cancel(*t),
+            Op::CancelCheckIns(t) => self.cancel_check_ins(*t),
+            Op::CancelStop(t) => self.cancel_stop(*t),
             Op::Redeliver {
                 task,
                 create_session,
             } => self.redeliver(*task, *create_session),
-            Op::Tick => self.tick(None),
-            Op::TickNoBatch => {
-                self.tick.batch = false;
-                let said = self.tick(None);
-                self.tick.batch = true;
-                said
-            }
-            Op::CrashTick(at) => self.tick(Some(*at)),
             Op::Import(t) => self.import(*t),
+            Op::Downgrade => self.downgrade(),
             Op::Finish(t, ending) => {
                 let mut s = self.server.lock();
                 if let Some(task) = s.tasks.get_mut(&task_id(*t))
@@ -337,19 +452,34 @@ impl World {
                 });
                 String::new()
             }
-        };
-        self.trail.push(format!("{op:?}{said}"));
-        self.observe();
+            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::CrashTick(_) | Op::Interleave(..) => {
+                unreachable!("ticks run through World::tick")
+            }
+        }
     }
 
-    fn watch(
-        &mut self,
-        tasks: u8,
-        chat: u8,
-        group: bool,
-        create_session: bool,
-        opts: u8,
-    ) -> String {
+    pub fn create_chat(&self, c: u8) {
+        let (session, user, channel) = CHATS[c as usize];
+        let mut s = self.server.lock();
+        if s.chats
+            .iter()
+            .any(|x| x.session == session && x.user == user && x.channel == channel)
+        {
+            return;
+        }
+        s.next += 1;
+        let id = format!("chat-{session}-{}", s.next);
+        s.chats.push(Chat {
+            id,
+            session: session.into(),
+            user: user.into(),
+            channel: channel.into(),
+            messages: Vec::new(),
+            busy: false,
+        });
+    }
+
+    fn watch(&self, tasks: u8, chat: u8, group: bool, create_session: bool, opts: u8) -> String {
         let ids: Vec<u8> = (0..TASKS).filter(|i| tasks & (1 << i) != 0).collect();
         let Some(&first) = ids.first() else {
             return " (no task)".into();
@@ -416,15 +546,24 @@ impl World {
         };
         let now = self.now();
         let result = self.store().update(|file| {
-            lifecycle::watch(&mut file.jobs, &request, atc::ids::new_job_id, now)
-                .map_err(|why| anyhow::anyhow!("{why:?}"))
+            let done = atc::lifecycle::watch(
+                &mut file.jobs,
+                &file.turns,
+                &request,
+                atc::ids::new_job_id,
+                now,
+            )
+            .map_err(|why| anyhow::anyhow!("{why:?}"))?;
+            atc::compose::tidy(file, now, &limits());
+            Ok(done)
         });
         match result {
             Err(why) => format!(" → refused: {}", short(&why.to_string())),
             Ok(registered) => {
                 if options.stop_after_secs.is_some() {
+                    let mut n = self.notes();
                     for r in &registered {
-                        self.stop_asked.insert(r.job().task_id.clone());
+                        n.stop_asked.insert(r.job().task_id.clone());
                     }
                 }
                 // A watch that exits 0 applies what it was asked, or says what it did not.
@@ -451,50 +590,132 @@ impl World {
                         job.task_id
                     );
                 }
+                {
+                    let mut n = self.notes();
+                    for r in &registered {
+                        if matches!(r, atc::lifecycle::Registered::New(_)) {
+                            n.fresh.insert(r.job().job_id.clone());
+                        }
+                    }
+                }
                 let kinds: Vec<String> = registered.iter().map(kind).collect();
                 format!(" → {}", kinds.join(", "))
             }
         }
     }
 
-    fn cancel(&mut self, t: u8) -> String {
+    fn cancel(&self, t: u8) -> String {
         let id = task_id(t);
         let now = self.now();
-        let l = limits();
-        self.store()
-            .update(|file| {
-                let Some(job) = file.find_mut(&id) else {
-                    return Ok(" → no watch".to_owned());
-                };
-                let step = lifecycle::step(job, Event::Cancelled, now, &l);
-                let said = format!(" → {:?}", step.outcomes);
-                *job = step.job;
-                Ok(said)
-            })
-            .expect("cancel")
+        let file = self.store().load().expect("the file loads");
+        if let Some(job) = file.find(&id)
+            && let Some(turn) = file.turn_of(job)
+            && !turn.is_open()
+            && !turn.state.is_given_up()
+            && turn.carries.len() == 1
+            && turn.carries_job(&job.job_id)
+            && matches!(job.status, Status::Pending | Status::Delivering)
+        {
+            self.notes().sometimes.claimed_turn_lost_its_only_job += 1;
+        }
+        let path = self.path.clone();
+        let done = self.store().update(|file| {
+            atc::cmd::cancel::cancel_in(file, &id, false, None, &path, now, &limits())
+        });
+        match done {
+            Ok((job, _, _)) => format!(" → {}", job.status),
+            Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
+        }
     }
 
-    fn redeliver(&mut self, t: u8, create_session: bool) -> String {
+    fn cancel_check_ins(&self, t: u8) -> String {
         let id = task_id(t);
         let now = self.now();
-        let l = limits();
-        self.store()
-            .update(|file| {
-                let Some(i) = lifecycle::redelivery(&file.jobs, &id) else {
-                    return Ok(" → no watch".to_owned());
-                };
-                let step =
-                    lifecycle::step(&file.jobs[i], Event::Redeliver { create_session }, now, &l);
-                if step.is_ignored() {
-                    return Ok(" → refused".to_owned());
+        let file = self.store().load().expect("the file loads");
+        if let Some(job) = file.find(&id)
+            && job.check_in.is_some()
+            && job.options.check_in_secs.is_some()
+            && file.turn_of(job).is_some_and(|t| t.carries.len() > 1)
+        {
+            self.notes().sometimes.batched_check_in_turned_off += 1;
+        }
+        let path = self.path.clone();
+        let done = self
+            .store()
+            .update(|file| atc::cmd::cancel::check_ins_off_in(file, &id, &path, now, &limits()));
+        match done {
+            Ok((_, claimed)) => format!(" → off (claimed: {claimed})"),
+            Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
+        }
+    }
+
+    /// `cancel --stop`: the stop goes out first (no lock across the network), then the
+    /// cancel records what it said.
+    fn cancel_stop(&self, t: u8) -> String {
+        let id = task_id(t);
+        let file = self.store().load().expect("the file loads");
+        let Some(job) = file.find(&id).cloned() else {
+            return " → no watch".into();
+        };
+        let stopped = if matches!(job.status, Status::Pending | Status::Cancelled) {
+            self.notes().stop_asked.insert(id.clone());
+            match atc::pass::stop_child(&Proxy(&self.server), &job) {
+                Ok(stopped) => Some(stopped),
+                Err(why) => return format!(" → refused: {}", short(&why.message())),
+            }
+        } else {
+            None
+        };
+        let now = self.now();
+        let path = self.path.clone();
+        let done = self.store().update(|file| {
+            let stopped = stopped.as_ref().map(|s| (job.job_id.as_str(), s));
+            atc::cmd::cancel::cancel_in(file, &id, true, stopped, &path, now, &limits())
+        });
+        match done {
+            Ok((job, _, _)) => format!(" → {} (stopped)", job.status),
+            Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
+        }
+    }
+
+    fn redeliver(&self, t: u8, create_session: bool) -> String {
+        let id = task_id(t);
+        let now = self.now();
+        // The command looks the chat up first, before the lock.
+        let file = self.store().load().expect("the file loads");
+        let chat =
+            file.find(&id).map(|job| {
+                let s = self.server.lock();
+                let t = &job.target;
+                if s.down {
+                    atc::cmd::redeliver::Chat::Unknown("connection refused".into())
+                } else if s.chats.iter().any(|c| {
+                    c.session == t.session_id && c.user == t.user_id && c.channel == t.channel
+                }) {
+                    atc::cmd::redeliver::Chat::Found
+                } else {
+                    atc::cmd::redeliver::Chat::Absent
                 }
-                file.jobs[i] = step.job;
-                Ok(" → requeued".to_owned())
-            })
-            .expect("redeliver")
+            });
+        let path = self.path.clone();
+        let done = self.store().update(|file| {
+            atc::cmd::redeliver::redeliver_in(
+                file,
+                &id,
+                chat.as_ref(),
+                create_session,
+                &path,
+                now,
+                &limits(),
+            )
+        });
+        match done {
+            Ok(_) => " → requeued".into(),
+            Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
+        }
     }
 
-    fn import(&mut self, t: u8) -> String {
+    fn import(&self, t: u8) -> String {
         let now = self.now();
         let text = serde_json::json!({"jobs": [{"task_id": task_id(t), "session_id": "s1",
             "user_id": "u", "channel": "console", "agent_id": "default",
@@ -505,45 +726,258 @@ impl World {
             atc::plugin::records(&text, BASE, limits().max_age, now).expect("a good file");
         let done = self
             .store()
-            .update(|file| Ok(atc::plugin::merge(&mut file.jobs, records)))
+            .update(|file| Ok(atc::plugin::merge(file, records)))
             .expect("import");
+        let mut n = self.notes();
+        for (_, _, job_id) in &done.added {
+            n.fresh.insert(job_id.clone());
+        }
         format!(" → {} added", done.added.len())
     }
 
-    fn tick(&mut self, crash: Option<Crash>) -> String {
-        self.clock.advance(Duration::from_secs(20));
+    /// Rewrites the job file as atc 0.1 (job file version 1) would have held it, when it
+    /// can: each turn on the job that carries it.
+    fn downgrade(&self) -> String {
+        if !self.path.exists() {
+            return " → no file yet".into();
+        }
+        let file = self.store().load().expect("the file loads");
+        let in_flight = file.turns.iter().any(Turn::in_flight);
+        match crate::v1::downgrade(&file) {
+            Some(bytes) => {
+                let tmp = self.path.with_extension("v1.tmp");
+                std::fs::write(&tmp, bytes).expect("writing v1");
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
+                }
+                std::fs::rename(&tmp, &self.path).expect("replacing the job file");
+                if in_flight {
+                    self.notes().sometimes.v1_migrated_mid_post += 1;
+                }
+                format!(" → v1 (in flight: {in_flight})")
+            }
+            None => " → not representable in v1".into(),
+        }
+    }
+}
+
+pub struct World {
+    _dir: tempfile::TempDir,
+    pub env: Arc<Env>,
+    /// The jobs and turns as the last operation left them.
+    jobs: Vec<Job>,
+    turns: Vec<Turn>,
+    /// Every registration's last state, by job id (kept after it is pruned).
+    last: BTreeMap<String, Job>,
+    /// Every turn's last state, by turn id.
+    last_turns: BTreeMap<String, Turn>,
+    /// What each turn carried and said when it was first seen claimed.
+    claimed: BTreeMap<String, (Vec<atc::turn::Block>, Option<String>)>,
+    /// Registrations replaced by a later watch of the same task.
+    replaced: BTreeSet<String>,
+    /// Tasks whose record was pruned (after `--keep`): watched again, they are new to atc,
+    /// and their result may rightly go out again.
+    forgotten: BTreeSet<String>,
+    /// The blocks registrations owed at some point: (job id, task id, block).
+    owed: BTreeSet<(String, String, BlockKind)>,
+    /// When each registration was first seen ended (sim seconds).
+    ended_at: BTreeMap<String, u64>,
+    /// Turns seen answered 409 after their claim.
+    busy_after_claim: BTreeSet<String>,
+    pub ops: u64,
+    /// Give-ups seen in a tick and found named in its report.
+    pub reported: u64,
+    /// What the last tick reported (`None` after any other operation, or a crashed tick).
+    report: Option<Vec<serde_json::Value>>,
+    /// What the history did so far, for failure messages.
+    pub trail: Vec<String>,
+    pub sometimes: Sometimes,
+    pub queue: Queue,
+}
+
+fn scratch() -> tempfile::TempDir {
+    // A RAM disk where there is one: every save fsyncs, and a history saves hundreds of times.
+    let shm = std::path::Path::new("/dev/shm");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("atc-sim-");
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return dir;
+    }
+    builder.tempdir().expect("a temp dir")
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = scratch();
+        let path = dir.path().join("state").join("jobs.json");
+        let server = SimServer::new();
         {
-            let mut s = self.server.lock();
+            let mut s = server.lock();
+            for i in 0..TASKS {
+                s.tasks.insert(
+                    task_id(i),
+                    Task {
+                        agent: agent_of(i).into(),
+                        end: None,
+                    },
+                );
+            }
+        }
+        let tick = Tick {
+            state: Setting {
+                value: path.clone(),
+                source: Source::Default,
+            },
+            limits: limits(),
+            concurrency: 1,
+            http_timeout: Duration::from_secs(60),
+            turn_timeout: None,
+            auth: Auth::default(),
+            kicked: false,
+            batch: true,
+        };
+        let env = Arc::new(Env {
+            path,
+            clock: SimClock(AtomicU64::new(1_800_000_000)),
+            server,
+            notes: Mutex::new(Notes::default()),
+            tick,
+        });
+        env.server.set_env(Arc::downgrade(&env));
+        for c in 0..CHATS.len() as u8 {
+            env.create_chat(c);
+        }
+        World {
+            _dir: dir,
+            env,
+            jobs: Vec::new(),
+            turns: Vec::new(),
+            last: BTreeMap::new(),
+            last_turns: BTreeMap::new(),
+            claimed: BTreeMap::new(),
+            replaced: BTreeSet::new(),
+            forgotten: BTreeSet::new(),
+            owed: BTreeSet::new(),
+            ended_at: BTreeMap::new(),
+            busy_after_claim: BTreeSet::new(),
+            ops: 0,
+            reported: 0,
+            report: None,
+            trail: Vec::new(),
+            sometimes: Sometimes::default(),
+            queue: Queue::default(),
+        }
+    }
+
+    pub fn server(&self) -> &SimServer {
+        &self.env.server
+    }
+
+    fn now(&self) -> Timestamp {
+        self.env.clock.now()
+    }
+
+    pub fn apply(&mut self, op: &Op) {
+        self.ops += 1;
+        let said = match op {
+            Op::Tick => self.tick(None, false, true),
+            Op::TickNoBatch => self.tick(None, false, false),
+            Op::KickedTick => self.tick(None, true, true),
+            Op::CrashTick(at) => self.tick(Some(*at), false, true),
+            Op::Interleave(phase, inner) => {
+                self.env.server.queue(*phase, (**inner).clone());
+                String::new()
+            }
+            other => self.env.act(other),
+        };
+        self.trail.push(format!("{op:?}{said}"));
+        let others = std::mem::take(&mut self.env.notes().others);
+        self.trail
+            .extend(others.into_iter().map(|o| format!("  {o}")));
+        self.observe();
+        if matches!(
+            op,
+            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::CrashTick(_)
+        ) {
+            self.leftovers();
+        }
+    }
+
+    /// Other processes' operations the last tick never reached land now, after it: a tick
+    /// among them is a tick of its own (nothing holds the lock any more).
+    fn leftovers(&mut self) {
+        for (phase, op) in self.env.server.take_queued() {
+            match op {
+                Op::Tick | Op::TickNoBatch | Op::KickedTick => self.apply(&op),
+                other => {
+                    self.env.run_other(phase, &other);
+                    let others = std::mem::take(&mut self.env.notes().others);
+                    self.trail
+                        .extend(others.into_iter().map(|o| format!("  after: {o}")));
+                    self.observe();
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self, crash: Option<Crash>, kicked: bool, batch: bool) -> String {
+        self.env.clock.advance(Duration::from_secs(20));
+        {
+            let mut s = self.env.server.lock();
             s.crash = crash;
             s.posts = 0;
         }
-        let store = self.store();
-        let (tick, clock) = (&self.tick, &self.clock);
-        let server = &mut self.server;
+        let env = &*self.env;
+        let store = env.store();
+        let mut tick = env.tick.clone();
+        tick.kicked = kicked;
+        tick.batch = batch;
         let mut heard = Vec::new();
+        let mut server = Proxy(&env.server);
         let ran = catch_unwind(AssertUnwindSafe(|| {
-            atc::pass::run_with(&store, tick, server, clock, &mut |gave_up| {
-                heard.push(gave_up.line())
-            })
+            atc::cmd::tick::passes(
+                &store,
+                &tick,
+                &mut |h| atc::pass::run_with(&store, &tick, &mut server, &env.clock, h),
+                &mut SimWindow {
+                    server: &env.server,
+                    left: 4,
+                },
+                &mut |gave_up| heard.push(gave_up.line()),
+                &mut |_| Ok(()),
+            )
         }));
-        let crashed = self.server.lock().crash.take().is_none() && crash.is_some();
+        let crashed = env.server.lock().crash.take().is_none() && crash.is_some();
+        self.env.notes().heard.extend(heard.iter().cloned());
         match ran {
-            Ok(report) => {
-                let report = report.expect("a tick never fails on a good file");
-                if let Some(report) = &report {
-                    // Announced as saved, every one of them, once.
-                    let lines: Vec<String> = report.gave_up().iter().map(|g| g.line()).collect();
-                    if heard != lines {
-                        self.fail(&format!(
-                            "the pass announced {heard:?}, its report says {lines:?}"
-                        ));
-                    }
+            Ok(reports) => {
+                let reports = reports.expect("a tick never fails on a good file");
+                // Announced as saved, every one of them, once.
+                let lines: Vec<String> = reports
+                    .iter()
+                    .flat_map(|r| r.gave_up().iter().map(|g| g.line()))
+                    .collect();
+                if heard != lines {
+                    self.fail(&format!(
+                        "the passes announced {heard:?}, their reports say {lines:?}"
+                    ));
                 }
-                self.report = report.map(|r| r.to_json());
-                String::new()
+                if kicked && reports.len() > 1 {
+                    self.env.notes().sometimes.kicked_passes += 1;
+                }
+                let said = format!(" → {} passes", reports.len());
+                self.report = Some(reports.iter().map(|r| r.to_json()).collect());
+                said
             }
             Err(payload) if payload.is::<crate::server::SimCrash>() => {
                 assert!(crashed);
+                if matches!(crash, Some(Crash::Posted(_))) {
+                    self.env.notes().sometimes.crash_between_post_and_save += 1;
+                }
                 " → crashed".into()
             }
             Err(payload) => std::panic::resume_unwind(payload),
@@ -551,34 +985,38 @@ impl World {
     }
 
     /// After every operation: the file loads, every status change is one `step` allows,
-    /// held results are kept, ended jobs are kept for `--keep`, notices tell the truth.
+    /// held results are kept, ended jobs are kept for `--keep`, notices tell the truth,
+    /// open turns carry only what belongs there, a claimed turn never changes.
     fn observe(&mut self) {
-        let jobs = self
+        let file = self
+            .env
             .store()
             .load()
-            .unwrap_or_else(|e| self.fail(&format!("the job file does not load: {e:#}")))
-            .jobs;
-        let now = self.clock.secs();
+            .unwrap_or_else(|e| self.fail(&format!("the job file does not load: {e:#}")));
+        let (jobs, turns) = (file.jobs.clone(), file.turns.clone());
+        let now = self.env.clock.secs();
         let l = limits();
-        let report = self.report.take();
+        let reports = self.report.take();
         for old in &self.jobs {
             let new = jobs.iter().find(|j| j.job_id == old.job_id);
             if let Some(new) = new {
                 // Loud: a tick that gave a job up says so in its report.
-                if let Some(report) = &report
+                if let Some(reports) = &reports
                     && gave_up(new)
                     && !gave_up(old)
                 {
-                    let named = report["tasks"].as_object().is_some_and(|by| {
-                        by.values().any(|tasks| {
-                            tasks
-                                .as_array()
-                                .is_some_and(|t| t.iter().any(|t| *t == new.task_id))
+                    let named = reports.iter().any(|report| {
+                        report["tasks"].as_object().is_some_and(|by| {
+                            by.values().any(|tasks| {
+                                tasks
+                                    .as_array()
+                                    .is_some_and(|t| t.iter().any(|t| *t == new.task_id))
+                            })
                         })
                     });
                     if !named {
                         self.fail(&format!(
-                            "the tick gave {} up ({}) and its report does not say so: {report}",
+                            "the tick gave {} up ({}) and its report does not say so: {reports:?}",
                             new.task_id, new.status
                         ));
                     }
@@ -592,7 +1030,11 @@ impl World {
                 }
                 continue;
             }
-            let successor = jobs.iter().find(|j| j.task_id == old.task_id);
+            let fresh = self.env.notes().fresh.clone();
+            let successor = jobs
+                .iter()
+                .find(|j| j.task_id == old.task_id)
+                .filter(|next| !fresh.contains(&next.job_id));
             match successor {
                 Some(next) => {
                     self.replaced.insert(old.job_id.clone());
@@ -606,8 +1048,17 @@ impl World {
                 None => {
                     // Pruned.
                     self.forgotten.insert(old.task_id.clone());
-                    if open(old, self.now()) {
+                    if open(old, &self.turns, self.now()) {
                         self.fail(&format!("{} was pruned while {}", old.task_id, old.status));
+                    }
+                    if turns
+                        .iter()
+                        .any(|t| !atc::turn::is_settled(t) && t.carries_job(&old.job_id))
+                    {
+                        self.fail(&format!(
+                            "{} was pruned while a turn that is not settled carries it",
+                            old.task_id
+                        ));
                     }
                     let ended = self.ended_at.get(&old.job_id).copied().unwrap_or(now);
                     if now.saturating_sub(ended) <= l.keep.as_secs() {
@@ -626,8 +1077,14 @@ impl World {
             if job.status.is_terminal() {
                 self.ended_at.entry(job.job_id.clone()).or_insert(now);
             }
+            if let Some(kind) = job.owes() {
+                self.owed
+                    .insert((job.job_id.clone(), job.task_id.clone(), kind));
+            }
             if job.status == Status::Expired
-                && let Some(text) = job.final_text.as_deref().filter(|_| job.notice.is_some())
+                && job.notice.is_some()
+                && let Some(text) = file.turn_of(job).and_then(|t| t.text.as_deref())
+                && !text.starts_with("[ATC_")
             {
                 let age = text
                     .split("had not finished ")
@@ -641,23 +1098,93 @@ impl World {
                     ));
                 }
             }
+            // A job points only at a turn that carries it (or at none).
+            if let Some(id) = &job.turn
+                && let Some(turn) = turns.iter().find(|t| t.turn_id == *id)
+                && !turn.carries_job(&job.job_id)
+            {
+                self.fail(&format!(
+                    "{} points at turn {id}, which does not carry it",
+                    job.task_id
+                ));
+            }
             self.last.insert(job.job_id.clone(), job.clone());
         }
+        for turn in &turns {
+            // A block born and sent within one tick is owed too: its turn says so.
+            for block in &turn.carries {
+                self.owed
+                    .insert((block.job_id.clone(), block.task_id.clone(), block.kind));
+            }
+            // One rule of membership: an open turn carries only blocks that belong there.
+            if turn.is_open() {
+                for block in &turn.carries {
+                    let belongs = jobs
+                        .iter()
+                        .find(|j| j.job_id == block.job_id)
+                        .is_some_and(|j| atc::compose::belongs(j, turn, block.kind));
+                    if !belongs {
+                        self.fail(&format!(
+                            "open turn {} carries {}'s {} block, which no longer belongs there",
+                            turn.turn_id,
+                            block.task_id,
+                            block.kind.as_str()
+                        ));
+                    }
+                }
+            }
+            // Claimed, a turn is what it is, until it settles (given up with nothing
+            // posted, `redeliver` may open it again, to be composed anew).
+            let what = (turn.carries.clone(), turn.text.clone());
+            if turn.is_open() {
+                self.claimed.remove(&turn.turn_id);
+            } else if turn.state == TurnState::Claimed || turn.state == TurnState::Unconfirmed {
+                match self.claimed.get(&turn.turn_id) {
+                    Some(before) if *before != what => self.fail(&format!(
+                        "claimed turn {} changed what it carries: {:?} → {:?}",
+                        turn.turn_id, before, what
+                    )),
+                    None => {
+                        self.claimed.insert(turn.turn_id.clone(), what);
+                    }
+                    _ => {}
+                }
+            }
+            if turn.delivery.last_http_status == Some(409) && turn.delivery.attempts > 0 {
+                self.busy_after_claim.insert(turn.turn_id.clone());
+            }
+            let before = self.last_turns.get(&turn.turn_id);
+            let newly = |state| turn.state == state && before.is_none_or(|b| b.state != state);
+            if newly(TurnState::Delivered) {
+                if turn.carries.len() > 1 && turn.delivery.confirmed.is_some() {
+                    self.sometimes.batch_read_back += 1;
+                }
+                if self.busy_after_claim.contains(&turn.turn_id) {
+                    self.sometimes.busy_then_delivered += 1;
+                }
+            }
+            if newly(TurnState::Refused) && turn.carries.len() > 1 {
+                self.sometimes.refused_batch += 1;
+            }
+            self.last_turns.insert(turn.turn_id.clone(), turn.clone());
+        }
         self.jobs = jobs;
+        self.turns = turns;
     }
 
     fn fail(&self, what: &str) -> ! {
         panic!(
-            "{what}\nhistory so far:\n  {}\njobs: {}",
+            "{what}\nhistory so far:\n  {}\njobs: {}\nturns: {}",
             self.trail.join("\n  "),
-            serde_json::to_string_pretty(&self.jobs).unwrap_or_default()
+            serde_json::to_string_pretty(&self.jobs).unwrap_or_default(),
+            serde_json::to_string_pretty(&self.turns).unwrap_or_default()
         )
     }
 
     /// Server up, no faults, chats idle, and enough simulated time for every deadline.
     pub fn drain(&mut self) {
         {
-            let mut s = self.server.lock();
+            let mut s = self.env.server.lock();
             s.down = false;
             s.post_fault = None;
             s.crash = None;
@@ -665,6 +1192,7 @@ impl World {
                 c.busy = false;
             }
         }
+        self.leftovers();
         self.trail.push("-- drain --".into());
         let l = limits();
         // Each tick also moves the clock 20 s on.
@@ -677,7 +1205,7 @@ impl World {
             l.busy_deadline + l.settle,
         ];
         for jump in jumps {
-            self.clock.advance(jump);
+            self.env.clock.advance(jump);
             for _ in 0..2 {
                 self.apply(&Op::Tick);
             }
@@ -686,14 +1214,17 @@ impl World {
 
     /// The promises, checked over everything the history did. Returns the delivered
     /// turns it checked, and how many of them were batches.
-    pub fn check(&self) -> (u64, u64) {
-        let s = self.server.lock();
+    pub fn check(&mut self) -> (u64, u64) {
+        let s = self.env.server.lock();
+        let notes = self.env.notes();
         let mut turns = 0u64;
         let mut batches = 0u64;
-        // Never twice: no chat holds a delivery (by its id) or a result (by its text) twice.
+        let all: Vec<(String, String)> =
+            s.chats.iter().chain(&s.gone).flat_map(delivered).collect();
+        let live: Vec<(String, String)> = s.chats.iter().flat_map(delivered).collect();
+        // Never twice: no chat holds a delivery (by its id) twice.
         for chat in s.chats.iter().chain(&s.gone) {
             let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-            let mut answers: BTreeMap<u8, usize> = BTreeMap::new();
             for (id, text) in delivered(chat) {
                 turns += 1;
                 *ids.entry(id).or_default() += 1;
@@ -712,10 +1243,11 @@ impl World {
                     if text.contains("[ATC_GROUP: ") {
                         self.fail("a group's turn went out inside a batch");
                     }
-                }
-                for i in 0..TASKS {
-                    if text.contains(&answer_of(i)) {
-                        *answers.entry(i).or_default() += 1;
+                    // "other" counts a result QwenPaw 2.2 does not produce (a block of no
+                    // known kind): never in a turn atc composed.
+                    let header = rest.lines().next().unwrap_or("");
+                    if header.contains(" other") {
+                        self.fail(&format!("a batch counts a block as other: {header:?}"));
                     }
                 }
             }
@@ -724,46 +1256,201 @@ impl World {
                     self.fail(&format!("delivery {id} is in chat {} {n} times", chat.id));
                 }
             }
-            for (i, n) in &answers {
-                if *n > 1 && !self.forgotten.contains(&task_id(*i)) {
-                    self.fail(&format!(
-                        "the result of {} is in chat {} {n} times",
-                        task_id(*i),
-                        chat.id
-                    ));
+        }
+        // The blocks of every task, across every chat: results, notices, check-ins.
+        let mut results: BTreeMap<String, usize> = BTreeMap::new();
+        let mut live_results: BTreeMap<String, usize> = BTreeMap::new();
+        let mut notices: BTreeMap<String, usize> = BTreeMap::new();
+        let mut check_ins: BTreeMap<(String, u32), usize> = BTreeMap::new();
+        // Copies are counted in the chats that are there: a chat deleted after a POST of
+        // unknown outcome may hold a copy the read-back could no longer find.
+        let mut live_check_ins: BTreeMap<(String, u32), usize> = BTreeMap::new();
+        for (_, text) in &live {
+            for block in blocks(text) {
+                let task = block
+                    .strip_prefix("[TASK_ID: ")
+                    .and_then(|rest| rest.split(']').next())
+                    .unwrap_or("")
+                    .to_owned();
+                if block.contains("[STATUS: finished]") {
+                    *live_results.entry(task).or_default() += 1;
+                } else if block.contains("[STATUS: running]") {
+                    let n: u32 = block
+                        .split("(check-in ")
+                        .nth(1)
+                        .and_then(|rest| rest.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(u32::MAX);
+                    *live_check_ins.entry((task, n)).or_default() += 1;
                 }
             }
         }
-        // Check-ins: at most `MAX_CHECK_INS` per registration (each by its own delivery id,
-        // which the loop above holds to once), and only for a watch that asked for them.
-        for chat in s.chats.iter().chain(&s.gone) {
-            let mut per_job: BTreeMap<String, u32> = BTreeMap::new();
-            for (id, text) in delivered(chat) {
-                if text.starts_with("[ATC_RESULTS] ") {
-                    // A check-in carried in a batch travels by its carrier's id: its block
-                    // says which of its watch's check-ins it is.
-                    for block in blocks(&text).filter(|b| b.contains("[STATUS: running]")) {
-                        let n: u32 = block
-                            .split("(check-in ")
-                            .nth(1)
-                            .and_then(|rest| rest.split(' ').next())
-                            .and_then(|n| n.parse().ok())
-                            .unwrap_or(u32::MAX);
-                        if n > atc::lifecycle::MAX_CHECK_INS {
-                            self.fail(&format!("a batch carries check-in {n}: {block:?}"));
+        for (_, text) in &all {
+            for block in blocks(text) {
+                let task = block
+                    .strip_prefix("[TASK_ID: ")
+                    .and_then(|rest| rest.split(']').next())
+                    .unwrap_or("")
+                    .to_owned();
+                if block.contains("[STATUS: running]") {
+                    let n: u32 = block
+                        .split("(check-in ")
+                        .nth(1)
+                        .and_then(|rest| rest.split(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(u32::MAX);
+                    if n > atc::lifecycle::MAX_CHECK_INS {
+                        self.fail(&format!("check-in {n} went out: {block:?}"));
+                    }
+                    *check_ins.entry((task, n)).or_default() += 1;
+                } else if block.contains("[STATUS: finished]") {
+                    *results.entry(task).or_default() += 1;
+                } else {
+                    *notices.entry(task).or_default() += 1;
+                }
+            }
+        }
+        let heard: BTreeSet<&str> = notes
+            .heard
+            .iter()
+            .flat_map(|line| {
+                let named = line
+                    .strip_prefix("atc: gave up on ")
+                    .and_then(|rest| rest.split(' ').next())
+                    .into_iter();
+                let with = line
+                    .split("turn also carries ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(')').next())
+                    .into_iter()
+                    .flat_map(|list| list.split(", "));
+                named.chain(with).collect::<Vec<_>>()
+            })
+            .collect();
+        let mut queue = Queue::default();
+        // Each registration's last state decides what its blocks must have come to.
+        for (job_id, job) in &self.last {
+            let task = &job.task_id;
+            if self.forgotten.contains(task) {
+                continue;
+            }
+            // A later registration of the same task answers for it.
+            if self.replaced.contains(job_id) {
+                continue;
+            }
+            let turn = job.turn.as_deref().and_then(|id| self.last_turns.get(id));
+            let owed_result =
+                self.owed
+                    .contains(&(job_id.clone(), task.clone(), BlockKind::Result));
+            let owed_notice =
+                self.owed
+                    .contains(&(job_id.clone(), task.clone(), BlockKind::Notice));
+            // Any registration of the task, earlier ones included: at most one copy in the
+            // chats that are there (one deleted may hold another, posted before it went).
+            let copies = results.get(task).copied().unwrap_or(0);
+            let live_copies = live_results.get(task).copied().unwrap_or(0);
+            if live_copies > 1 {
+                self.fail(&format!(
+                    "the result of {task} is in the chats {live_copies} times"
+                ));
+            }
+            if owed_result {
+                queue.owed += 1;
+                let may_have_landed = turn.is_some_and(Turn::may_have_landed);
+                match job.status {
+                    Status::Done => {
+                        if copies == 0 {
+                            self.fail(&format!(
+                                "{task} says delivered, and no chat has its result"
+                            ));
+                        }
+                        queue.delivered_once += 1;
+                    }
+                    Status::Unconfirmed => {
+                        queue.given_up += 1;
+                        queue.heard += u64::from(heard.contains(task.as_str()));
+                        if !heard.contains(task.as_str()) {
+                            self.fail(&format!(
+                                "{task} ended of unknown outcome, and no give-up said so"
+                            ));
                         }
                     }
-                } else if text.contains("[STATUS: running]") {
-                    let job = id.rsplit_once("-c").map_or(id.as_str(), |(j, _)| j);
-                    *per_job.entry(job.to_owned()).or_default() += 1;
+                    Status::Undelivered | Status::Misrouted | Status::Error => {
+                        queue.given_up += 1;
+                        if live_copies > 0 {
+                            self.fail(&format!(
+                                "{task} was given up ({}) as never posted, and a chat has its result",
+                                job.status
+                            ));
+                        }
+                        queue.heard += u64::from(heard.contains(task.as_str()));
+                        if !heard.contains(task.as_str()) {
+                            self.fail(&format!(
+                                "{task} was given up ({}), and no give-up said so",
+                                job.status
+                            ));
+                        }
+                    }
+                    Status::Cancelled => {
+                        queue.withdrawn += 1;
+                        if live_copies > 0 && !may_have_landed {
+                            self.fail(&format!(
+                                "{task} was cancelled before its turn was claimed, and a chat has its result"
+                            ));
+                        }
+                    }
+                    other => {
+                        self.fail(&format!("{task} owed its result and ended {other}"));
+                    }
                 }
             }
-            for (job, n) in per_job {
-                if n > atc::lifecycle::MAX_CHECK_INS {
-                    self.fail(&format!("{job} checked in {n} times"));
+            if owed_notice {
+                queue.owed += 1;
+                let told = notices.get(task).copied().unwrap_or(0);
+                match job.notice {
+                    Some(Outbound::Delivered) => {
+                        if told == 0 {
+                            self.fail(&format!(
+                                "{task}'s parent was told, and no chat has the notice"
+                            ));
+                        }
+                        queue.delivered_once += 1;
+                    }
+                    Some(Outbound::Unconfirmed | Outbound::Undelivered | Outbound::Misrouted) => {
+                        queue.given_up += 1;
+                        queue.heard += u64::from(heard.contains(task.as_str()));
+                        if !heard.contains(task.as_str()) {
+                            self.fail(&format!(
+                                "{task}'s notice was given up, and no give-up said so"
+                            ));
+                        }
+                    }
+                    other => {
+                        self.fail(&format!("{task} owed a notice and it ended {other:?}"));
+                    }
                 }
             }
         }
+        // Check-ins: each at most once per registration that owed it.
+        let mut owed_check_ins: BTreeMap<(String, u32), usize> = BTreeMap::new();
+        for (_, task, kind) in &self.owed {
+            if let BlockKind::CheckIn { n } = kind {
+                *owed_check_ins.entry((task.clone(), *n)).or_default() += 1;
+            }
+        }
+        for ((task, n), copies) in &live_check_ins {
+            let owed = owed_check_ins
+                .get(&(task.clone(), *n))
+                .copied()
+                .unwrap_or(0);
+            if *copies > owed && !self.forgotten.contains(task) {
+                self.fail(&format!(
+                    "check-in {n} of {task} is in the chats {copies} times, owed {owed} times"
+                ));
+            }
+        }
+        queue.check_ins = owed_check_ins.values().map(|n| *n as u64).sum();
+        queue.checked_in = check_ins.values().map(|n| *n as u64).sum();
         // Every chat the job's triple ever named (deleted ones keep what they held).
         let turns_in = |job: &Job| -> Vec<(String, String)> {
             s.chats
@@ -783,7 +1470,7 @@ impl World {
             }
             // Nothing held without a bound: after the drain every job has ended, and nothing
             // of it is due any more (an unknown delivery's read-back window has closed).
-            if open(job, self.now()) {
+            if open(job, &self.turns, self.now()) {
                 self.fail(&format!(
                     "{} is still {} (outbound {:?}) after every deadline passed",
                     job.task_id,
@@ -792,11 +1479,11 @@ impl World {
                 ));
             }
             let marker = format!("[TASK_ID: {}]", job.task_id);
+            let turn = job.turn.as_deref().and_then(|id| self.last_turns.get(id));
             match job.outbound() {
                 // Always heard: a delivered turn is in exactly its target chat.
                 Some(Outbound::Delivered) => {
                     let turns = turns_in(job);
-                    // A check-in names the task too: only the result counts here.
                     if !turns.iter().any(|(_, t)| {
                         blocks(t)
                             .any(|b| b.starts_with(&marker) && !b.contains("[STATUS: running]"))
@@ -819,7 +1506,7 @@ impl World {
                 }
                 // A give-up says why.
                 Some(Outbound::Undelivered | Outbound::Misrouted | Outbound::Unconfirmed) => {
-                    let why = job.delivery.as_ref().and_then(|d| d.error.clone());
+                    let why = turn.and_then(|t| t.delivery.error.clone());
                     if why.is_none() && job.last_error.is_none() {
                         self.fail(&format!(
                             "{} gave up ({}) without a reason",
@@ -832,9 +1519,9 @@ impl World {
             // Stops: only a watch that asked for one stops its child; a result of a child atc
             // stopped says so, once, and one it did not stop never does.
             let stopped = s.stopped.contains(&job.task_id);
-            if stopped && !self.stop_asked.contains(&job.task_id) {
+            if stopped && !notes.stop_asked.contains(&job.task_id) {
                 self.fail(&format!(
-                    "{} was stopped, but no watch of it asked for --stop-after",
+                    "{} was stopped, but no watch of it asked for --stop-after, and no cancel for --stop",
                     job.task_id
                 ));
             }
@@ -848,19 +1535,18 @@ impl World {
                 && job.outcome.is_some()
             {
                 let lines = text.matches("[atc: stopped this task after").count();
-                let want = usize::from(
-                    job.stopped_at.is_some()
-                        && job.carried_by.is_none()
-                        && job.group_tasks.is_none(),
-                );
-                if job.group_tasks.is_none() && job.carried_by.is_none() && lines != want {
+                let want = usize::from(job.stopped_at.is_some());
+                if lines != want {
                     self.fail(&format!(
                         "{}'s result has {lines} stop lines, {want} expected",
                         job.task_id
                     ));
                 }
             }
-            if job.status == Status::Error && job.last_error.is_none() {
+            if job.status == Status::Error
+                && job.last_error.is_none()
+                && turn.is_none_or(|t| t.delivery.error.is_none())
+            {
                 self.fail(&format!("{} is error without a reason", job.task_id));
             }
             if job.status.ends_without_answer()
@@ -873,6 +1559,11 @@ impl World {
                 ));
             }
         }
+        let sometimes = notes.sometimes;
+        drop(notes);
+        drop(s);
+        self.sometimes.add(&sometimes);
+        self.queue = queue;
         (turns, batches)
     }
 }
@@ -891,12 +1582,14 @@ fn blocks(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Still live: watched, its turn on its way, a read-back window open, a forward due.
-fn open(job: &Job, now: Timestamp) -> bool {
+/// Still live: watched, its block on its way, a turn carrying it due or with a forward due.
+fn open(job: &Job, turns: &[Turn], now: Timestamp) -> bool {
     job.status == Status::Pending
         || job.outbound() == Some(Outbound::Delivering)
-        || lifecycle::is_due(job, now, &limits())
-        || lifecycle::forward_due(job)
+        || turns.iter().any(|t| {
+            t.carries_job(&job.job_id)
+                && (atc::turn::is_due(t, now, &limits()) || atc::turn::forward_due(t))
+        })
 }
 
 /// Ended without delivering: the result or the notice given up.
@@ -921,24 +1614,22 @@ fn holds_result(job: &Job) -> bool {
 }
 
 /// Whether `step`s can take a job from `from` to `to` (the statuses `lifecycle` moves
-/// between; a carried group member follows its carrier's turn wherever it goes).
+/// between; a job follows the turn that carries it wherever it goes).
 fn reachable(from: Status, to: Status) -> bool {
     use Status::*;
-    let outbound = [Delivering, Done, Unconfirmed, Undelivered, Misrouted];
+    let outbound = [Delivering, Done, Unconfirmed, Undelivered, Misrouted, Error];
     from == to
         || match from {
             Pending => to != Pending,
-            Delivering | Unconfirmed | Undelivered | Misrouted => {
+            Delivering | Unconfirmed | Undelivered | Misrouted | Error => {
                 outbound.contains(&to)
                     || to == Cancelled && matches!(from, Delivering | Unconfirmed)
-                    || to == Error && from == Delivering
             }
-            Error => to == Delivering || outbound.contains(&to),
             Done | Cancelled | Skipped | Lost | Expired | Abandoned => false,
         }
 }
 
-fn kind(r: &lifecycle::Registered) -> String {
+fn kind(r: &atc::lifecycle::Registered) -> String {
     let name = format!("{r:?}");
     let name = name.split([' ', '(', '{']).next().unwrap_or("");
     format!("{} {}", r.job().task_id, name)

@@ -119,6 +119,32 @@ impl TestEnv {
         self.write_file(&file);
     }
 
+    pub fn turns(&self) -> Vec<Value> {
+        self.file()["turns"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The turn that carries `task_id`'s block: the one whose `turn_id` is the job's
+    /// `turn`; panics unless the job points at exactly one.
+    pub fn turn(&self, task_id: &str) -> Value {
+        turn_of(&self.file(), task_id).clone()
+    }
+
+    /// Rewrites the fields of the turn `task_id`'s job points at (to put a delivery in a
+    /// given state).
+    pub fn edit_turn(&self, task_id: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+        let mut file = self.file();
+        let id = job_of(&file, task_id)["turn"].clone();
+        assert!(id.is_string(), "{task_id} has no turn: {file:#}");
+        let turn = file["turns"]
+            .as_array_mut()
+            .expect("turns array")
+            .iter_mut()
+            .find(|t| t["turn_id"] == id)
+            .expect("turn to edit");
+        edit(turn.as_object_mut().unwrap());
+        self.write_file(&file);
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -594,8 +620,14 @@ impl Drop for Running<'_> {
     }
 }
 
-/// A job record in the v1 schema, for seeding files.
+/// A job record in the v1 schema, for seeding files. It was registered a minute ago: a
+/// fixed date would pass `--max-age` (24 h by default) as the calendar moves on, and
+/// expire every pending job seeded so.
 pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
+    let registered = humantime::format_rfc3339_seconds(
+        std::time::SystemTime::now() - std::time::Duration::from_secs(60),
+    )
+    .to_string();
     serde_json::json!({
         "job_id": format!("{:012x}", task_id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3)) & 0xffff_ffff_ffff),
         "task_id": task_id,
@@ -605,10 +637,72 @@ pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
         "session_id": "s-77",
         "user_id": "default",
         "channel": "console",
-        "registered_at": "2026-11-30T20:14:03Z",
-        "updated_at": "2026-11-30T20:14:03Z",
+        "registered_at": registered,
+        "updated_at": registered,
         "status": status,
     })
+}
+
+/// A version-2 turn carrying `job`'s result alone (its text the job's `final`), in
+/// `state`, for seeding files; `job` is pointed at it (`turn`).
+pub fn turn_for(job: &mut Value, state: &str) -> Value {
+    let id = format!("atc-{}", job["job_id"].as_str().expect("a job id"));
+    job["turn"] = Value::String(id.clone());
+    let mut turn = serde_json::json!({
+        "turn_id": id,
+        "base_url": job["base_url"],
+        "agent_id": job["agent_id"],
+        "session_id": job["session_id"],
+        "user_id": job["user_id"],
+        "channel": job["channel"],
+        "state": state,
+        "carries": [{"job_id": job["job_id"], "task_id": job["task_id"], "block": "result"}],
+        "created_at": job["updated_at"],
+        "updated_at": job["updated_at"],
+        "delivery": {"attempts": 0, "busy": 0},
+    });
+    if let Some(text) = job.get("final") {
+        turn["text"] = text.clone();
+    }
+    turn
+}
+
+/// The one job for `task_id` in a parsed job file.
+pub fn job_of<'a>(file: &'a Value, task_id: &str) -> &'a Value {
+    let matching: Vec<&Value> = file["jobs"]
+        .as_array()
+        .expect("jobs array")
+        .iter()
+        .filter(|j| j["task_id"] == task_id)
+        .collect();
+    assert_eq!(matching.len(), 1, "jobs for {task_id}: {matching:#?}");
+    matching[0]
+}
+
+/// The turn `task_id`'s job points at (its `turn`) in a parsed job file.
+pub fn turn_of<'a>(file: &'a Value, task_id: &str) -> &'a Value {
+    let job = job_of(file, task_id);
+    let id = job["turn"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{task_id} has no turn: {job}"));
+    let matching: Vec<&Value> = file["turns"]
+        .as_array()
+        .expect("turns array")
+        .iter()
+        .filter(|t| t["turn_id"] == id)
+        .collect();
+    assert_eq!(matching.len(), 1, "turns {id}: {matching:#?}");
+    matching[0]
+}
+
+/// The tasks a turn carries, in its order (a task twice if it carries two of its blocks).
+pub fn carried_tasks(turn: &Value) -> Vec<String> {
+    turn["carries"]
+        .as_array()
+        .expect("carries array")
+        .iter()
+        .map(|b| b["task_id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 pub fn stdout(output: &Output) -> String {

@@ -121,6 +121,16 @@ impl Scene {
         self.env.job(task_id)
     }
 
+    /// The turn that carries `task_id`'s block (`TestEnv::turn`).
+    pub fn turn(&self, task_id: &str) -> Value {
+        self.env.turn(task_id)
+    }
+
+    /// The tasks the turn of `task_id` carries, in its order.
+    pub fn turn_tasks(&self, task_id: &str) -> Vec<String> {
+        super::atc::carried_tasks(&self.turn(task_id))
+    }
+
     pub fn status(&self, task_id: &str) -> String {
         self.job(task_id)["status"].as_str().unwrap().to_owned()
     }

@@ -1,0 +1,353 @@
+//! What `watch` does with the records the file already holds: a new registration, the
+//! same one kept (its options updated), a record replaced (re-watched, re-targeted, a
+//! held result kept), or a refusal when the result went out, may have, or is on its way
+//! in a turn that was claimed. Pure: the command (and the simulation) give it the file's
+//! jobs and turns; `compose::tidy` then takes replaced jobs out of open turns.
+
+use crate::job::{Job, Options, Status, Target};
+use crate::time::Timestamp;
+use crate::turn::Turn;
+
+/// What `watch` should do, given the record the file already holds for the task.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// No record: add one.
+    New,
+    /// Same task, same target, still live: keep the existing job and its id.
+    AlreadyWatching,
+    /// Replace the existing record with a fresh pending job. `was` says what it replaced.
+    Replace { was: Status, same_target: bool },
+    /// Refuse: the result already went out, or may have, or is going out right now.
+    Refuse { was: Status },
+}
+
+/// Whether `turn` carries `job`'s result (or notice) and may be in the chat: claimed (on
+/// its way, whatever happens to the job), of unknown outcome, or delivered.
+pub fn landed_with(job: &Job, turn: Option<&Turn>) -> bool {
+    turn.is_some_and(|t| {
+        t.may_have_landed()
+            && t.carries
+                .iter()
+                .any(|b| b.job_id == job.job_id && !b.kind.is_check_in())
+    })
+}
+
+/// A different base URL is a different target too: it names another QwenPaw instance (and
+/// re-watching with a corrected URL is how a wrong one is fixed). So is another group.
+/// `turn` is the turn the existing record points at.
+pub fn register(
+    existing: Option<&Job>,
+    turn: Option<&Turn>,
+    target: &Target,
+    base_url: &str,
+    group: Option<&str>,
+) -> Registration {
+    let Some(job) = existing else {
+        return Registration::New;
+    };
+    let same_target =
+        job.target == *target && job.base_url == base_url && job.options.group.as_deref() == group;
+    match job.status {
+        Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
+        Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
+        // Its block is in a turn that was claimed (posted, being posted, or waiting to be
+        // posted again) or may have landed: replaced, it could go out twice.
+        _ if landed_with(job, turn) => Registration::Refuse { was: job.status },
+        was => Registration::Replace { was, same_target },
+    }
+}
+
+/// True when the job holds its child's rendered result, not delivered: a re-watch keeps
+/// it rather than poll a task whose record the server may have lost since.
+pub fn holds_result(job: &Job) -> bool {
+    job.final_text.is_some()
+        && job.outcome.is_some()
+        && matches!(
+            job.status,
+            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
+        )
+}
+
+/// A live job watched again with other options: what it takes (`applied`) and what it
+/// cannot take any more, because its result is already rendered or its turn was claimed
+/// (`not_applied`), by flag name.
+fn reoption(
+    job: &Job,
+    wanted: &Options,
+    claimed: bool,
+) -> (Job, Vec<&'static str>, Vec<&'static str>) {
+    let mut next = job.clone();
+    let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
+    let have = job.options.clone();
+    let rendered = job.status != Status::Pending;
+    let mut take = |flag: &'static str, changed: bool, frozen: bool| {
+        if changed {
+            if frozen {
+                not_applied.push(flag);
+            } else {
+                applied.push(flag);
+            }
+        }
+        changed && !frozen
+    };
+    if take(
+        "--on-no-answer",
+        have.on_no_answer != wanted.on_no_answer,
+        rendered,
+    ) {
+        next.options.on_no_answer = wanted.on_no_answer;
+    }
+    if take("--on-empty", have.on_empty != wanted.on_empty, rendered) {
+        next.options.on_empty = wanted.on_empty;
+    }
+    if take(
+        "--fork-branch",
+        have.fork_branch != wanted.fork_branch,
+        rendered,
+    ) {
+        next.options.fork_branch = wanted.fork_branch.clone();
+    }
+    if take(
+        "--create-session",
+        have.create_session != wanted.create_session,
+        claimed,
+    ) {
+        next.options.create_session = wanted.create_session;
+    }
+    if take("--forward", have.forward != wanted.forward, claimed) {
+        next.options.forward = wanted.forward;
+    }
+    if take(
+        "--allow-insecure-remote",
+        have.allow_insecure_remote != wanted.allow_insecure_remote,
+        false,
+    ) {
+        next.options.allow_insecure_remote = wanted.allow_insecure_remote;
+    }
+    if take(
+        "--check-in",
+        have.check_in_secs != wanted.check_in_secs,
+        rendered,
+    ) {
+        next.options.check_in_secs = wanted.check_in_secs;
+    }
+    if take(
+        "--stop-after",
+        have.stop_after_secs != wanted.stop_after_secs,
+        rendered,
+    ) {
+        next.options.stop_after_secs = wanted.stop_after_secs;
+    }
+    (next, applied, not_applied)
+}
+
+/// One `atc watch` of one or more tasks, to one parent chat.
+#[derive(Clone, Debug)]
+pub struct WatchRequest {
+    pub task_ids: Vec<String>,
+    pub target: Target,
+    pub base_url: String,
+    pub options: Options,
+    /// The parent chat's id, when `watch` looked it up.
+    pub chat_id: Option<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
+}
+
+/// What a watch did with one task.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Registered {
+    /// A new record.
+    New(Job),
+    /// The live record for the same target, kept as it is.
+    AlreadyWatching(Job),
+    /// The live record for the same target, with the options that changed (`applied`), and
+    /// those it could not take any more (`not_applied`: its result is already rendered, or
+    /// its turn was claimed).
+    Updated {
+        job: Job,
+        applied: Vec<&'static str>,
+        not_applied: Vec<&'static str>,
+    },
+    /// A record holding its result (not delivered), sent where the new watch says: the
+    /// result is kept, never polled again. `old` is the record it replaced.
+    Kept { old: Box<Job>, job: Job },
+    /// A live record sent to another chat: the old record and the new.
+    Retargeted { old: Box<Job>, job: Job },
+    /// A record that had ended, replaced by a fresh watch.
+    Rewatched { was: Status, job: Job },
+}
+
+impl Registered {
+    /// The options of the watch that this registration did not take (flag names).
+    pub fn not_applied(&self) -> &[&'static str] {
+        match self {
+            Registered::Updated { not_applied, .. } => not_applied,
+            _ => &[],
+        }
+    }
+
+    pub fn job(&self) -> &Job {
+        match self {
+            Registered::New(job)
+            | Registered::AlreadyWatching(job)
+            | Registered::Updated { job, .. }
+            | Registered::Kept { job, .. }
+            | Registered::Retargeted { job, .. }
+            | Registered::Rewatched { job, .. } => job,
+        }
+    }
+}
+
+/// Why a watch was refused; nothing it registered is kept.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WatchRefused {
+    /// The group already went out (or is going out) to this chat.
+    GroupWentOut { group: String },
+    /// This task's result went out, may have, or is going out right now. `turn` is the
+    /// turn its record points at.
+    Task {
+        job: Box<Job>,
+        turn: Option<Box<Turn>>,
+        was: Status,
+    },
+}
+
+/// Applies a watch to the jobs of the file (`new_id` names each new registration); `turns`
+/// are the file's turns, which say what may be in a chat already. On a refusal the caller
+/// must not keep `jobs` (`store.update` does not save an error).
+pub fn watch(
+    jobs: &mut Vec<Job>,
+    turns: &[Turn],
+    request: &WatchRequest,
+    mut new_id: impl FnMut() -> String,
+    now: Timestamp,
+) -> Result<Vec<Registered>, WatchRefused> {
+    let (target, base_url) = (&request.target, &request.base_url);
+    let group = request.options.group.as_deref();
+    let turn_of = |job: &Job| {
+        job.turn
+            .as_deref()
+            .and_then(|id| turns.iter().find(|t| t.turn_id == id))
+    };
+    // Groups are per parent chat, whichever agent each member runs on (the skill runs one
+    // `atc watch … --group G` per `--target-agent`): a member joining after the group's
+    // turn was composed would be held for it forever.
+    if let Some(name) = group {
+        let chat = (
+            base_url.as_str(),
+            target.agent_id.as_str(),
+            target.session_id.as_str(),
+            target.user_id.as_str(),
+            target.channel.as_str(),
+        );
+        let group_turns: Vec<&Turn> = turns
+            .iter()
+            .filter(|t| t.group.as_deref() == Some(name) && t.chat.key() == chat)
+            .collect();
+        // A task not in the group's turn would be a late member, whether or not the watch
+        // names the tasks already in it; and a member in it that the watch leaves out
+        // would be one watch of a group split in two.
+        let sealed: Vec<&String> = group_turns
+            .iter()
+            .flat_map(|t| t.carries.iter().map(|b| &b.task_id))
+            .collect();
+        let late = !group_turns.is_empty()
+            && (request.task_ids.iter().any(|t| !sealed.contains(&t))
+                || sealed.iter().any(|t| !request.task_ids.contains(t)));
+        if late {
+            return Err(WatchRefused::GroupWentOut {
+                group: name.to_owned(),
+            });
+        }
+    }
+    let mut done = Vec::new();
+    for task_id in &request.task_ids {
+        let existing = jobs.iter().find(|j| j.task_id == *task_id);
+        let turn = existing.and_then(turn_of);
+        let mut fresh = Job::new(
+            new_id(),
+            task_id.clone(),
+            base_url.clone(),
+            target.clone(),
+            now,
+        );
+        fresh.options = request.options.clone();
+        fresh.chat_id = request.chat_id.clone();
+        // The same task is the same child, whoever watches it: a session already known is
+        // kept (with its chat) unless this watch names another.
+        let asked = request
+            .child_sessions
+            .iter()
+            .find(|(t, _)| t == task_id)
+            .map(|(_, s)| s.clone());
+        let known = existing.and_then(|j| j.child_session.clone());
+        fresh.child_session = asked.clone().or(known.clone());
+        if fresh.child_session == known {
+            fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
+        }
+        let registered = match register(existing, turn, target, base_url, group) {
+            Registration::New => Registered::New(fresh),
+            Registration::AlreadyWatching => {
+                let job = existing.cloned().expect("a live record exists");
+                let claimed = turn.is_some_and(|t| !t.is_open());
+                let (mut next, mut applied, not_applied) =
+                    reoption(&job, &request.options, claimed);
+                if asked.is_some() && asked != job.child_session {
+                    next.child_session = asked;
+                    next.child_chat_id = None;
+                    applied.push("--child-session");
+                }
+                if applied.is_empty() && not_applied.is_empty() {
+                    done.push(Registered::AlreadyWatching(job));
+                    continue;
+                }
+                if next != job {
+                    next.updated_at = now;
+                }
+                Registered::Updated {
+                    job: next,
+                    applied,
+                    not_applied,
+                }
+            }
+            Registration::Replace { .. } if existing.is_some_and(holds_result) => {
+                let old = existing.cloned().expect("a record exists");
+                let mut job = fresh;
+                job.status = Status::Delivering;
+                job.final_text = old.final_text.clone();
+                job.stopped_at = old.stopped_at;
+                job.outcome = old.outcome;
+                job.started_at = old.started_at;
+                job.finished_at = old.finished_at;
+                Registered::Kept {
+                    old: Box::new(old),
+                    job,
+                }
+            }
+            Registration::Replace { was, same_target } => {
+                let old = existing.cloned().expect("a record exists");
+                if !same_target && !was.is_terminal() {
+                    Registered::Retargeted {
+                        old: Box::new(old),
+                        job: fresh,
+                    }
+                } else {
+                    Registered::Rewatched { was, job: fresh }
+                }
+            }
+            Registration::Refuse { was } => {
+                let job = existing.cloned().expect("a refusal is about a record");
+                return Err(WatchRefused::Task {
+                    job: Box::new(job),
+                    turn: turn.cloned().map(Box::new),
+                    was,
+                });
+            }
+        };
+        jobs.retain(|j| j.task_id != *task_id);
+        jobs.push(registered.job().clone());
+        done.push(registered);
+    }
+    Ok(done)
+}

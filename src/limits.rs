@@ -1,0 +1,19 @@
+//! The caps and back-off a tick works within (defaults in `settings`): read by the job's
+//! state machine (`lifecycle`) and the turn's (`turn`) alike.
+
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_strikes: u32,
+    pub max_age: Duration,
+    /// Wait after a 409 before posting again.
+    pub busy_retry: Duration,
+    /// How long a turn may wait for a busy or unreachable parent chat before it is given
+    /// up as undelivered, and how long a turn of unknown outcome is read back.
+    pub busy_deadline: Duration,
+    /// How long after an attempt of unknown outcome before the same turn may be posted
+    /// again (the server has had the whole request timeout to act on the first).
+    pub settle: Duration,
+    pub keep: Duration,
+}
