@@ -182,7 +182,8 @@ note "\$ atc status"
 
 step "8/8 the parent chat, read back from QwenPaw (GET /api/chats...)"
 turn_task=$("$py" -c 'import json,sys
-print([j for j in json.load(open(sys.argv[1]))["jobs"] if j["task_id"] == sys.argv[2]][0]["turn_task_id"])' "$ATC_STATE" "$child")
+f=json.load(open(sys.argv[1])); job=[j for j in f["jobs"] if j["task_id"] == sys.argv[2]][0]
+print([t for t in f["turns"] if t["turn_id"] == job["turn"]][0]["turn_task_id"])' "$ATC_STATE" "$child")
 wait_finished "$turn_task"
 chat_id=$(api GET "/api/chats?user_id=demo&channel=console" | "$py" -c 'import json,sys
 print([c["id"] for c in json.load(sys.stdin) if c["session_id"] == "demo-parent"][0])')

@@ -357,6 +357,27 @@ pub struct Job {
     pub last_check_in_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// Counts copies of jobs in the tests that keep the tick's hot path to its budget
+    /// (`pass`'s tests); nothing in other builds, and never in the file.
+    #[serde(skip)]
+    pub(crate) copies: Copies,
+}
+
+/// See [`Job::copies`].
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Copies;
+
+#[cfg(test)]
+thread_local! {
+    pub(crate) static JOB_COPIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+impl Clone for Copies {
+    fn clone(&self) -> Copies {
+        #[cfg(test)]
+        JOB_COPIES.with(|n| n.set(n.get() + 1));
+        Copies
+    }
 }
 
 impl Job {
@@ -396,6 +417,7 @@ impl Job {
             check_ins: 0,
             last_check_in_at: None,
             extra: Map::new(),
+            copies: Copies,
         }
     }
 

@@ -56,9 +56,34 @@ use crate::state::{JobFile, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 
+/// A task to poll: what the request and the rendering of its answer need, so that the
+/// hot path (a tick over running tasks) copies no job.
+struct ToPoll {
+    job_id: String,
+    task_id: String,
+    base_url: String,
+    agent: String,
+    fork_branch: Option<String>,
+    /// The line a result of a child atc stopped ends with.
+    stop_line: Option<String>,
+}
+
+impl ToPoll {
+    fn of(job: &Job) -> ToPoll {
+        ToPoll {
+            job_id: job.job_id.clone(),
+            task_id: job.task_id.clone(),
+            base_url: job.base_url.clone(),
+            agent: job.target.poll_agent().to_owned(),
+            fork_branch: job.options.fork_branch.clone(),
+            stop_line: crate::describe::stop_line(job),
+        }
+    }
+}
+
 /// What `prepare` chose: tasks to poll, delivered turns to follow.
 struct Work {
-    poll: Vec<Job>,
+    poll: Vec<ToPoll>,
     follow: Vec<Turn>,
     /// Base URLs whose watches allowed tokens over plain http (`--allow-insecure-remote`).
     insecure_ok: Vec<String>,
@@ -261,7 +286,7 @@ pub fn run_with<S: Server>(
     }
     let client = &*server;
     let polls = parallel(&work.poll, workers, |job| {
-        let answer = client.get_task(&job.base_url, &job.task_id, job.target.poll_agent());
+        let answer = client.get_task(&job.base_url, &job.task_id, &job.agent);
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
     let parents = parallel(&work.follow, workers, |turn| follow(client, turn));
@@ -272,7 +297,7 @@ pub fn run_with<S: Server>(
     }
     if work.only_watching
         && work.follow.is_empty()
-        && no_news(&work.poll, &checks, limits, clock, &mut report)
+        && no_news(store, &work.poll, &checks, limits, clock, &mut report)
     {
         // Every task is still running and nothing else is on its way: the file stays as it
         // is, and the tick is done.
@@ -352,7 +377,10 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
                 .iter()
                 .map(|job| job.updated_at.saturating_add(limits.keep))
                 .min(),
-            poll: lifecycle::to_poll(jobs).into_iter().cloned().collect(),
+            poll: lifecycle::to_poll(jobs)
+                .into_iter()
+                .map(ToPoll::of)
+                .collect(),
             follow: turn::to_follow(turns, now, limits)
                 .into_iter()
                 .cloned()
@@ -364,13 +392,12 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
 /// What a poll means for the job: a finished task is rendered exactly as QwenPaw's
 /// `check_agent_task` would show it (and names the fork branch when it has one); a child
 /// atc stopped ends with the line that says so.
-fn render((job, poll): (&Job, Poll)) -> Check {
+fn render((job, poll): (&ToPoll, Poll)) -> Check {
     match poll {
         Poll::Record(record) if record.is_finished() => {
-            let text =
-                render::render_delivery(&job.task_id, &record, job.options.fork_branch.as_deref());
+            let text = render::render_delivery(&job.task_id, &record, job.fork_branch.as_deref());
             Check::Finished {
-                text: match crate::describe::stop_line(job) {
+                text: match &job.stop_line {
                     Some(line) => format!("{text}\n\n{line}"),
                     None => text,
                 },
@@ -410,9 +437,11 @@ fn follow(client: &impl Server, turn: &Turn) -> Option<ParentTurn> {
 /// True when applying `checks` to the jobs as `prepare` saw them changes none of them
 /// (every task is still running, as before). Then the report gets what the polls said,
 /// and nothing needs the lock: a job that another command changed meanwhile would take
-/// the same polls as no change either.
+/// the same polls as no change either. The jobs are looked at where the store keeps
+/// them (the file as `prepare` read it, if it is still what is on disk): no copy.
 fn no_news(
-    jobs: &[Job],
+    store: &Store,
+    polled: &[ToPoll],
     checks: &[Check],
     limits: &Limits,
     clock: &dyn Clock,
@@ -422,14 +451,22 @@ fn no_news(
         return false;
     }
     let now = clock.now();
-    let steps: Vec<_> = jobs
-        .iter()
-        .zip(checks)
-        .map(|(job, check)| lifecycle::step(job, Event::Polled(check.clone()), now, limits))
-        .collect();
-    if steps.iter().zip(jobs).any(|(step, job)| step.job != *job) {
+    let seen = store.with_known(|file| {
+        let index: HashMap<&str, &Job> = file.jobs.iter().map(|j| (j.job_id.as_str(), j)).collect();
+        let mut steps = Vec::with_capacity(polled.len());
+        for (p, check) in polled.iter().zip(checks) {
+            let job = index.get(p.job_id.as_str())?;
+            let step = lifecycle::step(job, Event::Polled(check.clone()), now, limits);
+            if step.job != **job {
+                return None;
+            }
+            steps.push(step);
+        }
+        Some(steps)
+    });
+    let Some(Some(steps)) = seen else {
         return false;
-    }
+    };
     for step in &steps {
         report.record(&step.job, false, &step.outcomes, now);
     }
@@ -819,4 +856,123 @@ fn parallel<T: Sync, R: Send>(
         .into_iter()
         .map(|r| r.expect("every item was processed"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qwenpaw::{Answer, Transport};
+    use crate::settings::{Auth, Setting, Source};
+    use serde_json::Value;
+    use std::time::Duration;
+
+    /// A server whose every task is still running; nothing else is asked of it.
+    struct Running(Auth);
+
+    impl Server for Running {
+        fn auth(&self) -> &Auth {
+            &self.0
+        }
+        fn allow_insecure(&mut self, _: &str) {}
+        fn get_task(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            Ok(Answer {
+                status: 200,
+                content_type: "application/json".into(),
+                body: Ok(r#"{"status":"running","started_at":1796003454.67}"#.into()),
+            })
+        }
+        fn list_chats(
+            &self,
+            _: &str,
+            _: &str,
+            _: Option<(&str, &str)>,
+        ) -> Result<Answer, Transport> {
+            unreachable!("no chat is looked at")
+        }
+        fn chat_status(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn chat_history(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn post_turn(&self, _: &str, _: &str, _: &Value) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn send_message(&self, _: &str, _: &str, _: &Value) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn channel_health(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn stop_chat(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+    }
+
+    fn copies() -> u64 {
+        crate::job::JOB_COPIES.with(|n| n.get())
+    }
+
+    /// The hot path: a tick over running tasks copies each job at most twice (once for
+    /// the file's update, once for the step that finds nothing changed). An earlier atc
+    /// copied each job about 21 times a poll.
+    #[test]
+    fn a_tick_over_running_tasks_copies_each_job_at_most_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.json");
+        let store = Store::new(path.clone());
+        let n = 200;
+        let now = Timestamp::from_unix(1_800_000_000);
+        store
+            .update(|file| {
+                for i in 0..n {
+                    let mut job = Job::sample(Status::Pending);
+                    job.job_id = format!("{i:012x}");
+                    job.task_id = format!("task-{i}");
+                    job.registered_at = now;
+                    job.started_at = Some(Timestamp::from_unix(1_796_003_454));
+                    file.jobs.push(job);
+                }
+                Ok(())
+            })
+            .unwrap();
+        let tick = Tick {
+            state: Setting {
+                value: path,
+                source: Source::Default,
+            },
+            limits: crate::settings::default_limits(),
+            concurrency: 1,
+            http_timeout: Duration::from_secs(5),
+            turn_timeout: None,
+            auth: Auth::default(),
+            kicked: false,
+            batch: true,
+        };
+        struct At(Timestamp);
+        impl Clock for At {
+            fn now(&self) -> Timestamp {
+                self.0
+            }
+        }
+        let clock = At(now.saturating_add(Duration::from_secs(60)));
+        // A new process: the store reads the file afresh, as a tick does.
+        let store = Store::new(tick.state.value.clone());
+        let before = copies();
+        let report = run_with(
+            &store,
+            &tick,
+            &mut Running(Auth::default()),
+            &clock,
+            &mut |_| {},
+        )
+        .unwrap()
+        .unwrap();
+        let per_poll = (copies() - before) as f64 / n as f64;
+        assert_eq!(report.count(Outcome::Polled), n);
+        assert!(
+            per_poll <= 2.0,
+            "{per_poll} copies of each job per poll on the hot path"
+        );
+    }
 }

@@ -204,3 +204,98 @@ fn a_v1_file_with_every_status_and_groups_loads_and_loses_nothing() {
         file["turns"].as_array().unwrap(),
     );
 }
+
+/// A version-1 file captured mid-POST by atc 0.1 (a crash-points build, killed at
+/// `posted`): a batch of two results, its carrier's write-ahead record saved and the POST
+/// served, its member pointing at it (`carried_by`). Its times were set to a fixed past
+/// moment (the attempt long settled), its base URL is the test's.
+const MID_POST: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/jobs.v1-mid-post.json"
+);
+
+/// The fixture aimed at `api` (it was captured against another fake's port).
+fn mid_post_at(api: &str) -> Value {
+    let mut file: Value = serde_json::from_slice(&std::fs::read(MID_POST).unwrap()).unwrap();
+    for job in file["jobs"].as_array_mut().unwrap() {
+        job["base_url"] = json!(api);
+    }
+    file
+}
+
+#[test]
+fn a_v1_file_captured_mid_post_becomes_a_claimed_turn_read_back_and_never_posted_again() {
+    let s = support::scene::Scene::new();
+    s.add_chat("s-77", "default", "console");
+    let fixture = mid_post_at(&s.server.api());
+    let jobs = fixture["jobs"].as_array().unwrap();
+    let (carrier, member) = (&jobs[0], &jobs[1]);
+    assert!(carrier["delivery"]["attempt_started_at"].is_string());
+    assert_eq!(member["carried_by"], carrier["job_id"]);
+    let id = format!("atc-{}", carrier["job_id"].as_str().unwrap());
+    // The POST the crashed tick served is in the chat.
+    s.chats
+        .seed_turn("s-77", &id, carrier["turn_text"].as_str().unwrap());
+    s.env.write_file(&fixture);
+    // Read, it is a claimed turn in flight (nothing posted blind); no save yet.
+    let listed = s
+        .atc(["--json", "status", "task-v1mid00002"])
+        .file_unchanged()
+        .json();
+    let turn = &listed["turns"][0];
+    assert_eq!(turn["turn_id"], id.as_str(), "{turn}");
+    assert_eq!(turn["state"], "claimed", "{turn}");
+    assert!(turn["delivery"]["attempt_started_at"].is_string(), "{turn}");
+    assert_eq!(
+        support::atc::carried_tasks(turn),
+        ["task-v1mid00001", "task-v1mid00002"]
+    );
+    assert_eq!(listed["jobs"][0]["turn"], id.as_str());
+    // The next tick recovers it as unconfirmed, reads the chat back, finds it.
+    s.tick(&["-vv"])
+        .stderr_contains("tick: recovered_unconfirmed: task-v1mid00001 task-v1mid00002")
+        .stderr_contains("tick: confirmed: task-v1mid00001 task-v1mid00002")
+        .run();
+    assert!(s.posts().is_empty(), "nothing was posted again");
+    assert_eq!(s.delivered("s-77").len(), 1);
+    for task in ["task-v1mid00001", "task-v1mid00002"] {
+        assert_eq!(s.status(task), "done");
+        assert_eq!(s.job(task)["turn"], id.as_str());
+    }
+    let file = s.env.file();
+    assert_eq!(file["version"], 2, "written as version 2");
+    assert_eq!(file["turns"][0]["state"], "delivered");
+    assert_eq!(file["turns"][0]["delivery"]["confirmed"], "read-back");
+    assert!(file["jobs"][0].get("carried_by").is_none());
+    assert!(file["jobs"][1].get("group_tasks").is_none());
+}
+
+#[test]
+fn a_v1_file_captured_mid_post_whose_post_never_arrived_is_posted_once() {
+    let s = support::scene::Scene::new();
+    s.add_chat("s-77", "default", "console");
+    s.env.write_file(&mid_post_at(&s.server.api()));
+    // Read back: absent, the chat idle, the attempt long settled: posted again, once.
+    s.tick(&["-vv"])
+        .stderr_contains("tick: recovered_unconfirmed: task-v1mid00001 task-v1mid00002")
+        .stderr_contains("tick: delivered: task-v1mid00001 task-v1mid00002")
+        .run();
+    s.tick(&[]).run();
+    assert_eq!(s.posts().len(), 1);
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1);
+    assert!(
+        turns[0].starts_with("[ATC_RESULTS] 2 tasks: 2 completed"),
+        "the same turn, as version 1 composed it: {}",
+        turns[0]
+    );
+    let id = s.posts()[0].json()["input"][0]["metadata"]["qwenpaw_client_message_id"].clone();
+    assert_eq!(
+        id,
+        s.turn("task-v1mid00002")["turn_id"],
+        "its own delivery id"
+    );
+    for task in ["task-v1mid00001", "task-v1mid00002"] {
+        assert_eq!(s.status(task), "done");
+    }
+}

@@ -137,9 +137,7 @@ pub fn redeliver_in(
                     turn.turn_id
                 );
             }
-            let event = TurnEvent::Redeliver {
-                create_session,
-            };
+            let event = TurnEvent::Redeliver { create_session };
             let transition = turn::step(turn, event, now, limits);
             if transition.is_ignored() {
                 return Err(refuse(job, Some(turn)));
@@ -168,9 +166,7 @@ pub fn redeliver_in(
             (unknown, which)
         }
         None => {
-            let event = Event::Requeued {
-                create_session,
-            };
+            let event = Event::Requeued { create_session };
             let transition = lifecycle::step(job, event, now, limits);
             if transition.is_ignored() {
                 return Err(refuse(job, file.turn_of(job)));

@@ -182,13 +182,33 @@ impl Store {
     /// Reads the file without locking (writes are atomic renames, so a reader always sees
     /// one whole version). A missing file is an empty job list.
     pub fn load(&self) -> Result<JobFile> {
-        Ok(self.read(false)?.0)
+        let (file, _, from) = self.read()?;
+        match from {
+            // What this process read or wrote last: a copy for the caller, the original kept.
+            Source::Cache(print) => {
+                let copy = file.clone();
+                *self.known() = Some((print, file));
+                Ok(copy)
+            }
+            Source::Disk(_) | Source::Nothing => Ok(file),
+        }
     }
 
-    /// The file, and its mode when others can read it (`guard` checked everything else).
-    /// With `remember`, what was read is kept for the next read and for `update`'s
-    /// comparison (a read-only command has no use for a copy).
-    fn read(&self, remember: bool) -> Result<(JobFile, Option<u32>)> {
+    /// Lets `see` look at the file as this process last read or wrote it, if it is still
+    /// what is on disk (its fingerprint unchanged), without a copy: `None` otherwise.
+    pub fn with_known<R>(&self, see: impl FnOnce(&JobFile) -> R) -> Option<R> {
+        let print = self.fingerprint()?;
+        let known = self.known();
+        match known.as_ref() {
+            Some((known, file)) if *known == print => Some(see(file)),
+            _ => None,
+        }
+    }
+
+    /// The file, and its mode when others can read it (`guard` checked everything else),
+    /// and where it came from. The version this process last read or wrote is taken out
+    /// of the cache (no parse, no copy; the caller puts it back); otherwise it is parsed.
+    fn read(&self) -> Result<(JobFile, Option<u32>, Source)> {
         let Some(Opened { mut file, exposed }) =
             guard::open(&self.path, Role::JobFile, Access::Read)?
         else {
@@ -200,14 +220,19 @@ impl Store {
                     turns: Vec::new(),
                 },
                 None,
+                Source::Nothing,
             ));
         };
         let meta = file.metadata().ok();
         let print = meta.as_ref().map(Fingerprint::of);
-        if let (Some(print), Some((known, jobs))) = (print, self.known().as_ref())
-            && print == *known
         {
-            return Ok((jobs.clone(), exposed));
+            let mut known = self.known();
+            if let Some(print) = print
+                && known.as_ref().is_some_and(|(seen, _)| *seen == print)
+                && let Some((_, cached)) = known.take()
+            {
+                return Ok((cached, exposed, Source::Cache(print)));
+            }
         }
         // Sized up front: growing a buffer for a large file copies it over and over.
         let size = meta.map_or(0, |m| m.len());
@@ -227,32 +252,37 @@ impl Store {
                 format!("the job file {} {}; {advice}", self.path.display(), problem.what),
             )
         })?;
-        if remember {
-            *self.known() = print.map(|print| (print, parsed.clone()));
-        }
-        Ok((parsed, exposed))
+        Ok((parsed, exposed, Source::Disk(print)))
     }
 
     /// Locks, loads, lets `change` edit the jobs, and saves if anything changed. A job
     /// file others could read is saved even unchanged: the save makes it private (0600).
+    /// One copy of the file per update: `change` edits it, the original it is compared
+    /// with stays in the cache (or becomes the cache, when it was parsed).
     pub fn update<T>(&self, change: impl FnOnce(&mut JobFile) -> Result<T>) -> Result<T> {
         self.ensure_dir()?;
         let _guard = lock::exclusive(&self.lock_path(), LOCK_WAIT)?;
         // The event log is appended after the save: a log atc would refuse then must
         // stop the update before it changes anything.
         guard::inspect(&super::journal::path(&self.path), Role::Log)?;
-        let (mut file, exposed) = self.read(true)?;
-        let out = change(&mut file)?;
-        // What was read is remembered (`known`): compared with it, not with a copy.
-        let changed = match self.known().as_ref() {
-            Some((_, read)) => *read != file,
-            None => !file.jobs.is_empty() || !file.turns.is_empty(),
+        let (original, exposed, from) = self.read()?;
+        let mut file = original.clone();
+        let result = change(&mut file);
+        let changed = match from {
+            Source::Nothing => !file.jobs.is_empty() || !file.turns.is_empty(),
+            _ => result.is_ok() && file != original,
         };
+        // The original goes (back) into the cache: what is on disk is still it.
+        *self.known() = match from {
+            Source::Cache(print) | Source::Disk(Some(print)) => Some((print, original)),
+            Source::Disk(None) | Source::Nothing => None,
+        };
+        let out = result?;
         if changed || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
             // file is a crashed writer's.
             super::fsutil::remove_leftover_temps(&self.path);
-            self.save(&file)?;
+            self.save(file)?;
         }
         if let Some(mode) = exposed {
             crate::term::say(&format!(
@@ -306,8 +336,8 @@ impl Store {
     /// Atomic save: a private temp file in the same directory, fsync, rename over the job
     /// file, fsync the directory. On any error the temp file is removed and the old file
     /// stays whole.
-    fn save(&self, file: &JobFile) -> Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
+    fn save(&self, file: JobFile) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(&file).context("serialising the job file")?;
         bytes.push(b'\n');
         write_atomic(&self.path, &bytes).map_err(|err| {
             *self.known() = None;
@@ -321,9 +351,19 @@ impl Store {
             ))
         })?;
         // Written under the lock: what is on disk now is exactly `file`.
-        *self.known() = self.fingerprint().map(|print| (print, file.clone()));
+        *self.known() = self.fingerprint().map(|print| (print, file));
         Ok(())
     }
+}
+
+/// Where `read` found the file.
+enum Source {
+    /// The cache of what this process last read or wrote, still what is on disk.
+    Cache(Fingerprint),
+    /// Parsed from disk (with its fingerprint, when it could be taken).
+    Disk(Option<Fingerprint>),
+    /// There is no file.
+    Nothing,
 }
 
 /// Why some bytes are not a job file this atc can use.

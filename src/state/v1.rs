@@ -214,9 +214,12 @@ pub fn migrate(old: Vec<V1Job>) -> (Vec<Job>, Vec<Turn>) {
         let Some(carrier) = o.carried_by.as_deref() else {
             continue;
         };
-        // A carrier that is there made its turn above (or, cancelled before its turn went
-        // out, made none: the member waits to be composed again).
-        if by_id.contains_key(carrier) {
+        // A carrier that is there made its turn above. One cancelled made none: its member
+        // waits to be composed again, or, if it followed where the turn landed before the
+        // carrier was cancelled, keeps that from what it mirrored, as for a carrier gone.
+        if let Some(&c) = by_id.get(carrier)
+            && pointer[c].is_some()
+        {
             continue;
         }
         let Some(state) = state_of(o).filter(|s| *s != TurnState::Open) else {

@@ -145,14 +145,20 @@ impl Atc {
             .map_err(|e| format!("job file {} is not JSON: {e}", self.state.display()))
     }
 
-    pub fn jobs(&self) -> R<Vec<Value>> {
+    /// The job file, which must be version 2.
+    fn file_v2(&self) -> R<Value> {
         let file = self.file()?;
-        if file["version"] != 1 {
+        if file["version"] != 2 {
             return Err(format!(
-                "job file version is {}, expected 1",
+                "job file version is {}, expected 2",
                 file["version"]
             ));
         }
+        Ok(file)
+    }
+
+    pub fn jobs(&self) -> R<Vec<Value>> {
+        let file = self.file_v2()?;
         file["jobs"]
             .as_array()
             .cloned()
@@ -167,6 +173,65 @@ impl Atc {
             [] => Err(format!("no job for {task_id} in {}", self.state.display())),
             many => Err(format!("{} jobs for {task_id}", many.len())),
         }
+    }
+
+    /// The turns of the job file (`turns`, beside `jobs`).
+    pub fn turns(&self) -> R<Vec<Value>> {
+        let file = self.file_v2()?;
+        file["turns"]
+            .as_array()
+            .cloned()
+            .ok_or_else(|| format!("job file has no turns list: {file}"))
+    }
+
+    /// The turn `job` points at (its `turn`), as the job file holds it now; `None` while
+    /// no turn carries the job's block. The turn must carry a block of the job.
+    pub fn turn_if_any(&self, job: &Value) -> R<Option<Value>> {
+        let Some(id) = job["turn"].as_str() else {
+            return Ok(None);
+        };
+        let turns = self.turns()?;
+        let mine: Vec<&Value> = turns.iter().filter(|t| t["turn_id"] == id).collect();
+        let turn = match mine.as_slice() {
+            [one] => (*one).clone(),
+            [] => {
+                return Err(format!(
+                    "job {} points at turn {id}, which is not in the file",
+                    job["task_id"]
+                ));
+            }
+            many => return Err(format!("{} turns with id {id}", many.len())),
+        };
+        let carried = turn["carries"]
+            .as_array()
+            .is_some_and(|blocks| blocks.iter().any(|b| b["job_id"] == job["job_id"]));
+        if !carried {
+            return Err(format!(
+                "turn {id} does not carry a block of job {} (task {}): {turn}",
+                job["job_id"], job["task_id"]
+            ));
+        }
+        Ok(Some(turn))
+    }
+
+    /// The turn `job` points at; an error when it has none.
+    pub fn turn_of(&self, job: &Value) -> R<Value> {
+        self.turn_if_any(job)?
+            .ok_or_else(|| format!("job {} has no turn: {job}", job["task_id"]))
+    }
+
+    /// The tasks a turn carries, in its order (a task twice if it carries two of its
+    /// blocks).
+    pub fn carried_tasks(turn: &Value) -> Vec<String> {
+        turn["carries"]
+            .as_array()
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .map(|b| b["task_id"].as_str().unwrap_or("").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Ticks (with `args`) until every job of `task_ids` is terminal.

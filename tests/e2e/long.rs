@@ -90,6 +90,11 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
         "the parent got {} new messages after cancel --stop",
         after.len() - before.len()
     );
+    let turns = atc.turns()?;
+    ensure!(
+        turns.is_empty(),
+        "a cancelled watch has turns in the file: {turns:?}"
+    );
 
     // Again: nothing running → stopped:false, said as "was not running".
     let again = atc.ok(&["cancel", &tid, "--stop"])?;
@@ -163,6 +168,16 @@ pub fn stop_after(ctx: &Ctx) -> R<()> {
         ours.len()
     );
     let text = &ours[0].text;
+    let turn = atc.turn_of(&job)?;
+    ensure!(
+        turn["state"] == "delivered"
+            && turn["text"] == text.as_str()
+            && ours[0]
+                .inner_meta("qwenpaw_client_message_id")
+                .and_then(|v| v.as_str())
+                == turn["turn_id"].as_str(),
+        "the chat's turn is not the job's turn {turn}"
+    );
     ensure!(
         text.contains("Task failed.") && text.contains("Error: Task cancelled"),
         "delivered {text:?}"
@@ -247,6 +262,30 @@ pub fn check_in(ctx: &Ctx) -> R<()> {
             .contains(&format!("Stop the task: atc cancel {tid} --stop")),
         "check-in text: {:?}",
         running[0].text
+    );
+    // The file holds the same turns, each delivered, the result's the job's turn.
+    let mut filed: Vec<String> = atc
+        .turns()?
+        .iter()
+        .filter(|t| Atc::carried_tasks(t).contains(&tid))
+        .map(|t| {
+            let id = t["turn_id"].as_str().unwrap_or("");
+            if t["state"] == "delivered" {
+                id.to_owned()
+            } else {
+                format!("{id} ({})", t["state"])
+            }
+        })
+        .collect();
+    filed.sort();
+    ensure!(
+        filed == unique,
+        "the job file's turns for {tid} are {filed:?}, the chat holds {unique:?}"
+    );
+    ensure!(
+        ids.last().map(String::as_str) == job["turn"].as_str(),
+        "the last turn in the chat is not the job's result turn {}: {ids:?}",
+        job["turn"]
     );
     Ok(())
 }

@@ -15,7 +15,7 @@ use crate::atc::Atc;
 use crate::ensure;
 use crate::mqtt::Person;
 use crate::qwenpaw::Server;
-use crate::scenarios::{Ctx, check_delivered_once, mqtt_chat, wait_turn};
+use crate::scenarios::{Ctx, check_delivered_once, mqtt_chat, own_turn, wait_turn};
 
 const TURN_WAIT: Duration = Duration::from_secs(60);
 
@@ -197,9 +197,10 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
         )) && text.contains(child_text),
         "the delivered text is not the child's result: {text:?}"
     );
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, parent, TURN_WAIT)?;
-    check_delivered_once(&after, before, &text, &job)?;
+    check_delivered_once(&after, before, &text, &turn)?;
 
     // cancel_task_callback from the same chat.
     let slow = api.submit(
@@ -301,14 +302,15 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
     }
     // Ticks deliver into the MQTT chat; the woken parent's reply is forwarded to pat.
     let deadline = std::time::Instant::now() + TURN_WAIT;
-    let job = loop {
+    let (job, turn) = loop {
         atc.ok(&["tick"])?;
         let job = atc.job(&tid)?;
-        if job["forward"]["status"]
-            .as_str()
-            .is_some_and(|s| s != "pending")
+        if let Some(turn) = atc.turn_if_any(&job)?
+            && turn["forward"]["status"]
+                .as_str()
+                .is_some_and(|s| s != "pending")
         {
-            break job;
+            break (job, turn);
         }
         ensure!(
             std::time::Instant::now() < deadline,
@@ -317,8 +319,10 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
         std::thread::sleep(Duration::from_millis(300));
     };
     ensure!(
-        job["status"] == "done" && job["forward"]["status"] == "sent",
-        "job {tid}: {job}"
+        job["status"] == "done"
+            && turn["state"] == "delivered"
+            && turn["forward"]["status"] == "sent",
+        "job {tid}: {job}, its turn: {turn}"
     );
     let echo = format!("ECHO: [TASK_ID: {tid}]");
     heard_until(&person, |m| m.starts_with(&echo))?;

@@ -275,6 +275,43 @@ fn final_text(job: &Value) -> R<String> {
         .ok_or_else(|| format!("job has no `final` text: {job}"))
 }
 
+/// The turn that carries `job`'s block and nothing else (its result or its notice): a
+/// watch alone in its chat gets a turn of its own, `atc-<job id>`.
+pub(crate) fn own_turn(atc: &Atc, job: &Value) -> R<Value> {
+    let turn = atc.turn_of(job)?;
+    ensure!(
+        turn["carries"].as_array().map_or(0, Vec::len) == 1,
+        "the turn of {} carries more than its block: {turn}",
+        job["task_id"]
+    );
+    ensure!(
+        turn["turn_id"] == format!("atc-{}", s(job, "job_id")),
+        "the turn of {} alone is not atc-<its job id>: {turn}",
+        job["task_id"]
+    );
+    Ok(turn)
+}
+
+/// The one delivered turn that every job of `jobs` points at (a group's or a batch's).
+fn shared_turn(atc: &Atc, jobs: &[Value]) -> R<Value> {
+    let turn = atc.turn_of(&jobs[0])?;
+    for job in jobs {
+        ensure!(
+            job["turn"] == turn["turn_id"],
+            "{} points at turn {}, not at {}",
+            job["task_id"],
+            job["turn"],
+            turn["turn_id"]
+        );
+    }
+    ensure!(
+        turn["state"] == "delivered",
+        "the shared turn is {}: {turn}",
+        turn["state"]
+    );
+    Ok(turn)
+}
+
 fn require_status(job: &Value, want: &str) -> R<()> {
     ensure!(
         job["status"] == want,
@@ -311,21 +348,34 @@ fn ensure_same(what: &str, got: &str, want: &str) -> R<()> {
     Ok(())
 }
 
-/// Waits for the parent turn the delivery started (`turn_task_id`) to finish.
-pub(crate) fn wait_turn(api: &Api, job: &Value) -> R<Value> {
-    let turn = job["turn_task_id"]
+/// Waits for the parent turn that atc's `turn` started (its `turn_task_id`) to finish.
+pub(crate) fn wait_turn(api: &Api, turn: &Value) -> R<Value> {
+    let task = turn["turn_task_id"]
         .as_str()
-        .ok_or_else(|| format!("done job without turn_task_id: {job}"))?;
+        .ok_or_else(|| format!("delivered turn without turn_task_id: {turn}"))?;
     ensure!(
-        turn.starts_with("task-"),
-        "turn_task_id {turn:?} is not a QwenPaw task id"
+        task.starts_with("task-"),
+        "turn_task_id {task:?} is not a QwenPaw task id"
     );
-    Ok(api.wait_finished(turn, USER_TURN_WAIT)?.0)
+    Ok(api.wait_finished(task, USER_TURN_WAIT)?.0)
 }
 
-/// Checks that the parent history gained exactly one user turn with `text` (after
-/// `before`), carrying atc's delivery id, followed by an assistant reply.
-pub(crate) fn check_delivered_once(after: &[Msg], before: usize, text: &str, job: &Value) -> R<()> {
+/// Checks that `turn` is delivered with `text`, and that the parent history gained
+/// exactly one user turn with that text (after `before`), carrying the turn's delivery
+/// id, followed by an assistant reply.
+pub(crate) fn check_delivered_once(
+    after: &[Msg],
+    before: usize,
+    text: &str,
+    turn: &Value,
+) -> R<()> {
+    ensure!(
+        turn["state"] == "delivered",
+        "turn {} is {}, expected delivered: {turn}",
+        turn["turn_id"],
+        turn["state"]
+    );
+    ensure_same("turn.text vs the text expected", s(turn, "text"), text)?;
     ensure!(
         after.len() > before,
         "parent history did not grow ({before} messages)"
@@ -343,12 +393,16 @@ pub(crate) fn check_delivered_once(after: &[Msg], before: usize, text: &str, job
         users.iter().map(|(_, m)| &m.text).collect::<Vec<_>>()
     );
     let (at, msg) = users[0];
-    ensure_same("delivered user turn vs job.final", &msg.text, text)?;
-    let want_id = format!("atc-{}", s(job, "job_id"));
+    ensure_same("delivered user turn vs turn.text", &msg.text, text)?;
+    let want_id = s(turn, "turn_id");
+    ensure!(
+        want_id.starts_with("atc-"),
+        "turn id {want_id:?} is not atc's"
+    );
     ensure!(
         msg.inner_meta("qwenpaw_client_message_id")
             .and_then(Value::as_str)
-            == Some(want_id.as_str()),
+            == Some(want_id),
         "stored turn lacks metadata qwenpaw_client_message_id={want_id}: {}",
         msg.raw["metadata"]
     );
@@ -458,7 +512,8 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         &oracle,
     )?;
 
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     for (a, b) in before.iter().zip(&after) {
         ensure!(
@@ -467,7 +522,7 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         );
     }
     // Byte for byte: the stored user turn is exactly what QwenPaw's formatter says.
-    check_delivered_once(&after, before.len(), &oracle, &job)
+    check_delivered_once(&after, before.len(), &oracle, &turn)
 }
 
 // ---------------------------------------------------------------------------
@@ -558,11 +613,12 @@ fn cross_agent(ctx: &Ctx) -> R<()> {
         body.get("timeout").is_none(),
         "delivery sets a turn timeout without --turn-timeout: {body}"
     );
+    let turn = own_turn(&atc, &job)?;
     let meta = &body["input"][0]["metadata"];
     ensure!(
-        meta["qwenpaw_client_message_id"] == format!("atc-{}", s(&job, "job_id"))
-            && meta["atc_task_id"] == tid.as_str(),
-        "delivery metadata is {meta}"
+        meta["qwenpaw_client_message_id"] == turn["turn_id"] && meta["atc_task_id"] == tid.as_str(),
+        "delivery metadata is {meta}, the turn {}",
+        turn["turn_id"]
     );
 
     let text = final_text(&job)?;
@@ -571,9 +627,9 @@ fn cross_agent(ctx: &Ctx) -> R<()> {
             && text.ends_with("ECHO: child on the second agent"),
         "unexpected delivered text {text:?}"
     );
-    wait_turn(&api, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before.len(), &text, &job)?;
+    check_delivered_once(&after, before.len(), &text, &turn)?;
     // The child really ran on the second agent, and nothing landed there by mistake.
     ensure!(
         api.chat_id(&second, user, &child)?.is_some(),
@@ -665,9 +721,10 @@ fn failed_and_timed_out_child(ctx: &Ctx) -> R<()> {
             "delivered text lacks `Task failed.` with the server's message: {text:?}"
         );
         ensure_same("job.final vs QwenPaw's formatter", &text, want)?;
-        wait_turn(&api, job)?;
+        let turn = own_turn(&atc, job)?;
+        wait_turn(&api, &turn)?;
         let after = api.history("default", user, parent, USER_TURN_WAIT)?;
-        check_delivered_once(&after, before, &text, job)?;
+        check_delivered_once(&after, before, &text, &turn)?;
     }
     Ok(())
 }
@@ -713,10 +770,14 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
     );
     let job = atc.job(&tid)?;
     require_status(&job, "delivering")?;
-    let d = &job["delivery"];
+    let turn = own_turn(&atc, &job)?;
+    let d = &turn["delivery"];
     ensure!(
-        d["busy"].as_u64() >= Some(2) && d["attempts"] == 0 && d["waiting_since"].is_string(),
-        "a busy parent should be asked each tick and not posted to: {d}"
+        turn["state"] == "open"
+            && d["busy"].as_u64() >= Some(2)
+            && d["attempts"] == 0
+            && d["waiting_since"].is_string(),
+        "a busy parent should be asked each tick and not posted to: {turn}"
     );
 
     api.wait_finished(&slow, SECS(30))?;
@@ -734,7 +795,8 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
         "expected one POST, answered 200, and no 409 at all: {:?}",
         posts.iter().map(|p| p.status).collect::<Vec<_>>()
     );
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     // Two more passes must not deliver again.
     atc.ok(&["tick"])?;
     atc.ok(&["tick"])?;
@@ -746,7 +808,7 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
         .position(|m| m.role == "user" && m.text.contains("slow parent turn"))
         .ok_or("the slow parent turn is not in the history")?;
     ensure!(slow_at >= before, "the slow turn is older than expected");
-    check_delivered_once(&after, slow_at + 1, &text, &job)?;
+    check_delivered_once(&after, slow_at + 1, &text, &own_turn(&atc, &job)?)?;
     ensure!(
         new_user_turns(&after, before) == 2,
         "expected 2 new user turns (slow turn + delivery), got {}",
@@ -783,6 +845,11 @@ fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
     atc.ok(&["tick", "--http-timeout", "5s"])?;
     let job = atc.job(&tid)?;
     require_status(&job, "unconfirmed")?;
+    let turn = own_turn(&atc, &job)?;
+    ensure!(
+        turn["state"] == "unconfirmed" && turn["delivery"]["attempts"] == 1,
+        "a POST whose answer was lost leaves its turn unconfirmed: {turn}"
+    );
 
     let job = atc
         .tick_until_terminal(
@@ -792,9 +859,12 @@ fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
         )?
         .remove(0);
     require_status(&job, "done")?;
+    let turn = own_turn(&atc, &job)?;
     ensure!(
-        job["delivery"]["confirmed"] == "read-back",
-        "not confirmed by reading the chat back: {job}"
+        turn["state"] == "delivered"
+            && turn["delivery"]["confirmed"] == "read-back"
+            && turn["delivery"]["attempts"] == 1,
+        "not confirmed by reading the chat back: {turn}"
     );
     let posts = proxy
         .seen()
@@ -804,6 +874,7 @@ fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
     ensure!(posts == 1, "{posts} POSTs: the turn was posted again");
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     let text = final_text(&job)?;
+    ensure_same("turn.text vs job.final", s(&turn, "text"), &text)?;
     let copies = after
         .iter()
         .filter(|m| m.role == "user" && m.text == text)
@@ -854,12 +925,17 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
     for job in &jobs {
         require_status(job, "done")?;
     }
-    let carrier = &jobs[0];
+    let turn = shared_turn(&atc, &jobs)?;
     ensure!(
-        carrier["group_tasks"] == json!(children),
-        "the first member should carry all three: {carrier}"
+        Atc::carried_tasks(&turn) == children && turn["group"] == "trio",
+        "the group's one turn should carry all three results, in order: {turn}"
     );
-    wait_turn(&api, carrier)?;
+    ensure!(
+        turn["turn_id"] == format!("atc-{}", s(&jobs[0], "job_id")),
+        "the group's turn is not named after its first member: {}",
+        turn["turn_id"]
+    );
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     let turns: Vec<&Msg> = after[before..]
         .iter()
@@ -884,11 +960,15 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
         at[0] < at[1] && at[1] < at[2] && at[2] != usize::MAX,
         "member blocks missing or out of order: {at:?}"
     );
-    ensure_same(
-        "the group turn vs the carrier's turn_text",
-        text,
-        carrier["turn_text"].as_str().unwrap_or(""),
-    )?;
+    ensure_same("the group turn vs the turn's text", text, s(&turn, "text"))?;
+    ensure!(
+        turns[0]
+            .inner_meta("qwenpaw_client_message_id")
+            .and_then(Value::as_str)
+            == turn["turn_id"].as_str(),
+        "the group carries one delivery id, {}",
+        turn["turn_id"]
+    );
     Ok(())
 }
 
@@ -927,12 +1007,12 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
     for job in &jobs {
         require_status(job, "done")?;
     }
-    let carrier = &jobs[0];
+    let turn = shared_turn(&atc, &jobs)?;
     ensure!(
-        carrier["group_tasks"] == json!(children),
-        "the first to finish should carry all three: {carrier}"
+        Atc::carried_tasks(&turn) == children && turn["group"].is_null(),
+        "one turn should carry all three, in the order they finished: {turn}"
     );
-    wait_turn(&api, carrier)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     let new = &after[before..];
     let turns: Vec<&Msg> = new.iter().filter(|m| m.role == "user").collect();
@@ -947,11 +1027,7 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
         "batch header: {:?}",
         text.lines().next()
     );
-    ensure_same(
-        "the batch turn vs the carrier's turn_text",
-        text,
-        carrier["turn_text"].as_str().unwrap_or(""),
-    )?;
+    ensure_same("the batch turn vs the turn's text", text, s(&turn, "text"))?;
     let mut at = 0;
     for job in &jobs {
         let block = final_text(job)?;
@@ -960,7 +1036,13 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
             .ok_or_else(|| format!("block of {} missing or out of order", s(job, "task_id")))?;
         at += found + block.len();
     }
-    let want_id = format!("atc-{}", s(carrier, "job_id"));
+    // The turn is named after the first block it carries.
+    let want_id = format!("atc-{}", s(&jobs[0], "job_id"));
+    ensure!(
+        turn["turn_id"] == want_id.as_str(),
+        "the batch's turn is {}, expected {want_id}",
+        turn["turn_id"]
+    );
     ensure!(
         turns[0]
             .inner_meta("qwenpaw_client_message_id")
@@ -996,7 +1078,7 @@ fn console_toast(ctx: &Ctx) -> R<()> {
     atc.watch(&child, &parent, user, &[])?;
     let jobs = atc.tick_until_terminal(&[], std::slice::from_ref(&child), SECS(60))?;
     require_status(&jobs[0], "done")?;
-    wait_turn(&api, &jobs[0])?;
+    wait_turn(&api, &own_turn(&atc, &jobs[0])?)?;
     // The next ticks learn the turn ended and send the toast; later ones never again.
     let path = format!("/api/console/push-messages?session_id={parent}");
     let mut toasts = Vec::new();
@@ -1013,11 +1095,11 @@ fn console_toast(ctx: &Ctx) -> R<()> {
         toasts == [want.clone()],
         "expected exactly one toast {want:?}, got {toasts:?}"
     );
-    let job = atc.job(&child)?;
+    let turn = own_turn(&atc, &atc.job(&child)?)?;
     ensure!(
-        job["forward"]["status"] == "sent" && job["forward"]["attempts"] == 1,
+        turn["forward"]["status"] == "sent" && turn["forward"]["attempts"] == 1,
         "the toast is recorded once on the turn: {}",
-        job["forward"]
+        turn["forward"]
     );
     Ok(())
 }
@@ -1089,16 +1171,26 @@ fn server_restart(ctx: &Ctx) -> R<()> {
         shown.contains("restarted") && shown.contains("the parent was told"),
         "`atc status` of a lost job: {shown}"
     );
+    // The notice is the turn's text: a job's `final` holds only a rendered result.
+    ensure!(
+        job["final"].is_null(),
+        "a lost job has a rendered result: {job}"
+    );
+    let turn = own_turn(&atc, &job)?;
+    ensure!(
+        turn["carries"][0]["block"] == "notice",
+        "the lost job's turn does not carry its notice: {turn}"
+    );
     // The parent chat survived the restart and holds exactly one notice.
-    wait_turn(&api, &job)?;
+    wait_turn(&api, &turn)?;
     atc.ok(&["tick"])?;
     let after = api.history("default", "frank", "restart-parent", USER_TURN_WAIT)?;
-    let notice = final_text(&job)?;
+    let notice = s(&turn, "text").to_string();
     ensure!(
         notice.starts_with(&format!("[TASK_ID: {tid}]\n[STATUS: lost]\n\n")),
         "notice text: {notice:?}"
     );
-    check_delivered_once(&after, before, &notice, &job)
+    check_delivered_once(&after, before, &notice, &own_turn(&atc, &atc.job(&tid)?)?)
 }
 
 // ---------------------------------------------------------------------------
@@ -1195,9 +1287,10 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
         .tick_until_terminal(&["-v"], std::slice::from_ref(&tid), SECS(30))?
         .remove(0);
     require_status(&job, "done")?;
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&with_token, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before, &final_text(&job)?, &job)?;
+    check_delivered_once(&after, before, &final_text(&job)?, &turn)?;
 
     let file = fs::read_to_string(&atc.state).map_err(|e| e.to_string())?;
     ensure!(
@@ -1490,9 +1583,10 @@ fn agent_registers_itself(ctx: &Ctx) -> R<()> {
         .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
         .remove(0);
     require_status(&job, "done")?;
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before, &final_text(&job)?, &job)
+    check_delivered_once(&after, before, &final_text(&job)?, &turn)
 }
 
 // ---------------------------------------------------------------------------
@@ -1559,11 +1653,16 @@ fn many_at_once(ctx: &Ctx) -> R<()> {
                 && text.ends_with(&format!("ECHO: child {i:02} of many")),
             "parent {i} got {text:?}"
         );
-        wait_turn(&api, job)?;
+        wait_turn(&api, &own_turn(&atc, job)?)?;
     }
+    ensure!(
+        atc.turns()?.len() == N,
+        "{} turns in the file, expected one per parent ({N})",
+        atc.turns()?.len()
+    );
     for (i, job) in jobs.iter().enumerate() {
         let after = api.history("default", user, &parents[i], USER_TURN_WAIT)?;
-        check_delivered_once(&after, before[i], &final_text(job)?, job)
+        check_delivered_once(&after, before[i], &final_text(job)?, &own_turn(&atc, job)?)
             .map_err(|e| format!("parent {i}: {e}"))?;
     }
     Ok(())
@@ -1623,7 +1722,7 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
         watched.describe()
     );
     // A watch whose agent went away afterwards.
-    let job = json!({"version": 1, "jobs": [{
+    let job = json!({"version": 2, "turns": [], "jobs": [{
         "job_id": "0123456789ab", "task_id": tid, "base_url": format!("{}/api", ctx.main.root()),
         "agent_id": "no-such-agent", "target_agent": "default", "session_id": parent,
         "user_id": user, "channel": "console", "registered_at": "2026-12-01T00:00:00Z",
@@ -1634,12 +1733,24 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
         .remove(0);
     require_status(&job, "error")?;
     ensure!(
-        s(&job, "last_error").contains("Agent 'no-such-agent' not found"),
-        "the job does not carry the server's detail: {job}"
-    );
-    ensure!(
         job["final"].is_string(),
         "the rendered text was not kept in `final`: {job}"
+    );
+    // The refusal is its turn's, with the server's detail; nothing of it went out.
+    let turn = own_turn(&atc, &job)?;
+    ensure!(
+        turn["state"] == "refused"
+            && turn["text"] == job["final"]
+            && turn["delivery"]["attempts"] == 0
+            && s(&turn["delivery"], "error").contains("Agent 'no-such-agent' not found"),
+        "the turn does not carry the server's detail: {turn}"
+    );
+    // And people are told it, from the turn.
+    let shown = atc.ok(&["status", &tid])?.stdout;
+    ensure!(
+        shown.contains("the server refused the delivery")
+            && shown.contains("Agent 'no-such-agent' not found"),
+        "`atc status` of the refused job: {shown}"
     );
     ensure!(
         api.chat_id("default", user, &parent)?.is_none(),
@@ -1678,8 +1789,9 @@ pub(crate) fn mqtt_chat(ctx: &Ctx, im: &Im, client: &str) -> R<(Person, usize)> 
 }
 
 /// Delegates a child (console) whose result shapes the woken parent's answer, watches it
-/// from the person's MQTT chat, and ticks until the forward has settled.
-fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value)> {
+/// from the person's MQTT chat, and ticks until the forward has settled: the job and
+/// the turn that carries its result.
+fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value, Value)> {
     let api = im.server.api();
     let tid = api.submit(
         Some("default"),
@@ -1705,11 +1817,14 @@ fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value
     loop {
         atc.ok(&["tick"])?;
         let job = atc.job(&tid)?;
-        let settled = job["forward"]["status"]
-            .as_str()
-            .is_some_and(|s| s != "pending");
-        if settled {
-            return Ok((atc, job));
+        let turn = atc.turn_if_any(&job)?;
+        let settled = turn.as_ref().is_some_and(|t| {
+            t["forward"]["status"]
+                .as_str()
+                .is_some_and(|s| s != "pending")
+        });
+        if let (true, Some(turn)) = (settled, turn) {
+            return Ok((atc, job, turn));
         }
         ensure!(
             std::time::Instant::now() < deadline,
@@ -1725,13 +1840,16 @@ fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value
 fn im_forward_final_only(ctx: &Ctx) -> R<()> {
     let im = ctx.im()?;
     let (person, before) = mqtt_chat(ctx, &im, "alice")?;
-    let (atc, job) = im_watch(ctx, &im, "alice", "child for alice IM-PARENT: TOOL")?;
+    let (atc, job, turn) = im_watch(ctx, &im, "alice", "child for alice IM-PARENT: TOOL")?;
     require_status(&job, "done")?;
-    ensure!(job["parent_turn"] == "completed", "parent_turn: {job}");
     ensure!(
-        job["forward"]["status"] == "sent",
+        turn["state"] == "delivered" && turn["parent_turn"] == "completed",
+        "parent_turn: {turn}"
+    );
+    ensure!(
+        turn["forward"]["status"] == "sent",
         "forward: {}",
-        job["forward"]
+        turn["forward"]
     );
     let heard = person.wait_for_more(before, SECS(20))?;
     std::thread::sleep(SECS(3));
@@ -1747,8 +1865,10 @@ fn im_forward_final_only(ctx: &Ctx) -> R<()> {
     );
     // The intermediate text was said (it is in the woken turn's own record), just not
     // forwarded.
-    let turn = s(&job, "turn_task_id");
-    let (record, _) = im.server.api().wait_finished(turn, SECS(10))?;
+    let (record, _) = im
+        .server
+        .api()
+        .wait_finished(s(&turn, "turn_task_id"), SECS(10))?;
     let output = record["result"]["output"].to_string();
     ensure!(
         output.contains("I will inspect the result first.") && output.contains("plugin_call"),
@@ -1766,12 +1886,12 @@ fn im_forward_final_only(ctx: &Ctx) -> R<()> {
 fn im_empty_reply_skipped(ctx: &Ctx) -> R<()> {
     let im = ctx.im()?;
     let (person, before) = mqtt_chat(ctx, &im, "bruno")?;
-    let (_, job) = im_watch(ctx, &im, "bruno", "child for bruno IM-PARENT: EMPTY")?;
+    let (_, job, turn) = im_watch(ctx, &im, "bruno", "child for bruno IM-PARENT: EMPTY")?;
     require_status(&job, "done")?;
     ensure!(
-        job["forward"]["status"] == "skipped" && s(&job["forward"], "reason").contains("empty"),
+        turn["forward"]["status"] == "skipped" && s(&turn["forward"], "reason").contains("empty"),
         "forward: {}",
-        job["forward"]
+        turn["forward"]
     );
     std::thread::sleep(SECS(3));
     let heard = person.heard();

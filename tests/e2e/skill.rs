@@ -16,7 +16,7 @@ use crate::R;
 use crate::atc::Atc;
 use crate::ensure;
 use crate::procs::{Output, clip};
-use crate::scenarios::{Ctx, check_delivered_once, wait_turn};
+use crate::scenarios::{Ctx, check_delivered_once, own_turn, wait_turn};
 
 const SKILL: &str = "atc-callback";
 /// What the fake LLM's `SKILLTEST:` directive answers once `atc watch` ran.
@@ -351,7 +351,8 @@ fn run(ctx: &Ctx) -> R<()> {
         )) && text.contains(child_text),
         "the delivered text is not the child's completed result: {text:?}"
     );
-    wait_turn(&api, &job)?;
+    let turn = own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     let after = api.history("default", user, parent, TURN_WAIT)?;
-    check_delivered_once(&after, before, &text, &job)
+    check_delivered_once(&after, before, &text, &turn)
 }

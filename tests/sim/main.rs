@@ -1266,7 +1266,10 @@ fn a_claim_a_409_let_go_goes_on_without_the_job_cancelled_meanwhile() {
     ]);
     let s = world.server().lock();
     let turns: Vec<String> = s.chats.iter().flat_map(world::delivered_texts).collect();
-    assert!(turns.is_empty(), "cancelled before anything reached the chat: {turns:?}");
+    assert!(
+        turns.is_empty(),
+        "cancelled before anything reached the chat: {turns:?}"
+    );
 }
 
 /// Issue 25, defect 1, with the cancel landing between the POST and the record: the
@@ -1293,7 +1296,11 @@ fn a_batch_whose_first_job_is_cancelled_between_the_post_and_the_record_goes_onc
     let turns: Vec<String> = s.chats.iter().flat_map(world::delivered_texts).collect();
     assert_eq!(turns.len(), 1, "{turns:?}");
     for i in 0..3 {
-        assert_eq!(turns[0].matches(&world::answer_of(i)).count(), 1, "{turns:?}");
+        assert_eq!(
+            turns[0].matches(&world::answer_of(i)).count(),
+            1,
+            "{turns:?}"
+        );
     }
 }
 
@@ -1323,4 +1330,199 @@ fn a_refused_batch_gives_up_every_result_it_carries() {
         ),
         "{heard:?}"
     );
+}
+
+/// Found by the long search (seed 2): a tick that starts between a kicked tick's passes
+/// (the lock is free then) runs a pass of its own; what it gives up is said by it.
+#[test]
+fn a_tick_between_a_kicked_ticks_passes_runs_its_own_pass_and_is_heard() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Interleave(
+            Phase::Poll,
+            Box::new(Watch {
+                tasks: 6,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 8,
+            }),
+        ),
+        Tick,
+        Finish(1, Ending::Answer),
+        Finish(0, Ending::Answer),
+        DeleteChat(0),
+        Interleave(Phase::Pause, Box::new(Tick)),
+        KickedTick,
+    ]);
+}
+/// Found by the long search (seed 1): other processes' operations land in the phases of
+/// a tick, never inside another command's own requests (a `cancel --stop`'s stop).
+#[test]
+fn operations_queued_for_a_tick_land_in_the_tick() {
+    use Op::*;
+    replay(vec![
+        Finish(0, Ending::Answer),
+        Fault(PostFault::Refused),
+        Watch {
+            tasks: 7,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Import(0),
+        Interleave(Phase::Look, Box::new(Tick)),
+        CancelStop(0),
+    ]);
+}
+/// Found by the long search (seed 3): a batch refused after its first job was cancelled
+/// mid-POST, then read by version 1 (which kept the turn on that cancelled job): the
+/// migration keeps the members' turn from what they mirrored, and with it why they ended.
+#[test]
+fn a_refused_batch_whose_first_job_was_cancelled_survives_a_version_1_rewrite() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        DeleteChat(0),
+        Watch {
+            tasks: 7,
+            chat: 0,
+            group: false,
+            create_session: true,
+            opts: 0,
+        },
+        Fault(PostFault::Refused),
+        Interleave(Phase::Send, Box::new(Cancel(0))),
+        Tick,
+        Downgrade,
+    ]);
+}
+
+/// Found by the long search (seeds 2, 4): other processes' operations still queued when
+/// the history ends land before the drain quiets the world (a chat made busy after the
+/// drain's reset stayed busy, and a notice was never told).
+#[test]
+fn what_other_processes_left_queued_lands_before_the_drain() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 6,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 16,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        TickNoBatch,
+        Interleave(Phase::Poll, Box::new(Busy(0, true))),
+    ]);
+}
+
+/// Found by the long search (seeds 1, 3): a job delivered, its forward sent and the job
+/// pruned within one kicked tick's passes (a mark made the second): pruned settled.
+#[test]
+fn a_job_settled_and_pruned_within_one_ticks_passes_is_no_early_prune() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 1,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        FinishAll,
+        Tick,
+        CrashTick(Crash::Decided),
+        Interleave(Phase::Look, Box::new(KickedTick)),
+        Jump(world::Jump::PastKeep),
+        Tick,
+    ]);
+}
+
+/// Found by the long search (seeds 5, 6): a check-in sent and its watch watched again
+/// elsewhere between two looks at the file; each registration checks in on its own.
+#[test]
+fn each_registration_of_a_task_checks_in_on_its_own() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        Interleave(
+            Phase::Send,
+            Box::new(Watch {
+                tasks: 7,
+                chat: 0,
+                group: true,
+                create_session: false,
+                opts: 0,
+            }),
+        ),
+        KickedTick,
+    ]);
+    replay(vec![
+        Interleave(
+            Phase::Poll,
+            Box::new(Watch {
+                tasks: 4,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 32,
+            }),
+        ),
+        Tick,
+        Interleave(Phase::Poll, Box::new(KickedTick)),
+        Interleave(
+            Phase::Send,
+            Box::new(Watch {
+                tasks: 4,
+                chat: 1,
+                group: false,
+                create_session: false,
+                opts: 32,
+            }),
+        ),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        TickNoBatch,
+    ]);
 }

@@ -125,6 +125,8 @@ pub struct SimServer {
     env: OnceLock<Weak<crate::world::Env>>,
     /// An operation of another process is running: its own requests run no others.
     running_other: AtomicBool,
+    /// A tick of the history is running: only its requests meet other processes.
+    ticking: AtomicBool,
 }
 
 fn answer(status: u16, body: &Value) -> Result<Answer, Transport> {
@@ -170,7 +172,13 @@ impl SimServer {
             queue: Mutex::new(Vec::new()),
             env: OnceLock::new(),
             running_other: AtomicBool::new(false),
+            ticking: AtomicBool::new(false),
         }
+    }
+
+    /// A tick of the history starts (or ends): queued operations land in its phases.
+    pub fn ticking(&self, on: bool) {
+        self.ticking.store(on, Ordering::SeqCst);
     }
 
     pub fn set_env(&self, env: Weak<crate::world::Env>) {
@@ -191,7 +199,7 @@ impl SimServer {
     /// Runs the operations queued for `phase`, as other processes would while the tick
     /// waits here (none from inside another such operation).
     pub fn interleave(&self, phase: Phase) {
-        if self.running_other.load(Ordering::SeqCst) {
+        if self.running_other.load(Ordering::SeqCst) || !self.ticking.load(Ordering::SeqCst) {
             return;
         }
         let due: Vec<crate::world::Op> = {
@@ -417,10 +425,7 @@ impl SimServer {
                 return answer(500, &json!({"detail": "Internal Server Error"}));
             }
             Some(PostFault::Refused) => {
-                return answer(
-                    400,
-                    &json!({"detail": "Invalid request"}),
-                );
+                return answer(400, &json!({"detail": "Invalid request"}));
             }
             Some(PostFault::DropBeforeStore) => return lost(),
             _ => {}

@@ -137,6 +137,24 @@ pub fn downgrade(file: &JobFile) -> Option<Vec<u8>> {
             let member = &file.jobs[m];
             let value = jobs[m].as_object_mut()?;
             value.insert("carried_by".into(), json!(carrier.job_id));
+            // What version 1's members mirrored of where their carrier's turn landed.
+            if !turn.state.is_on_its_way() {
+                let d = &turn.delivery;
+                value.insert(
+                    "delivery".into(),
+                    json!({"attempts": 0, "busy": 0, "error": d.error,
+                           "unknown_since": d.unknown_since, "read_back_closed_at": d.read_back_closed_at}),
+                );
+                if let Some(at) = turn.delivered_at {
+                    value.insert("delivered_at".into(), serde_json::to_value(at).ok()?);
+                }
+                if let Some(parent) = &turn.turn_task_id {
+                    value.insert("turn_task_id".into(), json!(parent));
+                }
+                if let Some(chat_id) = &turn.chat_id {
+                    value.insert("chat_id".into(), json!(chat_id));
+                }
+            }
             if kind != BlockKind::Result {
                 value.insert(
                     "final".into(),

@@ -347,18 +347,27 @@ impl Env {
         tick.kicked = kicked;
         let store = self.store();
         let mut proxy = Proxy(&self.server);
+        let mut heard = Vec::new();
         let reports = atc::cmd::tick::passes(
             &store,
             &tick,
-            &mut |heard| atc::pass::run_with(&store, &tick, &mut proxy, &self.clock, heard),
+            &mut |h| atc::pass::run_with(&store, &tick, &mut proxy, &self.clock, h),
             &mut SimWindow {
                 server: &self.server,
                 left: 0,
             },
-            &mut |_| {},
+            &mut |gave_up| heard.push(gave_up.line()),
             &mut |_| Ok(()),
         )
         .expect("a nested tick never fails");
+        // Between a kicked tick's passes the lock is free: this one ran a pass of its own,
+        // and what it gave up a person heard from it.
+        let lines: Vec<String> = reports
+            .iter()
+            .flat_map(|r| r.gave_up().iter().map(|g| g.line()))
+            .collect();
+        assert_eq!(heard, lines, "a nested tick announced what its reports say");
+        self.notes().heard.extend(heard);
         format!(" → {} passes", reports.len())
     }
 
@@ -786,6 +795,8 @@ pub struct World {
     ended_at: BTreeMap<String, u64>,
     /// Turns seen answered 409 after their claim.
     busy_after_claim: BTreeSet<String>,
+    /// The registrations of each task that asked for check-ins.
+    checking_in: BTreeMap<String, BTreeSet<String>>,
     pub ops: u64,
     /// Give-ups seen in a tick and found named in its report.
     pub reported: u64,
@@ -864,6 +875,7 @@ impl World {
             owed: BTreeSet::new(),
             ended_at: BTreeMap::new(),
             busy_after_claim: BTreeSet::new(),
+            checking_in: BTreeMap::new(),
             ops: 0,
             reported: 0,
             report: None,
@@ -938,6 +950,7 @@ impl World {
         tick.batch = batch;
         let mut heard = Vec::new();
         let mut server = Proxy(&env.server);
+        env.server.ticking(true);
         let ran = catch_unwind(AssertUnwindSafe(|| {
             atc::cmd::tick::passes(
                 &store,
@@ -951,6 +964,7 @@ impl World {
                 &mut |_| Ok(()),
             )
         }));
+        env.server.ticking(false);
         let crashed = env.server.lock().crash.take().is_none() && crash.is_some();
         self.env.notes().heard.extend(heard.iter().cloned());
         match ran {
@@ -1046,9 +1060,10 @@ impl World {
                     }
                 }
                 None => {
-                    // Pruned.
+                    // Pruned. (Several passes may have run since the last look: what
+                    // counts is the file now; a turn pruned with it was settled.)
                     self.forgotten.insert(old.task_id.clone());
-                    if open(old, &self.turns, self.now()) {
+                    if old.status == Status::Pending {
                         self.fail(&format!("{} was pruned while {}", old.task_id, old.status));
                     }
                     if turns
@@ -1080,6 +1095,12 @@ impl World {
             if let Some(kind) = job.owes() {
                 self.owed
                     .insert((job.job_id.clone(), job.task_id.clone(), kind));
+            }
+            if job.options.check_in_secs.is_some() || job.check_ins > 0 {
+                self.checking_in
+                    .entry(job.task_id.clone())
+                    .or_default()
+                    .insert(job.job_id.clone());
             }
             if job.status == Status::Expired
                 && job.notice.is_some()
@@ -1183,6 +1204,9 @@ impl World {
 
     /// Server up, no faults, chats idle, and enough simulated time for every deadline.
     pub fn drain(&mut self) {
+        // What other processes still had queued lands first: the drain then makes the
+        // world quiet.
+        self.leftovers();
         {
             let mut s = self.env.server.lock();
             s.down = false;
@@ -1192,7 +1216,6 @@ impl World {
                 c.busy = false;
             }
         }
-        self.leftovers();
         self.trail.push("-- drain --".into());
         let l = limits();
         // Each tick also moves the clock 20 s on.
@@ -1431,7 +1454,8 @@ impl World {
                 }
             }
         }
-        // Check-ins: each at most once per registration that owed it.
+        // Check-ins: each at most once per registration that asked for them (one may be
+        // born, sent and its record replaced between two looks at the file).
         let mut owed_check_ins: BTreeMap<(String, u32), usize> = BTreeMap::new();
         for (_, task, kind) in &self.owed {
             if let BlockKind::CheckIn { n } = kind {
@@ -1439,10 +1463,7 @@ impl World {
             }
         }
         for ((task, n), copies) in &live_check_ins {
-            let owed = owed_check_ins
-                .get(&(task.clone(), *n))
-                .copied()
-                .unwrap_or(0);
+            let owed = self.checking_in.get(task).map_or(0, BTreeSet::len);
             if *copies > owed && !self.forgotten.contains(task) {
                 self.fail(&format!(
                     "check-in {n} of {task} is in the chats {copies} times, owed {owed} times"

@@ -97,6 +97,9 @@ struct Sim {
     /// The `chat_id` of every stop asked for, in order.
     stops: Vec<String>,
     next: u64,
+    /// Every stored POST is answered this long after it was stored, at most (a slow
+    /// server: the turn is in the chat while the tick still waits for the answer).
+    latency: Option<(super::rng::Rng, u64)>,
 }
 
 impl Sim {
@@ -199,6 +202,32 @@ impl Chats {
         // Like QwenPaw: the console channel is always there (a send to it is a toast).
         chats.channel("console", true);
         chats
+    }
+
+    /// Stores a user turn with delivery id `delivery_id` in the chat of agent `default`
+    /// and `session`, as QwenPaw stores a POST it took (what an earlier tick posted).
+    pub fn seed_turn(&self, session: &str, delivery_id: &str, text: &str) {
+        let mut sim = self.lock();
+        sim.next += 1;
+        let n = sim.next;
+        let chat = sim
+            .chats
+            .iter_mut()
+            .find(|c| c.agent == "default" && c.session == session)
+            .expect("a chat for the session");
+        chat.messages.push(json!({"role": "user", "type": "message",
+            "content": [{"type": "text", "text": text}],
+            "metadata": {"original_id": format!("msg-{n}"), "original_name": "user",
+                "metadata": {"qwenpaw_client_message_id": delivery_id,
+                    "qwenpaw_tag": "external_user_query",
+                    "qwenpaw_turn_state": {"status": "completed"}}},
+            "timestamp": "2026-12-01 07:00:00.000"}));
+    }
+
+    /// From now on every stored delivery POST is answered up to `max` after it was stored
+    /// (a random delay, from `seed`).
+    pub fn post_latency(&self, max: Duration, seed: u64) {
+        self.lock().latency = Some((super::rng::Rng::new(seed), max.as_millis() as u64));
     }
 
     /// Configures the agent's IM channel `name` (healthy or not).
@@ -511,7 +540,11 @@ impl Chats {
         let finished = json!({"status": "finished", "started_at": 1796003454.67,
             "result": {"status": status, "session_id": session, "output": output}});
         sim.turns.insert(turn.clone(), finished.to_string());
-        let ok = Reply::json(200, &json!({"task_id": turn, "timeout": 3600}).to_string());
+        let mut ok = Reply::json(200, &json!({"task_id": turn, "timeout": 3600}).to_string());
+        if let Some((rng, max)) = sim.latency.as_mut() {
+            let ms = rng.below(*max as usize + 1) as u64;
+            ok = ok.with_delay(Duration::from_millis(ms));
+        }
         Some(match fault {
             Some(PostFault::DropAfterStore) => Reply::dropped(),
             Some(PostFault::Error500AfterStore) => {
