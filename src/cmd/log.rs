@@ -63,7 +63,8 @@ pub fn run(log: &Log, out: Output) -> Result<()> {
     emit(&text)
 }
 
-/// `2026-12-01T08:00:00Z  task-1  polled (finished, completed)  → delivering  job 3f…`.
+/// `2026-12-01T08:00:00Z  task-1  polled (finished, completed)  → delivering  job 3f…`, and
+/// `  turn atc-3f…` for what happened to the turn that carries it.
 fn line(e: &LogEntry) -> String {
     let task = if e.task_id.is_empty() {
         "(tick)"
@@ -89,6 +90,9 @@ fn line(e: &LogEntry) -> String {
     }
     if !e.job_id.is_empty() {
         line.push_str(&format!("  job {}", e.job_id));
+    }
+    if let Some(turn) = &e.turn_id {
+        line.push_str(&format!("  turn {turn}"));
     }
     line
 }

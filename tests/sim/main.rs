@@ -1526,3 +1526,35 @@ fn each_registration_of_a_task_checks_in_on_its_own() {
         TickNoBatch,
     ]);
 }
+
+/// Found by the long search (seed 1): a result held for a busy chat, cancelled and then
+/// watched again elsewhere while a tick ran. The re-watch replaced a cancelled record,
+/// which keeps no result; the checker judges it by what it held then.
+#[test]
+fn a_result_cancelled_and_watched_again_during_a_tick_is_a_fresh_watch() {
+    use Op::*;
+    replay(vec![
+        Finish(3, Ending::Answer),
+        Watch {
+            tasks: 8,
+            chat: 2,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Busy(2, true),
+        Tick,
+        Interleave(Phase::Look, Box::new(Cancel(3))),
+        Interleave(
+            Phase::Look,
+            Box::new(Watch {
+                tasks: 8,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 0,
+            }),
+        ),
+        Tick,
+    ]);
+}

@@ -255,6 +255,9 @@ pub struct Notes {
     /// Registrations made where the file held no record of the task (a watch's `New`, an
     /// import): the one before it, if any, was pruned, not replaced.
     pub fresh: BTreeSet<String>,
+    /// Registrations that replaced an ended record, by new job id, with the status that
+    /// record had then (another process may have changed it since the last look).
+    pub rewatched: BTreeMap<String, Status>,
     pub sometimes: Sometimes,
 }
 
@@ -602,8 +605,14 @@ impl Env {
                 {
                     let mut n = self.notes();
                     for r in &registered {
-                        if matches!(r, atc::lifecycle::Registered::New(_)) {
-                            n.fresh.insert(r.job().job_id.clone());
+                        match r {
+                            atc::lifecycle::Registered::New(_) => {
+                                n.fresh.insert(r.job().job_id.clone());
+                            }
+                            atc::lifecycle::Registered::Rewatched { was, job } => {
+                                n.rewatched.insert(job.job_id.clone(), *was);
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -1044,7 +1053,10 @@ impl World {
                 }
                 continue;
             }
-            let fresh = self.env.notes().fresh.clone();
+            let (fresh, rewatched) = {
+                let n = self.env.notes();
+                (n.fresh.clone(), n.rewatched.clone())
+            };
             let successor = jobs
                 .iter()
                 .find(|j| j.task_id == old.task_id)
@@ -1052,7 +1064,13 @@ impl World {
             match successor {
                 Some(next) => {
                     self.replaced.insert(old.job_id.clone());
-                    if holds_result(old) && next.final_text.is_none() {
+                    // What the record held when it was replaced: a cancel run while the
+                    // tick ran may have ended it since the last look.
+                    let held = match rewatched.get(&next.job_id) {
+                        Some(was) => holds_result(old) && !matches!(was, Status::Cancelled),
+                        None => holds_result(old),
+                    };
+                    if held && next.final_text.is_none() {
                         self.fail(&format!(
                             "a re-registration of {} threw away the result it held ({} → {})",
                             old.task_id, old.status, next.status
