@@ -37,6 +37,53 @@ pub const TOOLS: [&str; 4] = [
 pub const SKILL_NAME: &str = "atc-callback";
 pub const SKILL_MD: &str = include_str!("../examples/qwenpaw-skill/atc-callback/SKILL.md");
 
+/// The plugin's folder in the zip `atc qwenpaw zip` writes (QwenPaw copies it to
+/// `<working dir>/plugins/<id>/` whatever it is called).
+pub const BUNDLE_DIR: &str = PLUGIN_ID;
+
+/// The zip's file name: `atc-qwenpaw-plugin-<version>.zip`.
+pub fn bundle_name() -> String {
+    format!("atc-qwenpaw-plugin-{}.zip", env!("CARGO_PKG_VERSION"))
+}
+
+/// What `qwenpaw plugin install <zip>` needs and nothing else, under one folder: the
+/// plugin; a `requirements.txt` pinning this very atc (`atc-qwenpaw` on PyPI), which
+/// QwenPaw's loader pip-installs into the server's own environment before it imports the
+/// plugin (so atc lands next to the server's interpreter); and the atc-callback skill,
+/// which the plugin registers with `register_skill_provider`. `atc qwenpaw install`
+/// writes the plugin without the requirements (the atc that runs it is already here) and
+/// puts the skill into the skill pool instead.
+pub fn bundle() -> Vec<crate::zip::Entry> {
+    let entry = |name: String, bytes: &[u8]| crate::zip::Entry {
+        name,
+        bytes: bytes.to_vec(),
+    };
+    let dir = BUNDLE_DIR;
+    let mut entries = vec![entry(format!("{dir}/"), b"")];
+    for (name, text) in PLUGIN_FILES {
+        entries.push(entry(format!("{dir}/{name}"), text.as_bytes()));
+    }
+    entries.push(entry(
+        format!("{dir}/requirements.txt"),
+        requirements().as_bytes(),
+    ));
+    entries.push(entry(format!("{dir}/skills/"), b""));
+    entries.push(entry(format!("{dir}/skills/{SKILL_NAME}/"), b""));
+    entries.push(entry(
+        format!("{dir}/skills/{SKILL_NAME}/SKILL.md"),
+        SKILL_MD.as_bytes(),
+    ));
+    entries
+}
+
+/// The bundle's `requirements.txt`: this atc, exactly.
+pub fn requirements() -> String {
+    format!(
+        "# atc itself: QwenPaw's plugin loader installs it into the server's environment.\natc-qwenpaw=={}\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// Which agents get the tools enabled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Agents {

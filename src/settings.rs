@@ -167,6 +167,8 @@ pub enum Action {
     Import(Import),
     Timer(Timer),
     QwenpawInstall(QwenpawInstall),
+    /// `atc qwenpaw zip`: the folder the plugin zip goes into.
+    QwenpawZip(std::path::PathBuf),
     Generate(Generate),
 }
 
@@ -527,14 +529,13 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 state: Some(state()?).filter(|s| s.source != Source::Default),
             })
         }
-        Command::Qwenpaw(args) => {
-            let cli::QwenpawCommand::Install {
+        Command::Qwenpaw(args) => match args.what {
+            cli::QwenpawCommand::Install {
                 working_dir,
                 agents,
                 all,
                 dry_run,
-            } = args.what;
-            Action::QwenpawInstall(qwenpaw_install(
+            } => Action::QwenpawInstall(qwenpaw_install(
                 working_dir,
                 agents,
                 all,
@@ -542,8 +543,11 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 cli.base_url.as_deref(),
                 env,
                 auth()?,
-            )?)
-        }
+            )?),
+            cli::QwenpawCommand::Zip { out } => {
+                Action::QwenpawZip(out.unwrap_or_else(|| PathBuf::from(".")))
+            }
+        },
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
             create_session: args.create_session,

@@ -425,3 +425,103 @@ fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_p
         "{said}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// `atc qwenpaw zip`: the bundle QwenPaw's own installer takes.
+
+/// Python's zipfile reads the zip: (name, mode, date, bytes) of each entry, in order.
+fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
+    let out = Command::new("python3")
+        .args(["-c", "import json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Vec<(String, u32, String, Vec<u8>)> = serde_json::from_slice(&out.stdout).unwrap();
+    listed
+}
+
+#[test]
+fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
+    let env = TestEnv::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("atc-qwenpaw-plugin-{version}.zip");
+    let first = env.dir.path().join("one");
+    let shown = first.display().to_string();
+    env.atc(["qwenpaw", "zip", "--out", &shown])
+        .stdout(format!("{shown}/{name}\n"))
+        .no_file()
+        .run();
+    let second = env.dir.path().join("two");
+    let out = env
+        .atc([
+            "--json",
+            "qwenpaw",
+            "zip",
+            "--out",
+            second.to_str().unwrap(),
+        ])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(out["path"], second.join(&name).display().to_string());
+    let bytes = fs::read(first.join(&name)).unwrap();
+    assert_eq!(
+        bytes,
+        fs::read(second.join(&name)).unwrap(),
+        "not byte-identical"
+    );
+
+    let entries = unzip(&first.join(&name));
+    let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "atc/",
+            "atc/plugin.json",
+            "atc/plugin.py",
+            "atc/requirements.txt",
+            "atc/skills/",
+            "atc/skills/atc-callback/",
+            "atc/skills/atc-callback/SKILL.md"
+        ]
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (name, mode, date, bytes) in &entries {
+        assert_eq!(date, "1980-01-01 00:00:00", "{name}");
+        let want = if name.ends_with('/') {
+            0o040_755
+        } else {
+            0o100_644
+        };
+        assert_eq!(*mode, want, "{name}: no symlinks, no odd modes");
+        let source = match name.as_str() {
+            "atc/plugin.json" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.json")),
+            "atc/plugin.py" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.py")),
+            "atc/skills/atc-callback/SKILL.md" => {
+                Some(root.join("examples/qwenpaw-skill/atc-callback/SKILL.md"))
+            }
+            _ => None,
+        };
+        if let Some(source) = source {
+            assert_eq!(bytes, &fs::read(source).unwrap(), "{name}");
+        }
+    }
+    let requirements = String::from_utf8(entries[3].3.clone()).unwrap();
+    let pins: Vec<&str> = requirements
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    assert_eq!(pins, [format!("atc-qwenpaw=={version}")]);
+    let manifest: Value = serde_json::from_slice(&entries[1].3).unwrap();
+    assert_eq!(manifest["version"], version);
+    // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max.
+    assert_eq!(
+        manifest["qwenpaw_version"],
+        json!({"min": "2.2.2", "max": "2.2.3"})
+    );
+}

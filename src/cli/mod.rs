@@ -253,6 +253,18 @@ pub enum QwenpawCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Write the plugin zip that QwenPaw's own installer takes, and print its path
+    ///
+    /// atc-qwenpaw-plugin-<version>.zip holds one folder: the plugin, a requirements.txt
+    /// pinning this atc (atc-qwenpaw==<version>, which QwenPaw's plugin loader installs into
+    /// the server's own Python environment before it loads the plugin) and the atc-callback
+    /// skill. Install it with `qwenpaw plugin install <zip>` or the plugin screen, then
+    /// enable its tools. The same files give the same bytes, every time.
+    Zip {
+        /// Where to write it [default: the current directory]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]

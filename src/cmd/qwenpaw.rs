@@ -154,3 +154,29 @@ fn report(install: &QwenpawInstall, plan: &Plan, verb: &str, said: &str) -> Stri
     text.push_str(&format!("{said}\n"));
     text
 }
+
+/// `atc qwenpaw zip`: writes the plugin zip into `dir` (atomically) and prints its path.
+pub fn zip(dir: &std::path::Path, out: Output) -> Result<()> {
+    let entries = install::bundle();
+    let bytes = crate::zip::archive(&entries);
+    let path = dir.join(install::bundle_name());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| crate::state::fsutil::write_atomic(&path, &bytes))
+        .map_err(|e| {
+            crate::exit::Failure::new(
+                crate::exit::Exit::StateUnwritable,
+                format!("cannot write the plugin zip {}: {e}", path.display()),
+            )
+        })?;
+    if out.json {
+        return print_json(&json!({
+            "path": path,
+            "bytes": bytes.len(),
+            "files": entries.iter().filter(|e| !e.name.ends_with('/')).map(|e| &e.name).collect::<Vec<_>>(),
+        }));
+    }
+    if out.quiet {
+        return Ok(());
+    }
+    emit(&format!("{}\n", path.display()))
+}
