@@ -448,7 +448,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__timer__subcmd__print)
-            opts="-q -v -h -V --interval --unit --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version systemd cron"
+            opts="-q -v -h -V --interval --unit --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version systemd cron launchd"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

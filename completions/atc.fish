@@ -160,7 +160,7 @@ complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subco
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s h -l help -d 'Print help'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -f -a "print" -d 'Print the units (systemd) or crontab lines (cron), naming this atc binary'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -f -a "print" -d 'Print the units (systemd), crontab lines (cron) or a LaunchAgent (launchd, macOS), naming this atc binary'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l interval -d 'How often to tick [default: 20s]' -r
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l unit -d 'Print only this systemd unit (to redirect it into its file)' -r -f -a "service\t'atc-tick.service'
 timer\t'atc-tick.timer'"

@@ -245,6 +245,8 @@ pub enum Schedule {
         timer: bool,
     },
     Cron,
+    /// A macOS LaunchAgent property list.
+    Launchd,
 }
 
 #[derive(Debug)]
@@ -508,10 +510,17 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                     timer: unit != Some(cli::TimerUnit::Service),
                 },
                 (cli::TimerKind::Cron, None) => Schedule::Cron,
+                (cli::TimerKind::Launchd, None) => Schedule::Launchd,
                 (cli::TimerKind::Cron, Some(_)) => {
                     return Err(Failure::new(
                         Exit::Usage,
                         "--unit names a systemd unit; cron has one crontab (drop --unit)",
+                    ));
+                }
+                (cli::TimerKind::Launchd, Some(_)) => {
+                    return Err(Failure::new(
+                        Exit::Usage,
+                        "--unit names a systemd unit; launchd has one property list (drop --unit)",
                     ));
                 }
             };

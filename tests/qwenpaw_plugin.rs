@@ -338,8 +338,8 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     for line in [
         format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
         "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
-        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
-        "✓ atc on the server's PATH: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
+        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
+        "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
         format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
         "  → `atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall agent-task-callback` (or delete that folder and restart QwenPaw)".to_owned(),
     ] {

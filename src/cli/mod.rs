@@ -275,7 +275,8 @@ pub struct TimerArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TimerCommand {
-    /// Print the units (systemd) or crontab lines (cron), naming this atc binary
+    /// Print the units (systemd), crontab lines (cron) or a LaunchAgent (launchd, macOS),
+    /// naming this atc binary
     Print {
         #[arg(value_enum)]
         kind: TimerKind,
@@ -304,6 +305,8 @@ pub enum TimerKind {
     Systemd,
     /// Crontab lines (cron has minute resolution: one line per tick within a minute)
     Cron,
+    /// A macOS LaunchAgent (~/Library/LaunchAgents/atc-tick.plist, `launchctl load`)
+    Launchd,
 }
 
 #[derive(Debug, Args)]

@@ -300,7 +300,7 @@ pub fn kick_without_atc(ctx: &Ctx) -> R<()> {
     )?;
     ensure!(
         out.stdout.contains(&format!(
-            "✗ atc on the server's PATH: the server (pid {}) has ATC_BIN={}, which is not an executable file",
+            "✗ atc for the server: the server (pid {}) has ATC_BIN={}, which is not an executable file",
             kick.server.pid().unwrap_or(0),
             kick.wrapper.display()
         )),
