@@ -272,7 +272,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__qwenpaw__subcmd__install)
-            opts="-q -v -h -V --working-dir --agents --all --dry-run --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --working-dir --agents --all --dry-run --replace-agent-task-callback --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -215,6 +215,32 @@ fn agent_profiles(working_dir: &Path) -> Result<(Vec<(String, PathBuf)>, String)
     Ok((agents, active))
 }
 
+/// The seed plugin's three tools (atc's plugin has them too, and one more).
+pub const SEED_TOOLS: [&str; 3] = [
+    "watch_agent_task",
+    "callback_task_status",
+    "cancel_task_callback",
+];
+
+/// The agents whose `agent.json` has any of the seed's tools enabled, in config order.
+pub fn agents_with_seed_tools(working_dir: &Path) -> Result<Vec<String>, Failure> {
+    let (profiles, _) = agent_profiles(working_dir)?;
+    Ok(profiles
+        .into_iter()
+        .filter(|(_, dir)| {
+            fs::read_to_string(dir.join("agent.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .is_some_and(|v| {
+                    SEED_TOOLS
+                        .iter()
+                        .any(|t| v["tools"]["builtin_tools"][t]["enabled"] == true)
+                })
+        })
+        .map(|(id, _)| id)
+        .collect())
+}
+
 /// A tool entry as QwenPaw's `BuiltinToolConfig` writes it, enabled.
 fn tool_entry(name: &str) -> Value {
     json!({
@@ -287,22 +313,31 @@ fn enable_tools(agent_json: &Path) -> Result<Option<Vec<u8>>, Failure> {
 /// of the tools is installed, or when the plugin's folder belongs to another plugin; an
 /// agent the working dir does not have is a usage error (exit 2).
 pub fn plan(working_dir: &Path, agents: &Agents) -> Result<Plan, Failure> {
-    let rivals = rivals(working_dir);
+    plan_with(working_dir, agents, false)
+}
+
+/// `plan` as it will be once the seed plugin is gone (a dry run of the replacement).
+pub fn plan_ignoring_seed(working_dir: &Path, agents: &Agents) -> Result<Plan, Failure> {
+    plan_with(working_dir, agents, true)
+}
+
+fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<Plan, Failure> {
+    let rivals: Vec<FoundPlugin> = rivals(working_dir)
+        .into_iter()
+        .filter(|r| !(ignore_seed && r.id == SEED_ID))
+        .collect();
     if let Some(rival) = rivals.first() {
         let how = if rival.id == SEED_ID {
-            format!(
-                "import its jobs first (`atc import-plugin-state`), then remove it (`qwenpaw plugin uninstall {SEED_ID}`, or delete {} and restart QwenPaw)",
-                rival.dir.display()
-            )
+            "`atc qwenpaw install --replace-agent-task-callback` moves from it in one step, in an order in which the two never both deliver".to_owned()
         } else {
             format!(
-                "move {} out of {} (QwenPaw loads every folder there)",
+                "move {} out of {} (QwenPaw loads every folder there), then run `atc qwenpaw install` again",
                 rival.dir.display(),
                 working_dir.join("plugins").display()
             )
         };
         return Err(refuse(format!(
-            "plugin {:?} at {} registers the same tools (watch_agent_task…): two copies would both deliver; {how}, then run `atc qwenpaw install` again",
+            "plugin {:?} at {} registers the same tools (watch_agent_task…): two copies would both deliver; {how}",
             rival.id,
             rival.dir.display()
         )));

@@ -252,6 +252,15 @@ pub enum QwenpawCommand {
         /// Print what would change, change nothing
         #[arg(long)]
         dry_run: bool,
+
+        /// Move from the Agent Task Callback plugin in one step: note which agents have its
+        /// tools enabled, remove it (through the running server's API, no prompt; else
+        /// from disk), import its jobs, mark them handed over in its state file (a copy
+        /// beside it first, so a reinstalled old plugin cannot deliver them again), then
+        /// install atc's plugin with its tools enabled for exactly those agents. At no
+        /// moment do both deliver
+        #[arg(long, conflicts_with_all = ["agents", "all"])]
+        replace_agent_task_callback: bool,
     },
     /// Write the plugin zip that QwenPaw's own installer takes, and print its path
     ///

@@ -214,9 +214,7 @@ fn seed(wd: &Path) -> Finding {
                 "the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice",
                 rival.dir.display()
             ),
-            format!(
-                "`atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall {SEED_ID}` (or delete that folder and restart QwenPaw)"
-            ),
+            "`atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
         ),
         Some(rival) => bad(
             "seed plugin",

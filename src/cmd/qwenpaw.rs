@@ -49,9 +49,22 @@ fn server(client: &Client, install: &QwenpawInstall) -> Server {
 
 pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     let wd = &install.working_dir.value;
-    let plan = install::plan(wd, &install.agents)?;
     let client = Client::new(install.http_timeout, install.auth.clone());
     let server = server(&client, install);
+    let (agents, replaced) = match &install.replace {
+        Some(replace) => {
+            let (agents, said) =
+                super::qwenpaw_replace::run(install, replace, &client, &server_base(&server))?;
+            (install::Agents::Named(agents), Some(said))
+        }
+        None => (install.agents.clone(), None),
+    };
+    let plan = if install.dry_run && install.replace.is_some() {
+        // The seed plugin is still there in a dry run: plan as if it were gone.
+        install::plan_ignoring_seed(wd, &agents)?
+    } else {
+        install::plan(wd, &agents)?
+    };
     if !install.dry_run {
         install::apply(&plan)?;
     }
@@ -111,6 +124,7 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     };
     if out.json {
         return print_json(&json!({
+            "replaced": replaced.as_ref().map(|r| &r.json),
             "dry_run": install.dry_run,
             "working_dir": wd,
             "plugin_dir": plan.plugin_dir,
@@ -123,12 +137,19 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     if out.quiet {
         return Ok(());
     }
-    emit(&report(
-        install,
-        &plan,
-        &verb("Changed", "Would change"),
-        &said,
+    let preface = replaced.map(|r| r.text).unwrap_or_default();
+    emit(&format!(
+        "{preface}{}",
+        report(install, &plan, &verb("Changed", "Would change"), &said)
     ))
+}
+
+/// The base URL of the server running on the working dir, if one answers.
+fn server_base(server: &Server) -> Option<String> {
+    match server {
+        Server::Running { base, .. } => Some(base.clone()),
+        Server::Away(_) => None,
+    }
 }
 
 fn report(install: &QwenpawInstall, plan: &Plan, verb: &str, said: &str) -> String {
