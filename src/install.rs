@@ -407,7 +407,13 @@ fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<P
         .join("skill_pool")
         .join(SKILL_NAME)
         .join("SKILL.md");
-    if fs::read(&skill).ok().as_deref() != Some(SKILL_MD.as_bytes()) {
+    // A plugin installed from the zip brings the skill itself (register_skill_provider).
+    let provided = plugin_dir
+        .join("skills")
+        .join(SKILL_NAME)
+        .join("SKILL.md")
+        .is_file();
+    if !provided && fs::read(&skill).ok().as_deref() != Some(SKILL_MD.as_bytes()) {
         changes.push(Change {
             what: format!("put the {SKILL_NAME} skill into the skill pool"),
             path: skill,

@@ -73,8 +73,11 @@ pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
             env: vec![
                 ("ATC_BIN".into(), wrapper.display().to_string()),
                 ("ATC_STATE".into(), state.display().to_string()),
+                // Only kicks here: the plugin's own cadence would start plain ticks.
+                ("ATC_CADENCE".into(), "off".into()),
             ],
             mqtt_port: None,
+            ..ServerOptions::default()
         },
     )?;
     crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
