@@ -1,4 +1,4 @@
-//! The one exit-code table, shared by every command (documented in the README and the
+//! The one exit-code table, shared by every command (documented in GUIDE.md, atc(1) and the
 //! `--help` footer). Errors that must end with a specific code carry it as a [`Failure`]
 //! somewhere in their `anyhow` chain; everything else exits [`Exit::Refused`].
 

@@ -186,6 +186,39 @@ fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `atc --help` (and `-h`) ends as gh's does: a few examples, each a command that parses.
+#[test]
+fn help_ends_with_examples_that_parse() {
+    let env = TestEnv::new();
+    for flag in ["--help", "-h"] {
+        let out = env.atc([flag]).stdout_inspected().run();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let at = text
+            .rfind("\nExamples:\n")
+            .unwrap_or_else(|| panic!("atc {flag} has no Examples:\n{text}"));
+        let examples: Vec<&str> = text[at..].lines().skip(2).collect();
+        let commands: Vec<&str> = examples
+            .iter()
+            .filter_map(|l| l.trim().strip_prefix("$ atc "))
+            .collect();
+        assert!(
+            (3..=4).contains(&commands.len()),
+            "atc {flag}: {examples:?}"
+        );
+        for line in &examples {
+            let line = line.trim();
+            assert!(
+                line.starts_with("$ atc ") || line.starts_with("# "),
+                "atc {flag} goes on after its examples: {line:?}"
+            );
+        }
+        for command in commands {
+            atc::cli::parse_from(command.split_whitespace())
+                .unwrap_or_else(|err| panic!("atc {command}: {err}"));
+        }
+    }
+}
+
 #[test]
 fn help_names_the_environment_fallback_and_the_default_of_every_setting() {
     use atc::settings::defaults;

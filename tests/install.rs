@@ -1,8 +1,16 @@
-//! The README's install lines work as written on a fresh account: run in a fresh HOME
-//! (with `cargo install` standing in as a copy of the built binary into
-//! `~/.cargo/bin`), `man -w atc` and `man -w atc-tick` (the units' `Documentation=`)
+//! The README's install lines work as written on a fresh account, run in a fresh HOME.
+//!
+//! The Cargo block (with `cargo install` standing in as a copy of the built binary into
+//! `~/.cargo/bin`): `man -w atc` and `man -w atc-tick` (the units' `Documentation=`)
 //! find the pages with nothing but `~/.cargo/bin` added to PATH, and each shell's
 //! completion file is where that shell looks.
+//!
+//! The QwenPaw block (with `pip install .` standing in as a copy of the binary into the
+//! virtualenv's `bin/`, which is what `tests/pip-install.sh` proves pip leaves there, in
+//! `tests/e2e/run-all`): against a QwenPaw working dir with one agent, the plugin lands in
+//! it with its tools enabled, the timer units name the virtualenv's atc, and `atc doctor`
+//! finds all of that, failing only on the server nobody started. The `systemctl` lines are
+//! systemd's own and need a user session a test does not have: they are skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,16 +19,16 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The lines of the README's install block (the `sh` block holding `cargo install`),
-/// without comments and blank lines.
-fn install_lines() -> Vec<String> {
+/// The lines of the README's `sh` block that holds `marker`, without comments and blank
+/// lines.
+fn install_lines(marker: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let blocks: Vec<&str> = readme.split("```sh\n").skip(1).collect();
     let block = blocks
         .iter()
         .map(|b| b.split("```").next().unwrap())
-        .find(|b| b.contains("cargo install --path ."))
-        .expect("the README has an install block");
+        .find(|b| b.contains(marker))
+        .unwrap_or_else(|| panic!("the README has no sh block with {marker:?}"));
     block
         .lines()
         .map(str::trim)
@@ -52,7 +60,7 @@ fn the_readme_install_lines_put_man_pages_and_completions_where_they_are_found()
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mut script = vec!["set -eu".to_owned()];
-    for line in install_lines() {
+    for line in install_lines("cargo install --path .") {
         if line.starts_with("cargo install") {
             // What `cargo install --path .` leaves: the binary in ~/.cargo/bin.
             script.push(format!(
@@ -119,4 +127,95 @@ fn which(program: &str) -> Option<PathBuf> {
         .iter()
         .map(|dir| Path::new(dir).join(program))
         .find(|p| p.is_file())
+}
+
+#[test]
+fn the_readme_qwenpaw_lines_install_the_plugin_and_the_timer() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // A QwenPaw working dir where QwenPaw looks by default, with one agent (as
+    // tests/pip-install.sh makes one); no QwenPaw ever ran on it, so nothing is asked.
+    let workspace = home.join(".qwenpaw/workspaces/default");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        workspace.join("agent.json"),
+        "{\"tools\": {\"builtin_tools\": {}}}\n",
+    )
+    .unwrap();
+    let config = serde_json::json!({"agents": {"active_agent": "default",
+        "profiles": {"default": {"workspace_dir": workspace}}}});
+    std::fs::write(home.join(".qwenpaw/config.json"), config.to_string()).unwrap();
+
+    let lines = install_lines("qwenpaw install --all");
+    let mut script = vec!["set -eu".to_owned()];
+    let mut doctor = None;
+    for line in &lines {
+        if line.contains("pip\" install .") {
+            // What `pip install .` leaves: the binary in the virtualenv's bin/.
+            script.push(format!(
+                "mkdir -p \"$venv/bin\" && cp '{}' \"$venv/bin/atc\"",
+                assert_cmd::cargo::cargo_bin("atc").display()
+            ));
+        } else if line.starts_with("systemctl ") {
+            continue;
+        } else if line.contains("atc\" doctor") {
+            doctor = Some(line.clone());
+        } else {
+            script.push(line.clone());
+        }
+    }
+    let venv_line = lines
+        .iter()
+        .find(|l| l.starts_with("venv="))
+        .expect("the block names the virtualenv")
+        .clone();
+    let doctor = doctor.expect("the block ends with atc doctor");
+    let run = |script: &str| {
+        fresh(&home, "sh")
+            .env("ATC_BASE_URL", "http://127.0.0.1:9") // nothing listens there
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap()
+    };
+    let out = run(&script.join("\n"));
+    let said = |out: &std::process::Output| {
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    assert!(out.status.success(), "{}", said(&out));
+
+    let plugin = home.join(".qwenpaw/plugins/atc");
+    for file in ["plugin.json", "plugin.py"] {
+        assert!(plugin.join(file).is_file(), "{file}: {}", said(&out));
+    }
+    let agent = std::fs::read_to_string(workspace.join("agent.json")).unwrap();
+    assert!(agent.contains("watch_agent_task"), "{agent}");
+    let venv_atc = home.join(".venvs/qwenpaw/bin/atc");
+    let units = home.join(".config/systemd/user");
+    let service = std::fs::read_to_string(units.join("atc-tick.service")).unwrap();
+    assert!(
+        service.contains(&format!("ExecStart={} tick", venv_atc.display())),
+        "{service}"
+    );
+    let timer = std::fs::read_to_string(units.join("atc-tick.timer")).unwrap();
+    assert!(timer.contains("OnUnitActiveSec=20s"), "{timer}");
+
+    let out = run(&format!("{venv_line}\n{doctor}"));
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("✓ plugin: atc's plugin is installed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("✓ plugin tools: enabled for every agent: default"),
+        "{text}"
+    );
+    let failed: Vec<&str> = text.lines().filter(|l| l.starts_with('✗')).collect();
+    assert_eq!(failed.len(), 1, "{text}");
+    assert!(failed[0].starts_with("✗ server: cannot reach it"), "{text}");
 }

@@ -32,13 +32,26 @@ ports 1-65535; durations at most 3650d; environment values UTF-8; tokens printab
 
 ";
 
+/// The end of `atc --help`, as gh's help ends: a few commands to copy (tests/cli.rs parses
+/// each `$ atc` line). atc(1) has more, with what each does (`generate::EXAMPLES`).
+const HELP_EXAMPLES: &str = "\
+Examples:
+  # Watch a task for the chat that asked (the values its agent's prompt shows)
+  $ atc watch task-3f9a0c1b2d4e --session s-77 --user default --channel console
+  # One pass now, saying what it did (a timer runs it every 20 s)
+  $ atc tick -v
+  # Wait for one task in the foreground and print its result
+  $ atc wait task-3f9a0c1b2d4e --timeout 10m
+  # Nothing arrived? Check every link from atc to the parent chat
+  $ atc doctor";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "atc",
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_help = format!("{AFTER_HELP}{}", crate::exit::help_table()),
+    after_help = format!("{AFTER_HELP}{}\n\n{HELP_EXAMPLES}", crate::exit::help_table()),
     propagate_version = true,
     disable_help_subcommand = true,
     max_term_width = 100
