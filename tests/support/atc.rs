@@ -594,8 +594,16 @@ impl Drop for Running<'_> {
     }
 }
 
-/// A job record in the v1 schema, for seeding files.
+/// A job record in the v1 schema, for seeding files. Registered an hour ago: a fixed
+/// date would one day pass the 24 h age cap and turn every pending seed expired.
 pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
+    let an_hour_ago = atc::time::Timestamp::from_unix(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .saturating_sub(3600),
+    )
+    .to_string();
     serde_json::json!({
         "job_id": format!("{:012x}", task_id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3)) & 0xffff_ffff_ffff),
         "task_id": task_id,
@@ -605,8 +613,8 @@ pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
         "session_id": "s-77",
         "user_id": "default",
         "channel": "console",
-        "registered_at": "2026-11-30T20:14:03Z",
-        "updated_at": "2026-11-30T20:14:03Z",
+        "registered_at": an_hour_ago,
+        "updated_at": an_hour_ago,
         "status": status,
     })
 }
