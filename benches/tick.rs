@@ -1025,6 +1025,7 @@ fn server_cost(env: &Env) -> R<Option<ServerCost>> {
             path_prepend: None,
             env: Vec::new(),
             mqtt_port: None,
+            ..qwenpaw::ServerOptions::default()
         },
     )?;
     let api = server.api();

@@ -61,6 +61,9 @@ _atc() {
             atc__subcmd__qwenpaw,install)
                 cmd="atc__subcmd__qwenpaw__subcmd__install"
                 ;;
+            atc__subcmd__qwenpaw,zip)
+                cmd="atc__subcmd__qwenpaw__subcmd__zip"
+                ;;
             atc__subcmd__timer,print)
                 cmd="atc__subcmd__timer__subcmd__print"
                 ;;
@@ -247,7 +250,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__qwenpaw)
-            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version install"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version install zip"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -269,7 +272,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__qwenpaw__subcmd__install)
-            opts="-q -v -h -V --working-dir --agents --all --dry-run --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --working-dir --agents --all --dry-run --replace-agent-task-callback --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -280,6 +283,32 @@ _atc() {
                     return 0
                     ;;
                 --agents)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__qwenpaw__subcmd__zip)
+            opts="-q -v -h -V --out --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -419,7 +448,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__timer__subcmd__print)
-            opts="-q -v -h -V --interval --unit --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version systemd cron"
+            opts="-q -v -h -V --interval --unit --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version systemd cron launchd"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

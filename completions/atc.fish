@@ -160,7 +160,7 @@ complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subco
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s h -l help -d 'Print help'
 complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -f -a "print" -d 'Print the units (systemd) or crontab lines (cron), naming this atc binary'
+complete -c atc -n "__fish_atc_using_subcommand timer; and not __fish_seen_subcommand_from print" -f -a "print" -d 'Print the units (systemd), crontab lines (cron) or a LaunchAgent (launchd, macOS), naming this atc binary'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l interval -d 'How often to tick [default: 20s]' -r
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -l unit -d 'Print only this systemd unit (to redirect it into its file)' -r -f -a "service\t'atc-tick.service'
 timer\t'atc-tick.timer'"
@@ -172,27 +172,38 @@ complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcomman
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand timer; and __fish_seen_subcommand_from print" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l json -d 'Print one JSON document on stdout instead of text'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s q -l quiet -d 'Print nothing on success'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s v -l verbose -d 'Say more on stderr (repeat for more)'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
-complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install" -f -a "install" -d 'Install atc\'s QwenPaw plugin and enable its tools for agents'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -s h -l help -d 'Print help'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -f -a "install" -d 'Install atc\'s QwenPaw plugin and enable its tools for agents'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and not __fish_seen_subcommand_from install zip" -f -a "zip" -d 'Write the plugin zip that QwenPaw\'s own installer takes, and print its path'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l working-dir -d 'QwenPaw\'s working dir [env: QWENPAW_WORKING_DIR] [default: ~/.copaw if it exists, else ~/.qwenpaw]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l agents -d 'Enable the tools for these agents [default: the active agent]' -r
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l all -d 'Enable the tools for every agent'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would change, change nothing'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l replace-agent-task-callback -d 'Move from the Agent Task Callback plugin in one step: note which agents have its tools enabled, remove it (through the running server\'s API, no prompt; else from disk), import its jobs, mark them handed over in its state file (a copy beside it first, so a reinstalled old plugin cannot deliver them again), then install atc\'s plugin with its tools enabled for exactly those agents. At no moment do both deliver'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s q -l quiet -d 'Print nothing on success'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -l out -d 'Where to write it [default: the current directory]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand qwenpaw; and __fish_seen_subcommand_from zip" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand generate; and not __fish_seen_subcommand_from man completions" -l json -d 'Print one JSON document on stdout instead of text'

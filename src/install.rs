@@ -37,6 +37,53 @@ pub const TOOLS: [&str; 4] = [
 pub const SKILL_NAME: &str = "atc-callback";
 pub const SKILL_MD: &str = include_str!("../examples/qwenpaw-skill/atc-callback/SKILL.md");
 
+/// The plugin's folder in the zip `atc qwenpaw zip` writes (QwenPaw copies it to
+/// `<working dir>/plugins/<id>/` whatever it is called).
+pub const BUNDLE_DIR: &str = PLUGIN_ID;
+
+/// The zip's file name: `atc-qwenpaw-plugin-<version>.zip`.
+pub fn bundle_name() -> String {
+    format!("atc-qwenpaw-plugin-{}.zip", env!("CARGO_PKG_VERSION"))
+}
+
+/// What `qwenpaw plugin install <zip>` needs and nothing else, under one folder: the
+/// plugin; a `requirements.txt` pinning this very atc (`atc-qwenpaw` on PyPI), which
+/// QwenPaw's loader pip-installs into the server's own environment before it imports the
+/// plugin (so atc lands next to the server's interpreter); and the atc-callback skill,
+/// which the plugin registers with `register_skill_provider`. `atc qwenpaw install`
+/// writes the plugin without the requirements (the atc that runs it is already here) and
+/// puts the skill into the skill pool instead.
+pub fn bundle() -> Vec<crate::zip::Entry> {
+    let entry = |name: String, bytes: &[u8]| crate::zip::Entry {
+        name,
+        bytes: bytes.to_vec(),
+    };
+    let dir = BUNDLE_DIR;
+    let mut entries = vec![entry(format!("{dir}/"), b"")];
+    for (name, text) in PLUGIN_FILES {
+        entries.push(entry(format!("{dir}/{name}"), text.as_bytes()));
+    }
+    entries.push(entry(
+        format!("{dir}/requirements.txt"),
+        requirements().as_bytes(),
+    ));
+    entries.push(entry(format!("{dir}/skills/"), b""));
+    entries.push(entry(format!("{dir}/skills/{SKILL_NAME}/"), b""));
+    entries.push(entry(
+        format!("{dir}/skills/{SKILL_NAME}/SKILL.md"),
+        SKILL_MD.as_bytes(),
+    ));
+    entries
+}
+
+/// The bundle's `requirements.txt`: this atc, exactly.
+pub fn requirements() -> String {
+    format!(
+        "# atc itself: QwenPaw's plugin loader installs it into the server's environment.\natc-qwenpaw=={}\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// Which agents get the tools enabled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Agents {
@@ -168,6 +215,32 @@ fn agent_profiles(working_dir: &Path) -> Result<(Vec<(String, PathBuf)>, String)
     Ok((agents, active))
 }
 
+/// The seed plugin's three tools (atc's plugin has them too, and one more).
+pub const SEED_TOOLS: [&str; 3] = [
+    "watch_agent_task",
+    "callback_task_status",
+    "cancel_task_callback",
+];
+
+/// The agents whose `agent.json` has any of the seed's tools enabled, in config order.
+pub fn agents_with_seed_tools(working_dir: &Path) -> Result<Vec<String>, Failure> {
+    let (profiles, _) = agent_profiles(working_dir)?;
+    Ok(profiles
+        .into_iter()
+        .filter(|(_, dir)| {
+            fs::read_to_string(dir.join("agent.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .is_some_and(|v| {
+                    SEED_TOOLS
+                        .iter()
+                        .any(|t| v["tools"]["builtin_tools"][t]["enabled"] == true)
+                })
+        })
+        .map(|(id, _)| id)
+        .collect())
+}
+
 /// A tool entry as QwenPaw's `BuiltinToolConfig` writes it, enabled.
 fn tool_entry(name: &str) -> Value {
     json!({
@@ -240,22 +313,31 @@ fn enable_tools(agent_json: &Path) -> Result<Option<Vec<u8>>, Failure> {
 /// of the tools is installed, or when the plugin's folder belongs to another plugin; an
 /// agent the working dir does not have is a usage error (exit 2).
 pub fn plan(working_dir: &Path, agents: &Agents) -> Result<Plan, Failure> {
-    let rivals = rivals(working_dir);
+    plan_with(working_dir, agents, false)
+}
+
+/// `plan` as it will be once the seed plugin is gone (a dry run of the replacement).
+pub fn plan_ignoring_seed(working_dir: &Path, agents: &Agents) -> Result<Plan, Failure> {
+    plan_with(working_dir, agents, true)
+}
+
+fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<Plan, Failure> {
+    let rivals: Vec<FoundPlugin> = rivals(working_dir)
+        .into_iter()
+        .filter(|r| !(ignore_seed && r.id == SEED_ID))
+        .collect();
     if let Some(rival) = rivals.first() {
         let how = if rival.id == SEED_ID {
-            format!(
-                "import its jobs first (`atc import-plugin-state`), then remove it (`qwenpaw plugin uninstall {SEED_ID}`, or delete {} and restart QwenPaw)",
-                rival.dir.display()
-            )
+            "`atc qwenpaw install --replace-agent-task-callback` moves from it in one step, in an order in which the two never both deliver".to_owned()
         } else {
             format!(
-                "move {} out of {} (QwenPaw loads every folder there)",
+                "move {} out of {} (QwenPaw loads every folder there), then run `atc qwenpaw install` again",
                 rival.dir.display(),
                 working_dir.join("plugins").display()
             )
         };
         return Err(refuse(format!(
-            "plugin {:?} at {} registers the same tools (watch_agent_task…): two copies would both deliver; {how}, then run `atc qwenpaw install` again",
+            "plugin {:?} at {} registers the same tools (watch_agent_task…): two copies would both deliver; {how}",
             rival.id,
             rival.dir.display()
         )));
@@ -325,7 +407,13 @@ pub fn plan(working_dir: &Path, agents: &Agents) -> Result<Plan, Failure> {
         .join("skill_pool")
         .join(SKILL_NAME)
         .join("SKILL.md");
-    if fs::read(&skill).ok().as_deref() != Some(SKILL_MD.as_bytes()) {
+    // A plugin installed from the zip brings the skill itself (register_skill_provider).
+    let provided = plugin_dir
+        .join("skills")
+        .join(SKILL_NAME)
+        .join("SKILL.md")
+        .is_file();
+    if !provided && fs::read(&skill).ok().as_deref() != Some(SKILL_MD.as_bytes()) {
         changes.push(Change {
             what: format!("put the {SKILL_NAME} skill into the skill pool"),
             path: skill,

@@ -29,6 +29,7 @@ pub mod text;
 pub mod time;
 pub mod turn;
 pub mod validate;
+pub mod zip;
 
 use std::process::ExitCode;
 
@@ -68,6 +69,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Import(import) => cmd::import::run(&import, out),
         Action::Timer(timer) => cmd::timer::run(&timer, out),
         Action::QwenpawInstall(install) => cmd::qwenpaw::run(&install, out),
+        Action::QwenpawZip(dir) => cmd::qwenpaw::zip(&dir, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
     }

@@ -130,6 +130,11 @@ fn record(
         task_id: raw_id.trim().to_owned(),
         why: why.to_owned(),
     };
+    if text(&fields, "handed_over_to").as_deref() == Some("atc") {
+        return skip(
+            "was handed over to atc already (atc qwenpaw install --replace-agent-task-callback)",
+        );
+    }
     let Some(session_id) = text(&fields, "session_id") else {
         return skip("has no session_id: there is nowhere to deliver it");
     };
@@ -255,6 +260,54 @@ fn imported_turn(job: &Job, state: TurnState, now: Timestamp) -> Turn {
     turn
 }
 
+/// The plugin's state file with every `pending` record among `tasks` marked handed over
+/// to atc: `"status": "cancelled"` (a status the plugin knows and never re-arms, so a
+/// rollback to it cannot deliver them again), `"handed_over_to": "atc"` and when. The
+/// layout and every other field stay as they were. Returns the new text and the task ids
+/// marked; `Err` when the text is not a state file (as `records` says).
+pub fn hand_over(
+    text: &str,
+    tasks: &[String],
+    at: Timestamp,
+) -> Result<(String, Vec<String>), String> {
+    let mut value: Value =
+        serde_json::from_str(text).map_err(|e| format!("is not valid JSON ({e})"))?;
+    let mut marked = Vec::new();
+    let mut mark = |key: Option<&str>, record: &mut Value| {
+        let Some(fields) = record.as_object_mut() else {
+            return;
+        };
+        let id = text_of(fields, "task_id").or(key.map(str::to_owned));
+        let Some(id) = id.map(|i| i.trim().to_owned()) else {
+            return;
+        };
+        if text_of(fields, "status").as_deref() != Some("pending") || !tasks.contains(&id) {
+            return;
+        }
+        fields.insert("status".into(), Value::from("cancelled"));
+        fields.insert("handed_over_to".into(), Value::from("atc"));
+        fields.insert("handed_over_at".into(), Value::from(at.to_string()));
+        marked.push(id);
+    };
+    match &mut value {
+        Value::Array(items) => items.iter_mut().for_each(|r| mark(None, r)),
+        Value::Object(map) => match map.get_mut("jobs") {
+            Some(Value::Array(items)) => items.iter_mut().for_each(|r| mark(None, r)),
+            Some(Value::Object(jobs)) => jobs.iter_mut().for_each(|(k, r)| mark(Some(k), r)),
+            Some(_) => return Err("has a \"jobs\" field that is neither a list nor a map".into()),
+            None => map.iter_mut().for_each(|(k, r)| mark(Some(k), r)),
+        },
+        _ => return Err("is neither a list nor a map of jobs".into()),
+    }
+    let mut out = serde_json::to_string_pretty(&value).expect("a JSON value serializes");
+    out.push('\n');
+    Ok((out, marked))
+}
+
+fn text_of(fields: &Map<String, Value>, name: &str) -> Option<String> {
+    text(fields, name)
+}
+
 /// A non-empty string field.
 fn text(fields: &Map<String, Value>, name: &str) -> Option<String> {
     fields
@@ -304,6 +357,26 @@ mod tests {
             Record::Job(job, turn) => (*job, turn.map(|t| *t)),
             Record::Skip { why, .. } => panic!("skipped: {why}"),
         }
+    }
+
+    #[test]
+    fn hand_over_marks_only_the_pending_tasks_named_and_keeps_the_rest() {
+        let text = r#"{"jobs": {"task-1": {"status": "pending", "session_id": "s", "x": 1}, "task-2": {"status": "done", "session_id": "s"}, "task-3": {"status": "pending", "session_id": "s"}}}"#;
+        let tasks = vec!["task-1".to_owned(), "task-2".to_owned()];
+        let (out, marked) = hand_over(text, &tasks, now()).unwrap();
+        assert_eq!(marked, ["task-1"]);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["jobs"]["task-1"]["status"], "cancelled");
+        assert_eq!(v["jobs"]["task-1"]["handed_over_to"], "atc");
+        assert_eq!(v["jobs"]["task-1"]["x"], 1);
+        assert_eq!(v["jobs"]["task-2"]["status"], "done");
+        assert_eq!(
+            v["jobs"]["task-3"]["status"], "pending",
+            "not imported: left"
+        );
+        let (_, again) = hand_over(&out, &tasks, now()).unwrap();
+        assert!(again.is_empty(), "twice marks nothing more");
+        assert!(hand_over("[3", &tasks, now()).is_err());
     }
 
     #[test]
@@ -386,6 +459,14 @@ mod tests {
             }
         }
         assert!(records("{\"jobs\": 3}", "b", DAY, now()).is_err());
+        match one(
+            r#"[{"task_id":"t","session_id":"s","status":"cancelled","handed_over_to":"atc"}]"#,
+        ) {
+            Record::Skip { why, .. } => {
+                assert!(why.contains("handed over to atc already"), "{why}")
+            }
+            Record::Job(..) => panic!("a handed-over record imported again"),
+        }
         assert!(records("nope", "b", DAY, now()).is_err());
     }
 }

@@ -167,6 +167,8 @@ pub enum Action {
     Import(Import),
     Timer(Timer),
     QwenpawInstall(QwenpawInstall),
+    /// `atc qwenpaw zip`: the folder the plugin zip goes into.
+    QwenpawZip(std::path::PathBuf),
     Generate(Generate),
 }
 
@@ -180,6 +182,20 @@ pub struct QwenpawInstall {
     pub base_url: Option<Setting<String>>,
     pub auth: Auth,
     pub http_timeout: Duration,
+    /// `--replace-agent-task-callback`: move from the seed plugin first.
+    pub replace: Option<Replace>,
+}
+
+/// Moving from the seed plugin: its state file, and where its jobs go.
+#[derive(Debug)]
+pub struct Replace {
+    /// `<working dir>/agent-task-callback.json`, else `~/.qwenpaw/agent-task-callback.json`.
+    pub seed_state: PathBuf,
+    /// atc's job file.
+    pub state: Setting<PathBuf>,
+    /// The base URL the imported jobs get.
+    pub base_url: String,
+    pub max_age: Duration,
 }
 
 /// `atc wait`: one task, polled in the foreground; no job file.
@@ -243,6 +259,8 @@ pub enum Schedule {
         timer: bool,
     },
     Cron,
+    /// A macOS LaunchAgent property list.
+    Launchd,
 }
 
 #[derive(Debug)]
@@ -506,10 +524,17 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                     timer: unit != Some(cli::TimerUnit::Service),
                 },
                 (cli::TimerKind::Cron, None) => Schedule::Cron,
+                (cli::TimerKind::Launchd, None) => Schedule::Launchd,
                 (cli::TimerKind::Cron, Some(_)) => {
                     return Err(Failure::new(
                         Exit::Usage,
                         "--unit names a systemd unit; cron has one crontab (drop --unit)",
+                    ));
+                }
+                (cli::TimerKind::Launchd, Some(_)) => {
+                    return Err(Failure::new(
+                        Exit::Usage,
+                        "--unit names a systemd unit; launchd has one property list (drop --unit)",
                     ));
                 }
             };
@@ -527,23 +552,49 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 state: Some(state()?).filter(|s| s.source != Source::Default),
             })
         }
-        Command::Qwenpaw(args) => {
-            let cli::QwenpawCommand::Install {
+        Command::Qwenpaw(args) => match args.what {
+            cli::QwenpawCommand::Install {
                 working_dir,
                 agents,
                 all,
                 dry_run,
-            } = args.what;
-            Action::QwenpawInstall(qwenpaw_install(
-                working_dir,
-                agents,
-                all,
-                dry_run,
-                cli.base_url.as_deref(),
-                env,
-                auth()?,
-            )?)
-        }
+                replace_agent_task_callback,
+            } => {
+                let mut install = qwenpaw_install(
+                    working_dir,
+                    agents,
+                    all,
+                    dry_run,
+                    cli.base_url.as_deref(),
+                    env,
+                    auth()?,
+                )?;
+                if replace_agent_task_callback {
+                    let wd = &install.working_dir.value;
+                    let beside = wd.join("agent-task-callback.json");
+                    let seed_state = match env.home() {
+                        Some(home) if !beside.exists() => {
+                            home.join(".qwenpaw/agent-task-callback.json")
+                        }
+                        _ => beside,
+                    };
+                    let base_url = match &install.base_url {
+                        Some(url) => url.value.clone(),
+                        None => base_url(cli.base_url.as_deref(), env)?.value,
+                    };
+                    install.replace = Some(Replace {
+                        seed_state,
+                        state: state()?,
+                        base_url,
+                        max_age: defaults::MAX_AGE,
+                    });
+                }
+                Action::QwenpawInstall(install)
+            }
+            cli::QwenpawCommand::Zip { out } => {
+                Action::QwenpawZip(out.unwrap_or_else(|| PathBuf::from(".")))
+            }
+        },
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
             create_session: args.create_session,
@@ -967,6 +1018,7 @@ fn qwenpaw_install(
         base_url,
         auth,
         http_timeout: defaults::HTTP_TIMEOUT,
+        replace: None,
     })
 }
 

@@ -296,7 +296,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 2 of 8 checks failed\n")
+        .stderr("atc: 2 of 9 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -312,9 +312,55 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         "{said}"
     );
     assert!(
-        said.contains("  → is the timer installed? `atc timer print systemd`"),
+        said.contains("  → load atc's QwenPaw plugin (it ticks by itself while QwenPaw runs), or install a timer: `atc timer print systemd` (or `cron`, `launchd`) prints one"),
         "{said}"
     );
+    assert!(
+        said.contains("✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file"),
+        "{said}"
+    );
+}
+
+/// What atc's QwenPaw plugin wrote into `<job file>.cadence`: doctor says which cadence
+/// is in effect, and forgets a plugin that went quiet.
+#[test]
+fn doctor_says_which_cadence_is_in_effect() {
+    let env = TestEnv::new();
+    env.atc(["watch", "task-1", "--session", "s-1"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    let cadence = env.state.with_file_name("jobs.json.cadence");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let ago = |secs: u64| atc::time::Timestamp::from_unix(now - secs).to_string();
+    for (said, line) in [
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(3), "ticking": true, "timer_seen_at": null}),
+            "✓ cadence: atc's QwenPaw plugin (server pid 4242) starts `atc tick` every 20s while watches wait; no system timer seen".to_owned(),
+        ),
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(3), "ticking": false, "timer_seen_at": ago(12)}),
+            "✓ cadence: a system timer: a tick atc's QwenPaw plugin did not start ran 12s ago, so the plugin (server pid 4242) stands by".to_owned(),
+        ),
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(600), "ticking": true, "timer_seen_at": null}),
+            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+        ),
+    ] {
+        std::fs::write(&cadence, said.to_string()).unwrap();
+        let out = env
+            .atc(["doctor"])
+            .status(1)
+            .stdout_inspected()
+            .stderr_inspected()
+            .file_unchanged()
+            .run();
+        let text = stdout(&out);
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
 }
 
 /// The check of doctor's output: one line starting with `start`, and the fix under it.
@@ -371,7 +417,7 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
         .never_shows("tok-doctor-7")
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 3 of 12 checks failed\n")
+        .stderr("atc: 3 of 13 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -449,7 +495,7 @@ fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 1 of 11 checks failed\n")
+        .stderr("atc: 1 of 12 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -842,6 +888,68 @@ fn watch_from_a_file_or_stdin_takes_every_task_id_marker() {
 
 fn binary() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("atc").canonicalize().unwrap()
+}
+
+/// The LaunchAgent is a property list Python's plistlib reads (what launchd reads), with
+/// this binary, `tick`, the interval and, for a job file of its own, ATC_STATE.
+#[test]
+fn timer_print_launchd_is_a_valid_plist() {
+    let env = TestEnv::new();
+    let read = |text: &str| -> Value {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import json,plistlib,sys\nprint(json.dumps(plistlib.loads(sys.stdin.buffer.read())))",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(text.as_bytes())?;
+                child.wait_with_output()
+            })
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "plistlib refused it: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let out = env
+        .atc_default_state(["timer", "print", "launchd", "--interval", "30s"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let plist = read(&stdout(&out));
+    assert_eq!(
+        plist,
+        serde_json::json!({
+            "Label": "atc-tick",
+            "ProgramArguments": [binary().display().to_string(), "tick"],
+            "StartInterval": 30,
+            "RunAtLoad": true,
+            "ProcessType": "Background"
+        })
+    );
+    let out = env
+        .atc(["timer", "print", "launchd"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let plist = read(&stdout(&out));
+    assert_eq!(plist["StartInterval"], 20);
+    assert_eq!(
+        plist["EnvironmentVariables"],
+        serde_json::json!({"ATC_STATE": env.state.display().to_string()})
+    );
+    env.atc_default_state(["timer", "print", "launchd", "--unit", "timer"])
+        .status(2)
+        .stderr("atc: --unit names a systemd unit; launchd has one property list (drop --unit)\n")
+        .no_file()
+        .run();
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! find the pages with nothing but `~/.cargo/bin` added to PATH, and each shell's
 //! completion file is where that shell looks.
 //!
-//! The QwenPaw block (with `pip install .` standing in as a copy of the binary into the
+//! The QwenPaw pip block (with `pip install atc-qwenpaw` standing in as a copy of the binary into the
 //! virtualenv's `bin/`, which is what `tests/pip-install.sh` proves pip leaves there, in
 //! `tests/e2e/run-all`): against a QwenPaw working dir with one agent, the plugin lands in
 //! it with its tools enabled, the timer units name the virtualenv's atc, and `atc doctor`
@@ -146,12 +146,12 @@ fn the_readme_qwenpaw_lines_install_the_plugin_and_the_timer() {
         "profiles": {"default": {"workspace_dir": workspace}}}});
     std::fs::write(home.join(".qwenpaw/config.json"), config.to_string()).unwrap();
 
-    let lines = install_lines("qwenpaw install --all");
+    let lines = install_lines("timer print systemd --unit service");
     let mut script = vec!["set -eu".to_owned()];
     let mut doctor = None;
     for line in &lines {
-        if line.contains("pip\" install .") {
-            // What `pip install .` leaves: the binary in the virtualenv's bin/.
+        if line.contains("pip\" install ") {
+            // What `pip install atc-qwenpaw` leaves: the binary in the virtualenv's bin/.
             script.push(format!(
                 "mkdir -p \"$venv/bin\" && cp '{}' \"$venv/bin/atc\"",
                 assert_cmd::cargo::cargo_bin("atc").display()

@@ -202,9 +202,8 @@ fn the_seed_plugin_still_installed_is_refused_and_nothing_written() {
     env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
         .status(1)
         .stderr(format!(
-            "atc: plugin \"agent-task-callback\" at {} registers the same tools (watch_agent_task…): two copies would both deliver; import its jobs first (`atc import-plugin-state`), then remove it (`qwenpaw plugin uninstall agent-task-callback`, or delete {} and restart QwenPaw), then run `atc qwenpaw install` again\n",
+            "atc: plugin \"agent-task-callback\" at {} registers the same tools (watch_agent_task…): two copies would both deliver; `atc qwenpaw install --replace-agent-task-callback` moves from it in one step, in an order in which the two never both deliver\n",
             seed.display(),
-            seed.display()
         ))
         .env_remove("ATC_BASE_URL")
         .no_file()
@@ -338,10 +337,10 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     for line in [
         format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
         "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
-        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
-        "✓ atc on the server's PATH: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
+        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
+        "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
         format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
-        "  → `atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall agent-task-callback` (or delete that folder and restart QwenPaw)".to_owned(),
+        "  → `atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
     ] {
         assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
     }
@@ -424,4 +423,252 @@ fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_p
         said.contains("(tick)  kicked  (another turn ended meanwhile: a mark)"),
         "{said}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// `atc qwenpaw zip`: the bundle QwenPaw's own installer takes.
+
+/// Python's zipfile reads the zip: (name, mode, date, bytes) of each entry, in order.
+fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
+    let out = Command::new("python3")
+        .args(["-c", "import json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Vec<(String, u32, String, Vec<u8>)> = serde_json::from_slice(&out.stdout).unwrap();
+    listed
+}
+
+#[test]
+fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
+    let env = TestEnv::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("atc-qwenpaw-plugin-{version}.zip");
+    let first = env.dir.path().join("one");
+    let shown = first.display().to_string();
+    env.atc(["qwenpaw", "zip", "--out", &shown])
+        .stdout(format!("{shown}/{name}\n"))
+        .no_file()
+        .run();
+    let second = env.dir.path().join("two");
+    let out = env
+        .atc([
+            "--json",
+            "qwenpaw",
+            "zip",
+            "--out",
+            second.to_str().unwrap(),
+        ])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(out["path"], second.join(&name).display().to_string());
+    let bytes = fs::read(first.join(&name)).unwrap();
+    assert_eq!(
+        bytes,
+        fs::read(second.join(&name)).unwrap(),
+        "not byte-identical"
+    );
+
+    let entries = unzip(&first.join(&name));
+    let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "atc/",
+            "atc/plugin.json",
+            "atc/plugin.py",
+            "atc/requirements.txt",
+            "atc/skills/",
+            "atc/skills/atc-callback/",
+            "atc/skills/atc-callback/SKILL.md"
+        ]
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (name, mode, date, bytes) in &entries {
+        assert_eq!(date, "1980-01-01 00:00:00", "{name}");
+        let want = if name.ends_with('/') {
+            0o040_755
+        } else {
+            0o100_644
+        };
+        assert_eq!(*mode, want, "{name}: no symlinks, no odd modes");
+        let source = match name.as_str() {
+            "atc/plugin.json" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.json")),
+            "atc/plugin.py" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.py")),
+            "atc/skills/atc-callback/SKILL.md" => {
+                Some(root.join("examples/qwenpaw-skill/atc-callback/SKILL.md"))
+            }
+            _ => None,
+        };
+        if let Some(source) = source {
+            assert_eq!(bytes, &fs::read(source).unwrap(), "{name}");
+        }
+    }
+    let requirements = String::from_utf8(entries[3].3.clone()).unwrap();
+    let pins: Vec<&str> = requirements
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    assert_eq!(pins, [format!("atc-qwenpaw=={version}")]);
+    let manifest: Value = serde_json::from_slice(&entries[1].3).unwrap();
+    assert_eq!(manifest["version"], version);
+    // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max.
+    assert_eq!(
+        manifest["qwenpaw_version"],
+        json!({"min": "2.2.2", "max": "2.2.3"})
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// `atc qwenpaw install --replace-agent-task-callback`
+
+#[test]
+fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() {
+    let server = FakeQwenPaw::start();
+    server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
+    );
+    server.on(
+        "GET",
+        "/api/plugins/atc/status",
+        vec![Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#)],
+    );
+    server.on(
+        "DELETE",
+        "/api/plugins/agent-task-callback",
+        vec![Reply::json(
+            200,
+            r#"{"id":"agent-task-callback","message":"Plugin 'agent-task-callback' uninstalled successfully."}"#,
+        )],
+    );
+    server.on(
+        "POST",
+        "/api/plugins/install",
+        vec![Reply::json(200, r#"{"id":"atc","loaded":true}"#)],
+    );
+    let env = TestEnv::new();
+    let wd = working_dir(&env, Some(server.port()));
+    // The seed, its tools enabled for QA only.
+    let seed = wd.join("plugins/agent-task-callback");
+    fs::create_dir_all(&seed).unwrap();
+    fs::write(
+        seed.join("plugin.json"),
+        json!({"id": "agent-task-callback", "name": "Agent Task Callback", "version": "0.1.5"})
+            .to_string(),
+    )
+    .unwrap();
+    let qa = wd.join("workspaces/QA/agent.json");
+    let mut agent: Value = serde_json::from_str(&fs::read_to_string(&qa).unwrap()).unwrap();
+    for tool in [
+        "watch_agent_task",
+        "callback_task_status",
+        "cancel_task_callback",
+    ] {
+        agent["tools"]["builtin_tools"][tool] = json!({"name": tool, "enabled": true});
+    }
+    fs::write(&qa, agent.to_string()).unwrap();
+    let recent = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 60;
+    let state = wd.join("agent-task-callback.json");
+    let seed_state = json!({"jobs": {
+        "task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent},
+        "task-bbbbbbbbbbbb": {"task_id": "task-bbbbbbbbbbbb", "status": "done", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent, "final": "T", "completed_at": recent}
+    }});
+    fs::write(&state, seed_state.to_string()).unwrap();
+
+    let shown = wd.display().to_string();
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--replace-agent-task-callback",
+            "--working-dir",
+            &shown,
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let api = server.api();
+    for line in [
+        format!("Replacing the Agent Task Callback plugin at {}", seed.display()),
+        "Its tools are enabled for: QA".to_owned(),
+        format!("Removed: through the QwenPaw at {api}: it no longer watches or delivers"),
+        format!(
+            "Imported 2 jobs from {} into {} (1 still watched); 0 already there, 0 skipped.",
+            state.display(),
+            env.state.display()
+        ),
+        "Tools enabled for: QA (watch_agent_task, watch_agent_tasks, callback_task_status, cancel_task_callback)".to_owned(),
+        format!("No restart needed: the QwenPaw at {api} loaded the plugin."),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+    assert!(!seed.exists(), "the seed's folder is still there");
+    // The removal went out before the install.
+    let methods: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| r.method)
+        .collect();
+    assert_eq!(methods, ["DELETE", "POST"]);
+    // atc's tools for QA only.
+    assert_eq!(tools_of(&wd, "QA")["watch_agent_tasks"]["enabled"], true);
+    assert!(tools_of(&wd, "default").get("watch_agent_task").is_none());
+    // atc watches the pending job; the done one is history.
+    let jobs = env.jobs();
+    let status = |t: &str| {
+        jobs.iter()
+            .find(|j| j["task_id"] == t)
+            .map(|j| j["status"].clone())
+    };
+    assert_eq!(status("task-aaaaaaaaaaaa"), Some(json!("pending")));
+    assert_eq!(status("task-bbbbbbbbbbbb"), Some(json!("done")));
+    // The old state file: the pending job handed over, the done one as it was; a copy of
+    // the file as it was beside it.
+    let marked: Value = serde_json::from_str(&fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(marked["jobs"]["task-aaaaaaaaaaaa"]["status"], "cancelled");
+    assert_eq!(marked["jobs"]["task-aaaaaaaaaaaa"]["handed_over_to"], "atc");
+    assert_eq!(marked["jobs"]["task-bbbbbbbbbbbb"]["status"], "done");
+    let backups: Vec<PathBuf> = fs::read_dir(&wd)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("agent-task-callback.json.before-atc-")
+        })
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    let backup: Value = serde_json::from_str(&fs::read_to_string(&backups[0]).unwrap()).unwrap();
+    assert_eq!(backup, seed_state);
+
+    // Again: nothing to replace (exit 1), nothing changed.
+    env.atc([
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &shown,
+    ])
+    .status(1)
+    .stderr(format!(
+        "atc: the Agent Task Callback plugin is not installed in {shown} (no plugins/ folder with id \"agent-task-callback\"): nothing to replace; `atc qwenpaw install` installs atc's plugin\n"
+    ))
+    .env_remove("ATC_BASE_URL")
+    .file_unchanged()
+    .run();
 }

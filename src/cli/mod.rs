@@ -265,6 +265,27 @@ pub enum QwenpawCommand {
         /// Print what would change, change nothing
         #[arg(long)]
         dry_run: bool,
+
+        /// Move from the Agent Task Callback plugin in one step: note which agents have its
+        /// tools enabled, remove it (through the running server's API, no prompt; else
+        /// from disk), import its jobs, mark them handed over in its state file (a copy
+        /// beside it first, so a reinstalled old plugin cannot deliver them again), then
+        /// install atc's plugin with its tools enabled for exactly those agents. At no
+        /// moment do both deliver
+        #[arg(long, conflicts_with_all = ["agents", "all"])]
+        replace_agent_task_callback: bool,
+    },
+    /// Write the plugin zip that QwenPaw's own installer takes, and print its path
+    ///
+    /// atc-qwenpaw-plugin-<version>.zip holds one folder: the plugin, a requirements.txt
+    /// pinning this atc (atc-qwenpaw==<version>, which QwenPaw's plugin loader installs into
+    /// the server's own Python environment before it loads the plugin) and the atc-callback
+    /// skill. Install it with `qwenpaw plugin install <zip>` or the plugin screen, then
+    /// enable its tools. The same files give the same bytes, every time.
+    Zip {
+        /// Where to write it [default: the current directory]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -276,7 +297,8 @@ pub struct TimerArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TimerCommand {
-    /// Print the units (systemd) or crontab lines (cron), naming this atc binary
+    /// Print the units (systemd), crontab lines (cron) or a LaunchAgent (launchd, macOS),
+    /// naming this atc binary
     Print {
         #[arg(value_enum)]
         kind: TimerKind,
@@ -305,6 +327,8 @@ pub enum TimerKind {
     Systemd,
     /// Crontab lines (cron has minute resolution: one line per tick within a minute)
     Cron,
+    /// A macOS LaunchAgent (~/Library/LaunchAgents/atc-tick.plist, `launchctl load`)
+    Launchd,
 }
 
 #[derive(Debug, Args)]

@@ -70,7 +70,19 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     }
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
-    checks.push(tick(last_tick, &file));
+    let cadence = super::doctor_qwenpaw::cadence(&doctor.state.value);
+    checks.push(tick(
+        last_tick,
+        &file,
+        cadence.as_ref().is_some_and(|c| c.0),
+    ));
+    checks.push(ok(
+        "cadence",
+        cadence.map_or_else(
+            || "a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+            |c| c.1,
+        ),
+    ));
     watches(&client, base, &store, &heartbeat, &file, &mut checks);
     for c in super::doctor_qwenpaw::checks(&client, doctor) {
         checks.push(Check {
@@ -368,7 +380,7 @@ fn waiting(job: &Job, turns: &[Turn]) -> bool {
 }
 
 /// A tick ran lately, if anything waits for one.
-fn tick(last: Option<Timestamp>, file: &JobFile) -> Check {
+fn tick(last: Option<Timestamp>, file: &JobFile, plugin_ticks: bool) -> Check {
     let waiting = file.jobs.iter().filter(|j| waiting(j, &file.turns)).count();
     let now = Timestamp::now();
     let said = match last {
@@ -383,7 +395,11 @@ fn tick(last: Option<Timestamp>, file: &JobFile) -> Check {
                 "{}, and {said}",
                 plural(waiting as u64, "watch waits", "watches wait")
             ),
-            "is the timer installed? `atc timer print systemd` (or `cron`) prints the units to install; `systemctl --user status atc-tick.timer` shows one that is".to_owned(),
+            if plugin_ticks {
+                "atc's QwenPaw plugin says it ticks, yet no tick ran: is atc where the server finds it (the \"atc for the server\" line)? `atc tick -v` as the server's user says why a tick fails".to_owned()
+            } else {
+                "load atc's QwenPaw plugin (it ticks by itself while QwenPaw runs), or install a timer: `atc timer print systemd` (or `cron`, `launchd`) prints one; `systemctl --user status atc-tick.timer` shows one that is".to_owned()
+            },
         )
     } else {
         ok("timer", said)

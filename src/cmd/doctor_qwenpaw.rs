@@ -175,7 +175,7 @@ fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
                 "the end-of-turn hook is installed; the last tick a turn's end started ran {} ago",
                 crate::time::human(at.elapsed_at(crate::time::Timestamp::now()))
             ),
-            None => "the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc on the server's PATH)".to_owned(),
+            None => "the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
         },
     )
 }
@@ -214,9 +214,7 @@ fn seed(wd: &Path) -> Finding {
                 "the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice",
                 rival.dir.display()
             ),
-            format!(
-                "`atc import-plugin-state` (its jobs move to atc), then `qwenpaw plugin uninstall {SEED_ID}` (or delete that folder and restart QwenPaw)"
-            ),
+            "`atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
         ),
         Some(rival) => bad(
             "seed plugin",
@@ -233,29 +231,52 @@ fn seed(wd: &Path) -> Finding {
     }
 }
 
-/// Can the running QwenPaw server (and so its agents' shell tool and the plugin) find
-/// `atc`? Read from /proc/<pid>/environ of a `qwenpaw app` process when that is readable.
+const FINDS: &str = "atc for the server";
+
+/// Can the running QwenPaw server (its plugin, and so its tools and kicks) find `atc`?
+/// Looked for where the plugin looks, in its order: next to the server's interpreter (the
+/// interpreter's directory, then a venv's `bin/` the interpreter is a symlink into), under
+/// `$QWENPAW_PLUGIN_SITE/bin`, then `ATC_BIN`, then its `PATH`, then `~/.cargo/bin`. Read
+/// from /proc/<pid>/cmdline and /proc/<pid>/environ of a `qwenpaw app` process when this
+/// user can read them; elsewhere (no /proc) it cannot tell.
 fn server_path(base: &str) -> Finding {
-    const NAME: &str = "atc on the server's PATH";
-    let Some((pid, env)) = port_of(base).and_then(server_environ) else {
+    let Some(server) = port_of(base).and_then(server_process) else {
         return ok(
-            NAME,
-            format!(
-                "cannot tell: no `qwenpaw app` process serving {base} whose environment this user can read"
-            ),
+            FINDS,
+            if cfg!(target_os = "linux") {
+                format!(
+                    "cannot tell: no `qwenpaw app` process serving {base} whose environment this user can read"
+                )
+            } else {
+                "cannot tell on this system: atc reads a server's environment from /proc, which only Linux has".to_owned()
+            },
         );
     };
+    let pid = server.pid;
     let var = |name: &str| {
-        env.iter()
+        server
+            .environ
+            .iter()
             .find_map(|kv| kv.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
             .map(str::to_owned)
     };
+    let mut looked = Vec::new();
+    for (dir, why) in interpreter_dirs(&server.interpreter, var("QWENPAW_PLUGIN_SITE")) {
+        let atc = dir.join("atc");
+        if is_executable(&atc) {
+            return ok(
+                FINDS,
+                format!("the server (pid {pid}) finds {} ({why})", atc.display()),
+            );
+        }
+        looked.push(format!("{} ({why})", dir.display()));
+    }
     if let Some(bin) = var("ATC_BIN").filter(|b| !b.is_empty()) {
         return if is_executable(Path::new(&bin)) {
-            ok(NAME, format!("the server (pid {pid}) has ATC_BIN={bin}"))
+            ok(FINDS, format!("the server (pid {pid}) has ATC_BIN={bin}"))
         } else {
             bad(
-                NAME,
+                FINDS,
                 format!(
                     "the server (pid {pid}) has ATC_BIN={bin}, which is not an executable file"
                 ),
@@ -273,19 +294,85 @@ fn server_path(base: &str) -> Finding {
             home.map(|h| h.join(".cargo/bin/atc"))
                 .filter(|p| is_executable(p))
         });
+    let python = server
+        .interpreter
+        .as_ref()
+        .map_or("<the server's python>".to_owned(), |p| {
+            p.display().to_string()
+        });
     match found {
-        Some(atc) => ok(NAME, format!("the server (pid {pid}) finds {}", atc.display())),
+        Some(atc) => ok(
+            FINDS,
+            format!("the server (pid {pid}) finds {} (its PATH)", atc.display()),
+        ),
         None => bad(
-            NAME,
-            format!("the server (pid {pid}) cannot find atc: not on its PATH ({path}), no ATC_BIN, no ~/.cargo/bin/atc; its agents get `atc: command not found`"),
-            "pip install atc into QwenPaw's own Python environment (its bin/ is on the server's PATH), or set ATC_BIN in the server's environment (systemd: Environment=ATC_BIN=…), then restart QwenPaw".to_owned(),
+            FINDS,
+            format!(
+                "the server (pid {pid}) cannot find atc: not next to its interpreter ({}), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail",
+                if looked.is_empty() {
+                    "unknown".to_owned()
+                } else {
+                    looked.join(", ")
+                }
+            ),
+            format!(
+                "`{python} -m pip install atc-qwenpaw=={}` puts atc next to the server's interpreter, where the plugin finds it at its next call (no restart); or set ATC_BIN in the server's environment and restart it",
+                env!("CARGO_PKG_VERSION")
+            ),
         ),
     }
 }
 
+/// Where pip puts atc for a server run by `interpreter`, in the plugin's order: its
+/// directory; the `bin/` of a virtualenv it is a symlink into (a `pyvenv.cfg` one level
+/// up); `$QWENPAW_PLUGIN_SITE/bin`.
+fn interpreter_dirs(
+    interpreter: &Option<PathBuf>,
+    plugin_site: Option<String>,
+) -> Vec<(PathBuf, &'static str)> {
+    let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
+    if let Some(python) = interpreter {
+        if let Some(dir) = python.parent() {
+            dirs.push((dir.to_path_buf(), "next to its interpreter"));
+        }
+        let mut hop = python.clone();
+        for _ in 0..8 {
+            let Ok(target) = std::fs::read_link(&hop) else {
+                break;
+            };
+            hop = match hop.parent() {
+                Some(dir) if target.is_relative() => dir.join(target),
+                _ => target,
+            };
+            if let Some(dir) = hop.parent()
+                && dir
+                    .parent()
+                    .is_some_and(|venv| venv.join("pyvenv.cfg").is_file())
+                && !dirs.iter().any(|(d, _)| d == dir)
+            {
+                dirs.push((
+                    dir.to_path_buf(),
+                    "the virtualenv its interpreter links into",
+                ));
+            }
+        }
+    }
+    if let Some(site) = plugin_site.filter(|s| !s.is_empty()) {
+        dirs.push((Path::new(&site).join("bin"), "$QWENPAW_PLUGIN_SITE/bin"));
+    }
+    dirs
+}
+
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
 }
 
 /// The port of a base URL (80/443 when it names none).
@@ -298,9 +385,18 @@ fn port_of(base: &str) -> Option<u16> {
     }
 }
 
-/// The pid and environment of the `qwenpaw app` process started with `--port <port>`
-/// (8088, QwenPaw's default, when it names none), when this user can read them.
-fn server_environ(port: u16) -> Option<(u32, Vec<String>)> {
+/// A `qwenpaw app` process: its pid, its interpreter (argv[0] when absolute: a script's
+/// shebang interpreter, as the kernel passes it), its environment.
+struct ServerProcess {
+    pid: u32,
+    interpreter: Option<PathBuf>,
+    environ: Vec<String>,
+}
+
+/// The `qwenpaw app` process started with `--port <port>` (8088, QwenPaw's default, when
+/// it names none), when this user can read it. Linux only: /proc.
+#[cfg(target_os = "linux")]
+fn server_process(port: u16) -> Option<ServerProcess> {
     let mut pids: Vec<u32> = std::fs::read_dir("/proc")
         .ok()?
         .flatten()
@@ -323,12 +419,58 @@ fn server_environ(port: u16) -> Option<(u32, Vec<String>)> {
             return None;
         }
         let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-        Some((
+        let interpreter = args
+            .first()
+            .map(|a| PathBuf::from(String::from_utf8_lossy(a).into_owned()))
+            .filter(|p| p.is_absolute());
+        Some(ServerProcess {
             pid,
-            environ
+            interpreter,
+            environ: environ
                 .split(|b| *b == 0)
                 .map(|kv| String::from_utf8_lossy(kv).into_owned())
                 .collect(),
-        ))
+        })
     })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn server_process(_port: u16) -> Option<ServerProcess> {
+    None
+}
+
+/// What atc's QwenPaw plugin last said about the cadence (`<job file>.cadence`), when it
+/// said it lately (within three of its periods): (the plugin ticks, what to say).
+pub fn cadence(state: &Path) -> Option<(bool, String)> {
+    let path = crate::state::lock::sidecar(state, "cadence");
+    let said: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let every = said["every_secs"].as_f64().filter(|e| *e > 0.0)?;
+    let at = crate::time::Timestamp::parse(said["at"].as_str()?)?;
+    let now = crate::time::Timestamp::now();
+    if at.elapsed_at(now).as_secs_f64() > 3.0 * every + 5.0 {
+        return None;
+    }
+    let pid = said["pid"].as_u64().unwrap_or(0);
+    let every = crate::time::human(std::time::Duration::from_secs_f64(every));
+    if said["ticking"] == true {
+        Some((
+            true,
+            format!(
+                "atc's QwenPaw plugin (server pid {pid}) starts `atc tick` every {every} while watches wait; no system timer seen"
+            ),
+        ))
+    } else {
+        let seen = said["timer_seen_at"]
+            .as_str()
+            .and_then(crate::time::Timestamp::parse)
+            .map_or("lately".to_owned(), |t| {
+                format!("{} ago", crate::time::age(t.elapsed_at(now)))
+            });
+        Some((
+            false,
+            format!(
+                "a system timer: a tick atc's QwenPaw plugin did not start ran {seen}, so the plugin (server pid {pid}) stands by"
+            ),
+        ))
+    }
 }

@@ -7,6 +7,7 @@ pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;
 pub mod qwenpaw;
+pub mod qwenpaw_replace;
 pub mod redeliver;
 pub mod status;
 pub mod tick;

@@ -49,9 +49,22 @@ fn server(client: &Client, install: &QwenpawInstall) -> Server {
 
 pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     let wd = &install.working_dir.value;
-    let plan = install::plan(wd, &install.agents)?;
     let client = Client::new(install.http_timeout, install.auth.clone());
     let server = server(&client, install);
+    let (agents, replaced) = match &install.replace {
+        Some(replace) => {
+            let (agents, said) =
+                super::qwenpaw_replace::run(install, replace, &client, &server_base(&server))?;
+            (install::Agents::Named(agents), Some(said))
+        }
+        None => (install.agents.clone(), None),
+    };
+    let plan = if install.dry_run && install.replace.is_some() {
+        // The seed plugin is still there in a dry run: plan as if it were gone.
+        install::plan_ignoring_seed(wd, &agents)?
+    } else {
+        install::plan(wd, &agents)?
+    };
     if !install.dry_run {
         install::apply(&plan)?;
     }
@@ -111,6 +124,7 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     };
     if out.json {
         return print_json(&json!({
+            "replaced": replaced.as_ref().map(|r| &r.json),
             "dry_run": install.dry_run,
             "working_dir": wd,
             "plugin_dir": plan.plugin_dir,
@@ -123,12 +137,19 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
     if out.quiet {
         return Ok(());
     }
-    emit(&report(
-        install,
-        &plan,
-        &verb("Changed", "Would change"),
-        &said,
+    let preface = replaced.map(|r| r.text).unwrap_or_default();
+    emit(&format!(
+        "{preface}{}",
+        report(install, &plan, &verb("Changed", "Would change"), &said)
     ))
+}
+
+/// The base URL of the server running on the working dir, if one answers.
+fn server_base(server: &Server) -> Option<String> {
+    match server {
+        Server::Running { base, .. } => Some(base.clone()),
+        Server::Away(_) => None,
+    }
 }
 
 fn report(install: &QwenpawInstall, plan: &Plan, verb: &str, said: &str) -> String {
@@ -153,4 +174,30 @@ fn report(install: &QwenpawInstall, plan: &Plan, verb: &str, said: &str) -> Stri
     ));
     text.push_str(&format!("{said}\n"));
     text
+}
+
+/// `atc qwenpaw zip`: writes the plugin zip into `dir` (atomically) and prints its path.
+pub fn zip(dir: &std::path::Path, out: Output) -> Result<()> {
+    let entries = install::bundle();
+    let bytes = crate::zip::archive(&entries);
+    let path = dir.join(install::bundle_name());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| crate::state::fsutil::write_atomic(&path, &bytes))
+        .map_err(|e| {
+            crate::exit::Failure::new(
+                crate::exit::Exit::StateUnwritable,
+                format!("cannot write the plugin zip {}: {e}", path.display()),
+            )
+        })?;
+    if out.json {
+        return print_json(&json!({
+            "path": path,
+            "bytes": bytes.len(),
+            "files": entries.iter().filter(|e| !e.name.ends_with('/')).map(|e| &e.name).collect::<Vec<_>>(),
+        }));
+    }
+    if out.quiet {
+        return Ok(());
+    }
+    emit(&format!("{}\n", path.display()))
 }

@@ -38,6 +38,7 @@ pub fn run(timer: &Timer, out: Output) -> Result<()> {
             state.map(shell_quote).as_deref(),
             timer.interval,
         ),
+        Schedule::Launchd => launchd(&timer.binary, state, timer.interval),
     };
     emit(&text)
 }
@@ -111,6 +112,54 @@ pub fn cron(exec: &str, state: Option<&str>, interval: Duration) -> String {
         text.push_str(&format!("{field} * * * * {command}\n"));
     }
     text
+}
+
+/// A LaunchAgent that runs `atc tick` every `interval` (launchd's `StartInterval`, whole
+/// seconds) while the user is logged in.
+pub fn launchd(binary: &Path, state: Option<&Path>, interval: Duration) -> String {
+    let env = state
+        .map(|s| {
+            format!(
+                "    <key>EnvironmentVariables</key>\n    <dict>\n        <key>ATC_STATE</key>\n        <string>{}</string>\n    </dict>\n",
+                xml_escape(&s.to_string_lossy())
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "\
+<?xml version=\"1.0\" encoding=\"UTF-8\"?>
+<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">
+<!-- ~/Library/LaunchAgents/atc-tick.plist; then: launchctl load ~/Library/LaunchAgents/atc-tick.plist
+     Tokens (QWENPAW_RUNTIME_INTERNAL_TOKEN, ...) go into EnvironmentVariables: chmod 600 this file.
+     A give-up is one line on stderr: add StandardErrorPath to keep it. -->
+<plist version=\"1.0\">
+<dict>
+    <key>Label</key>
+    <string>atc-tick</string>
+    <key>ProgramArguments</key>
+    <array>
+        <string>{}</string>
+        <string>tick</string>
+    </array>
+{env}    <key>StartInterval</key>
+    <integer>{}</integer>
+    <key>RunAtLoad</key>
+    <true/>
+    <key>ProcessType</key>
+    <string>Background</string>
+</dict>
+</plist>
+",
+        xml_escape(&binary.to_string_lossy()),
+        interval.as_secs()
+    )
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A path as one systemd command-line word: `%` doubled, quoted when it has spaces or

@@ -311,6 +311,18 @@ impl Client {
         self.post(&format!("{base_url}/plugins/install"), "default", body)
     }
 
+    /// `DELETE {base}/plugins/{id}`: the running server unloads the plugin (its shutdown
+    /// hooks run), removes its tools from every agent and deletes its folder; no prompt.
+    pub fn uninstall_plugin(&self, base_url: &str, plugin_id: &str) -> Result<Answer, Transport> {
+        let url = format!("{base_url}/plugins/{}", encode(plugin_id));
+        self.guard("DELETE", &url)?;
+        let request = self
+            .with_auth(self.lane().delete(&url))
+            .header("X-Agent-Id", "default")
+            .header("Accept", "application/json");
+        finish("DELETE", &url, request.call())
+    }
+
     fn post(&self, url: &str, agent: &str, body: &Value) -> Result<Answer, Transport> {
         self.guard("POST", url)?;
         let request = self

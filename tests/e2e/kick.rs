@@ -73,8 +73,11 @@ pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
             env: vec![
                 ("ATC_BIN".into(), wrapper.display().to_string()),
                 ("ATC_STATE".into(), state.display().to_string()),
+                // Only kicks here: the plugin's own cadence would start plain ticks.
+                ("ATC_CADENCE".into(), "off".into()),
             ],
             mqtt_port: None,
+            ..ServerOptions::default()
         },
     )?;
     crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
@@ -300,7 +303,7 @@ pub fn kick_without_atc(ctx: &Ctx) -> R<()> {
     )?;
     ensure!(
         out.stdout.contains(&format!(
-            "✗ atc on the server's PATH: the server (pid {}) has ATC_BIN={}, which is not an executable file",
+            "✗ atc for the server: the server (pid {}) has ATC_BIN={}, which is not an executable file",
             kick.server.pid().unwrap_or(0),
             kick.wrapper.display()
         )),

@@ -23,6 +23,7 @@ mod hermetic;
 mod kick;
 mod long;
 mod mqtt;
+mod pkg;
 mod plugin;
 mod procs;
 mod proxy;

@@ -75,7 +75,13 @@ pub fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
 
 /// A turn in (session, user) on `default` whose model calls `tool` with `args`; returns
 /// the turn's final text (the tool's one line).
-fn call_tool(server: &Server, session: &str, user: &str, tool: &str, args: &Value) -> R<String> {
+pub(crate) fn call_tool(
+    server: &Server,
+    session: &str,
+    user: &str,
+    tool: &str,
+    args: &Value,
+) -> R<String> {
     let api = server.api();
     let turn = api.submit(
         Some("default"),
@@ -133,7 +139,7 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
     )?;
     ensure!(
         said.starts_with(&format!(
-            "Watching {tid}: the result comes back into this chat"
+            "Watching {tid} (polled as agent {target}): the result comes back into this chat"
         )),
         "watch_agent_task answered {said:?}"
     );
@@ -160,9 +166,9 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
     // callback_task_status from the same chat lists it; from another user's chat, not.
     let status = call_tool(server, parent, user, "callback_task_status", &json!({}))?;
     ensure!(
-        status
-            .lines()
-            .any(|l| l.starts_with(&format!("{tid} | pending | agent={target} | registered="))),
+        status.lines().any(|l| l.starts_with(&format!(
+            "{tid} | pending | agent={target} session={parent} | registered="
+        ))),
         "callback_task_status answered {status:?}"
     );
     // The parent chat as it is before the result comes (the child is still running).

@@ -29,6 +29,71 @@ pub struct Venv {
 }
 
 impl Venv {
+    /// A new virtualenv at `dir` on top of this one: its own site-packages and bin/ (so
+    /// what pip installs there is its own, and the provisioned venv stays as it was), the
+    /// provisioned packages through a `.pth` line, and a `qwenpaw` script of its own.
+    /// Returns its python.
+    pub fn layered(&self, dir: &Path) -> R<PathBuf> {
+        let out = Command::new(&self.python)
+            .args(["-m", "venv"])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("python -m venv: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "python -m venv {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let site = |python: &Path| -> R<String> {
+            let out = Command::new(python)
+                .args([
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_path('purelib'))",
+                ])
+                .output()
+                .map_err(|e| e.to_string())?;
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        let python = dir.join("bin/python");
+        // QwenPaw's plugin loader refuses a pip older than 26.2.2 ("Unsafe pip").
+        let out = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+                "--upgrade",
+                "pip>=26.2.2",
+            ])
+            .output()
+            .map_err(|e| format!("pip upgrade: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "upgrading pip in {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let (base, own) = (site(&self.python)?, site(&python)?);
+        fs::write(
+            Path::new(&own).join("atc-e2e-qwenpaw.pth"),
+            format!("{base}\n"),
+        )
+        .map_err(|e| format!("{own}: {e}"))?;
+        let script = fs::read_to_string(self.bin().join("qwenpaw")).map_err(|e| e.to_string())?;
+        let body = script.split_once('\n').map_or("", |(_, rest)| rest);
+        let qwenpaw = dir.join("bin/qwenpaw");
+        fs::write(&qwenpaw, format!("#!{}\n{body}", python.display()))
+            .map_err(|e| e.to_string())?;
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&qwenpaw, fs::Permissions::from_mode(0o755))
+            .map_err(|e| e.to_string())?;
+        Ok(python)
+    }
+
     /// Runs provision.sh (progress on our stderr); its last stdout line is the python.
     pub fn provision() -> R<Venv> {
         let script = e2e_dir().join("provision.sh");
@@ -156,6 +221,7 @@ impl FakeLlm {
     }
 }
 
+#[derive(Default)]
 pub struct ServerOptions {
     /// Sets QWENPAW_RUNTIME_INTERNAL_TOKEN in the server's environment.
     pub token: Option<String>,
@@ -165,6 +231,13 @@ pub struct ServerOptions {
     pub env: Vec<(String, String)>,
     /// Configure the default agent's MQTT channel to a broker on this port (contract §9).
     pub mqtt_port: Option<u16>,
+    /// Another virtualenv's python (one `Venv::layered` made): the server runs from it.
+    pub python: Option<PathBuf>,
+    /// The server's PATH exactly, instead of the venv's bin/ and the suite's PATH.
+    pub path: Option<OsString>,
+    /// Start the server as `<venv>/bin/qwenpaw app`, by its absolute path (as a systemd
+    /// unit or a launcher does), not as `python <venv>/bin/qwenpaw app`.
+    pub by_absolute_path: bool,
 }
 
 /// A real `qwenpaw app` on a free loopback port, in its own temp HOME/working dir.
@@ -176,6 +249,7 @@ pub struct Server {
     pub agents: Vec<String>,
     python: PathBuf,
     bin: PathBuf,
+    by_absolute_path: bool,
     env: Vec<(OsString, OsString)>,
     group: Option<Group>,
     starts: u32,
@@ -215,7 +289,12 @@ impl Server {
         path.extend(std::env::split_paths(
             &std::env::var_os("PATH").unwrap_or_default(),
         ));
-        let path = std::env::join_paths(path).map_err(|e| e.to_string())?;
+        let path = match &opts.path {
+            Some(exact) => exact.clone(),
+            None => std::env::join_paths(path).map_err(|e| e.to_string())?,
+        };
+        let python = opts.python.clone().unwrap_or_else(|| venv.python.clone());
+        let bin = python.parent().expect("a python in a bin/").to_path_buf();
 
         // A clean environment: nothing of the outer QwenPaw/atc setup leaks in.
         let mut env: Vec<(OsString, OsString)> = vec![
@@ -241,8 +320,9 @@ impl Server {
             port: free_port()?,
             token: opts.token,
             agents: Vec::new(),
-            python: venv.python.clone(),
-            bin: venv.bin(),
+            python,
+            bin,
+            by_absolute_path: opts.by_absolute_path,
             env,
             group: None,
             dir,
@@ -343,21 +423,26 @@ impl Server {
         self.starts += 1;
         let log = fs::File::create(self.log_path()).map_err(|e| format!("server log: {e}"))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(&self.python);
-        cmd.arg(self.bin.join("qwenpaw"))
-            .args([
-                "app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &self.port.to_string(),
-            ])
-            .env_clear()
-            .envs(self.env.iter().cloned())
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2);
+        let mut cmd = if self.by_absolute_path {
+            Command::new(self.bin.join("qwenpaw"))
+        } else {
+            let mut cmd = Command::new(&self.python);
+            cmd.arg(self.bin.join("qwenpaw"));
+            cmd
+        };
+        cmd.args([
+            "app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &self.port.to_string(),
+        ])
+        .env_clear()
+        .envs(self.env.iter().cloned())
+        .current_dir(self.dir.path())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
         let mut group = Group::spawn(&format!("qwenpaw server {}", self.name), cmd)?;
         let api = self.api();
         let started = Instant::now();

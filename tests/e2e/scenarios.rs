@@ -46,6 +46,8 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    ("plugin-zip", crate::pkg::plugin_zip),
+    ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
@@ -127,6 +129,7 @@ impl Ctx {
                 path_prepend: Some(bin),
                 env: vec![("ATC_STATE".into(), agent_state.display().to_string())],
                 mqtt_port: None,
+                ..ServerOptions::default()
             },
         )?;
         ensure!(
@@ -171,6 +174,7 @@ impl Ctx {
                     ),
                 ],
                 mqtt_port: Some(broker.port),
+                ..ServerOptions::default()
             },
         )?;
         let health = server
@@ -1117,6 +1121,7 @@ fn server_restart(ctx: &Ctx) -> R<()> {
             path_prepend: None,
             env: Vec::new(),
             mqtt_port: None,
+            ..ServerOptions::default()
         },
     )?;
     let api = server.api();
@@ -1211,6 +1216,7 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
             path_prepend: None,
             env: Vec::new(),
             mqtt_port: None,
+            ..ServerOptions::default()
         },
     )?;
     let api = server.api();

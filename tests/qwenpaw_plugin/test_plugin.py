@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 import types
 import unittest
 from pathlib import Path
@@ -81,6 +82,11 @@ def load_plugin():
 STUB = """#!/bin/sh
 log="$STUB_DIR/calls"
 [ -n "$STUB_SLEEP" ] && sleep "$STUB_SLEEP"
+printf '%s\\n' "$*" >> "$log.all"
+if [ "$1" = status ]; then
+    cat "$STUB_DIR/status" 2>/dev/null || echo '{"jobs": []}'
+    exit 0
+fi
 printf '%s\\n' "$@" > "$log.args"
 printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" > "$log.env"
 cat "$STUB_DIR/stdout" 2>/dev/null
@@ -129,6 +135,13 @@ class PluginTest(unittest.TestCase):
     def args(self):
         return (self.path / "calls.args").read_text().splitlines()
 
+    def listed(self, *jobs):
+        """What the stub's `atc status --all --json` answers."""
+        (self.path / "status").write_text(json.dumps({"jobs": list(jobs)}))
+
+    def calls(self):
+        return (self.path / "calls.all").read_text().splitlines()
+
     def env_seen(self):
         return dict(l.split("=", 1) for l in (self.path / "calls.env").read_text().splitlines())
 
@@ -142,7 +155,10 @@ class PluginTest(unittest.TestCase):
             "--channel", "console", "--agent", "default", "--target-agent", "SE"])
         self.assertEqual(self.env_seen(), {
             "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret"})
-        self.assertTrue(line.startswith("Watching task-0123456789ab: the result comes back"), line)
+        self.assertEqual(self.calls(), [
+            "status --all --json",
+            "watch task-0123456789ab --json --session s-1 --user carol --channel console --agent default --target-agent SE"])
+        self.assertTrue(line.startswith("Watching task-0123456789ab (polled as agent SE): the result comes back"), line)
         self.assertNotIn("\n", line)
         self.assertIn("Do not poll check_agent_task", line)
 
@@ -195,13 +211,14 @@ class PluginTest(unittest.TestCase):
         os.environ["HOME"] = str(self.path / "home")
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Not watching task-0123456789ab: atc is not installed"), line)
-        self.assertIn("install it with QwenPaw's own pip", line)
+        self.assertIn("python -m pip install atc-qwenpaw", line)
         self.assertIn("Tell the user", line)
 
     def test_a_bad_atc_bin_is_named(self):
         os.environ["ATC_BIN"] = str(self.path / "nope")
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
-        self.assertIn("ATC_BIN=%s is not an executable file" % (self.path / "nope"), line)
+        self.assertIn("ATC_BIN in the server's environment is not an executable file", line)
+        self.assertNotIn(str(self.path), line, "a path in the model's answer")
 
     def test_path_then_cargo_bin(self):
         os.environ.pop("ATC_BIN")
@@ -220,6 +237,34 @@ class PluginTest(unittest.TestCase):
         os.environ["PATH"] = str(on_path)
         self.assertEqual(self.plugin.find_atc(), (str(on_path / "atc"), None))
 
+    def test_next_to_the_interpreter_first_then_the_plugin_site_then_atc_bin(self):
+        fake_bin = self.path / "venv" / "bin"
+        fake_bin.mkdir(parents=True)
+        os.environ["PATH"] = str(self.path / "empty")
+        old = self.plugin.sys.executable
+        try:
+            self.plugin.sys.executable = str(fake_bin / "python")
+            # Nothing next to the interpreter: ATC_BIN.
+            self.assertEqual(self.plugin.find_atc(), (str(self.atc), None))
+            site = self.path / "site"
+            (site / "bin").mkdir(parents=True)
+            (site / "bin" / "atc").write_text(STUB)
+            (site / "bin" / "atc").chmod(0o755)
+            os.environ["QWENPAW_PLUGIN_SITE"] = str(site)
+            self.assertEqual(self.plugin.find_atc(), (str(site / "bin" / "atc"), None))
+            (fake_bin / "atc").write_text(STUB)
+            (fake_bin / "atc").chmod(0o755)
+            self.assertEqual(self.plugin.find_atc(), (str(fake_bin / "atc"), None))
+            # Even when ATC_BIN names nothing usable.
+            os.environ["ATC_BIN"] = str(self.path / "nope")
+            self.assertEqual(self.plugin.find_atc(), (str(fake_bin / "atc"), None))
+        finally:
+            self.plugin.sys.executable = old
+            os.environ.pop("QWENPAW_PLUGIN_SITE", None)
+        dirs = self.plugin.interpreter_dirs()
+        import sysconfig
+        self.assertIn(sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
+
     # -- fan-in, status, cancel --------------------------------------------------------
 
     def test_watch_agent_tasks_uses_group(self):
@@ -227,36 +272,39 @@ class PluginTest(unittest.TestCase):
         line = run(self.plugin.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "trio"))
         self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"])
         self.assertEqual(self.args()[-2:], ["--group", "trio"])
-        self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b: the result comes back into this chat together, as one message,"), line)
+        self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b (group trio): the result comes back into this chat together, as one message,"), line)
 
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
         self.assertEqual(run(self.plugin.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
         self.assertEqual(run(self.plugin.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")
 
     def test_status_lists_only_this_chats_watches(self):
-        self.answer(json.dumps({"jobs": [
+        self.listed(*[
             job("task-00000000000a", status="pending", target="SE"),
             job("task-00000000000b", user="bob"),
             job("task-00000000000c", session="other"),
             job("task-00000000000d", channel="mqtt"),
             job("task-00000000000e", status="done"),
-        ]}))
-        text = run(self.plugin.callback_task_status())
-        self.assertEqual(self.args(), ["status", "--all", "--json"])
-        self.assertEqual(text.splitlines(), [
-            "task-00000000000a | pending | agent=SE | registered=2026-12-01T10:00:00Z",
-            "task-00000000000e | done | agent=default | registered=2026-12-01T10:00:00Z",
         ])
+        text = run(self.plugin.callback_task_status())
+        self.assertEqual(self.calls(), ["status --all --json"])
+        self.assertEqual(text.splitlines(), [
+            "task-00000000000a | pending | agent=SE session=s-1 | registered=2026-12-01T10:00:00Z",
+            "task-00000000000e | done | agent=default session=s-1 | registered=2026-12-01T10:00:00Z",
+        ])
+        for other in ("bob", "other", "mqtt"):
+            self.assertNotIn(other, text)
 
     def test_status_with_nothing_watched(self):
-        self.answer(json.dumps({"jobs": [job("task-00000000000b", user="bob")]}))
+        self.listed(job("task-00000000000b", user="bob"))
         self.assertEqual(run(self.plugin.callback_task_status()), "This chat watches no tasks.")
 
     def test_status_is_capped_at_twenty(self):
-        self.answer(json.dumps({"jobs": [job("task-%012x" % i) for i in range(30)]}))
+        self.listed(*[job("task-%012x" % i) for i in range(30)])
         self.assertEqual(len(run(self.plugin.callback_task_status()).splitlines()), 20)
 
     def test_cancel(self):
+        self.listed(job("task-00000000000a"))
         self.answer(json.dumps(job("task-00000000000a", status="cancelled")))
         line = run(self.plugin.cancel_task_callback("task-00000000000a"))
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
@@ -277,20 +325,65 @@ class PluginTest(unittest.TestCase):
         self.assertNotIn("--check-in", self.args())
 
     def test_cancel_with_stop_stops_the_task_and_says_what_happened(self):
+        self.listed(job("task-00000000000a"))
         self.answer("Cancelled the watch on task-00000000000a; the child was stopped.\n")
         line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--stop"])
         self.assertEqual(line, "Cancelled the watch on task-00000000000a; the child was stopped.")
 
     def test_cancel_with_stop_refused_keeps_the_watch(self):
+        self.listed(job("task-00000000000a"))
         self.answer("", "atc: cannot stop the child of task-00000000000a: its session is not known; the watch is kept\n", 1)
         line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
 
     def test_cancel_refused(self):
+        self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
         line = run(self.plugin.cancel_task_callback("task-00000000000a"))
         self.assertEqual(line, "Not cancelled task-00000000000a: task-00000000000a is not watched")
+
+    # -- only the calling chat's own things -----------------------------------------------
+
+    def test_another_chats_task_is_neither_watched_nor_cancelled_nor_named(self):
+        self.listed(job("task-00000000000a", session="s-other", user="bob"))
+        line = run(self.plugin.watch_agent_task("task-00000000000a"))
+        self.assertEqual(line, "Not watching task-00000000000a: another chat already watches task-00000000000a. Watch only the tasks you submitted from this chat.")
+        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        self.assertEqual(line, "Not cancelled task-00000000000a: this chat watches no such task (callback_task_status lists its watches).")
+        self.assertEqual(self.calls(), ["status --all --json", "status --all --json"])
+
+    def test_refusals_name_no_file_and_no_other_chat(self):
+        state = self.path / "state" / "jobs.json"
+        os.environ["ATC_STATE"] = str(state)
+        self.answer("", "atc: cannot lock %s.lock: Permission denied (os error 13); chmod it\n" % state, 4)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertNotIn(str(self.path), line)
+        self.assertIn("atc's job file.lock", line)
+        self.answer("", "atc: http://127.0.0.1:8123/api has no chat with session s-1, user carol, channel console for agent 'default': delivering there would start a new chat the asking agent never sees; chats with session id s-1: user xavier on console; user yolanda on mqtt. Pass the Session ID, User ID and Channel the agent's prompt shows, or --create-session to start a new chat on purpose\n", 1)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        for other in ("xavier", "yolanda"):
+            self.assertNotIn(other, line)
+        self.assertIn("http://127.0.0.1:8123/api has no chat with session s-1", line)
+        self.assertIn("no chat matches exactly. Pass the Session ID", line)
+
+    def test_the_answer_confirms_every_option_applied(self):
+        recorded = dict(job("task-0123456789ab", target="SE"), stop_after_secs=20, check_in_secs=300)
+        self.answer(json.dumps(recorded))
+        line = run(self.plugin.watch_agent_task(
+            "task-0123456789ab", target_agent="SE", child_session="default:to:SE:1:ab", stop_after="20s", check_in="5m"))
+        self.assertTrue(line.startswith(
+            "Watching task-0123456789ab (polled as agent SE; its child session recorded, so it can "
+            "be stopped; stops it after 20s if it is still running; a [STATUS: running] check-in "
+            "every 5m while it runs (at most 5)): the result comes back"), line)
+
+    def test_every_list_parameter_has_typed_items(self):
+        import typing
+        for name in self.plugin.TOOLS:
+            hints = typing.get_type_hints(getattr(self.plugin, name))
+            for param, hint in hints.items():
+                if hint is list or typing.get_origin(hint) is list:
+                    self.assertEqual(typing.get_args(hint), (str,), "%s(%s)" % (name, param))
 
     # -- registration -----------------------------------------------------------------
 
@@ -300,12 +393,24 @@ class PluginTest(unittest.TestCase):
         seen = []
         hooks = []
 
+        startup = []
+        skills = []
+
         class Api:
             def register_tool(self, tool_name, tool_func, description="", icon="", **_):
                 seen.append((tool_name, tool_func, description))
 
             def register_runtime_hook(self, hook):
                 hooks.append(hook)
+
+            def register_startup_hook(self, hook_name, callback, priority=100):
+                startup.append((hook_name, callback))
+
+            def register_shutdown_hook(self, hook_name, callback, priority=100):
+                startup.append((hook_name, callback))
+
+            def register_skill_provider(self, skills_dir, **_):
+                skills.append(skills_dir)
 
         self.plugin.plugin.register(Api())
         self.assertEqual([s[0] for s in seen], [
@@ -315,12 +420,19 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '', check_in: str = '') -> str")
         self.assertEqual(sigs["callback_task_status"], "() -> str")
         self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False) -> str")
-        self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list, group: str) -> str")
+        self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list[str], group: str) -> str")
         self.assertEqual(len(hooks), 1)
         self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))
         for name, func, description in seen:
             self.assertTrue(inspect.iscoroutinefunction(func), name)
             self.assertTrue(func.__doc__ and description, name)
+        self.assertEqual([n for n, _ in startup], ["atc_cadence_start", "atc_cadence_stop"])
+        # The examples folder has no skills/ (atc qwenpaw install puts the skill into the
+        # pool); the zip's folder has, and registers it.
+        self.assertEqual(skills, [])
+        self.plugin.SKILLS = self.path
+        self.plugin.plugin.register(Api())
+        self.assertEqual(skills, [self.path])
 
     def test_manifest_names_the_entry_and_the_tools(self):
         manifest = json.loads((PLUGIN.parent / "plugin.json").read_text())
@@ -411,7 +523,7 @@ class KickTest(unittest.TestCase):
             self.kicker.kick()
             self.plugin.LOG.warning("end")
         self.assertEqual(len(said.output), 2, said.output)
-        self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN=", said.output[0])
+        self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN in the server's environment", said.output[0])
         self.assertIsNone(self.kicker.proc)
 
     def test_the_hook_runs_the_kick_and_returns(self):
@@ -437,6 +549,92 @@ class KickTest(unittest.TestCase):
         self.assertFalse(self.plugin.has_work(self.jobs), Path(str(self.jobs) + ".tick.lock").read_text())
         atc("watch", "task-0123456789ac", "--session", "s-1")
         self.assertTrue(self.plugin.has_work(self.jobs))
+
+
+
+class CadenceTest(unittest.TestCase):
+    """The plugin's own cadence: atc tick every period unless a timer ticks."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name)
+        self.atc = self.path / "atc"
+        self.atc.write_text(STUB)
+        self.atc.chmod(0o755)
+        self.env = dict(os.environ)
+        self.jobs = self.path / "state" / "jobs.json"
+        self.jobs.parent.mkdir()
+        self.jobs.write_text("{}")
+        os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
+        os.environ.pop("STUB_SLEEP", None)
+        os.environ.pop("ATC_CADENCE", None)
+        self.plugin = load_plugin()
+        self.kicker = self.plugin.Kicker()
+        self.cadence = self.plugin.Cadence(self.kicker, 20)
+
+    def tearDown(self):
+        if self.kicker.proc is not None:
+            self.kicker.proc.wait()
+        if self.kicker.reaper is not None:
+            self.kicker.reaper.join()
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.dir.cleanup()
+
+    def heartbeat(self, at):
+        beat = {"last_tick_at": self.plugin.rfc3339(at)}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+
+    def said(self):
+        return json.loads(Path(str(self.jobs) + ".cadence").read_text())
+
+    def test_the_period_is_20s_unless_configured(self):
+        self.assertEqual(self.plugin.cadence_period(), 20.0)
+        for raw, secs in (("5s", 5.0), ("1m", 60.0), ("30", 30.0), ("off", 0.0), ("0", 0.0)):
+            os.environ["ATC_CADENCE"] = raw
+            self.assertEqual(self.plugin.cadence_period(), secs, raw)
+
+    def test_no_timer_seen_a_beat_starts_a_plain_tick_and_says_so(self):
+        self.assertTrue(self.cadence.beat())
+        self.kicker.proc.wait()
+        self.assertEqual((self.path / "calls.args").read_text().splitlines(), ["tick"])
+        said = self.said()
+        self.assertEqual((said["ticking"], said["started_a_tick"], said["every_secs"]), (True, True, 20))
+        self.assertIsNone(said["timer_seen_at"])
+        self.assertEqual(os.stat(Path(str(self.jobs) + ".cadence")).st_mode & 0o777, 0o600)
+
+    def test_its_own_ticks_in_the_heartbeat_are_not_a_timer(self):
+        self.cadence.beat()
+        self.kicker.proc.wait()
+        self.kicker.reaper.join()
+        self.heartbeat(time.time())
+        self.assertTrue(self.cadence.beat(), "stood by for its own tick")
+
+    def test_a_tick_it_did_not_start_makes_it_stand_by_for_three_periods(self):
+        import time as clock
+        self.heartbeat(clock.time() - 5)
+        self.assertFalse(self.cadence.beat())
+        self.assertFalse((self.path / "calls.args").exists(), "a tick was started")
+        said = self.said()
+        self.assertEqual((said["ticking"], said["started_a_tick"]), (False, False))
+        self.assertIsNotNone(said["timer_seen_at"])
+        # The timer went quiet three periods ago: the plugin ticks again.
+        Path(str(self.jobs) + ".tick.lock").unlink()
+        self.cadence.timer_seen_at -= 60
+        self.assertTrue(self.cadence.beat())
+
+    def test_a_recent_tick_when_it_starts_counts_as_a_timer(self):
+        import time as clock
+        self.heartbeat(clock.time() - 2)
+        self.cadence.period = 3600  # the thread must not beat during the test
+        self.cadence.start()
+        self.cadence.stop.set()
+        self.assertIsNotNone(self.cadence.timer_seen_at)
+
+    def test_nothing_to_do_starts_nothing(self):
+        self.jobs.unlink()
+        self.assertFalse(self.cadence.beat())
+        self.assertIsNone(self.kicker.proc)
 
 
 if __name__ == "__main__":

@@ -20,17 +20,30 @@ parent's chat is idle), so a ``FINALLY`` runtime hook starts ``atc tick --kicked
 detached (its own session, stdio to /dev/null, reaped by a thread) and returns at once. It
 starts one only when the job file has work (not the file the last tick found settled: a
 stat and one line of the tick lock), at most one at a time (another turn's end meanwhile
-leaves the running tick a mark: one more pass), and never blocks, awaits or raises. The
-timer stays: it covers what no turn's end announces.
+leaves the running tick a mark: one more pass), and never blocks, awaits or raises.
+
+What no turn's end announces (a child on another server, a busy parent gone idle, a
+check-in, a deadline) needs a cadence: while the plugin is loaded it starts ``atc tick``
+every ``ATC_CADENCE`` (20 s), the same way, unless it sees a tick it did not start (a
+system timer): then it stands by. It says which in ``<job file>.cadence``, for
+``atc doctor``.
+
+The tools answer with the calling chat's own things only: never a file path, never
+another chat's session or user.
 """
 
 import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 import threading
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 PLUGIN_ID = "atc"
@@ -48,30 +61,64 @@ STATUS_LIMIT = 20
 LINE_CAP = 400
 
 NOT_INSTALLED = (
-    "atc is not installed where this QwenPaw server can find it (ATC_BIN, PATH, "
-    "~/.cargo/bin/atc): install it with QwenPaw's own pip (see atc's README: \"Use atc "
-    "from QwenPaw\") or set ATC_BIN in the server's environment, and restart QwenPaw. "
-    "Tell the user; "
-    "until then check the task with check_agent_task, at most once every 30 seconds."
+    "atc is not installed where this QwenPaw server can find it (next to the server's "
+    "Python, ATC_BIN, PATH): install it into the server's own Python environment "
+    "(`python -m pip install atc-qwenpaw` with that python, or the plugin zip, which does "
+    "it), or set ATC_BIN in the server's environment. Tell the user; until then check the "
+    "task with check_agent_task, at most once every 30 seconds."
 )
+EXE = "atc.exe" if os.name == "nt" else "atc"
+
+
+def executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def interpreter_dirs():
+    """Where pip put atc for this server: the directory of the server's own interpreter,
+    the environment's scripts directory (a venv's bin/, also when the interpreter was
+    reached through a symlink into it), and the frozen desktop build's plugin site."""
+    dirs = []
+    if sys.executable:
+        dirs.append(os.path.dirname(sys.executable))
+    try:
+        scripts = sysconfig.get_path("scripts")
+    except Exception:  # pylint: disable=broad-except
+        scripts = None
+    if scripts:
+        dirs.append(scripts)
+    site = os.environ.get("QWENPAW_PLUGIN_SITE", "").strip()
+    if site:
+        dirs.append(os.path.join(site, "bin"))
+    seen = []
+    for d in dirs:
+        if d and d not in seen:
+            seen.append(d)
+    return seen
 
 
 def find_atc():
-    """(path, None), or (None, why not): ATC_BIN, then PATH, then ~/.cargo/bin/atc."""
+    """(path, None), or (None, why not). In this order: next to the server's interpreter
+    (``interpreter_dirs``), ``ATC_BIN``, ``PATH``, ``~/.cargo/bin``. ``atc doctor`` looks
+    in the same order."""
+    for d in interpreter_dirs():
+        here = os.path.join(d, EXE)
+        if executable(here):
+            return here, None
     named = os.environ.get("ATC_BIN", "").strip()
     if named:
-        if os.path.isfile(named) and os.access(named, os.X_OK):
+        if executable(named):
             return named, None
         return None, (
-            "ATC_BIN=%s is not an executable file: point it at the atc binary in the "
-            "server's environment and restart QwenPaw. Tell the user; until then check "
-            "the task with check_agent_task, at most once every 30 seconds." % named
+            "ATC_BIN in the server's environment is not an executable file: point it at "
+            "the atc binary and restart QwenPaw. Tell the user; until then check the task "
+            "with check_agent_task, at most once every 30 seconds."
         )
     found = shutil.which("atc")
     if found:
         return found, None
-    cargo = Path.home() / ".cargo" / "bin" / "atc"
-    if cargo.is_file() and os.access(str(cargo), os.X_OK):
+    cargo = Path.home() / ".cargo" / "bin" / EXE
+    if executable(str(cargo)):
         return str(cargo), None
     return None, NOT_INSTALLED
 
@@ -139,13 +186,25 @@ async def run_atc(args):
     )
 
 
+def scrub(text):
+    """What the model may read of atc's words: no file paths (the job file's above all),
+    no other chat's ids (a refusal's list of the chats sharing a session id)."""
+    path = str(job_file())
+    text = text.replace(path, "atc's job file")
+    # A path, but not a URL's (this server's own address may be named).
+    text = re.sub(r"(?<![\w.:/])/[^\s'\"(),;]+", "(a file on the server)", text)
+    text = re.sub(r"; chats with session id .*?(?=\. Pass |$)", "; no chat matches exactly", text)
+    return text
+
+
 def reason(stderr):
-    """atc's own one-line error (``atc: ...``), cut to LINE_CAP characters."""
+    """atc's own one-line error (``atc: ...``), scrubbed, cut to LINE_CAP characters."""
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
     said = next((l for l in reversed(lines) if l.startswith("atc: ")), None)
     said = (said or (lines[-1] if lines else "atc failed without a message"))
     if said.startswith("atc: "):
         said = said[len("atc: "):]
+    said = scrub(said)
     return said if len(said) <= LINE_CAP else said[: LINE_CAP - 1] + "\u2026"
 
 
@@ -195,11 +254,74 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
     return args
 
 
+def human(secs):
+    """Seconds as atc writes durations: 20s, 10m, 2h."""
+    secs = int(secs)
+    for size, unit in ((3600, "h"), (60, "m")):
+        if secs >= size and secs % size == 0:
+            return "%d%s" % (secs // size, unit)
+    return "%ds" % secs
+
+
+def applied(job, target_agent, group, child_session, stop_after, check_in):
+    """The options this watch applied, as the model asked for them and atc recorded them."""
+    said = []
+    target = job.get("target_agent") or (target_agent or "").strip()
+    if target:
+        said.append("polled as agent %s" % target)
+    if group:
+        said.append("group %s" % group)
+    if (child_session or "").strip():
+        said.append("its child session recorded, so it can be stopped")
+    stop = job.get("stop_after_secs")
+    if stop or (stop_after or "").strip():
+        said.append("stops it after %s if it is still running" % (
+            human(stop) if stop else stop_after.strip()))
+    every = job.get("check_in_secs")
+    if every or (check_in or "").strip():
+        said.append("a [STATUS: running] check-in every %s while it runs (at most 5)" % (
+            human(every) if every else check_in.strip()))
+    return said
+
+
+def mine(job, chat):
+    agent, session, user, channel = chat
+    return (
+        job.get("session_id") == session
+        and (user is None or job.get("user_id") == user)
+        and (channel is None or job.get("channel") == channel)
+        and (agent is None or job.get("agent_id") == agent)
+    )
+
+
+async def chat_jobs(chat):
+    """(this chat's jobs, every other chat's task ids), or None with why not."""
+    code, out, err = await run_atc(["status", "--all", "--json"])
+    if code is None:
+        return None, err
+    if code != 0:
+        return None, reason(err)
+    jobs = jobs_of(out)
+    own = [j for j in jobs if mine(j, chat)]
+    others = {j.get("task_id") for j in jobs if not mine(j, chat)}
+    return (own, others), None
+
+
 async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
     args = watch_args(task_ids, target_agent, group, child_session, stop_after, check_in)
     if args is None:
         return no_chat()
     shown = ", ".join(task_ids)
+    listed, problem = await chat_jobs(chat_context())
+    if listed is None:
+        return "Not watching %s: %s" % (shown, problem)
+    taken = [t for t in task_ids if t in listed[1]]
+    if taken:
+        # Watching it here would take another chat's watch away from it.
+        return (
+            "Not watching %s: another chat already watches %s. Watch only the tasks you "
+            "submitted from this chat." % (shown, ", ".join(taken))
+        )
     code, out, err = await run_atc(args)
     if code is None:
         return "Not watching %s: %s" % (shown, err)
@@ -208,12 +330,15 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
             "Not watching %s: %s. If you cannot fix that, check the task with "
             "check_agent_task instead, at most once every 30 seconds." % (shown, reason(err))
         )
-    ids = [j.get("task_id") for j in jobs_of(out)] or list(task_ids)
+    jobs = jobs_of(out)
+    ids = [j.get("task_id") for j in jobs] or list(task_ids)
     together = " together, as one message," if group else ""
+    options = applied(jobs[0] if jobs else {}, target_agent, group, child_session, stop_after, check_in)
+    confirmed = (" (%s)" % "; ".join(options)) if options else ""
     return (
-        "Watching %s: the result comes back into this chat%s by itself when it "
+        "Watching %s%s: the result comes back into this chat%s by itself when it "
         "finishes. Do not poll check_agent_task for it; tell the user and end your turn."
-        % (", ".join(i for i in ids if i), together)
+        % (", ".join(i for i in ids if i), confirmed, together)
     )
 
 
@@ -268,7 +393,7 @@ async def watch_agent_task(
     )
 
 
-async def watch_agent_tasks(task_ids: list, group: str) -> str:
+async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
     """Watch several background tasks and get all their results back together, once.
 
     Use this instead of ``watch_agent_task`` when you submitted several tasks and want
@@ -299,38 +424,32 @@ async def callback_task_status() -> str:
     """List the tasks this chat watches and what is happening to each.
 
     Use it when the user asks how delegated work is doing. One line per task, newest
-    first: ``task_id | status | agent | registered``. ``pending`` means waiting for the
+    first: ``task_id | status | agent=… session=… | registered=…``. ``pending`` means waiting for the
     task (or for this chat to be idle); ``done`` means its result was posted here.
 
     Returns:
         `str`:
             The chat's watches, one per line, or a line saying there are none.
     """
-    agent, session, user, channel = chat_context()
-    code, out, err = await run_atc(["status", "--all", "--json"])
-    if code is None:
-        return err
-    if code != 0:
-        return "Cannot list the watches: %s" % reason(err)
-    mine = [
-        j
-        for j in jobs_of(out)
-        if j.get("session_id") == session
-        and (user is None or j.get("user_id") == user)
-        and (channel is None or j.get("channel") == channel)
-        and (agent is None or j.get("agent_id") == agent)
-    ]
-    if not mine:
+    chat = chat_context()
+    if not chat[1]:
+        return "This call has no chat (QwenPaw gave no session): there is nothing to list."
+    listed, problem = await chat_jobs(chat)
+    if listed is None:
+        return "Cannot list the watches: %s" % problem
+    own = listed[0]
+    if not own:
         return "This chat watches no tasks."
     lines = [
-        "%s | %s | agent=%s | registered=%s"
+        "%s | %s | agent=%s session=%s | registered=%s"
         % (
             j.get("task_id"),
             j.get("status"),
             j.get("target_agent") or j.get("agent_id"),
+            j.get("session_id"),
             j.get("registered_at"),
         )
-        for j in mine[:STATUS_LIMIT]
+        for j in own[:STATUS_LIMIT]
     ]
     return "\n".join(lines)
 
@@ -354,13 +473,19 @@ async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
             One line: stopped, or why not.
     """
     task_id = str(task_id).strip()
+    chat = chat_context()
+    listed, problem = await chat_jobs(chat)
+    if listed is None:
+        return "Not cancelled %s: %s" % (task_id, problem)
+    if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
+        return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
     if stop is True or str(stop).strip().lower() in ("true", "1", "yes"):
         code, out, err = await run_atc(["cancel", task_id, "--stop"])
         if code is None:
             return "Not stopped: %s" % err
         if code != 0:
             return "Not stopped %s (still watched): %s" % (task_id, reason(err))
-        return out.strip().splitlines()[-1] if out.strip() else "Stopped %s." % task_id
+        return scrub(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
     code, out, err = await run_atc(["cancel", task_id, "--json"])
     if code is None:
         return "Not cancelled: %s" % err
@@ -422,13 +547,17 @@ def has_work(path):
 
 
 class Kicker:
-    """Starts ``atc tick --kicked`` when a turn ends: detached, one at a time."""
+    """Starts atc ticks, detached, one at a time: ``atc tick --kicked`` when a turn ends,
+    ``atc tick`` for the cadence. Remembers when its own ticks ran, so that a tick it did
+    not start (a system timer's) can be told apart."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.proc = None
         self.reaper = None
         self.warned = set()
+        # [started, ended or None] of the ticks started here, newest last.
+        self.ours = []
 
     def warn_once(self, what, message):
         if what not in self.warned:
@@ -437,28 +566,42 @@ class Kicker:
 
     def kick(self, chained=False):
         """Never raises, never waits: at worst a turn's end is not announced, and the
-        timer's next tick does the work."""
+        cadence's next tick does the work."""
         try:
             with self.lock:
-                self._kick(chained)
+                self._start(["tick", "--kicked"], chained, mark=True)
         except Exception as err:  # pylint: disable=broad-except
             self.warn_once("error", "cannot start atc tick at the end of a turn: %r" % err)
 
-    def _kick(self, chained):
+    def tick(self):
+        """The cadence's tick: started unless one of ours still runs (it does the work)."""
+        try:
+            with self.lock:
+                return self._start(["tick"], True, mark=False)
+        except Exception as err:  # pylint: disable=broad-except
+            self.warn_once("error", "cannot start atc tick for the cadence: %r" % err)
+            return False
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _start(self, args, chained, mark):
         path = job_file()
         if not has_work(path):
-            return
-        if self.proc is not None and self.proc.poll() is None:
-            # A kicked tick is running: it makes one more pass for this turn's end.
-            fd = os.open(str(sidecar(path, "tick.again")), os.O_WRONLY | os.O_CREAT, 0o600)
-            os.close(fd)
-            return
+            return False
+        if self.running():
+            if mark:
+                # A tick of ours is running: it makes one more pass for this turn's end.
+                fd = os.open(str(sidecar(path, "tick.again")), os.O_WRONLY | os.O_CREAT, 0o600)
+                os.close(fd)
+            return False
         exe, problem = find_atc()
         if exe is None:
             self.warn_once("missing", "the end-of-turn kick cannot start atc: " + problem)
-            return
+            return False
+        span = [time.time(), None]
         proc = subprocess.Popen(  # pylint: disable=consider-using-with
-            [exe, "tick", "--kicked"],
+            [exe, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -466,26 +609,144 @@ class Kicker:
             close_fds=True,
             env=atc_env(),
         )
+        self.ours = self.ours[-31:] + [span]
         self.proc = proc
         self.reaper = threading.Thread(
-            target=self.reap, args=(proc, chained), name="atc-kick-reaper", daemon=True
+            target=self.reap, args=(proc, chained, span, " ".join(args)),
+            name="atc-kick-reaper", daemon=True
         )
         self.reaper.start()
+        return True
 
-    def reap(self, proc, chained):
+    def reap(self, proc, chained, span, what):
         code = proc.wait()
+        span[1] = time.time()
         if code != 0:
             self.warn_once(
                 "exit",
-                "atc tick --kicked exited %s; `atc tick -v` as the server's user says why" % code,
+                "atc %s exited %s; `atc tick -v` as the server's user says why" % (what, code),
             )
         # A mark left while that tick was letting go (after its last look): one more tick,
         # once (a tick that cannot take the mark must not start ticks forever).
         if not chained and sidecar(job_file(), "tick.again").exists():
             self.kick(chained=True)
 
+    def started_it(self, at):
+        """Was a tick that started at ``at`` (epoch seconds, as the heartbeat has it, to
+        the second) one of ours?"""
+        now = time.time()
+        return any(
+            start - 1.5 <= at <= (end if end is not None else now) + 1.5
+            for start, end in self.ours
+        )
+
+
+def rfc3339(at):
+    return datetime.fromtimestamp(int(at), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch(text):
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def cadence_period():
+    """``ATC_CADENCE`` (``20s``, ``1m``, or seconds), 20 s by default; 0 or ``off``: none."""
+    raw = os.environ.get("ATC_CADENCE", "").strip().lower()
+    if not raw:
+        return 20.0
+    if raw in ("0", "off", "none", "no"):
+        return 0.0
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|)", raw)
+    if not match:
+        LOG.warning("atc plugin: ATC_CADENCE=%r is not like 20s or 1m: using 20s", raw)
+        return 20.0
+    value = float(match.group(1)) * (60 if match.group(2) == "m" else 1)
+    return max(value, 1.0)
+
+
+class Cadence:
+    """Every period, while watches wait: ``atc tick``, unless a tick this plugin did not
+    start ran within the last three periods (a system timer ticks: stay out of its way).
+    Each beat says which in ``<job file>.cadence`` (``atc doctor`` reads it)."""
+
+    STANDBY_PERIODS = 3
+
+    def __init__(self, kicker, period):
+        self.kicker = kicker
+        self.period = period
+        self.stop = threading.Event()
+        self.thread = None
+        self.timer_seen_at = None
+
+    def start(self):
+        if self.period <= 0 or (self.thread is not None and self.thread.is_alive()):
+            return
+        # A tick already recent when we start was not ours: someone else ticks.
+        self.look()
+        self.thread = threading.Thread(target=self.run, name="atc-cadence", daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(self.period):
+            try:
+                self.beat()
+            except Exception as err:  # pylint: disable=broad-except
+                self.kicker.warn_once("cadence", "the cadence failed a beat: %r" % err)
+
+    def look(self):
+        """Notes a tick seen in the heartbeat that this plugin did not start."""
+        try:
+            with open(str(sidecar(job_file(), "tick.lock")), encoding="utf-8") as fh:
+                beat = json.loads(fh.readline() or "{}")
+        except (OSError, ValueError):
+            return
+        at = epoch(beat.get("last_tick_at")) if isinstance(beat, dict) else None
+        if at is not None and not self.kicker.started_it(at):
+            if self.timer_seen_at is None or at > self.timer_seen_at:
+                self.timer_seen_at = at
+
+    def timer_ticks(self, now):
+        return (
+            self.timer_seen_at is not None
+            and now - self.timer_seen_at < self.STANDBY_PERIODS * self.period
+        )
+
+    def beat(self):
+        self.look()
+        now = time.time()
+        standing_by = self.timer_ticks(now)
+        started = False
+        if not standing_by:
+            started = self.kicker.tick()
+        self.say(now, standing_by, started)
+        return started
+
+    def say(self, now, standing_by, started):
+        path = sidecar(job_file(), "cadence")
+        if not path.parent.is_dir():
+            return  # no job file's directory yet: nothing to tick, nothing to tell
+        doc = {
+            "by": "atc's QwenPaw plugin",
+            "pid": os.getpid(),
+            "every_secs": self.period,
+            "at": rfc3339(now),
+            "ticking": not standing_by,
+            "started_a_tick": started,
+            "timer_seen_at": rfc3339(self.timer_seen_at) if self.timer_seen_at else None,
+        }
+        tmp = Path(str(path) + ".tmp-%d" % os.getpid())
+        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc) + "\n")
+        os.replace(str(tmp), str(path))
+
 
 KICKER = Kicker()
+CADENCE = Cadence(KICKER, cadence_period())
+SKILLS = Path(__file__).resolve().parent / "skills"
 
 
 def kick_hook(kicker):
@@ -515,7 +776,8 @@ DESCRIPTIONS = {
 
 
 class AtcPlugin:
-    """Registers the tools. QwenPaw imports this module and calls ``plugin.register``."""
+    """Registers the tools, the end-of-turn kick, the cadence and (from the plugin zip)
+    the atc-callback skill. QwenPaw imports this module and calls ``plugin.register``."""
 
     def register(self, api):
         for name in TOOLS:
@@ -528,7 +790,23 @@ class AtcPlugin:
         try:
             api.register_runtime_hook(kick_hook(KICKER))
         except Exception as err:  # pylint: disable=broad-except
-            LOG.warning("atc plugin: no end-of-turn kick (the timer still ticks): %r", err)
+            LOG.warning("atc plugin: no end-of-turn kick (the cadence still ticks): %r", err)
+        if SKILLS.is_dir():
+            try:
+                api.register_skill_provider(SKILLS)
+            except Exception as err:  # pylint: disable=broad-except
+                LOG.warning("atc plugin: the atc-callback skill is not installed: %r", err)
+        try:
+            # Started once the server is up, stopped when the plugin is unloaded (a
+            # reinstall loads a new copy of this module with a cadence of its own).
+            api.register_startup_hook(
+                hook_name="atc_cadence_start", callback=CADENCE.start, priority=90
+            )
+            api.register_shutdown_hook(
+                hook_name="atc_cadence_stop", callback=CADENCE.stop.set, priority=10
+            )
+        except Exception as err:  # pylint: disable=broad-except
+            LOG.warning("atc plugin: no cadence (run a system timer: atc timer print): %r", err)
 
 
 plugin = AtcPlugin()

@@ -1,0 +1,625 @@
+//! Issue 28 on the real server: atc at home in QwenPaw in one step.
+//!
+//! - **plugin-zip**: a server started by its absolute path, whose PATH has no atc, whose
+//!   environment serves the locally built wheel to pip (`PIP_FIND_LINKS`, `PIP_NO_INDEX`);
+//!   `qwenpaw plugin install <the zip>` (QwenPaw's own CLI) makes its loader pip-install
+//!   atc into the server's own venv; the tools are enabled by the documented step; no
+//!   timer and no tick by the test: the model's `watch_agent_task` gets the child's result
+//!   into the parent chat exactly once; `atc doctor` (the pip-installed one) is green; the
+//!   plugin's own cadence delivers a watch on another server within two periods, and
+//!   starts no periodic tick while a timer ticks; `qwenpaw plugin uninstall` removes the
+//!   plugin and its skill and leaves the job file.
+//! - **seed-migration**: a stand-in for the Agent Task Callback plugin
+//!   (tests/e2e/seed/agent-task-callback: its id, tools, state file and watcher threads),
+//!   its tools enabled for one agent of two, a pending and a done job → `atc qwenpaw
+//!   install --replace-agent-task-callback` → the old plugin is gone, atc's tools are
+//!   enabled for that agent only, the pending job is delivered once, the done one never.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::R;
+use crate::atc::Atc;
+use crate::ensure;
+use crate::plugin::call_tool;
+use crate::qwenpaw::{Server, ServerOptions, e2e_dir};
+use crate::scenarios::{Ctx, check_delivered_once, wait_turn};
+
+const TURN_WAIT: Duration = Duration::from_secs(60);
+/// The plugin's cadence on the zip server (ATC_CADENCE; 20 s by default).
+const PERIOD: Duration = Duration::from_secs(5);
+/// A PATH with the system's directories only: no atc, no venv bin/.
+const CLEAN_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The wheel .ci/run built (ATC_E2E_WHEEL), else one built now by tests/wheel.sh.
+fn wheel() -> R<PathBuf> {
+    if let Some(path) = std::env::var_os("ATC_E2E_WHEEL").map(PathBuf::from) {
+        ensure!(
+            path.is_file(),
+            "ATC_E2E_WHEEL={} is no file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wheel.sh");
+    eprintln!("e2e: building the wheel (tests/wheel.sh; .ci/run passes ATC_E2E_WHEEL instead)");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    ensure!(
+        out.status.success(),
+        "tests/wheel.sh failed ({})",
+        out.status
+    );
+    let path = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Ok(PathBuf::from(path))
+}
+
+fn private_dir(path: &Path) -> R<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir_all(path).map_err(|e| e.to_string())?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())
+}
+
+/// Waits until the job of `task` in `atc`'s file is `done`.
+fn until_done(atc: &Atc, task: &str, timeout: Duration) -> R<Value> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(job) = atc.job(task)
+            && job["status"] == "done"
+        {
+            return Ok(job);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "job {task} not done after {timeout:?}: {:?}",
+            atc.job(task)
+        );
+        sleep(Duration::from_millis(200));
+    }
+}
+
+/// The user turns of a chat that carry `task`'s result.
+fn turns_of(server: &Server, user: &str, session: &str, task: &str) -> R<usize> {
+    let marker = format!("[TASK_ID: {task}]");
+    Ok(server
+        .api()
+        .history("default", user, session, TURN_WAIT)?
+        .iter()
+        .filter(|m| m.role == "user" && m.text.starts_with(&marker))
+        .count())
+}
+
+pub fn plugin_zip(ctx: &Ctx) -> R<()> {
+    let dir = ctx.scratch.path().join(ctx.uniq("zip"));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let wheel = wheel()?;
+    let maker = Atc::new(
+        &ctx.atc_bin,
+        &dir,
+        dir.join("unused.json"),
+        "http://127.0.0.1:9",
+    )?;
+    let made = maker.ok(&["qwenpaw", "zip", "--out", dir.to_str().unwrap_or("")])?;
+    let zip = PathBuf::from(made.stdout.trim());
+    ensure!(zip.is_file(), "atc qwenpaw zip printed {:?}", made.stdout);
+
+    // The server's own venv, by absolute path, nothing of atc on its PATH.
+    let python = ctx.venv.layered(&dir.join("venv"))?;
+    let bin = python.parent().ok_or("no bin")?.to_path_buf();
+    let found = Command::new("sh")
+        .args(["-c", "command -v atc"])
+        .env_clear()
+        .env("PATH", CLEAN_PATH)
+        .output()
+        .map_err(|e| e.to_string())?;
+    ensure!(
+        !found.status.success(),
+        "atc is on the clean PATH already: {}",
+        String::from_utf8_lossy(&found.stdout)
+    );
+    let state_dir = dir.join("state");
+    private_dir(&state_dir)?;
+    let state = state_dir.join("jobs.json");
+    let wheels = wheel.parent().ok_or("no wheel dir")?;
+    let mut server = Server::create(
+        "zip",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            python: Some(python.clone()),
+            path: Some(CLEAN_PATH.into()),
+            by_absolute_path: true,
+            env: vec![
+                ("ATC_STATE".into(), state.display().to_string()),
+                ("PIP_FIND_LINKS".into(), wheels.display().to_string()),
+                ("PIP_NO_INDEX".into(), "1".into()),
+                ("ATC_CADENCE".into(), format!("{}s", PERIOD.as_secs())),
+            ],
+            ..ServerOptions::default()
+        },
+    )?;
+    let result = zip_route(ctx, &mut server, &zip, &bin, &state, &dir);
+    if result.is_err() {
+        eprintln!("e2e: zip server log: {}", server.log_tail());
+    }
+    result
+}
+
+fn zip_route(
+    ctx: &Ctx,
+    server: &mut Server,
+    zip: &Path,
+    bin: &Path,
+    state: &Path,
+    dir: &Path,
+) -> R<()> {
+    let wd = server.dir.path().join("home/.qwenpaw");
+    let api = server.api();
+
+    // QwenPaw's own CLI installs the zip; its loader pip-installs atc from the wheel.
+    let out = server.python(
+        "qwenpaw plugin install <zip>",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            zip.into(),
+        ],
+        None,
+        Duration::from_secs(400),
+    )?;
+    ensure!(
+        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
+        "qwenpaw plugin install: {}",
+        out.describe()
+    );
+    let atc_bin = bin.join("atc");
+    ensure!(
+        atc_bin.is_file(),
+        "the loader did not put atc next to the server's python ({})",
+        atc_bin.display()
+    );
+    let status = api.get("/api/plugins/atc/status", None)?;
+    ensure!(
+        status.status == 200 && status.json()?["loaded"] == true,
+        "plugin not loaded: {} {}",
+        status.status,
+        status.body
+    );
+    // The skill, through register_skill_provider, in every agent's workspace.
+    let skill_of = |agent: &str| {
+        wd.join("workspaces")
+            .join(agent)
+            .join("skills/atc-callback/SKILL.md")
+    };
+    for agent in &server.agents {
+        ensure!(
+            skill_of(agent).is_file(),
+            "no atc-callback skill in {}",
+            skill_of(agent).display()
+        );
+    }
+
+    // The documented one step: the pip-installed atc enables the tools.
+    let home = dir.join("pip-atc");
+    fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let atc = Atc::new(&atc_bin, &home, state.to_path_buf(), &server.root())?;
+    let wd_shown = wd.display().to_string();
+    let enabled = atc.ok(&["qwenpaw", "install", "--all", "--working-dir", &wd_shown])?;
+    ensure!(
+        enabled.stdout.contains("has this plugin loaded.")
+            && !wd.join("skill_pool/atc-callback").exists(),
+        "enabling the tools: {} (skill pool written: {})",
+        enabled.describe(),
+        wd.join("skill_pool/atc-callback").exists()
+    );
+
+    // The model watches a child through the tool; no timer, no tick by the test.
+    let target = server.second_agent()?;
+    let (user, parent) = ("zoe", "zip-parent");
+    api.make_parent("default", user, parent)?;
+    let child_text = "child watched from the zip's plugin";
+    let child = api.submit(
+        Some(&target),
+        &ctx.uniq("zip-child"),
+        "default",
+        &format!("{child_text} SLEEP=4"),
+        None,
+    )?;
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "watch_agent_task",
+        &json!({"task_id": child, "target_agent": target}),
+    )?;
+    ensure!(
+        said.starts_with(&format!(
+            "Watching {child} (polled as agent {target}): the result comes back into this chat"
+        )),
+        "watch_agent_task answered {said:?}"
+    );
+    let before = api.history("default", user, parent, TURN_WAIT)?.len();
+    let job = until_done(&atc, &child, TURN_WAIT)?;
+    let text = job["final"].as_str().unwrap_or_default().to_string();
+    ensure!(text.contains(child_text), "delivered {text:?}");
+    wait_turn(&api, &job)?;
+    check_delivered_once(
+        &api.history("default", user, parent, TURN_WAIT)?,
+        before,
+        &text,
+        &job,
+    )?;
+    // The schema the model was offered: every list has typed items.
+    let offered: Vec<Value> = ctx
+        .llm
+        .requests()
+        .into_iter()
+        .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+        .filter(|t| t["function"]["name"] == "watch_agent_tasks")
+        .collect();
+    ensure!(!offered.is_empty(), "no request offered watch_agent_tasks");
+    for tool in &offered {
+        let items = &tool["function"]["parameters"]["properties"]["task_ids"]["items"];
+        ensure!(items["type"] == "string", "task_ids items untyped: {tool}");
+    }
+
+    // atc doctor, the pip-installed one, is green: it finds atc next to the server's
+    // interpreter (the server has no ATC_BIN and no atc on its PATH).
+    let doctor = atc.run_env(&["doctor"], &[("QWENPAW_WORKING_DIR", &wd_shown)])?;
+    ensure!(
+        doctor.status.success()
+            && doctor.stdout.contains(&format!(
+                "✓ atc for the server: the server (pid {}) finds {} (next to its interpreter)",
+                server.pid().unwrap_or(0),
+                atc_bin.display()
+            )),
+        "atc doctor is not green: {}",
+        doctor.describe()
+    );
+
+    // The cadence: a wrapper next to the interpreter logs what the plugin starts.
+    let real = bin.join("atc.real");
+    let starts = dir.join("plugin-starts.log");
+    fs::rename(&atc_bin, &real).map_err(|e| e.to_string())?;
+    fs::write(
+        &atc_bin,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            real.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&atc_bin, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    let cadence = cadence_part(ctx, &atc, state, &starts);
+    fs::rename(&real, &atc_bin).map_err(|e| e.to_string())?;
+    cadence?;
+
+    // QwenPaw's own uninstall removes the plugin and its skill, and leaves the job file.
+    let out = server.python(
+        "qwenpaw plugin uninstall atc",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "uninstall".into(),
+            "atc".into(),
+        ],
+        Some(b"y\n"),
+        Duration::from_secs(120),
+    )?;
+    ensure!(
+        out.stdout.contains("uninstalled"),
+        "qwenpaw plugin uninstall: {}",
+        out.describe()
+    );
+    let status = api.get("/api/plugins/atc/status", None)?;
+    ensure!(
+        status.status == 404,
+        "after uninstall: {} {}",
+        status.status,
+        status.body
+    );
+    for agent in &server.agents {
+        ensure!(
+            !skill_of(agent).exists(),
+            "the skill is still in {}",
+            skill_of(agent).display()
+        );
+    }
+    ensure!(state.is_file(), "the job file went with the plugin");
+    server.stop();
+    Ok(())
+}
+
+/// The plugin's own cadence on a watch no turn's end here announces (its child and
+/// parent live on the main server), then standing by while a timer ticks.
+fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
+    let main = &ctx.main;
+    let api = main.api();
+    let (user, parent) = ("yan", "zip-cadence");
+    api.make_parent("default", user, parent)?;
+    let chat = api
+        .chat_id("default", user, parent)?
+        .ok_or("no parent chat")?;
+    let by_hand = Atc::new(&ctx.atc_bin, &atc.home, state.to_path_buf(), &main.root())?;
+    let child = api.submit(
+        Some("default"),
+        &ctx.uniq("cadence-child"),
+        "default",
+        "cadence child SLEEP=2",
+        None,
+    )?;
+    by_hand.ok(&["watch", &child, "--session", parent, "--user", user])?;
+    let took = crate::kick::latency(main, &chat, &child, Duration::from_secs(60))?;
+    eprintln!(
+        "e2e: plugin-zip: the cadence delivered {:.1} s after the child finished",
+        took.as_secs_f64()
+    );
+    ensure!(
+        took <= 2 * PERIOD,
+        "delivered {took:?} after the child finished (want within two periods, {:?})",
+        2 * PERIOD
+    );
+    let seen = fs::read_to_string(starts).unwrap_or_default();
+    ensure!(
+        seen.lines().any(|l| l == "tick"),
+        "the plugin started no periodic tick: {seen:?}"
+    );
+    ensure!(
+        turns_of(main, user, parent, &child)? == 1,
+        "not exactly one delivered turn"
+    );
+
+    // A timer ticks (every 2 s, the test's): the plugin stands by, with work waiting.
+    let long = api.submit(
+        Some("default"),
+        &ctx.uniq("cadence-long"),
+        "default",
+        "long child SLEEP=40",
+        None,
+    )?;
+    by_hand.ok(&["watch", &long, "--session", parent, "--user", user])?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let result = std::thread::scope(|scope| -> R<()> {
+        let (ticker, stop_ref) = (by_hand.clone(), &stop);
+        scope.spawn(move || {
+            while !stop_ref.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = ticker.run_env(&["tick"], &[]);
+                sleep(Duration::from_secs(2));
+            }
+        });
+        let outcome = (|| -> R<()> {
+            // One period for the plugin to see the timer, then three of standing by.
+            sleep(PERIOD + Duration::from_secs(1));
+            fs::write(starts, "").map_err(|e| e.to_string())?;
+            sleep(3 * PERIOD);
+            let seen = fs::read_to_string(starts).unwrap_or_default();
+            ensure!(
+                !seen.lines().any(|l| l == "tick"),
+                "the plugin started periodic ticks while a timer ticked: {seen:?}"
+            );
+            let doctor = by_hand.run_env(&["doctor"], &[])?;
+            ensure!(
+                doctor.stdout.contains(
+                    "✓ cadence: a system timer: a tick atc's QwenPaw plugin did not start ran"
+                ),
+                "doctor does not say a timer ticks: {}",
+                doctor.describe()
+            );
+            Ok(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcome
+    });
+    by_hand.ok(&["cancel", &long])?;
+    result
+}
+
+pub fn seed_migration(ctx: &Ctx) -> R<()> {
+    let dir = ctx.scratch.path().join(ctx.uniq("seed"));
+    let state_dir = dir.join("state");
+    private_dir(&state_dir)?;
+    let state = state_dir.join("jobs.json");
+    let server = Server::create(
+        "seed",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            env: vec![
+                ("ATC_BIN".into(), ctx.atc_bin.display().to_string()),
+                ("ATC_STATE".into(), state.display().to_string()),
+                ("SEED_POLL_SECONDS".into(), "2".into()),
+                ("ATC_CADENCE".into(), "5s".into()),
+            ],
+            ..ServerOptions::default()
+        },
+    )?;
+    let result = migrate(ctx, &server, &dir, &state);
+    if result.is_err() {
+        eprintln!("e2e: seed server log: {}", server.log_tail());
+    }
+    result
+}
+
+fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
+    let api = server.api();
+    let wd = server.dir.path().join("home/.qwenpaw");
+    let target = server.second_agent()?;
+    let (user, parent) = ("sam", "seed-parent");
+    api.make_parent("default", user, parent)?;
+
+    // A job the old plugin delivered already (its child really finished).
+    let done = api.submit(
+        Some(&target),
+        &ctx.uniq("seed-done"),
+        "default",
+        "seed child already delivered",
+        None,
+    )?;
+    api.wait_finished(&done, TURN_WAIT)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs_f64();
+    let seed_state = wd.join("agent-task-callback.json");
+    fs::write(
+        &seed_state,
+        json!({"jobs": {done.clone(): {
+            "task_id": done, "status": "done", "agent_id": "default", "target_agent": target,
+            "session_id": parent, "user_id": user, "channel": "console", "registered_at": now,
+            "base": format!("{}/api", server.root()), "final": "(delivered by the old plugin)",
+            "completed_at": now
+        }}})
+        .to_string(),
+    )
+    .map_err(|e| e.to_string())?;
+
+    // The old plugin, installed by QwenPaw's CLI; its tools enabled for `default` only.
+    let out = server.python(
+        "qwenpaw plugin install <seed>",
+        &[
+            ctx.venv.bin().join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            e2e_dir().join("seed/agent-task-callback").into(),
+        ],
+        None,
+        Duration::from_secs(120),
+    )?;
+    ensure!(
+        out.stdout.contains("installed and loaded (hot reload)"),
+        "installing the stand-in: {}",
+        out.describe()
+    );
+    let agent_json = wd.join("workspaces/default/agent.json");
+    let mut agent: Value =
+        serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    for tool in [
+        "watch_agent_task",
+        "callback_task_status",
+        "cancel_task_callback",
+    ] {
+        agent["tools"]["builtin_tools"][tool]["enabled"] = json!(true);
+        agent["tools"]["builtin_tools"][tool]["name"] = json!(tool);
+    }
+    fs::write(&agent_json, agent.to_string()).map_err(|e| e.to_string())?;
+
+    // A pending job: the model watches a running child through the old tool.
+    let pending = api.submit(
+        Some(&target),
+        &ctx.uniq("seed-pending"),
+        "default",
+        "seed child still running SLEEP=12",
+        None,
+    )?;
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "watch_agent_task",
+        &json!({"task_id": pending, "target_agent": target}),
+    )?;
+    ensure!(
+        said.starts_with(&format!("Watching task {pending}")),
+        "the old plugin's watch_agent_task answered {said:?}"
+    );
+
+    // The one command.
+    let atc = Atc::new(&ctx.atc_bin, dir, state.to_path_buf(), &server.root())?;
+    let wd_shown = wd.display().to_string();
+    let out = atc.ok(&[
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &wd_shown,
+    ])?;
+    for line in [
+        "Its tools are enabled for: default".to_owned(),
+        format!(
+            "Removed: through the QwenPaw at {}/api: it no longer watches or delivers",
+            server.root()
+        ),
+        "Marked 1 job handed over to atc in".to_owned(),
+        "Tools enabled for: default (".to_owned(),
+        format!(
+            "No restart needed: the QwenPaw at {}/api loaded the plugin.",
+            server.root()
+        ),
+    ] {
+        ensure!(
+            out.stdout.lines().any(|l| l.starts_with(&line)),
+            "no {line:?} in: {}",
+            out.describe()
+        );
+    }
+    ensure!(
+        out.stdout.contains("(1 still watched)"),
+        "the pending job was not imported as watched: {}",
+        out.stdout
+    );
+    let gone = api.get("/api/plugins/agent-task-callback/status", None)?;
+    ensure!(
+        gone.status == 404,
+        "the old plugin is still there: {}",
+        gone.body
+    );
+    let tools = |agent: &str| -> R<Value> {
+        let path = wd.join("workspaces").join(agent).join("agent.json");
+        let v: Value = serde_json::from_str(&fs::read_to_string(&path).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        Ok(v["tools"]["builtin_tools"].clone())
+    };
+    let default_tools = tools("default")?;
+    for tool in [
+        "watch_agent_task",
+        "watch_agent_tasks",
+        "callback_task_status",
+        "cancel_task_callback",
+    ] {
+        ensure!(
+            default_tools[tool]["enabled"] == true,
+            "default: {tool} not enabled: {default_tools}"
+        );
+        ensure!(
+            tools(&target)?[tool]["enabled"] != true,
+            "{target}: {tool} enabled, but it never had the old tools"
+        );
+    }
+    let marked: Value =
+        serde_json::from_str(&fs::read_to_string(&seed_state).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    ensure!(
+        marked["jobs"][&pending]["handed_over_to"] == "atc"
+            && marked["jobs"][&done]["status"] == "done",
+        "the old state file: {marked}"
+    );
+
+    // The pending result arrives once (atc delivers it), the done one never again; the
+    // old plugin's watcher (polling every 2 s) is gone.
+    until_done(&atc, &pending, TURN_WAIT)?;
+    sleep(Duration::from_secs(6));
+    let once = turns_of(server, user, parent, &pending)?;
+    let never = turns_of(server, user, parent, &done)?;
+    ensure!(
+        once == 1 && never == 0,
+        "the pending result arrived {once} times (want 1), the done one {never} times (want 0)"
+    );
+    Ok(())
+}
