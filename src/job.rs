@@ -307,8 +307,9 @@ pub struct Job {
     /// when atc first saw it running).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Timestamp>,
-    /// The last thing that went wrong: a failed check, a refused or unknown delivery, the
-    /// server's 404 for a lost task.
+    /// The last thing that went wrong with the watch: a failed check, the server's 404 for
+    /// a lost task, a stop that failed. (What went wrong with a delivery is its turn's
+    /// `delivery.error`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// How the child ended (from its record).
