@@ -1558,3 +1558,38 @@ fn a_result_cancelled_and_watched_again_during_a_tick_is_a_fresh_watch() {
         Tick,
     ]);
 }
+
+/// Found by the long search (seeds 8, 10): a refused result redelivered and then cancelled
+/// (with `--stop`) while a tick was posting: two steps between two looks at the file.
+#[test]
+fn a_refused_result_redelivered_then_cancelled_during_a_tick_is_two_steps() {
+    use Op::*;
+    replay(vec![
+        Finish(2, Ending::Answer),
+        Fault(PostFault::Refused),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Watch {
+            tasks: 5,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 16,
+        },
+        Tick,
+        Interleave(
+            Phase::Send,
+            Box::new(Redeliver {
+                task: 2,
+                create_session: false,
+            }),
+        ),
+        Interleave(Phase::Send, Box::new(CancelStop(2))),
+        Tick,
+    ]);
+}

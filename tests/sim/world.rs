@@ -1654,18 +1654,35 @@ fn holds_result(job: &Job) -> bool {
 
 /// Whether `step`s can take a job from `from` to `to` (the statuses `lifecycle` moves
 /// between; a job follows the turn that carries it wherever it goes).
-fn reachable(from: Status, to: Status) -> bool {
+/// Whether one step may take a job from `from` to `to`.
+fn one_step(from: Status, to: Status) -> bool {
     use Status::*;
     let outbound = [Delivering, Done, Unconfirmed, Undelivered, Misrouted, Error];
-    from == to
-        || match from {
-            Pending => to != Pending,
-            Delivering | Unconfirmed | Undelivered | Misrouted | Error => {
-                outbound.contains(&to)
-                    || to == Cancelled && matches!(from, Delivering | Unconfirmed)
-            }
-            Done | Cancelled | Skipped | Lost | Expired | Abandoned => false,
+    match from {
+        Pending => to != Pending,
+        Delivering | Unconfirmed | Undelivered | Misrouted | Error => {
+            outbound.contains(&to) || to == Cancelled && matches!(from, Delivering | Unconfirmed)
         }
+        Done | Cancelled | Skipped | Lost | Expired | Abandoned => false,
+    }
+}
+
+/// Whether some steps may take a job from `from` to `to`: between two looks at the file,
+/// several may have run (a tick's passes, and what other processes did between its
+/// phases: `redeliver` of an error, then `cancel` of the delivering job it made).
+fn reachable(from: Status, to: Status) -> bool {
+    let mut seen = vec![from];
+    let mut next = 0;
+    while next < seen.len() {
+        let at = seen[next];
+        next += 1;
+        for s in Status::ALL {
+            if one_step(at, s) && !seen.contains(&s) {
+                seen.push(s);
+            }
+        }
+    }
+    seen.contains(&to)
 }
 
 fn kind(r: &atc::lifecycle::Registered) -> String {
