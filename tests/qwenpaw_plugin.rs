@@ -110,6 +110,7 @@ fn dry_run_says_what_it_would_change_and_changes_nothing() {
             "QwenPaw working dir {shown} (from --working-dir)\n\
              Would change: write the plugin's plugin.json ({shown}/plugins/atc/plugin.json)\n\
              Would change: write the plugin's plugin.py ({shown}/plugins/atc/plugin.py)\n\
+             Would change: write the plugin's frontend.mjs ({shown}/plugins/atc/frontend.mjs)\n\
              Would change: enable the tools for agent default ({shown}/workspaces/default/agent.json)\n\
              Would change: enable the tools for agent QA ({shown}/workspaces/QA/agent.json)\n\
              Would change: put the atc-callback skill into the skill pool ({shown}/skill_pool/atc-callback/SKILL.md)\n\
@@ -143,9 +144,9 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
         .json();
     assert_eq!(out["agents"], json!(["QA"]));
     assert_eq!(out["restart_needed"], true);
-    assert_eq!(out["changes"].as_array().unwrap().len(), 4, "{out}");
+    assert_eq!(out["changes"].as_array().unwrap().len(), 5, "{out}");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/qwenpaw-plugin/atc");
-    for name in ["plugin.json", "plugin.py"] {
+    for name in ["plugin.json", "plugin.py", "frontend.mjs"] {
         assert_eq!(
             fs::read(wd.join("plugins/atc").join(name)).unwrap(),
             fs::read(root.join(name)).unwrap(),
@@ -483,6 +484,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             "atc/",
             "atc/plugin.json",
             "atc/plugin.py",
+            "atc/frontend.mjs",
             "atc/requirements.txt",
             "atc/skills/",
             "atc/skills/atc-callback/",
@@ -501,6 +503,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
         let source = match name.as_str() {
             "atc/plugin.json" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.json")),
             "atc/plugin.py" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.py")),
+            "atc/frontend.mjs" => Some(root.join("examples/qwenpaw-plugin/atc/frontend.mjs")),
             "atc/skills/atc-callback/SKILL.md" => {
                 Some(root.join("examples/qwenpaw-skill/atc-callback/SKILL.md"))
             }
@@ -510,7 +513,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             assert_eq!(bytes, &fs::read(source).unwrap(), "{name}");
         }
     }
-    let requirements = String::from_utf8(entries[3].3.clone()).unwrap();
+    let requirements = String::from_utf8(entries[4].3.clone()).unwrap();
     let pins: Vec<&str> = requirements
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -518,6 +521,9 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
     assert_eq!(pins, [format!("atc-qwenpaw=={version}")]);
     let manifest: Value = serde_json::from_slice(&entries[1].3).unwrap();
     assert_eq!(manifest["version"], version);
+    // QwenPaw's console imports the bundle the manifest names (`entry.frontend`).
+    assert_eq!(manifest["entry"]["frontend"], "frontend.mjs");
+    assert_eq!(manifest["entry"]["backend"], "plugin.py");
     // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max.
     assert_eq!(
         manifest["qwenpaw_version"],
