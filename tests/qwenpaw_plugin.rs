@@ -347,6 +347,79 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     }
 }
 
+/// With the plugin loaded, doctor says whether the server offers its console frontend: the
+/// list the web console imports bundles from (`GET /api/frontend_plugin`) names it, names
+/// none for it (an older plugin.json loaded), or the QwenPaw has no such list.
+#[test]
+fn doctor_says_whether_the_console_frontend_is_loaded() {
+    let atc_listed = bodies::FRONTEND_PLUGIN_ATC;
+    let older = atc_listed.replace(
+        r#""frontend_entry":"frontend.mjs""#,
+        r#""frontend_entry":null"#,
+    );
+    assert_ne!(older, atc_listed);
+    for (list, line, fix) in [
+        (
+            Reply::json(200, &format!("[{atc_listed}]")),
+            "✓ console: atc's frontend is loaded (frontend.mjs, which every console page imports at start-up): an open chat shows a result atc delivers, and its reply, once that turn ends; reload console pages opened before the plugin loaded",
+            None,
+        ),
+        (
+            Reply::json(200, &format!("[{older}]")),
+            "✗ console: the server loaded atc's plugin without its console frontend (frontend entry null): an open console chat shows a delivered result only after a reload",
+            Some(
+                "  → `atc qwenpaw install` (or this atc's plugin zip) installs the plugin with it; then reload open console pages",
+            ),
+        ),
+        (
+            Reply::json(404, bodies::NO_ROUTE),
+            "✓ console: this QwenPaw loads no frontend plugins (GET /api/frontend_plugin: 404): an open console chat shows a delivered result after a reload",
+            None,
+        ),
+    ] {
+        let server = FakeQwenPaw::start();
+        server.on(
+            "GET",
+            "/api/plugins/atc/status",
+            vec![Reply::json(
+                200,
+                r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.2.0"}"#,
+            )],
+        );
+        server.on("GET", "/api/frontend_plugin", vec![list]);
+        let env = TestEnv::new();
+        let wd = working_dir(&env, None);
+        env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+            .env_remove("ATC_BASE_URL")
+            .stdout_inspected()
+            .no_file()
+            .run();
+        let out = env
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .env("ATC_BASE_URL", server.api())
+            .status(1)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = said.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no {line:?} in\n{said}"));
+        assert_eq!(
+            lines.get(at + 1).filter(|l| l.starts_with("  → ")).copied(),
+            fix,
+            "{said}"
+        );
+        assert_eq!(server.hits("GET", "/api/frontend_plugin"), 1);
+        // The rest of doctor's questions (version, health, agents) are not this test's.
+        server.take_unscripted();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // `atc tick --kicked`: what the plugin's end-of-turn hook starts.
 
