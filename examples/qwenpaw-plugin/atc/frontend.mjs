@@ -138,7 +138,8 @@ function start(win) {
   const host = win.QwenPaw.host;
   // chat: the open chat's id; entry: its chat-list entry as last read; listedAt: when the
   // page itself last polled the list; due: a look at the chat is due until then.
-  const state = { chat: null, entry: null, listedAt: 0, due: 0, busy: false, seen: new Set() };
+  // (The page polls its list from the start: give it one period before asking ourselves.)
+  const state = { chat: null, real: null, entry: null, listedAt: Date.now(), due: 0, busy: false, seen: new Set() };
   const said = new Set();
   const once = (what, ...args) => {
     if (!said.has(what)) {
@@ -193,11 +194,13 @@ function start(win) {
     try {
       const sm = await sessions();
       const v = view();
-      if (!sm || !v) {
+      if (!sm || (!v && doc.querySelector("textarea"))) {
         once("internals", "this console is not the one atc's frontend knows (QwenPaw 2.2.2): open chats are not refreshed");
         state.due = 0;
         return;
       }
+      // The chat view is not there (yet): the next tick looks again.
+      if (!v) return;
       const id = v.session.getCurrentSessionId();
       if (!id || (id !== state.chat && sm.getRealIdForSession(id) !== state.chat)) return;
       // The page runs a turn of its own here (or follows one): it shows that itself.
@@ -227,9 +230,21 @@ function start(win) {
     check();
   };
 
+  // The open chat, as the page's path names it now.
+  const follow = () => {
+    const chat = chatIdOf(win.location.pathname);
+    if (chat !== state.chat) {
+      state.chat = chat;
+      state.real = null;
+      state.entry = null;
+      state.due = 0;
+    }
+    return chat;
+  };
+
   // The open chat's entry in a chat list (the page's, or our own).
   const listed = (list) => {
-    if (!state.chat) return;
+    if (!follow()) return;
     const real = state.real || state.chat;
     const entry = entryOf(list, real);
     if (!entry) return;
@@ -242,17 +257,11 @@ function start(win) {
   // atc's toast about the open chat's session.
   const pushed = (body) => {
     const session = host.getCurrentSessionId && host.getCurrentSessionId();
-    if (state.chat && toastFor(body && body.messages, session, state.seen)) due();
+    if (toastFor(body && body.messages, session, state.seen) && follow()) due();
   };
 
   const tick = async () => {
-    const chat = chatIdOf(win.location.pathname);
-    if (chat !== state.chat) {
-      state.chat = chat;
-      state.real = null;
-      state.entry = null;
-      state.due = 0;
-    }
+    const chat = follow();
     if (!chat || isLocalId(chat) || doc.visibilityState !== "visible") return;
     const sm = await sessions();
     state.real = (sm && sm.getRealIdForSession(chat)) || chat;
@@ -294,11 +303,14 @@ function start(win) {
     const answer = fetch.apply(this, args);
     try {
       const target = args[0];
-      const own = args[1] && args[1].atcOwn;
+      const init = args[1] || {};
+      const method = String(init.method || (target && target.method) || "GET").toUpperCase();
       const url = new URL(typeof target === "string" ? target : String((target && target.url) || target), win.location.href);
-      if (url.pathname.endsWith("/api/console/push-messages")) {
+      if (method !== "GET") {
+        // Not a poll.
+      } else if (url.pathname.endsWith("/api/console/push-messages")) {
         answer.then((r) => read(r, pushed), () => {});
-      } else if (url.pathname.endsWith("/api/chats") && !own) {
+      } else if (url.pathname.endsWith("/api/chats") && !init.atcOwn) {
         state.listedAt = Date.now();
         answer.then((r) => read(r, listed), () => {});
       }
