@@ -16,6 +16,8 @@
 
 mod api;
 mod atc;
+mod browser;
+mod console;
 mod demo;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
