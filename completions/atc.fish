@@ -53,6 +53,8 @@ complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that 
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent the task runs on, when it is not --agent (polls go out as this agent, as check_agent_task does)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who is watching: atc\'s QwenPaw plugin passes `plugin`, so that what the parent is told names the tool\'s options (stop_after) rather than atc\'s flags [default: cli]' -r -f -a "cli\t'A command line'
+plugin\t'atc\'s QwenPaw plugin'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in)' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-no-answer -d 'When the watch ends without an answer (lost, expired, abandoned) [default: notify]' -r -f -a "notify\t'Post one notice turn into the parent chat'
 silent\t'Post nothing'"

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
-use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Target};
+use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Origin, Target};
 use crate::lifecycle::Limits;
 use crate::time::human;
 
@@ -280,6 +280,8 @@ pub struct Watch {
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
+    /// Who is watching (`--origin`).
+    pub origin: Origin,
 }
 
 impl Watch {
@@ -787,6 +789,10 @@ fn watch(
         target_agent,
         base_url,
         auth,
+        origin: match args.origin {
+            Some(cli::OriginArg::Plugin) => Origin::Plugin,
+            Some(cli::OriginArg::Cli) | None => Origin::Cli,
+        },
     })
 }
 

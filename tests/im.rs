@@ -82,7 +82,7 @@ fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
         .stdout_contains("forward         sent (1 send, last http 200")
         .stdout_contains("the parent's reply was sent to the person on mqtt");
     s.atc(["status"])
-        .stdout_contains("parent turn completed; forwarded");
+        .stdout_contains("parent turn completed; reply forwarded");
 }
 
 #[test]

@@ -359,6 +359,15 @@ pub enum ForwardArg {
     Never,
 }
 
+/// `--origin` (hidden: the plugin's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginArg {
+    /// A command line
+    Cli,
+    /// atc's QwenPaw plugin
+    Plugin,
+}
+
 /// `--on-empty`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Empty {
@@ -456,6 +465,11 @@ pub struct WatchArgs {
     /// Deliver even if the parent chat does not exist yet: QwenPaw starts it
     #[arg(long)]
     pub create_session: bool,
+
+    /// Who is watching: atc's QwenPaw plugin passes `plugin`, so that what the parent is
+    /// told names the tool's options (stop_after) rather than atc's flags [default: cli]
+    #[arg(long, value_enum, value_name = "WHO", hide = true)]
+    pub origin: Option<OriginArg>,
 
     /// Deliver the results of all these tasks together, as one turn, once none is still
     /// running (fan-in)

@@ -60,6 +60,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         options: watch.options.clone(),
         chat_id,
         child_sessions: watch.child_sessions.clone(),
+        origin: watch.origin,
     };
     let (jobs, messages, events) = store.update(|file| {
         let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);

@@ -275,6 +275,23 @@ pub fn child_chat<'a>(chats: &'a [ChatRef], session_id: &str) -> Option<&'a Chat
         .or_else(|| mine().next())
 }
 
+/// The agents `GET /agents` lists that can run anything: a disabled one answers 403.
+pub fn agents(result: Result<Answer, Transport>) -> Result<Vec<String>, String> {
+    let (status, value) = json_body(result, "(an agent list)")?;
+    if status != 200 {
+        return Err(format!("HTTP {status}: {}", detail(&value.to_string())));
+    }
+    let list = value
+        .get("agents")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "HTTP 200 but the answer has no \"agents\" list".to_owned())?;
+    Ok(list
+        .iter()
+        .filter(|a| a.get("enabled").and_then(Value::as_bool) != Some(false))
+        .filter_map(|a| a.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect())
+}
+
 /// What `POST /console/chat/stop` said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {

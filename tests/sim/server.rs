@@ -403,6 +403,24 @@ impl Server for SimServer {
         }
         answer(200, &json!({ "stopped": stopped }))
     }
+
+    /// `default` and every agent a task runs on.
+    fn list_agents(&self, _base: &str) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let s = self.lock();
+        let mut agents: Vec<&str> = std::iter::once("default")
+            .chain(s.tasks.values().map(|t| t.agent.as_str()))
+            .collect();
+        agents.sort_unstable();
+        agents.dedup();
+        let listed: Vec<Value> = agents
+            .iter()
+            .map(|a| json!({"id": a, "enabled": true}))
+            .collect();
+        answer(200, &json!({ "agents": listed }))
+    }
 }
 
 impl SimServer {
@@ -517,6 +535,9 @@ impl Server for Proxy<'_> {
     }
     fn stop_chat(&self, base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
         self.0.stop_chat(base, agent, chat_id)
+    }
+    fn list_agents(&self, base: &str) -> Result<Answer, Transport> {
+        self.0.list_agents(base)
     }
 }
 

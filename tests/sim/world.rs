@@ -555,6 +555,7 @@ impl Env {
                 .iter()
                 .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
                 .collect(),
+            origin: atc::job::Origin::Cli,
         };
         let now = self.now();
         let result = self.store().update(|file| {
