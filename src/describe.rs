@@ -21,6 +21,9 @@ const BRIEF_CHARS: usize = 400;
 pub fn notice_text(job: &Job) -> String {
     let error = job.last_error.as_deref().unwrap_or("no detail");
     let what = match job.status {
+        // Never seen running: the server never had it (a wrong id, or another server), as
+        // far as atc can tell, rather than lost it.
+        Status::Lost if job.started_at.is_none() => "atc was asked to watch this task for you, but the QwenPaw server has no record of it and never had one while atc asked (is the task id right, and was it submitted to this server?), so there is no answer to deliver.".to_owned(),
         Status::Lost => "atc was watching this task for you, but the QwenPaw server no longer has any record of it (a server restart loses every task record), so its answer cannot be delivered.".to_owned(),
         Status::Expired => format!(
             "atc stopped watching this task: it had not finished {} after it was delegated.",
@@ -976,6 +979,13 @@ mod tests {
     fn notices_frame_like_qwenpaw_and_say_what_to_do() {
         let mut lost = job(Status::Lost);
         lost.task_id = "task-3f9a0c1b2d4e".into();
+        // Never seen on the server: no restart is blamed.
+        let never = notice_text(&lost);
+        assert!(
+            never.contains("never had one") && !never.contains("restart"),
+            "{never}"
+        );
+        lost.started_at = Some(lost.registered_at);
         let text = notice_text(&lost);
         assert!(
             text.starts_with("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: lost]\n\natc was watching"),
@@ -986,7 +996,7 @@ mod tests {
         expired.updated_at = expired
             .registered_at
             .saturating_add(std::time::Duration::from_secs(90000));
-        assert!(notice_text(&expired).contains("had not finished 1day 1h"));
+        assert!(notice_text(&expired).contains("had not finished 1d 1h after"));
         let mut abandoned = job(Status::Abandoned);
         abandoned.strikes = 3;
         abandoned.last_error = Some("HTTP 500: x".into());

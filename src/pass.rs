@@ -104,6 +104,10 @@ pub struct Heartbeat {
     /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_kick_at: Option<Timestamp>,
+    /// When the last tick that was no kick started: a timer's, the plugin's cadence, a
+    /// person's (`atc doctor` tells a cadence from kicks by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_unkicked_at: Option<Timestamp>,
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
@@ -149,6 +153,14 @@ impl Heartbeat {
         Heartbeat::parse(crate::state::lock::read_stamp(path))
     }
 
+    /// When the last tick that was no kick started; an older atc's heartbeat says it only
+    /// when its last tick was not a kick.
+    pub fn last_unkicked(&self) -> Option<Timestamp> {
+        self.last_unkicked_at.or(self
+            .last_tick_at
+            .filter(|at| Some(*at) != self.last_kick_at))
+    }
+
     fn parse(line: Option<String>) -> Heartbeat {
         let Some(line) = line else {
             return Heartbeat::default();
@@ -162,13 +174,14 @@ impl Heartbeat {
     /// What a tick that started at `now` leaves: `finished` once its pass is done.
     fn of(
         now: Timestamp,
-        last_kick_at: Option<Timestamp>,
+        (last_kick_at, last_unkicked_at): (Option<Timestamp>, Option<Timestamp>),
         settled: Option<Settled>,
         finished_at: Option<Timestamp>,
     ) -> Heartbeat {
         Heartbeat {
             last_tick_at: Some(now),
             last_kick_at,
+            last_unkicked_at,
             settled,
             finished: Some(finished_at == Some(now)),
             finished_at,
@@ -231,10 +244,11 @@ pub fn run_with<S: Server>(
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
-    let last_kick_at = if tick.kicked {
-        Some(now)
+    // Which kind of tick ran last, each kind's time kept.
+    let kinds = if tick.kicked {
+        (Some(now), previous.last_unkicked())
     } else {
-        previous.last_kick_at
+        (previous.last_kick_at, Some(now))
     };
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
@@ -242,14 +256,14 @@ pub fn run_with<S: Server>(
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
     {
-        let beat = Heartbeat::of(now, last_kick_at, previous.settled, Some(now));
+        let beat = Heartbeat::of(now, kinds, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(&Heartbeat::of(now, last_kick_at, None, previous.finished_at).to_line())?;
+    single_flight.stamp(&Heartbeat::of(now, kinds, None, previous.finished_at).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
     let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, last_kick_at, None, Some(now)).to_line())
+        lock.stamp(&Heartbeat::of(now, kinds, None, Some(now)).to_line())
     };
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -274,7 +288,7 @@ pub fn run_with<S: Server>(
                 key,
                 until: work.first_prune,
             };
-            let beat = Heartbeat::of(now, last_kick_at, Some(settled), Some(now));
+            let beat = Heartbeat::of(now, kinds, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;

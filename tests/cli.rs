@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::atc::{TestEnv, job, mode, stderr};
+use support::bodies;
 use support::fake::{FakeQwenPaw, Reply};
 use support::hermetic::NOWHERE;
 
@@ -30,6 +31,12 @@ fn chat_server(prefix: &str, hits: usize) -> FakeQwenPaw {
     let path = format!("{prefix}/api/chats");
     server.on("GET", &path, vec![Reply::json(200, chats)]);
     server.expect_hits("GET", &path, hits);
+    // It has every task asked for (`watch` checks).
+    server.on_prefix(
+        "GET",
+        &format!("{prefix}/api/console/chat/task/"),
+        vec![Reply::json(200, bodies::RUNNING)],
+    );
     server
 }
 

@@ -523,6 +523,65 @@ fn stop_after_finds_a_child_on_another_agent_and_says_it_in_the_words_of_the_plu
 }
 
 #[test]
+fn check_in_is_refused_with_a_group_whose_members_never_check_in() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--group",
+        "g",
+        "--check-in",
+        "1m",
+    ])
+    .status(2)
+    .stderr("atc: --check-in does not work with --group: the members of group g report together, in its one turn once none is running, so none would ever check in; drop --check-in, or watch each task without --group\n")
+    .no_file();
+}
+
+#[test]
+fn durations_are_written_in_one_format() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &[
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            "25h",
+            "--check-in",
+            "90s",
+        ],
+    );
+    s.atc(["status", TASK])
+        .stdout_contains("\nstop after      1d 1h (after the child starts)\n")
+        .stdout_contains("\ncheck-ins       every 1m 30s, 0 of at most 5 sent")
+        .file_unchanged();
+}
+
+#[test]
+fn a_cancel_meeting_a_check_in_being_posted_says_it_is_the_check_in_that_may_arrive() {
+    use support::bodies;
+    use support::chats::PostFault;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.chats
+        .fault(PostFault::SlowAfterStore(std::time::Duration::from_secs(2)));
+    let tick = s.tick_until_posted(&[]);
+    s.atc(["cancel", TASK])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}, but its check-in was being posted to session s-77 (user default, channel console) at that moment: that check-in may already be on its way; its result will not come, the watch is cancelled.\n"
+        ))
+        .run();
+    tick.wait();
+    assert_eq!(s.status(TASK), "cancelled");
+}
+
+#[test]
 fn status_of_a_cancelled_watch_says_what_was_true_of_its_child_at_the_cancel() {
     use support::bodies;
     use support::fake::Reply;

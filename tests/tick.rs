@@ -518,8 +518,11 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
 fn watch_refuses_a_parent_chat_that_does_not_exist() {
     let s = Scene::new();
     s.add_chat("s-77", "alice", "console");
-    s.atc(["watch", "task-a", "--session", "s-77", "--user", "alice"])
-        .stdout_contains("Watching task-a");
+    s.checked(&["task-a"], || {
+        s.atc(["watch", "task-a", "--session", "s-77", "--user", "alice"])
+            .stdout_contains("Watching task-a")
+            .run()
+    });
     s.atc(["watch", "task-b", "--session", "s-77"])
         .status(1)
         .stderr_contains(

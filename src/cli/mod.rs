@@ -435,7 +435,8 @@ pub struct WatchArgs {
     pub stop_after: Option<Duration>,
 
     /// While the child runs, post a short notice into the parent chat every D (at most 5
-    /// times): how long it has run, and how to stop it or the check-ins
+    /// times): how long it has run, and how to stop it or the check-ins. Not with --group
+    /// (a group reports together, in its one turn)
     #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
     pub check_in: Option<Duration>,
 
@@ -465,6 +466,12 @@ pub struct WatchArgs {
     /// Deliver even if the parent chat does not exist yet: QwenPaw starts it
     #[arg(long)]
     pub create_session: bool,
+
+    /// Do not ask the server whether it has each task (a script that watches many tasks at
+    /// once and wants one request less each). Without it, a task id the server has never
+    /// heard of (QwenPaw's "Task not found") is refused with exit 6, nothing watched
+    #[arg(long)]
+    pub no_task_check: bool,
 
     /// Who is watching: atc's QwenPaw plugin passes `plugin`, so that what the parent is
     /// told names the tool's options (stop_after) rather than atc's flags [default: cli]
@@ -534,9 +541,11 @@ pub struct CancelArgs {
     /// The watched task id
     pub task_id: String,
 
-    /// Also stop the child itself (POST /console/chat/stop on its chat), then end the
-    /// watch; refused (the watch kept) when the child's session is unknown (exit 1) or the
-    /// server cannot be reached (exit 5)
+    /// Also stop the child itself (POST /console/chat/stop on its chat, on the agent that
+    /// holds it: --target-agent, else found among the server's agents), then end the
+    /// watch; tried up to 3 times, then refused (the watch kept): exit 1 when the child's
+    /// session is unknown or the child still runs after the stops, 5 when the server cannot
+    /// be reached or refuses
     #[arg(long)]
     pub stop: bool,
 

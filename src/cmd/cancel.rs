@@ -123,12 +123,22 @@ pub fn cancel_in(
         None if stop_asked => "the child had already finished",
         None => "the child task keeps running (check_agent_task still shows its result)",
     };
-    // What of it is on its way: its result, or a check-in, and with what else.
+    // What of it is on its way: its result, or a check-in (then the result itself never
+    // comes: the watch is cancelled), and with what else.
     let on_its_way = || {
         let t = turn.as_ref().expect("a claimed turn");
-        let what = match t.carries.iter().find(|b| b.job_id == job.job_id) {
-            Some(b) if b.kind.is_check_in() => "its check-in",
-            _ => "its result",
+        let check_in = t
+            .carries
+            .iter()
+            .find(|b| b.job_id == job.job_id)
+            .is_some_and(|b| b.kind.is_check_in());
+        let (what, may) = if check_in {
+            (
+                "its check-in",
+                "that check-in may already be on its way; its result will not come, the watch is cancelled",
+            )
+        } else {
+            ("its result", "it may already be on its way")
         };
         let how = if t.in_flight() || t.state == TurnState::Unconfirmed {
             "was being posted"
@@ -136,9 +146,9 @@ pub fn cancel_in(
             "is claimed to be posted (it goes out as it is)"
         };
         match t.carries.len() {
-            1 => format!("{what} {how} to {chat} at that moment: it may already be on its way"),
+            1 => format!("{what} {how} to {chat} at that moment: {may}"),
             n => format!(
-                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: it may already be on its way",
+                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: {may}",
                 t.turn_id
             ),
         }

@@ -295,7 +295,7 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         field("stop after", format!("{after}{when}"));
     }
     if let Some(secs) = job.options.check_in_secs {
-        let every = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let every = human(std::time::Duration::from_secs(secs));
         let max = crate::lifecycle::MAX_CHECK_INS;
         let next = match (job.check_in, crate::lifecycle::next_check_in(job, now)) {
             (Some(state), _) => format!("; one is {}", state.as_str()),

@@ -344,6 +344,16 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--check-ins"])
         self.assertEqual(line, "No more check-ins for task-00000000000a; still watching it (its result comes back as usual).")
 
+    def test_a_task_the_server_never_had_is_refused_without_the_polling_fallback(self):
+        self.answer("", "atc: http://127.0.0.1:8123/api has no task task-0123456789ab (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed? Nothing was watched\n", 6)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertTrue(line.startswith("Not watching task-0123456789ab: http://127.0.0.1:8123/api has no task task-0123456789ab"), line)
+        self.assertNotIn("check_agent_task instead", line)
+
+    def test_durations_are_said_as_atc_says_them(self):
+        for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):
+            self.assertEqual(self.plugin.human(secs), said)
+
     def test_cancel_refused(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a is not watched\n", 1)

@@ -256,6 +256,8 @@ impl Script {
 
 #[derive(Default)]
 struct State {
+    /// Replies for the next requests of a route, before any script (`once`).
+    once: HashMap<(String, String), Vec<Reply>>,
     exact: HashMap<(String, String), Script>,
     /// (method, prefix, script); looked up by longest matching prefix.
     prefixes: Vec<(String, String, Script)>,
@@ -269,7 +271,11 @@ struct State {
 impl State {
     fn reply_for(&mut self, request: &Recorded) -> Reply {
         let (method, path, query) = (&request.method, &request.path, &request.query);
-        if let Some(s) = self.exact.get_mut(&(method.to_string(), path.to_string())) {
+        let key = (method.to_string(), path.to_string());
+        if let Some(replies) = self.once.get_mut(&key).filter(|r| !r.is_empty()) {
+            return replies.remove(0);
+        }
+        if let Some(s) = self.exact.get_mut(&key) {
             return s.take();
         }
         if let Some(reply) = self
@@ -364,6 +370,27 @@ impl FakeQwenPaw {
             .lock()
             .exact
             .insert((method.to_ascii_uppercase(), path.to_string()), script);
+    }
+
+    /// The next `method path` (exact) request gets `reply`, before any script; the route
+    /// answers as before afterwards. For a request a command makes once in passing (the
+    /// task check of `watch`), whatever the test scripted for later.
+    pub fn once(&self, method: &str, path: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .once
+            .entry((method.to_ascii_uppercase(), path.to_string()))
+            .or_default()
+            .push(reply);
+    }
+
+    /// Forgets the `once` replies of a route nothing asked for; returns how many.
+    pub fn unused_once(&self, method: &str, path: &str) -> usize {
+        self.shared
+            .lock()
+            .once
+            .remove(&(method.to_ascii_uppercase(), path.to_string()))
+            .map_or(0, |r| r.len())
     }
 
     /// Removes the script for `method` + exact `path` (prefix routes answer it again).

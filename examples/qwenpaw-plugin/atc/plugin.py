@@ -257,12 +257,13 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
 
 
 def human(secs):
-    """Seconds as atc writes durations: 20s, 10m, 2h."""
-    secs = int(secs)
-    for size, unit in ((3600, "h"), (60, "m")):
-        if secs >= size and secs % size == 0:
-            return "%d%s" % (secs // size, unit)
-    return "%ds" % secs
+    """Seconds as atc writes durations: 20s, 1m 30s, 2h, 1d 1h."""
+    left, parts = int(secs), []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if left >= size:
+            parts.append("%d%s" % (left // size, unit))
+            left %= size
+    return " ".join(parts) or "0s"
 
 
 def applied(job, target_agent, group, child_session, stop_after, check_in):
@@ -327,6 +328,9 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     code, out, err = await run_atc(args)
     if code is None:
         return "Not watching %s: %s" % (shown, err)
+    if code == 6:
+        # The server has no such task: check_agent_task would say the same.
+        return "Not watching %s: %s." % (shown, reason(err))
     if code != 0:
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
@@ -358,7 +362,8 @@ async def watch_agent_task(
     posted into this conversation as a new user message starting with
     ``[TASK_ID: <task_id>]`` (the same text ``check_agent_task`` shows), which wakes you
     up to continue. After a successful watch, tell the user the work is delegated and end
-    your turn. Watching the same task again changes nothing.
+    your turn. Watching the same task again changes nothing. A task ID the server does
+    not have is refused: copy it exactly from ``submit_to_agent``'s answer.
 
     Args:
         task_id (`str`):
