@@ -49,6 +49,14 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
+    (
+        "long-cancel-stop-elsewhere",
+        crate::long::cancel_stop_elsewhere,
+    ),
+    (
+        "long-stop-after-elsewhere",
+        crate::long::stop_after_elsewhere,
+    ),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
     ("demo-keep", crate::demo::demo_keep),

@@ -347,8 +347,9 @@ class PluginTest(unittest.TestCase):
     def test_a_task_the_server_never_had_is_refused_without_the_polling_fallback(self):
         self.answer("", "atc: http://127.0.0.1:8123/api has no task task-0123456789ab (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed? Nothing was watched\n", 6)
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
-        self.assertTrue(line.startswith("Not watching task-0123456789ab: http://127.0.0.1:8123/api has no task task-0123456789ab"), line)
-        self.assertNotIn("check_agent_task instead", line)
+        self.assertEqual(line, (
+            "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
+            "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
 
     def test_durations_are_said_as_atc_says_them(self):
         for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):

@@ -329,8 +329,11 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     if code is None:
         return "Not watching %s: %s" % (shown, err)
     if code == 6:
-        # The server has no such task: check_agent_task would say the same.
-        return "Not watching %s: %s." % (shown, reason(err))
+        # The server has no such task (atc's exit 6): check_agent_task would say the same.
+        return (
+            "Not watching %s: this QwenPaw server has no such task (\"Task not found\"). "
+            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
+        )
     if code != 0:
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
