@@ -113,6 +113,10 @@ pub struct State {
     pub sent: Vec<(String, String)>,
     /// The tasks a stop ended (a child's session is `child-<task id>`).
     pub stopped: Vec<String>,
+    /// Every stop asked for, by task (the stops that did not stop it too).
+    pub stops: BTreeMap<String, u32>,
+    /// The stop route answers 500 (nothing stopped) while this is set.
+    pub stop_fault: bool,
     pub next: u64,
 }
 
@@ -387,6 +391,10 @@ impl Server for SimServer {
         }
         let mut s = self.lock();
         let task_id = chat_id.strip_prefix("child-").unwrap_or("").to_owned();
+        *s.stops.entry(task_id.clone()).or_default() += 1;
+        if s.stop_fault {
+            return answer(500, &json!({"detail": "Internal Server Error"}));
+        }
         let running = s
             .tasks
             .get_mut(&task_id)
