@@ -114,8 +114,9 @@ pub enum Command {
     /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
     /// chat for any other combination, so watch asks the server and refuses a chat that
     /// does not exist, naming the chats that have that session id (--create-session
-    /// allows a new chat on purpose; an unreachable server is no reason to refuse).
-    /// Several task ids with --group are delivered together, as one turn, once none is
+    /// allows a new chat on purpose; an unreachable server is no reason to refuse). It
+    /// also asks the server for each task, and refuses (exit 6, nothing watched) a task id
+    /// the server never had (--no-task-check skips that). Several task ids with --group are delivered together, as one turn, once none is
     /// still running. Watching a task again for the same target does nothing; for another
     /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
