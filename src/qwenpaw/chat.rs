@@ -388,6 +388,25 @@ mod tests {
     }
 
     #[test]
+    fn agents_are_the_ones_that_can_run_anything() {
+        let listed = r#"{"agents":[{"id":"default","enabled":true},{"id":"off","enabled":false},{"id":"QA"}]}"#;
+        assert_eq!(
+            agents(json(200, listed)),
+            Ok(vec!["default".to_owned(), "QA".to_owned()])
+        );
+        assert!(
+            agents(json(200, "[]"))
+                .unwrap_err()
+                .contains("no \"agents\"")
+        );
+        assert!(
+            agents(json(401, r#"{"detail":"Not authenticated"}"#))
+                .unwrap_err()
+                .starts_with("HTTP 401")
+        );
+    }
+
+    #[test]
     fn stop_answers_as_qwenpaw_gives_them() {
         assert_eq!(stopped(json(200, r#"{"stopped":true}"#)), Ok(Stop::Stopped));
         assert_eq!(
