@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
-use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Target};
+use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Origin, Target};
 use crate::lifecycle::Limits;
 use crate::time::human;
 
@@ -280,6 +280,10 @@ pub struct Watch {
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
+    /// Ask the server whether it has each task before watching it (not `--no-task-check`).
+    pub check_tasks: bool,
+    /// Who is watching (`--origin`).
+    pub origin: Origin,
 }
 
 impl Watch {
@@ -715,6 +719,14 @@ fn watch(
             Some(d) => Some(d.as_secs()),
         },
     };
+    if let (Some(group), Some(_)) = (&options.group, options.check_in_secs) {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--check-in does not work with --group: the members of group {group} report together, in its one turn once none is running, so none would ever check in; drop --check-in, or watch each task without --group"
+            ),
+        ));
+    }
     if options.stop_after_secs.is_some()
         && let Some(task) = task_ids
             .iter()
@@ -787,6 +799,11 @@ fn watch(
         target_agent,
         base_url,
         auth,
+        check_tasks: !args.no_task_check,
+        origin: match args.origin {
+            Some(cli::OriginArg::Plugin) => Origin::Plugin,
+            Some(cli::OriginArg::Cli) | None => Origin::Cli,
+        },
     })
 }
 

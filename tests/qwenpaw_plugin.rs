@@ -462,11 +462,13 @@ fn a_kicked_tick_polls_a_task_still_running_again_within_its_window() {
 fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_pass() {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    // The first tick's poll is slow: it holds the tick lock meanwhile.
+    // The first tick's poll is held until the kicked tick has come and gone: it holds the
+    // tick lock meanwhile (no clock: however slow the machine, the order is this one).
+    let gate = support::fake::Gate::new();
     s.poll_replies(
         TASK,
         vec![
-            Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(1500)),
+            Reply::json(200, bodies::RUNNING).held(&gate),
             Reply::json(200, bodies::RUNNING),
         ],
     );
@@ -484,6 +486,7 @@ fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_p
         .run();
     let mark = s.env.state.with_file_name("jobs.json.tick.again");
     assert!(mark.exists(), "no mark left for the running tick");
+    gate.open();
     let out = first.wait();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     // One more pass for the mark, then (the task still reads running) the kicked window's.

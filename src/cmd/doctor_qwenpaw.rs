@@ -219,7 +219,7 @@ fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
         match beat.last_kick_at {
             Some(at) => format!(
                 "the end-of-turn hook is installed; the last tick a turn's end started ran {} ago",
-                crate::time::human(at.elapsed_at(crate::time::Timestamp::now()))
+                crate::time::age(at.elapsed_at(crate::time::Timestamp::now()))
             ),
             None => "the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
         },

@@ -55,6 +55,14 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
+    (
+        "long-cancel-stop-elsewhere",
+        crate::long::cancel_stop_elsewhere,
+    ),
+    (
+        "long-stop-after-elsewhere",
+        crate::long::stop_after_elsewhere,
+    ),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
     ("demo-keep", crate::demo::demo_keep),
@@ -1442,7 +1450,7 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
             && doctor
                 .stdout
                 .contains("✓ agents: the watches name agents the server has: default")
-            && doctor.stdout.contains("✓ timer: the last atc tick ran "),
+            && doctor.stdout.contains("✓ timer: the last atc tick that was no kick ran "),
         "doctor on a sound setup: {}",
         doctor.describe()
     );

@@ -50,6 +50,7 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     refused_batch: 0,
     second_tick_during_a_tick: 0,
     kicked_passes: 0,
+    stop_given_up: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     owed: 0,
@@ -146,6 +147,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             Just(PostFault::Refused),
         ].prop_map(Op::Fault),
         1 => any::<bool>().prop_map(Op::Down),
+        1 => any::<bool>().prop_map(Op::StopFault),
         3 => prop_oneof![
             3 => (0u8..10).prop_map(Jump::Minutes),
             1 => Just(Jump::PastBusyDeadline),

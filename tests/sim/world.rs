@@ -116,6 +116,8 @@ pub enum Op {
     Busy(u8, bool),
     Fault(PostFault),
     Down(bool),
+    /// The server's stop route fails (500) from now on, or no more.
+    StopFault(bool),
     Jump(Jump),
 }
 
@@ -161,10 +163,12 @@ pub struct Sometimes {
     pub second_tick_during_a_tick: u64,
     /// A kicked tick made more than one pass.
     pub kicked_passes: u64,
+    /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
+    pub stop_given_up: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 10] {
+    pub fn named(&self) -> [(&'static str, u64); 11] {
         [
             (
                 "cancel between claim and record",
@@ -191,6 +195,7 @@ impl Sometimes {
                 self.second_tick_during_a_tick,
             ),
             ("a kicked tick's extra passes", self.kicked_passes),
+            ("a stop given up", self.stop_given_up),
         ]
     }
 
@@ -205,6 +210,7 @@ impl Sometimes {
         self.refused_batch += other.refused_batch;
         self.second_tick_during_a_tick += other.second_tick_during_a_tick;
         self.kicked_passes += other.kicked_passes;
+        self.stop_given_up += other.stop_given_up;
     }
 }
 
@@ -454,6 +460,10 @@ impl Env {
                 self.server.lock().down = *down;
                 String::new()
             }
+            Op::StopFault(on) => {
+                self.server.lock().stop_fault = *on;
+                String::new()
+            }
             Op::Jump(jump) => {
                 let l = limits();
                 self.clock.advance(match jump {
@@ -555,6 +565,7 @@ impl Env {
                 .iter()
                 .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
                 .collect(),
+            origin: atc::job::Origin::Cli,
         };
         let now = self.now();
         let result = self.store().update(|file| {
@@ -1045,6 +1056,29 @@ impl World {
                     }
                     self.reported += 1;
                 }
+                // A stop that keeps failing is tried a bounded number of times, and the
+                // tick that gives it up says so: in its report, and in a line heard.
+                if new.stop_tries > atc::lifecycle::STOP_TRIES {
+                    self.fail(&format!(
+                        "{} was stopped {} times without success (at most {})",
+                        new.task_id,
+                        new.stop_tries,
+                        atc::lifecycle::STOP_TRIES
+                    ));
+                }
+                if atc::lifecycle::stop_given_up(new) && !atc::lifecycle::stop_given_up(old) {
+                    // (A tick between a kicked tick's passes may be the one: its line is
+                    // heard all the same.)
+                    let line = format!("gave up on {} (pending, stop given up)", new.task_id);
+                    let heard = self.env.notes().heard.iter().any(|h| h.contains(&line));
+                    if !heard {
+                        self.fail(&format!(
+                            "the tick gave up stopping {} and said nothing",
+                            new.task_id
+                        ));
+                    }
+                    self.env.notes().sometimes.stop_given_up += 1;
+                }
                 if !reachable(old.status, new.status) {
                     self.fail(&format!(
                         "{} went {} → {}, which no step allows",
@@ -1229,6 +1263,7 @@ impl World {
             let mut s = self.env.server.lock();
             s.down = false;
             s.post_fault = None;
+            s.stop_fault = false;
             s.crash = None;
             for c in s.chats.iter_mut() {
                 c.busy = false;
