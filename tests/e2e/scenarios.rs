@@ -1450,7 +1450,9 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
             && doctor
                 .stdout
                 .contains("✓ agents: the watches name agents the server has: default")
-            && doctor.stdout.contains("✓ timer: the last atc tick that was no kick ran "),
+            && doctor
+                .stdout
+                .contains("✓ timer: the last atc tick that was no kick ran "),
         "doctor on a sound setup: {}",
         doctor.describe()
     );
