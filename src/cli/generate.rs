@@ -58,8 +58,40 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     };
     let mut roff = Vec::new();
     clap_mangen::Man::new(page.clone()).render(&mut roff)?;
-    out.write_all(variadic_marked(&page, String::from_utf8(roff)?).as_bytes())?;
+    let roff = synopsis_with_values(&page, variadic_marked(&page, String::from_utf8(roff)?));
+    out.write_all(roff.as_bytes())?;
     Ok(())
+}
+
+/// clap_mangen 0.2 writes an option that takes a value as `[--state]` in the SYNOPSIS, as
+/// if it were a switch: the page says `[--state FILE]`, as `--help` does.
+fn synopsis_with_values(page: &clap::Command, roff: String) -> String {
+    let Some(start) = roff
+        .find(".SH SYNOPSIS\n")
+        .map(|at| at + ".SH SYNOPSIS\n".len())
+    else {
+        return roff;
+    };
+    let end = roff[start..].find('\n').map_or(roff.len(), |at| start + at);
+    let mut line = roff[start..end].to_owned();
+    for arg in page.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        if !arg.get_num_args().is_some_and(|n| n.takes_values()) {
+            continue;
+        }
+        let names = arg.get_value_names().map_or_else(
+            || arg.get_id().as_str().to_uppercase(),
+            |names| names.join(" "),
+        );
+        let flag = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+        let value = format!("{flag} \\fI{names}\\fR");
+        for close in ["]", ">"] {
+            line = line.replace(&format!("{flag}{close}"), &format!("{value}{close}"));
+        }
+    }
+    format!("{}{line}{}", &roff[..start], &roff[end..])
 }
 
 /// clap_mangen 0.2 shows a positional that takes many values as `[TASK_ID]`, like one
@@ -84,10 +116,12 @@ fn variadic_marked(page: &clap::Command, mut roff: String) -> String {
 /// reader comes for (what clap's EXTRA held, laid out as man pages lay them out).
 fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     use clap_mangen::roff::{Roff, bold, italic, roman};
-    let man = clap_mangen::Man::new(cli);
+    let man = clap_mangen::Man::new(cli.clone());
     man.render_title(out)?;
     man.render_name_section(out)?;
-    man.render_synopsis_section(out)?;
+    let mut synopsis = Vec::new();
+    man.render_synopsis_section(&mut synopsis)?;
+    out.write_all(synopsis_with_values(&cli, String::from_utf8(synopsis)?).as_bytes())?;
     man.render_description_section(out)?;
     man.render_options_section(out)?;
     man.render_subcommands_section(out)?;
