@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Auth, Setting};
+use super::file::ConfigFile;
+use super::keys::{Key, Value};
+use super::{Auth, Setting, Source};
 use crate::cli;
 use crate::job::{Options, Target};
 use crate::lifecycle::Limits;
@@ -55,6 +57,13 @@ pub struct Doctor {
     pub http_timeout: Duration,
     /// QwenPaw's working dir (`QWENPAW_WORKING_DIR`, `~/.copaw`, `~/.qwenpaw`): its plugins.
     pub qwenpaw_working_dir: Option<PathBuf>,
+    /// atc's config file, as this process found it.
+    pub config: ConfigFile,
+    /// The knob variables set in this process's environment (`ATC_MAX_AGE=3d`, …), to
+    /// compare with the QwenPaw server's.
+    pub knob_vars: Vec<(&'static str, String)>,
+    /// The home directory: where the timer's unit and env file are.
+    pub home: Option<PathBuf>,
 }
 
 /// `atc log`.
@@ -82,8 +91,11 @@ pub struct Timer {
     pub interval: Duration,
     /// The atc binary the units run.
     pub binary: PathBuf,
-    /// The job file, when it is not the default one (the units must name it).
+    /// The job file, when a flag or the environment chose it (the units must name it).
     pub state: Option<Setting<PathBuf>>,
+    /// The config file, when a timer would not find it by itself (`ATC_CONFIG`, or this
+    /// shell's own `XDG_CONFIG_HOME`): the units name it.
+    pub config: Option<PathBuf>,
 }
 
 /// What `atc timer print` prints.
@@ -116,6 +128,8 @@ pub struct Watch {
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
+    /// Under which ended jobs are tidied away while the file is open anyway.
+    pub limits: Limits,
 }
 
 impl Watch {
@@ -172,6 +186,42 @@ pub struct Tick {
     /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
     /// `ATC_NO_BATCH=1`).
     pub batch: bool,
+}
+
+/// `atc config`.
+#[derive(Debug)]
+pub struct Config {
+    /// The config file (not read for `path`, `set` and `unset`: they must work on any).
+    pub file: ConfigFile,
+    pub what: ConfigAction,
+}
+
+#[derive(Debug)]
+pub enum ConfigAction {
+    Path,
+    /// Every key in its order, its value here (None: unset, the server's own) and source.
+    Show(Vec<Shown>),
+    Get(Shown),
+    Set {
+        key: &'static Key,
+        value: Value,
+        /// The environment variable that beats the file here, set in this environment.
+        shadowed_by: Option<&'static str>,
+        home: Option<PathBuf>,
+    },
+    /// The key as given (an unknown one too: a typo to remove).
+    Unset {
+        key: String,
+        home: Option<PathBuf>,
+    },
+}
+
+/// One line of `config show`.
+#[derive(Debug)]
+pub struct Shown {
+    pub key: &'static Key,
+    pub value: Option<Value>,
+    pub source: Source,
 }
 
 #[derive(Debug)]

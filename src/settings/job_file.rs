@@ -3,20 +3,31 @@
 use std::path::PathBuf;
 
 use super::env::Environment;
+use super::file::ConfigFile;
+use super::keys::Value;
 use super::{Setting, Source};
 use crate::exit::{Exit, Failure};
 
-/// The job file: `--state`, else `ATC_STATE`, else the platform state dir
-/// (`~/.local/state/atc/jobs.json` on Linux; the local data dir where there is none).
-pub(super) fn state_path(
+/// The job file: `--state`, else `ATC_STATE`, else `state` in the config file, else the
+/// platform state dir (`~/.local/state/atc/jobs.json` on Linux; the local data dir where
+/// there is none).
+pub fn state_path(
     flag: Option<PathBuf>,
     env: &dyn Environment,
+    file: &ConfigFile,
 ) -> Result<Setting<PathBuf>, Failure> {
     let given = match flag {
         Some(path) => Some((path, Source::Flag("--state"))),
         None => env
             .path("ATC_STATE")
-            .map(|path| (path, Source::Env("ATC_STATE"))),
+            .map(|path| (path, Source::Env("ATC_STATE")))
+            .or_else(|| match file.get("state") {
+                Some(Setting {
+                    value: Value::Path(path),
+                    source,
+                }) => Some((path, source)),
+                _ => None,
+            }),
     };
     if let Some((path, source)) = given {
         if path.as_os_str().is_empty() || path.is_dir() {
@@ -33,13 +44,12 @@ pub(super) fn state_path(
             source,
         });
     }
-    let dirs = directories::ProjectDirs::from("", "", "atc").ok_or_else(|| {
+    let dir = env.state_dir().ok_or_else(|| {
         Failure::new(
             Exit::StateUnwritable,
-            "cannot find a home directory for the job file; pass --state FILE or set ATC_STATE",
+            "cannot find a home directory for the job file; pass --state FILE, set ATC_STATE or `atc config set state FILE`",
         )
     })?;
-    let dir = dirs.state_dir().unwrap_or_else(|| dirs.data_local_dir());
     Ok(Setting {
         value: dir.join("jobs.json"),
         source: Source::Default,

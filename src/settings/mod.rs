@@ -11,10 +11,13 @@
 
 mod auth;
 mod commands;
+mod config;
 pub mod defaults;
 mod env;
+pub mod file;
 mod from;
 mod job_file;
+pub mod keys;
 mod qwenpaw;
 mod tick;
 mod timer;
@@ -28,18 +31,19 @@ use std::path::PathBuf;
 
 pub use auth::{Auth, insecure_refusal, insecure_remote_host};
 pub use commands::{
-    Cancel, Doctor, Generate, Import, Log, QwenpawInstall, Redeliver, Replace, Schedule, Status,
-    Tick, Timer, Wait, Watch,
+    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, QwenpawInstall, Redeliver,
+    Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
 };
-pub use env::{Environment, ProcessEnv, TEXT_VARS};
+pub use env::{Environment, ProcessEnv, TEXT_VARS, VarsEnv};
+pub use file::ConfigFile;
+pub use job_file::state_path;
 pub use qwenpaw::{base_url, qwenpaw_working_dir};
-pub use tick::default_limits;
+pub use tick::{Knobs, default_limits};
 
-use crate::cli::{Cli, Command, Generated};
+use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
 use env::check_unicode;
-use job_file::state_path;
 
 /// Where a value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +56,25 @@ pub enum Source {
     ManagedRuntime,
     /// `last_api` in QwenPaw's `config.json` at this path.
     QwenPawConfig(PathBuf),
+    /// `key` in atc's config file at `path`.
+    File {
+        path: PathBuf,
+        key: &'static str,
+    },
     Default,
+}
+
+impl Source {
+    /// One word for scripts (`config show --json`): flag, env, file, qwenpaw or default.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Flag(_) => "flag",
+            Source::Env(_) | Source::ManagedRuntime => "env",
+            Source::File { .. } => "file",
+            Source::QwenPawConfig(_) => "qwenpaw",
+            Source::Default => "default",
+        }
+    }
 }
 
 impl fmt::Display for Source {
@@ -61,6 +83,7 @@ impl fmt::Display for Source {
             Source::Flag(name) | Source::Env(name) => f.write_str(name),
             Source::ManagedRuntime => f.write_str("QWENPAW_RUNTIME_API_URL"),
             Source::QwenPawConfig(path) => write!(f, "last_api in {}", path.display()),
+            Source::File { path, key } => write!(f, "{key} in {}", path.display()),
             Source::Default => f.write_str("the default"),
         }
     }
@@ -100,14 +123,15 @@ pub enum Action {
     Log(Log),
     Import(Import),
     Timer(Timer),
+    Config(Config),
     QwenpawInstall(QwenpawInstall),
     /// `atc qwenpaw zip`: the folder the plugin zip goes into.
     QwenpawZip(std::path::PathBuf),
     Generate(Generate),
 }
 
-/// The command line and the environment, resolved and checked. Only the settings the
-/// command uses are resolved (`generate` needs no job file).
+/// The command line, the environment and the config file, resolved and checked. Only the
+/// settings the command uses are resolved (`generate` needs no job file).
 pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
     let output = Output {
         json: cli.json,
@@ -115,7 +139,20 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         verbose: cli.verbose,
     };
     check_unicode(env)?;
-    let state = || state_path(cli.state.clone(), env);
+    // Every command reads the config file and refuses a bad one, but those that need
+    // none of its values: `generate`, `qwenpaw zip`, and `config`, which must be able to
+    // mend a broken file (it reads the file itself where it needs to).
+    let file = match &cli.command {
+        Command::Generate(_)
+        | Command::Config(_)
+        | Command::Qwenpaw(cli::QwenpawArgs {
+            what: cli::QwenpawCommand::Zip { .. },
+        }) => ConfigFile::default(),
+        _ => file::load(env, true)?,
+    };
+    let file = &file;
+    let state = || state_path(cli.state.clone(), env, file);
+    let knobs = || Knobs::resolve(None, env, file);
     let allow_insecure = cli.allow_insecure_remote
         || env
             .var("ATC_ALLOW_INSECURE_REMOTE")
@@ -126,13 +163,16 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             ..Auth::from_env(env)?
         })
     };
+    let base_url_flag = cli.base_url.as_deref();
     let action = match cli.command {
         Command::Watch(args) => Action::Watch(Box::new(watch::watch(
             args,
-            cli.base_url.as_deref(),
+            base_url_flag,
             env,
+            file,
             state,
             auth()?,
+            knobs()?.limits(),
         )?)),
         Command::Status(args) => Action::Status(Status {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
@@ -142,19 +182,13 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         Command::Cancel(args) => Action::Cancel(Cancel {
             task_id: parse_task_id(&args.task_id)?,
             state: state()?,
-            limits: default_limits(),
+            limits: knobs()?.limits(),
             stop: if args.stop { Some(auth()?) } else { None },
             check_ins: args.check_ins,
         }),
         Command::Tick(args) => {
-            let no_batch = args.no_batch
-                || env
-                    .var("ATC_NO_BATCH")
-                    .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
-            Action::Tick(Tick {
-                batch: !no_batch,
-                ..tick::tick(args, state()?, auth()?)
-            })
+            let knobs = Knobs::resolve(Some(&args), env, file)?;
+            Action::Tick(tick::tick(&args, state()?, auth()?, &knobs))
         }
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,
@@ -168,21 +202,28 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             .transpose()?
             .expect("a default"),
             base_url: {
-                let url = base_url(cli.base_url.as_deref(), env)?;
+                let url = base_url(base_url_flag, env, file)?;
                 auth()?.check_transport(&url)?;
                 url
             },
             auth: auth()?,
             timeout: args.timeout,
             interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
-            http_timeout: defaults::HTTP_TIMEOUT,
+            http_timeout: knobs()?.http_timeout.value,
         }),
         Command::Doctor => Action::Doctor(Doctor {
-            base_url: base_url(cli.base_url.as_deref(), env)?,
+            base_url: base_url(base_url_flag, env, file)?,
             auth: auth()?,
             http_timeout: defaults::DOCTOR_TIMEOUT,
             state: state()?,
             qwenpaw_working_dir: qwenpaw_working_dir(env),
+            config: file.clone(),
+            home: env.home(),
+            knob_vars: keys::KEYS
+                .iter()
+                .filter(|k| !matches!(k.name, "state" | "base-url"))
+                .filter_map(|k| env.var(k.env).map(|v| (k.env, v)))
+                .collect(),
         }),
         Command::Log(args) => Action::Log(Log {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
@@ -208,21 +249,24 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                     source: Source::Default,
                 },
             },
-            base_url: base_url(cli.base_url.as_deref(), env)?,
-            max_age: defaults::MAX_AGE,
+            base_url: base_url(base_url_flag, env, file)?,
+            max_age: knobs()?.max_age.value,
             state: state()?,
         }),
-        Command::Timer(args) => Action::Timer(timer::timer(args, state)?),
+        Command::Timer(args) => Action::Timer(timer::timer(args, state, env)?),
         Command::Qwenpaw(args) => {
-            qwenpaw::qwenpaw(args, cli.base_url.as_deref(), env, state, auth)?
+            qwenpaw::qwenpaw(args, base_url_flag, env, file, state, auth, knobs)?
         }
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
             create_session: args.create_session,
             state: state()?,
-            limits: default_limits(),
+            limits: knobs()?.limits(),
             auth: auth()?,
         }),
+        Command::Config(args) => {
+            Action::Config(config::config(args, cli.state, base_url_flag, env)?)
+        }
         Command::Generate(args) => Action::Generate(match args.what {
             Generated::Man { command } => Generate::Man(command),
             Generated::Completions { shell } => Generate::Completions(shell),

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::env::Environment;
-use super::{Action, Auth, QwenpawInstall, Replace, Setting, Source, checked, defaults};
+use super::file::ConfigFile;
+use super::keys::Value;
+use super::{Action, Auth, Knobs, QwenpawInstall, Replace, Setting, Source, checked, defaults};
 use crate::cli;
 use crate::exit::{Exit, Failure};
 
@@ -13,8 +15,10 @@ pub(super) fn qwenpaw(
     args: cli::QwenpawArgs,
     base_url_flag: Option<&str>,
     env: &dyn Environment,
+    file: &ConfigFile,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
     auth: impl FnOnce() -> Result<Auth, Failure>,
+    knobs: impl Fn() -> Result<Knobs, Failure>,
 ) -> Result<Action, Failure> {
     Ok(match args.what {
         cli::QwenpawCommand::Install {
@@ -24,15 +28,11 @@ pub(super) fn qwenpaw(
             dry_run,
             replace_agent_task_callback,
         } => {
-            let mut install = qwenpaw_install(
-                working_dir,
-                agents,
-                all,
+            let mut install = QwenpawInstall {
                 dry_run,
-                base_url_flag,
-                env,
-                auth()?,
-            )?;
+                http_timeout: knobs()?.http_timeout.value,
+                ..qwenpaw_install(working_dir, agents, all, base_url_flag, env, file, auth()?)?
+            };
             if replace_agent_task_callback {
                 let wd = &install.working_dir.value;
                 let beside = wd.join("agent-task-callback.json");
@@ -44,13 +44,13 @@ pub(super) fn qwenpaw(
                 };
                 let base_url = match &install.base_url {
                     Some(url) => url.value.clone(),
-                    None => base_url(base_url_flag, env)?.value,
+                    None => base_url(base_url_flag, env, file)?.value,
                 };
                 install.replace = Some(Replace {
                     seed_state,
                     state: state()?,
                     base_url,
-                    max_age: defaults::MAX_AGE,
+                    max_age: knobs()?.max_age.value,
                 });
             }
             Action::QwenpawInstall(install)
@@ -65,7 +65,11 @@ pub(super) fn qwenpaw(
 /// `--base-url` > `ATC_BASE_URL` > managed runtime (`QWENPAW_RUNTIME_API_URL`, only with
 /// `QWENPAW_RUNTIME_ID` and `QWENPAW_RUNTIME_INTERNAL_TOKEN`) > `last_api` in the working
 /// dir's `config.json` > `http://127.0.0.1:8088`. Always ends in `/api`.
-pub fn base_url(flag: Option<&str>, env: &dyn Environment) -> Result<Setting<String>, Failure> {
+pub fn base_url(
+    flag: Option<&str>,
+    env: &dyn Environment,
+    file: &ConfigFile,
+) -> Result<Setting<String>, Failure> {
     let (raw, source) = if let Some(url) = flag.filter(|u| !u.trim().is_empty()) {
         (url.to_owned(), Source::Flag("--base-url"))
     } else if let Some(url) = env.var("ATC_BASE_URL") {
@@ -76,6 +80,12 @@ pub fn base_url(flag: Option<&str>, env: &dyn Environment) -> Result<Setting<Str
         env.var("QWENPAW_RUNTIME_INTERNAL_TOKEN"),
     ) {
         (url, Source::ManagedRuntime)
+    } else if let Some(Setting {
+        value: Value::Url(url),
+        source,
+    }) = file.get("base-url")
+    {
+        (url, source)
     } else if let Some(config) = qwenpaw_working_dir(env).map(|dir| dir.join("config.json"))
         && let Some(url) = last_api(&config)
     {
@@ -92,9 +102,9 @@ pub(super) fn qwenpaw_install(
     working_dir: Option<PathBuf>,
     agents: Vec<String>,
     all: bool,
-    dry_run: bool,
     base_url_flag: Option<&str>,
     env: &dyn Environment,
+    file: &ConfigFile,
     auth: Auth,
 ) -> Result<QwenpawInstall, Failure> {
     let working_dir = match working_dir {
@@ -138,10 +148,11 @@ pub(super) fn qwenpaw_install(
     // on this working dir (its `last_api`); none when neither says where.
     let base_url = if base_url_flag.is_some_and(|u| !u.trim().is_empty())
         || env.var("ATC_BASE_URL").is_some()
+        || file.get("base-url").is_some()
         || (env.var("QWENPAW_RUNTIME_API_URL").is_some()
             && working_dir.source != Source::Flag("--working-dir"))
     {
-        Some(base_url(base_url_flag, env)?)
+        Some(base_url(base_url_flag, env, file)?)
     } else {
         let config = working_dir.value.join("config.json");
         match last_api(&config) {
@@ -160,7 +171,7 @@ pub(super) fn qwenpaw_install(
     Ok(QwenpawInstall {
         working_dir,
         agents,
-        dry_run,
+        dry_run: false,
         base_url,
         auth,
         http_timeout: defaults::HTTP_TIMEOUT,

@@ -83,32 +83,54 @@ fn base_url_precedence_and_sources() {
     vars.push(("ATC_BASE_URL", "http://env:2"));
     let e = env(&vars, Some(home.path()));
     assert_eq!(
-        base_url(Some("http://flag:1"), &e).unwrap(),
+        base_url(Some("http://flag:1"), &e, &ConfigFile::default()).unwrap(),
         setting("http://flag:1/api", Source::Flag("--base-url"))
     );
     assert_eq!(
-        base_url(None, &e).unwrap(),
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
         setting("http://env:2/api", Source::Env("ATC_BASE_URL"))
     );
     let e = env(&managed, Some(home.path()));
     assert_eq!(
-        base_url(None, &e).unwrap(),
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
         setting("http://runtime:7000/api", Source::ManagedRuntime)
     );
     // The managed URL alone is not enough: QwenPaw also wants the id and the token.
     let e = env(&managed[..2], Some(home.path()));
     assert_eq!(
-        base_url(None, &e).unwrap(),
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
         setting(
             "http://127.0.0.1:9001/api",
             Source::QwenPawConfig(work.join("config.json"))
         )
     );
+    // base-url in atc's config file: below the environment (the managed runtime
+    // included), above QwenPaw's last_api.
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "base-url = \"http://file:3\"\n").unwrap();
+    let file = super::file::load(&e, true).unwrap();
+    assert_eq!(
+        base_url(None, &e, &file).unwrap(),
+        setting(
+            "http://file:3/api",
+            Source::File {
+                path: config.clone(),
+                key: "base-url"
+            }
+        )
+    );
+    let e = env(&managed, Some(home.path()));
+    assert_eq!(
+        base_url(None, &e, &file).unwrap().source,
+        Source::ManagedRuntime
+    );
+    std::fs::remove_file(&config).unwrap();
     // ~/.copaw wins when it exists.
     std::fs::create_dir_all(home.path().join(".copaw")).unwrap();
     let e = env(&[], Some(home.path()));
     assert_eq!(
-        base_url(None, &e).unwrap(),
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
         setting("http://127.0.0.1:8088/api", Source::Default)
     );
     let other = home.path().join("elsewhere");
@@ -123,12 +145,12 @@ fn base_url_precedence_and_sources() {
         Some(home.path()),
     );
     assert_eq!(
-        base_url(None, &e).unwrap().value,
+        base_url(None, &e, &ConfigFile::default()).unwrap().value,
         "http://127.0.0.2:9002/api"
     );
     let e = env(&[], None);
     assert_eq!(
-        base_url(None, &e).unwrap().value,
+        base_url(None, &e, &ConfigFile::default()).unwrap().value,
         "http://127.0.0.1:8088/api"
     );
 }
@@ -136,10 +158,10 @@ fn base_url_precedence_and_sources() {
 #[test]
 fn errors_name_the_source_of_the_bad_value() {
     let e = env(&[("ATC_BASE_URL", "ftp://h")], None);
-    let err = base_url(None, &e).unwrap_err();
+    let err = base_url(None, &e, &ConfigFile::default()).unwrap_err();
     assert_eq!(err.exit, Exit::Usage);
     assert!(err.message.starts_with("ATC_BASE_URL: base URL"), "{err}");
-    let err = base_url(Some("h:1"), &e).unwrap_err();
+    let err = base_url(Some("h:1"), &e, &ConfigFile::default()).unwrap_err();
     assert!(err.message.starts_with("--base-url: "), "{err}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -229,4 +251,198 @@ fn auth_debug_never_shows_tokens() {
     let shown = format!("{auth:?}");
     assert!(!shown.contains("s3cr3t"));
     assert!(shown.contains("<set>"));
+}
+
+fn tick_of(settings: Settings) -> Tick {
+    match settings.action {
+        Action::Tick(tick) => tick,
+        other => panic!("not a tick: {other:?}"),
+    }
+}
+
+/// Every tick knob at every layer: its flag beats its variable, which beats its key in
+/// the config file, which beats the default.
+#[test]
+fn every_tick_knob_is_a_flag_a_variable_a_key_and_a_default_in_that_order() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        "concurrency = 3\nhttp-timeout = \"11s\"\nmax-strikes = 21\nmax-age = \"1d\"\nbusy-retry = \"31s\"\nbusy-deadline = \"1h\"\nkeep = \"8d\"\nturn-timeout = \"41m\"\nno-batch = true\n",
+    )
+    .unwrap();
+    let vars = [
+        ("ATC_CONCURRENCY", "4"),
+        ("ATC_HTTP_TIMEOUT", "12s"),
+        ("ATC_MAX_STRIKES", "22"),
+        ("ATC_MAX_AGE", "2d"),
+        ("ATC_BUSY_RETRY", "32s"),
+        ("ATC_BUSY_DEADLINE", "2h"),
+        ("ATC_KEEP", "9d"),
+        ("ATC_TURN_TIMEOUT", "42m"),
+        ("ATC_NO_BATCH", "false"),
+    ];
+    let flags = [
+        "tick",
+        "--concurrency",
+        "5",
+        "--http-timeout",
+        "13s",
+        "--max-strikes",
+        "23",
+        "--max-age",
+        "3d",
+        "--busy-retry",
+        "33s",
+        "--busy-deadline",
+        "3h",
+        "--keep",
+        "10d",
+        "--turn-timeout",
+        "43m",
+        "--no-batch",
+    ];
+    let s = Duration::from_secs;
+    let shape = |t: &Tick| {
+        (
+            t.concurrency,
+            t.http_timeout,
+            t.limits.max_strikes,
+            t.limits.max_age,
+            t.limits.busy_retry,
+            t.limits.busy_deadline,
+            t.limits.keep,
+            t.turn_timeout,
+            t.batch,
+            t.limits.settle,
+        )
+    };
+    let with_file = env(&vars, Some(home.path()));
+    let flagged = tick_of(resolve_args(&flags, &with_file).unwrap());
+    assert_eq!(
+        shape(&flagged),
+        (
+            5,
+            s(13),
+            23,
+            s(3 * 86400),
+            s(33),
+            s(3 * 3600),
+            s(10 * 86400),
+            Some(s(43 * 60)),
+            false,
+            s(13)
+        )
+    );
+    let from_env = tick_of(resolve_args(&["tick"], &with_file).unwrap());
+    assert_eq!(
+        shape(&from_env),
+        (
+            4,
+            s(12),
+            22,
+            s(2 * 86400),
+            s(32),
+            s(2 * 3600),
+            s(9 * 86400),
+            Some(s(42 * 60)),
+            true,
+            s(12)
+        )
+    );
+    let from_file = tick_of(resolve_args(&["tick"], &env(&[], Some(home.path()))).unwrap());
+    assert_eq!(
+        shape(&from_file),
+        (
+            3,
+            s(11),
+            21,
+            s(86400),
+            s(31),
+            s(3600),
+            s(8 * 86400),
+            Some(s(41 * 60)),
+            false,
+            s(11)
+        )
+    );
+    let defaults = tick_of(resolve_args(&["tick"], &env(&[], None)).unwrap());
+    assert_eq!(
+        shape(&defaults),
+        (
+            8,
+            s(30),
+            90,
+            s(86400),
+            s(20),
+            s(6 * 3600),
+            s(7 * 86400),
+            None,
+            true,
+            s(30)
+        )
+    );
+    // Every command that tidies the job file uses the same limits as the tick.
+    for args in [&["cancel", "task-1"][..], &["redeliver", "task-1"]] {
+        let limits = match resolve_args(args, &env(&[], Some(home.path())))
+            .unwrap()
+            .action
+        {
+            Action::Cancel(c) => c.limits,
+            Action::Redeliver(r) => r.limits,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(limits, from_file.limits, "{args:?}");
+    }
+    let watch = watch_of(
+        resolve_args(
+            &["watch", "task-1", "--session", "s"],
+            &env(&[("ATC_KEEP", "9d")], Some(home.path())),
+        )
+        .unwrap(),
+    );
+    assert_eq!(watch.limits.keep, s(9 * 86400));
+}
+
+/// A bad value in a variable is refused naming the variable (exit 2); in the file, naming
+/// the file and the key (exit 78).
+#[test]
+fn bad_knob_values_name_where_they_came_from() {
+    let err = resolve_args(&["tick"], &env(&[("ATC_MAX_AGE", "soon")], None)).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert!(
+        err.message.starts_with("ATC_MAX_AGE: expected number"),
+        "{err}"
+    );
+    let err = resolve_args(&["status"], &env(&[("ATC_NO_BATCH", "ture")], None));
+    assert!(err.is_ok(), "status reads no tick knob");
+    let err = resolve_args(&["tick"], &env(&[("ATC_NO_BATCH", "ture")], None)).unwrap_err();
+    assert_eq!(
+        err.message,
+        "ATC_NO_BATCH: \"ture\" is neither true nor false (write true or false, 1 or 0)"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "keep = \"7 parsecs\"\n").unwrap();
+    let err = resolve_args(&["status"], &env(&[], Some(home.path()))).unwrap_err();
+    assert_eq!(err.exit, Exit::Config);
+    assert!(
+        err.message.starts_with(&format!(
+            "config file {}: keep = \"7 parsecs\": ",
+            config.display()
+        )),
+        "{err}"
+    );
+    // A file ATC_CONFIG names beats the one in the config directory.
+    let named = home.path().join("named.toml");
+    std::fs::write(&named, "keep = \"2d\"\n").unwrap();
+    let named_str = named.to_str().unwrap().to_owned();
+    let e = MapEnv(
+        [("ATC_CONFIG", named_str)].into_iter().collect(),
+        Some(home.path().to_path_buf()),
+    );
+    let tick = tick_of(resolve_args(&["tick"], &e).unwrap());
+    assert_eq!(tick.limits.keep, Duration::from_secs(2 * 86400));
 }

@@ -3,14 +3,22 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::env::Environment;
+use super::file::locate;
 use super::{Schedule, Setting, Source, Timer, defaults};
 use crate::cli;
 use crate::exit::{Exit, Failure};
 use crate::time::human;
 
+/// The units run bare `atc tick`: its settings come from the config file, which the plugin's
+/// kicks read too. They name the job file only when a flag or this shell's environment
+/// chose it (not the config file), and the config file only when it is not where a timer
+/// finds it anyway, `~/.config/atc/config.toml` (`ATC_CONFIG`, or an `XDG_CONFIG_HOME` of
+/// this shell's own).
 pub(super) fn timer(
     args: cli::TimerArgs,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
+    env: &dyn Environment,
 ) -> Result<Timer, Failure> {
     let cli::TimerCommand::Print {
         kind,
@@ -48,7 +56,14 @@ pub(super) fn timer(
                     format!("cannot tell where this atc binary is: {e}"),
                 )
             })?,
-        state: Some(state()?).filter(|s| s.source != Source::Default),
+        state: Some(state()?).filter(|s| matches!(s.source, Source::Flag(_) | Source::Env(_))),
+        config: locate(env).map(|(path, _)| path).filter(|path| {
+            Some(path)
+                != env
+                    .home()
+                    .map(|h| h.join(".config/atc/config.toml"))
+                    .as_ref()
+        }),
     })
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::auth::insecure_remote_host;
 use super::env::Environment;
+use super::file::ConfigFile;
 use super::from::read_from;
 use super::qwenpaw::base_url;
 use super::{Auth, Setting, Source, Watch, checked, defaults, text};
@@ -11,13 +12,16 @@ use crate::cli;
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
 use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options};
+use crate::lifecycle::Limits;
 
 pub(super) fn watch(
     args: cli::WatchArgs,
     base_url_flag: Option<&str>,
     env: &dyn Environment,
+    file: &ConfigFile,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
     auth: Auth,
+    limits: Limits,
 ) -> Result<Watch, Failure> {
     let mut task_ids: Vec<String> = Vec::new();
     for raw in &args.task_ids {
@@ -170,7 +174,7 @@ pub(super) fn watch(
             ),
         ));
     }
-    let base_url = base_url(base_url_flag, env)?;
+    let base_url = base_url(base_url_flag, env, file)?;
     auth.check_transport(&base_url)?;
     let options = Options {
         allow_insecure_remote: auth.allow_insecure_remote
@@ -189,5 +193,6 @@ pub(super) fn watch(
         target_agent,
         base_url,
         auth,
+        limits,
     })
 }
