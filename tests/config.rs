@@ -417,13 +417,35 @@ fn config_set_checks_writes_privately_and_keeps_the_rest_of_the_file() {
         .no_file()
         .run();
 
+    // Through a symbolic link (a dotfiles checkout), the file it points to is edited and
+    // the link stays.
+    let dotfiles = env.path("dotfiles/atc.toml");
+    write_private(&dotfiles, b"# kept in git\nkeep = \"2d\"\n");
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&dotfiles, &path).unwrap();
+    env.atc(["config", "set", "keep", "3d"]).no_file().run();
+    assert!(
+        fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read_to_string(&dotfiles).unwrap(),
+        "# kept in git\nkeep = \"3d\"\n"
+    );
+
     // The environment still beats the file: set says so.
     env.atc(["config", "set", "keep", "14d"])
         .env("ATC_KEEP", "1d")
         .stderr("atc: note: ATC_KEEP is set in this environment and beats the config file here (unset it to use the file's keep)\n")
         .no_file()
         .run();
-    assert!(read_config(&env).contains("keep = \"14d\"\n"));
+    assert!(
+        fs::read_to_string(&dotfiles)
+            .unwrap()
+            .contains("keep = \"14d\"\n")
+    );
 }
 
 /// `config unset`: the key leaves the file (the rest stays); an unknown key too (a typo

@@ -64,6 +64,8 @@ impl ConfigFile {
 /// `~/.config/atc/config.toml` (on macOS too, beside `~/.config/atc/env`).
 pub fn locate(env: &dyn Environment) -> Option<(PathBuf, Source)> {
     if let Some(path) = env.path(ATC_CONFIG) {
+        // Absolute, so that a unit that names it (`timer print`) finds the same file.
+        let path = std::path::absolute(&path).unwrap_or(path);
         return Some((path, Source::Env(ATC_CONFIG)));
     }
     if let Some(dir) = env.path("XDG_CONFIG_HOME").filter(|d| d.is_absolute()) {
