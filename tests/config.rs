@@ -821,13 +821,43 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
     assert_eq!(
         line,
         format!(
-            "✗ server settings: the QwenPaw server (pid {}) does not tick with this shell's settings: its settings come from {} (ATC_CONFIG), this shell's from {}; its ticks use the job file {} (from ATC_STATE), this shell's is {} (from ATC_STATE): watches made here are never ticked there",
+            "✗ server settings: the QwenPaw server (pid {}) does not tick with this shell's settings: its settings come from {} (ATC_CONFIG: keep = 1d), this shell's from {} (no such file: the defaults); its ticks use the job file {} (from ATC_STATE), this shell's is {} (from ATC_STATE): watches made here are never ticked there",
             server.id(),
             other_config.display(),
             config_path(&s.env).display(),
             other_state.display(),
             s.env.state.display()
         )
+    );
+
+    // A server with another HOME but the same job file, and no config file at either
+    // place: nothing differs that a tick would notice.
+    let other_home = s.env.path("server-home");
+    fs::create_dir_all(&other_home).unwrap();
+    let mut server = std::process::Command::new("python3")
+        .arg(bin.join("qwenpaw"))
+        .args(["app", "--port", &port])
+        .env_clear()
+        .env("HOME", &other_home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("ATC_STATE", &s.env.state)
+        .spawn()
+        .unwrap();
+    let said = {
+        let out = s
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .stdout_inspected()
+            .stderr_inspected()
+            .status(1)
+            .run();
+        stdout(&out)
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        said.lines().any(|l| l == format!("✓ server settings: the kicks of the QwenPaw server (pid {}) tick this job file with this shell's settings (the same config file values, no setting variables of their own)", server.id())),
+        "{said}"
     );
 }
 

@@ -48,27 +48,35 @@ fn located(config: &ConfigFile) -> String {
 /// one phrase, and its fix.
 fn differences(doctor: &Doctor, who: &str, theirs: &dyn Environment) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    let their_config = file::locate(theirs);
-    let ours = doctor.config.path.as_deref();
-    if their_config.as_ref().map(|(p, _)| p.as_path()) != ours {
-        let (path, source) = match &their_config {
-            Some((path, source)) => (path.display().to_string(), source_of(source)),
-            None => ("none".to_owned(), String::new()),
+    let their_file = file::load(theirs, true);
+    let ours = &doctor.config;
+    // Another config file that says the same (none at either place, say: another HOME)
+    // changes nothing; one that says something else does.
+    if let Ok(their_file) = &their_file
+        && their_file.path != ours.path
+        && !same_values(their_file, ours)
+    {
+        let by = match &their_file.located {
+            Some(Source::Env(var)) => format!("{var}: "),
+            _ => String::new(),
         };
         found.push((
             format!(
-                "its settings come from {path}{source}, this shell's from {}",
-                ours.map_or("none".to_owned(), |p| p.display().to_string())
+                "its settings come from {} ({by}{}), this shell's from {} ({})",
+                shown_path(their_file),
+                summary(their_file),
+                shown_path(ours),
+                summary(ours)
             ),
             format!(
-                "give {who} this config file: ATC_CONFIG={} in its environment (or neither ATC_CONFIG nor XDG_CONFIG_HOME in either)",
-                ours.map_or("…".to_owned(), |p| p.display().to_string())
+                "give {who} this config file: ATC_CONFIG={} in its environment",
+                shown_path(ours)
             ),
         ));
     }
     // Its job file, as a tick there resolves it: ATC_STATE, else its config file's
     // `state`, else its default.
-    match file::load(theirs, true).and_then(|file| state_path(None, theirs, &file)) {
+    match their_file.and_then(|file| state_path(None, theirs, &file)) {
         Ok(state) if state.value != doctor.state.value => found.push((
             format!(
                 "its ticks use the job file {} (from {}), this shell's is {} (from {}): watches made here are never ticked there",
@@ -119,10 +127,29 @@ fn differences(doctor: &Doctor, who: &str, theirs: &dyn Environment) -> Vec<(Str
     found
 }
 
-fn source_of(source: &Source) -> String {
-    match source {
-        Source::Env(var) => format!(" ({var})"),
-        _ => String::new(),
+fn same_values(a: &ConfigFile, b: &ConfigFile) -> bool {
+    a.values().eq(b.values())
+}
+
+fn shown_path(file: &ConfigFile) -> String {
+    file.path
+        .as_ref()
+        .map_or("none".to_owned(), |p| p.display().to_string())
+}
+
+/// What a config file sets, in a few words: `max-age = 3d, keep = 30d`.
+fn summary(file: &ConfigFile) -> String {
+    if !file.exists {
+        return "no such file: the defaults".to_owned();
+    }
+    let set: Vec<String> = file
+        .values()
+        .map(|(key, value)| format!("{key} = {}", value.shown()))
+        .collect();
+    if set.is_empty() {
+        "no keys".to_owned()
+    } else {
+        set.join(", ")
     }
 }
 
@@ -158,7 +185,7 @@ pub fn server(doctor: &Doctor, pid: u32, environ: &[String]) -> Finding {
         "server settings",
         &who,
         format!(
-            "the kicks of {who} tick this job file with this config file and no other setting variables"
+            "the kicks of {who} tick this job file with this shell's settings (the same config file values, no setting variables of their own)"
         ),
         found,
     )
@@ -200,7 +227,9 @@ pub fn timer(doctor: &Doctor, home: Option<&Path>) -> Option<Finding> {
     Some(finding(
         "timer settings",
         &who,
-        format!("{who} ticks this job file with this config file and no other setting variables"),
+        format!(
+            "{who} ticks this job file with this shell's settings (the same config file values, no setting variables of their own)"
+        ),
         found,
     ))
 }

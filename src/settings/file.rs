@@ -49,6 +49,11 @@ impl ConfigFile {
             })
     }
 
+    /// The keys the file sets, with their values, in the order of `KEYS`.
+    pub fn values(&self) -> impl Iterator<Item = (&'static str, &Value)> {
+        self.values.iter().map(|(key, value)| (key.name, value))
+    }
+
     /// How many keys the file sets.
     pub fn len(&self) -> usize {
         self.values.len()

@@ -1,13 +1,16 @@
-//! Resolved settings: [`resolve`] turns the parsed command line and the environment into
-//! one [`Settings`], every value plain and checked, each with the [`Source`] it came from
-//! (flag > environment > QwenPaw's own configuration > default), so that every message
-//! names the real origin of a bad value. The only reader of the process environment
-//! (tokens included); nothing below it sees the command line.
+//! Resolved settings: [`resolve`] turns the parsed command line, the environment and
+//! atc's config file into one [`Settings`], every value plain and checked, each with the
+//! [`Source`] it came from (flag > environment > config file > default; the base URL also
+//! looks at QwenPaw's own configuration), so that every message names the real origin of
+//! a bad value. The only reader of the process environment (tokens included) and of the
+//! config file; nothing below it sees the command line.
 //!
-//! One file per concern: `env` (the variables), `auth` (tokens and where they may go),
-//! `qwenpaw` (QwenPaw's own configuration: the base URL, the working dir, `qwenpaw
-//! install`), `job_file`, `from` (`watch --from`), one file per command that needs more
-//! than a few lines (`watch`, `tick`, `timer`), and `commands` (what each command gets).
+//! One file per concern: `env` (the variables), `file` (the config file: where, read,
+//! checked, edited) and `keys` (what it may hold, with the one validator per kind the flags
+//! share), `auth` (tokens and where they may go), `qwenpaw` (QwenPaw's own configuration:
+//! the base URL, the working dir, `qwenpaw install`), `job_file`, `from` (`watch --from`),
+//! one file per command that needs more than a few lines (`watch`, `tick` with the knobs
+//! every command shares, `timer`, `config`), and `commands` (what each command gets).
 
 mod auth;
 mod commands;

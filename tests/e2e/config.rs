@@ -205,7 +205,7 @@ pub fn kick_obeys_the_config_file(ctx: &Ctx) -> R<()> {
     let out = atc.run_env(&["doctor"], &[("QWENPAW_WORKING_DIR", wd)])?;
     ensure!(
         out.stdout.contains(&format!(
-            "✗ server settings: the QwenPaw server (pid {pid}) does not tick with this shell's settings: its settings come from {}, this shell's from {}",
+            "✗ server settings: the QwenPaw server (pid {pid}) does not tick with this shell's settings: its settings come from {} (max-age = 3d), this shell's from {} (no such file: the defaults)",
             config.display(),
             atc.home.join(".config/atc/config.toml").display()
         )),
@@ -216,7 +216,7 @@ pub fn kick_obeys_the_config_file(ctx: &Ctx) -> R<()> {
     let out = same.run_env(&["doctor"], &[("QWENPAW_WORKING_DIR", wd)])?;
     ensure!(
         out.stdout.contains(&format!(
-            "✓ server settings: the kicks of the QwenPaw server (pid {pid}) tick this job file with this config file and no other setting variables"
+            "✓ server settings: the kicks of the QwenPaw server (pid {pid}) tick this job file with this shell's settings (the same config file values, no setting variables of their own)"
         )),
         "atc doctor with the server's config file: {}",
         out.stdout

@@ -256,12 +256,14 @@ fn zip_route(
     let job = until_done(&atc, &child, TURN_WAIT)?;
     let text = job["final"].as_str().unwrap_or_default().to_string();
     ensure!(text.contains(child_text), "delivered {text:?}");
-    wait_turn(&api, &job)?;
+    // Job file version 2: the turn that carried the result is a record of its own.
+    let turn = crate::scenarios::own_turn(&atc, &job)?;
+    wait_turn(&api, &turn)?;
     check_delivered_once(
         &api.history("default", user, parent, TURN_WAIT)?,
         before,
         &text,
-        &job,
+        &turn,
     )?;
     // The schema the model was offered: every list has typed items.
     let offered: Vec<Value> = ctx
