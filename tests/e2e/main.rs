@@ -17,6 +17,7 @@
 mod api;
 mod atc;
 mod browser;
+mod config;
 mod console;
 mod demo;
 #[path = "../support/hermetic.rs"]
