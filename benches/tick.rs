@@ -82,8 +82,11 @@ fn now() -> String {
     )
 }
 
+/// A job file of the version this atc writes (an older one would be migrated, and so
+/// rewritten, by every measured tick).
 fn write_file(path: &Path, jobs: Vec<Value>) {
-    let bytes = serde_json::to_vec_pretty(&json!({"version": 1, "jobs": jobs})).unwrap();
+    let file = json!({"version": atc::state::store::VERSION, "jobs": jobs, "turns": []});
+    let bytes = serde_json::to_vec_pretty(&file).unwrap();
     std::fs::write(path, bytes).unwrap();
     #[cfg(unix)]
     {
