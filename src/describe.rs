@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::job::{Job, Outbound, Status, TaskOutcome};
+use crate::job::{Job, Origin, Outbound, Status, TaskOutcome};
 use crate::outcome::{Outcome, failure_kind};
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
@@ -312,12 +312,50 @@ fn cancelled_note(job: &Job, turn: &Turn) -> String {
     }
 }
 
+/// How a watch was made, when not by a person: `None` for `cli`.
+pub fn origin_note(origin: Origin) -> Option<&'static str> {
+    match origin {
+        Origin::Cli => None,
+        Origin::Plugin => Some("by the model, with watch_agent_task"),
+        Origin::Auto => Some("automatically, at the end of the turn that submitted it"),
+    }
+}
+
 /// Why the job is where it is, in a sentence, or `None` when its status says it all. `turn`
 /// is the turn that carries (or carried) its block.
 pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
     if let Some(note) = &job.note {
         return Some(note.clone());
     }
+    let Some(_) = job.read_by_parent_at else {
+        return explain_status(job, turn);
+    };
+    let t = &job.task_id;
+    if job.status == Status::Skipped {
+        let before = if job.final_text.is_some() {
+            "before atc posted it"
+        } else {
+            "before atc saw it finish"
+        };
+        return Some(format!(
+            "the parent read its result itself (check_agent_task) {before}: nothing was posted; `atc redeliver {t}` sends it"
+        ));
+    }
+    let how = if job.status == Status::Done {
+        "it was posted anyway"
+    } else {
+        "that turn goes out as it is"
+    };
+    let read = format!(
+        "the parent read its result itself (check_agent_task) after its turn was claimed: {how}"
+    );
+    Some(match explain_status(job, turn) {
+        Some(said) => format!("{said}; {read}"),
+        None => read,
+    })
+}
+
+fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
     let error = delivery_error(job, turn);
     let delivery = delivery_of(turn);
     let deferrals = delivery.deferrals();
@@ -668,6 +706,11 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
             format!("{short}{told}")
         }
         _ => explain(job, turn).unwrap_or_default(),
+    };
+    let note = match job.origin {
+        Origin::Auto if note.is_empty() => "watched automatically".to_owned(),
+        Origin::Auto => format!("{note} (watched automatically)"),
+        _ => note,
     };
     crate::text::one_line(&note, BRIEF_CHARS)
 }

@@ -31,7 +31,8 @@ pub enum Status {
     Expired,
     /// Cancelled by a person; the child task itself keeps running.
     Cancelled,
-    /// The child's answer was empty and the watch said `--on-empty skip`: nothing posted.
+    /// Nothing posted, on purpose: the child's answer was empty and the watch said
+    /// `--on-empty skip`, or the parent read the result itself (`read_by_parent_at`).
     Skipped,
     /// The parent chat does not exist: delivering would start a chat nobody reads.
     Misrouted,
@@ -200,6 +201,28 @@ pub enum ForwardMode {
     Never,
 }
 
+/// Who made a watch: a person or a script (`cli`, the default), atc's QwenPaw plugin's
+/// `watch_agent_task` tool the model called (`plugin`), or the plugin by itself at the end
+/// of the turn whose `submit_to_agent` started the task (`auto`). `watch --origin` says it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    #[default]
+    Cli,
+    Plugin,
+    Auto,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Cli => "cli",
+            Origin::Plugin => "plugin",
+            Origin::Auto => "auto",
+        }
+    }
+}
+
 /// How a watch was asked to behave (`atc watch` options). All default to off.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {
@@ -289,6 +312,9 @@ pub struct Job {
     pub registered_at: Timestamp,
     pub updated_at: Timestamp,
     pub status: Status,
+    /// Who made the watch (`cli` is not written).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub origin: Origin,
     #[serde(flatten)]
     pub options: Options,
     /// What happened that no other field records (how a cancel met a delivery), for people.
@@ -356,6 +382,12 @@ pub struct Job {
     /// When the last check-in became due: the next one is due `--check-in` later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check_in_at: Option<Timestamp>,
+    /// When atc learned that the parent read the task's finished result itself (its
+    /// `check_agent_task` answered it: `atc parent-read`, which atc's plugin runs). The
+    /// job is then `skipped` (nothing posted), unless its turn was already claimed: that
+    /// turn goes out as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_by_parent_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
     /// Counts copies of jobs in the tests that keep the tick's hot path to its budget
@@ -397,6 +429,7 @@ impl Job {
             registered_at: now,
             updated_at: now,
             status: Status::Pending,
+            origin: Origin::Cli,
             options: Options::default(),
             note: None,
             strikes: 0,
@@ -417,6 +450,7 @@ impl Job {
             check_in: None,
             check_ins: 0,
             last_check_in_at: None,
+            read_by_parent_at: None,
             extra: Map::new(),
             copies: Copies,
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
-use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Target};
+use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Origin, Target};
 use crate::lifecycle::Limits;
 use crate::time::human;
 
@@ -59,9 +59,10 @@ pub trait Environment {
 /// The variables atc reads as text. One that is not UTF-8 is refused (exit 2), never
 /// taken as unset: an `ATC_BASE_URL` in Latin-1 must not quietly become the default.
 /// (`ATC_STATE` and `QWENPAW_WORKING_DIR` are paths, taken as bytes.)
-pub const TEXT_VARS: [&str; 11] = [
+pub const TEXT_VARS: [&str; 12] = [
     "ATC_BASE_URL",
     "ATC_NO_BATCH",
+    "ATC_AUTO_WATCH",
     "ATC_SESSION_ID",
     "ATC_USER_ID",
     "ATC_CHANNEL",
@@ -170,6 +171,19 @@ pub enum Action {
     /// `atc qwenpaw zip`: the folder the plugin zip goes into.
     QwenpawZip(std::path::PathBuf),
     Generate(Generate),
+    ParentRead(ParentRead),
+}
+
+/// `atc parent-read`: the parent chat that read the tasks' results itself.
+#[derive(Debug)]
+pub struct ParentRead {
+    pub state: Setting<PathBuf>,
+    pub task_ids: Vec<String>,
+    pub agent: Setting<String>,
+    pub session: Setting<String>,
+    pub user: Setting<String>,
+    pub channel: Setting<String>,
+    pub limits: Limits,
 }
 
 /// `atc qwenpaw install`.
@@ -277,6 +291,12 @@ pub struct Watch {
     pub agent: Setting<String>,
     /// The agent the task runs on, when it is not `agent`.
     pub target_agent: Option<Setting<String>>,
+    /// The agents tasks run on, by task id (`[TARGET_AGENT: …]` lines of `--from`).
+    pub target_agents: Vec<(String, String)>,
+    /// Who asks (`--origin`).
+    pub origin: Origin,
+    /// Whether an automatic watch (`--origin auto`) watches: see [`auto_watch`].
+    pub auto_watch: Setting<bool>,
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
@@ -606,6 +626,29 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             Generated::Man { command } => Generate::Man(command),
             Generated::Completions { shell } => Generate::Completions(shell),
         }),
+        Command::ParentRead(args) => {
+            let mut task_ids: Vec<String> = Vec::new();
+            for raw in &args.task_ids {
+                let id = parse_task_id(raw)?;
+                if !task_ids.contains(&id) {
+                    task_ids.push(id);
+                }
+            }
+            let (agent, session, user, channel) = chat_of(
+                (args.agent, args.session, args.user, args.channel),
+                env,
+                "no chat that read them: pass --session SID or set ATC_SESSION_ID",
+            )?;
+            Action::ParentRead(ParentRead {
+                state: state()?,
+                task_ids,
+                agent,
+                session,
+                user,
+                channel,
+                limits: default_limits(),
+            })
+        }
     };
     Ok(Settings { output, action })
 }
@@ -625,10 +668,12 @@ fn watch(
         }
     }
     let mut child_sessions: Vec<(String, String)> = Vec::new();
+    let mut target_agents: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {
         let (text, shown) = read_from(from)?;
         let found = crate::ids::task_ids_in(&text)?;
         child_sessions = crate::ids::child_sessions_in(&text)?;
+        target_agents = crate::ids::target_agents_in(&text)?;
         if found.is_empty() {
             return Err(Failure::new(
                 Exit::Usage,
@@ -727,28 +772,11 @@ fn watch(
             ),
         ));
     }
-    let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
-    let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
-        .ok_or_else(|| {
-            Failure::new(
-                Exit::Usage,
-                "no session to deliver to: pass --session SID or set ATC_SESSION_ID (an agent's prompt shows it as \"Session ID\")",
-            )
-        })?;
-    let user =
-        part((args.user, "--user"), "ATC_USER_ID", Some(defaults::USER))?.expect("a default");
-    let channel = part(
-        (args.channel, "--channel"),
-        "ATC_CHANNEL",
-        Some(defaults::CHANNEL),
-    )?
-    .expect("a default");
-    let agent = part(
-        (args.agent, "--agent"),
-        "ATC_AGENT_ID",
-        Some(defaults::AGENT),
-    )?
-    .expect("a default");
+    let (agent, session, user, channel) = chat_of(
+        (args.agent, args.session, args.user, args.channel),
+        env,
+        "no session to deliver to: pass --session SID or set ATC_SESSION_ID (an agent's prompt shows it as \"Session ID\")",
+    )?;
     let target_agent = args
         .target_agent
         .map(|value| {
@@ -775,6 +803,11 @@ fn watch(
             && insecure_remote_host(&base_url.value).is_some(),
         ..options
     };
+    let origin = match args.origin {
+        None | Some(cli::OriginArg::Cli) => Origin::Cli,
+        Some(cli::OriginArg::Plugin) => Origin::Plugin,
+        Some(cli::OriginArg::Auto) => Origin::Auto,
+    };
     Ok(Watch {
         state: state()?,
         task_ids,
@@ -785,8 +818,81 @@ fn watch(
         channel,
         agent,
         target_agent,
+        target_agents,
+        origin,
+        auto_watch: auto_watch(env)?,
         base_url,
         auth,
+    })
+}
+
+/// One chat's (agent, session, user, channel), as `watch` takes them: each flag, else its
+/// environment variable, else its default (`missing`: what to say without a session).
+type ChatFlags = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+#[allow(clippy::type_complexity)]
+fn chat_of(
+    (agent, session, user, channel): ChatFlags,
+    env: &dyn Environment,
+    missing: &str,
+) -> Result<
+    (
+        Setting<String>,
+        Setting<String>,
+        Setting<String>,
+        Setting<String>,
+    ),
+    Failure,
+> {
+    let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
+    let session = part((session, "--session"), "ATC_SESSION_ID", None)?
+        .ok_or_else(|| Failure::new(Exit::Usage, missing))?;
+    let user = part((user, "--user"), "ATC_USER_ID", Some(defaults::USER))?.expect("a default");
+    let channel = part(
+        (channel, "--channel"),
+        "ATC_CHANNEL",
+        Some(defaults::CHANNEL),
+    )?
+    .expect("a default");
+    let agent =
+        part((agent, "--agent"), "ATC_AGENT_ID", Some(defaults::AGENT))?.expect("a default");
+    Ok((agent, session, user, channel))
+}
+
+/// `auto-watch`: whether atc's QwenPaw plugin watches, by itself, every background task a
+/// turn's `submit_to_agent` started (`watch --origin auto`). On unless turned off; read
+/// from `ATC_AUTO_WATCH` (`0`, `false`, `no`, `off`; `1`, `true`, `yes`, `on`) in the
+/// server's environment. The one reader of the setting: atc's config file's `auto-watch`
+/// key comes in here, under the environment variable.
+pub fn auto_watch(env: &dyn Environment) -> Result<Setting<bool>, Failure> {
+    const VAR: &str = "ATC_AUTO_WATCH";
+    let Some(raw) = env.var(VAR) else {
+        return Ok(Setting {
+            value: true,
+            source: Source::Default,
+        });
+    };
+    let value = match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => true,
+        "0" | "false" | "no" | "off" => false,
+        _ => {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "{VAR} is {}: set it to 0 (off) or 1 (on), or unset it (on)",
+                    crate::validate::preview(&raw)
+                ),
+            ));
+        }
+    };
+    Ok(Setting {
+        value,
+        source: Source::Env(VAR),
     })
 }
 
@@ -1323,6 +1429,82 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.exit, Exit::Refused);
+    }
+
+    #[test]
+    fn auto_watch_is_on_unless_atc_auto_watch_turns_it_off() {
+        let w = |vars: &[(&'static str, &str)]| {
+            resolve_args(
+                &["watch", "task-1", "--session", "s", "--origin", "auto"],
+                &env(vars, None),
+            )
+        };
+        let on = watch_of(w(&[]).unwrap());
+        assert_eq!(
+            (on.auto_watch.value, &on.auto_watch.source, on.origin),
+            (true, &Source::Default, Origin::Auto)
+        );
+        for (raw, want) in [
+            ("0", false),
+            ("off", false),
+            ("False", false),
+            ("1", true),
+            ("yes", true),
+        ] {
+            let got = watch_of(w(&[("ATC_AUTO_WATCH", raw)]).unwrap()).auto_watch;
+            assert_eq!(
+                (got.value, got.source),
+                (want, Source::Env("ATC_AUTO_WATCH")),
+                "{raw}"
+            );
+        }
+        let err = w(&[("ATC_AUTO_WATCH", "sometimes")]).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert_eq!(
+            err.message,
+            "ATC_AUTO_WATCH is \"sometimes\": set it to 0 (off) or 1 (on), or unset it (on)"
+        );
+        let plain = watch_of(
+            resolve_args(&["watch", "task-1", "--session", "s"], &env(&[], None)).unwrap(),
+        );
+        assert_eq!(plain.origin, Origin::Cli);
+    }
+
+    #[test]
+    fn parent_read_names_the_chat_that_read_the_tasks() {
+        let e = env(&[("ATC_USER_ID", "carol")], None);
+        let read = match resolve_args(
+            &[
+                "parent-read",
+                "task-1",
+                "'task-2'",
+                "task-1",
+                "--session",
+                "s-1",
+            ],
+            &e,
+        )
+        .unwrap()
+        .action
+        {
+            Action::ParentRead(read) => read,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read.task_ids, ["task-1", "task-2"]);
+        assert_eq!(
+            (
+                read.agent.value.as_str(),
+                read.session.value.as_str(),
+                read.user.value.as_str(),
+                read.channel.value.as_str()
+            ),
+            ("default", "s-1", "carol", "console")
+        );
+        let err = resolve_args(&["parent-read", "task-1"], &env(&[], None)).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert!(err.message.contains("ATC_SESSION_ID"), "{err}");
+        let err = resolve_args(&["parent-read", "task/1", "--session", "s"], &e).unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
     }
 
     #[test]

@@ -119,7 +119,10 @@ pub enum Command {
     /// still running. Watching a task again for the same target does nothing; for another
     /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
-    /// console API, which cannot reach them.
+    /// console API, which cannot reach them. With atc's QwenPaw plugin there is nothing to
+    /// run: at the end of every turn it watches each background task the turn's
+    /// submit_to_agent calls started (auto-watch; ATC_AUTO_WATCH=0 in the server's
+    /// environment turns it off).
     Watch(WatchArgs),
     /// Show watched tasks (the 20 most recent, newest first)
     ///
@@ -188,6 +191,52 @@ pub enum Command {
     Qwenpaw(QwenpawArgs),
     /// Print a man page or shell completions (for packagers)
     Generate(GenerateArgs),
+    /// The parent read these tasks' finished results itself: do not post them (what atc's
+    /// QwenPaw plugin runs when a check_agent_task call answers a finished task)
+    ///
+    /// For each task watched for this chat (--session, --user, --channel, --agent): a result
+    /// atc has not claimed for posting yet is not posted (the job ends skipped, its status
+    /// saying the parent read it; `atc redeliver` still sends it); one whose turn was
+    /// already claimed goes out as it is (the status says both). A task delivered already,
+    /// watched for another chat, or not watched is left alone. Exits 0 whatever each task
+    /// was; --json says, per task.
+    #[command(hide = true)]
+    ParentRead(ParentReadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ParentReadArgs {
+    /// The tasks whose finished result the parent's check_agent_task showed it
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
+
+    /// Session of the chat that read them [env: ATC_SESSION_ID]
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+
+    /// User of that chat [env: ATC_USER_ID] [default: default]
+    #[arg(long, value_name = "UID")]
+    pub user: Option<String>,
+
+    /// Channel of that chat [env: ATC_CHANNEL] [default: console]
+    #[arg(long, value_name = "CH")]
+    pub channel: Option<String>,
+
+    /// Agent of that chat [env: ATC_AGENT_ID] [default: default]
+    #[arg(long, value_name = "AID")]
+    pub agent: Option<String>,
+}
+
+/// `watch --origin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginArg {
+    /// A person or a script
+    Cli,
+    /// atc's QwenPaw tool watch_agent_task, called by the model
+    Plugin,
+    /// atc's QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started
+    /// the tasks
+    Auto,
 }
 
 #[derive(Debug, Args)]
@@ -409,9 +458,18 @@ pub struct WatchArgs {
     pub task_ids: Vec<String>,
 
     /// Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input),
-    /// as submit_to_agent and `qwenpaw agents chat --background` print them
+    /// as submit_to_agent and `qwenpaw agents chat --background` print them; a
+    /// `[TARGET_AGENT: AID]` line under one says the agent it runs on (as --target-agent,
+    /// for that task)
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
+
+    /// Who asks, recorded as the job's origin: cli, plugin (the tool watch_agent_task) or
+    /// auto (atc's QwenPaw plugin at the end of the turn whose submit_to_agent started the
+    /// tasks: nothing while auto-watch is off, and a record the file holds is never taken
+    /// over) [default: cli]
+    #[arg(long, value_name = "WHO", value_enum, hide = true)]
+    pub origin: Option<OriginArg>,
 
     /// The child's own session ("[SESSION: …]" in submit_to_agent's answer; --from reads it
     /// from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop.
