@@ -492,15 +492,9 @@ fn read_by_parent(job: &Job, claimed: bool, now: Timestamp) -> Transition {
     next.read_by_parent_at = Some(now);
     next.updated_at = now;
     if outcome == Outcome::ReadByParent {
-        // A given-up turn keeps what it carried (settled, it changes no more); an open one
-        // goes on without this block.
-        let given_up = matches!(
-            job.status,
-            Status::Undelivered | Status::Misrouted | Status::Error
-        );
-        if !given_up {
-            next.turn = None;
-        }
+        // It follows no turn any more: an open one goes on without its block, and one given
+        // up that `redeliver` opens again for the others it carries leaves it out.
+        next.turn = None;
         next.status = Status::Skipped;
         next.stop_asked_at = None;
     }
