@@ -133,7 +133,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 13] = [
+const ENVIRONMENT: [(&str, &str); 14] = [
     ("ATC_STATE", "The job file (--state)."),
     (
         "ATC_BASE_URL",
@@ -165,6 +165,10 @@ const ENVIRONMENT: [(&str, &str); 13] = [
     (
         "ATC_NO_BATCH",
         "tick --no-batch when 1: one result per parent turn.",
+    ),
+    (
+        "ATC_AUTO_WATCH",
+        "0 turns auto-watch off: atc's QwenPaw plugin then no longer watches, by itself, the background tasks a turn's submit_to_agent started (watch --origin auto does nothing). Set it in the QwenPaw server's environment. Default: on.",
     ),
     (
         "XDG_STATE_HOME",

@@ -16,6 +16,7 @@
 
 mod api;
 mod atc;
+mod auto;
 mod demo;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]
