@@ -440,3 +440,17 @@ fn the_plumbing_is_hidden_from_the_main_help() {
         .no_file()
         .run();
 }
+
+#[test]
+fn an_automatic_watch_of_an_acp_session_is_refused_as_any_watch_is() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch", "--origin", "auto", "--json", "--from", "-", "--session", "s-1", "--channel",
+        "acp",
+    ])
+    .stdin(submitted(&[(A, CHILD_A, "SE")]))
+    .status(1)
+    .stderr("atc: channel \"acp\" (--channel) is an ACP session: atc posts results through QwenPaw's console API, which can never route back into an ACP session; poll check_agent_task (at most every 30 s) instead, or watch from a console session\n")
+    .no_file()
+    .run();
+}

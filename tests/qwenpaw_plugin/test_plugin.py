@@ -802,11 +802,18 @@ class AutoWatchTest(unittest.TestCase):
         self.assertIsNone(self.factory(None, None))
         run(self.hook.run(types.SimpleNamespace()))
 
-    def test_a_turn_in_no_chat_starts_nothing(self):
-        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
-                   ("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))],
-                  ctx=self.ctx(session=None))
+    def test_a_turn_in_no_chat_or_an_acp_session_starts_nothing(self):
+        calls = [("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+                 ("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))]
+        self.turn(calls, ctx=self.ctx(session=None))
+        acp = self.ctx()
+        acp.request.request_context = {"qwenpaw.ephemeral": True}
+        self.turn(calls, ctx=acp)
         self.assertEqual(self.started(), [])
+        # Any other channel is atc's to judge (it refuses an ACP channel itself).
+        self.turn(calls[:1], ctx=self.ctx(channel="acp"))
+        self.assertEqual(self.started(), [
+            "watch --origin auto --json --from - --session s-1 --user carol --channel acp --agent default"])
 
     def test_the_real_atc_takes_what_the_plugin_writes(self):
         real = os.environ.get("ATC_TEST_BIN")

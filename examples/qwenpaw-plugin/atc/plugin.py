@@ -871,8 +871,15 @@ def finished_read(name, output):
 
 
 def turn_chat(ctx):
-    """The chat a turn ran in, from its HookContext: (agent, session, user, channel)."""
+    """The chat a turn ran in, from its HookContext: (agent, session, user, channel). An ACP
+    turn (``request_context["qwenpaw.ephemeral"]``: never saved, no chat atc can post
+    into) has no session: nothing of it is watched."""
     request = getattr(ctx, "request", None)
+    context = getattr(request, "request_context", None)
+    ephemeral = isinstance(context, dict) and str(context.get("qwenpaw.ephemeral")).lower() in (
+        "true", "1", "yes")
+    if ephemeral:
+        return (getattr(ctx, "agent_id", None) or None, None, None, None)
     return (
         getattr(ctx, "agent_id", None) or None,
         getattr(ctx, "session_id", None) or None,
