@@ -553,7 +553,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__watch)
-            opts="-q -v -h -V --from --origin --child-session --stop-after --check-in --session --user --channel --agent --target-agent --create-session --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --from --child-session --stop-after --check-in --session --user --channel --agent --target-agent --create-session --no-task-check --origin --group --on-no-answer --on-empty --fork-branch --forward --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -561,10 +561,6 @@ _atc() {
             case "${prev}" in
                 --from)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --origin)
-                    COMPREPLY=($(compgen -W "cli plugin auto" -- "${cur}"))
                     return 0
                     ;;
                 --child-session)
@@ -597,6 +593,10 @@ _atc() {
                     ;;
                 --target-agent)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --origin)
+                    COMPREPLY=($(compgen -W "cli plugin auto" -- "${cur}"))
                     return 0
                     ;;
                 --group)

@@ -46,17 +46,17 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "qwenpaw" -d 'Set atc up ins
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "parent-read" -d 'The parent read these tasks\' finished results itself: do not post them (what atc\'s QwenPaw plugin runs when a check_agent_task call answers a finished task)'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them; a `[TARGET_AGENT: AID]` line under one says the agent it runs on (as --target-agent, for that task)' -r -F
-complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who asks, recorded as the job\'s origin: cli, plugin (the tool watch_agent_task) or auto (atc\'s QwenPaw plugin at the end of the turn whose submit_to_agent started the tasks: nothing while auto-watch is off, and a record the file holds is never taken over) [default: cli]' -r -f -a "cli\t'A person or a script'
-plugin\t'atc\'s QwenPaw tool watch_agent_task, called by the model'
-auto\t'atc\'s QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started the tasks'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l child-session -d 'The child\'s own session ("[SESSION: …]" in submit_to_agent\'s answer; --from reads it from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop. Only with one task id' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l stop-after -d 'Stop the child (POST /console/chat/stop) when a tick finds it still running this long after it started; its "Task cancelled" result is delivered with a line saying atc stopped it. Needs the child\'s session' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l check-in -d 'While the child runs, post a short notice into the parent chat every D (at most 5 times): how long it has run, and how to stop it or the check-ins' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l check-in -d 'While the child runs, post a short notice into the parent chat every D (at most 5 times): how long it has run, and how to stop it or the check-ins. Not with --group (a group reports together, in its one turn)' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l session -d 'Session the result goes to: the asking agent\'s "Session ID" [env: ATC_SESSION_ID]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that session ("User ID" in the agent\'s prompt) [env: ATC_USER_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent the task runs on, when it is not --agent (polls go out as this agent, as check_agent_task does)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who is watching, recorded as the job\'s origin: atc\'s QwenPaw plugin passes `plugin` from its tools, so that what the parent is told names the tool\'s options (stop_after) rather than atc\'s flags, and `auto` at the end of the turn whose submit_to_agent started the tasks (nothing while auto-watch is off, and a record the file holds is never taken over) [default: cli]' -r -f -a "cli\t'A command line'
+plugin\t'atc\'s QwenPaw plugin\'s tools (watch_agent_task), called by the model'
+auto\t'atc\'s QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started the tasks'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in)' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-no-answer -d 'When the watch ends without an answer (lost, expired, abandoned) [default: notify]' -r -f -a "notify\t'Post one notice turn into the parent chat'
 silent\t'Post nothing'"
@@ -68,6 +68,7 @@ never\t'Never'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l create-session -d 'Deliver even if the parent chat does not exist yet: QwenPaw starts it'
+complete -c atc -n "__fish_atc_using_subcommand watch" -l no-task-check -d 'Do not ask the server whether it has each task (a script that watches many tasks at once and wants one request less each). Without it, a task id the server has never heard of (QwenPaw\'s "Task not found") is refused with exit 6, nothing watched'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand watch" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
 complete -c atc -n "__fish_atc_using_subcommand watch" -s q -l quiet -d 'Print nothing on success'
@@ -85,7 +86,7 @@ complete -c atc -n "__fish_atc_using_subcommand status" -s h -l help -d 'Print h
 complete -c atc -n "__fish_atc_using_subcommand status" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l state -d 'Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
-complete -c atc -n "__fish_atc_using_subcommand cancel" -l stop -d 'Also stop the child itself (POST /console/chat/stop on its chat), then end the watch; refused (the watch kept) when the child\'s session is unknown (exit 1) or the server cannot be reached (exit 5)'
+complete -c atc -n "__fish_atc_using_subcommand cancel" -l stop -d 'Also stop the child itself (POST /console/chat/stop on its chat, on the agent that holds it: --target-agent, else found among the server\'s agents), then end the watch; tried up to 3 times, then refused (the watch kept): exit 1 when the child\'s session is unknown or the child still runs after the stops, 5 when the server cannot be reached or refuses'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l check-ins -d 'Only stop the check-ins (--check-in); keep watching'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l json -d 'Print one JSON document on stdout instead of text'
 complete -c atc -n "__fish_atc_using_subcommand cancel" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'

@@ -19,7 +19,8 @@ pub enum Exit {
     StateUnwritable = 4,
     /// 5: the server is unreachable or rejected our credentials (foreground commands).
     Server = 5,
-    /// 6: the task is lost: the server answered 404 for it.
+    /// 6: the task is lost, or unknown: the server answered 404 for it (`wait`, and
+    /// `watch` of a task the server never had).
     Lost = 6,
     /// 75: another atc process holds the job-file lock (EX_TEMPFAIL).
     LockBusy = 75,
@@ -56,7 +57,7 @@ pub const MEANINGS: [(Exit, &str); 9] = [
     ),
     (
         Exit::Lost,
-        "task lost: the server has no record of it (404)",
+        "task lost or unknown: the server has no record of it (404; wait, watch)",
     ),
     (
         Exit::LockBusy,

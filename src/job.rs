@@ -201,28 +201,6 @@ pub enum ForwardMode {
     Never,
 }
 
-/// Who made a watch: a person or a script (`cli`, the default), atc's QwenPaw plugin's
-/// `watch_agent_task` tool the model called (`plugin`), or the plugin by itself at the end
-/// of the turn whose `submit_to_agent` started the task (`auto`). `watch --origin` says it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    #[default]
-    Cli,
-    Plugin,
-    Auto,
-}
-
-impl Origin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Cli => "cli",
-            Origin::Plugin => "plugin",
-            Origin::Auto => "auto",
-        }
-    }
-}
-
 /// How a watch was asked to behave (`atc watch` options). All default to off.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {
@@ -254,6 +232,38 @@ pub struct Options {
     /// often (at most `lifecycle::MAX_CHECK_INS` times).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_in_secs: Option<u64>,
+}
+
+/// Who made the watch (`atc watch --origin`): what the parent is told names what it was
+/// made with (`--stop-after 20s`, or the plugin tool's `stop_after`), and `atc status`
+/// says a watch was made automatically.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// `atc watch` on a command line (a person, a script, an agent's shell).
+    #[default]
+    Cli,
+    /// atc's QwenPaw plugin (`watch_agent_task`, `watch_agent_tasks`).
+    Plugin,
+    /// atc's QwenPaw plugin by itself, at the end of the turn whose `submit_to_agent`
+    /// started the task (auto-watch). Its parent has the plugin's tools: it is told in
+    /// their words, as for `Plugin`.
+    Auto,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Cli => "cli",
+            Origin::Plugin => "plugin",
+            Origin::Auto => "auto",
+        }
+    }
+
+    /// The parent talks to atc through the plugin's tools (the words it is told in).
+    pub fn is_plugin(self) -> bool {
+        matches!(self, Origin::Plugin | Origin::Auto)
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -312,9 +322,6 @@ pub struct Job {
     pub registered_at: Timestamp,
     pub updated_at: Timestamp,
     pub status: Status,
-    /// Who made the watch (`cli` is not written).
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub origin: Origin,
     #[serde(flatten)]
     pub options: Options,
     /// What happened that no other field records (how a cancel met a delivery), for people.
@@ -366,12 +373,24 @@ pub struct Job {
     /// The child's chat uuid on the agent it runs on, once looked up (`GET /chats`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_chat_id: Option<String>,
+    /// The agent the child runs on, when the watch did not say (`--target-agent`) and a
+    /// stop found its chat there: where the next stop goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_agent: Option<String>,
     /// When a tick found `--stop-after` passed: the stop is due (cleared once answered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_asked_at: Option<Timestamp>,
-    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
+    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`, or
+    /// `cancel --stop`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<Timestamp>,
+    /// Stops of the child (`--stop-after`) that did not stop it; at
+    /// `lifecycle::STOP_TRIES` atc gives up stopping it (the watch goes on).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stop_tries: u32,
+    /// Why the last of those stops did not stop the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_error: Option<String>,
     /// Where the current check-in notice of a pending job stands (check-in
     /// `check_ins + 1`; its turn composes its text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -382,6 +401,9 @@ pub struct Job {
     /// When the last check-in became due: the next one is due `--check-in` later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check_in_at: Option<Timestamp>,
+    /// Who made the watch (its current options).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub origin: Origin,
     /// When atc learned that the parent read the task's finished result itself (its
     /// `check_agent_task` answered it: `atc parent-read`, which atc's plugin runs). The
     /// job is then `skipped` (nothing posted), unless its turn was already claimed: that
@@ -429,7 +451,6 @@ impl Job {
             registered_at: now,
             updated_at: now,
             status: Status::Pending,
-            origin: Origin::Cli,
             options: Options::default(),
             note: None,
             strikes: 0,
@@ -445,11 +466,15 @@ impl Job {
             turn: None,
             child_session: None,
             child_chat_id: None,
+            child_agent: None,
             stop_asked_at: None,
             stopped_at: None,
+            stop_tries: 0,
+            stop_error: None,
             check_in: None,
             check_ins: 0,
             last_check_in_at: None,
+            origin: Origin::Cli,
             read_by_parent_at: None,
             extra: Map::new(),
             copies: Copies,

@@ -300,6 +300,8 @@ pub struct Watch {
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
+    /// Ask the server whether it has each task before watching it (not `--no-task-check`).
+    pub check_tasks: bool,
 }
 
 impl Watch {
@@ -760,6 +762,14 @@ fn watch(
             Some(d) => Some(d.as_secs()),
         },
     };
+    if let (Some(group), Some(_)) = (&options.group, options.check_in_secs) {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--check-in does not work with --group: the members of group {group} report together, in its one turn once none is running, so none would ever check in; drop --check-in, or watch each task without --group"
+            ),
+        ));
+    }
     if options.stop_after_secs.is_some()
         && let Some(task) = task_ids
             .iter()
@@ -823,6 +833,7 @@ fn watch(
         auto_watch: auto_watch(env)?,
         base_url,
         auth,
+        check_tasks: !args.no_task_check,
     })
 }
 

@@ -30,8 +30,20 @@ fn submitted(tasks: &[(&str, &str, &str)]) -> String {
         .collect()
 }
 
-/// `atc watch --origin auto --json` for carol's chat s-77, as the plugin runs it.
+/// `atc watch --origin auto --json` for carol's chat s-77, as the plugin runs it; the
+/// server knows each task of `stdin` as a running one for watch's task check.
 fn auto_watch<'a>(s: &'a Scene, stdin: &str) -> support::atc::Run<'a> {
+    for task in stdin
+        .split("[TASK_ID: ")
+        .skip(1)
+        .filter_map(|rest| rest.split(']').next())
+    {
+        s.server.once(
+            "GET",
+            &Scene::task_path(task),
+            Reply::json(200, bodies::RUNNING),
+        );
+    }
     s.atc([
         "watch",
         "--origin",
@@ -49,6 +61,15 @@ fn auto_watch<'a>(s: &'a Scene, stdin: &str) -> support::atc::Run<'a> {
         "default",
     ])
     .stdin(stdin.to_owned())
+}
+
+/// The server knows `task` as a running one, for one watch's task check.
+fn known(s: &Scene, task: &str) {
+    s.server.once(
+        "GET",
+        &Scene::task_path(task),
+        Reply::json(200, bodies::RUNNING),
+    );
 }
 
 fn finishes(s: &Scene, task: &str, text: &str) {
@@ -137,7 +158,18 @@ fn a_turn_with_no_background_submit_watches_nothing() {
 fn auto_watch_off_watches_nothing_asks_nothing_and_says_so() {
     let s = Scene::new();
     // No chat scripted: a request to the fake would fail the test.
-    let out = auto_watch(&s, &submitted(&[(A, CHILD_A, "SE")]))
+    let out = s
+        .atc([
+            "watch",
+            "--origin",
+            "auto",
+            "--json",
+            "--from",
+            "-",
+            "--session",
+            "s-77",
+        ])
+        .stdin(submitted(&[(A, CHILD_A, "SE")]))
         .env("ATC_AUTO_WATCH", "0")
         .stdout_inspected()
         .no_file()
@@ -154,6 +186,7 @@ fn auto_watch_off_watches_nothing_asks_nothing_and_says_so() {
         .run();
     // The model's own watch is no automatic one: it watches.
     s.add_chat("s-77", "default", "console");
+    known(&s, A);
     s.atc(["watch", A, "--origin", "plugin", "--session", "s-77"])
         .env("ATC_AUTO_WATCH", "0")
         .stdout(format!("Watching {A} for agent 'default' (by the model, with watch_agent_task); the result goes to session s-77 (user default, channel console) on the next atc tick.\n"))
@@ -172,6 +205,7 @@ fn the_models_watch_and_the_turns_end_are_one_registration_either_way_and_one_de
     let s = Scene::new();
     s.add_chat("s-77", "carol", "console");
     // The model watched A with options in the turn; the turn's end watches it again.
+    known(&s, A);
     s.atc([
         "watch",
         A,
@@ -209,6 +243,7 @@ fn the_models_watch_and_the_turns_end_are_one_registration_either_way_and_one_de
         .stdout_inspected()
         .run();
     let auto = s.job(B);
+    known(&s, B);
     s.atc([
         "watch", B, "--origin", "plugin", "--session", "s-77", "--user", "carol",
         "--target-agent", "QA", "--child-session", CHILD_B, "--stop-after", "10m",

@@ -114,8 +114,9 @@ pub enum Command {
     /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
     /// chat for any other combination, so watch asks the server and refuses a chat that
     /// does not exist, naming the chats that have that session id (--create-session
-    /// allows a new chat on purpose; an unreachable server is no reason to refuse).
-    /// Several task ids with --group are delivered together, as one turn, once none is
+    /// allows a new chat on purpose; an unreachable server is no reason to refuse). It
+    /// also asks the server for each task, and refuses (exit 6, nothing watched) a task id
+    /// the server never had (--no-task-check skips that). Several task ids with --group are delivered together, as one turn, once none is
     /// still running. Watching a task again for the same target does nothing; for another
     /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
@@ -225,18 +226,6 @@ pub struct ParentReadArgs {
     /// Agent of that chat [env: ATC_AGENT_ID] [default: default]
     #[arg(long, value_name = "AID")]
     pub agent: Option<String>,
-}
-
-/// `watch --origin`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OriginArg {
-    /// A person or a script
-    Cli,
-    /// atc's QwenPaw tool watch_agent_task, called by the model
-    Plugin,
-    /// atc's QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started
-    /// the tasks
-    Auto,
 }
 
 #[derive(Debug, Args)]
@@ -408,6 +397,18 @@ pub enum ForwardArg {
     Never,
 }
 
+/// `--origin` (hidden: the plugin's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginArg {
+    /// A command line
+    Cli,
+    /// atc's QwenPaw plugin's tools (watch_agent_task), called by the model
+    Plugin,
+    /// atc's QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started
+    /// the tasks
+    Auto,
+}
+
 /// `--on-empty`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Empty {
@@ -464,13 +465,6 @@ pub struct WatchArgs {
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 
-    /// Who asks, recorded as the job's origin: cli, plugin (the tool watch_agent_task) or
-    /// auto (atc's QwenPaw plugin at the end of the turn whose submit_to_agent started the
-    /// tasks: nothing while auto-watch is off, and a record the file holds is never taken
-    /// over) [default: cli]
-    #[arg(long, value_name = "WHO", value_enum, hide = true)]
-    pub origin: Option<OriginArg>,
-
     /// The child's own session ("[SESSION: …]" in submit_to_agent's answer; --from reads it
     /// from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop.
     /// Only with one task id
@@ -484,7 +478,8 @@ pub struct WatchArgs {
     pub stop_after: Option<Duration>,
 
     /// While the child runs, post a short notice into the parent chat every D (at most 5
-    /// times): how long it has run, and how to stop it or the check-ins
+    /// times): how long it has run, and how to stop it or the check-ins. Not with --group
+    /// (a group reports together, in its one turn)
     #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
     pub check_in: Option<Duration>,
 
@@ -514,6 +509,20 @@ pub struct WatchArgs {
     /// Deliver even if the parent chat does not exist yet: QwenPaw starts it
     #[arg(long)]
     pub create_session: bool,
+
+    /// Do not ask the server whether it has each task (a script that watches many tasks at
+    /// once and wants one request less each). Without it, a task id the server has never
+    /// heard of (QwenPaw's "Task not found") is refused with exit 6, nothing watched
+    #[arg(long)]
+    pub no_task_check: bool,
+
+    /// Who is watching, recorded as the job's origin: atc's QwenPaw plugin passes `plugin`
+    /// from its tools, so that what the parent is told names the tool's options
+    /// (stop_after) rather than atc's flags, and `auto` at the end of the turn whose
+    /// submit_to_agent started the tasks (nothing while auto-watch is off, and a record the
+    /// file holds is never taken over) [default: cli]
+    #[arg(long, value_enum, value_name = "WHO", hide = true)]
+    pub origin: Option<OriginArg>,
 
     /// Deliver the results of all these tasks together, as one turn, once none is still
     /// running (fan-in)
@@ -578,9 +587,11 @@ pub struct CancelArgs {
     /// The watched task id
     pub task_id: String,
 
-    /// Also stop the child itself (POST /console/chat/stop on its chat), then end the
-    /// watch; refused (the watch kept) when the child's session is unknown (exit 1) or the
-    /// server cannot be reached (exit 5)
+    /// Also stop the child itself (POST /console/chat/stop on its chat, on the agent that
+    /// holds it: --target-agent, else found among the server's agents), then end the
+    /// watch; tried up to 3 times, then refused (the watch kept): exit 1 when the child's
+    /// session is unknown or the child still runs after the stops, 5 when the server cannot
+    /// be reached or refuses
     #[arg(long)]
     pub stop: bool,
 

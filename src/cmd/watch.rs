@@ -13,7 +13,7 @@ use crate::fail;
 use crate::ids::new_job_id;
 use crate::job::{Job, Origin, Status};
 use crate::lifecycle::{self, LeftAlone, Registered, WatchRefused, WatchRequest};
-use crate::qwenpaw::{Client, chat};
+use crate::qwenpaw::{Client, chat, task};
 use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
 use crate::state::Store;
@@ -55,6 +55,12 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     let chat_id = match &check {
         ChatCheck::Found { chat_id } => Some(chat_id.clone()),
         ChatCheck::New | ChatCheck::Skipped { .. } => None,
+    };
+    // A server that could not be asked about the chat is not asked about the tasks either.
+    let unchecked = match &check {
+        ChatCheck::Skipped { .. } => Vec::new(),
+        _ if watch.check_tasks => check_tasks(watch, &store)?,
+        _ => Vec::new(),
     };
 
     let now = Timestamp::now();
@@ -213,9 +219,16 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     } else if !out.quiet {
         emit(&format!("{}\n", messages.join("\n")))?;
     }
+    if !out.quiet {
+        for (task_id, why) in &unchecked {
+            crate::term::say(&format!(
+                "atc: warning: could not check that the server has {task_id} ({why}); watching it anyway: the next atc tick polls it"
+            ));
+        }
+    }
     match check {
         ChatCheck::Skipped { why } if !out.quiet => crate::term::say(&format!(
-            "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped: the next atc tick checks again before delivering"
+            "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped (and the task check): the next atc tick checks again before delivering"
         )),
         ChatCheck::New if out.verbose > 0 => crate::term::say(&format!(
             "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
@@ -333,6 +346,67 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
             t.agent_id
         ),
     ))
+}
+
+/// Asks the server for each task, as a tick would poll it: a task id QwenPaw answers with
+/// its own "Task not found" is refused (exit 6), nothing watched, so that no tick later
+/// tells the parent a task it never had was lost. A task whose result the file already
+/// holds is not asked for (a re-watch sends that result elsewhere; the server may have
+/// lost the record since). Returns the tasks that could not be checked, and why.
+fn check_tasks(watch: &Watch, store: &Store) -> Result<Vec<(String, String)>, Failure> {
+    let held = store.load().ok();
+    let client = Client::new(CHAT_CHECK_TIMEOUT, watch.auth.clone());
+    let base = &watch.base_url.value;
+    let target = watch.target();
+    // The agent each task runs on: a `[TARGET_AGENT: …]` line's, else the watch's.
+    let agent_of = |task_id: &str| {
+        watch
+            .target_agents
+            .iter()
+            .find(|(t, _)| t == task_id)
+            .map_or(target.poll_agent(), |(_, on)| on.as_str())
+    };
+    let mut unknown = Vec::new();
+    let mut unchecked = Vec::new();
+    for task_id in &watch.task_ids {
+        let holds = held
+            .as_ref()
+            .and_then(|file| file.find(task_id))
+            .is_some_and(lifecycle::holds_result);
+        if holds {
+            continue;
+        }
+        match task::classify(
+            client.get_task(base, task_id, agent_of(task_id)),
+            task_id,
+            base,
+            &watch.auth,
+        ) {
+            task::Poll::Record(_) => {}
+            task::Poll::NotFound { .. } => unknown.push(task_id.as_str()),
+            task::Poll::Failed { error } | task::Poll::Denied { error } => {
+                unchecked.push((task_id.clone(), crate::describe::short_cause(&error)));
+            }
+        }
+    }
+    match unknown.as_slice() {
+        [] => Ok(unchecked),
+        [one] => Err(Failure::new(
+            Exit::Lost,
+            format!(
+                "{base} has no task {one} (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed, and was it submitted to this server (the base URL from {})? Nothing was watched (--no-task-check skips this check)",
+                watch.base_url.source
+            ),
+        )),
+        many => Err(Failure::new(
+            Exit::Lost,
+            format!(
+                "{base} has no task {} (QwenPaw answers \"Task not found\"): are the ids the ones submit_to_agent printed, and were they submitted to this server (the base URL from {})? Nothing was watched (--no-task-check skips this check)",
+                many.join(", "),
+                watch.base_url.source
+            ),
+        )),
+    }
 }
 
 fn refusal(task_id: &str, job: &Job, turn: Option<&Turn>, was: Status) -> Failure {

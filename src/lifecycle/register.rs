@@ -155,8 +155,9 @@ pub struct WatchRequest {
     /// The agents tasks run on, by task id, where one differs from `target`'s
     /// (`[TARGET_AGENT: …]` lines under their `[TASK_ID: …]`).
     pub target_agents: Vec<(String, String)>,
-    /// Who asks. `Origin::Auto` (the plugin, at the end of the turn that submitted the
-    /// tasks) never takes a record over: see [`watch`].
+    /// Who asks: what the parent is later told names the options in its words.
+    /// `Origin::Auto` (the plugin, at the end of the turn that submitted the tasks) never
+    /// takes a record over: see [`watch`].
     pub origin: Origin,
 }
 
@@ -334,6 +335,7 @@ pub fn watch(
         fresh.child_session = asked.clone().or(known.clone());
         if fresh.child_session == known {
             fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
+            fresh.child_agent = existing.and_then(|j| j.child_agent.clone());
         }
         let registered = match register(existing, turn, target, base_url, group) {
             Registration::New => Registered::New(fresh),
@@ -345,11 +347,20 @@ pub fn watch(
                 if asked.is_some() && asked != job.child_session {
                     next.child_session = asked;
                     next.child_chat_id = None;
+                    next.child_agent = None;
                     applied.push("--child-session");
                 }
                 if applied.is_empty() && not_applied.is_empty() {
                     done.push(Registered::AlreadyWatching(job));
                     continue;
+                }
+                // The options it has now are the ones this watch gave (an automatic watch
+                // the model's tool adjusts stays automatic: both speak the tools' words).
+                if !applied.is_empty() {
+                    next.origin = match (job.origin, request.origin) {
+                        (Origin::Auto, Origin::Plugin) => Origin::Auto,
+                        (_, asked) => asked,
+                    };
                 }
                 if next != job {
                     next.updated_at = now;
@@ -434,6 +445,7 @@ fn auto_existing(
     {
         next.child_session = Some(session.clone());
         next.child_chat_id = None;
+        next.child_agent = None;
         applied.push("--child-session");
     }
     if next.target.target_agent.is_none() && target.target_agent.is_some() {

@@ -17,6 +17,8 @@
 mod api;
 mod atc;
 mod auto;
+mod browser;
+mod console;
 mod demo;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]

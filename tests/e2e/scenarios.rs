@@ -39,6 +39,12 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("unknown-parent-agent", unknown_parent_agent),
     ("im-forward-final-only", im_forward_final_only),
     ("im-empty-reply-skipped", im_empty_reply_skipped),
+    // Before contract-pinning: the console's plugin list is among the bodies it pins.
+    ("console-bundle-logic", crate::console::bundle_logic),
+    ("console-open-chat", crate::console::open_chat),
+    ("console-other-chat", crate::console::other_chat),
+    ("console-sidebar-folded", crate::console::sidebar_folded),
+    ("console-own-turn", crate::console::own_turn),
     ("contract-pinning", contract_pinning),
     ("batch-of-three", batch_of_three),
     ("console-toast", console_toast),
@@ -49,6 +55,14 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
+    (
+        "long-cancel-stop-elsewhere",
+        crate::long::cancel_stop_elsewhere,
+    ),
+    (
+        "long-stop-after-elsewhere",
+        crate::long::stop_after_elsewhere,
+    ),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
     ("auto-watch-delivers", crate::auto::delivers),
@@ -94,6 +108,8 @@ pub struct Ctx {
     im: RefCell<Option<Rc<Im>>>,
     /// The server of the auto-watch scenarios, made by the first of them.
     auto: RefCell<Option<Rc<crate::auto::Auto>>>,
+    /// The console page in Chromium and its server, made by the first console scenario.
+    pub front: RefCell<Option<Rc<crate::console::Front>>>,
 }
 
 /// A broker and a real QwenPaw whose default agent has an MQTT channel on it.
@@ -155,6 +171,7 @@ impl Ctx {
             seq: Cell::new(0),
             im: RefCell::new(None),
             auto: RefCell::new(None),
+            front: RefCell::new(None),
         })
     }
 
@@ -231,7 +248,7 @@ impl Ctx {
     }
 
     /// Keeps the first real body seen under `name` (for the fixture).
-    fn record(&self, name: &str, raw: &str) {
+    pub(crate) fn record(&self, name: &str, raw: &str) {
         if let Ok(v) = serde_json::from_str::<Value>(raw) {
             self.bodies
                 .borrow_mut()
@@ -1451,7 +1468,9 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
             && doctor
                 .stdout
                 .contains("✓ agents: the watches name agents the server has: default")
-            && doctor.stdout.contains("✓ timer: the last atc tick ran "),
+            && doctor
+                .stdout
+                .contains("✓ timer: the last atc tick that was no kick ran "),
         "doctor on a sound setup: {}",
         doctor.describe()
     );

@@ -163,8 +163,8 @@ class PluginTest(unittest.TestCase):
         self.answer(json.dumps(job("task-0123456789ab", target="SE")))
         line = run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="SE"))
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1",
-            "--user", "carol", "--channel", "console", "--agent", "default", "--target-agent", "SE"])
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--user", "carol",
+            "--channel", "console", "--agent", "default", "--target-agent", "SE"])
         self.assertEqual(self.env_seen(), {
             "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret"})
         self.assertEqual(self.calls(), [
@@ -179,8 +179,8 @@ class PluginTest(unittest.TestCase):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "mqtt:dave",
-            "--user", "dave", "--channel", "mqtt", "--agent", "SE"])
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "mqtt:dave", "--user", "dave",
+            "--channel", "mqtt", "--agent", "SE"])
 
     def test_target_agent_equal_to_the_caller_is_not_passed(self):
         self.answer(json.dumps(job("task-0123456789ab")))
@@ -193,8 +193,7 @@ class PluginTest(unittest.TestCase):
         run(self.plugin.watch_agent_task("task-0123456789ab"))
         # No per-call agent: the active agent, as QwenPaw's get_current_agent_id falls back.
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1",
-            "--agent", "active-agent"])
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--agent", "active-agent"])
 
     def test_a_refusal_is_one_line_with_atcs_reason_and_the_fallback(self):
         self.answer("", "warning: something\natc: no chat s-1 for user carol on console; the session id is known for: bob\n", 1)
@@ -358,6 +357,24 @@ class PluginTest(unittest.TestCase):
         line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
 
+    def test_cancel_with_check_ins_stops_only_them(self):
+        self.listed(job("task-00000000000a"))
+        self.answer("No more check-ins for task-00000000000a; still watching it (its result comes back as usual).\n")
+        line = run(self.plugin.cancel_task_callback("task-00000000000a", check_ins=True))
+        self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--check-ins"])
+        self.assertEqual(line, "No more check-ins for task-00000000000a; still watching it (its result comes back as usual).")
+
+    def test_a_task_the_server_never_had_is_refused_without_the_polling_fallback(self):
+        self.answer("", "atc: http://127.0.0.1:8123/api has no task task-0123456789ab (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed? Nothing was watched\n", 6)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertEqual(line, (
+            "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
+            "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
+
+    def test_durations_are_said_as_atc_says_them(self):
+        for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):
+            self.assertEqual(self.plugin.human(secs), said)
+
     def test_cancel_refused(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
@@ -444,7 +461,7 @@ class PluginTest(unittest.TestCase):
         # The seed's calls still work: new parameters are optional, defaults unchanged.
         self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '', check_in: str = '') -> str")
         self.assertEqual(sigs["callback_task_status"], "() -> str")
-        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False) -> str")
+        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False, check_ins: bool = False) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list[str], group: str) -> str")
         self.assertEqual([(h.phase, h.name) for h in hooks], [("finally", "atc_kick"), ("finally", "atc_auto_watch")])
         # The auto-watch hook runs first (lower priority), the kick after it.

@@ -55,6 +55,7 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     read_in_flight: 0,
     read_out_of_an_open_turn: 0,
     auto_watch_met_a_watch: 0,
+    stop_given_up: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     owed: 0,
@@ -156,6 +157,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             Just(PostFault::Refused),
         ].prop_map(Op::Fault),
         1 => any::<bool>().prop_map(Op::Down),
+        1 => any::<bool>().prop_map(Op::StopFault),
         3 => prop_oneof![
             3 => (0u8..10).prop_map(Jump::Minutes),
             1 => Just(Jump::PastBusyDeadline),

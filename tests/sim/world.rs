@@ -126,6 +126,8 @@ pub enum Op {
     Busy(u8, bool),
     Fault(PostFault),
     Down(bool),
+    /// The server's stop route fails (500) from now on, or no more.
+    StopFault(bool),
     Jump(Jump),
 }
 
@@ -177,10 +179,12 @@ pub struct Sometimes {
     pub read_out_of_an_open_turn: u64,
     /// An automatic watch met a live watch of the same task (the model's own).
     pub auto_watch_met_a_watch: u64,
+    /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
+    pub stop_given_up: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 13] {
+    pub fn named(&self) -> [(&'static str, u64); 14] {
         [
             (
                 "cancel between claim and record",
@@ -213,6 +217,7 @@ impl Sometimes {
                 "an auto-watch of a watched task",
                 self.auto_watch_met_a_watch,
             ),
+            ("a stop given up", self.stop_given_up),
         ]
     }
 
@@ -230,6 +235,7 @@ impl Sometimes {
         self.read_in_flight += other.read_in_flight;
         self.read_out_of_an_open_turn += other.read_out_of_an_open_turn;
         self.auto_watch_met_a_watch += other.auto_watch_met_a_watch;
+        self.stop_given_up += other.stop_given_up;
     }
 }
 
@@ -482,6 +488,10 @@ impl Env {
             }
             Op::Down(down) => {
                 self.server.lock().down = *down;
+                String::new()
+            }
+            Op::StopFault(on) => {
+                self.server.lock().stop_fault = *on;
                 String::new()
             }
             Op::Jump(jump) => {
@@ -1221,6 +1231,29 @@ impl World {
                     }
                     self.reported += 1;
                 }
+                // A stop that keeps failing is tried a bounded number of times, and the
+                // tick that gives it up says so: in its report, and in a line heard.
+                if new.stop_tries > atc::lifecycle::STOP_TRIES {
+                    self.fail(&format!(
+                        "{} was stopped {} times without success (at most {})",
+                        new.task_id,
+                        new.stop_tries,
+                        atc::lifecycle::STOP_TRIES
+                    ));
+                }
+                if atc::lifecycle::stop_given_up(new) && !atc::lifecycle::stop_given_up(old) {
+                    // (A tick between a kicked tick's passes may be the one: its line is
+                    // heard all the same.)
+                    let line = format!("gave up on {} (pending, stop given up)", new.task_id);
+                    let heard = self.env.notes().heard.iter().any(|h| h.contains(&line));
+                    if !heard {
+                        self.fail(&format!(
+                            "the tick gave up stopping {} and said nothing",
+                            new.task_id
+                        ));
+                    }
+                    self.env.notes().sometimes.stop_given_up += 1;
+                }
                 if !reachable(old.status, new.status) {
                     self.fail(&format!(
                         "{} went {} → {}, which no step allows",
@@ -1405,6 +1438,7 @@ impl World {
             let mut s = self.env.server.lock();
             s.down = false;
             s.post_fault = None;
+            s.stop_fault = false;
             s.crash = None;
             for c in s.chats.iter_mut() {
                 c.busy = false;

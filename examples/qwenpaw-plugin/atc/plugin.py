@@ -237,6 +237,8 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
     agent, session, user, channel = chat_context()
     if not session:
         return None
+    # --origin plugin: what the parent is told later names this tool's options
+    # (stop_after, cancel_task_callback), not atc's flags.
     args = ["watch", *task_ids, "--json", "--origin", "plugin", "--session", session]
     if user:
         args += ["--user", user]
@@ -262,12 +264,13 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
 
 
 def human(secs):
-    """Seconds as atc writes durations: 20s, 10m, 2h."""
-    secs = int(secs)
-    for size, unit in ((3600, "h"), (60, "m")):
-        if secs >= size and secs % size == 0:
-            return "%d%s" % (secs // size, unit)
-    return "%ds" % secs
+    """Seconds as atc writes durations: 20s, 1m 30s, 2h, 1d 1h."""
+    left, parts = int(secs), []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if left >= size:
+            parts.append("%d%s" % (left // size, unit))
+            left %= size
+    return " ".join(parts) or "0s"
 
 
 def applied(job, target_agent, group, child_session, stop_after, check_in):
@@ -337,6 +340,12 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     code, out, err = await run_atc(args)
     if code is None:
         return "Not watching %s: %s" % (shown, err)
+    if code == 6:
+        # The server has no such task (atc's exit 6): check_agent_task would say the same.
+        return (
+            "Not watching %s: this QwenPaw server has no such task (\"Task not found\"). "
+            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
+        )
     if code != 0:
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
@@ -370,7 +379,8 @@ async def watch_agent_task(
     ``check_agent_task`` either: tell the user the work is delegated and end your turn.
     Call this tool only to give a task a deadline (``stop_after``) or progress notes
     (``check_in``), or to watch a task started another way (``qwenpaw agents chat
-    --background``). Watching the same task again changes nothing.
+    --background``). Watching the same task again changes nothing. A task ID the server
+    does not have is refused: copy it exactly from ``submit_to_agent``'s answer.
 
     Args:
         task_id (`str`):
@@ -392,7 +402,8 @@ async def watch_agent_task(
             An interval such as ``5m``: while the task runs, a short
             ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
             for long work the user wants to hear about; there is nothing to do on a
-            check-in but tell the user, if they asked.
+            check-in but tell the user, if they asked
+            (``cancel_task_callback(task_id, check_ins=True)`` stops them).
 
     Returns:
         `str`:
@@ -471,20 +482,23 @@ async def callback_task_status() -> str:
     return "\n".join(lines)
 
 
-async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
+async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool = False) -> str:
     """Stop watching a task: its result will not be posted into this chat.
 
     By default the task itself keeps running; only the callback is dropped. Use it when
     the user no longer wants the result (a task submitted in this very turn is then not
     watched when the turn ends). With ``stop=True`` the task itself is stopped
     too (it must have been watched with ``child_session``); use that when the work is no
-    longer wanted at all.
+    longer wanted at all. With ``check_ins=True`` only the check-ins stop (the task was
+    watched with ``check_in``): the result still comes back.
 
     Args:
         task_id (`str`):
             The watched task ID.
         stop (`bool`, optional):
             Also stop the running task.
+        check_ins (`bool`, optional):
+            Only stop the check-ins; keep watching.
 
     Returns:
         `str`:
@@ -497,7 +511,14 @@ async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
         return "Not cancelled %s: %s" % (task_id, problem)
     if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
         return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
-    if stop is True or str(stop).strip().lower() in ("true", "1", "yes"):
+    if truthy(check_ins):
+        code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
+        if code is None:
+            return "Check-ins not stopped: %s" % err
+        if code != 0:
+            return "Check-ins not stopped for %s: %s" % (task_id, reason(err))
+        return scrub(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
+    if truthy(stop):
         code, out, err = await run_atc(["cancel", task_id, "--stop"])
         if code is None:
             return "Not stopped: %s" % err
@@ -514,6 +535,11 @@ async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
         task_id,
         job.get("status", "cancelled"),
     )
+
+
+def truthy(flag):
+    """A tool's boolean as a model may pass it: True, or "true", "1", "yes"."""
+    return flag is True or str(flag).strip().lower() in ("true", "1", "yes")
 
 
 LOG = logging.getLogger("qwenpaw.plugins.atc")
