@@ -114,17 +114,22 @@ impl Auto {
     }
 }
 
-/// A server with atc's plugin, its atc a logging wrapper, `env` in its environment.
-fn server(ctx: &Ctx, name: &str, env: &[(&str, &str)]) -> R<Auto> {
+/// A server with atc's plugin, its atc a logging wrapper.
+fn server(ctx: &Ctx, name: &str) -> R<Auto> {
     let dir = ctx.scratch.path().join(ctx.uniq(name));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let starts = dir.join("atc-starts.log");
     let wrapper = dir.join("atc-wrapper");
+    // While `<dir>/auto-watch-off` exists, atc runs as under a server whose environment
+    // has ATC_AUTO_WATCH=0 (the plugin hands atc the server's environment): one server
+    // serves the scenario with auto-watch off too.
+    let off = dir.join("auto-watch-off");
     fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"$@\" >> '{}'\n[ -e '{}' ] && export ATC_AUTO_WATCH=0\nexec '{}' \"$@\"\n",
             starts.display(),
+            off.display(),
             ctx.atc_bin.display()
         ),
     )
@@ -132,13 +137,12 @@ fn server(ctx: &Ctx, name: &str, env: &[(&str, &str)]) -> R<Auto> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     let state = dir.join("jobs.json");
-    let mut vars = vec![
+    let vars = vec![
         ("ATC_BIN".to_string(), wrapper.display().to_string()),
         ("ATC_STATE".to_string(), state.display().to_string()),
         // Only what a turn's end starts: the plugin's own cadence would tick too.
         ("ATC_CADENCE".to_string(), "off".to_string()),
     ];
-    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let server = Server::create(
         name,
         &ctx.venv,
@@ -159,7 +163,7 @@ fn server(ctx: &Ctx, name: &str, env: &[(&str, &str)]) -> R<Auto> {
 
 /// The server the auto-watch scenarios share (`Ctx::auto` makes it once).
 pub fn shared(ctx: &Ctx) -> R<Auto> {
-    server(ctx, "auto", &[])
+    server(ctx, "auto")
 }
 
 fn task_of(text: &str) -> R<String> {
@@ -387,10 +391,18 @@ pub fn foreground(ctx: &Ctx) -> R<()> {
     auto.no_plugin_warnings()
 }
 
-/// `ATC_AUTO_WATCH=0` in the server's environment: the plugin asks, atc watches nothing,
-/// nothing comes back by itself.
+/// Auto-watch off (`ATC_AUTO_WATCH=0` where atc runs, the server's environment): the
+/// plugin asks, atc watches nothing, nothing comes back by itself.
 pub fn off(ctx: &Ctx) -> R<()> {
-    let auto = server(ctx, "auto-off", &[("ATC_AUTO_WATCH", "0")])?;
+    let auto = ctx.auto()?;
+    let flag = auto.dir.join("auto-watch-off");
+    fs::write(&flag, "").map_err(|e| e.to_string())?;
+    let result = off_with(ctx, &auto);
+    let _ = fs::remove_file(&flag);
+    result
+}
+
+fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
     let target = auto.server.second_agent()?;
     let session = "auto-off";
     let api: Api = auto.server.api();
@@ -409,7 +421,11 @@ pub fn off(ctx: &Ctx) -> R<()> {
         "the plugin did not ask: {:?}",
         auto.starts()
     );
-    let jobs = auto.jobs(ctx)?;
+    let jobs: Vec<Value> = auto
+        .jobs(ctx)?
+        .into_iter()
+        .filter(|j| j["task_id"] == task.as_str())
+        .collect();
     ensure!(jobs.is_empty(), "auto-watch off, and atc watched: {jobs:?}");
     let n = auto.results_in(session, &task)?;
     ensure!(
