@@ -24,6 +24,9 @@ pub enum Exit {
     Lost = 6,
     /// 75: another atc process holds the job-file lock (EX_TEMPFAIL).
     LockBusy = 75,
+    /// 78: the config file is unusable: unreadable, not TOML, an unknown key, a bad value
+    /// (EX_CONFIG).
+    Config = 78,
     /// 124: a wait timed out (as timeout(1)).
     TimedOut = 124,
 }
@@ -36,7 +39,7 @@ impl Exit {
 
 /// Every code with what it means, for people: the `--help` footer and the man page's
 /// EXIT STATUS are made from it.
-pub const MEANINGS: [(Exit, &str); 9] = [
+pub const MEANINGS: [(Exit, &str); 10] = [
     (Exit::Ok, "ok"),
     (
         Exit::Refused,
@@ -62,6 +65,10 @@ pub const MEANINGS: [(Exit, &str); 9] = [
     (
         Exit::LockBusy,
         "job file locked by another atc process (try again)",
+    ),
+    (
+        Exit::Config,
+        "config file unusable: not TOML, an unknown key or a bad value (the message names the file and the key)",
     ),
     (Exit::TimedOut, "wait timed out (--timeout)"),
 ];
@@ -166,6 +173,7 @@ mod tests {
             | Exit::Server
             | Exit::Lost
             | Exit::LockBusy
+            | Exit::Config
             | Exit::TimedOut => (),
         };
         for exit in [
@@ -177,6 +185,7 @@ mod tests {
             Exit::Server,
             Exit::Lost,
             Exit::LockBusy,
+            Exit::Config,
             Exit::TimedOut,
         ] {
             let listed = MEANINGS.iter().filter(|(e, _)| *e == exit).count();

@@ -195,9 +195,104 @@ fn auto_watch_off_watches_nothing_asks_nothing_and_says_so() {
     s.atc(["watch", B, "--origin", "auto", "--session", "s-77"])
         .env("ATC_AUTO_WATCH", "maybe")
         .status(2)
-        .stderr("atc: ATC_AUTO_WATCH is \"maybe\": set it to 0 (off) or 1 (on), or unset it (on)\n")
+        .stderr("atc: ATC_AUTO_WATCH: \"maybe\" is neither true nor false (write true or false, 1 or 0)\n")
         .file_unchanged()
         .run();
+}
+
+/// `auto-watch` is a key of atc's config file: `atc config set auto-watch false` turns
+/// the plugin's end-of-turn watches off for every atc that reads the file (the server's
+/// too), `ATC_AUTO_WATCH` beats the file, `atc config show` says which is in effect, and
+/// `atc config unset auto-watch` turns it back on.
+#[test]
+fn auto_watch_false_in_the_config_file_turns_it_off_and_atc_auto_watch_beats_the_file() {
+    let s = Scene::new();
+    let config = s.env.home.join(".config/atc/config.toml");
+    let file = config.display().to_string();
+    let shown = |s: &Scene, env: Option<&str>| -> String {
+        let mut run = s
+            .atc(["config", "show"])
+            .stdout_inspected()
+            .file_unchanged();
+        if let Some(value) = env {
+            run = run.env("ATC_AUTO_WATCH", value);
+        }
+        let out = run.run();
+        said(&out)
+            .lines()
+            .find(|l| l.starts_with("auto-watch "))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(shown(&s, None), "auto-watch true default");
+
+    s.atc(["config", "set", "auto-watch", "false"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("\nauto-watch = false\n"),
+        "{file}"
+    );
+    assert_eq!(shown(&s, None), "auto-watch false config file");
+
+    // The plugin's watch at a turn's end: nothing asked of the server, no job file.
+    let out = s
+        .atc([
+            "watch",
+            "--origin",
+            "auto",
+            "--json",
+            "--from",
+            "-",
+            "--session",
+            "s-77",
+        ])
+        .stdin(submitted(&[(A, CHILD_A, "SE")]))
+        .stdout_inspected()
+        .no_file()
+        .run();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({"auto_watch": {"on": false, "from": format!("auto-watch in {file}")}, "jobs": [], "left_alone": []})
+    );
+    assert!(s.server.requests().is_empty());
+    s.atc(["watch", A, "--origin", "auto", "--session", "s-77"])
+        .stdout(format!("Not watching {A}: auto-watch is off (auto-watch in {file}); the model's own watch_agent_task (or `atc watch`) still watches.\n"))
+        .no_file()
+        .run();
+
+    // The environment beats the file.
+    assert_eq!(shown(&s, Some("1")), "auto-watch true ATC_AUTO_WATCH");
+    s.add_chat("s-77", "carol", "console");
+    let out = auto_watch(&s, &submitted(&[(A, CHILD_A, "SE")]))
+        .env("ATC_AUTO_WATCH", "1")
+        .stdout_inspected()
+        .run();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["auto_watch"],
+        json!({"on": true, "from": "ATC_AUTO_WATCH"})
+    );
+    assert_eq!(s.job(A)["origin"], "auto");
+
+    // Unset, it is on again, by default.
+    s.atc(["config", "unset", "auto-watch"])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    assert_eq!(shown(&s, None), "auto-watch true default");
+    let out = auto_watch(&s, &submitted(&[(B, CHILD_B, "QA")]))
+        .stdout_inspected()
+        .run();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["auto_watch"],
+        json!({"on": true, "from": "the default"})
+    );
+    assert_eq!(s.job(B)["origin"], "auto");
 }
 
 #[test]

@@ -16,9 +16,13 @@ use support::fake::{FakeQwenPaw, Reply};
 #[test]
 fn plugin_python_with_plain_python3() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qwenpaw_plugin/test_plugin.py");
+    // Hermetic: no ATC_*, XDG_* or QWENPAW_* of the developer's (a config file of theirs
+    // must not steer the real atc the script runs).
+    let home = tempfile::tempdir().unwrap();
     let out = Command::new("python3")
         .arg(&script)
-        .env_remove("ATC_BIN")
+        .env_clear()
+        .envs(support::hermetic::vars(home.path()))
         .env("ATC_TEST_BIN", env!("CARGO_BIN_EXE_atc"))
         .output()
         .expect("python3 must be installed to test the QwenPaw plugin");

@@ -59,6 +59,16 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         "base URL",
         format!("{base} (from {})", doctor.base_url.source),
     ));
+    let config = super::doctor_config::config_line(&doctor.config);
+    checks.push(ok(config.name, config.detail));
+    if let Some(timer) = super::doctor_config::timer(doctor, doctor.home.as_deref()) {
+        checks.push(Check {
+            name: timer.name,
+            ok: timer.ok,
+            detail: timer.detail,
+            fix: timer.fix,
+        });
+    }
     let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
     // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
     for job in file.jobs.iter().filter(|j| j.options.allow_insecure_remote) {

@@ -89,7 +89,15 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
         out.push(tools_enabled(wd));
         out.push(kicks(wd, doctor));
     }
-    out.push(server_path(&doctor.base_url.value));
+    let server = port_of(&doctor.base_url.value).and_then(server_process);
+    out.push(server_path(&doctor.base_url.value, server.as_ref()));
+    if let Some(server) = &server {
+        out.push(super::doctor_config::server(
+            doctor,
+            server.pid,
+            &server.environ,
+        ));
+    }
     out.push(seed(wd));
     out
 }
@@ -285,8 +293,8 @@ const FINDS: &str = "atc for the server";
 /// `$QWENPAW_PLUGIN_SITE/bin`, then `ATC_BIN`, then its `PATH`, then `~/.cargo/bin`. Read
 /// from /proc/<pid>/cmdline and /proc/<pid>/environ of a `qwenpaw app` process when this
 /// user can read them; elsewhere (no /proc) it cannot tell.
-fn server_path(base: &str) -> Finding {
-    let Some(server) = port_of(base).and_then(server_process) else {
+fn server_path(base: &str, server: Option<&ServerProcess>) -> Finding {
+    let Some(server) = server else {
         return ok(
             FINDS,
             if cfg!(target_os = "linux") {

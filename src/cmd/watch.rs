@@ -88,7 +88,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             }
         };
         // A job replaced, re-targeted or re-optioned leaves the open turn it was in.
-        compose::tidy(file, now, &crate::settings::default_limits());
+        compose::tidy(file, now, &watch.limits);
         let mut jobs = Vec::new();
         let mut left_alone = Vec::new();
         let mut messages = Vec::new();

@@ -120,16 +120,11 @@ fn server(ctx: &Ctx, name: &str) -> R<Auto> {
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let starts = dir.join("atc-starts.log");
     let wrapper = dir.join("atc-wrapper");
-    // While `<dir>/auto-watch-off` exists, atc runs as under a server whose environment
-    // has ATC_AUTO_WATCH=0 (the plugin hands atc the server's environment): one server
-    // serves the scenario with auto-watch off too.
-    let off = dir.join("auto-watch-off");
     fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\n[ -e '{}' ] && export ATC_AUTO_WATCH=0\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
             starts.display(),
-            off.display(),
             ctx.atc_bin.display()
         ),
     )
@@ -391,14 +386,33 @@ pub fn foreground(ctx: &Ctx) -> R<()> {
     auto.no_plugin_warnings()
 }
 
-/// Auto-watch off (`ATC_AUTO_WATCH=0` where atc runs, the server's environment): the
-/// plugin asks, atc watches nothing, nothing comes back by itself.
+/// Auto-watch off by atc's config file: `atc config set auto-watch false` run as the
+/// server's user (its HOME, its `~/.config/atc/config.toml`, which every atc the plugin
+/// starts reads), the plugin asks at the turn's end, atc watches nothing and nothing comes
+/// back by itself; `atc config unset auto-watch` afterwards (the server is shared).
 pub fn off(ctx: &Ctx) -> R<()> {
     let auto = ctx.auto()?;
-    let flag = auto.dir.join("auto-watch-off");
-    fs::write(&flag, "").map_err(|e| e.to_string())?;
-    let result = off_with(ctx, &auto);
-    let _ = fs::remove_file(&flag);
+    let home = auto.server.dir.path().join("home");
+    let config = home.join(".config");
+    let (home, config) = (home.display().to_string(), config.display().to_string());
+    let as_server = [
+        ("HOME", home.as_str()),
+        ("XDG_CONFIG_HOME", config.as_str()),
+    ];
+    let atc = auto.atc(ctx)?;
+    atc.ok_env(&["config", "set", "auto-watch", "false"], &as_server)?;
+    let shown = atc.ok_env(&["config", "show"], &as_server)?.stdout;
+    let line: Vec<&str> = shown
+        .lines()
+        .find(|l| l.starts_with("auto-watch "))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    let result = if line == ["auto-watch", "false", "config", "file"] {
+        off_with(ctx, &auto)
+    } else {
+        Err(format!("atc config show as the server: {shown}"))
+    };
+    atc.ok_env(&["config", "unset", "auto-watch"], &as_server)?;
     result
 }
 

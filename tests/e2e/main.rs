@@ -18,6 +18,7 @@ mod api;
 mod atc;
 mod auto;
 mod browser;
+mod config;
 mod console;
 mod demo;
 #[path = "../support/hermetic.rs"]

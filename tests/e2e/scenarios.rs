@@ -52,6 +52,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    (
+        "plugin-kick-config",
+        crate::config::kick_obeys_the_config_file,
+    ),
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),

@@ -571,6 +571,45 @@ class KickTest(unittest.TestCase):
         self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN in the server's environment", said.output[0])
         self.assertIsNone(self.kicker.proc)
 
+    def test_the_job_file_comes_from_atc_state_then_the_config_file_then_the_default(self):
+        home = self.path / "home"
+        os.environ.pop("ATC_STATE")
+        os.environ.pop("ATC_CONFIG", None)
+        os.environ.pop("XDG_STATE_HOME", None)
+        os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(self.path / "xdg"))
+        default = home / ".local" / "state" / "atc" / "jobs.json"
+        self.assertEqual(self.plugin.job_file(), default)
+        config = self.path / "xdg" / "atc" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text('# mine\nmax-age = "3d"\nstate = "%s"\n' % self.jobs)
+        self.assertEqual(self.plugin.job_file(), self.jobs)
+        config.write_text('state = "~/kept/jobs.json"\nkeep = "30d"\n')
+        self.assertEqual(self.plugin.job_file(), home / "kept" / "jobs.json")
+        # A relative path or a file atc refuses: the default (atc says what is wrong).
+        for text in ('state = "jobs.json"\n', 'state = 3\n', "state = \"\n", "keep = \"30d\"\n"):
+            config.write_text(text)
+            os.utime(str(config), ns=(time.time_ns(), time.time_ns() + len(text)))
+            self.assertEqual(self.plugin.job_file(), default, text)
+        named = self.path / "named.toml"
+        named.write_text('state = "/srv/atc/jobs.json"\n')
+        os.environ["ATC_CONFIG"] = str(named)
+        self.assertEqual(self.plugin.job_file(), Path("/srv/atc/jobs.json"))
+        os.environ["ATC_STATE"] = str(self.jobs)
+        self.assertEqual(self.plugin.job_file(), self.jobs)
+
+    def test_a_kick_looks_at_the_job_file_the_config_file_names(self):
+        os.environ.pop("ATC_STATE")
+        os.environ["ATC_CONFIG"] = str(self.path / "config.toml")
+        other = self.path / "other" / "jobs.json"
+        other.parent.mkdir()
+        (self.path / "config.toml").write_text('state = "%s"\n' % other)
+        self.jobs.write_text("{}")
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc, "the configured job file does not exist yet")
+        other.write_text("{}")
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+
     def test_the_hook_runs_the_kick_and_returns(self):
         self.jobs.write_text("{}")
         hook = self.plugin.kick_hook(self.kicker)
@@ -583,8 +622,10 @@ class KickTest(unittest.TestCase):
         if not real:
             self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
         import subprocess
-        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path))
+        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path),
+                   XDG_CONFIG_HOME=str(self.path / ".config"))
         env.pop("ATC_BIN")
+        env.pop("ATC_CONFIG", None)
         def atc(*args):
             subprocess.run([real, *args], env=env, check=True, capture_output=True)
         atc("watch", "task-0123456789ab", "--session", "s-1")

@@ -20,7 +20,10 @@ parent's chat is idle), so a ``FINALLY`` runtime hook starts ``atc tick --kicked
 detached (its own session, stdio to /dev/null, reaped by a thread) and returns at once. It
 starts one only when the job file has work (not the file the last tick found settled: a
 stat and one line of the tick lock), at most one at a time (another turn's end meanwhile
-leaves the running tick a mark: one more pass), and never blocks, awaits or raises.
+leaves the running tick a mark: one more pass), and never blocks, awaits or raises. The
+ticks it starts take no flags: their settings (``max-age``, ``busy-deadline``, the job
+file...) come from atc's config file, ``~/.config/atc/config.toml``, which the timer's
+ticks and a person's commands read too.
 
 Every background task a turn's ``submit_to_agent`` starts is watched when that turn ends,
 with no tool call by the model: a middleware notes the turn's tool calls as they return
@@ -545,11 +548,57 @@ def truthy(flag):
 LOG = logging.getLogger("qwenpaw.plugins.atc")
 
 
+def config_file():
+    """atc's config file in this environment, where atc looks for it: ATC_CONFIG, else
+    $XDG_CONFIG_HOME/atc/config.toml, else ~/.config/atc/config.toml."""
+    named = os.environ.get("ATC_CONFIG", "").strip()
+    if named:
+        return Path(named)
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    base = Path(config) if config and os.path.isabs(config) else Path.home() / ".config"
+    return base / "atc" / "config.toml"
+
+
+# (path, mtime_ns, size) of the config file last read, and the job file it named.
+_CONFIGURED = [None, None]
+
+
+def configured_state():
+    """``state`` in atc's config file, when it names an absolute path (or one from ~/):
+    the job file every tick uses, the kicks' included. Read again only when the file
+    changed. atc itself checks the rest of the file (and refuses a bad one)."""
+    path = config_file()
+    try:
+        st = os.stat(str(path))
+    except OSError:
+        return None
+    seen = (str(path), st.st_mtime_ns, st.st_size)
+    if _CONFIGURED[0] != seen:
+        state = None
+        try:
+            import tomllib  # Python 3.11+, as QwenPaw 2.2 requires
+
+            with open(str(path), "rb") as fh:
+                value = tomllib.load(fh).get("state")
+            if isinstance(value, str) and value.startswith("~/"):
+                state = Path.home() / value[2:]
+            elif isinstance(value, str) and os.path.isabs(value):
+                state = Path(value)
+        except Exception:  # pylint: disable=broad-except
+            state = None  # atc says what is wrong with the file when it runs
+        _CONFIGURED[0], _CONFIGURED[1] = seen, state
+    return _CONFIGURED[1]
+
+
 def job_file():
-    """The job file atc uses in this environment: ATC_STATE, else atc's default."""
+    """The job file atc uses in this environment: ATC_STATE, else ``state`` in atc's config
+    file, else atc's default."""
     named = os.environ.get("ATC_STATE", "").strip()
     if named:
         return Path(named)
+    configured = configured_state()
+    if configured is not None:
+        return configured
     state = os.environ.get("XDG_STATE_HOME", "").strip()
     base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
     return base / "atc" / "jobs.json"
