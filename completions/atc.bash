@@ -34,6 +34,9 @@ _atc() {
             atc,log)
                 cmd="atc__subcmd__log"
                 ;;
+            atc,parent-read)
+                cmd="atc__subcmd__parent__subcmd__read"
+                ;;
             atc,qwenpaw)
                 cmd="atc__subcmd__qwenpaw"
                 ;;
@@ -92,7 +95,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer config qwenpaw generate"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer config qwenpaw generate parent-read"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -384,6 +387,44 @@ _atc() {
                 return 0
             fi
             case "${prev}" in
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__parent__subcmd__read)
+            opts="-q -v -h -V --session --user --channel --agent --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --channel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -705,7 +746,7 @@ _atc() {
                     return 0
                     ;;
                 --origin)
-                    COMPREPLY=($(compgen -W "cli plugin" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "cli plugin auto" -- "${cur}"))
                     return 0
                     ;;
                 --group)

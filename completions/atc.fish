@@ -45,7 +45,8 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "timer" -d 'Print systemd un
 complete -c atc -n "__fish_atc_needs_command" -f -a "config" -d 'Show or change the settings in atc\'s config file (read by every command)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "qwenpaw" -d 'Set atc up inside QwenPaw: its plugin (the Agent Task Callback tools), per agent'
 complete -c atc -n "__fish_atc_needs_command" -f -a "generate" -d 'Print a man page or shell completions (for packagers)'
-complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them' -r -F
+complete -c atc -n "__fish_atc_needs_command" -f -a "parent-read" -d 'The parent read these tasks\' finished results itself: do not post them (what atc\'s QwenPaw plugin runs when a check_agent_task call answers a finished task)'
+complete -c atc -n "__fish_atc_using_subcommand watch" -l from -d 'Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input), as submit_to_agent and `qwenpaw agents chat --background` print them; a `[TARGET_AGENT: AID]` line under one says the agent it runs on (as --target-agent, for that task)' -r -F
 complete -c atc -n "__fish_atc_using_subcommand watch" -l child-session -d 'The child\'s own session ("[SESSION: …]" in submit_to_agent\'s answer; --from reads it from the line after each [TASK_ID: …]): what `cancel --stop` and --stop-after stop. Only with one task id' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l stop-after -d 'Stop the child (POST /console/chat/stop) when a tick finds it still running this long after it started; its "Task cancelled" result is delivered with a line saying atc stopped it. Needs the child\'s session' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l check-in -d 'While the child runs, post a short notice into the parent chat every D (at most 5 times): how long it has run, and how to stop it or the check-ins. Not with --group (a group reports together, in its one turn)' -r
@@ -54,8 +55,9 @@ complete -c atc -n "__fish_atc_using_subcommand watch" -l user -d 'User of that 
 complete -c atc -n "__fish_atc_using_subcommand watch" -l channel -d 'Channel of that session ("Channel" in the agent\'s prompt) [env: ATC_CHANNEL] [default: console]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l agent -d 'Agent that owns the session (the one asking) [env: ATC_AGENT_ID] [default: default]' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent the task runs on, when it is not --agent (polls go out as this agent, as check_agent_task does)' -r
-complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who is watching: atc\'s QwenPaw plugin passes `plugin`, so that what the parent is told names the tool\'s options (stop_after) rather than atc\'s flags [default: cli]' -r -f -a "cli\t'A command line'
-plugin\t'atc\'s QwenPaw plugin'"
+complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who is watching, recorded as the job\'s origin: atc\'s QwenPaw plugin passes `plugin` from its tools, so that what the parent is told names the tool\'s options (stop_after) rather than atc\'s flags, and `auto` at the end of the turn whose submit_to_agent started the tasks (nothing while auto-watch is off, and a record the file holds is never taken over) [default: cli]' -r -f -a "cli\t'A command line'
+plugin\t'atc\'s QwenPaw plugin\'s tools (watch_agent_task), called by the model'
+auto\t'atc\'s QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started the tasks'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in)' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-no-answer -d 'When the watch ends without an answer (lost, expired, abandoned) [default: notify]' -r -f -a "notify\t'Post one notice turn into the parent chat'
 silent\t'Post nothing'"
@@ -287,3 +289,15 @@ complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcom
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s h -l help -d 'Print help'
 complete -c atc -n "__fish_atc_using_subcommand generate; and __fish_seen_subcommand_from completions" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l session -d 'Session of the chat that read them [env: ATC_SESSION_ID]' -r
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l user -d 'User of that chat [env: ATC_USER_ID] [default: default]' -r
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l channel -d 'Channel of that chat [env: ATC_CHANNEL] [default: console]' -r
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l agent -d 'Agent of that chat [env: ATC_AGENT_ID] [default: default]' -r
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l state -d 'Job file [env: ATC_STATE] [config: state] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else base-url in the config file, else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand parent-read" -s V -l version -d 'Print version'

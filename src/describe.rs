@@ -144,7 +144,7 @@ pub fn check_in_text(job: &Job, n: u32, at: Timestamp) -> String {
     let max = crate::lifecycle::MAX_CHECK_INS;
     // In the words the watch was made with: the plugin's tools, or atc's commands.
     let (stop, keep_waiting, quiet) = match job.origin {
-        Origin::Plugin => (
+        Origin::Plugin | Origin::Auto => (
             format!("cancel_task_callback(task_id=\"{task}\", stop=True)"),
             format!("cancel_task_callback(task_id=\"{task}\")"),
             format!("cancel_task_callback(task_id=\"{task}\", check_ins=True)"),
@@ -205,7 +205,7 @@ pub fn deadline(job: &Job, now: Timestamp) -> String {
 fn stop_option(job: &Job, after: &str) -> String {
     match job.origin {
         Origin::Cli => format!("--stop-after {after}"),
-        Origin::Plugin => format!("stop_after=\"{after}\""),
+        Origin::Plugin | Origin::Auto => format!("stop_after=\"{after}\""),
     }
 }
 
@@ -370,6 +370,15 @@ fn cancelled_note(job: &Job, turn: &Turn) -> String {
     }
 }
 
+/// How a watch was made, when not by a person: `None` for `cli`.
+pub fn origin_note(origin: Origin) -> Option<&'static str> {
+    match origin {
+        Origin::Cli => None,
+        Origin::Plugin => Some("by the model, with watch_agent_task"),
+        Origin::Auto => Some("automatically, at the end of the turn that submitted it"),
+    }
+}
+
 /// What a cancelled watch knows of its child, as of the cancel (atc asks nothing after
 /// it): stopped by atc, already finished, or still running when atc last looked.
 fn cancelled_child(job: &Job) -> String {
@@ -397,6 +406,35 @@ pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
     if let Some(note) = &job.note {
         return Some(note.clone());
     }
+    let Some(_) = job.read_by_parent_at else {
+        return explain_status(job, turn);
+    };
+    let t = &job.task_id;
+    if job.status == Status::Skipped {
+        let before = if job.final_text.is_some() {
+            "before atc posted it"
+        } else {
+            "before atc saw it finish"
+        };
+        return Some(format!(
+            "the parent read its result itself (check_agent_task) {before}: nothing was posted; `atc redeliver {t}` sends it"
+        ));
+    }
+    let how = if job.status == Status::Done {
+        "it was posted anyway"
+    } else {
+        "that turn goes out as it is"
+    };
+    let read = format!(
+        "the parent read its result itself (check_agent_task) after its turn was claimed: {how}"
+    );
+    Some(match explain_status(job, turn) {
+        Some(said) => format!("{said}; {read}"),
+        None => read,
+    })
+}
+
+fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
     let error = delivery_error(job, turn);
     let delivery = delivery_of(turn);
     let deferrals = delivery.deferrals();
@@ -768,6 +806,11 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
             format!("{short}{told}")
         }
         _ => explain(job, turn).unwrap_or_default(),
+    };
+    let note = match job.origin {
+        Origin::Auto if note.is_empty() => "watched automatically".to_owned(),
+        Origin::Auto => format!("{note} (watched automatically)"),
+        _ => note,
     };
     crate::text::one_line(&note, BRIEF_CHARS)
 }

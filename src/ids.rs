@@ -68,6 +68,19 @@ pub fn task_ids_in(text: &str) -> Result<Vec<String>, Failure> {
 /// `[TASK_ID: …]` marker it follows (before the next task's), as submit_to_agent prints
 /// them. A session that follows no task id is ignored; each is checked like a label.
 pub fn child_sessions_in(text: &str) -> Result<Vec<(String, String)>, Failure> {
+    labels_under_tasks(text, "[SESSION:")
+}
+
+/// The agents named by `[TARGET_AGENT: …]` markers, each paired with the `[TASK_ID: …]`
+/// marker it follows: the agent that task runs on (submit_to_agent's `to_agent`, which
+/// atc's plugin writes under each task it saw; QwenPaw's own output has no such line).
+pub fn target_agents_in(text: &str) -> Result<Vec<(String, String)>, Failure> {
+    labels_under_tasks(text, "[TARGET_AGENT:")
+}
+
+/// The `marker …]` values that follow each `[TASK_ID: …]` (before the next task's), by
+/// task id: the first of each task, each checked like a label.
+fn labels_under_tasks(text: &str, marker: &str) -> Result<Vec<(String, String)>, Failure> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     let starts: Vec<usize> = text.match_indices("[TASK_ID:").map(|(i, _)| i).collect();
     for (n, &start) in starts.iter().enumerate() {
@@ -76,22 +89,22 @@ pub fn child_sessions_in(text: &str) -> Result<Vec<(String, String)>, Failure> {
         let task = parse_task_id(&rest[..end])?;
         let stop = starts.get(n + 1).copied().unwrap_or(text.len());
         let span = &text[start..stop];
-        let Some(at) = span.find("[SESSION:") else {
+        let Some(at) = span.find(marker) else {
             continue;
         };
-        let after = &span[at + "[SESSION:".len()..];
+        let after = &span[at + marker.len()..];
         let Some(close) = after.find(']') else {
             continue;
         };
-        let session = after[..close].trim().to_owned();
-        crate::validate::label(&session).map_err(|why| {
+        let value = after[..close].trim().to_owned();
+        crate::validate::label(&value).map_err(|why| {
             Failure::new(
                 Exit::Usage,
-                format!("the [SESSION: …] line after [TASK_ID: {task}] {why}"),
+                format!("the {marker} …] line after [TASK_ID: {task}] {why}"),
             )
         })?;
         if !pairs.iter().any(|(t, _)| *t == task) {
-            pairs.push((task, session));
+            pairs.push((task, value));
         }
     }
     Ok(pairs)
@@ -145,6 +158,27 @@ mod tests {
         );
         let err = child_sessions_in("[TASK_ID: task-a] [SESSION: \u{7}x]").unwrap_err();
         assert!(err.to_string().contains("[TASK_ID: task-a]"), "{err}");
+        assert!(err.to_string().contains("the [SESSION: …] line"), "{err}");
+    }
+
+    #[test]
+    fn a_target_agent_line_belongs_to_the_task_id_before_it() {
+        let text = "[TASK_ID: task-a]\n[SESSION: me:to:SE:1:ab]\n[TARGET_AGENT: SE]\n\
+                    [TASK_ID: task-b]\n[SESSION: s-b]\n[TARGET_AGENT:  QA ]";
+        assert_eq!(
+            target_agents_in(text).unwrap(),
+            [
+                ("task-a".to_owned(), "SE".to_owned()),
+                ("task-b".to_owned(), "QA".to_owned()),
+            ]
+        );
+        assert_eq!(child_sessions_in(text).unwrap().len(), 2);
+        let err = target_agents_in("[TASK_ID: task-a] [TARGET_AGENT: ]").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the [TARGET_AGENT: …] line after [TASK_ID: task-a]"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub enum Status {
     Expired,
     /// Cancelled by a person; the child task itself keeps running.
     Cancelled,
-    /// The child's answer was empty and the watch said `--on-empty skip`: nothing posted.
+    /// Nothing posted, on purpose: the child's answer was empty and the watch said
+    /// `--on-empty skip`, or the parent read the result itself (`read_by_parent_at`).
     Skipped,
     /// The parent chat does not exist: delivering would start a chat nobody reads.
     Misrouted,
@@ -234,7 +235,8 @@ pub struct Options {
 }
 
 /// Who made the watch (`atc watch --origin`): what the parent is told names what it was
-/// made with (`--stop-after 20s`, or the plugin tool's `stop_after`).
+/// made with (`--stop-after 20s`, or the plugin tool's `stop_after`), and `atc status`
+/// says a watch was made automatically.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Origin {
@@ -243,6 +245,25 @@ pub enum Origin {
     Cli,
     /// atc's QwenPaw plugin (`watch_agent_task`, `watch_agent_tasks`).
     Plugin,
+    /// atc's QwenPaw plugin by itself, at the end of the turn whose `submit_to_agent`
+    /// started the task (auto-watch). Its parent has the plugin's tools: it is told in
+    /// their words, as for `Plugin`.
+    Auto,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Cli => "cli",
+            Origin::Plugin => "plugin",
+            Origin::Auto => "auto",
+        }
+    }
+
+    /// The parent talks to atc through the plugin's tools (the words it is told in).
+    pub fn is_plugin(self) -> bool {
+        matches!(self, Origin::Plugin | Origin::Auto)
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -383,6 +404,12 @@ pub struct Job {
     /// Who made the watch (its current options).
     #[serde(default, skip_serializing_if = "is_default")]
     pub origin: Origin,
+    /// When atc learned that the parent read the task's finished result itself (its
+    /// `check_agent_task` answered it: `atc parent-read`, which atc's plugin runs). The
+    /// job is then `skipped` (nothing posted), unless its turn was already claimed: that
+    /// turn goes out as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_by_parent_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
     /// Counts copies of jobs in the tests that keep the tick's hot path to its budget
@@ -448,6 +475,7 @@ impl Job {
             check_ins: 0,
             last_check_in_at: None,
             origin: Origin::Cli,
+            read_by_parent_at: None,
             extra: Map::new(),
             copies: Copies,
         }

@@ -73,6 +73,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::QwenpawZip(dir) => cmd::qwenpaw::zip(&dir, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
+        Action::ParentRead(read) => cmd::parent_read::run(&read, out),
     }
 }
 

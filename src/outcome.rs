@@ -102,6 +102,12 @@ pub enum Outcome {
     CheckInDropped,
     /// `atc cancel --check-ins` turned the check-ins off.
     CheckInsOff,
+    /// The parent read the finished result itself (`check_agent_task`) before atc
+    /// delivered it: nothing is posted.
+    ReadByParent,
+    /// The parent read the finished result itself, but the turn carrying it was already
+    /// claimed: it goes out as it is.
+    ReadInFlight,
     /// The event does not apply to the job as it is now; nothing changed.
     Ignored,
 }
@@ -156,6 +162,8 @@ impl Outcome {
             Outcome::CheckedIn => "checked_in",
             Outcome::CheckInDropped => "check_in_dropped",
             Outcome::CheckInsOff => "check_ins_off",
+            Outcome::ReadByParent => "read_by_parent",
+            Outcome::ReadInFlight => "read_in_flight",
             Outcome::Ignored => "ignored",
         }
     }

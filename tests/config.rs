@@ -258,7 +258,7 @@ fn config_show_names_where_each_value_came_from() {
             "http-timeout 30s default".to_owned(),
             "turn-timeout (QwenPaw's own, 1h) default".to_owned(),
             "no-batch true config file".to_owned(),
-            "auto-watch true default (reserved: nothing reads it yet)".to_owned(),
+            "auto-watch true default".to_owned(),
         ]
     );
 

@@ -222,7 +222,7 @@ const ENVIRONMENT: [(&str, &str); 18] = [
     ),
     (
         "ATC_AUTO_WATCH",
-        "auto-watch (reserved for automatic watches; nothing reads it yet).",
+        "0 (or false, no, off) turns auto-watch off: atc's QwenPaw plugin then no longer watches, by itself, the background tasks a turn's submit_to_agent started (watch --origin auto does nothing). It beats the config file's auto-watch (atc config set auto-watch false); it is read where atc runs, so set it in the QwenPaw server's environment. Default: on.",
     ),
     (
         "XDG_STATE_HOME",

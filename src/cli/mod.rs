@@ -124,7 +124,10 @@ pub enum Command {
     /// still running. Watching a task again for the same target does nothing; for another
     /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
-    /// console API, which cannot reach them.
+    /// console API, which cannot reach them. With atc's QwenPaw plugin there is nothing to
+    /// run: at the end of every turn it watches each background task the turn's
+    /// submit_to_agent calls started (auto-watch; `atc config set auto-watch false`, or
+    /// ATC_AUTO_WATCH=0 in the server's environment, turns it off).
     Watch(WatchArgs),
     /// Show watched tasks (the 20 most recent, newest first)
     ///
@@ -205,6 +208,40 @@ pub enum Command {
     Qwenpaw(QwenpawArgs),
     /// Print a man page or shell completions (for packagers)
     Generate(GenerateArgs),
+    /// The parent read these tasks' finished results itself: do not post them (what atc's
+    /// QwenPaw plugin runs when a check_agent_task call answers a finished task)
+    ///
+    /// For each task watched for this chat (--session, --user, --channel, --agent): a result
+    /// atc has not claimed for posting yet is not posted (the job ends skipped, its status
+    /// saying the parent read it; `atc redeliver` still sends it); one whose turn was
+    /// already claimed goes out as it is (the status says both). A task delivered already,
+    /// watched for another chat, or not watched is left alone. Exits 0 whatever each task
+    /// was; --json says, per task.
+    #[command(hide = true)]
+    ParentRead(ParentReadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ParentReadArgs {
+    /// The tasks whose finished result the parent's check_agent_task showed it
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
+
+    /// Session of the chat that read them [env: ATC_SESSION_ID]
+    #[arg(long, value_name = "SID")]
+    pub session: Option<String>,
+
+    /// User of that chat [env: ATC_USER_ID] [default: default]
+    #[arg(long, value_name = "UID")]
+    pub user: Option<String>,
+
+    /// Channel of that chat [env: ATC_CHANNEL] [default: console]
+    #[arg(long, value_name = "CH")]
+    pub channel: Option<String>,
+
+    /// Agent of that chat [env: ATC_AGENT_ID] [default: default]
+    #[arg(long, value_name = "AID")]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -427,8 +464,11 @@ pub enum ForwardArg {
 pub enum OriginArg {
     /// A command line
     Cli,
-    /// atc's QwenPaw plugin
+    /// atc's QwenPaw plugin's tools (watch_agent_task), called by the model
     Plugin,
+    /// atc's QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started
+    /// the tasks
+    Auto,
 }
 
 /// `--on-empty`.
@@ -481,7 +521,9 @@ pub struct WatchArgs {
     pub task_ids: Vec<String>,
 
     /// Also watch every task named by a `[TASK_ID: …]` line in FILE (`-`: standard input),
-    /// as submit_to_agent and `qwenpaw agents chat --background` print them
+    /// as submit_to_agent and `qwenpaw agents chat --background` print them; a
+    /// `[TARGET_AGENT: AID]` line under one says the agent it runs on (as --target-agent,
+    /// for that task)
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 
@@ -536,8 +578,11 @@ pub struct WatchArgs {
     #[arg(long)]
     pub no_task_check: bool,
 
-    /// Who is watching: atc's QwenPaw plugin passes `plugin`, so that what the parent is
-    /// told names the tool's options (stop_after) rather than atc's flags [default: cli]
+    /// Who is watching, recorded as the job's origin: atc's QwenPaw plugin passes `plugin`
+    /// from its tools, so that what the parent is told names the tool's options
+    /// (stop_after) rather than atc's flags, and `auto` at the end of the turn whose
+    /// submit_to_agent started the tasks (nothing while auto-watch is off, and a record the
+    /// file holds is never taken over) [default: cli]
     #[arg(long, value_enum, value_name = "WHO", hide = true)]
     pub origin: Option<OriginArg>,
 

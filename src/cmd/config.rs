@@ -169,13 +169,8 @@ fn show(file: &ConfigFile, rows: &[Shown]) -> String {
             Source::Default => "default".to_owned(),
             other => other.to_string(),
         };
-        let reserved = if row.key.name == "auto-watch" {
-            " (reserved: nothing reads it yet)"
-        } else {
-            ""
-        };
         text.push_str(&format!(
-            "{:<key_width$}  {value:<width$}  {from}{reserved}\n",
+            "{:<key_width$}  {value:<width$}  {from}\n",
             row.key.name
         ));
     }

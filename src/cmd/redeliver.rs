@@ -120,7 +120,7 @@ pub fn redeliver_in(
         crate::exit::Failure::new(
                 Exit::Refused,
                 format!(
-                    "{} {what}; only an undelivered, unconfirmed, misrouted or refused (error) delivery can be tried again",
+                    "{} {what}; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again",
                     job.task_id
                 ),
             )
@@ -180,7 +180,11 @@ pub fn redeliver_in(
             (false, which)
         }
     };
+    let polls_again = file.jobs[i].status == crate::job::Status::Pending;
     let message = match (unknown, &chat) {
+        _ if polls_again => format!(
+            "{task_id} is watched again (the parent read its result before atc fetched it): the next atc tick fetches the result and posts it to {where_to}, once the chat is idle."
+        ),
         (true, _) => format!(
             "{task_id}{which}: the next atc tick reads {where_to} back and posts the result only if it is not there."
         ),

@@ -257,6 +257,15 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         field("note", note);
     }
     field("job", job.job_id.clone());
+    if let Some(how) = crate::describe::origin_note(job.origin) {
+        field("watched", format!("{how} ({})", job.origin.as_str()));
+    }
+    if let Some(at) = job.read_by_parent_at {
+        field(
+            "parent read",
+            format!("{at} (its check_agent_task showed the result)"),
+        );
+    }
     field("agent", job.target.agent_id.clone());
     if let Some(on) = &job.target.target_agent {
         field("runs on", on.clone());

@@ -11,8 +11,8 @@ use crate::compose;
 use crate::exit::{Exit, Failure};
 use crate::fail;
 use crate::ids::new_job_id;
-use crate::job::{Job, Status};
-use crate::lifecycle::{self, Registered, WatchRefused, WatchRequest};
+use crate::job::{Job, Origin, Status};
+use crate::lifecycle::{self, LeftAlone, Registered, WatchRefused, WatchRequest};
 use crate::qwenpaw::{Client, chat, task};
 use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
@@ -37,6 +37,11 @@ enum ChatCheck {
 }
 
 pub fn run(watch: &Watch, out: Output) -> Result<()> {
+    let auto = watch.origin == Origin::Auto;
+    if auto && !watch.auto_watch.value {
+        // Asked by the plugin at a turn's end, while auto-watch is off: nothing at all.
+        return auto_watch_off(watch, out);
+    }
     let store = Store::new(watch.state.value.clone());
     let target = watch.target();
     let base_url = &watch.base_url.value;
@@ -66,9 +71,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         options: watch.options.clone(),
         chat_id,
         child_sessions: watch.child_sessions.clone(),
+        target_agents: watch.target_agents.clone(),
         origin: watch.origin,
     };
-    let (jobs, messages, events) = store.update(|file| {
+    let (jobs, left_alone, messages, events) = store.update(|file| {
         let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);
         let registered = match watched {
             Ok(registered) => registered,
@@ -84,12 +90,37 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         // A job replaced, re-targeted or re-optioned leaves the open turn it was in.
         compose::tidy(file, now, &watch.limits);
         let mut jobs = Vec::new();
+        let mut left_alone = Vec::new();
         let mut messages = Vec::new();
         let mut events = Vec::new();
         for registered in registered {
             let (message, event) = match &registered {
+                Registered::LeftAlone { job, why } => {
+                    let why = match why {
+                        LeftAlone::OtherChat => format!(
+                            "it is watched for {} (agent '{}')",
+                            job.target.describe_chat(),
+                            job.target.agent_id
+                        ),
+                        LeftAlone::Ended(status) => format!("its watch already ended ({status})"),
+                    };
+                    messages.push(format!("Left {} alone: {why}.", job.task_id));
+                    left_alone.push(serde_json::json!({
+                        "task_id": job.task_id,
+                        "reason": why,
+                        "status": job.status,
+                    }));
+                    continue;
+                }
                 Registered::New(job) => (
-                    format!("Watching {}; {}", subject(job), destination(job)),
+                    format!(
+                        "Watching {}{}; {}",
+                        subject(job),
+                        crate::describe::origin_note(job.origin)
+                            .map(|how| format!(" ({how})"))
+                            .unwrap_or_default(),
+                        destination(job)
+                    ),
                     Some("registered"),
                 ),
                 Registered::AlreadyWatching(job) => (
@@ -162,17 +193,26 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             };
             let job = registered.job().clone();
             if let Some(event) = event {
-                events.push(LogEntry::of(event, &job, now));
+                let mut entry = LogEntry::of(event, &job, now);
+                if matches!(registered, Registered::New(_)) || job.origin != Origin::Cli {
+                    entry.reason = crate::describe::origin_note(job.origin).map(str::to_owned);
+                }
+                events.push(entry);
             }
             jobs.push(job);
             messages.push(message);
         }
-        Ok((jobs, messages, events))
+        Ok((jobs, left_alone, messages, events))
     })?;
     store.log(&events)?;
 
     if out.json {
         match jobs.as_slice() {
+            _ if auto => print_json(&serde_json::json!({
+                "auto_watch": {"on": true, "from": watch.auto_watch.source.to_string()},
+                "jobs": jobs,
+                "left_alone": left_alone,
+            }))?,
             [one] => print_json(one)?,
             all => print_json(&serde_json::json!({ "jobs": all }))?,
         }
@@ -197,6 +237,25 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// `watch --origin auto` while auto-watch is off: no network, no job file; says so.
+fn auto_watch_off(watch: &Watch, out: Output) -> Result<()> {
+    let from = watch.auto_watch.source.to_string();
+    if out.json {
+        print_json(&serde_json::json!({
+            "auto_watch": {"on": false, "from": from},
+            "jobs": [],
+            "left_alone": [],
+        }))
+    } else if out.quiet {
+        Ok(())
+    } else {
+        emit(&format!(
+            "Not watching {}: auto-watch is off ({from}); the model's own watch_agent_task (or `atc watch`) still watches.\n",
+            watch.task_ids.join(", ")
+        ))
+    }
 }
 
 /// Looks the exact triple up in the parent agent's chats. A chat that does not exist is
@@ -233,18 +292,25 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
             return Ok(ChatCheck::Skipped { why });
         }
     };
-    // The agent the task runs on is checked as the asking one is: QwenPaw answers 404
+    // The agents the tasks run on are checked as the asking one is: QwenPaw answers 404
     // "Agent '…' not found" for an id it does not have.
-    if let Some(on) = &t.target_agent
-        && let Err(chat::Unusable::Refused(why)) =
+    let mut runs_on: Vec<&str> = t.target_agent.as_deref().into_iter().collect();
+    for (_, on) in &watch.target_agents {
+        if *on != t.agent_id && !runs_on.contains(&on.as_str()) {
+            runs_on.push(on);
+        }
+    }
+    for on in runs_on {
+        if let Err(chat::Unusable::Refused(why)) =
             chat::chats(client.list_chats(base, on, Some((&t.user_id, &t.channel))))
-    {
-        return Err(Failure::new(
-            Exit::Refused,
-            format!(
-                "{base} will not serve agent '{on}' ({why}); check --target-agent (the agent submit_to_agent ran the task on)"
-            ),
-        ));
+        {
+            return Err(Failure::new(
+                Exit::Refused,
+                format!(
+                    "{base} will not serve agent '{on}' ({why}); check --target-agent (the agent submit_to_agent ran the task on)"
+                ),
+            ));
+        }
     }
     if let Some(found) = chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
         return Ok(ChatCheck::Found {
@@ -291,7 +357,15 @@ fn check_tasks(watch: &Watch, store: &Store) -> Result<Vec<(String, String)>, Fa
     let held = store.load().ok();
     let client = Client::new(CHAT_CHECK_TIMEOUT, watch.auth.clone());
     let base = &watch.base_url.value;
-    let agent = watch.target().poll_agent().to_owned();
+    let target = watch.target();
+    // The agent each task runs on: a `[TARGET_AGENT: …]` line's, else the watch's.
+    let agent_of = |task_id: &str| {
+        watch
+            .target_agents
+            .iter()
+            .find(|(t, _)| t == task_id)
+            .map_or(target.poll_agent(), |(_, on)| on.as_str())
+    };
     let mut unknown = Vec::new();
     let mut unchecked = Vec::new();
     for task_id in &watch.task_ids {
@@ -303,7 +377,7 @@ fn check_tasks(watch: &Watch, store: &Store) -> Result<Vec<(String, String)>, Fa
             continue;
         }
         match task::classify(
-            client.get_task(base, task_id, &agent),
+            client.get_task(base, task_id, agent_of(task_id)),
             task_id,
             base,
             &watch.auth,

@@ -30,7 +30,7 @@ use crate::time::Timestamp;
 use crate::turn::{BlockKind, Turn, TurnState};
 
 pub use register::{
-    Registered, Registration, WatchRefused, WatchRequest, holds_result, register, watch,
+    LeftAlone, Registered, Registration, WatchRefused, WatchRequest, holds_result, register, watch,
 };
 
 /// What one poll of the task saw, with a finished result already rendered.
@@ -83,8 +83,13 @@ pub enum Event {
         read_back_closed: bool,
     },
     /// `atc redeliver` of a job whose block goes out in a new turn: a given-up result or
-    /// notice is on its way again; `create_session` allows a new chat from now on.
+    /// notice, or a result the parent read itself, is on its way again; `create_session`
+    /// allows a new chat from now on.
     Requeued { create_session: bool },
+    /// The parent read the task's finished result itself (its `check_agent_task` answered
+    /// it: `atc parent-read`). `claimed`: the turn carrying the job's block was claimed (it
+    /// is on its way, or may be in the chat already), so it goes out as it is.
+    ReadByParent { claimed: bool },
 }
 
 /// What a stop of the child did (`cancel --stop`, `--stop-after`), as the shell found out.
@@ -155,6 +160,7 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
             read_back_closed,
         } => turn_moved(job, &turn, block, state, read_back_closed, now),
         Event::Requeued { create_session } => requeued(job, create_session, now),
+        Event::ReadByParent { claimed } => read_by_parent(job, claimed, now),
     };
     // A check-in belongs to a pending job only: once the watch moves on, its result or
     // notice is what it owes. A check-in's turn not claimed yet goes on without it (its
@@ -514,9 +520,61 @@ fn turn_moved(
     Transition::to(next, vec![outcome])
 }
 
+/// The parent has the result already: what atc was to post is not posted. A watch still
+/// pending, or a result not yet in a claimed turn (waiting for its chat, in an open turn,
+/// or given up), ends `skipped` (its block leaves an open turn); one whose turn was
+/// claimed goes out as it is, and the job only records the read. Anything delivered,
+/// ended or cancelled already is left alone.
+fn read_by_parent(job: &Job, claimed: bool, now: Timestamp) -> Transition {
+    let outcome = match job.status {
+        Status::Delivering | Status::Unconfirmed if claimed => Outcome::ReadInFlight,
+        Status::Unconfirmed => Outcome::ReadInFlight,
+        Status::Pending
+        | Status::Delivering
+        | Status::Undelivered
+        | Status::Misrouted
+        | Status::Error => Outcome::ReadByParent,
+        Status::Done
+        | Status::Lost
+        | Status::Abandoned
+        | Status::Expired
+        | Status::Cancelled
+        | Status::Skipped => return Transition::ignored(job),
+    };
+    if job.read_by_parent_at.is_some() && outcome == Outcome::ReadInFlight {
+        return Transition::ignored(job);
+    }
+    let mut next = job.clone();
+    next.read_by_parent_at = Some(now);
+    next.updated_at = now;
+    if outcome == Outcome::ReadByParent {
+        // It follows no turn any more: an open one goes on without its block, and one given
+        // up that `redeliver` opens again for the others it carries leaves it out.
+        next.turn = None;
+        next.status = Status::Skipped;
+        next.stop_asked_at = None;
+    }
+    Transition::to(next, vec![outcome])
+}
+
 /// `atc redeliver` of a job whose block goes in a new turn (it has none, or its turn was
-/// for another chat): a given-up result or notice is on its way again.
+/// for another chat): a given-up result or notice is on its way again. A result the parent
+/// read itself goes out after all: the one atc holds, or (read before atc polled it) the
+/// watch polls again for it.
 fn requeued(job: &Job, create_session: bool, now: Timestamp) -> Transition {
+    if job.status == Status::Skipped && job.read_by_parent_at.is_some() {
+        let mut next = job.clone();
+        next.status = if job.final_text.is_some() && job.outcome.is_some() {
+            Status::Delivering
+        } else {
+            Status::Pending
+        };
+        next.read_by_parent_at = None;
+        next.options.create_session |= create_session;
+        next.turn = None;
+        next.updated_at = now;
+        return Transition::to(next, vec![Outcome::Requeued]);
+    }
     let given_up = job.status == Status::Error
         || matches!(
             job.outbound(),

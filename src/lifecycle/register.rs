@@ -152,8 +152,35 @@ pub struct WatchRequest {
     pub chat_id: Option<String>,
     /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
     pub child_sessions: Vec<(String, String)>,
+    /// The agents tasks run on, by task id, where one differs from `target`'s
+    /// (`[TARGET_AGENT: …]` lines under their `[TASK_ID: …]`).
+    pub target_agents: Vec<(String, String)>,
     /// Who asks: what the parent is later told names the options in its words.
+    /// `Origin::Auto` (the plugin, at the end of the turn that submitted the tasks) never
+    /// takes a record over: see [`watch`].
     pub origin: Origin,
+}
+
+impl WatchRequest {
+    /// Where `task_id`'s result goes: the request's target, with the agent that task runs
+    /// on when the request names one for it.
+    pub fn target_of(&self, task_id: &str) -> Target {
+        let mut target = self.target.clone();
+        if let Some((_, on)) = self.target_agents.iter().find(|(t, _)| t == task_id) {
+            target.target_agent = (*on != target.agent_id).then(|| on.clone());
+        }
+        target
+    }
+}
+
+/// Why an automatic watch (`Origin::Auto`) left a task's record as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeftAlone {
+    /// Another chat watches the task: the plugin's own tool refuses to take it over too.
+    OtherChat,
+    /// Its watch ended (delivered, cancelled, read by the parent…): a turn's end does not
+    /// start it again.
+    Ended(Status),
 }
 
 /// What a watch did with one task.
@@ -178,6 +205,8 @@ pub enum Registered {
     Retargeted { old: Box<Job>, job: Job },
     /// A record that had ended, replaced by a fresh watch.
     Rewatched { was: Status, job: Job },
+    /// An automatic watch found a record it does not touch (`why`): `job` is that record.
+    LeftAlone { job: Job, why: LeftAlone },
 }
 
 impl Registered {
@@ -196,7 +225,8 @@ impl Registered {
             | Registered::Updated { job, .. }
             | Registered::Kept { job, .. }
             | Registered::Retargeted { job, .. }
-            | Registered::Rewatched { job, .. } => job,
+            | Registered::Rewatched { job, .. }
+            | Registered::LeftAlone { job, .. } => job,
         }
     }
 }
@@ -218,6 +248,13 @@ pub enum WatchRefused {
 /// Applies a watch to the jobs of the file (`new_id` names each new registration); `turns`
 /// are the file's turns, which say what may be in a chat already. On a refusal the caller
 /// must not keep `jobs` (`store.update` does not save an error).
+///
+/// An automatic watch (`Origin::Auto`: the plugin, at the end of the turn whose
+/// `submit_to_agent` started the tasks) is the same registration as any other of the task:
+/// it adds a record where the file holds none, and otherwise changes nothing the record
+/// says (options, group, chat, origin) but what it lacks and the turn knows (the child's
+/// session, the agent it runs on). A record of another chat, or one that ended, it leaves
+/// alone; it refuses nothing.
 pub fn watch(
     jobs: &mut Vec<Job>,
     turns: &[Turn],
@@ -267,6 +304,16 @@ pub fn watch(
     for task_id in &request.task_ids {
         let existing = jobs.iter().find(|j| j.task_id == *task_id);
         let turn = existing.and_then(turn_of);
+        let target = &request.target_of(task_id);
+        if request.origin == Origin::Auto
+            && let Some(job) = existing
+        {
+            done.push(auto_existing(job, request, target, task_id, now));
+            if let Some(i) = jobs.iter().position(|j| j.task_id == *task_id) {
+                jobs[i] = done.last().expect("just pushed").job().clone();
+            }
+            continue;
+        }
         let mut fresh = Job::new(
             new_id(),
             task_id.clone(),
@@ -307,9 +354,13 @@ pub fn watch(
                     done.push(Registered::AlreadyWatching(job));
                     continue;
                 }
-                // The options it has now are the ones this watch gave.
+                // The options it has now are the ones this watch gave (an automatic watch
+                // the model's tool adjusts stays automatic: both speak the tools' words).
                 if !applied.is_empty() {
-                    next.origin = request.origin;
+                    next.origin = match (job.origin, request.origin) {
+                        (Origin::Auto, Origin::Plugin) => Origin::Auto,
+                        (_, asked) => asked,
+                    };
                 }
                 if next != job {
                     next.updated_at = now;
@@ -359,4 +410,55 @@ pub fn watch(
         done.push(registered);
     }
     Ok(done)
+}
+
+/// What an automatic watch does with the record the file holds for `task_id`: see
+/// [`watch`].
+fn auto_existing(
+    job: &Job,
+    request: &WatchRequest,
+    target: &Target,
+    task_id: &str,
+    now: Timestamp,
+) -> Registered {
+    let same_chat = job.base_url == request.base_url
+        && job.target.agent_id == target.agent_id
+        && job.target.session_id == target.session_id
+        && job.target.user_id == target.user_id
+        && job.target.channel == target.channel;
+    if job.status.is_terminal() {
+        return Registered::LeftAlone {
+            job: job.clone(),
+            why: LeftAlone::Ended(job.status),
+        };
+    }
+    if !same_chat {
+        return Registered::LeftAlone {
+            job: job.clone(),
+            why: LeftAlone::OtherChat,
+        };
+    }
+    let mut next = job.clone();
+    let mut applied = Vec::new();
+    if next.child_session.is_none()
+        && let Some((_, session)) = request.child_sessions.iter().find(|(t, _)| t == task_id)
+    {
+        next.child_session = Some(session.clone());
+        next.child_chat_id = None;
+        next.child_agent = None;
+        applied.push("--child-session");
+    }
+    if next.target.target_agent.is_none() && target.target_agent.is_some() {
+        next.target.target_agent = target.target_agent.clone();
+        applied.push("--target-agent");
+    }
+    if applied.is_empty() {
+        return Registered::AlreadyWatching(job.clone());
+    }
+    next.updated_at = now;
+    Registered::Updated {
+        job: next,
+        applied,
+        not_applied: Vec::new(),
+    }
 }

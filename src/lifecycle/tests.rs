@@ -105,9 +105,11 @@ enum Kind {
     MovedRefused,
     MovedOtherTurn,
     Requeued,
+    Read,
+    ReadClaimed,
 }
 
-const KINDS: [Kind; 19] = [
+const KINDS: [Kind; 21] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
@@ -127,6 +129,8 @@ const KINDS: [Kind; 19] = [
     Kind::MovedRefused,
     Kind::MovedOtherTurn,
     Kind::Requeued,
+    Kind::Read,
+    Kind::ReadClaimed,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -152,6 +156,8 @@ macro_rules! any_kind {
             | Kind::MovedRefused
             | Kind::MovedOtherTurn
             | Kind::Requeued
+            | Kind::Read
+            | Kind::ReadClaimed
     };
 }
 
@@ -200,6 +206,8 @@ fn event(kind: Kind, block: BlockKind) -> Event {
         Kind::Requeued => Event::Requeued {
             create_session: false,
         },
+        Kind::Read => Event::ReadByParent { claimed: false },
+        Kind::ReadClaimed => Event::ReadByParent { claimed: true },
     }
 }
 
@@ -267,6 +275,16 @@ fn row(status: Status, kind: Kind) -> Row {
         // `redeliver` of a given-up result whose turn went elsewhere: on its way again.
         (S::Undelivered | S::Misrouted | S::Error, K::Requeued) => (S::Delivering, &[O::Requeued]),
 
+        // The parent read the finished result itself: what is not on its way is not
+        // posted (a watch still pending, a result waiting or given up); a turn already
+        // claimed goes out as it is.
+        (S::Pending | S::Undelivered | S::Misrouted | S::Error, K::Read | K::ReadClaimed) => {
+            (S::Skipped, &[O::ReadByParent])
+        }
+        (S::Delivering, K::Read) => (S::Skipped, &[O::ReadByParent]),
+        (S::Delivering, K::ReadClaimed) => (S::Delivering, &[O::ReadInFlight]),
+        (S::Unconfirmed, K::Read | K::ReadClaimed) => (S::Unconfirmed, &[O::ReadInFlight]),
+
         // Everything else changes nothing: polls apply to pending jobs only, composition to
         // a job that owes something, turn news to the turn a job points at; an ended job
         // is only ever pruned.
@@ -315,6 +333,8 @@ fn check_in_row(kind: Kind) -> (Row, Option<Outbound>, u32) {
         K::MovedUndelivered | K::MovedMisrouted | K::MovedRefused | K::MovedClosed => {
             ((S::Pending, &[O::CheckInDropped]), None, 1)
         }
+        // The parent has the result: the watch ends; the check-in's turn goes on without it.
+        K::Read | K::ReadClaimed => ((S::Skipped, &[O::ReadByParent]), None, 0),
         any_kind!() => ((S::Pending, IGNORED), on_way, 0),
     }
 }
@@ -391,6 +411,106 @@ fn sub_states_have_their_rows() {
         let after = check(&notice, kind, BlockKind::Notice, row, &case);
         assert_eq!(after.notice, told, "{case}");
     }
+}
+
+#[test]
+fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() {
+    let read = Event::ReadByParent { claimed: false };
+    // In an open turn (or waiting for one): it leaves the turn, nothing is owed.
+    let waiting = job(Status::Delivering);
+    let tr = apply(&waiting, read.clone(), t(10));
+    assert_eq!(tr.outcomes, [Outcome::ReadByParent]);
+    let skipped = tr.job;
+    assert_eq!(
+        (
+            skipped.status,
+            skipped.read_by_parent_at,
+            skipped.turn.as_deref()
+        ),
+        (Status::Skipped, Some(t(10)), None)
+    );
+    assert_eq!((skipped.owes(), skipped.block()), (None, None));
+    assert_eq!(
+        skipped.final_text.as_deref(),
+        Some("T"),
+        "the result is kept"
+    );
+    assert!(
+        apply(&skipped, read.clone(), t(11)).is_ignored(),
+        "read twice"
+    );
+    // Its turn was claimed: it goes out as it is, and the job says the parent read it.
+    let tr = apply(&waiting, Event::ReadByParent { claimed: true }, t(10));
+    assert_eq!(tr.outcomes, [Outcome::ReadInFlight]);
+    assert_eq!(
+        (
+            tr.job.status,
+            tr.job.read_by_parent_at,
+            tr.job.turn.as_deref()
+        ),
+        (Status::Delivering, Some(t(10)), Some(TURN))
+    );
+    assert!(
+        apply(&tr.job, Event::ReadByParent { claimed: true }, t(11)).is_ignored(),
+        "the first read is the one recorded"
+    );
+    let landed = Event::TurnMoved {
+        turn: TURN.into(),
+        block: BlockKind::Result,
+        state: TurnState::Delivered,
+        read_back_closed: false,
+    };
+    let done = apply(&tr.job, landed, t(12)).job;
+    assert_eq!(
+        (done.status, done.read_by_parent_at),
+        (Status::Done, Some(t(10)))
+    );
+    // Given up before the parent read it: it follows that turn no more (`redeliver` of
+    // another task it carries opens it again without this one).
+    let given_up = apply(&job(Status::Undelivered), read.clone(), t(10)).job;
+    assert_eq!(
+        (given_up.status, given_up.turn.as_deref()),
+        (Status::Skipped, None)
+    );
+    // `redeliver` sends the result atc holds, in a new turn.
+    let again = Event::Requeued {
+        create_session: false,
+    };
+    let tr = apply(&skipped, again.clone(), t(20));
+    assert_eq!(tr.outcomes, [Outcome::Requeued]);
+    assert_eq!(
+        (
+            tr.job.status,
+            tr.job.read_by_parent_at,
+            tr.job.turn.as_deref()
+        ),
+        (Status::Delivering, None, None)
+    );
+    assert_eq!(tr.job.owes(), Some(BlockKind::Result));
+    // Read before atc saw it finish: the watch ends without a result, and `redeliver`
+    // watches again, so the next poll fetches it.
+    let early = apply(&pending(), read, t(5)).job;
+    assert_eq!(
+        (early.status, early.final_text.as_deref()),
+        (Status::Skipped, None)
+    );
+    let tr = apply(&early, again, t(20));
+    assert_eq!(tr.job.status, Status::Pending);
+    let polled = apply(&tr.job, Event::Polled(finished()), t(21)).job;
+    assert_eq!(polled.owes(), Some(BlockKind::Result));
+    // An empty answer skipped by `--on-empty skip` is not redelivered.
+    let mut empty = job(Status::Skipped);
+    empty.turn = None;
+    assert!(
+        apply(
+            &empty,
+            Event::Requeued {
+                create_session: false
+            },
+            t(20)
+        )
+        .is_ignored()
+    );
 }
 
 #[test]
@@ -721,6 +841,157 @@ fn turn_in(job: &Job, state: TurnState) -> Turn {
     turn.turn_id = TURN.into();
     turn.carries[0].job_id = job.job_id.clone();
     turn
+}
+
+/// A watch of `tasks` for `target()`'s chat, by `origin`, with `options`.
+fn request(tasks: &[&str], origin: crate::job::Origin, options: Options) -> WatchRequest {
+    WatchRequest {
+        task_ids: tasks.iter().map(|t| (*t).to_owned()).collect(),
+        target: Target {
+            target_agent: None,
+            ..target()
+        },
+        base_url: "http://h/api".into(),
+        options,
+        chat_id: None,
+        child_sessions: Vec::new(),
+        target_agents: Vec::new(),
+        origin,
+    }
+}
+
+#[test]
+fn an_automatic_watch_is_the_same_registration_as_the_models_own_either_way() {
+    use crate::job::Origin;
+    let mut n = 0;
+    let mut ids = move || {
+        n += 1;
+        format!("job{n}")
+    };
+    let model = Options {
+        stop_after_secs: Some(600),
+        check_in_secs: Some(300),
+        ..Options::default()
+    };
+    // The model's watch_agent_task, then the turn's end: nothing changes, not even the
+    // record's date; the options the model asked for stay.
+    let mut jobs = Vec::new();
+    let mut asked = request(&["task-1"], Origin::Plugin, model.clone());
+    asked.child_sessions = vec![("task-1".into(), "child-1".into())];
+    asked.target_agents = vec![("task-1".into(), "SE".into())];
+    watch(&mut jobs, &[], &asked, &mut ids, t(0)).unwrap();
+    let before = jobs.clone();
+    let mut auto = request(&["task-1"], Origin::Auto, Options::default());
+    auto.child_sessions = vec![("task-1".into(), "child-1".into())];
+    auto.target_agents = vec![("task-1".into(), "SE".into())];
+    let done = watch(&mut jobs, &[], &auto, &mut ids, t(5)).unwrap();
+    assert_eq!(done, [Registered::AlreadyWatching(before[0].clone())]);
+    assert_eq!(jobs, before);
+    assert_eq!((jobs[0].origin, &jobs[0].options), (Origin::Plugin, &model));
+    // The model watched without the child's session or the agent it runs on: the turn's
+    // end fills in what it knows, and nothing else.
+    let mut jobs = Vec::new();
+    watch(
+        &mut jobs,
+        &[],
+        &request(&["task-1"], Origin::Plugin, model.clone()),
+        &mut ids,
+        t(0),
+    )
+    .unwrap();
+    let done = watch(&mut jobs, &[], &auto, &mut ids, t(5)).unwrap();
+    let [Registered::Updated { job, applied, .. }] = done.as_slice() else {
+        panic!("{done:?}");
+    };
+    assert_eq!(applied, &["--child-session", "--target-agent"]);
+    assert_eq!(
+        (
+            job.job_id.as_str(),
+            job.child_session.as_deref(),
+            job.target.target_agent.as_deref()
+        ),
+        ("job2", Some("child-1"), Some("SE"))
+    );
+    assert_eq!((&job.options, job.origin), (&model, Origin::Plugin));
+    // The reverse: the turn's end watched it, then the model asks for a deadline: the same
+    // record, now with it.
+    let mut jobs = Vec::new();
+    let done = watch(&mut jobs, &[], &auto, &mut ids, t(0)).unwrap();
+    let [Registered::New(first)] = done.as_slice() else {
+        panic!("{done:?}");
+    };
+    assert_eq!(
+        (first.origin, first.target.target_agent.as_deref()),
+        (Origin::Auto, Some("SE"))
+    );
+    let mut later = asked.clone();
+    later.options = Options {
+        stop_after_secs: Some(600),
+        ..Options::default()
+    };
+    let done = watch(&mut jobs, &[], &later, &mut ids, t(9)).unwrap();
+    let [Registered::Updated { job, applied, .. }] = done.as_slice() else {
+        panic!("{done:?}");
+    };
+    assert_eq!(applied, &["--stop-after"]);
+    assert_eq!(
+        (job.job_id.as_str(), job.origin),
+        (first.job_id.as_str(), Origin::Auto)
+    );
+    // The model's watch with no options after the turn's end's: already watching.
+    let plain = {
+        let mut r = request(&["task-1"], Origin::Plugin, later.options.clone());
+        r.target_agents = vec![("task-1".into(), "SE".into())];
+        r
+    };
+    let done = watch(&mut jobs, &[], &plain, &mut ids, t(10)).unwrap();
+    assert!(
+        matches!(done.as_slice(), [Registered::AlreadyWatching(_)]),
+        "{done:?}"
+    );
+}
+
+#[test]
+fn an_automatic_watch_leaves_another_chats_watch_and_an_ended_one_alone() {
+    use crate::job::Origin;
+    let auto = request(&["task-1"], Origin::Auto, Options::default());
+    let mut elsewhere = pending();
+    elsewhere.target.session_id = "s-other".into();
+    for (existing, why) in [
+        (elsewhere, LeftAlone::OtherChat),
+        (job(Status::Cancelled), LeftAlone::Ended(Status::Cancelled)),
+        (job(Status::Done), LeftAlone::Ended(Status::Done)),
+        (job(Status::Skipped), LeftAlone::Ended(Status::Skipped)),
+        (job(Status::Lost), LeftAlone::Ended(Status::Lost)),
+    ] {
+        let mut jobs = vec![existing.clone()];
+        let done = watch(&mut jobs, &[], &auto, || "new".into(), t(20)).unwrap();
+        assert_eq!(
+            done,
+            [Registered::LeftAlone {
+                job: existing.clone(),
+                why
+            }]
+        );
+        assert_eq!(jobs, [existing], "{why:?}: the record is as it was");
+    }
+    // Two tasks, one new, each on its own agent.
+    let mut two = request(&["task-1", "task-2"], Origin::Auto, Options::default());
+    two.target_agents = vec![
+        ("task-2".into(), "QA".into()),
+        ("task-1".into(), "default".into()),
+    ];
+    let mut jobs = vec![job(Status::Done)];
+    let done = watch(&mut jobs, &[], &two, || "new".into(), t(20)).unwrap();
+    assert!(matches!(done[0], Registered::LeftAlone { .. }));
+    let Registered::New(second) = &done[1] else {
+        panic!("{done:?}");
+    };
+    assert_eq!(
+        (second.target.target_agent.as_deref(), second.origin),
+        (Some("QA"), Origin::Auto)
+    );
+    assert_eq!(jobs.len(), 2);
 }
 
 #[test]

@@ -125,6 +125,11 @@ pub struct Watch {
     pub agent: Setting<String>,
     /// The agent the task runs on, when it is not `agent`.
     pub target_agent: Option<Setting<String>>,
+    /// The agents tasks run on, by task id (`[TARGET_AGENT: …]` lines of `--from`).
+    pub target_agents: Vec<(String, String)>,
+    /// Whether an automatic watch (`--origin auto`) watches: the `auto-watch` knob
+    /// (`ATC_AUTO_WATCH`, else the config file, else on).
+    pub auto_watch: Setting<bool>,
     /// The QwenPaw API root recorded into the job (ends in `/api`).
     pub base_url: Setting<String>,
     pub auth: Auth,
@@ -146,6 +151,18 @@ impl Watch {
             channel: self.channel.value.clone(),
         }
     }
+}
+
+/// `atc parent-read`: the parent chat that read the tasks' results itself.
+#[derive(Debug)]
+pub struct ParentRead {
+    pub state: Setting<PathBuf>,
+    pub task_ids: Vec<String>,
+    pub agent: Setting<String>,
+    pub session: Setting<String>,
+    pub user: Setting<String>,
+    pub channel: Setting<String>,
+    pub limits: Limits,
 }
 
 #[derive(Debug)]

@@ -118,7 +118,7 @@ pub const KEYS: [Key; 12] = [
         env: "ATC_AUTO_WATCH",
         flag: None,
         kind: Kind::Bool,
-        about: "reserved for automatic watches (nothing reads it yet)",
+        about: "atc's QwenPaw plugin watches every background task a turn's submit_to_agent started, by itself, when the turn ends",
     },
 ];
 

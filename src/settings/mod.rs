@@ -34,8 +34,8 @@ use std::path::PathBuf;
 
 pub use auth::{Auth, insecure_refusal, insecure_remote_host};
 pub use commands::{
-    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, QwenpawInstall, Redeliver,
-    Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
+    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, ParentRead, QwenpawInstall,
+    Redeliver, Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
 };
 pub use env::{Environment, ProcessEnv, TEXT_VARS, VarsEnv};
 pub use file::ConfigFile;
@@ -131,6 +131,7 @@ pub enum Action {
     /// `atc qwenpaw zip`: the folder the plugin zip goes into.
     QwenpawZip(std::path::PathBuf),
     Generate(Generate),
+    ParentRead(ParentRead),
 }
 
 /// The command line, the environment and the config file, resolved and checked. Only the
@@ -175,7 +176,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             file,
             state,
             auth()?,
-            knobs()?.limits(),
+            &knobs()?,
         )?)),
         Command::Status(args) => Action::Status(Status {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
@@ -274,6 +275,29 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             Generated::Man { command } => Generate::Man(command),
             Generated::Completions { shell } => Generate::Completions(shell),
         }),
+        Command::ParentRead(args) => {
+            let mut task_ids: Vec<String> = Vec::new();
+            for raw in &args.task_ids {
+                let id = parse_task_id(raw)?;
+                if !task_ids.contains(&id) {
+                    task_ids.push(id);
+                }
+            }
+            let (agent, session, user, channel) = watch::chat_of(
+                (args.agent, args.session, args.user, args.channel),
+                env,
+                "no chat that read them: pass --session SID or set ATC_SESSION_ID",
+            )?;
+            Action::ParentRead(ParentRead {
+                state: state()?,
+                task_ids,
+                agent,
+                session,
+                user,
+                channel,
+                limits: knobs()?.limits(),
+            })
+        }
     };
     Ok(Settings { output, action })
 }

@@ -1,6 +1,7 @@
 //! The settings' own tests: precedence, sources, the messages of bad values.
 
 use super::*;
+use crate::job::Origin;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -445,4 +446,96 @@ fn bad_knob_values_name_where_they_came_from() {
     );
     let tick = tick_of(resolve_args(&["tick"], &e).unwrap());
     assert_eq!(tick.limits.keep, Duration::from_secs(2 * 86400));
+}
+
+/// `auto-watch`: on by default; the config file's `auto-watch = false` turns it off;
+/// `ATC_AUTO_WATCH` beats the file; every watch carries it with its source.
+#[test]
+fn auto_watch_is_on_unless_the_config_file_or_atc_auto_watch_turns_it_off() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/atc/config.toml");
+    let w = |vars: &[(&'static str, &str)]| {
+        resolve_args(
+            &["watch", "task-1", "--session", "s", "--origin", "auto"],
+            &env(vars, Some(home.path())),
+        )
+    };
+    let on = watch_of(w(&[]).unwrap());
+    assert_eq!(
+        (on.auto_watch.value, &on.auto_watch.source, on.origin),
+        (true, &Source::Default, Origin::Auto)
+    );
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "auto-watch = false\n").unwrap();
+    let off = watch_of(w(&[]).unwrap()).auto_watch;
+    assert_eq!(
+        (off.value, off.source),
+        (
+            false,
+            Source::File {
+                path: config.clone(),
+                key: "auto-watch"
+            }
+        )
+    );
+    for (raw, want) in [
+        ("0", false),
+        ("off", false),
+        ("False", false),
+        ("1", true),
+        ("yes", true),
+    ] {
+        let got = watch_of(w(&[("ATC_AUTO_WATCH", raw)]).unwrap()).auto_watch;
+        assert_eq!(
+            (got.value, got.source),
+            (want, Source::Env("ATC_AUTO_WATCH")),
+            "{raw}"
+        );
+    }
+    let err = w(&[("ATC_AUTO_WATCH", "sometimes")]).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert_eq!(
+        err.message,
+        "ATC_AUTO_WATCH: \"sometimes\" is neither true nor false (write true or false, 1 or 0)"
+    );
+    let plain =
+        watch_of(resolve_args(&["watch", "task-1", "--session", "s"], &env(&[], None)).unwrap());
+    assert_eq!(plain.origin, Origin::Cli);
+}
+
+#[test]
+fn parent_read_names_the_chat_that_read_the_tasks() {
+    let e = env(&[("ATC_USER_ID", "carol")], None);
+    let read = match resolve_args(
+        &[
+            "parent-read",
+            "task-1",
+            "'task-2'",
+            "task-1",
+            "--session",
+            "s-1",
+        ],
+        &e,
+    )
+    .unwrap()
+    .action
+    {
+        Action::ParentRead(read) => read,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(read.task_ids, ["task-1", "task-2"]);
+    assert_eq!(
+        (
+            read.agent.value.as_str(),
+            read.session.value.as_str(),
+            read.user.value.as_str(),
+            read.channel.value.as_str()
+        ),
+        ("default", "s-1", "carol", "console")
+    );
+    let err = resolve_args(&["parent-read", "task-1"], &env(&[], None)).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert!(err.message.contains("ATC_SESSION_ID"), "{err}");
+    let err = resolve_args(&["parent-read", "task/1", "--session", "s"], &e).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
 }

@@ -39,7 +39,10 @@ pub struct Knobs {
     /// None: QwenPaw's own (1h).
     pub turn_timeout: Option<Setting<Duration>>,
     pub no_batch: Setting<bool>,
-    /// Reserved for automatic watches: read and shown, used by nothing yet.
+    /// Whether atc's QwenPaw plugin watches, by itself, every background task a turn's
+    /// `submit_to_agent` started (`watch --origin auto`): on unless `ATC_AUTO_WATCH` or the
+    /// config file's `auto-watch` turns it off. The one reader of the setting: the plugin
+    /// asks atc, which decides by it.
     pub auto_watch: Setting<bool>,
 }
 

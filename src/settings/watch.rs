@@ -7,12 +7,12 @@ use super::env::Environment;
 use super::file::ConfigFile;
 use super::from::read_from;
 use super::qwenpaw::base_url;
+use super::tick::Knobs;
 use super::{Auth, Setting, Source, Watch, checked, defaults, text};
 use crate::cli;
 use crate::exit::{Exit, Failure};
 use crate::ids::parse_task_id;
 use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Origin};
-use crate::lifecycle::Limits;
 
 pub(super) fn watch(
     args: cli::WatchArgs,
@@ -21,7 +21,7 @@ pub(super) fn watch(
     file: &ConfigFile,
     state: impl FnOnce() -> Result<Setting<PathBuf>, Failure>,
     auth: Auth,
-    limits: Limits,
+    knobs: &Knobs,
 ) -> Result<Watch, Failure> {
     let mut task_ids: Vec<String> = Vec::new();
     for raw in &args.task_ids {
@@ -31,10 +31,12 @@ pub(super) fn watch(
         }
     }
     let mut child_sessions: Vec<(String, String)> = Vec::new();
+    let mut target_agents: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {
         let (text, shown) = read_from(from)?;
         let found = crate::ids::task_ids_in(&text)?;
         child_sessions = crate::ids::child_sessions_in(&text)?;
+        target_agents = crate::ids::target_agents_in(&text)?;
         if found.is_empty() {
             return Err(Failure::new(
                 Exit::Usage,
@@ -141,28 +143,11 @@ pub(super) fn watch(
             ),
         ));
     }
-    let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
-    let session = part((args.session, "--session"), "ATC_SESSION_ID", None)?
-        .ok_or_else(|| {
-            Failure::new(
-                Exit::Usage,
-                "no session to deliver to: pass --session SID or set ATC_SESSION_ID (an agent's prompt shows it as \"Session ID\")",
-            )
-        })?;
-    let user =
-        part((args.user, "--user"), "ATC_USER_ID", Some(defaults::USER))?.expect("a default");
-    let channel = part(
-        (args.channel, "--channel"),
-        "ATC_CHANNEL",
-        Some(defaults::CHANNEL),
-    )?
-    .expect("a default");
-    let agent = part(
-        (args.agent, "--agent"),
-        "ATC_AGENT_ID",
-        Some(defaults::AGENT),
-    )?
-    .expect("a default");
+    let (agent, session, user, channel) = chat_of(
+        (args.agent, args.session, args.user, args.channel),
+        env,
+        "no session to deliver to: pass --session SID or set ATC_SESSION_ID (an agent's prompt shows it as \"Session ID\")",
+    )?;
     let target_agent = args
         .target_agent
         .map(|value| {
@@ -199,13 +184,55 @@ pub(super) fn watch(
         channel,
         agent,
         target_agent,
+        target_agents,
+        auto_watch: knobs.auto_watch.clone(),
         base_url,
         auth,
-        limits,
+        limits: knobs.limits(),
         check_tasks: !args.no_task_check,
         origin: match args.origin {
             Some(cli::OriginArg::Plugin) => Origin::Plugin,
+            Some(cli::OriginArg::Auto) => Origin::Auto,
             Some(cli::OriginArg::Cli) | None => Origin::Cli,
         },
     })
+}
+
+/// One chat's (agent, session, user, channel) flags, as `watch` and `parent-read` take them.
+type ChatFlags = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// One chat's (agent, session, user, channel): each flag, else its environment variable,
+/// else its default (`missing`: what to say without a session).
+#[allow(clippy::type_complexity)]
+pub(super) fn chat_of(
+    (agent, session, user, channel): ChatFlags,
+    env: &dyn Environment,
+    missing: &str,
+) -> Result<
+    (
+        Setting<String>,
+        Setting<String>,
+        Setting<String>,
+        Setting<String>,
+    ),
+    Failure,
+> {
+    let part = |flag, var, default| text(flag, var, default, env).map(checked).transpose();
+    let session = part((session, "--session"), "ATC_SESSION_ID", None)?
+        .ok_or_else(|| Failure::new(Exit::Usage, missing))?;
+    let user = part((user, "--user"), "ATC_USER_ID", Some(defaults::USER))?.expect("a default");
+    let channel = part(
+        (channel, "--channel"),
+        "ATC_CHANNEL",
+        Some(defaults::CHANNEL),
+    )?
+    .expect("a default");
+    let agent =
+        part((agent, "--agent"), "ATC_AGENT_ID", Some(defaults::AGENT))?.expect("a default");
+    Ok((agent, session, user, channel))
 }

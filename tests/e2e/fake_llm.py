@@ -29,6 +29,14 @@ What it answers depends on the *last user text* of the request (see
                                -> a tool call to <name> with those arguments (a plugin
                                   tool, e.g. ``watch_agent_task``); after its result,
                                   the final text is the tool's output
+  contains ``CALLTOOLS: <json list of [name, {arguments}]>``
+                               -> those tool calls, one per model step, in order (the
+                                  n-th once n-1 tool results followed the user's turn),
+                                  then the final text: the last tool's output. In an
+                                  argument string ``$TASK_ID``/``$SESSION`` stand for the
+                                  last ``[TASK_ID: …]``/``[SESSION: …]`` a tool of this
+                                  turn returned, ``$TASK_ID1``, ``$TASK_ID2``… for each
+                                  in the order they came
   anything else                -> ``ECHO: <last user text>``
 
 A text that starts with ``[TASK_ID:`` is a background-task result delivered into
@@ -61,6 +69,7 @@ IM_INTERMEDIATE = "I will inspect the result first."
 IM_FINAL = "FINAL: the person's answer"
 SKILL_FINAL = "Delegated; the result will come back by itself."
 _CALLTOOL = re.compile(r"CALLTOOL:\s*(\w+)\s*(\{.*\})?\s*$", re.S)
+_CALLTOOLS = re.compile(r"CALLTOOLS:\s*(\[.*\])\s*$", re.S)
 _SKILLTEST = re.compile(r"SKILLTEST:\s*delegate\s+(.+)\s+to\s+(\S+)\s*$", re.S)
 LOG_LOCK = threading.Lock()
 
@@ -154,6 +163,45 @@ def skilltest(messages, last, text):
     return 200, "text", SKILL_FINAL, 0.0
 
 
+def calltools(messages, text):
+    """The next step of ``CALLTOOLS: [...]`` (see the module doc): (status, kind, payload,
+    delay), or None when ``text`` is no such directive."""
+    m = _CALLTOOLS.search(text)
+    if not m or text.startswith("[TASK_ID:"):
+        return None
+    try:
+        steps = json.loads(m.group(1))
+    except ValueError as err:
+        return 200, "text", "CALLTOOLS: bad JSON: %s" % err, 0.0
+    start = max((i for i, msg in enumerate(messages) if msg.get("role") == "user"), default=-1)
+    results = [_text_of(msg.get("content")) for msg in messages[start + 1:]
+               if msg.get("role") == "tool"]
+    if len(results) >= len(steps):
+        return 200, "text", results[-1].strip() if results else "", 0.0
+    tasks, sessions = [], []
+    for result in results:
+        tasks += re.findall(r"\[TASK_ID:\s*([^\]\s]+)\s*\]", result)
+        sessions += re.findall(r"\[SESSION:\s*([^\]\n]+?)\s*\]", result)
+
+    def fill(value):
+        if isinstance(value, str):
+            for n in range(len(tasks), 0, -1):
+                value = value.replace("$TASK_ID%d" % n, tasks[n - 1])
+            if tasks:
+                value = value.replace("$TASK_ID", tasks[-1])
+            if sessions:
+                value = value.replace("$SESSION", sessions[-1])
+            return value
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    name, args = steps[len(results)]
+    return 200, "call", (name, fill(args)), 0.0
+
+
 def decide(body):
     """Return (http_status, kind, payload, delay_seconds)."""
     messages = body.get("messages") or []
@@ -162,6 +210,9 @@ def decide(body):
     skill = skilltest(messages, last, text)
     if skill is not None:
         return skill
+    steps = calltools(messages, text)
+    if steps is not None:
+        return steps
     if last.get("role") == "tool":
         if text.startswith("[TASK_ID:") and "IM-PARENT: TOOL" in text:
             return 200, "text", IM_FINAL, 0.0

@@ -16,6 +16,7 @@
 
 mod api;
 mod atc;
+mod auto;
 mod browser;
 mod config;
 mod console;

@@ -69,6 +69,11 @@ pub const ALL: &[(&str, Scenario)] = &[
     ),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
+    ("auto-watch-delivers", crate::auto::delivers),
+    ("auto-watch-with-the-tool", crate::auto::with_the_tool),
+    ("auto-watch-parent-read", crate::auto::parent_read),
+    ("auto-watch-foreground", crate::auto::foreground),
+    ("auto-watch-off", crate::auto::off),
     ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
@@ -105,6 +110,8 @@ pub struct Ctx {
     seq: Cell<u32>,
     /// The broker and the MQTT-enabled server, made by the first IM scenario.
     im: RefCell<Option<Rc<Im>>>,
+    /// The server of the auto-watch scenarios, made by the first of them.
+    auto: RefCell<Option<Rc<crate::auto::Auto>>>,
     /// The console page in Chromium and its server, made by the first console scenario.
     pub front: RefCell<Option<Rc<crate::console::Front>>>,
 }
@@ -167,8 +174,19 @@ impl Ctx {
             bodies: RefCell::new(BTreeMap::new()),
             seq: Cell::new(0),
             im: RefCell::new(None),
+            auto: RefCell::new(None),
             front: RefCell::new(None),
         })
+    }
+
+    /// The auto-watch scenarios' server (atc's plugin installed), started on first use.
+    pub(crate) fn auto(&self) -> R<Rc<crate::auto::Auto>> {
+        if let Some(auto) = self.auto.borrow().as_ref() {
+            return Ok(Rc::clone(auto));
+        }
+        let auto = Rc::new(crate::auto::shared(self)?);
+        *self.auto.borrow_mut() = Some(Rc::clone(&auto));
+        Ok(auto)
     }
 
     /// The MQTT broker and server, started on first use.

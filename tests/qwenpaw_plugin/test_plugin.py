@@ -58,6 +58,16 @@ def install_host_stubs():
 
     hooks.HookBase, hooks.HookResult, phases.Phase = HookBase, HookResult, Phase
     qwenpaw.runtime, runtime.hooks, runtime.phases = runtime, hooks, phases
+    agentscope = types.ModuleType("agentscope")
+    middleware = types.ModuleType("agentscope.middleware")
+
+    class MiddlewareBase:  # as agentscope/middleware/_base.py has it
+        pass
+
+    middleware.MiddlewareBase = MiddlewareBase
+    agentscope.middleware = middleware
+    sys.modules["agentscope"] = agentscope
+    sys.modules["agentscope.middleware"] = middleware
     for name, mod in [
         ("qwenpaw.runtime", runtime),
         ("qwenpaw.runtime.hooks", hooks),
@@ -88,6 +98,8 @@ if [ "$1" = status ]; then
     exit 0
 fi
 printf '%s\\n' "$@" > "$log.args"
+cat > "$log.stdin"
+cat "$log.stdin" >> "$log.stdin.all"
 printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" > "$log.env"
 cat "$STUB_DIR/stdout" 2>/dev/null
 cat "$STUB_DIR/stderr" >&2 2>/dev/null
@@ -317,6 +329,14 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(self.args()[-6:], [
             "--child-session", "default:to:SE:1:ab", "--stop-after", "10m", "--check-in", "5m"])
 
+    def test_a_watch_without_target_agent_keeps_the_agent_the_turns_end_recorded(self):
+        self.listed(job("task-0123456789ab", target="SE"))
+        self.answer(json.dumps(job("task-0123456789ab", target="SE")))
+        run(self.plugin.watch_agent_task("task-0123456789ab", stop_after="10m", child_session="c-1"))
+        self.assertEqual(self.args()[-2:], ["--stop-after", "10m"])
+        self.assertIn("--target-agent", self.args())
+        self.assertEqual(self.args()[self.args().index("--target-agent") + 1], "SE")
+
     def test_watch_without_them_passes_neither(self):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.watch_agent_task("task-0123456789ab"))
@@ -410,6 +430,7 @@ class PluginTest(unittest.TestCase):
 
         seen = []
         hooks = []
+        middlewares = []
 
         startup = []
         skills = []
@@ -420,6 +441,9 @@ class PluginTest(unittest.TestCase):
 
             def register_runtime_hook(self, hook):
                 hooks.append(hook)
+
+            def register_middleware(self, factory, priority=100):
+                middlewares.append(factory)
 
             def register_startup_hook(self, hook_name, callback, priority=100):
                 startup.append((hook_name, callback))
@@ -439,8 +463,11 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(sigs["callback_task_status"], "() -> str")
         self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False, check_ins: bool = False) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list[str], group: str) -> str")
-        self.assertEqual(len(hooks), 1)
-        self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))
+        self.assertEqual([(h.phase, h.name) for h in hooks], [("finally", "atc_kick"), ("finally", "atc_auto_watch")])
+        # The auto-watch hook runs first (lower priority), the kick after it.
+        self.assertLess(hooks[1].priority, hooks[0].priority)
+        self.assertEqual(len(middlewares), 1)
+        self.assertTrue(callable(middlewares[0]))
         for name, func, description in seen:
             self.assertTrue(inspect.iscoroutinefunction(func), name)
             self.assertTrue(func.__doc__ and description, name)
@@ -609,6 +636,270 @@ class KickTest(unittest.TestCase):
         atc("watch", "task-0123456789ac", "--session", "s-1")
         self.assertTrue(self.plugin.has_work(self.jobs))
 
+
+
+class TextBlock:
+    def __init__(self, text):
+        self.text = text
+
+
+class ToolResponse:  # agentscope.tool.ToolResponse, as far as the plugin reads it
+    def __init__(self, text):
+        self.content = [TextBlock(text)]
+
+
+class ToolChunk:
+    def __init__(self, text):
+        self.content = [TextBlock(text)]
+
+
+class ToolCall:  # agentscope.message.ToolCallBlock: the name and the arguments' JSON
+    def __init__(self, name, arguments):
+        self.name = name
+        self.input = arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def submitted(task, child):
+    """What submit_to_agent answers for a background task (agent_management.py)."""
+    return (
+        "[TASK_ID: %s]\n[SESSION: %s]\n[TIMEOUT: 3600s]\n\nTask submitted successfully.\n"
+        "The subagent is working autonomously \u2014 do NOT poll immediately.\n"
+        "Wait at least 30 seconds, then check with:\n  check_agent_task(task_id='%s')"
+        % (task, child, task)
+    )
+
+
+def checked(task, status="finished"):
+    """What check_agent_task answers (format_background_status_text)."""
+    if status == "finished":
+        return "[TASK_ID: %s]\n[STATUS: finished]\n\nTask completed.\n\n[SESSION: c]\n\nthe answer" % task
+    return "[TASK_ID: %s]\n[STATUS: running]\n\nTask is still running...\nStarted at: 1.0" % task
+
+
+CHILD_SE = "default:to:SE:1796161586102:6bb71902"
+CHILD_QA = "default:to:QA:1796161586103:0c1d2e3f"
+
+
+class AutoWatchTest(unittest.TestCase):
+    """The turn's tool calls, as the middleware sees them return, to the atc commands the
+    plugin starts: one `atc watch --origin auto` at the turn's end for its background
+    submissions, one `atc parent-read` at once for each finished result it read."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = Path(self.dir.name)
+        self.atc = self.path / "atc"
+        self.atc.write_text(STUB)
+        self.atc.chmod(0o755)
+        self.env = dict(os.environ)
+        self.jobs = self.path / "state" / "jobs.json"
+        self.jobs.parent.mkdir()
+        os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
+        for name in ("STUB_SLEEP", "ATC_AUTO_WATCH"):
+            os.environ.pop(name, None)
+        self.plugin = load_plugin()
+        self.kicks = []
+        self.warned = []
+        test = self
+
+        class Kicker:
+            def kick(self):
+                test.kicks.append(True)
+
+            def warn_once(self, what, message):
+                test.warned.append((what, message))
+
+        self.reporter = self.plugin.Reporter(Kicker())
+        self.factory = self.plugin.turn_middleware(self.reporter)
+        self.hook = self.plugin.auto_watch_hook(self.reporter)
+
+    def tearDown(self):
+        self.settle()
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.dir.cleanup()
+
+    def settle(self):
+        for reaper in list(self.reporter.reapers):
+            reaper.join(10)
+
+    def ctx(self, session="s-1", user="carol", channel="console", agent="default"):
+        return types.SimpleNamespace(
+            agent_id=agent, session_id=session,
+            request=types.SimpleNamespace(user_id=user, channel=channel), extras={})
+
+    def turn(self, calls, ctx=None):
+        """Runs one turn: the middleware QwenPaw builds for it sees `calls` (name, arguments,
+        output) return, then the FINALLY hook runs. Returns what each call yielded."""
+        ctx = ctx or self.ctx()
+        recorder = self.factory(ctx, None)
+        yielded = []
+        for name, arguments, output in calls:
+            response = output if not isinstance(output, str) else ToolResponse(output)
+
+            async def next_handler(**_):
+                yield response
+
+            async def drain():
+                async for item in recorder.on_acting(object(), {"tool_call": ToolCall(name, arguments)}, next_handler):
+                    yielded.append(item)
+
+            run(drain())
+        self.during = self.started()
+        run(self.hook.run(ctx))
+        self.settle()
+        return yielded
+
+    def started(self):
+        self.settle()
+        try:
+            return (self.path / "calls.all").read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def test_a_turn_with_two_background_submits_asks_one_watch_of_both(self):
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE", "text": "review"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+            ("execute_shell_command", {"command": "ls"}, "a\nb"),
+            ("submit_to_agent", {"to_agent": "QA", "text": "test"}, submitted("task-bbbbbbbbbbbb", CHILD_QA)),
+        ])
+        self.assertEqual(self.started(), [
+            "watch --origin auto --json --from - --session s-1 --user carol --channel console --agent default"])
+        self.assertEqual((self.path / "calls.stdin").read_text(), (
+            "[TASK_ID: task-aaaaaaaaaaaa]\n[SESSION: %s]\n[TARGET_AGENT: SE]\n"
+            "[TASK_ID: task-bbbbbbbbbbbb]\n[SESSION: %s]\n[TARGET_AGENT: QA]\n" % (CHILD_SE, CHILD_QA)))
+        self.assertEqual(self.during, [], "nothing started before the turn ended")
+
+    def test_a_turn_with_no_background_submit_starts_no_atc(self):
+        self.turn([("execute_shell_command", {"command": "ls"}, "a")])
+        self.turn([])
+        self.assertEqual(self.started(), [])
+
+    def test_foreground_calls_spawned_subagents_and_failed_submits_are_never_watched(self):
+        self.turn([
+            ("chat_with_agent", {"to_agent": "SE", "text": "ask"}, "[SESSION: %s]\n\nECHO: ask" % CHILD_SE),
+            ("spawn_subagent", {"task": "x", "background": True}, "[TASK_ID: task-cccccccccccc]\n[SESSION: sub-1]"),
+            ("submit_to_agent", {"to_agent": "nope", "text": "x"}, "Agent [nope] not exists"),
+            ("submit_to_agent", {"to_agent": "SE", "text": ""}, "ERROR: 'text' is required for submission"),
+        ])
+        self.assertEqual(self.started(), [])
+
+    def test_a_finished_result_the_parent_read_is_reported_at_once_and_not_watched(self):
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE", "text": "quick"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+            ("submit_to_agent", {"to_agent": "QA", "text": "slow"}, submitted("task-bbbbbbbbbbbb", CHILD_QA)),
+            ("check_agent_task", {"task_id": "task-bbbbbbbbbbbb"}, checked("task-bbbbbbbbbbbb", "running")),
+            ("check_agent_task", {"task_id": "task-aaaaaaaaaaaa"}, checked("task-aaaaaaaaaaaa")),
+        ])
+        # The read went out during the turn (the parent's chat still busy): atc cannot
+        # have claimed a turn into it meanwhile.
+        self.assertEqual(self.during, [
+            "parent-read task-aaaaaaaaaaaa --json --session s-1 --user carol --channel console --agent default"])
+        self.assertEqual(self.started()[1:], [
+            "watch --origin auto --json --from - --session s-1 --user carol --channel console --agent default"])
+        self.assertEqual((self.path / "calls.stdin").read_text(),
+                         "[TASK_ID: task-bbbbbbbbbbbb]\n[SESSION: %s]\n[TARGET_AGENT: QA]\n" % CHILD_QA)
+
+    def test_a_later_turns_read_is_reported_and_the_turn_watches_nothing(self):
+        self.turn([("check_agent_task", {"task_id": "task-aaaaaaaaaaaa"}, checked("task-aaaaaaaaaaaa"))],
+                  ctx=self.ctx(session="mqtt:dave", user="dave", channel="mqtt", agent="SE"))
+        self.assertEqual(self.started(), [
+            "parent-read task-aaaaaaaaaaaa --json --session mqtt:dave --user dave --channel mqtt --agent SE"])
+
+    def test_a_callback_cancelled_in_the_turn_is_not_watched_at_its_end(self):
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE", "text": "x"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+            ("cancel_task_callback", {"task_id": "'task-aaaaaaaaaaaa'"}, "Not cancelled task-aaaaaaaaaaaa: ..."),
+        ])
+        self.assertEqual(self.started(), [])
+
+    def test_every_output_passes_through_unchanged(self):
+        out = ToolResponse(submitted("task-aaaaaaaaaaaa", CHILD_SE))
+        chunk = ToolChunk("partial")
+        yielded = self.turn([("submit_to_agent", {"to_agent": "SE"}, out), ("execute_shell_command", {}, chunk)])
+        self.assertEqual(len(yielded), 2)
+        self.assertIs(yielded[0], out)
+        self.assertIs(yielded[1], chunk)
+
+    def test_the_target_agent_is_the_calls_to_agent_else_the_one_the_generated_session_names(self):
+        sub = self.plugin.background_submission
+        out = submitted("task-aaaaaaaaaaaa", CHILD_SE)
+        self.assertEqual(sub("submit_to_agent", json.dumps({"to_agent": " 'QA' "}), out),
+                         ("task-aaaaaaaaaaaa", "QA", CHILD_SE))
+        self.assertEqual(sub("submit_to_agent", "{not json", out), ("task-aaaaaaaaaaaa", "SE", CHILD_SE))
+        own = submitted("task-aaaaaaaaaaaa", "my-own-session")
+        self.assertEqual(sub("submit_to_agent", "{}", own), ("task-aaaaaaaaaaaa", None, "my-own-session"))
+        self.assertIsNone(sub("chat_with_agent", "{}", out))
+        read = self.plugin.finished_read
+        self.assertEqual(read("check_agent_task", checked("task-a")), "task-a")
+        self.assertIsNone(read("check_agent_task", checked("task-a", "running")))
+        self.assertIsNone(read("check_agent_task", "ERROR: 'task_id' is required to check task status"))
+        failed = "[TASK_ID: task-a]\n[STATUS: finished]\n\nTask failed.\n\nError: Task cancelled"
+        self.assertEqual(read("check_agent_task", failed), "task-a", "a failed result is a result")
+
+    def test_an_auto_watch_that_watched_something_kicks_a_tick_and_one_that_did_not_does_not(self):
+        (self.path / "stdout").write_text(json.dumps(
+            {"auto_watch": {"on": True, "from": "the default"}, "jobs": [{"task_id": "task-aaaaaaaaaaaa"}], "left_alone": []}))
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual(self.kicks, [True])
+        (self.path / "stdout").write_text(json.dumps(
+            {"auto_watch": {"on": False, "from": "ATC_AUTO_WATCH"}, "jobs": [], "left_alone": []}))
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-bbbbbbbbbbbb", CHILD_SE))])
+        self.assertEqual(self.kicks, [True], "auto-watch off: nothing to tick for")
+
+    def test_a_refusal_is_said_once_and_nothing_raises_into_the_turn(self):
+        (self.path / "exit").write_text("1")
+        for _ in range(2):
+            self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual([w[0] for w in self.warned], ["exit-watch", "exit-watch"])
+        self.assertIn("atc watch (from the end of a turn) exited 1", self.warned[0][1])
+        os.environ["ATC_BIN"] = str(self.path / "nope")
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual(self.warned[-1][0], "missing-auto")
+        # A context QwenPaw could not describe: no recorder, no error.
+        self.assertIsNone(self.factory(None, None))
+        run(self.hook.run(types.SimpleNamespace()))
+
+    def test_a_turn_in_no_chat_or_an_acp_session_starts_nothing(self):
+        calls = [("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+                 ("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))]
+        self.turn(calls, ctx=self.ctx(session=None))
+        acp = self.ctx()
+        acp.request.request_context = {"qwenpaw.ephemeral": True}
+        self.turn(calls, ctx=acp)
+        self.assertEqual(self.started(), [])
+        # Any other channel is atc's to judge (it refuses an ACP channel itself).
+        self.turn(calls[:1], ctx=self.ctx(channel="acp"))
+        self.assertEqual(self.started(), [
+            "watch --origin auto --json --from - --session s-1 --user carol --channel acp --agent default"])
+
+    def test_the_real_atc_takes_what_the_plugin_writes(self):
+        real = os.environ.get("ATC_TEST_BIN")
+        if not real:
+            self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
+        os.environ["ATC_BIN"] = real
+        os.environ["ATC_BASE_URL"] = "http://127.0.0.1:9"
+        os.environ["HOME"] = str(self.path)
+        self.plugin.server_base_url = lambda: None
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+            ("submit_to_agent", {"to_agent": "default"}, submitted("task-bbbbbbbbbbbb", "mine")),
+        ])
+        jobs = {j["task_id"]: j for j in json.loads(self.jobs.read_text())["jobs"]}
+        self.assertEqual(set(jobs), {"task-aaaaaaaaaaaa", "task-bbbbbbbbbbbb"})
+        a, b = jobs["task-aaaaaaaaaaaa"], jobs["task-bbbbbbbbbbbb"]
+        self.assertEqual((a["origin"], a["target_agent"], a["child_session"]), ("auto", "SE", CHILD_SE))
+        self.assertEqual((b["target_agent"], b["child_session"]), (None, "mine"))
+        self.assertEqual((a["session_id"], a["user_id"], a["channel"], a["agent_id"]),
+                         ("s-1", "carol", "console", "default"))
+        self.assertEqual(self.kicks, [True])
+        # The parent reads one itself: atc records it and will not post it.
+        self.turn([("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))])
+        jobs = {j["task_id"]: j for j in json.loads(self.jobs.read_text())["jobs"]}
+        self.assertEqual(jobs["task-aaaaaaaaaaaa"]["status"], "skipped")
+        self.assertIn("read_by_parent_at", jobs["task-aaaaaaaaaaaa"])
+        self.assertEqual(jobs["task-bbbbbbbbbbbb"]["status"], "pending")
+        self.assertEqual(self.warned, [])
 
 
 class CadenceTest(unittest.TestCase):

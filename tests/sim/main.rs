@@ -1,5 +1,6 @@
-//! The deterministic simulation of delivery (issues 15 and 25): random histories of
-//! watches (with every option), cancels (plain, `--check-ins`, `--stop`), redeliveries,
+//! The deterministic simulation of delivery (issues 15, 25 and 29): random histories of
+//! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
+//! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
 //! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
 //! that crash at each crash point), a version-1 atc rewriting the file, server restarts,
 //! chats vanishing and coming back, busy parents, POST faults and clock jumps, run through
@@ -11,7 +12,8 @@
 //! as another process would, while the pass holds no lock — a second tick included.
 //! After every operation and after the drain that ends every history, the promises are
 //! checked (`world.rs`), in a queue checker's terms: every block owed is delivered once,
-//! or given up and heard; none lost, none twice. Every run counts the hard branches it
+//! or given up and heard, or withdrawn, or not posted because the parent read it itself
+//! (at most once, and exactly once unless the parent read it); none lost, none twice. Every run counts the hard branches it
 //! reached ("sometimes" assertions) and fails when one of them never happened.
 //! `proptest-state-machine` generates and shrinks histories; a failure prints the seed
 //! and the shrunk history, replayable as a named test below.
@@ -50,6 +52,9 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     refused_batch: 0,
     second_tick_during_a_tick: 0,
     kicked_passes: 0,
+    read_in_flight: 0,
+    read_out_of_an_open_turn: 0,
+    auto_watch_met_a_watch: 0,
     stop_given_up: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
@@ -58,6 +63,7 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     given_up: 0,
     heard: 0,
     withdrawn: 0,
+    read: 0,
     check_ins: 0,
     checked_in: 0,
     lost: 0,
@@ -86,6 +92,8 @@ fn other(swarm: Swarm) -> BoxedStrategy<Op> {
         3 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
             .prop_map(move |(tasks, chat, group, opts)| Op::Watch { tasks, chat, group, create_session: false, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
         6 => task.clone().prop_map(Op::Cancel),
+        2 => (1u8..(1u8 << swarm.tasks), chat.clone()).prop_map(|(tasks, chat)| Op::AutoWatch { tasks, chat }),
+        4 => (task.clone(), chat.clone()).prop_map(|(t, c)| Op::ParentRead(t, c)),
         2 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), any::<bool>()).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
@@ -109,6 +117,8 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             .prop_map(move |(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
         2 => Just(Op::TickNoBatch),
         5 => task.clone().prop_map(Op::Cancel),
+        3 => (1u8..(1u8 << swarm.tasks), chat.clone()).prop_map(|(tasks, chat)| Op::AutoWatch { tasks, chat }),
+        3 => (task.clone(), chat.clone()).prop_map(|(t, c)| Op::ParentRead(t, c)),
         2 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
@@ -273,7 +283,7 @@ fn random_histories_keep_every_promise() {
     // Straight to stderr, past the test harness's capture: the run says what it checked.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked; blocks: {} owed, {} delivered once, {} given up ({} heard), {} withdrawn, {} lost, {} duplicated; check-ins: {} owed, {} in a chat; reached: {}",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked; blocks: {} owed, {} delivered once, {} given up ({} heard), {} withdrawn, {} read by the parent, {} lost, {} duplicated; check-ins: {} owed, {} in a chat; reached: {}",
         HISTORIES.load(Ordering::Relaxed),
         OPERATIONS.load(Ordering::Relaxed),
         TURNS.load(Ordering::Relaxed),
@@ -284,6 +294,7 @@ fn random_histories_keep_every_promise() {
         queue.given_up,
         queue.heard,
         queue.withdrawn,
+        queue.read,
         queue.lost,
         queue.duplicated,
         queue.check_ins,
@@ -1594,4 +1605,69 @@ fn a_refused_result_redelivered_then_cancelled_during_a_tick_is_two_steps() {
         Interleave(Phase::Send, Box::new(CancelStop(2))),
         Tick,
     ]);
+}
+
+/// Found while building issue 29: a refused batch's task read by the parent, then the
+/// batch redelivered for another task: the read job must follow no turn (it pointed at
+/// the refused turn, which `redeliver` opened again without it).
+#[test]
+fn a_result_read_by_the_parent_leaves_the_refused_turn_redeliver_opens_again() {
+    use Op::*;
+    replay(vec![
+        Finish(0, Ending::Answer),
+        Watch {
+            tasks: 21,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        CrashTick(Crash::Claimed),
+        Tick,
+        Tick,
+        Fault(PostFault::Refused),
+        Tick,
+        ParentRead(0, 0),
+        Redeliver {
+            task: 4,
+            create_session: false,
+        },
+    ]);
+}
+
+/// The parent reads a result while the tick posts the turn that carries it: a claimed
+/// turn is what it is (it goes out, once), and the job says the parent read it too. Read
+/// before the tick, it is not posted at all.
+#[test]
+fn a_read_while_the_turn_is_posted_goes_out_once_and_one_before_never() {
+    use Op::*;
+    let watch = Watch {
+        tasks: 1,
+        chat: 0,
+        group: false,
+        create_session: false,
+        opts: 0,
+    };
+    for (read, status, copies) in [
+        (
+            Interleave(Phase::Send, Box::new(ParentRead(0, 0))),
+            atc::job::Status::Done,
+            1,
+        ),
+        (ParentRead(0, 0), atc::job::Status::Skipped, 0),
+    ] {
+        let world = replayed(&[Finish(0, Ending::Answer), watch.clone(), read, Tick]);
+        let file = world.env.store().load().unwrap();
+        let job = file.find("task-0").unwrap();
+        assert_eq!(job.status, status);
+        assert!(job.read_by_parent_at.is_some());
+        let s = world.server().lock();
+        let results = s
+            .chats
+            .iter()
+            .flat_map(world::delivered_texts)
+            .filter(|t| t.contains("«answer of task-0»"))
+            .count();
+        assert_eq!(results, copies, "{status}");
+    }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use atc::cmd::tick::Window;
-use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Outbound, Status, Target};
+use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Origin, Outbound, Status, Target};
 use atc::lifecycle::{Limits, WatchRequest};
 use atc::settings::{Auth, Setting, Source, Tick};
 use atc::state::Store;
@@ -86,6 +86,16 @@ pub enum Op {
         create_session: bool,
         opts: u8,
     },
+    /// What atc's plugin runs at the end of a parent's turn in `chat` whose
+    /// `submit_to_agent` calls started `tasks` (a bit set): `watch --origin auto`, each task
+    /// with its own agent and child session.
+    AutoWatch {
+        tasks: u8,
+        chat: u8,
+    },
+    /// The parent in `chat` read task `.0`'s finished result itself (`check_agent_task`),
+    /// which atc's plugin reports: `atc parent-read`. Only a task that finished can be read.
+    ParentRead(u8, u8),
     Cancel(u8),
     /// `atc cancel T --check-ins`.
     CancelCheckIns(u8),
@@ -163,12 +173,18 @@ pub struct Sometimes {
     pub second_tick_during_a_tick: u64,
     /// A kicked tick made more than one pass.
     pub kicked_passes: u64,
+    /// The parent read a result whose turn was claimed (it went out as it was).
+    pub read_in_flight: u64,
+    /// The parent read a result that sat in an open turn (it left the turn).
+    pub read_out_of_an_open_turn: u64,
+    /// An automatic watch met a live watch of the same task (the model's own).
+    pub auto_watch_met_a_watch: u64,
     /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
     pub stop_given_up: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 11] {
+    pub fn named(&self) -> [(&'static str, u64); 14] {
         [
             (
                 "cancel between claim and record",
@@ -195,6 +211,12 @@ impl Sometimes {
                 self.second_tick_during_a_tick,
             ),
             ("a kicked tick's extra passes", self.kicked_passes),
+            ("a read of a claimed turn", self.read_in_flight),
+            ("a read out of an open turn", self.read_out_of_an_open_turn),
+            (
+                "an auto-watch of a watched task",
+                self.auto_watch_met_a_watch,
+            ),
             ("a stop given up", self.stop_given_up),
         ]
     }
@@ -210,6 +232,9 @@ impl Sometimes {
         self.refused_batch += other.refused_batch;
         self.second_tick_during_a_tick += other.second_tick_during_a_tick;
         self.kicked_passes += other.kicked_passes;
+        self.read_in_flight += other.read_in_flight;
+        self.read_out_of_an_open_turn += other.read_out_of_an_open_turn;
+        self.auto_watch_met_a_watch += other.auto_watch_met_a_watch;
         self.stop_given_up += other.stop_given_up;
     }
 }
@@ -227,6 +252,8 @@ pub struct Queue {
     pub heard: u64,
     /// Taken back by a person (`cancel`).
     pub withdrawn: u64,
+    /// Not posted: the parent read it itself (`parent-read`) before its turn was claimed.
+    pub read: u64,
     /// Check-ins owed, and of those in a chat.
     pub check_ins: u64,
     pub checked_in: u64,
@@ -242,6 +269,7 @@ impl Queue {
         self.given_up += other.given_up;
         self.heard += other.heard;
         self.withdrawn += other.withdrawn;
+        self.read += other.read;
         self.check_ins += other.check_ins;
         self.checked_in += other.checked_in;
         self.lost += other.lost;
@@ -390,6 +418,8 @@ impl Env {
                 create_session,
                 opts,
             } => self.watch(*tasks, *chat, *group, *create_session, *opts),
+            Op::AutoWatch { tasks, chat } => self.auto_watch(*tasks, *chat),
+            Op::ParentRead(t, chat) => self.parent_read(*t, *chat),
             Op::Cancel(t) => self.cancel(*t),
             Op::CancelCheckIns(t) => self.cancel_check_ins(*t),
             Op::CancelStop(t) => self.cancel_stop(*t),
@@ -565,7 +595,8 @@ impl Env {
                 .iter()
                 .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
                 .collect(),
-            origin: atc::job::Origin::Cli,
+            target_agents: Vec::new(),
+            origin: Origin::Cli,
         };
         let now = self.now();
         let result = self.store().update(|file| {
@@ -631,6 +662,150 @@ impl Env {
                 format!(" → {}", kinds.join(", "))
             }
         }
+    }
+
+    /// `watch --origin auto`: the plugin at the end of a turn that submitted `tasks` from
+    /// `chat`. It is the same registration as the model's own: a record the file holds
+    /// keeps its id, options, chat and origin (it may only gain the child's session and
+    /// the agent it runs on); one of another chat or ended is left alone.
+    fn auto_watch(&self, tasks: u8, chat: u8) -> String {
+        let ids: Vec<u8> = (0..TASKS).filter(|i| tasks & (1 << i) != 0).collect();
+        if ids.is_empty() {
+            return " (no task)".into();
+        }
+        let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
+        // The turn ran in that chat: it exists, unless it was deleted since.
+        let chat_id = {
+            let s = self.server.lock();
+            if s.down {
+                None
+            } else {
+                match s
+                    .chats
+                    .iter()
+                    .find(|c| c.session == session && c.user == user && c.channel == channel)
+                {
+                    Some(c) => Some(c.id.clone()),
+                    None => return " → refused: no such chat".into(),
+                }
+            }
+        };
+        let request = WatchRequest {
+            task_ids: ids.iter().map(|&i| task_id(i)).collect(),
+            target: Target {
+                agent_id: "default".into(),
+                target_agent: None,
+                session_id: session.into(),
+                user_id: user.into(),
+                channel: channel.into(),
+            },
+            base_url: BASE.into(),
+            options: Options::default(),
+            chat_id,
+            child_sessions: ids
+                .iter()
+                .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
+                .collect(),
+            target_agents: ids
+                .iter()
+                .map(|&i| (task_id(i), agent_of(i).to_owned()))
+                .collect(),
+            origin: Origin::Auto,
+        };
+        let before = self.store().load().expect("the file loads");
+        let now = self.now();
+        let registered = self
+            .store()
+            .update(|file| {
+                let done = atc::lifecycle::watch(
+                    &mut file.jobs,
+                    &file.turns,
+                    &request,
+                    atc::ids::new_job_id,
+                    now,
+                )
+                .map_err(|why| anyhow::anyhow!("{why:?}"))?;
+                atc::compose::tidy(file, now, &limits());
+                Ok(done)
+            })
+            .expect("an automatic watch refuses nothing");
+        for r in &registered {
+            let job = r.job();
+            let Some(old) = before.find(&job.task_id) else {
+                assert!(
+                    matches!(r, atc::lifecycle::Registered::New(_)),
+                    "{r:?} of a task the file did not hold"
+                );
+                assert_eq!(job.origin, Origin::Auto);
+                self.notes().fresh.insert(job.job_id.clone());
+                continue;
+            };
+            // The same registration: nothing it says changes but what it lacked.
+            let mut same = job.clone();
+            same.child_session = old.child_session.clone();
+            same.child_chat_id = old.child_chat_id.clone();
+            same.target.target_agent = old.target.target_agent.clone();
+            same.updated_at = old.updated_at;
+            assert_eq!(
+                same, *old,
+                "an automatic watch of {} changed its record",
+                job.task_id
+            );
+            if matches!(
+                r,
+                atc::lifecycle::Registered::AlreadyWatching(_)
+                    | atc::lifecycle::Registered::Updated { .. }
+            ) {
+                self.notes().sometimes.auto_watch_met_a_watch += 1;
+            }
+        }
+        let kinds: Vec<String> = registered.iter().map(kind).collect();
+        format!(" → {}", kinds.join(", "))
+    }
+
+    /// `atc parent-read`: the parent in `chat` read task `t`'s finished result itself.
+    fn parent_read(&self, t: u8, chat: u8) -> String {
+        let id = task_id(t);
+        let finished = self
+            .server
+            .lock()
+            .tasks
+            .get(&id)
+            .is_some_and(|task| task.end.is_some());
+        if !finished {
+            return " (still running: nothing to read)".into();
+        }
+        let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
+        let file = self.store().load().expect("the file loads");
+        if let Some(job) = file.find(&id)
+            && let Some(turn) = file.turn_of(job)
+            && turn.carries_job(&job.job_id)
+            && job.target.session_id == session
+            && job.read_by_parent_at.is_none()
+        {
+            let mut n = self.notes();
+            if turn.is_open() && job.owes().is_some() {
+                n.sometimes.read_out_of_an_open_turn += 1;
+            } else if !turn.state.is_given_up()
+                && matches!(job.status, Status::Delivering | Status::Unconfirmed)
+            {
+                n.sometimes.read_in_flight += 1;
+            }
+        }
+        let now = self.now();
+        let reads = self
+            .store()
+            .update(|file| {
+                Ok(atc::cmd::parent_read::parent_read_in(
+                    file,
+                    std::slice::from_ref(&id),
+                    ("default", session, user, channel),
+                    now,
+                    &limits(),
+                ))
+            })
+            .expect("parent-read");
+        format!(" → {}", reads[0].outcome)
     }
 
     fn cancel(&self, t: u8) -> String {
@@ -1475,6 +1650,15 @@ impl World {
                             ));
                         }
                     }
+                    // At most once, and exactly once unless the parent read it itself.
+                    Status::Skipped if job.read_by_parent_at.is_some() => {
+                        queue.read += 1;
+                        if live_copies > 0 {
+                            self.fail(&format!(
+                                "the parent read {task} itself before atc posted it, and a chat has its result"
+                            ));
+                        }
+                    }
                     other => {
                         self.fail(&format!("{task} owed its result and ended {other}"));
                     }
@@ -1696,9 +1880,14 @@ fn one_step(from: Status, to: Status) -> bool {
     match from {
         Pending => to != Pending,
         Delivering | Unconfirmed | Undelivered | Misrouted | Error => {
-            outbound.contains(&to) || to == Cancelled && matches!(from, Delivering | Unconfirmed)
+            outbound.contains(&to)
+                || to == Cancelled && matches!(from, Delivering | Unconfirmed)
+                // The parent read it itself before it was claimed (`parent-read`).
+                || to == Skipped && from != Unconfirmed
         }
-        Done | Cancelled | Skipped | Lost | Expired | Abandoned => false,
+        // `redeliver` of a result the parent read itself: the one held, or polled again.
+        Skipped => matches!(to, Delivering | Pending),
+        Done | Cancelled | Lost | Expired | Abandoned => false,
     }
 }
 

@@ -1,0 +1,450 @@
+//! Issue 29 on the real server: every delegated task comes back by itself. A server of its
+//! own ("auto") with atc's plugin installed by `atc qwenpaw install`, its atc a wrapper
+//! (ATC_BIN) that logs every start, the plugin's cadence off: the test runs **no tick and
+//! no timer** unless it says so. The parent's model (the fake LLM's `CALLTOOL:` and
+//! `CALLTOOLS:` lines) calls `submit_to_agent` itself, and no watch tool; what delivers is
+//! what the plugin started at the turn's end.
+
+use std::fs;
+use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::R;
+use crate::api::Api;
+use crate::atc::Atc;
+use crate::ensure;
+use crate::qwenpaw::{Server, ServerOptions};
+use crate::scenarios::Ctx;
+
+const TURN_WAIT: Duration = Duration::from_secs(60);
+const USER: &str = "ana";
+const AUTOMATIC: &str = "automatically, at the end of the turn that submitted it";
+
+pub struct Auto {
+    pub server: Server,
+    /// The wrapper's log: one line per atc start, its arguments.
+    starts: PathBuf,
+    state: PathBuf,
+    dir: PathBuf,
+}
+
+impl Auto {
+    fn starts(&self) -> Vec<String> {
+        fs::read_to_string(&self.starts)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn atc(&self, ctx: &Ctx) -> R<Atc> {
+        let dir = self.dir.join(ctx.uniq("reader"));
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Atc::new(&ctx.atc_bin, &dir, self.state.clone(), &self.server.root())
+    }
+
+    fn jobs(&self, ctx: &Ctx) -> R<Vec<Value>> {
+        if !self.state.exists() {
+            return Ok(Vec::new());
+        }
+        self.atc(ctx)?.jobs()
+    }
+
+    /// The model's turn in (session, `USER`) on `default`: `text` is what the fake LLM
+    /// obeys. Returns the turn's final text.
+    fn turn(&self, session: &str, text: &str) -> R<String> {
+        let api = self.server.api();
+        let turn = api.submit(Some("default"), session, USER, text, None)?;
+        let (payload, _) = api.wait_finished(&turn, TURN_WAIT)?;
+        ensure!(
+            payload["result"]["status"] == "completed",
+            "the parent's turn did not complete: {payload}"
+        );
+        Ok(payload["result"]["output"]
+            .as_array()
+            .and_then(|o| o.last())
+            .map(|m| crate::api::text_of(&m["content"]))
+            .unwrap_or_default())
+    }
+
+    /// The atc turns in the parent chat carrying `task`'s result.
+    fn results_in(&self, session: &str, task: &str) -> R<usize> {
+        let api = self.server.api();
+        let Some(chat) = api.chat_id("default", USER, session)? else {
+            return Ok(0);
+        };
+        let (msgs, _) = api.chat(&chat)?;
+        let marker = format!("[TASK_ID: {task}]");
+        Ok(msgs
+            .iter()
+            .filter(|m| m.role == "user" && m.text.contains(&marker))
+            .count())
+    }
+
+    /// Waits until the parent chat holds `task`'s result, then a little longer: it must be
+    /// there exactly once.
+    fn delivered_once(&self, session: &str, task: &str) -> R<()> {
+        let deadline = Instant::now() + TURN_WAIT;
+        while self.results_in(session, task)? == 0 {
+            ensure!(
+                Instant::now() < deadline,
+                "the result of {task} never arrived in the parent chat; atc started: {:?}",
+                self.starts()
+            );
+            sleep(Duration::from_millis(200));
+        }
+        sleep(Duration::from_secs(3));
+        let n = self.results_in(session, task)?;
+        ensure!(
+            n == 1,
+            "the result of {task} is in the parent chat {n} times"
+        );
+        Ok(())
+    }
+
+    /// No line of the server log says the plugin failed.
+    fn no_plugin_warnings(&self) -> R<()> {
+        let log = self.server.log_text();
+        let said: Vec<&str> = log.lines().filter(|l| l.contains("atc plugin:")).collect();
+        ensure!(said.is_empty(), "the plugin warned: {said:?}");
+        Ok(())
+    }
+}
+
+/// A server with atc's plugin, its atc a logging wrapper.
+fn server(ctx: &Ctx, name: &str) -> R<Auto> {
+    let dir = ctx.scratch.path().join(ctx.uniq(name));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let starts = dir.join("atc-starts.log");
+    let wrapper = dir.join("atc-wrapper");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            ctx.atc_bin.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    let state = dir.join("jobs.json");
+    let vars = vec![
+        ("ATC_BIN".to_string(), wrapper.display().to_string()),
+        ("ATC_STATE".to_string(), state.display().to_string()),
+        // Only what a turn's end starts: the plugin's own cadence would tick too.
+        ("ATC_CADENCE".to_string(), "off".to_string()),
+    ];
+    let server = Server::create(
+        name,
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            env: vars,
+            ..ServerOptions::default()
+        },
+    )?;
+    crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
+    Ok(Auto {
+        server,
+        starts,
+        state,
+        dir,
+    })
+}
+
+/// The server the auto-watch scenarios share (`Ctx::auto` makes it once).
+pub fn shared(ctx: &Ctx) -> R<Auto> {
+    server(ctx, "auto")
+}
+
+fn task_of(text: &str) -> R<String> {
+    text.split("[TASK_ID:")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .map(|t| t.trim().to_string())
+        .ok_or_else(|| format!("no [TASK_ID: …] in {text:?}"))
+}
+
+fn auto_watch_line(session: &str) -> String {
+    format!(
+        "watch --origin auto --json --from - --session {session} --user {USER} --channel console --agent default"
+    )
+}
+
+/// The model submits two background tasks and calls no watch tool: each result is in the
+/// parent chat exactly once, delivered by what the plugin started at the turn's end.
+pub fn delivers(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let target = auto.server.second_agent()?;
+    let session = "auto-parent";
+    auto.server.api().make_parent("default", USER, session)?;
+    let before = auto.starts().len();
+    // One child done within the parent's turn, one long after it.
+    auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "quick child"}}], ["submit_to_agent", {{"to_agent": "{target}", "text": "slow child SLEEP=4"}}]]"#
+        ),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let jobs = loop {
+        let jobs = auto.jobs(ctx)?;
+        if jobs.len() >= 2 {
+            break jobs;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the turn's end watched {} tasks, not 2; atc started: {:?}",
+            jobs.len(),
+            auto.starts()
+        );
+        sleep(Duration::from_millis(100));
+    };
+    for job in &jobs {
+        ensure!(
+            job["origin"] == "auto"
+                && job["target_agent"] == target.as_str()
+                && job["session_id"] == session
+                && job["user_id"] == USER
+                && job["child_session"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with(&format!("default:to:{target}:"))),
+            "the automatic watch recorded {job}"
+        );
+    }
+    for job in &jobs {
+        auto.delivered_once(session, job["task_id"].as_str().unwrap_or(""))?;
+    }
+    let starts = auto.starts()[before..].to_vec();
+    ensure!(
+        starts
+            .iter()
+            .filter(|s| **s == auto_watch_line(session))
+            .count()
+            == 1
+            && starts
+                .iter()
+                .all(|s| *s == auto_watch_line(session) || s == "tick --kicked"),
+        "atc was started with {starts:?}: one automatic watch and kicked ticks expected"
+    );
+    let atc = auto.atc(ctx)?;
+    let status = atc.ok(&["status"])?;
+    ensure!(
+        status.stdout.matches("(watched automatically)").count() >= 2,
+        "atc status does not say the watches were automatic: {}",
+        status.stdout
+    );
+    let log = atc.ok(&["log"])?;
+    ensure!(
+        log.stdout
+            .matches(&format!("registered  → pending  ({AUTOMATIC})"))
+            .count()
+            == 2,
+        "atc log does not say the watches were automatic: {}",
+        log.stdout
+    );
+    auto.no_plugin_warnings()
+}
+
+/// The model submits and also calls watch_agent_task with a deadline: one watch (the
+/// tool's, options kept), one delivery.
+pub fn with_the_tool(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let target = auto.server.second_agent()?;
+    let session = "auto-tool";
+    auto.server.api().make_parent("default", USER, session)?;
+    let before = auto.starts().len();
+    let said = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "tool child SLEEP=3"}}], ["watch_agent_task", {{"task_id": "$TASK_ID", "target_agent": "{target}", "child_session": "$SESSION", "stop_after": "10m"}}]]"#
+        ),
+    )?;
+    let task = said
+        .strip_prefix("Watching ")
+        .and_then(|rest| rest.split(' ').next())
+        .ok_or_else(|| format!("watch_agent_task answered {said:?}"))?
+        .to_string();
+    ensure!(
+        said.starts_with(&format!("Watching {task} (polled as agent {target}")),
+        "watch_agent_task answered {said:?}"
+    );
+    auto.delivered_once(session, &task)?;
+    let jobs: Vec<Value> = auto
+        .jobs(ctx)?
+        .into_iter()
+        .filter(|j| j["task_id"] == task.as_str())
+        .collect();
+    ensure!(
+        jobs.len() == 1
+            && jobs[0]["origin"] == "plugin"
+            && jobs[0]["stop_after_secs"] == 600
+            && jobs[0]["status"] == "done",
+        "one watch, the tool's with its deadline, expected: {jobs:?}"
+    );
+    let starts = auto.starts()[before..].to_vec();
+    let watches: Vec<&String> = starts.iter().filter(|s| s.starts_with("watch ")).collect();
+    ensure!(
+        watches.len() == 2
+            && watches[0].starts_with(&format!("watch {task} --json --origin plugin"))
+            && *watches[1] == auto_watch_line(session),
+        "expected the tool's watch, then the turn's end's: {starts:?}"
+    );
+    auto.no_plugin_warnings()
+}
+
+/// The model submits; in its next turn it reads the finished result with
+/// check_agent_task while atc waits for the busy chat: nothing is posted, and `atc
+/// status` says the parent read it.
+pub fn parent_read(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let target = auto.server.second_agent()?;
+    let session = "auto-read";
+    auto.server.api().make_parent("default", USER, session)?;
+    let submitted = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "read child SLEEP=3"}}"#
+        ),
+    )?;
+    let task = task_of(&submitted)?;
+    // The child finishes while this turn sleeps; then the parent reads its result itself.
+    auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOLS: [["execute_shell_command", {{"command": "sleep 7"}}], ["check_agent_task", {{"task_id": "{task}"}}], ["execute_shell_command", {{"command": "sleep 1"}}]]"#
+        ),
+    )?;
+    let api = auto.server.api();
+    let (payload, _) = api.wait_finished(&task, TURN_WAIT)?;
+    ensure!(
+        payload["result"]["status"] == "completed",
+        "the child did not complete: {payload}"
+    );
+    // The turn's end kicked a tick; this one is the test's, to be sure.
+    let atc = auto.atc(ctx)?;
+    sleep(Duration::from_secs(2));
+    atc.ok(&["tick"])?;
+    let n = auto.results_in(session, &task)?;
+    ensure!(
+        n == 0,
+        "the result the parent read itself was posted {n} times"
+    );
+    let job = atc.job(&task)?;
+    ensure!(
+        job["status"] == "skipped" && job["read_by_parent_at"].is_string(),
+        "the job does not say the parent read it: {job}"
+    );
+    let status = atc.ok(&["status", &task])?;
+    ensure!(
+        status
+            .stdout
+            .contains("the parent read its result itself (check_agent_task)"),
+        "atc status does not say the parent read it: {}",
+        status.stdout
+    );
+    let read = format!(
+        "parent-read {task} --json --session {session} --user {USER} --channel console --agent default"
+    );
+    ensure!(
+        auto.starts().contains(&read),
+        "the plugin did not report the read: {:?}",
+        auto.starts()
+    );
+    auto.no_plugin_warnings()
+}
+
+/// A foreground chat_with_agent: its answer is in the same turn, and nothing is watched.
+pub fn foreground(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let target = auto.server.second_agent()?;
+    let session = "auto-fg";
+    auto.server.api().make_parent("default", USER, session)?;
+    let jobs = auto.jobs(ctx)?.len();
+    let before = auto.starts().len();
+    let said = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOL: chat_with_agent {{"to_agent": "{target}", "text": "a foreground question"}}"#
+        ),
+    )?;
+    ensure!(
+        said.contains("ECHO: [Agent default requesting] a foreground question"),
+        "chat_with_agent answered {said:?}"
+    );
+    sleep(Duration::from_secs(2));
+    let starts = auto.starts()[before..].to_vec();
+    ensure!(
+        !starts.iter().any(|s| s.starts_with("watch ")),
+        "a foreground call was watched: {starts:?}"
+    );
+    ensure!(auto.jobs(ctx)?.len() == jobs, "a job was added");
+    auto.no_plugin_warnings()
+}
+
+/// Auto-watch off by atc's config file: `atc config set auto-watch false` run as the
+/// server's user (its HOME, its `~/.config/atc/config.toml`, which every atc the plugin
+/// starts reads), the plugin asks at the turn's end, atc watches nothing and nothing comes
+/// back by itself; `atc config unset auto-watch` afterwards (the server is shared).
+pub fn off(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let home = auto.server.dir.path().join("home");
+    let config = home.join(".config");
+    let (home, config) = (home.display().to_string(), config.display().to_string());
+    let as_server = [
+        ("HOME", home.as_str()),
+        ("XDG_CONFIG_HOME", config.as_str()),
+    ];
+    let atc = auto.atc(ctx)?;
+    atc.ok_env(&["config", "set", "auto-watch", "false"], &as_server)?;
+    let shown = atc.ok_env(&["config", "show"], &as_server)?.stdout;
+    let line: Vec<&str> = shown
+        .lines()
+        .find(|l| l.starts_with("auto-watch "))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    let result = if line == ["auto-watch", "false", "config", "file"] {
+        off_with(ctx, &auto)
+    } else {
+        Err(format!("atc config show as the server: {shown}"))
+    };
+    atc.ok_env(&["config", "unset", "auto-watch"], &as_server)?;
+    result
+}
+
+fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
+    let target = auto.server.second_agent()?;
+    let session = "auto-off";
+    let api: Api = auto.server.api();
+    api.make_parent("default", USER, session)?;
+    let said = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "unwatched child"}}"#
+        ),
+    )?;
+    let task = task_of(&said)?;
+    api.wait_finished(&task, TURN_WAIT)?;
+    sleep(Duration::from_secs(3));
+    ensure!(
+        auto.starts().contains(&auto_watch_line(session)),
+        "the plugin did not ask: {:?}",
+        auto.starts()
+    );
+    let jobs: Vec<Value> = auto
+        .jobs(ctx)?
+        .into_iter()
+        .filter(|j| j["task_id"] == task.as_str())
+        .collect();
+    ensure!(jobs.is_empty(), "auto-watch off, and atc watched: {jobs:?}");
+    let n = auto.results_in(session, &task)?;
+    ensure!(
+        n == 0,
+        "auto-watch off, and the result was posted {n} times"
+    );
+    auto.no_plugin_warnings()
+}
