@@ -118,6 +118,12 @@ fn chars(job: &Job, kind: BlockKind) -> usize {
 /// The changes the file's turns need now. `batch` false (`--no-batch`): no block joins
 /// another's turn.
 pub fn plan(jobs: &[Job], turns: &[Turn], batch: bool, now: Timestamp) -> Plan {
+    plan_of(jobs, turns, batch, true, now)
+}
+
+/// [`plan`]; `joining` false: only what leaves — no free block joins an open turn (a
+/// group's included), for [`tidy`].
+fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timestamp) -> Plan {
     let by_id: HashMap<&str, &Job> = jobs.iter().map(|j| (j.job_id.as_str(), j)).collect();
     let pos: HashMap<&str, usize> = jobs
         .iter()
@@ -226,8 +232,9 @@ pub fn plan(jobs: &[Job], turns: &[Turn], batch: bool, now: Timestamp) -> Plan {
             .iter()
             .filter_map(|j| {
                 let kind = j.owes()?;
-                (in_open(j) || (!held && free_here.iter().any(|(f, _)| f.job_id == j.job_id)))
-                    .then_some((*j, kind))
+                (in_open(j)
+                    || (joining && !held && free_here.iter().any(|(f, _)| f.job_id == j.job_id)))
+                .then_some((*j, kind))
             })
             .collect();
         let carries = blocks(&contributors);
@@ -542,7 +549,7 @@ pub fn compose(
 /// joins. What the commands run after changing a job, so an open turn never carries a
 /// block its job no longer owes.
 pub fn tidy(file: &mut JobFile, now: Timestamp, limits: &Limits) {
-    let mut full = plan(&file.jobs, &file.turns, false, now);
+    let mut full = plan_of(&file.jobs, &file.turns, false, false, now);
     // Only what leaves: no turn opens and nothing joins until a tick composes.
     full.changes.retain(|c| !matches!(c, Change::Open(_)));
     full.joined.clear();

@@ -1671,3 +1671,37 @@ fn a_read_while_the_turn_is_posted_goes_out_once_and_one_before_never() {
         assert_eq!(results, copies, "{status}");
     }
 }
+
+/// Found by the long search (seed 12, after auto-watch): a group's result kept by a
+/// re-watch of the whole group while its open turn waited for a busy parent.
+#[test]
+fn a_group_watched_again_while_its_turn_waits_keeps_one_membership() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        Watch {
+            tasks: 32,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 32,
+        },
+        Busy(0, true),
+        Watch {
+            tasks: 4,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 32,
+        },
+        Tick,
+        Watch {
+            tasks: 36,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 32,
+        },
+        Tick,
+    ]);
+}
