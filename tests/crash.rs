@@ -340,7 +340,7 @@ fn a_soak_of_ticks_watches_and_cancels_loses_and_doubles_nothing() {
                             Some(delivering[rng.below(delivering.len())].clone())
                         } else {
                             let w = watched.lock().unwrap();
-                            let recent = w.len().min(8).max(1);
+                            let recent = w.len().clamp(1, 8);
                             let i = w.len().saturating_sub(1 + rng.below(recent));
                             w.get(i).map(|(t, _)| t.clone())
                         };

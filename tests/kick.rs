@@ -1,0 +1,349 @@
+//! Issue 27: a tick started by a QwenPaw turn's end (`atc tick --kicked`, the plugin's
+//! hook) costs what the ended turn concerns, and every give-up it decides is heard.
+//!
+//! The hook hands the kicked tick the turn that ended in `ATC_KICK` (a JSON list of
+//! `{agent_id, session_id, user_id, channel}`; never on the command line, never in a log).
+//! The kicked tick polls only the watches that turn may concern (a child of that session;
+//! a child on that agent whose session atc does not know, once per burst), delivers what
+//! waits for that chat, and leaves its give-ups marked unsaid in the job file: nobody
+//! reads its stderr. The next tick with a real stderr says them, once.
+
+mod support;
+
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use support::bodies;
+use support::fake::Reply;
+use support::scene::Scene;
+
+const TASK: &str = "task-3f9a0c1b2d4e";
+const CHILD: &str = "default:to:worker:1:3f9a";
+
+/// `ATC_KICK` for one turn that ended: `agent`'s chat `session` of `default` on `console`.
+fn ended(agent: &str, session: &str) -> String {
+    json!([{"agent_id": agent, "session_id": session, "user_id": "default", "channel": "console"}])
+        .to_string()
+}
+
+/// `atc tick --kicked` as the plugin starts it, for the turns in `kick` (`ATC_KICK`).
+fn kicked<'a>(s: &'a Scene, kick: &str, extra: &[&str]) -> support::atc::Run<'a> {
+    let mut args = vec!["--kicked"];
+    args.extend_from_slice(extra);
+    s.tick(&args).env("ATC_KICK", kick)
+}
+
+fn misrouted_line(task: &str) -> String {
+    format!(
+        "atc: gave up on {task} (misrouted): the parent chat does not exist, so nothing was posted; `atc status {task}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {task} --create-session`"
+    )
+}
+
+fn give_ups(file: &Value) -> Vec<Value> {
+    file["give_ups"].as_array().cloned().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------
+// Defect 2: give-ups a kicked tick decides are said to /dev/null, once.
+
+#[test]
+fn a_kicked_ticks_give_up_is_left_unsaid_then_said_once_by_the_next_tick() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &["--child-session", CHILD, "--target-agent", "worker"],
+    );
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    // The parent chat is deleted while its child runs.
+    s.chats.delete("s-77");
+    let line = misrouted_line(TASK);
+    let out = kicked(&s, &ended("worker", CHILD), &["--json"])
+        .stdout_inspected()
+        .file(|file| {
+            let said = give_ups(file);
+            assert_eq!(said.len(), 1, "{file:#}");
+            assert_eq!(said[0]["task_id"], TASK);
+            assert!(said[0].get("said_at").is_none(), "{file:#}");
+        })
+        .run();
+    // Nothing on its stderr (nobody reads it); the line for the plugin in its JSON.
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["gave_up"][0]["line"], line.as_str(), "{report:#}");
+    assert_eq!(s.status(TASK), "misrouted");
+    // status marks it.
+    s.atc(["status"])
+        .stdout_contains(format!("{TASK}  misrouted*"))
+        .stdout_contains("* given up by a tick nobody heard")
+        .file_unchanged();
+    // doctor lists it, not yet said.
+    s.server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, bodies::VERSION)],
+    );
+    s.server.on(
+        "GET",
+        "/api/healthz",
+        vec![Reply::json(200, bodies::HEALTH_OK)],
+    );
+    s.server
+        .on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .file_unchanged()
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let at = said
+        .lines()
+        .position(|l| {
+            l.starts_with("✓ give-ups: 1 in the last day, 1 not yet said by a tick a person hears")
+        })
+        .unwrap_or_else(|| panic!("{said}"));
+    let listed = said.lines().nth(at + 1).unwrap();
+    assert!(
+        listed.starts_with("  ") && listed.ends_with(&format!(" (not yet said): {line}")),
+        "{said}"
+    );
+    // The next tick with a real stderr says it, once.
+    s.tick(&[]).stderr(format!("{line}\n")).file(|file| {
+        assert!(give_ups(file)[0]["said_at"].is_string(), "{file:#}");
+    });
+    s.tick(&[]).file_unchanged();
+    s.atc(["status"])
+        .stdout_contains(format!("{TASK}  misrouted "))
+        .file_unchanged();
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .file_unchanged()
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.lines().any(|l| l == "✓ give-ups: 1 in the last day"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_tick_whose_stderr_is_discarded_leaves_its_give_up_unsaid() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.chats.delete("s-77");
+    // The plugin's cadence: `atc tick` with stderr to /dev/null.
+    let out = s
+        .env
+        .std_cmd()
+        .env("ATC_BASE_URL", s.server.url())
+        .arg("tick")
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert!(give_ups(&s.env.file())[0].get("said_at").is_none());
+    s.tick(&[]).stderr(format!("{}\n", misrouted_line(TASK)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Defect 3: a kick polls everything, several times.
+
+const TASKS: [&str; 5] = [
+    "task-000000000001",
+    "task-000000000002",
+    "task-000000000003",
+    "task-000000000004",
+    "task-000000000005",
+];
+
+/// Five watches of long children on agent `worker`, their sessions known (`child-<n>`).
+fn long_children() -> Scene {
+    let s = Scene::new();
+    for (i, task) in TASKS.iter().enumerate() {
+        let child = format!("child-{i}");
+        s.watch(
+            task,
+            &["--child-session", &child, "--target-agent", "worker"],
+        );
+        s.poll_replies(task, vec![Reply::json(200, bodies::RUNNING)]);
+    }
+    s.tick(&[]).run();
+    s
+}
+
+fn polls(s: &Scene) -> Vec<usize> {
+    TASKS.iter().map(|t| s.polls(t)).collect()
+}
+
+#[test]
+fn a_turn_end_that_concerns_no_watch_costs_no_request_and_no_write() {
+    let s = long_children();
+    assert_eq!(polls(&s), [1; 5]);
+    let log = std::fs::read(format!("{}.log", s.env.state.display())).unwrap();
+    // A chat of another agent, and one of `worker` no watch names.
+    kicked(&s, &ended("default", "elsewhere"), &[]).file_unchanged();
+    kicked(&s, &ended("worker", "child-99"), &[]).file_unchanged();
+    assert_eq!(polls(&s), [1; 5], "a kick nothing concerns polled");
+    assert!(s.server.take_unscripted().is_empty());
+    assert_eq!(
+        std::fs::read(format!("{}.log", s.env.state.display())).unwrap(),
+        log,
+        "a kick nothing concerns wrote the event log"
+    );
+}
+
+#[test]
+fn a_childs_turn_end_polls_that_child_only() {
+    let s = long_children();
+    kicked(&s, &ended("worker", "child-2"), &[]).run();
+    let after = polls(&s);
+    assert_eq!(
+        [after[0], after[1], after[3], after[4]],
+        [1; 4],
+        "{after:?}"
+    );
+    // Once, then within the look-again window while it still reads running (bounded).
+    assert!((2..=6).contains(&after[2]), "{after:?}");
+}
+
+#[test]
+fn a_watch_whose_child_session_is_unknown_is_polled_once_per_burst_of_its_agents_kicks() {
+    let s = Scene::new();
+    s.watch(TASK, &["--target-agent", "worker"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    // A turn of another agent does not concern it.
+    kicked(&s, &ended("default", "elsewhere"), &[]).file_unchanged();
+    assert_eq!(s.polls(TASK), 0);
+    // A turn on its agent may be its child's: polled once (not again in the window), and
+    // the kick recorded.
+    kicked(&s, &ended("worker", "some-chat"), &[]).file(|file| {
+        assert!(file["jobs"][0]["kick_polled_at"].is_string(), "{file:#}");
+    });
+    assert_eq!(s.polls(TASK), 1);
+    // Within the same burst (the last such poll is recent), no poll.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // An hour ahead: "just now" whatever the clock does while the test runs.
+    let recent = atc::time::Timestamp::from_unix(now + 3600);
+    s.env.edit_job(TASK, |job| {
+        job.insert("kick_polled_at".into(), json!(recent.to_string()));
+    });
+    kicked(&s, &ended("worker", "another-chat"), &[]).file_unchanged();
+    assert_eq!(s.polls(TASK), 1);
+    // A burst later (over 20 s), polled again.
+    let earlier = atc::time::Timestamp::from_unix(now - 3600);
+    s.env.edit_job(TASK, |job| {
+        job.insert("kick_polled_at".into(), json!(earlier.to_string()));
+    });
+    kicked(&s, &ended("worker", "another-chat"), &[]).run();
+    assert_eq!(s.polls(TASK), 2);
+}
+
+#[test]
+fn a_parents_turn_end_delivers_what_waits_for_that_chat_and_polls_nothing_else() {
+    let s = long_children();
+    s.watch(TASK, &["--session", "s-88", "--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    // The parent is busy when the result arrives: held.
+    s.chats.busy_for("s-88", 1);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "delivering");
+    assert_eq!(polls(&s), [2; 5]);
+    // The parent's turn ends: delivered, and no child polled.
+    kicked(&s, &ended("default", "s-88"), &[]).run();
+    assert_eq!(s.status(TASK), "done");
+    assert_eq!(s.delivered("s-88").len(), 1);
+    assert_eq!(polls(&s), [2; 5]);
+    assert_eq!(s.polls(TASK), 1);
+}
+
+#[test]
+fn a_kick_without_context_polls_everything_as_before() {
+    let s = long_children();
+    s.tick(&["--kicked"]).run();
+    assert!(
+        polls(&s).iter().all(|n| (2..=6).contains(n)),
+        "{:?}",
+        polls(&s)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Defect 4: a false check-in at the moment the child finishes.
+
+#[test]
+fn a_kick_posts_no_check_in_for_the_child_whose_turn_just_ended() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &[
+            "--child-session",
+            CHILD,
+            "--target-agent",
+            "worker",
+            "--check-in",
+            "2s",
+        ],
+    );
+    // The hook runs a few ms before the record says finished: the first poll reads the
+    // stale `running`, though a check-in is long due (the record started long ago).
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    kicked(&s, &ended("worker", CHILD), &[]).run();
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert!(turns[0].contains("[STATUS: finished]"), "{}", turns[0]);
+    assert_eq!(s.job(TASK)["check_ins"], Value::Null);
+    assert_eq!(s.status(TASK), "done");
+}
+
+// ---------------------------------------------------------------------------------------
+// Defect 5: `tick --json` of several passes reports only the last.
+
+#[test]
+fn a_kicked_ticks_json_reports_every_pass() {
+    let s = Scene::new();
+    let (a, b) = ("task-00000000000a", "task-00000000000b");
+    s.watch(a, &["--session", "s-a"]);
+    s.watch(b, &["--session", "s-b"]);
+    s.poll_replies(a, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.poll_replies(
+        b,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    s.chats.delete("s-a");
+    let out = s
+        .tick(&["--kicked", "--json"])
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["passes"], 2, "{report:#}");
+    assert_eq!(report["polled"], 3, "{report:#}");
+    assert_eq!(report["delivered"], 1, "{report:#}");
+    assert_eq!(report["tasks"]["delivered"], json!([b]), "{report:#}");
+    assert_eq!(
+        report["tasks"]["polled"],
+        json!([a, b]),
+        "listed once: {report:#}"
+    );
+    assert_eq!(report["given_up"], 1, "{report:#}");
+    assert_eq!(report["gave_up"][0]["task_id"], a, "{report:#}");
+    assert_eq!(s.status(a), "misrouted");
+    assert_eq!(s.status(b), "done");
+}
