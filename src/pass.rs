@@ -180,6 +180,10 @@ struct Settled {
     file: Fingerprint,
     key: CacheKey,
     until: Option<Timestamp>,
+    /// It holds give-ups nobody has heard: settled for ticks nobody hears (the plugin's,
+    /// which cannot say them), not for one a person hears (it says them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unsaid: bool,
 }
 
 /// The limits a settled verdict depends on (`--keep` prunes; `--busy-deadline` says which
@@ -304,6 +308,7 @@ pub fn run_with<S: Server>(
         && settled.file == print
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
+        && !(settled.unsaid && intent.heard)
     {
         let beat = Heartbeat::of(now, last_kick_at, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
@@ -342,12 +347,13 @@ pub fn run_with<S: Server>(
     if work.poll.is_empty() && work.follow.is_empty() && work.settled {
         // Nothing watched and nothing on its way: no second load, no save; and the next
         // tick need not even read the file while it stays as it is (unless it holds a
-        // give-up nobody has heard: the next tick a person hears says it).
-        if let Some(file) = store.fingerprint().filter(|_| !work.unsaid) {
+        // give-up nobody has heard and a person hears that tick: it says it).
+        if let Some(file) = store.fingerprint() {
             let settled = Settled {
                 file,
                 key,
                 until: work.first_prune,
+                unsaid: work.unsaid,
             };
             let beat = Heartbeat::of(now, last_kick_at, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;

@@ -347,3 +347,55 @@ fn a_kicked_ticks_json_reports_every_pass() {
     assert_eq!(s.status(a), "misrouted");
     assert_eq!(s.status(b), "done");
 }
+
+// ---------------------------------------------------------------------------------------
+// The mark: a kick that finds a tick running hands it its turn.
+
+#[test]
+fn a_kick_that_finds_a_tick_running_hands_it_its_turn_and_that_pass_looks_only_there() {
+    let s = long_children();
+    // The timer's tick is slow on its first poll of the first child: it holds the tick
+    // lock meanwhile.
+    s.poll_replies(
+        TASKS[0],
+        vec![
+            Reply::json(200, bodies::RUNNING).with_delay(std::time::Duration::from_millis(1500)),
+            Reply::json(200, bodies::RUNNING),
+        ],
+    );
+    let timer = s.tick(&["--json"]).stdout_inspected().spawn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.polls(TASKS[0]) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the timer never polled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    kicked(&s, &ended("worker", "child-3"), &["--json"])
+        .stdout("{\n  \"skipped\": \"another atc tick is running\"\n}\n")
+        .run();
+    let mark = s.env.state.with_file_name("jobs.json.tick.again");
+    let held = std::fs::read_to_string(&mark).unwrap();
+    assert_eq!(
+        held,
+        "{\"agent_id\":\"worker\",\"session_id\":\"child-3\",\"user_id\":\"default\",\"channel\":\"console\"}\n"
+    );
+    let out = timer.wait();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!mark.exists(), "the mark was not taken");
+    // The timer's pass polled all five once; the mark's passes only child-3 (once, then
+    // within the window while it still reads running).
+    let after = polls(&s);
+    assert_eq!(
+        [after[0], after[1], after[2], after[4]],
+        [2; 4],
+        "{after:?}"
+    );
+    assert!((3..=7).contains(&after[3]), "{after:?}");
+    assert_eq!(
+        report["polled"].as_u64().unwrap() as usize,
+        5 + after[3] - 2,
+        "{report:#}"
+    );
+}
