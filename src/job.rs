@@ -356,11 +356,6 @@ pub struct Job {
     /// When the last check-in became due: the next one is due `--check-in` later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check_in_at: Option<Timestamp>,
-    /// When a kicked tick last polled it because a turn ended on the agent its child runs
-    /// on, the child's own session not known (`lifecycle::kick`): kicks poll it so at most
-    /// once per burst.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kick_polled_at: Option<Timestamp>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
     /// Counts copies of jobs in the tests that keep the tick's hot path to its budget
@@ -422,7 +417,6 @@ impl Job {
             check_in: None,
             check_ins: 0,
             last_check_in_at: None,
-            kick_polled_at: None,
             extra: Map::new(),
             copies: Copies,
         }

@@ -82,11 +82,15 @@ impl Scope {
 /// What a pass is asked besides the tick's settings: what it looks at, and whether a
 /// person hears what it gives up (its stderr is read: the timer's journal, cron's mail, a
 /// terminal). A pass nobody hears leaves its give-ups unsaid in the job file (`heard`);
-/// one a person hears also says those an earlier tick left.
-#[derive(Clone, Copy, Debug)]
+/// one a person hears also says those an earlier tick left. `settle`: a kicked pass's
+/// wait for the ended turn's records to settle, called once it knows they concern
+/// something, before its first request (a turn's end that concerns nothing waits for
+/// nothing).
+#[derive(Clone, Copy)]
 pub struct Intent<'a> {
     pub scope: &'a Scope,
     pub heard: bool,
+    pub settle: Option<&'a dyn Fn()>,
 }
 
 impl Intent<'_> {
@@ -94,6 +98,7 @@ impl Intent<'_> {
     pub const TIMER: Intent<'static> = Intent {
         scope: &Scope::All,
         heard: true,
+        settle: None,
     };
 }
 
@@ -110,7 +115,7 @@ struct ToPoll {
     /// Polled right after a turn ended that may be its child's (`Check::Running`).
     turn_ended: bool,
     /// Polled because a turn ended on its agent, its child's session unknown: once per
-    /// burst, never looked at again in a kicked tick's window.
+    /// chat, never looked at again in a kicked tick's window.
     unknown: bool,
 }
 
@@ -332,13 +337,16 @@ pub fn run_with<S: Server>(
             say(&line);
         }
     };
-    if let Some(ends) = intent.scope.ends()
-        && !store.peek(|file| concerns_any(file, ends, now, limits))?
-    {
-        // A turn's end that concerns nothing costs the server no request and the job
-        // file no write.
-        finished(&mut single_flight)?;
-        return Ok(Some(Report::unconcerned()));
+    if let Some(ends) = intent.scope.ends() {
+        if !store.peek(|file| concerns_any(file, ends, now, limits))? {
+            // A turn's end that concerns nothing costs the server no request and the job
+            // file no write.
+            finished(&mut single_flight)?;
+            return Ok(Some(Report::unconcerned()));
+        }
+        if let Some(settle) = intent.settle {
+            settle();
+        }
     }
     let work = prepare(store, limits, clock, intent, &mut report)?;
     announce(&mut report);
@@ -446,7 +454,10 @@ fn concerns_any(file: &JobFile, ends: &[TurnEnd], now: Timestamp, limits: &Limit
                 || turn::forward_due(t)
                 || turn::to_follow(std::slice::from_ref(t), now, limits).len() == 1)
     };
-    !kick::concern(&file.jobs, ends, now).poll.is_empty() || file.turns.iter().any(waits)
+    !kick::concern(&file.jobs, &file.kick_chats, ends, now)
+        .poll
+        .is_empty()
+        || file.turns.iter().any(waits)
 }
 
 /// Whether a kicked pass may send what concerns `turn`: it goes to one of the ended turns'
@@ -510,19 +521,18 @@ fn prepare(
             report.say(late, true);
         }
         crate::heard::prune(file, now, limits.keep);
-        // What the ended turns concern; a watch polled because its child's session is
-        // unknown is stamped (once per burst).
-        let concern = intent
+        // What the ended turns concern; the chats whose turn's end polls watches of
+        // unknown child session are remembered (their later turns do not, while those
+        // watches wait).
+        let mut concern = intent
             .scope
             .ends()
-            .map(|ends| kick::concern(&file.jobs, ends, now));
-        if let Some(concern) = &concern {
-            for job in file.jobs.iter_mut() {
-                if concern.unknown.contains(&job.job_id) {
-                    kick::stamp(job, now);
-                }
-            }
-        }
+            .map(|ends| kick::concern(&file.jobs, &file.kick_chats, ends, now));
+        let fresh = concern
+            .as_mut()
+            .map(|c| std::mem::take(&mut c.seen))
+            .unwrap_or_default();
+        kick::remember(&mut file.kick_chats, fresh, &file.jobs);
         keep_give_ups(file, report, now, intent.heard);
         let mut insecure_ok: Vec<String> = file
             .jobs

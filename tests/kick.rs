@@ -4,7 +4,7 @@
 //! The hook hands the kicked tick the turn that ended in `ATC_KICK` (a JSON list of
 //! `{agent_id, session_id, user_id, channel}`; never on the command line, never in a log).
 //! The kicked tick polls only the watches that turn may concern (a child of that session;
-//! a child on that agent whose session atc does not know, once per burst), delivers what
+//! a child on that agent whose session atc does not know, once per chat), delivers what
 //! waits for that chat, and leaves its give-ups marked unsaid in the job file: nobody
 //! reads its stderr. The next tick with a real stderr says them, once.
 
@@ -212,38 +212,43 @@ fn a_childs_turn_end_polls_that_child_only() {
 }
 
 #[test]
-fn a_watch_whose_child_session_is_unknown_is_polled_once_per_burst_of_its_agents_kicks() {
+fn a_watch_whose_child_session_is_unknown_is_polled_once_per_chat_of_its_agent() {
     let s = Scene::new();
     s.watch(TASK, &["--target-agent", "worker"]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    // Registered an hour ago: every chat a kick sees from now on is seen after it.
+    let hour_ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 3600;
+    s.env.edit_job(TASK, |job| {
+        job.insert(
+            "registered_at".into(),
+            json!(atc::time::Timestamp::from_unix(hour_ago).to_string()),
+        );
+    });
     // A turn of another agent does not concern it.
     kicked(&s, &ended("default", "elsewhere"), &[]).file_unchanged();
     assert_eq!(s.polls(TASK), 0);
-    // A turn on its agent may be its child's: polled once (not again in the window), and
-    // the kick recorded.
+    // A chat's turn on its agent may be its child's: polled once (not again in the
+    // window), and the chat remembered.
     kicked(&s, &ended("worker", "some-chat"), &[]).file(|file| {
-        assert!(file["jobs"][0]["kick_polled_at"].is_string(), "{file:#}");
+        assert_eq!(file["kick_chats"][0]["agent_id"], "worker", "{file:#}");
+        assert_eq!(file["kick_chats"][0]["session_id"], "some-chat", "{file:#}");
     });
     assert_eq!(s.polls(TASK), 1);
-    // Within the same burst (the last such poll is recent), no poll.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    // An hour ahead: "just now" whatever the clock does while the test runs.
-    let recent = atc::time::Timestamp::from_unix(now + 3600);
-    s.env.edit_job(TASK, |job| {
-        job.insert("kick_polled_at".into(), json!(recent.to_string()));
-    });
-    kicked(&s, &ended("worker", "another-chat"), &[]).file_unchanged();
+    // That chat's next turn: not its child's (a child's chat ends one turn). No request.
+    kicked(&s, &ended("worker", "some-chat"), &[]).file_unchanged();
     assert_eq!(s.polls(TASK), 1);
-    // A burst later (over 20 s), polled again.
-    let earlier = atc::time::Timestamp::from_unix(now - 3600);
-    s.env.edit_job(TASK, |job| {
-        job.insert("kick_polled_at".into(), json!(earlier.to_string()));
-    });
+    // Another chat of that agent: polled once again.
     kicked(&s, &ended("worker", "another-chat"), &[]).run();
     assert_eq!(s.polls(TASK), 2);
+    // Once the watch ends, the chats are forgotten.
+    s.atc(["cancel", TASK]).stdout_inspected().run();
+    s.tick(&[]).file(|file| {
+        assert!(file.get("kick_chats").is_none(), "{file:#}");
+    });
 }
 
 #[test]

@@ -117,8 +117,9 @@ pub trait Window {
     fn restart(&mut self);
     /// Waits for the next look, if the window allows one more.
     fn pause(&mut self, store: &Store) -> bool;
-    /// Waits [`SETTLE`] before a first look at what a turn's end concerns.
-    fn settle(&mut self, store: &Store);
+    /// Waits [`SETTLE`] before a first look at what a turn's end concerns (the pass calls
+    /// it once it knows the turn concerns something).
+    fn settle(&self, store: &Store);
 }
 
 /// [`Window`] on the wall clock.
@@ -161,7 +162,7 @@ impl Window for RealWindow {
         }
     }
 
-    fn settle(&mut self, store: &Store) {
+    fn settle(&self, store: &Store) {
         pause_unless_marked(store, SETTLE);
     }
 }
@@ -209,18 +210,15 @@ pub fn passes(
     let mut marked = false;
     let mut fresh = true;
     loop {
-        if fresh && matches!(scope, Scope::Turns(_)) {
-            window.settle(store);
-        }
+        let settle = || window.settle(store);
+        let intent = Intent {
+            scope: &scope,
+            heard,
+            // Only a pass for turns new to this tick waits (the window's looks do not).
+            settle: fresh.then_some(&settle as &dyn Fn()),
+        };
         fresh = false;
-        let Some(report) = pass(
-            Intent {
-                scope: &scope,
-                heard,
-            },
-            say,
-        )?
-        else {
+        let Some(report) = pass(intent, say)? else {
             if reports.is_empty()
                 && let Some(mine) = &ended
                 && let Some(all) = leave_mark(store, mine)?

@@ -9,9 +9,12 @@
 //!   `--child-session`, `--from`'s `[SESSION: …]`, the plugin tool's `child_session`, or a
 //!   finished record's `result.session_id`): its child may just have finished;
 //! - a watch whose child's session atc does not know, when it runs on that agent (the
-//!   agent it is polled as): it may be its child's. Such a watch is polled by kicks at most
-//!   once per [`BURST`] (`Job::kick_polled_at`): a busy agent ends many turns, and each
-//!   would otherwise poll every such watch;
+//!   agent it is polled as): the turn may have been its child's. Such a watch is polled at
+//!   most once per burst of kicks, a burst being the turns one chat ends: a child's chat
+//!   ends one turn (the task), so its first is the one that counts; a person's chat ends
+//!   many, and only its first, while the watch waits, is worth a poll ([`ChatSeen`],
+//!   `kick_chats` in the job file). A busy agent's chats then cost such a watch one poll
+//!   each, not one per turn;
 //! - the parent chat of that turn: what waits for it (a turn held while it was busy, the
 //!   parent turn a delivery started, its forward or toast) goes out now.
 //!
@@ -21,7 +24,6 @@
 //! which, and the pass looks at everything, as before.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,10 +32,19 @@ use crate::job::{Job, Status};
 use crate::time::Timestamp;
 use crate::turn::Chat;
 
-/// A burst of kicks, for a watch whose child's session is unknown: the turn ends on its
-/// agent within this long of the kick that last polled it. It is polled once per burst,
-/// so kicks cost it at most what the default timer (every 20 s) does.
-pub const BURST: Duration = Duration::from_secs(20);
+/// The most chats the job file remembers ([`ChatSeen`]); past it the oldest go (each then
+/// costs at most one more poll per watch).
+pub const MAX_SEEN: usize = 256;
+
+/// A chat whose turn's end a kick has polled its agent's watches of unknown child session
+/// for: its later turns do not concern the watches registered before `at` (they were
+/// waiting then, and were polled). Kept while such a watch waits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatSeen {
+    pub agent_id: String,
+    pub session_id: String,
+    pub at: Timestamp,
+}
 
 /// One QwenPaw turn that ended, as the plugin's hook saw it (`ctx.agent_id`,
 /// `ctx.session_id`, `ctx.request.user_id`, `ctx.request.channel`). It holds a session id
@@ -152,28 +163,43 @@ impl Ended {
 #[derive(Debug, Default)]
 pub struct Concern {
     /// The watches to poll (by `job_id`): a child of an ended session, or one on an ended
-    /// turn's agent whose child's session is unknown and that no kick polled this burst.
+    /// turn's agent whose child's session is unknown, for a chat not seen while it waited.
     pub poll: HashSet<String>,
-    /// Of `poll`, those whose child's session is unknown: polled once this burst
-    /// ([`stamp`]), never again in the look-again window.
+    /// Of `poll`, those whose child's session is unknown: polled once for that chat, never
+    /// again in the look-again window.
     pub unknown: HashSet<String>,
+    /// The chats this concern polls unknown-session watches for: to remember ([`remember`]).
+    pub seen: Vec<ChatSeen>,
 }
 
-/// The watches `ends` concern, in `jobs` as they are at `now`.
-pub fn concern(jobs: &[Job], ends: &[TurnEnd], now: Timestamp) -> Concern {
+/// Whether a turn's end in `end`'s chat may be the child's of `job`, whose child's session
+/// is unknown: it runs on that agent, and no kick polled it for that chat while it waited.
+fn may_be_its_child(job: &Job, end: &TurnEnd, seen: &[ChatSeen]) -> bool {
+    end.agent_id == job.target.poll_agent()
+        && !seen.iter().any(|k| {
+            k.agent_id == end.agent_id && k.session_id == end.session_id && k.at > job.registered_at
+        })
+}
+
+/// The watches `ends` concern, in `jobs` as they are at `now`, given the chats kicks have
+/// already polled for (`seen`).
+pub fn concern(jobs: &[Job], seen: &[ChatSeen], ends: &[TurnEnd], now: Timestamp) -> Concern {
     let mut found = Concern::default();
+    let mut chats: Vec<&TurnEnd> = Vec::new();
     for job in jobs.iter().filter(|j| j.status == Status::Pending) {
         let known = match &job.child_session {
             Some(session) => ends.iter().any(|end| end.session_id == *session),
             None => false,
         };
-        let maybe = job.child_session.is_none()
-            && ends
-                .iter()
-                .any(|end| end.agent_id == job.target.poll_agent())
-            && job
-                .kick_polled_at
-                .is_none_or(|at| at.elapsed_at(now) >= BURST);
+        let mut maybe = false;
+        if job.child_session.is_none() {
+            for end in ends.iter().filter(|end| may_be_its_child(job, end, seen)) {
+                maybe = true;
+                if !chats.contains(&end) {
+                    chats.push(end);
+                }
+            }
+        }
         if known || maybe {
             found.poll.insert(job.job_id.clone());
         }
@@ -181,18 +207,44 @@ pub fn concern(jobs: &[Job], ends: &[TurnEnd], now: Timestamp) -> Concern {
             found.unknown.insert(job.job_id.clone());
         }
     }
+    found.seen = chats
+        .into_iter()
+        .map(|end| ChatSeen {
+            agent_id: end.agent_id.clone(),
+            session_id: end.session_id.clone(),
+            at: now,
+        })
+        .collect();
     found
+}
+
+/// Remembers the chats a kick polled unknown-session watches for (`fresh`), and forgets
+/// the ones no waiting watch needs any more: a chat is kept while a watch of unknown child
+/// session on its agent, registered before it was seen, still waits; at most
+/// [`MAX_SEEN`], the newest.
+pub fn remember(seen: &mut Vec<ChatSeen>, fresh: Vec<ChatSeen>, jobs: &[Job]) {
+    for chat in fresh {
+        seen.retain(|k| !(k.agent_id == chat.agent_id && k.session_id == chat.session_id));
+        seen.push(chat);
+    }
+    seen.retain(|k| {
+        jobs.iter().any(|job| {
+            job.status == Status::Pending
+                && job.child_session.is_none()
+                && job.target.poll_agent() == k.agent_id
+                && k.at > job.registered_at
+        })
+    });
+    if seen.len() > MAX_SEEN {
+        seen.sort_by_key(|k| k.at);
+        let extra = seen.len() - MAX_SEEN;
+        seen.drain(..extra);
+    }
 }
 
 /// Whether one of `ends` ran in `chat`: what waits for that chat may go now.
 pub fn concerns_chat(ends: &[TurnEnd], chat: &Chat) -> bool {
     ends.iter().any(|end| end.ran_in(chat))
-}
-
-/// Notes that a kick polled `job` for a turn that may have been its child's (its session
-/// unknown): kicks leave it alone for the rest of the burst.
-pub fn stamp(job: &mut Job, now: Timestamp) {
-    job.kick_polled_at = Some(now);
 }
 
 #[cfg(test)]
@@ -267,38 +319,82 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_end_concerns_its_childs_watch_and_unknown_ones_on_its_agent_once_a_burst() {
-        let now = Timestamp::from_unix(1_800_000_000);
-        let mut stamped = job("e", Some("w"), None);
-        stamped.kick_polled_at = Some(now);
-        let mut stale = job("f", Some("w"), None);
-        stale.kick_polled_at = Some(Timestamp::from_unix(1_800_000_000 - 20));
+    fn a_turn_end_concerns_its_childs_watch_and_unknown_ones_on_its_agent_once_a_chat() {
+        let t = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
         let mut done = job("g", Some("w"), Some("c-1"));
         done.status = Status::Done;
-        let jobs = [
+        let mut jobs = vec![
             job("a", Some("w"), Some("c-1")),
             job("b", Some("w"), Some("c-2")),
             job("c", Some("w"), None),
             job("d", None, None),
-            stamped,
-            stale,
             done,
         ];
-        let found = concern(&jobs, &[end("w", "c-1")], now);
-        let mut poll: Vec<&str> = found.poll.iter().map(String::as_str).collect();
-        poll.sort_unstable();
-        assert_eq!(poll, ["a", "c", "f"]);
-        let mut unknown: Vec<&str> = found.unknown.iter().map(String::as_str).collect();
-        unknown.sort_unstable();
-        assert_eq!(unknown, ["c", "f"]);
+        for job in &mut jobs {
+            job.registered_at = t(0);
+        }
+        let sorted = |set: &HashSet<String>| {
+            let mut ids: Vec<String> = set.iter().cloned().collect();
+            ids.sort_unstable();
+            ids
+        };
+        let mut seen = Vec::new();
+        let found = concern(&jobs, &seen, &[end("w", "c-1")], t(10));
+        assert_eq!(sorted(&found.poll), ["a", "c"]);
+        assert_eq!(sorted(&found.unknown), ["c"]);
+        assert_eq!(
+            found.seen,
+            [ChatSeen {
+                agent_id: "w".into(),
+                session_id: "c-1".into(),
+                at: t(10)
+            }]
+        );
+        remember(&mut seen, found.seen, &jobs);
+        // The same chat's next turn: only the watch that knows it is its child's.
+        let again = concern(&jobs, &seen, &[end("w", "c-1")], t(20));
+        assert_eq!(sorted(&again.poll), ["a"]);
+        assert!(again.seen.is_empty());
+        // Another chat of that agent: the unknown one again.
+        let other = concern(&jobs, &seen, &[end("w", "p-9")], t(20));
+        assert_eq!(sorted(&other.poll), ["c"]);
+        // A watch registered after the chat was seen: that chat may be its child's.
+        let mut late = job("e", Some("w"), None);
+        late.registered_at = t(15);
+        jobs.push(late);
+        let again = concern(&jobs, &seen, &[end("w", "c-1")], t(20));
+        assert_eq!(sorted(&again.poll), ["a", "e"]);
         // The watch without a target agent is polled as its own agent's (default).
-        let found = concern(&jobs, &[end("default", "p")], now);
-        assert_eq!(found.poll, HashSet::from(["d".to_owned()]));
+        let found = concern(&jobs, &seen, &[end("default", "p")], t(20));
+        assert_eq!(sorted(&found.poll), ["d"]);
         // A child's session matches whatever agent the kick names.
-        let found = concern(&jobs, &[end("x", "c-2")], now);
-        assert_eq!(found.poll, HashSet::from(["b".to_owned()]));
-        assert!(found.unknown.is_empty());
-        assert!(concern(&jobs, &[], now).poll.is_empty());
+        let found = concern(&jobs, &seen, &[end("x", "c-2")], t(20));
+        assert_eq!(sorted(&found.poll), ["b"]);
+        assert!(found.unknown.is_empty() && found.seen.is_empty());
+        assert!(concern(&jobs, &seen, &[], t(20)).poll.is_empty());
+        // Once no waiting watch of unknown session needs it, the chat is forgotten.
+        jobs.retain(|j| j.child_session.is_some());
+        remember(&mut seen, Vec::new(), &jobs);
+        assert!(seen.is_empty());
+    }
+
+    #[test]
+    fn at_most_max_seen_chats_are_remembered_the_newest() {
+        let t = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
+        let mut waiting = job("c", Some("w"), None);
+        waiting.registered_at = t(0);
+        let jobs = [waiting];
+        let mut seen = Vec::new();
+        let fresh = (0..MAX_SEEN as u64 + 3)
+            .map(|i| ChatSeen {
+                agent_id: "w".into(),
+                session_id: format!("p-{i}"),
+                at: t(1 + i),
+            })
+            .collect();
+        remember(&mut seen, fresh, &jobs);
+        assert_eq!(seen.len(), MAX_SEEN);
+        assert_eq!(seen[0].session_id, "p-3");
     }
 
     #[test]

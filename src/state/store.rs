@@ -37,6 +37,10 @@ pub struct JobFile {
     /// Every give-up of the last `--keep`, and whether a person has heard it (`heard`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub give_ups: Vec<crate::heard::GiveUpRecord>,
+    /// The chats whose turn's end kicks polled watches of unknown child session for
+    /// (`lifecycle::kick`): their later turns do not concern those watches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kick_chats: Vec<crate::lifecycle::kick::ChatSeen>,
 }
 
 impl JobFile {
@@ -320,7 +324,10 @@ impl Store {
         let result = change(&mut file);
         let changed = match from {
             Source::Nothing => {
-                !file.jobs.is_empty() || !file.turns.is_empty() || !file.give_ups.is_empty()
+                file != JobFile {
+                    version: VERSION,
+                    ..JobFile::default()
+                }
             }
             _ => result.is_ok() && file != original,
         };
@@ -496,7 +503,7 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
             version: VERSION,
             jobs,
             turns,
-            give_ups: Vec::new(),
+            ..JobFile::default()
         })?);
     }
     if let Some(serde_json::Value::Array(turns)) = value.get("turns") {
@@ -618,7 +625,6 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("stop_asked_at", job.stop_asked_at),
             ("stopped_at", job.stopped_at),
             ("last_check_in_at", job.last_check_in_at),
-            ("kick_polled_at", job.kick_polled_at),
         ] {
             if let Some(at) = at {
                 validate::timestamp(at).map_err(|why| bad(field, why))?;
@@ -677,6 +683,14 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
         for at in std::iter::once(record.at).chain(record.said_at) {
             validate::timestamp(at).map_err(|why| bad("timestamp", why))?;
         }
+    }
+    for (i, chat) in file.kick_chats.iter().enumerate() {
+        let bad = |field: &str, why: String| -> Problem {
+            format!("has a bad {field} in chat {} of kick_chats: {why}", i + 1).into()
+        };
+        validate::label(&chat.agent_id).map_err(|why| bad("agent_id", why))?;
+        validate::label(&chat.session_id).map_err(|why| bad("session_id", why))?;
+        validate::timestamp(chat.at).map_err(|why| bad("at", why))?;
     }
     Ok(file)
 }

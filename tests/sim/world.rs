@@ -214,7 +214,7 @@ pub struct Sometimes {
     pub said_late: u64,
     /// A kick whose turn concerned nothing: no request, no write.
     pub kick_unconcerned: u64,
-    /// A kick polled a watch whose child's session is unknown (once per burst).
+    /// A kick polled a watch whose child's session is unknown (once per chat).
     pub kick_polled_unknown: u64,
 }
 
@@ -355,7 +355,7 @@ impl Window for SimWindow<'_> {
         true
     }
 
-    fn settle(&mut self, _store: &Store) {
+    fn settle(&self, _store: &Store) {
         self.server.interleave(Phase::Pause);
     }
 }
@@ -950,6 +950,8 @@ pub struct World {
     /// Every give-up the job file recorded, by (when, line): the most records of it seen
     /// at once said, and unsaid.
     give_ups: BTreeMap<(String, String), (usize, usize)>,
+    /// The chats kicks polled watches of unknown child session for, as seen.
+    kick_chats: BTreeSet<(String, String, String)>,
     pub ops: u64,
     /// Give-ups seen in a tick and found named in its report.
     pub reported: u64,
@@ -1030,6 +1032,7 @@ impl World {
             busy_after_claim: BTreeSet::new(),
             checking_in: BTreeMap::new(),
             give_ups: BTreeMap::new(),
+            kick_chats: BTreeSet::new(),
             ops: 0,
             reported: 0,
             report: None,
@@ -1183,6 +1186,15 @@ impl World {
             .unwrap_or_else(|e| self.fail(&format!("the job file does not load: {e:#}")));
         let (jobs, turns) = (file.jobs.clone(), file.turns.clone());
         let now = self.env.clock.secs();
+        for chat in &file.kick_chats {
+            if self.kick_chats.insert((
+                chat.agent_id.clone(),
+                chat.session_id.clone(),
+                chat.at.to_string(),
+            )) {
+                self.sometimes.kick_polled_unknown += 1;
+            }
+        }
         let mut records: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
         for r in &file.give_ups {
             let seen = records
@@ -1225,9 +1237,6 @@ impl World {
                         ));
                     }
                     self.reported += 1;
-                }
-                if new.kick_polled_at.is_some() && new.kick_polled_at != old.kick_polled_at {
-                    self.sometimes.kick_polled_unknown += 1;
                 }
                 if !reachable(old.status, new.status) {
                     self.fail(&format!(
