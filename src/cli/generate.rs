@@ -133,7 +133,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 13] = [
+const ENVIRONMENT: [(&str, &str); 14] = [
     ("ATC_STATE", "The job file (--state)."),
     (
         "ATC_BASE_URL",
@@ -167,6 +167,10 @@ const ENVIRONMENT: [(&str, &str); 13] = [
         "tick --no-batch when 1: one result per parent turn.",
     ),
     (
+        "ATC_KICK",
+        "tick --kicked: the QwenPaw turns that ended, as a JSON list of {agent_id, session_id, user_id, channel} (atc's plugin sets it in the kicked tick's environment alone); the tick looks only at what they concern. Unset: every watch.",
+    ),
+    (
         "XDG_STATE_HOME",
         "The default job file is $XDG_STATE_HOME/atc/jobs.json.",
     ),
@@ -176,7 +180,7 @@ const ENVIRONMENT: [(&str, &str); 13] = [
     ),
 ];
 
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 6] = [
     (
         "~/.local/state/atc/jobs.json",
         "The job file: every watch and where its result goes (mode 0600, directory 0700). It holds session ids and result text: keep it private.",
@@ -188,6 +192,10 @@ const FILES: [(&str, &str); 5] = [
     (
         "jobs.json.lock, jobs.json.tick.lock",
         "Locks: one writer at a time, one tick at a time. The tick lock also holds the time of the last tick (atc doctor reads it).",
+    ),
+    (
+        "jobs.json.tick.again",
+        "The mark a kicked tick (or atc's plugin) leaves a running tick: the turns that ended meanwhile, one JSON line each (mode 0600: they name sessions). The running tick takes it and makes one more pass for them.",
     ),
     (
         "~/.config/atc/env",

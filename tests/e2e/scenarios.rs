@@ -46,6 +46,11 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    ("plugin-kick-give-up-heard", crate::kick::kick_give_up_heard),
+    (
+        "plugin-kick-unrelated-turns",
+        crate::kick::kick_unrelated_turns_cost_nothing,
+    ),
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
