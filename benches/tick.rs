@@ -1,5 +1,5 @@
 //! `cargo bench --bench tick [-- --json]`: how close `atc tick` comes to the floor, as
-//! ratios. It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
+//! ratios (`-- kick-load`: the kick-load case alone, case 10, and case 8 beside it). It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
 //! files, runs the real `atc` binary as a process (min and median of several runs), and
 //! compares it with the floor: the very requests atc made, replayed by a tight loop with the
 //! same concurrency over kept-alive connections to the same server. Times are printed, never
@@ -59,10 +59,16 @@ fn job(i: usize, base_url: &str, extra: Value) -> Value {
 }
 
 fn now() -> String {
+    ago(0)
+}
+
+/// The time `secs` seconds ago, as the job file writes it.
+fn ago(secs: u64) -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs();
+        .as_secs()
+        - secs;
     // RFC 3339 from epoch seconds, UTC (civil-from-days).
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let z = days as i64 + 719_468;
@@ -477,6 +483,15 @@ fn main() {
         lines: Vec::new(),
         json: Vec::new(),
     };
+    // `-- kick-load`: case 10 alone, and case 8 (10a on the real QwenPaw, where installed).
+    if args.iter().any(|a| a == "kick-load") {
+        let env = Env::new();
+        say("atc tick benchmark, the kick-load case (10) alone".to_owned());
+        kick_case(&env, &say, &mut verdicts);
+        real_server_case(&env, None, &say, &mut verdicts);
+        finish(as_json, &verdicts);
+        return;
+    }
     say(format!(
         "atc tick benchmark: min / median of {RUNS} runs, --concurrency {CONCURRENCY}; ratios against the floor"
     ));
@@ -843,7 +858,63 @@ fn main() {
     ));
 
     // 8. The real QwenPaw's CPU per 1,000 polls, where it is installed.
-    match server_cost(&env) {
+    real_server_case(&env, Some(cpu_1000), &say, &mut verdicts);
+    // 9. One wake-up per parent: 50 results finishing together for 5 parent chats, the
+    // parents idle at every tick (their turns last less than a tick).
+    let (turns, ticks) = batch_case(&env, &server, &[]);
+    let (turns_one, ticks_one) = batch_case(&env, &server, &["--no-batch"]);
+    say(format!(
+        "9. 50 results for 5 chats: {turns} parent turns posted, the last result in after {ticks} tick(s); with --no-batch {turns_one} turns, {ticks_one} ticks"
+    ));
+    verdicts.goal(
+        "9 parent turns per 50 results for 5 chats",
+        turns as f64,
+        5.0,
+        "",
+        json!({"turns": turns, "no_batch_turns": turns_one}),
+    );
+    verdicts.goal(
+        "9 ticks until the last of 50 results is in",
+        ticks as f64,
+        1.0,
+        "",
+        json!({"ticks": ticks, "no_batch_ticks": ticks_one}),
+    );
+
+    // 10. Kick load: 1,000 watches of long children; turn ends that concern none of them,
+    // and one turn end of one watched child.
+    kick_case(&env, &say, &mut verdicts);
+    finish(as_json, &verdicts);
+}
+
+/// Prints the verdicts (or, with `--json`, the one JSON document).
+fn finish(as_json: bool, verdicts: &Verdicts) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"runs": RUNS, "concurrency": CONCURRENCY, "cases": verdicts.json})
+            )
+            .unwrap()
+        );
+    } else {
+        println!();
+        for line in &verdicts.lines {
+            println!("{line}");
+        }
+    }
+}
+
+/// Case 8, where the e2e QwenPaw is installed: its CPU per 1,000 polls, and case 10a on it
+/// (the server's CPU for 100 turn ends no watch concerns). `cpu_1000`: atc's CPU for one
+/// tick of 1,000 polls (case 1), when that case ran.
+fn real_server_case(
+    env: &Env,
+    cpu_1000: Option<Duration>,
+    say: &dyn Fn(String),
+    verdicts: &mut Verdicts,
+) {
+    match server_cost(env) {
         Ok(Some(cost)) => {
             say(format!(
                 "8. the real QwenPaw 2.2.2.post1, {} running tasks polled by {} ticks ({} polls): the server's CPU {:.0} ms per 1,000 polls (less what it used idle: {:.0} ms per second), atc's {:.0} ms (a process start per {} polls); a tick took {:.1} ms (median)",
@@ -857,12 +928,14 @@ fn main() {
                 cost.tick_ms
             ));
             let every = 20.0;
-            say(format!(
-                "   1,000 watches on a {every:.0} s timer: the server spends {:.1}% of one core answering the polls, atc {:.1}% (its CPU for one tick of 1,000 polls, case 1: {:.0} ms)",
-                cost.server_ms_per_1000 / every / 10.0,
-                ms(cpu_1000) / every / 10.0,
-                ms(cpu_1000)
-            ));
+            if let Some(cpu_1000) = cpu_1000 {
+                say(format!(
+                    "   1,000 watches on a {every:.0} s timer: the server spends {:.1}% of one core answering the polls, atc {:.1}% (its CPU for one tick of 1,000 polls, case 1: {:.0} ms)",
+                    cost.server_ms_per_1000 / every / 10.0,
+                    ms(cpu_1000) / every / 10.0,
+                    ms(cpu_1000)
+                ));
+            }
             say(format!(
                 "   10a on that server: 100 turn ends concerning none of its {} watches cost it {:.0} ms of CPU in all (less idle; /proc counts in 10 ms steps); one older plugin's kick, naming no turn, {:.0} ms",
                 cost.tasks, cost.unrelated_kicks_ms, cost.blind_kick_ms
@@ -901,46 +974,6 @@ fn main() {
             verdicts
                 .json
                 .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls", "error": err}));
-        }
-    }
-    // 9. One wake-up per parent: 50 results finishing together for 5 parent chats, the
-    // parents idle at every tick (their turns last less than a tick).
-    let (turns, ticks) = batch_case(&env, &server, &[]);
-    let (turns_one, ticks_one) = batch_case(&env, &server, &["--no-batch"]);
-    say(format!(
-        "9. 50 results for 5 chats: {turns} parent turns posted, the last result in after {ticks} tick(s); with --no-batch {turns_one} turns, {ticks_one} ticks"
-    ));
-    verdicts.goal(
-        "9 parent turns per 50 results for 5 chats",
-        turns as f64,
-        5.0,
-        "",
-        json!({"turns": turns, "no_batch_turns": turns_one}),
-    );
-    verdicts.goal(
-        "9 ticks until the last of 50 results is in",
-        ticks as f64,
-        1.0,
-        "",
-        json!({"ticks": ticks, "no_batch_ticks": ticks_one}),
-    );
-
-    // 10. Kick load: 1,000 watches of long children; turn ends that concern none of them,
-    // and one turn end of one watched child.
-    kick_case(&env, &say, &mut verdicts);
-
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"runs": RUNS, "concurrency": CONCURRENCY, "cases": verdicts.json})
-            )
-            .unwrap()
-        );
-    } else {
-        println!();
-        for line in &verdicts.lines {
-            println!("{line}");
         }
     }
 }
@@ -1071,7 +1104,8 @@ fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
         .into_iter()
         .map(|mut job| {
             job.as_object_mut().unwrap().remove("child_session");
-            job["registered_at"] = json!("2026-11-30T01:50:54Z");
+            // Registered an hour ago (within --max-age): the chats kicks see are newer.
+            job["registered_at"] = json!(ago(3600));
             job
         })
         .collect();
@@ -1106,7 +1140,7 @@ fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
         timer_per_min + UNRELATED as f64 * blind as f64 / WATCHES as f64,
     ));
     say(format!(
-        "    (c) their children's sessions unknown, {UNRELATED} turn ends in {CHATS} chats of their agent: {by_chat} polls ({:.1} per watch: one per chat)",
+        "    (c) their children's sessions unknown, {UNRELATED} turn ends in {CHATS} chats of their agent: {by_chat} polls ({:.1} per watch; one per watch per chat is {CHATS}, one per turn end {UNRELATED})",
         by_chat as f64 / WATCHES as f64,
     ));
     verdicts.goal(
