@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::job::{Job, Outbound, Status, TaskOutcome};
+use crate::job::{Job, Origin, Outbound, Status, TaskOutcome};
 use crate::outcome::{Outcome, failure_kind};
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
@@ -21,6 +21,9 @@ const BRIEF_CHARS: usize = 400;
 pub fn notice_text(job: &Job) -> String {
     let error = job.last_error.as_deref().unwrap_or("no detail");
     let what = match job.status {
+        // Never seen running: the server never had it (a wrong id, or another server), as
+        // far as atc can tell, rather than lost it.
+        Status::Lost if job.started_at.is_none() => "atc was asked to watch this task for you, but the QwenPaw server has no record of it and never had one while atc asked (is the task id right, and was it submitted to this server?), so there is no answer to deliver.".to_owned(),
         Status::Lost => "atc was watching this task for you, but the QwenPaw server no longer has any record of it (a server restart loses every task record), so its answer cannot be delivered.".to_owned(),
         Status::Expired => format!(
             "atc stopped watching this task: it had not finished {} after it was delegated.",
@@ -139,13 +142,26 @@ pub fn check_in_text(job: &Job, n: u32, at: Timestamp) -> String {
         .map(|start| age(start.elapsed_at(at)))
         .unwrap_or_else(|| "a while".to_owned());
     let max = crate::lifecycle::MAX_CHECK_INS;
+    // In the words the watch was made with: the plugin's tools, or atc's commands.
+    let (stop, keep_waiting, quiet) = match job.origin {
+        Origin::Plugin => (
+            format!("cancel_task_callback(task_id=\"{task}\", stop=True)"),
+            format!("cancel_task_callback(task_id=\"{task}\")"),
+            format!("cancel_task_callback(task_id=\"{task}\", check_ins=True)"),
+        ),
+        Origin::Cli => (
+            format!("atc cancel {task} --stop"),
+            format!("atc cancel {task}"),
+            format!("atc cancel {task} --check-ins"),
+        ),
+    };
     let stop = if job.child_session.is_some() {
-        format!("Stop the task: atc cancel {task} --stop")
+        format!("Stop the task: {stop}")
     } else {
-        format!("Stop waiting for it (the task keeps running): atc cancel {task}")
+        format!("Stop waiting for it (the task keeps running): {keep_waiting}")
     };
     format!(
-        "[TASK_ID: {task}]\n[STATUS: running]\n\nStill running after {ran} (check-in {n} of at most {max}). Its result comes into this chat by itself when it finishes: nothing to do now.\n{stop}\nStop these check-ins: atc cancel {task} --check-ins"
+        "[TASK_ID: {task}]\n[STATUS: running]\n\nStill running after {ran} (check-in {n} of at most {max}). Its result comes into this chat by itself when it finishes: nothing to do now.\n{stop}\nStop these check-ins: {quiet}"
     )
 }
 
@@ -169,6 +185,9 @@ pub fn deadline(job: &Job, now: Timestamp) -> String {
     if job.stopped_at.is_some() {
         return "; stopped".to_owned();
     }
+    if crate::lifecycle::stop_given_up(job) {
+        return "; stop given up".to_owned();
+    }
     let due = job
         .started_at
         .map(|at| at.saturating_add(std::time::Duration::from_secs(secs)));
@@ -181,18 +200,57 @@ pub fn deadline(job: &Job, now: Timestamp) -> String {
     }
 }
 
-/// The line a result of a child atc stopped (`--stop-after`) ends with, or `None` when atc
-/// did not stop it.
+/// The option a watch's deadline was given with, in the words of whoever made the watch:
+/// `--stop-after 20s` on a command line, `stop_after="20s"` through the plugin's tool.
+fn stop_option(job: &Job, after: &str) -> String {
+    match job.origin {
+        Origin::Cli => format!("--stop-after {after}"),
+        Origin::Plugin => format!("stop_after=\"{after}\""),
+    }
+}
+
+/// The line a result ends with when the watch asked atc to stop the child
+/// (`--stop-after`): atc stopped it, or gave up trying to (and why, in a few words);
+/// `None` otherwise.
 pub fn stop_line(job: &Job) -> Option<String> {
-    job.stopped_at?;
     let after = job
         .options
         .stop_after_secs
-        .map(|secs| humantime::format_duration(std::time::Duration::from_secs(secs)).to_string())
-        .unwrap_or_else(|| "its deadline".to_owned());
+        .map(|secs| human(std::time::Duration::from_secs(secs)));
+    if job.stopped_at.is_some() {
+        let after = after.unwrap_or_else(|| "its deadline".to_owned());
+        return Some(format!(
+            "[atc: stopped this task after {after} at the watch's request ({})]",
+            stop_option(job, &after)
+        ));
+    }
+    let after = after.filter(|_| crate::lifecycle::stop_given_up(job))?;
     Some(format!(
-        "[atc: stopped this task after {after} at the watch's request (--stop-after {after})]"
+        "[atc: the watch asked to stop this task after {after} ({}), but {} stops did not stop it{}; it ran to its end]",
+        stop_option(job, &after),
+        job.stop_tries,
+        kind(job.stop_error.as_deref(), None)
     ))
+}
+
+/// The give-up of the stops of a child (`--stop-after`): [`crate::lifecycle::STOP_TRIES`]
+/// did not stop it. The watch goes on.
+pub fn give_up_stop(job: &Job) -> GiveUp {
+    let t = &job.task_id;
+    GiveUp {
+        task_id: t.clone(),
+        status: format!("{}, stop given up", job.status),
+        reason: format!(
+            "{} did not stop its child{}",
+            plural(job.stop_tries, "stop", "stops"),
+            kind(job.stop_error.as_deref(), None)
+        ),
+        with: Vec::new(),
+        batch: false,
+        next: format!(
+            "still watching it (its result comes back when it ends); `atc status {t}` says why; `atc cancel {t} --stop` tries again, or stop it from QwenPaw's console"
+        ),
+    }
 }
 
 /// The cause of an error without the request it came from: `GET http://…/task/t:
@@ -312,6 +370,27 @@ fn cancelled_note(job: &Job, turn: &Turn) -> String {
     }
 }
 
+/// What a cancelled watch knows of its child, as of the cancel (atc asks nothing after
+/// it): stopped by atc, already finished, or still running when atc last looked.
+fn cancelled_child(job: &Job) -> String {
+    let t = &job.task_id;
+    if job.stopped_at.is_some() {
+        return "cancelled; atc stopped the child".to_owned();
+    }
+    match job.outcome {
+        Some(outcome) => format!(
+            "cancelled after the child had finished ({}); its result was not delivered",
+            outcome.as_str()
+        ),
+        None if job.started_at.is_some() => format!(
+            "cancelled while the child was still running (as of atc's last poll); atc no longer watches it: `atc wait {t}` or check_agent_task says how it ended"
+        ),
+        None => format!(
+            "cancelled before atc polled the child; atc no longer watches it: `atc wait {t}` or check_agent_task says how it ended"
+        ),
+    }
+}
+
 /// Why the job is where it is, in a sentence, or `None` when its status says it all. `turn`
 /// is the turn that carries (or carried) its block.
 pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
@@ -337,6 +416,19 @@ pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
             "{} in a row; last: {}",
             plural(job.strikes, "failed check", "failed checks"),
             job.last_error.as_deref().unwrap_or("no detail recorded")
+        ),
+        Status::Pending if crate::lifecycle::stop_given_up(job) => format!(
+            "atc gave up stopping the child (--stop-after): {} did not stop it (last: {}); still watching it: its result comes back when it ends",
+            plural(job.stop_tries, "stop", "stops"),
+            job.stop_error.as_deref().unwrap_or("no detail recorded")
+        ),
+        Status::Pending if job.stop_tries > 0 && job.stopped_at.is_none() => format!(
+            "{} did not stop the child (last: {}); the next tick that finds it running tries again ({} tries in all)",
+            plural(job.stop_tries, "stop", "stops"),
+            job.stop_error
+                .as_deref()
+                .unwrap_or("QwenPaw found nothing running to stop"),
+            crate::lifecycle::STOP_TRIES
         ),
         Status::Pending => return None,
         Status::Delivering if turn.is_some_and(Turn::in_flight) => {
@@ -426,7 +518,7 @@ pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
         ),
         Status::Cancelled => match turn {
             Some(t) if t.carries_job(&job.job_id) => cancelled_note(job, t),
-            _ => "cancelled; the child task keeps running".to_owned(),
+            _ => cancelled_child(job),
         },
         Status::Error => format!("the server refused the delivery ({error})"),
         Status::Skipped => {
@@ -585,11 +677,15 @@ pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Optio
 /// is the turn that carries its block.
 pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
     let delivery = delivery_of(turn);
-    let outcome = job
-        .outcome
-        .filter(|o| *o != TaskOutcome::Completed)
-        .map(|o| format!("{}; ", o.as_str()))
-        .unwrap_or_default();
+    // How the child ended, when not completed: it is the child's, not the watch's.
+    let outcome = match job.outcome {
+        None | Some(TaskOutcome::Completed) => String::new(),
+        Some(TaskOutcome::Cancelled) if job.stopped_at.is_some() => {
+            "child stopped by atc; ".to_owned()
+        }
+        Some(TaskOutcome::ForkNotFinalized) => "fork not finalized; ".to_owned(),
+        Some(other) => format!("child {}; ", other.as_str()),
+    };
     let note = match job.status {
         Status::Pending if job.strikes > 0 => format!(
             "{}: {}",
@@ -640,11 +736,15 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
                 .and_then(|t| t.parent_turn.as_deref())
                 .map(|t| format!("; parent turn {t}"))
                 .unwrap_or_default();
+            // A console parent's forward is a toast; an IM parent's, its reply sent on.
+            let console = turn.is_some_and(|t| t.chat.channel == "console");
             let forward = turn
                 .and_then(|t| t.forward.as_ref())
-                .map(|f| match f.status {
-                    ForwardStatus::Sent => "; forwarded".to_owned(),
-                    other => format!("; forward {}", other.as_str()),
+                .map(|f| match (console, f.status) {
+                    (true, ForwardStatus::Sent) => "; toast shown".to_owned(),
+                    (true, other) => format!("; toast {}", other.as_str()),
+                    (false, ForwardStatus::Sent) => "; reply forwarded".to_owned(),
+                    (false, other) => format!("; forward {}", other.as_str()),
                 })
                 .unwrap_or_default();
             format!("{outcome}{when}{parent}{forward}")
@@ -741,8 +841,32 @@ mod tests {
         );
         assert_eq!(explain(&job(Status::Pending), None), None);
 
+        // A cancelled watch says what was true of its child at the cancel, not "it keeps
+        // running" (atc asks nothing afterwards: the child may have finished since).
         let mut cancelled = job(Status::Cancelled);
-        assert!(explain(&cancelled, None).unwrap().contains("keeps running"));
+        assert_eq!(
+            explain(&cancelled, None).unwrap(),
+            "cancelled before atc polled the child; atc no longer watches it: `atc wait task-1` or check_agent_task says how it ended"
+        );
+        cancelled.started_at = Some(cancelled.registered_at);
+        assert!(
+            explain(&cancelled, None)
+                .unwrap()
+                .starts_with("cancelled while the child was still running (as of atc's last poll)")
+        );
+        let mut finished = cancelled.clone();
+        finished.outcome = Some(TaskOutcome::Failed);
+        assert_eq!(
+            explain(&finished, None).unwrap(),
+            "cancelled after the child had finished (failed); its result was not delivered"
+        );
+        let mut stopped = cancelled.clone();
+        stopped.stopped_at = Some(stopped.registered_at);
+        stopped.outcome = None;
+        assert_eq!(
+            explain(&stopped, None).unwrap(),
+            "cancelled; atc stopped the child"
+        );
         let mut landed = turn_of(&mut cancelled, TurnState::Delivered);
         assert!(
             explain(&cancelled, Some(&landed))
@@ -811,7 +935,33 @@ mod tests {
         done.outcome = Some(TaskOutcome::Failed);
         let mut turn = turn_of(&mut done, TurnState::Delivered);
         turn.delivered_at = Some(now);
-        assert_eq!(brief(&done, Some(&turn), now), "failed; delivered 0s ago");
+        assert_eq!(
+            brief(&done, Some(&turn), now),
+            "child failed; delivered 0s ago"
+        );
+        // A child atc stopped, and a console parent's toast: said as what they are.
+        done.outcome = Some(TaskOutcome::Cancelled);
+        done.stopped_at = Some(now);
+        turn.forward = Some(crate::turn::Forward {
+            status: ForwardStatus::Sent,
+            attempts: 1,
+            last_http_status: Some(200),
+            at: Some(now),
+            reason: None,
+            text: None,
+            since: None,
+            attempt_started_at: None,
+        });
+        assert_eq!(
+            brief(&done, Some(&turn), now),
+            "child stopped by atc; delivered 0s ago; toast shown"
+        );
+        turn.chat.channel = "mqtt".into();
+        done.stopped_at = None;
+        assert_eq!(
+            brief(&done, Some(&turn), now),
+            "child cancelled; delivered 0s ago; reply forwarded"
+        );
         // The list is cut to the terminal, not here: the whole cause, on one line.
         let mut long = job(Status::Error);
         long.last_error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
@@ -829,6 +979,13 @@ mod tests {
     fn notices_frame_like_qwenpaw_and_say_what_to_do() {
         let mut lost = job(Status::Lost);
         lost.task_id = "task-3f9a0c1b2d4e".into();
+        // Never seen on the server: no restart is blamed.
+        let never = notice_text(&lost);
+        assert!(
+            never.contains("never had one") && !never.contains("restart"),
+            "{never}"
+        );
+        lost.started_at = Some(lost.registered_at);
         let text = notice_text(&lost);
         assert!(
             text.starts_with("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: lost]\n\natc was watching"),
@@ -839,7 +996,7 @@ mod tests {
         expired.updated_at = expired
             .registered_at
             .saturating_add(std::time::Duration::from_secs(90000));
-        assert!(notice_text(&expired).contains("had not finished 1day 1h"));
+        assert!(notice_text(&expired).contains("had not finished 1d 1h after"));
         let mut abandoned = job(Status::Abandoned);
         abandoned.strikes = 3;
         abandoned.last_error = Some("HTTP 500: x".into());

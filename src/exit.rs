@@ -19,10 +19,14 @@ pub enum Exit {
     StateUnwritable = 4,
     /// 5: the server is unreachable or rejected our credentials (foreground commands).
     Server = 5,
-    /// 6: the task is lost: the server answered 404 for it.
+    /// 6: the task is lost, or unknown: the server answered 404 for it (`wait`, and
+    /// `watch` of a task the server never had).
     Lost = 6,
     /// 75: another atc process holds the job-file lock (EX_TEMPFAIL).
     LockBusy = 75,
+    /// 78: the config file is unusable: unreadable, not TOML, an unknown key, a bad value
+    /// (EX_CONFIG).
+    Config = 78,
     /// 124: a wait timed out (as timeout(1)).
     TimedOut = 124,
 }
@@ -35,7 +39,7 @@ impl Exit {
 
 /// Every code with what it means, for people: the `--help` footer and the man page's
 /// EXIT STATUS are made from it.
-pub const MEANINGS: [(Exit, &str); 9] = [
+pub const MEANINGS: [(Exit, &str); 10] = [
     (Exit::Ok, "ok"),
     (
         Exit::Refused,
@@ -56,11 +60,15 @@ pub const MEANINGS: [(Exit, &str); 9] = [
     ),
     (
         Exit::Lost,
-        "task lost: the server has no record of it (404)",
+        "task lost or unknown: the server has no record of it (404; wait, watch)",
     ),
     (
         Exit::LockBusy,
         "job file locked by another atc process (try again)",
+    ),
+    (
+        Exit::Config,
+        "config file unusable: not TOML, an unknown key or a bad value (the message names the file and the key)",
     ),
     (Exit::TimedOut, "wait timed out (--timeout)"),
 ];
@@ -165,6 +173,7 @@ mod tests {
             | Exit::Server
             | Exit::Lost
             | Exit::LockBusy
+            | Exit::Config
             | Exit::TimedOut => (),
         };
         for exit in [
@@ -176,6 +185,7 @@ mod tests {
             Exit::Server,
             Exit::Lost,
             Exit::LockBusy,
+            Exit::Config,
             Exit::TimedOut,
         ] {
             let listed = MEANINGS.iter().filter(|(e, _)| *e == exit).count();

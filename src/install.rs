@@ -16,8 +16,10 @@ use crate::exit::{Exit, Failure};
 pub const PLUGIN_ID: &str = "atc";
 /// The seed plugin (Agent Task Callback), whose tools have the same names.
 pub const SEED_ID: &str = "agent-task-callback";
-/// The plugin's files, as `atc qwenpaw install` writes them.
-pub const PLUGIN_FILES: [(&str, &str); 2] = [
+/// The plugin's files, as `atc qwenpaw install` writes them: the manifest, the backend
+/// (tools, end-of-turn kick, cadence) and the console bundle (an open chat shows what atc
+/// delivered into it), which `plugin.json` names as `entry.frontend`.
+pub const PLUGIN_FILES: [(&str, &str); 3] = [
     (
         "plugin.json",
         include_str!("../examples/qwenpaw-plugin/atc/plugin.json"),
@@ -26,7 +28,13 @@ pub const PLUGIN_FILES: [(&str, &str); 2] = [
         "plugin.py",
         include_str!("../examples/qwenpaw-plugin/atc/plugin.py"),
     ),
+    (
+        FRONTEND,
+        include_str!("../examples/qwenpaw-plugin/atc/frontend.mjs"),
+    ),
 ];
+/// The console bundle's file name (`plugin.json` `entry.frontend`).
+pub const FRONTEND: &str = "frontend.mjs";
 /// The tools the plugin registers (the seed's three, and fan-in).
 pub const TOOLS: [&str; 4] = [
     "watch_agent_task",
@@ -483,11 +491,12 @@ mod tests {
             [
                 "write the plugin's plugin.json",
                 "write the plugin's plugin.py",
+                "write the plugin's frontend.mjs",
                 "enable the tools for agent default",
                 "put the atc-callback skill into the skill pool"
             ]
         );
-        let agent: Value = serde_json::from_slice(&plan.changes[2].bytes).unwrap();
+        let agent: Value = serde_json::from_slice(&plan.changes[3].bytes).unwrap();
         let tools = &agent["tools"]["builtin_tools"];
         assert_eq!(tools["read_file"]["enabled"], true);
         for name in TOOLS {

@@ -233,6 +233,18 @@ pub struct Options {
     pub check_in_secs: Option<u64>,
 }
 
+/// Who made the watch (`atc watch --origin`): what the parent is told names what it was
+/// made with (`--stop-after 20s`, or the plugin tool's `stop_after`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// `atc watch` on a command line (a person, a script, an agent's shell).
+    #[default]
+    Cli,
+    /// atc's QwenPaw plugin (`watch_agent_task`, `watch_agent_tasks`).
+    Plugin,
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -340,12 +352,24 @@ pub struct Job {
     /// The child's chat uuid on the agent it runs on, once looked up (`GET /chats`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_chat_id: Option<String>,
+    /// The agent the child runs on, when the watch did not say (`--target-agent`) and a
+    /// stop found its chat there: where the next stop goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_agent: Option<String>,
     /// When a tick found `--stop-after` passed: the stop is due (cleared once answered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_asked_at: Option<Timestamp>,
-    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`).
+    /// When QwenPaw said it stopped the child at atc's request (`--stop-after`, or
+    /// `cancel --stop`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<Timestamp>,
+    /// Stops of the child (`--stop-after`) that did not stop it; at
+    /// `lifecycle::STOP_TRIES` atc gives up stopping it (the watch goes on).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stop_tries: u32,
+    /// Why the last of those stops did not stop the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_error: Option<String>,
     /// Where the current check-in notice of a pending job stands (check-in
     /// `check_ins + 1`; its turn composes its text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -356,6 +380,9 @@ pub struct Job {
     /// When the last check-in became due: the next one is due `--check-in` later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check_in_at: Option<Timestamp>,
+    /// Who made the watch (its current options).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub origin: Origin,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
     /// Counts copies of jobs in the tests that keep the tick's hot path to its budget
@@ -412,11 +439,15 @@ impl Job {
             turn: None,
             child_session: None,
             child_chat_id: None,
+            child_agent: None,
             stop_asked_at: None,
             stopped_at: None,
+            stop_tries: 0,
+            stop_error: None,
             check_in: None,
             check_ins: 0,
             last_check_in_at: None,
+            origin: Origin::Cli,
             extra: Map::new(),
             copies: Copies,
         }

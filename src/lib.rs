@@ -69,6 +69,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Log(log) => cmd::log::run(&log, out),
         Action::Import(import) => cmd::import::run(&import, out),
         Action::Timer(timer) => cmd::timer::run(&timer, out),
+        Action::Config(config) => cmd::config::run(&config, out),
         Action::QwenpawInstall(install) => cmd::qwenpaw::run(&install, out),
         Action::QwenpawZip(dir) => cmd::qwenpaw::zip(&dir, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),

@@ -91,6 +91,9 @@ pub enum Outcome {
     StopNotRunning,
     /// The stop could not be sent or was refused; asked again on the next tick.
     StopFailed,
+    /// `lifecycle::STOP_TRIES` stops did not stop the child: atc stops trying (the watch
+    /// goes on, and a person is told why).
+    StopGaveUp,
     /// `--check-in` came round while the child runs: a check-in notice is queued.
     CheckInDue,
     /// A check-in notice was posted into the parent chat.
@@ -148,6 +151,7 @@ impl Outcome {
             Outcome::Stopped => "stopped",
             Outcome::StopNotRunning => "stop_not_running",
             Outcome::StopFailed => "stop_failed",
+            Outcome::StopGaveUp => "stop_gave_up",
             Outcome::CheckInDue => "check_in_due",
             Outcome::CheckedIn => "checked_in",
             Outcome::CheckInDropped => "check_in_dropped",
@@ -192,11 +196,13 @@ impl Outcome {
         )
     }
 
-    /// atc gave up: nothing more happens to the job (or its turn) until a person acts.
+    /// atc gave up: nothing more happens to the job (or its turn, or the stop of its
+    /// child) until a person acts.
     pub fn is_give_up(self) -> bool {
         matches!(
             self,
             Outcome::Abandoned
+                | Outcome::StopGaveUp
                 | Outcome::Undelivered
                 | Outcome::Misrouted
                 | Outcome::Error

@@ -46,7 +46,7 @@ use anyhow::Result;
 use crate::compose::{self, Seen};
 use crate::job::{Job, Status};
 use crate::lifecycle::kick::{self, Concern, TurnEnd};
-use crate::lifecycle::{self, Check, Event, Limits};
+use crate::lifecycle::{self, Check, Event, Limits, StopAnswer};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, Server, render};
@@ -165,6 +165,10 @@ pub struct Heartbeat {
     /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_kick_at: Option<Timestamp>,
+    /// When the last tick that was no kick started: a timer's, the plugin's cadence, a
+    /// person's (`atc doctor` tells a cadence from kicks by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_unkicked_at: Option<Timestamp>,
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
@@ -214,6 +218,14 @@ impl Heartbeat {
         Heartbeat::parse(crate::state::lock::read_stamp(path))
     }
 
+    /// When the last tick that was no kick started; an older atc's heartbeat says it only
+    /// when its last tick was not a kick.
+    pub fn last_unkicked(&self) -> Option<Timestamp> {
+        self.last_unkicked_at.or(self
+            .last_tick_at
+            .filter(|at| Some(*at) != self.last_kick_at))
+    }
+
     fn parse(line: Option<String>) -> Heartbeat {
         let Some(line) = line else {
             return Heartbeat::default();
@@ -227,13 +239,14 @@ impl Heartbeat {
     /// What a tick that started at `now` leaves: `finished` once its pass is done.
     fn of(
         now: Timestamp,
-        last_kick_at: Option<Timestamp>,
+        (last_kick_at, last_unkicked_at): (Option<Timestamp>, Option<Timestamp>),
         settled: Option<Settled>,
         finished_at: Option<Timestamp>,
     ) -> Heartbeat {
         Heartbeat {
             last_tick_at: Some(now),
             last_kick_at,
+            last_unkicked_at,
             settled,
             finished: Some(finished_at == Some(now)),
             finished_at,
@@ -303,10 +316,11 @@ pub fn run_with<S: Server>(
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
-    let last_kick_at = if tick.kicked {
-        Some(now)
+    // Which kind of tick ran last, each kind's time kept.
+    let kinds = if tick.kicked {
+        (Some(now), previous.last_unkicked())
     } else {
-        previous.last_kick_at
+        (previous.last_kick_at, Some(now))
     };
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
@@ -315,14 +329,14 @@ pub fn run_with<S: Server>(
         && settled.until.is_none_or(|until| now <= until)
         && !(settled.unsaid && intent.heard)
     {
-        let beat = Heartbeat::of(now, last_kick_at, previous.settled, Some(now));
+        let beat = Heartbeat::of(now, kinds, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(&Heartbeat::of(now, last_kick_at, None, previous.finished_at).to_line())?;
+    single_flight.stamp(&Heartbeat::of(now, kinds, None, previous.finished_at).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
     let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, last_kick_at, None, Some(now)).to_line())
+        lock.stamp(&Heartbeat::of(now, kinds, None, Some(now)).to_line())
     };
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -363,7 +377,7 @@ pub fn run_with<S: Server>(
                 until: work.first_prune,
                 unsaid: work.unsaid,
             };
-            let beat = Heartbeat::of(now, last_kick_at, Some(settled), Some(now));
+            let beat = Heartbeat::of(now, kinds, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;
@@ -746,20 +760,59 @@ fn look(client: &impl Server, due: &Due) -> Looked {
             Looked::Turn(TurnEvent::ChannelChecked(chat::health(health)))
         }
         Due::Stop(job) => {
-            let (chat_id, answer) = match stop_child(client, job) {
-                Ok(Stopped { chat_id, said }) => (chat_id, Ok(said == chat::Stop::Stopped)),
-                Err(why) => (None, Err(why.message())),
+            let event = match stop_child(client, job) {
+                Ok(stopped) => Event::StopAnswered {
+                    answer: stopped.answer(),
+                    agent: stopped.agent,
+                    chat_id: stopped.chat_id,
+                },
+                Err(why) => Event::StopAnswered {
+                    agent: None,
+                    chat_id: None,
+                    answer: StopAnswer::Failed(why.message()),
+                },
             };
-            Looked::Job(Event::StopAnswered { chat_id, answer })
+            Looked::Job(event)
         }
     }
 }
 
-/// What a stop of the child did: the chat it went to when that is the child's uuid (to be
-/// recorded), and what QwenPaw said.
+/// What a stop of the child did: where its chat was found (the agent and the chat's uuid,
+/// both recorded on the job), and what came of it.
 pub struct Stopped {
+    /// The agent whose chats hold the child's chat, when a lookup found it there.
+    pub agent: Option<String>,
     pub chat_id: Option<String>,
-    pub said: chat::Stop,
+    pub said: StopSaid,
+}
+
+impl Stopped {
+    /// The answer as the state machine takes it.
+    pub fn answer(&self) -> StopAnswer {
+        match self.said {
+            StopSaid::Stopped => StopAnswer::Stopped,
+            StopSaid::NotRunning(_) => StopAnswer::NotRunning,
+        }
+    }
+}
+
+/// What a stop found: it stopped the child, or there was nothing to stop, and what says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSaid {
+    Stopped,
+    NotRunning(NotRunning),
+}
+
+/// What says the child is not running, besides QwenPaw's `{"stopped": false}` (which only
+/// says nothing runs in the chat the stop went to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotRunning {
+    /// Its task record says it finished.
+    Finished,
+    /// The server has no record of the task (nothing of it runs there).
+    NoRecord,
+    /// Its chat says no turn runs there.
+    ChatIdle,
 }
 
 /// Why the child could not be stopped.
@@ -768,8 +821,11 @@ pub enum StopFailed {
     NoSession,
     /// The child's chat could not be looked up.
     Lookup(String),
-    /// The stop could not be sent, or the answer says nothing.
+    /// The stop could not be sent, or what came back tells nothing.
     Stop(String),
+    /// QwenPaw found nothing to stop, but nothing says the child is not running (its task
+    /// record says it runs, or cannot tell): why, and where to look.
+    StillRunning(String),
 }
 
 impl StopFailed {
@@ -777,31 +833,157 @@ impl StopFailed {
         match self {
             StopFailed::NoSession => "the child's session is not known".to_owned(),
             StopFailed::Lookup(why) => format!("its chat could not be looked up ({why})"),
-            StopFailed::Stop(why) => why.clone(),
+            StopFailed::Stop(why) | StopFailed::StillRunning(why) => why.clone(),
         }
     }
 }
 
-/// Stops the child of `job` (`cancel --stop`, `--stop-after`): its chat is the one recorded,
-/// or looked up by its session on the agent it runs on (`GET /chats`), or, when no chat is
-/// listed, its session id (QwenPaw finds `console` chats by it); then
-/// `POST /console/chat/stop` as that agent.
+/// Where a child's chat is: the agent whose chats hold it, and the chat when it is listed
+/// (or was recorded).
+struct ChildChat {
+    agent: String,
+    chat: Option<String>,
+    /// Whether a lookup found it (so the agent is worth recording).
+    found: bool,
+    /// The agents whose chats were looked through, when the agent was not known.
+    searched: Vec<String>,
+}
+
+/// Finds the child's chat: on the agent it is known to run on (`--target-agent`, or where
+/// an earlier stop found it), else on the asking agent, else on every other agent the
+/// server lists. A watch without `--target-agent` is polled fine (the poll route ignores
+/// the agent), but a stop goes to one agent's chats: sent to the wrong one, it finds
+/// nothing running.
+fn child_chat(
+    client: &(impl Server + ?Sized),
+    job: &Job,
+    session: &str,
+) -> Result<ChildChat, StopFailed> {
+    let base = &job.base_url;
+    let look = |agent: &str| {
+        chat::chats(client.list_chats(base, agent, None))
+            .map(|chats| chat::child_chat(&chats, session).map(|c| c.id.clone()))
+    };
+    let known = job
+        .target
+        .target_agent
+        .as_deref()
+        .or(job.child_agent.as_deref());
+    if let Some(agent) = known {
+        let chat = match &job.child_chat_id {
+            Some(id) => Some(id.clone()),
+            None => look(agent).map_err(|u| StopFailed::Lookup(u.message().to_owned()))?,
+        };
+        return Ok(ChildChat {
+            agent: agent.to_owned(),
+            found: chat.is_some(),
+            chat,
+            searched: Vec::new(),
+        });
+    }
+    let asking = &job.target.agent_id;
+    // Recorded by an atc that looked only on the asking agent.
+    if let Some(id) = &job.child_chat_id {
+        return Ok(ChildChat {
+            agent: asking.clone(),
+            chat: Some(id.clone()),
+            found: false,
+            searched: Vec::new(),
+        });
+    }
+    let mut searched = vec![asking.clone()];
+    if let Some(id) = look(asking).map_err(|u| StopFailed::Lookup(u.message().to_owned()))? {
+        return Ok(ChildChat {
+            agent: asking.clone(),
+            chat: Some(id),
+            found: true,
+            searched,
+        });
+    }
+    let agents = chat::agents(client.list_agents(base)).map_err(|why| {
+        StopFailed::Lookup(format!("the server's agents could not be listed: {why}"))
+    })?;
+    for agent in agents.iter().filter(|a| *a != asking) {
+        searched.push(agent.clone());
+        // An agent whose chats cannot be read (disabled: 403) holds no running child.
+        if let Ok(Some(id)) = look(agent) {
+            return Ok(ChildChat {
+                agent: agent.clone(),
+                chat: Some(id),
+                found: true,
+                searched,
+            });
+        }
+    }
+    Ok(ChildChat {
+        agent: asking.clone(),
+        chat: None,
+        found: false,
+        searched,
+    })
+}
+
+/// Stops the child of `job` (`cancel --stop`, `--stop-after`): finds its chat
+/// ([`child_chat`]), then `POST /console/chat/stop` as the agent that holds it (by the
+/// chat's uuid; when no chat is listed, by its session id, which QwenPaw finds among
+/// `console` chats). QwenPaw's `{"stopped": false}` says only that nothing runs in the chat
+/// the stop reached: the child is said not to be running only when its task record (or,
+/// when that tells nothing, its chat) says so too.
 pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped, StopFailed> {
     let Some(session) = &job.child_session else {
         return Err(StopFailed::NoSession);
     };
-    let agent = job.target.poll_agent();
-    let chat_id = match &job.child_chat_id {
-        Some(id) => Some(id.clone()),
-        None => match chat::chats(client.list_chats(&job.base_url, agent, None)) {
-            Ok(chats) => chat::child_chat(&chats, session).map(|c| c.id.clone()),
-            Err(unusable) => return Err(StopFailed::Lookup(unusable.message().to_owned())),
-        },
+    let base = &job.base_url;
+    let place = child_chat(client, job, session)?;
+    let target = place.chat.as_deref().unwrap_or(session);
+    let said =
+        chat::stopped(client.stop_chat(base, &place.agent, target)).map_err(StopFailed::Stop)?;
+    let stopped = |said| Stopped {
+        agent: place.found.then(|| place.agent.clone()),
+        chat_id: place.chat.clone(),
+        said,
     };
-    let target = chat_id.as_deref().unwrap_or(session);
-    match chat::stopped(client.stop_chat(&job.base_url, agent, target)) {
-        Ok(said) => Ok(Stopped { chat_id, said }),
-        Err(why) => Err(StopFailed::Stop(why)),
+    if said == chat::Stop::Stopped {
+        return Ok(stopped(StopSaid::Stopped));
+    }
+    let poll = task::classify(
+        client.get_task(base, &job.task_id, job.target.poll_agent()),
+        &job.task_id,
+        base,
+        client.auth(),
+    );
+    let nowhere = if place.chat.is_none() && !place.searched.is_empty() {
+        format!(
+            "; its chat (session {session}) is on none of the agents the server lists ({}): watch it again with --target-agent AID, the agent submit_to_agent ran it on",
+            place.searched.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let reached = match &place.chat {
+        Some(id) => format!("chat {id} of agent '{}'", place.agent),
+        None => format!("session {session} of agent '{}'", place.agent),
+    };
+    match poll {
+        Poll::Record(record) if record.is_finished() => {
+            Ok(stopped(StopSaid::NotRunning(NotRunning::Finished)))
+        }
+        Poll::Record(_) => Err(StopFailed::StillRunning(format!(
+            "QwenPaw found nothing running to stop in {reached}, but the task record says the child still runs{nowhere}"
+        ))),
+        Poll::NotFound { .. } => Ok(stopped(StopSaid::NotRunning(NotRunning::NoRecord))),
+        Poll::Failed { error } | Poll::Denied { error } => {
+            let idle = place
+                .chat
+                .as_deref()
+                .map(|id| chat::running(client.chat_status(base, &place.agent, id)));
+            match idle {
+                Some(Ok(false)) => Ok(stopped(StopSaid::NotRunning(NotRunning::ChatIdle))),
+                _ => Err(StopFailed::StillRunning(format!(
+                    "QwenPaw found nothing running to stop in {reached}, and neither the task record ({error}) nor the chat says whether the child still runs{nowhere}"
+                ))),
+            }
+        }
     }
 }
 
@@ -1119,6 +1301,9 @@ mod tests {
             unreachable!()
         }
         fn stop_chat(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
+            unreachable!()
+        }
+        fn list_agents(&self, _: &str) -> Result<Answer, Transport> {
             unreachable!()
         }
     }

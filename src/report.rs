@@ -141,8 +141,10 @@ impl Report {
     pub fn record(&mut self, job: &Job, changed: bool, outcomes: &[Outcome], at: Timestamp) {
         for outcome in outcomes {
             self.add(*outcome, &job.task_id);
-            if *outcome == Outcome::Abandoned {
-                self.gave_up.push(crate::describe::give_up_job(job));
+            match outcome {
+                Outcome::Abandoned => self.gave_up.push(crate::describe::give_up_job(job)),
+                Outcome::StopGaveUp => self.gave_up.push(crate::describe::give_up_stop(job)),
+                _ => {}
             }
         }
         let error = job.last_error.clone();

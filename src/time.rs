@@ -86,36 +86,39 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-/// A duration for people: whole seconds, humantime style (`3m 20s`).
+/// A duration for people, in the one format atc writes every duration and age in: whole
+/// seconds as days, hours, minutes and seconds, largest first, a unit of 0 left out (`1d 1h`,
+/// `4h 49m`, `3m 20s`, `42s`, `0s`; `400d 3h` rather than months and years, whose length
+/// varies). Exact: every unit is there, so humantime (and every atc flag) reads it back.
 pub fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    units(d, usize::MAX)
 }
 
-/// An age for people at a glance: at most two units, short (`11mo 30d`, `4h 49m`,
-/// `3m 20s`, `42s`). Years and months are humantime's (365.25 and 30.44 days), so it
-/// agrees with [`human`] on what it shows.
+/// An age for people at a glance: [`human`] cut to its two largest units (`1d 1h`,
+/// `4h 49m`, `3m 20s`, `42s`), never more; a second unit of 0 is left out (`2h`).
 pub fn age(d: Duration) -> String {
-    const UNITS: [(u64, &str); 6] = [
-        (31_557_600, "y"),
-        (2_630_016, "mo"),
-        (86_400, "d"),
-        (3_600, "h"),
-        (60, "m"),
-        (1, "s"),
-    ];
+    units(d, 2)
+}
+
+/// `d` in days, hours, minutes and seconds, from the largest unit it has, at most `most`
+/// units counted from there, zero ones left out.
+fn units(d: Duration, most: usize) -> String {
+    const UNITS: [(u64, &str); 4] = [(86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")];
     let mut left = d.as_secs();
     let mut parts = Vec::new();
+    let mut counted = 0;
     for (size, name) in UNITS {
-        if left >= size || !parts.is_empty() {
-            parts.push(format!("{}{name}", left / size));
-            left %= size;
-        }
-        if parts.len() == 2 {
+        if counted == most {
             break;
         }
+        if left >= size || counted > 0 {
+            counted += 1;
+            if left >= size {
+                parts.push(format!("{}{name}", left / size));
+            }
+            left %= size;
+        }
     }
-    // A second unit of 0 says nothing: `2h`, not `2h 0m`.
-    parts.retain(|p| !p.starts_with('0'));
     if parts.is_empty() {
         return "0s".to_owned();
     }
@@ -160,10 +163,32 @@ mod tests {
             (secs(7200), "2h"),
             (secs(4 * 3600 + 49 * 60 + 25), "4h 49m"),
             (secs(86_400 + 5), "1d"),
-            (secs(2 * 31_557_600 + 3 * 2_630_016 + 99), "2y 3mo"),
-            (secs(11 * 2_630_016 + 30 * 86_400 + 4 * 3600), "11mo 30d"),
+            (secs(86_400 + 3600 + 5), "1d 1h"),
+            (secs(400 * 86_400 + 3 * 3600 + 99), "400d 3h"),
         ] {
             assert_eq!(age(d), want, "{d:?}");
         }
+    }
+
+    #[test]
+    fn durations_are_exact_in_the_same_units_and_read_back() {
+        let secs = Duration::from_secs;
+        for (d, want) in [
+            (secs(0), "0s"),
+            (secs(90), "1m 30s"),
+            (secs(86_400 + 3600), "1d 1h"),
+            (secs(86_400 + 5), "1d 5s"),
+            (secs(400 * 86_400 + 3 * 3600 + 99), "400d 3h 1m 39s"),
+            (Duration::from_millis(1500), "1s"),
+        ] {
+            assert_eq!(human(d), want, "{d:?}");
+            assert_eq!(
+                humantime::parse_duration(&human(d)).unwrap(),
+                secs(d.as_secs())
+            );
+        }
+        // An age is the start of the same text.
+        let d = secs(3 * 86_400 + 7 * 3600 + 5 * 60);
+        assert!(human(d).starts_with(&age(d)), "{} / {}", human(d), age(d));
     }
 }

@@ -228,6 +228,47 @@ pub fn duration(d: Duration) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration as people write it (humantime: `30s`, `5m`, `24h`, `7d`), at most ten years:
+/// the flags, their environment variables and the config file all take it through here.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|err| format!("{err} (write durations like 30s, 5m, 24h, 7d)"))
+        .and_then(duration)
+}
+
+/// `tick --concurrency`: polls and deliveries in flight at once.
+pub const CONCURRENCY: std::ops::RangeInclusive<u32> = 1..=256;
+/// `tick --max-strikes`: failed checks in a row before a job is abandoned.
+pub const STRIKES: std::ops::RangeInclusive<u32> = 1..=u32::MAX;
+
+/// A whole number in `range`, written in decimal.
+pub fn count(text: &str, range: &std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+    let n: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{} is not a whole number", preview(text)))?;
+    if !range.contains(&n) {
+        return Err(if *range.end() == u32::MAX {
+            format!("{n} is less than {}", range.start())
+        } else {
+            format!("{n} is not from {} to {}", range.start(), range.end())
+        });
+    }
+    Ok(n)
+}
+
+/// A yes or no: `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`, in any case.
+pub fn boolean(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "{} is neither true nor false (write true or false, 1 or 0)",
+            preview(text)
+        )),
+    }
+}
+
 /// A token from the environment: printable ASCII, no spaces or control characters (a
 /// trailing `\r` from a CRLF env file would otherwise make every request fail as if the
 /// server were down). The error never shows the token.

@@ -124,10 +124,12 @@ fn tokens_never_appear_in_output_json_the_job_file_or_the_log() {
             .never_shows(BEARER_TOKEN)
     }
     s.chats.add("default", "s-77", "default", "console");
-    tokens(s.atc(["watch", TASK, "--session", "s-77", "-v"]))
-        .stdout_inspected()
-        .stderr_inspected()
-        .run();
+    s.checked(&[TASK], || {
+        tokens(s.atc(["watch", TASK, "--session", "s-77", "-v"]))
+            .stdout_inspected()
+            .stderr_inspected()
+            .run()
+    });
     // A refused token, then a good answer: errors and -v lines carry no token.
     s.poll_replies(
         TASK,

@@ -272,7 +272,7 @@ fn doctor_passes_every_check_on_a_sound_setup() {
         "✓ token: none needed",
         "✓ health: ok, up 6s",
         "✓ agents: the watches name agents the server has: default",
-        "✓ timer: the last atc tick ran ",
+        "✓ timer: the last atc tick that was no kick ran ",
         "✓ watches: 1 task watched, none failing its checks",
         "✓ deliveries: none stuck",
         "✓ give-ups: none in the last day",
@@ -297,7 +297,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 2 of 10 checks failed\n")
+        .stderr("atc: 2 of 11 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -343,8 +343,9 @@ fn doctor_says_which_cadence_is_in_effect() {
             "✓ cadence: atc's QwenPaw plugin (server pid 4242) starts `atc tick` every 20s while watches wait; no system timer seen".to_owned(),
         ),
         (
-            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(3), "ticking": false, "timer_seen_at": ago(12)}),
-            "✓ cadence: a system timer: a tick atc's QwenPaw plugin did not start ran 12s ago, so the plugin (server pid 4242) stands by".to_owned(),
+            // Two hours: an age read a few seconds later still says "2h" (for a minute).
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(3), "ticking": false, "timer_seen_at": ago(7200)}),
+            "✓ cadence: a system timer: a tick atc's QwenPaw plugin did not start ran 2h ago, so the plugin (server pid 4242) stands by".to_owned(),
         ),
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(600), "ticking": true, "timer_seen_at": null}),
@@ -365,6 +366,63 @@ fn doctor_says_which_cadence_is_in_effect() {
 }
 
 /// The check of doctor's output: one line starting with `start`, and the fix under it.
+#[test]
+fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &[]);
+    // What kicked ticks leave (the plugin's end-of-turn hook), no timer installed: the
+    // last tick was a kick, and no other tick ever ran.
+    let now = atc::time::Timestamp::now().to_string();
+    let tick_lock = s.env.state.with_file_name("jobs.json.tick.lock");
+    support::atc::write_private(
+        &tick_lock,
+        format!(
+            "{}\n",
+            serde_json::json!({"last_tick_at": now, "last_kick_at": now, "finished": true, "finished_at": now})
+        )
+        .as_bytes(),
+    );
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .file_unchanged()
+        .run();
+    doctor_says(
+        &stdout(&out),
+        "✗ timer: 1 watch waits, and no atc tick but kicks has run yet (kicks, the ticks a turn's end starts, are apart: the last ran ",
+        Some(
+            "load atc's QwenPaw plugin (it ticks by itself while QwenPaw runs), or install a timer",
+        ),
+    );
+    // A tick that is no kick (a timer's): the timer line says when, the kicks apart.
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    let said = stdout(&out);
+    doctor_says(
+        &said,
+        "✓ timer: the last atc tick that was no kick ran ",
+        None,
+    );
+    assert!(
+        said.contains("(kicks, the ticks a turn's end starts, are apart: the last ran "),
+        "{said}"
+    );
+    let beat: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&tick_lock)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(beat["last_kick_at"], now.as_str(), "kept: {beat}");
+    assert!(beat["last_unkicked_at"].is_string(), "{beat}");
+}
+
 fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
     let lines: Vec<&str> = said.lines().collect();
     let at = lines
@@ -418,7 +476,7 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
         .never_shows("tok-doctor-7")
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 3 of 14 checks failed\n")
+        .stderr("atc: 3 of 15 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -496,11 +554,15 @@ fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 1 of 13 checks failed\n")
+        .stderr("atc: 1 of 14 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
-    doctor_says(&said, "✓ timer: the last atc tick ran ", None);
+    doctor_says(
+        &said,
+        "✓ timer: the last atc tick that was no kick ran ",
+        None,
+    );
     doctor_says(
         &said,
         "✗ tick saves: the last atc tick (",
@@ -512,12 +574,19 @@ fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
     );
     // A tick that finishes clears it.
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    let started = std::time::Instant::now();
     s.tick(&[]).run();
     let out = s.atc(["doctor"]).stdout_inspected().run();
     doctor_says(
         &stdout(&out),
-        "✓ tick saves: the last atc tick finished its pass 0s ago",
+        "✓ tick saves: the last atc tick finished its pass ",
         None,
+    );
+    // An age, computed at two moments: a range.
+    support::atc::assert_age(
+        &stdout(&out),
+        "the last atc tick finished its pass ",
+        started.elapsed(),
     );
     // An older atc's heartbeat (a bare timestamp) says nothing about saves: no alarm.
     std::fs::write(
@@ -846,23 +915,29 @@ fn watch_from_a_file_or_stdin_takes_every_task_id_marker() {
     let file = s.env.home.join("submitted.txt");
     std::fs::write(&file, BACKGROUND_OUTPUT).unwrap();
     s.chats.add("default", "s-77", "default", "console");
-    s.atc([
-        "watch",
-        "--from",
-        file.to_str().unwrap(),
-        "--session",
-        "s-77",
-    ])
-    .stdout_contains("Watching task-111111111111 for agent 'default'")
-    .stdout_contains("Watching task-222222222222 for agent 'default'")
-    .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 2));
+    let both = ["task-111111111111", "task-222222222222"];
+    s.checked(&both, || {
+        s.atc([
+            "watch",
+            "--from",
+            file.to_str().unwrap(),
+            "--session",
+            "s-77",
+        ])
+        .stdout_contains("Watching task-111111111111 for agent 'default'")
+        .stdout_contains("Watching task-222222222222 for agent 'default'")
+        .file(|file| assert_eq!(file["jobs"].as_array().unwrap().len(), 2))
+        .run()
+    });
 
     let s = Scene::new();
     s.chats.add("default", "s-77", "default", "console");
-    s.atc(["watch", "--from", "-", "--session", "s-77", "--json"])
-        .stdin(BACKGROUND_OUTPUT)
-        .stdout_inspected()
-        .run();
+    s.checked(&both, || {
+        s.atc(["watch", "--from", "-", "--session", "s-77", "--json"])
+            .stdin(BACKGROUND_OUTPUT)
+            .stdout_inspected()
+            .run()
+    });
     let ids: Vec<String> = s
         .env
         .jobs()
@@ -938,6 +1013,7 @@ fn timer_print_launchd_is_a_valid_plist() {
     let out = env
         .atc(["timer", "print", "launchd"])
         .stdout_inspected()
+        .stderr_contains("atc: note: the units name the job file")
         .no_file()
         .run();
     let plist = read(&stdout(&out));
@@ -992,6 +1068,7 @@ fn timer_print_systemd_names_this_binary_and_the_units_verify() {
     // A job file of its own is named in the unit.
     env.atc(["timer", "print", "systemd", "--unit", "service"])
         .stdout_contains(format!("Environment=ATC_STATE={}\n", env.state.display()))
+        .stderr(format!("atc: note: the units name the job file ({s}, from ATC_STATE); the kicks of atc's QwenPaw plugin do not see it: `atc config set state {s}` gives every tick the same job file\n", s = env.state.display()))
         .no_file();
 
     let dir = tempfile::tempdir().unwrap();
@@ -1028,7 +1105,7 @@ fn timer_print_cron_staggers_lines_and_refuses_what_cron_cannot_do() {
     let bin = binary();
     env.atc_default_state(["timer", "print", "cron"])
         .stdout(format!(
-            "# atc: run `atc tick` every 20s (cron has minute resolution: one line per tick in a minute).\n# Tokens: add NAME=value lines above these (QWENPAW_RUNTIME_INTERNAL_TOKEN=…).\n* * * * * {b} tick\n* * * * * sleep 20; {b} tick\n* * * * * sleep 40; {b} tick\n",
+            "# atc: run `atc tick` every 20s (cron has minute resolution: one line per tick in a minute).\n# Tokens: add NAME=value lines above these (QWENPAW_RUNTIME_INTERNAL_TOKEN=…).\n# Settings: ~/.config/atc/config.toml (`atc config set`), which the plugin's kicks read too.\n* * * * * {b} tick\n* * * * * sleep 20; {b} tick\n* * * * * sleep 40; {b} tick\n",
             b = bin.display()
         ))
         .no_file();
@@ -1151,12 +1228,13 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
         .unwrap();
     assert!(row.contains("  nightly  "), "{row}");
     let running_for = row.split("running for ").nth(1).unwrap();
+    // Started long ago: days first, then at most one more unit, as every age is written.
+    let units: Vec<&str> = running_for.split_whitespace().collect();
     assert!(
-        running_for.split_whitespace().count() <= 2
-            && (running_for.ends_with("mo")
-                || running_for.ends_with('d')
-                || running_for.ends_with('y')),
-        "at most two units: {running_for:?}"
+        units.len() <= 2
+            && units[0].ends_with('d')
+            && humantime::parse_duration(running_for).is_ok(),
+        "at most two units, in atc's one format: {running_for:?}"
     );
     assert!(
         piped.contains("2 failed checks: connection refused (is QwenPaw running?)"),

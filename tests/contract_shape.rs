@@ -14,7 +14,7 @@ fn the_fakes_bodies_have_the_shape_of_the_real_servers() {
     let recorded: Value =
         serde_json::from_str(include_str!("data/qwenpaw-2.2.2-bodies.json")).unwrap();
     let not_found = bodies::not_found("task-000000000000");
-    let pairs: [(&str, &str); 9] = [
+    let pairs: [(&str, &str); 10] = [
         ("running", bodies::RUNNING),
         ("finished_completed", bodies::FINISHED_COMPLETED),
         ("finished_failed_llm", bodies::FINISHED_FAILED_LLM),
@@ -24,6 +24,7 @@ fn the_fakes_bodies_have_the_shape_of_the_real_servers() {
         ("busy_409", bodies::BUSY_409),
         ("auth_401_runtime", bodies::AUTH_401_RUNTIME),
         ("submit_ok", bodies::SUBMIT_OK),
+        ("frontend_plugin_atc", bodies::FRONTEND_PLUGIN_ATC),
     ];
     let mut problems = Vec::new();
     for (name, fake) in pairs {

@@ -57,11 +57,13 @@ fn a_wrong_user_is_refused_at_watch_and_names_the_right_one() {
 #[test]
 fn create_session_allows_a_new_chat_on_purpose() {
     let s = Scene::new();
-    s.atc(["watch", TASK, "--session", "fresh", "--create-session", "-v"])
-        .stdout_contains(format!("Watching {TASK}"))
-        .stderr_contains("has no chat with session fresh (user default, channel console) yet; the first delivery starts it")
-        .stderr_contains("atc: QwenPaw API")
-        .run();
+    s.checked(&[TASK], || {
+        s.atc(["watch", TASK, "--session", "fresh", "--create-session", "-v"])
+            .stdout_contains(format!("Watching {TASK}"))
+            .stderr_contains("has no chat with session fresh (user default, channel console) yet; the first delivery starts it")
+            .stderr_contains("atc: QwenPaw API")
+            .run()
+    });
     assert_eq!(s.job(TASK)["create_session"], true);
     finished(&s, TASK);
     s.tick(&[]);
@@ -423,7 +425,15 @@ fn the_parent_turn_is_recorded_from_the_turns_own_record() {
 fn a_lost_task_posts_one_notice_and_says_so() {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    s.poll_replies(TASK, vec![Reply::json(404, &bodies::not_found(TASK))]);
+    // Seen running, then the server restarted: the record is gone.
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(404, &bodies::not_found(TASK)),
+        ],
+    );
+    s.tick(&[]);
     s.tick(&["-vv"])
         .stderr_contains("tick: noticed: task-3f9a0c1b2d4e")
         .stderr_contains("tick: delivered: task-3f9a0c1b2d4e")
@@ -640,10 +650,12 @@ fn a_fork_child_names_its_branch_or_says_it_is_not_ready_to_merge() {
 fn a_group_is_delivered_as_one_turn_once_every_member_is_done() {
     let s = Scene::new();
     s.add_chat("s-77", "default", "console");
-    s.atc(["watch", "task-a", "task-b", "task-c", "--session", "s-77", "--group", "audit"])
-        .stdout_contains("Watching task-a in group audit for agent 'default'; the result goes to session s-77 (user default, channel console) with the rest of its group.")
-        .stdout_contains("Watching task-c in group audit")
-        .run();
+    s.checked(&["task-a", "task-b", "task-c"], || {
+        s.atc(["watch", "task-a", "task-b", "task-c", "--session", "s-77", "--group", "audit"])
+            .stdout_contains("Watching task-a in group audit for agent 'default'; the result goes to session s-77 (user default, channel console) with the rest of its group.")
+            .stdout_contains("Watching task-c in group audit")
+            .run()
+    });
     finished(&s, "task-a");
     s.poll_replies(
         "task-b",
@@ -701,17 +713,19 @@ fn a_group_is_delivered_as_one_turn_once_every_member_is_done() {
 fn a_cancelled_member_drops_out_of_its_group() {
     let s = Scene::new();
     s.add_chat("s-77", "default", "console");
-    s.atc([
-        "watch",
-        "task-a",
-        "task-b",
-        "--session",
-        "s-77",
-        "--group",
-        "g",
-    ])
-    .stdout_contains("Watching task-b")
-    .run();
+    s.checked(&["task-a", "task-b"], || {
+        s.atc([
+            "watch",
+            "task-a",
+            "task-b",
+            "--session",
+            "s-77",
+            "--group",
+            "g",
+        ])
+        .stdout_contains("Watching task-b")
+        .run()
+    });
     finished(&s, "task-a");
     s.poll_replies("task-b", vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&[]);
@@ -727,28 +741,33 @@ fn a_cancelled_member_drops_out_of_its_group() {
     );
     assert!(!turns[0].contains("task-b"));
     // A group that went out takes no new members.
-    s.atc(["watch", "task-late", "--session", "s-77", "--group", "g"])
-        .status(1)
-        .stderr_contains(
-            "group \"g\" of session s-77 (user default, channel console) already went out",
-        );
+    s.checked(&["task-late"], || {
+        s.atc(["watch", "task-late", "--session", "s-77", "--group", "g"])
+            .status(1)
+            .stderr_contains(
+                "group \"g\" of session s-77 (user default, channel console) already went out",
+            )
+            .run()
+    });
 }
 
 #[test]
 fn each_group_member_block_is_capped_like_a_single_delivery() {
     let s = Scene::new();
     s.add_chat("s-77", "default", "console");
-    s.atc([
-        "watch",
-        "task-a",
-        "task-b",
-        "--session",
-        "s-77",
-        "--group",
-        "big",
-    ])
-    .stdout_contains("Watching")
-    .run();
+    s.checked(&["task-a", "task-b"], || {
+        s.atc([
+            "watch",
+            "task-a",
+            "task-b",
+            "--session",
+            "s-77",
+            "--group",
+            "big",
+        ])
+        .stdout_contains("Watching")
+        .run()
+    });
     let long = bodies::finished_completed("c", &"x".repeat(20_000));
     s.poll_replies("task-a", vec![Reply::json(200, &long)]);
     s.poll_replies("task-b", vec![Reply::json(200, &long)]);
@@ -765,17 +784,19 @@ fn each_group_member_block_is_capped_like_a_single_delivery() {
 fn a_group_turn_given_up_is_one_give_up_said_once() {
     let s = Scene::new();
     s.add_chat("s-77", "default", "console");
-    s.atc([
-        "watch",
-        "task-a",
-        "task-b",
-        "--session",
-        "s-77",
-        "--group",
-        "audit",
-    ])
-    .stdout_inspected()
-    .run();
+    s.checked(&["task-a", "task-b"], || {
+        s.atc([
+            "watch",
+            "task-a",
+            "task-b",
+            "--session",
+            "s-77",
+            "--group",
+            "audit",
+        ])
+        .stdout_inspected()
+        .run()
+    });
     finished(&s, "task-a");
     finished(&s, "task-b");
     s.chats.busy_for("s-77", 1000);

@@ -376,13 +376,9 @@ fn keep_alive_serves_several_requests_and_drop_closes_idle_connections() {
     let mut r = BufReader::new(s);
     write!(w, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     read_raw_response(&mut r);
-    let t = Instant::now();
+    // (No bound on how long the drop takes: a busy machine may make it slow; a drop that
+    // hangs hangs the test.)
     drop(fake);
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "drop took {:?}",
-        t.elapsed()
-    );
     let _ = write!(w, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n");
     let mut rest = Vec::new();
     let n = r.read_to_end(&mut rest).unwrap_or(0);
@@ -390,32 +386,40 @@ fn keep_alive_serves_several_requests_and_drop_closes_idle_connections() {
 }
 
 #[test]
-fn fifty_clients_against_a_delayed_route_are_served_concurrently() {
+fn fifty_clients_against_a_held_route_are_served_concurrently() {
     let fake = FakeQwenPaw::start();
+    // Every answer is held until all fifty requests are on record: a fake that served one
+    // connection at a time would never read the second. No clock in it.
+    let gate = support::fake::Gate::new();
     fake.on(
         "GET",
         TASK1,
-        vec![Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(100))],
+        vec![Reply::json(200, bodies::RUNNING).held(&gate)],
     );
     let url = format!("{}{TASK1}", fake.url());
     let a = agent();
-    let t = Instant::now();
     let handles: Vec<_> = (0..50)
         .map(|_| {
             let (a, url) = (a.clone(), url.clone());
             thread::spawn(move || get(&a, &url))
         })
         .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.hits("GET", TASK1) < 50 {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of 50 held requests were read: the fake is not concurrent",
+            fake.hits("GET", TASK1)
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fake.peak_in_flight(), 50, "all fifty answered at once");
+    gate.open();
     for h in handles {
         let (status, _, body) = h.join().unwrap();
         assert_eq!((status, body.as_str()), (200, bodies::RUNNING));
     }
-    let elapsed = t.elapsed();
     assert_eq!(fake.hits("GET", TASK1), 50);
-    assert!(
-        elapsed < Duration::from_millis(50 * 100 / 4),
-        "50 delayed requests took {elapsed:?}: fake is not concurrent"
-    );
 }
 
 #[test]

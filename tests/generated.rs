@@ -97,6 +97,57 @@ fn the_atc_page_documents_settings_and_exit_codes() {
     }
 }
 
+/// Every option that takes a value shows it in the SYNOPSIS, as `--help` does
+/// (`[--state FILE]`; clap_mangen alone writes `[--state]`, as if it were a switch).
+#[test]
+fn synopses_show_the_value_each_option_takes() {
+    use clap::CommandFactory;
+    let mut cli = atc::cli::Cli::command();
+    cli.build();
+    let pages = std::iter::once((None, cli.clone())).chain(PAGES.iter().map(|(command, _)| {
+        let sub = cli.find_subcommand(command).unwrap().clone();
+        (Some(*command), sub)
+    }));
+    let mut checked = 0;
+    for (command, page) in pages {
+        let mut generated = Vec::new();
+        atc::cli::generate::man(command, &mut generated).unwrap();
+        let text = String::from_utf8(generated).unwrap();
+        let synopsis = text
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_else(|| panic!("{command:?} has no SYNOPSIS"));
+        for arg in page.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            // A hidden option (`watch --origin`, for atc's own plugin) is in no page.
+            if arg.is_hide_set() {
+                continue;
+            }
+            let flag = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+            let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+            if takes_value {
+                let value = arg.get_value_names().unwrap().join(" ");
+                let shown = format!("{flag} \\fI{value}\\fR");
+                assert!(
+                    synopsis.contains(&shown),
+                    "{command:?}: no {shown} in\n{synopsis}"
+                );
+                checked += 1;
+            } else {
+                assert!(
+                    synopsis.contains(&format!("{flag}]"))
+                        || synopsis.contains(&format!("{flag}|"))
+                        || synopsis.contains(&format!("|{flag}")),
+                    "{command:?}: --{long} takes no value: {synopsis}"
+                );
+            }
+        }
+    }
+    // --state and --base-url on every page, and the tick's and watch's own.
+    assert!(checked > 40, "{checked}");
+}
+
 /// Without `man`: the checked-in page has every section heading.
 fn checked_in_has_every_section(page: &std::path::Path) {
     let text = std::fs::read_to_string(page).unwrap();

@@ -124,11 +124,19 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         s.chats.stops(),
         [s.job(TASK)["child_chat_id"].as_str().unwrap()]
     );
-    // A second stop finds nothing running, by the chat recorded (no second lookup).
+    // A second stop finds nothing running, by the chat recorded (no second lookup), and
+    // the task record says why: it finished (stopped).
     let lookups = s.server.hits("GET", "/api/chats");
+    s.poll_replies(
+        TASK,
+        vec![support::fake::Reply::json(
+            200,
+            support::bodies::FINISHED_CANCELLED,
+        )],
+    );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
-            "{TASK} was already cancelled; the child was not running.\n"
+            "{TASK} was already cancelled; the child had already finished.\n"
         ))
         .file_unchanged();
     assert_eq!(s.server.hits("GET", "/api/chats"), lookups);
@@ -136,15 +144,107 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
 }
 
 #[test]
-fn cancel_stop_says_when_the_child_was_not_running() {
+fn cancel_stop_says_the_child_was_not_running_only_when_its_record_or_its_chat_says_so() {
+    use support::bodies;
+    use support::fake::Reply;
+    // Nothing running in its chat, and its task record says it finished.
     let s = Scene::new();
     s.chats.add("default", CHILD, "default", "console");
     s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
-            "Cancelled the watch on {TASK}; the child was not running.\n"
+            "Cancelled the watch on {TASK}; the child had already finished.\n"
         ))
         .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+    // The record tells nothing (the server answers 500): the chat, idle, says so.
+    let s = Scene::new();
+    s.chats.add("default", CHILD, "default", "console");
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(
+        TASK,
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was not running (its chat is idle).\n"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
+}
+
+#[test]
+fn cancel_stop_that_finds_nothing_while_the_record_says_it_runs_keeps_the_watch_after_three_tries()
+{
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let chat = s.chats.add("default", CHILD, "default", "console");
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.atc(["cancel", TASK, "--stop"])
+        .status(1)
+        .stderr(format!(
+            "atc: cannot stop the child of {TASK} (3 tries): QwenPaw found nothing running to stop in chat {chat} of agent 'default', but the task record says the child still runs; the watch is kept, try again\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.status(TASK), "pending");
+    assert_eq!(s.chats.stops().len(), 3, "a bounded number of tries");
+}
+
+const QA: &str = "QwenPaw_QA_Agent_0.2";
+
+#[test]
+fn cancel_stop_of_a_child_watched_without_its_agent_finds_it_where_it_runs_and_records_it() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let chat = s.chats.add_child(QA, CHILD);
+    s.server
+        .on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+    // No --target-agent: its polls work anyway (the poll route ignores the agent), but
+    // its chat is one of QA's.
+    s.watch(TASK, &["--child-session", CHILD]);
+    let recorded = chat.clone();
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was stopped.\n"
+        ))
+        .file(move |file| {
+            let job = &file["jobs"][0];
+            assert_eq!(job["status"], "cancelled");
+            assert_eq!(job["child_agent"], QA);
+            assert_eq!(job["child_chat_id"], recorded.as_str());
+            assert!(job["stopped_at"].is_string(), "{job}");
+            assert!(job.get("target_agent").is_none_or(|a| a.is_null()));
+        });
+    let stops: Vec<_> = s
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/console/chat/stop")
+        .collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(stops[0].header("x-agent-id"), Some(QA));
+    assert_eq!(s.chats.stops(), std::slice::from_ref(&chat));
+    s.atc(["status", TASK])
+        .stdout_contains(format!(
+            "child session   {CHILD} (chat {chat} of agent '{QA}')"
+        ))
+        .stdout_contains("note            cancelled; atc stopped the child\n")
+        .file_unchanged();
+    // The next stop goes straight there: no agent list, no chat search.
+    let (agents, lists) = (
+        s.server.hits("GET", "/api/agents"),
+        s.server.hits("GET", "/api/chats"),
+    );
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_CANCELLED)]);
+    s.atc(["cancel", TASK, "--stop"])
+        .stdout(format!(
+            "{TASK} was already cancelled; the child had already finished.\n"
+        ))
+        .file_unchanged();
+    assert_eq!(s.server.hits("GET", "/api/agents"), agents);
+    assert_eq!(s.server.hits("GET", "/api/chats"), lists);
 }
 
 #[test]
@@ -177,7 +277,7 @@ fn cancel_stop_with_the_server_unreachable_exits_5_and_keeps_the_watch() {
     env.atc(["cancel", TASK, "--stop"])
         .status(5)
         .stderr_contains(format!(
-            "atc: cannot stop the child of {TASK}: its chat could not be looked up ("
+            "atc: cannot stop the child of {TASK} (3 tries): its chat could not be looked up ("
         ))
         .stderr_contains("the watch is kept, try again\n")
         .file_unchanged();
@@ -200,10 +300,11 @@ fn cancel_stop_refused_by_the_server_exits_5_and_keeps_the_watch() {
     s.atc(["cancel", TASK, "--stop"])
         .status(5)
         .stderr(format!(
-            "atc: cannot stop the child of {TASK}: HTTP 500: Internal Server Error; the watch is kept, try again\n"
+            "atc: cannot stop the child of {TASK} (3 tries): HTTP 500: Internal Server Error; the watch is kept, try again\n"
         ))
         .file_unchanged();
     assert_eq!(s.status(TASK), "pending");
+    assert_eq!(s.server.hits("POST", "/api/console/chat/stop"), 3);
 }
 
 #[test]
@@ -318,6 +419,209 @@ fn stop_after_a_failed_stop_is_asked_again_on_the_next_tick() {
 }
 
 #[test]
+fn stop_after_a_stop_that_keeps_failing_is_tried_three_times_then_given_up_in_one_line() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.server.on(
+        "POST",
+        "/api/console/chat/stop",
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    // Two ticks try, silently (the next tick tries again); the third gives up, saying so.
+    s.tick(&[]).run();
+    s.tick(&[]).run();
+    s.tick(&[])
+        .stderr(format!(
+            "atc: gave up on {TASK} (pending, stop given up): 3 stops did not stop its child (HTTP 500); still watching it (its result comes back when it ends); `atc status {TASK}` says why; `atc cancel {TASK} --stop` tries again, or stop it from QwenPaw's console\n"
+        ))
+        .run();
+    // Then never again, and nothing more is said.
+    for _ in 0..3 {
+        s.tick(&[]).run();
+    }
+    assert_eq!(s.server.hits("POST", "/api/console/chat/stop"), 3);
+    s.atc(["status", TASK])
+        .stdout_contains("\nstop after      1s (given up: 3 stops did not stop the child)\n")
+        .stdout_contains("\nstop error      HTTP 500: Internal Server Error (3 tries of 3)\n")
+        .file_unchanged();
+    s.atc(["status"])
+        .stdout_contains("; stop given up")
+        .file_unchanged();
+    // The child ends by itself: its result says the stop was given up, once.
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    let delivered = s.delivered("s-77");
+    assert_eq!(delivered.len(), 1);
+    assert!(
+        delivered[0].ends_with(
+            "ECHO: hello\n\n[atc: the watch asked to stop this task after 1s (--stop-after 1s), but 3 stops did not stop it (HTTP 500); it ran to its end]"
+        ),
+        "{}",
+        delivered[0]
+    );
+}
+
+#[test]
+fn stop_after_finds_a_child_on_another_agent_and_says_it_in_the_words_of_the_plugin() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.chats.add_child(QA, CHILD);
+    s.server
+        .on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+    // As the plugin's watch_agent_task(…, stop_after="3s") runs it, without --target-agent.
+    s.watch(
+        TASK,
+        &[
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            "3s",
+            "--origin",
+            "plugin",
+        ],
+    );
+    assert_eq!(s.job(TASK)["origin"], "plugin");
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
+    s.tick(&[]).file(|file| {
+        let job = &file["jobs"][0];
+        assert_eq!(job["child_agent"], QA);
+        assert!(job["stopped_at"].is_string(), "{job}");
+        assert!(job.get("stop_tries").is_none(), "{job}");
+    });
+    assert_eq!(s.chats.stops().len(), 1);
+    // Delivered, then (the woken turn ended) the console toast.
+    for _ in 0..3 {
+        s.tick(&[]).run();
+    }
+    let delivered = s.delivered("s-77");
+    assert_eq!(delivered.len(), 1);
+    assert!(
+        delivered[0].ends_with(
+            "\n\n[atc: stopped this task after 3s at the watch's request (stop_after=\"3s\")]"
+        ),
+        "{}",
+        delivered[0]
+    );
+    // The list says the child was stopped, and that the toast was shown.
+    s.atc(["status"])
+        .stdout_contains("child stopped by atc; delivered ")
+        .stdout_contains("; toast shown\n")
+        .file_unchanged();
+    assert_eq!(s.chats.stops().len(), 1, "stopped once");
+}
+
+#[test]
+fn check_in_is_refused_with_a_group_whose_members_never_check_in() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "--session",
+        "s-77",
+        "--group",
+        "g",
+        "--check-in",
+        "1m",
+    ])
+    .status(2)
+    .stderr("atc: --check-in does not work with --group: the members of group g report together, in its one turn once none is running, so none would ever check in; drop --check-in, or watch each task without --group\n")
+    .no_file();
+}
+
+#[test]
+fn durations_are_written_in_one_format() {
+    let s = Scene::new();
+    s.watch(
+        TASK,
+        &[
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            "25h",
+            "--check-in",
+            "90s",
+        ],
+    );
+    s.atc(["status", TASK])
+        .stdout_contains("\nstop after      1d 1h (after the child starts)\n")
+        .stdout_contains("\ncheck-ins       every 1m 30s, 0 of at most 5 sent")
+        .file_unchanged();
+}
+
+#[test]
+fn a_cancel_meeting_a_check_in_being_posted_says_it_is_the_check_in_that_may_arrive() {
+    use support::bodies;
+    use support::chats::PostFault;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1s"]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.chats
+        .fault(PostFault::SlowAfterStore(std::time::Duration::from_secs(2)));
+    let tick = s.tick_until_posted(&[]);
+    s.atc(["cancel", TASK])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}, but its check-in was being posted to session s-77 (user default, channel console) at that moment: that check-in may already be on its way; its result will not come, the watch is cancelled.\n"
+        ))
+        .run();
+    tick.wait();
+    assert_eq!(s.status(TASK), "cancelled");
+}
+
+#[test]
+fn status_of_a_cancelled_watch_says_what_was_true_of_its_child_at_the_cancel() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    s.atc(["cancel", TASK])
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child task keeps running (check_agent_task still shows its result).\n"
+        ))
+        .run();
+    // Later the child may have finished: atc no longer asks, so it says what it knew.
+    s.atc(["status", TASK])
+        .stdout_contains(format!("\nnote            cancelled while the child was still running (as of atc's last poll); atc no longer watches it: `atc wait {TASK}` or check_agent_task says how it ended\n"))
+        .file_unchanged();
+    let listed = s.atc(["status"]).stdout_inspected().file_unchanged().run();
+    assert!(
+        !support::atc::stdout(&listed).contains("keeps running"),
+        "{}",
+        support::atc::stdout(&listed)
+    );
+    // A watch whose child had finished (its result waiting for a busy parent).
+    s.watch("task-done", &["--session", "s-2"]);
+    s.poll_replies(
+        "task-done",
+        vec![Reply::json(200, bodies::FINISHED_COMPLETED)],
+    );
+    s.chats.busy_for("s-2", 100);
+    s.tick(&[]).run();
+    assert_eq!(s.status("task-done"), "delivering");
+    s.atc(["cancel", "task-done"])
+        .stdout("Cancelled the watch on task-done; the child had already finished; its result is not delivered (check_agent_task still shows it).\n")
+        .run();
+    s.atc(["status", "task-done"])
+        .stdout_contains("\nnote            cancelled after the child had finished (completed); its result was not delivered\n")
+        .file_unchanged();
+}
+
+#[test]
 fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77", "--stop-after", "5m"])
@@ -352,7 +656,7 @@ fn cancel_stop_of_a_finished_child_sends_no_stop_and_cancels() {
     assert_eq!(s.status(TASK), "delivering");
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
-            "Cancelled the watch on {TASK}; the child had already finished.\n"
+            "Cancelled the watch on {TASK}; the child had already finished; its result is not delivered (check_agent_task still shows it).\n"
         ))
         .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
     assert!(s.chats.stops().is_empty());

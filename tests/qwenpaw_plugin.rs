@@ -16,9 +16,13 @@ use support::fake::{FakeQwenPaw, Reply};
 #[test]
 fn plugin_python_with_plain_python3() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qwenpaw_plugin/test_plugin.py");
+    // Hermetic: no ATC_*, XDG_* or QWENPAW_* of the developer's (a config file of theirs
+    // must not steer the real atc the script runs).
+    let home = tempfile::tempdir().unwrap();
     let out = Command::new("python3")
         .arg(&script)
-        .env_remove("ATC_BIN")
+        .env_clear()
+        .envs(support::hermetic::vars(home.path()))
         .env("ATC_TEST_BIN", env!("CARGO_BIN_EXE_atc"))
         .output()
         .expect("python3 must be installed to test the QwenPaw plugin");
@@ -110,6 +114,7 @@ fn dry_run_says_what_it_would_change_and_changes_nothing() {
             "QwenPaw working dir {shown} (from --working-dir)\n\
              Would change: write the plugin's plugin.json ({shown}/plugins/atc/plugin.json)\n\
              Would change: write the plugin's plugin.py ({shown}/plugins/atc/plugin.py)\n\
+             Would change: write the plugin's frontend.mjs ({shown}/plugins/atc/frontend.mjs)\n\
              Would change: enable the tools for agent default ({shown}/workspaces/default/agent.json)\n\
              Would change: enable the tools for agent QA ({shown}/workspaces/QA/agent.json)\n\
              Would change: put the atc-callback skill into the skill pool ({shown}/skill_pool/atc-callback/SKILL.md)\n\
@@ -143,9 +148,9 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
         .json();
     assert_eq!(out["agents"], json!(["QA"]));
     assert_eq!(out["restart_needed"], true);
-    assert_eq!(out["changes"].as_array().unwrap().len(), 4, "{out}");
+    assert_eq!(out["changes"].as_array().unwrap().len(), 5, "{out}");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/qwenpaw-plugin/atc");
-    for name in ["plugin.json", "plugin.py"] {
+    for name in ["plugin.json", "plugin.py", "frontend.mjs"] {
         assert_eq!(
             fs::read(wd.join("plugins/atc").join(name)).unwrap(),
             fs::read(root.join(name)).unwrap(),
@@ -346,6 +351,79 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     }
 }
 
+/// With the plugin loaded, doctor says whether the server offers its console frontend: the
+/// list the web console imports bundles from (`GET /api/frontend_plugin`) names it, names
+/// none for it (an older plugin.json loaded), or the QwenPaw has no such list.
+#[test]
+fn doctor_says_whether_the_console_frontend_is_loaded() {
+    let atc_listed = bodies::FRONTEND_PLUGIN_ATC;
+    let older = atc_listed.replace(
+        r#""frontend_entry":"frontend.mjs""#,
+        r#""frontend_entry":null"#,
+    );
+    assert_ne!(older, atc_listed);
+    for (list, line, fix) in [
+        (
+            Reply::json(200, &format!("[{atc_listed}]")),
+            "✓ console: atc's frontend is loaded (frontend.mjs, which every console page imports at start-up): an open chat shows a result atc delivers, and its reply, once that turn ends; reload console pages opened before the plugin loaded",
+            None,
+        ),
+        (
+            Reply::json(200, &format!("[{older}]")),
+            "✗ console: the server loaded atc's plugin without its console frontend (frontend entry null): an open console chat shows a delivered result only after a reload",
+            Some(
+                "  → `atc qwenpaw install` (or this atc's plugin zip) installs the plugin with it; then reload open console pages",
+            ),
+        ),
+        (
+            Reply::json(404, bodies::NO_ROUTE),
+            "✓ console: this QwenPaw loads no frontend plugins (GET /api/frontend_plugin: 404): an open console chat shows a delivered result after a reload",
+            None,
+        ),
+    ] {
+        let server = FakeQwenPaw::start();
+        server.on(
+            "GET",
+            "/api/plugins/atc/status",
+            vec![Reply::json(
+                200,
+                r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.2.0"}"#,
+            )],
+        );
+        server.on("GET", "/api/frontend_plugin", vec![list]);
+        let env = TestEnv::new();
+        let wd = working_dir(&env, None);
+        env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+            .env_remove("ATC_BASE_URL")
+            .stdout_inspected()
+            .no_file()
+            .run();
+        let out = env
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .env("ATC_BASE_URL", server.api())
+            .status(1)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = said.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no {line:?} in\n{said}"));
+        assert_eq!(
+            lines.get(at + 1).filter(|l| l.starts_with("  → ")).copied(),
+            fix,
+            "{said}"
+        );
+        assert_eq!(server.hits("GET", "/api/frontend_plugin"), 1);
+        // The rest of doctor's questions (version, health, agents) are not this test's.
+        server.take_unscripted();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // `atc tick --kicked`: what the plugin's end-of-turn hook starts.
 
@@ -388,11 +466,13 @@ fn a_kicked_tick_polls_a_task_still_running_again_within_its_window() {
 fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_pass() {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    // The first tick's poll is slow: it holds the tick lock meanwhile.
+    // The first tick's poll is held until the kicked tick has come and gone: it holds the
+    // tick lock meanwhile (no clock: however slow the machine, the order is this one).
+    let gate = support::fake::Gate::new();
     s.poll_replies(
         TASK,
         vec![
-            Reply::json(200, bodies::RUNNING).with_delay(Duration::from_millis(1500)),
+            Reply::json(200, bodies::RUNNING).held(&gate),
             Reply::json(200, bodies::RUNNING),
         ],
     );
@@ -410,6 +490,7 @@ fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_p
         .run();
     let mark = s.env.state.with_file_name("jobs.json.tick.again");
     assert!(mark.exists(), "no mark left for the running tick");
+    gate.open();
     let out = first.wait();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     // One more pass for the mark, then (the task still reads running) the kicked window's.
@@ -483,6 +564,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             "atc/",
             "atc/plugin.json",
             "atc/plugin.py",
+            "atc/frontend.mjs",
             "atc/requirements.txt",
             "atc/skills/",
             "atc/skills/atc-callback/",
@@ -501,6 +583,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
         let source = match name.as_str() {
             "atc/plugin.json" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.json")),
             "atc/plugin.py" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.py")),
+            "atc/frontend.mjs" => Some(root.join("examples/qwenpaw-plugin/atc/frontend.mjs")),
             "atc/skills/atc-callback/SKILL.md" => {
                 Some(root.join("examples/qwenpaw-skill/atc-callback/SKILL.md"))
             }
@@ -510,7 +593,7 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             assert_eq!(bytes, &fs::read(source).unwrap(), "{name}");
         }
     }
-    let requirements = String::from_utf8(entries[3].3.clone()).unwrap();
+    let requirements = String::from_utf8(entries[4].3.clone()).unwrap();
     let pins: Vec<&str> = requirements
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -518,6 +601,9 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
     assert_eq!(pins, [format!("atc-qwenpaw=={version}")]);
     let manifest: Value = serde_json::from_slice(&entries[1].3).unwrap();
     assert_eq!(manifest["version"], version);
+    // QwenPaw's console imports the bundle the manifest names (`entry.frontend`).
+    assert_eq!(manifest["entry"]["frontend"], "frontend.mjs");
+    assert_eq!(manifest["entry"]["backend"], "plugin.py");
     // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max.
     assert_eq!(
         manifest["qwenpaw_version"],

@@ -199,8 +199,9 @@ fn a_cancel_before_the_claim_blocks_the_post() {
     s.tick(&[]);
     assert_eq!(s.status(TASK), "delivering");
     assert_eq!(s.turn(TASK)["state"], "open");
+    // The child had finished (its result waits for the busy parent): not "keeps running".
     s.atc(["cancel", TASK]).stdout(format!(
-        "Cancelled the watch on {TASK}; the child task keeps running (check_agent_task still shows its result).\n"
+        "Cancelled the watch on {TASK}; the child had already finished; its result is not delivered (check_agent_task still shows it).\n"
     ));
     s.tick(&[]);
     s.tick(&[]);

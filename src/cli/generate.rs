@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::fail;
 
 /// The commands that get a page of their own, and its name.
-pub const PAGES: [(&str, &str); 12] = [
+pub const PAGES: [(&str, &str); 13] = [
     ("watch", "atc-watch"),
     ("status", "atc-status"),
     ("cancel", "atc-cancel"),
@@ -22,6 +22,7 @@ pub const PAGES: [(&str, &str); 12] = [
     ("log", "atc-log"),
     ("import-plugin-state", "atc-import-plugin-state"),
     ("timer", "atc-timer"),
+    ("config", "atc-config"),
     ("qwenpaw", "atc-qwenpaw"),
     ("generate", "atc-generate"),
 ];
@@ -58,8 +59,40 @@ pub fn man(command: Option<&str>, out: &mut dyn Write) -> Result<()> {
     };
     let mut roff = Vec::new();
     clap_mangen::Man::new(page.clone()).render(&mut roff)?;
-    out.write_all(variadic_marked(&page, String::from_utf8(roff)?).as_bytes())?;
+    let roff = synopsis_with_values(&page, variadic_marked(&page, String::from_utf8(roff)?));
+    out.write_all(roff.as_bytes())?;
     Ok(())
+}
+
+/// clap_mangen 0.2 writes an option that takes a value as `[--state]` in the SYNOPSIS, as
+/// if it were a switch: the page says `[--state FILE]`, as `--help` does.
+fn synopsis_with_values(page: &clap::Command, roff: String) -> String {
+    let Some(start) = roff
+        .find(".SH SYNOPSIS\n")
+        .map(|at| at + ".SH SYNOPSIS\n".len())
+    else {
+        return roff;
+    };
+    let end = roff[start..].find('\n').map_or(roff.len(), |at| start + at);
+    let mut line = roff[start..end].to_owned();
+    for arg in page.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        if !arg.get_num_args().is_some_and(|n| n.takes_values()) {
+            continue;
+        }
+        let names = arg.get_value_names().map_or_else(
+            || arg.get_id().as_str().to_uppercase(),
+            |names| names.join(" "),
+        );
+        let flag = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+        let value = format!("{flag} \\fI{names}\\fR");
+        for close in ["]", ">"] {
+            line = line.replace(&format!("{flag}{close}"), &format!("{value}{close}"));
+        }
+    }
+    format!("{}{line}{}", &roff[..start], &roff[end..])
 }
 
 /// clap_mangen 0.2 shows a positional that takes many values as `[TASK_ID]`, like one
@@ -84,10 +117,12 @@ fn variadic_marked(page: &clap::Command, mut roff: String) -> String {
 /// reader comes for (what clap's EXTRA held, laid out as man pages lay them out).
 fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     use clap_mangen::roff::{Roff, bold, italic, roman};
-    let man = clap_mangen::Man::new(cli);
+    let man = clap_mangen::Man::new(cli.clone());
     man.render_title(out)?;
     man.render_name_section(out)?;
-    man.render_synopsis_section(out)?;
+    let mut synopsis = Vec::new();
+    man.render_synopsis_section(&mut synopsis)?;
+    out.write_all(synopsis_with_values(&cli, String::from_utf8(synopsis)?).as_bytes())?;
     man.render_description_section(out)?;
     man.render_options_section(out)?;
     man.render_subcommands_section(out)?;
@@ -100,7 +135,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     };
     roff.control("SH", ["ENVIRONMENT"]);
     roff.text([roman(
-        "A flag beats its environment variable, which beats the default. Tokens are read from the environment on every request and never stored, printed or logged. A variable whose value is not UTF-8 is refused (exit 2, naming it), never taken as unset; ATC_STATE and QWENPAW_WORKING_DIR are paths and taken as bytes. A token must be printable ASCII without spaces (a trailing carriage return from a CRLF file is refused, exit 2).",
+        "A flag beats its environment variable, which beats the config file (see FILES and atc-config(1)), which beats the default. Tokens are read from the environment on every request and never stored, printed or logged. A variable whose value is not UTF-8 is refused (exit 2, naming it), never taken as unset; ATC_STATE and QWENPAW_WORKING_DIR are paths and taken as bytes. A token must be printable ASCII without spaces (a trailing carriage return from a CRLF file is refused, exit 2).",
     )]);
     for (name, text) in ENVIRONMENT {
         item(&mut roff, name, text);
@@ -133,8 +168,19 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 14] = [
-    ("ATC_STATE", "The job file (--state)."),
+const ENVIRONMENT: [(&str, &str); 19] = [
+    (
+        "ATC_STATE",
+        "The job file (--state; state in the config file).",
+    ),
+    (
+        "ATC_CONFIG",
+        "The config file, instead of $XDG_CONFIG_HOME/atc/config.toml. A file it names must exist (exit 78 otherwise; atc config set creates it).",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "The config file is $XDG_CONFIG_HOME/atc/config.toml (default ~/.config/atc/config.toml).",
+    ),
     (
         "ATC_BASE_URL",
         "The QwenPaw API recorded into new watches (--base-url).",
@@ -164,7 +210,19 @@ const ENVIRONMENT: [(&str, &str); 14] = [
     ("ATC_AGENT_ID", "watch and wait --agent (default: default)."),
     (
         "ATC_NO_BATCH",
-        "tick --no-batch when 1: one result per parent turn.",
+        "tick --no-batch when 1 (or true, yes, on; 0, false, no, off for batching): one result per parent turn.",
+    ),
+    (
+        "ATC_MAX_AGE, ATC_BUSY_DEADLINE, ATC_BUSY_RETRY, ATC_KEEP, ATC_MAX_STRIKES",
+        "tick --max-age, --busy-deadline, --busy-retry, --keep, --max-strikes; they beat the config file's max-age, busy-deadline, busy-retry, keep, max-strikes. watch, cancel and redeliver tidy the job file by the same keep; import-plugin-state expires by the same max-age.",
+    ),
+    (
+        "ATC_CONCURRENCY, ATC_HTTP_TIMEOUT, ATC_TURN_TIMEOUT",
+        "tick --concurrency, --http-timeout, --turn-timeout (config: concurrency, http-timeout, turn-timeout).",
+    ),
+    (
+        "ATC_AUTO_WATCH",
+        "auto-watch (reserved for automatic watches; nothing reads it yet).",
     ),
     (
         "ATC_KICK",
@@ -180,7 +238,11 @@ const ENVIRONMENT: [(&str, &str); 14] = [
     ),
 ];
 
-const FILES: [(&str, &str); 6] = [
+const FILES: [(&str, &str); 7] = [
+    (
+        "~/.config/atc/config.toml",
+        "The config file ($XDG_CONFIG_HOME/atc/config.toml, or ATC_CONFIG): key = value lines named like the flags (max-age = \"3d\"), read by every command, so the timer's ticks and the QwenPaw plugin's kicks use the same settings. Never tokens. atc config show lists every key with its value and source; atc config set KEY VALUE checks and writes one (0600). An unknown key or a bad value is refused by every command (exit 78), naming the file and the key.",
+    ),
     (
         "~/.local/state/atc/jobs.json",
         "The job file: every watch and where its result goes (mode 0600, directory 0700). It holds session ids and result text: keep it private.",
@@ -199,7 +261,7 @@ const FILES: [(&str, &str); 6] = [
     ),
     (
         "~/.config/atc/env",
-        "Read by the systemd service (EnvironmentFile): NAME=value lines such as QWENPAW_RUNTIME_INTERNAL_TOKEN=....",
+        "Read by the systemd service (EnvironmentFile): the timer's tokens, NAME=value lines such as QWENPAW_RUNTIME_INTERNAL_TOKEN=.... Settings belong in the config file, where the plugin's kicks read them too.",
     ),
     (
         "~/.config/systemd/user/atc-tick.{service,timer}",
@@ -207,7 +269,7 @@ const FILES: [(&str, &str); 6] = [
     ),
 ];
 
-const EXAMPLES: [(&str, &str); 6] = [
+const EXAMPLES: [(&str, &str); 7] = [
     (
         "Watch a task for the chat that asked (the values an agent's prompt shows):",
         "atc watch task-3f9a0c1b2d4e --session s-77 --user alice --channel console --agent default --target-agent researcher",
@@ -215,6 +277,10 @@ const EXAMPLES: [(&str, &str); 6] = [
     (
         "Watch every task id a background chat prints:",
         "qwenpaw agents chat --background ... | atc watch --from - --session s-77",
+    ),
+    (
+        "Give every tick (the timer's, the plugin's kicks, yours) a 3-day max age:",
+        "atc config set max-age 3d\natc config show",
     ),
     (
         "Run the tick every 20 seconds as a systemd user timer:",

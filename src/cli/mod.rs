@@ -23,7 +23,10 @@ task once and posts finished results into the asking session as a new user turn,
 parent agent wakes up. No daemon.";
 
 const AFTER_HELP: &str = "\
-Settings: a flag beats its environment variable, which beats the default.
+Settings: a flag beats its environment variable, which beats the config file
+($XDG_CONFIG_HOME/atc/config.toml, or the file ATC_CONFIG names: `atc config show`), which
+beats the default. Every command reads the config file: the timer's ticks and the plugin's
+kicks use the same settings as yours. Tokens never go in it.
 Tokens are read from the environment on every request and never stored:
   QWENPAW_RUNTIME_INTERNAL_TOKEN  sent as X-QwenPaw-Runtime-Token
   ATC_BEARER_TOKEN                sent as Authorization: Bearer
@@ -57,8 +60,8 @@ Examples:
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Job file [env: ATC_STATE] [default: $XDG_STATE_HOME/atc/jobs.json, i.e.
-    /// ~/.local/state/atc/jobs.json]
+    /// Job file [env: ATC_STATE] [config: state] [default: $XDG_STATE_HOME/atc/jobs.json,
+    /// i.e. ~/.local/state/atc/jobs.json]
     #[arg(
         long,
         global = true,
@@ -68,8 +71,9 @@ pub struct Cli {
     pub state: Option<PathBuf>,
 
     /// QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default:
-    /// QWENPAW_RUNTIME_API_URL (managed runtime), else last_api in QwenPaw's config.json, else
-    /// http://127.0.0.1:8088]; /api is appended unless present
+    /// QWENPAW_RUNTIME_API_URL (managed runtime), else base-url in the config file, else
+    /// last_api in QwenPaw's config.json, else http://127.0.0.1:8088]; /api is appended
+    /// unless present
     #[arg(
         long,
         global = true,
@@ -114,8 +118,9 @@ pub enum Command {
     /// prompt shows them as Session ID, User ID and Channel): QwenPaw silently starts a new
     /// chat for any other combination, so watch asks the server and refuses a chat that
     /// does not exist, naming the chats that have that session id (--create-session
-    /// allows a new chat on purpose; an unreachable server is no reason to refuse).
-    /// Several task ids with --group are delivered together, as one turn, once none is
+    /// allows a new chat on purpose; an unreachable server is no reason to refuse). It
+    /// also asks the server for each task, and refuses (exit 6, nothing watched) a task id
+    /// the server never had (--no-task-check skips that). Several task ids with --group are delivered together, as one turn, once none is
     /// still running. Watching a task again for the same target does nothing; for another
     /// target it replaces the watch; once the result was delivered (done) or may have been
     /// (unconfirmed) it is refused. ACP sessions are refused: results travel through the
@@ -136,8 +141,10 @@ pub enum Command {
     Cancel(CancelArgs),
     /// One pass: poll each watched task once and deliver finished results
     ///
-    /// Run it every ~20 s from a systemd timer or cron. Each pending task is polled once
-    /// (GET /console/chat/task/ID as the agent it runs on); finished ones are rendered
+    /// Run it every ~20 s from a systemd timer or cron, with no flags: each knob below is
+    /// also a key of the config file (`atc config set max-age 3d`), so the timer's ticks and
+    /// the kicks of atc's QwenPaw plugin run with the same settings. Each pending task is
+    /// polled once (GET /console/chat/task/ID as the agent it runs on); finished ones are rendered
     /// exactly as check_agent_task shows them and posted into the asking session as a new
     /// user turn, at most one per chat per pass, and only once the chat exists and is idle
     /// (a busy parent is asked again each tick, until --busy-deadline). A POST whose
@@ -189,6 +196,16 @@ pub enum Command {
     ImportPluginState(ImportArgs),
     /// Print systemd units or crontab lines that run `atc tick` on a schedule
     Timer(TimerArgs),
+    /// Show or change the settings in atc's config file (read by every command)
+    ///
+    /// $XDG_CONFIG_HOME/atc/config.toml (~/.config/atc/config.toml), or the file ATC_CONFIG
+    /// names: `key = value` lines with the flags' names, `max-age = "3d"`. Every command
+    /// reads it, so the timer's ticks, the plugin's kicks and yours use the same settings:
+    /// a flag beats its environment variable (ATC_MAX_AGE), which beats the file, which
+    /// beats the default. Tokens never go in it: they stay in the environment. A file with
+    /// an unknown key or a bad value is refused by every command (exit 78), naming the file
+    /// and the key.
+    Config(ConfigArgs),
     /// Set atc up inside QwenPaw: its plugin (the Agent Task Callback tools), per agent
     Qwenpaw(QwenpawArgs),
     /// Print a man page or shell completions (for packagers)
@@ -295,6 +312,52 @@ pub enum QwenpawCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub what: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the config file's path (whether or not it exists yet)
+    Path,
+    /// Every setting, its value and where it came from (flag, environment, file, default)
+    ///
+    /// One line per key: the value in effect for this shell, and its source. With --json:
+    /// {"file": {...}, "settings": {"max-age": {"value": "3d", "source": "file", ...}}}.
+    /// Tokens are never shown.
+    Show,
+    /// Print the value one setting has here (what `config show` shows for it)
+    Get {
+        /// A key: state, base-url, max-age, busy-deadline, busy-retry, keep, max-strikes,
+        /// concurrency, http-timeout, turn-timeout, no-batch, auto-watch
+        #[arg(value_name = "KEY")]
+        key: String,
+    },
+    /// Write KEY = VALUE into the config file, keeping the rest of it (comments included)
+    ///
+    /// The value is checked by the validator its flag uses (`atc config set max-age 3d`,
+    /// `atc config set max-strikes 180`, `atc config set no-batch true`); a bad one changes
+    /// nothing. The file is replaced atomically, private (0600, its directory 0700). A
+    /// relative `state` path is made absolute first: the timer and the plugin's kicks run
+    /// in other directories.
+    Set {
+        /// A key (see `atc config get --help`)
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// Its value: a duration (30s, 5m, 24h, 3d), a number, true or false, a path, a URL
+        #[arg(value_name = "VALUE")]
+        value: String,
+    },
+    /// Remove KEY from the config file (it falls back to its environment variable or
+    /// default); an unknown key too, to mend a typo
+    Unset {
+        #[arg(value_name = "KEY")]
+        key: String,
+    },
+}
+
+#[derive(Debug, Args)]
 pub struct TimerArgs {
     #[command(subcommand)]
     pub what: TimerCommand,
@@ -364,6 +427,15 @@ pub enum ForwardArg {
     Never,
 }
 
+/// `--origin` (hidden: the plugin's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OriginArg {
+    /// A command line
+    Cli,
+    /// atc's QwenPaw plugin
+    Plugin,
+}
+
 /// `--on-empty`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Empty {
@@ -384,7 +456,7 @@ pub enum Generated {
     /// The man page of atc, or of one command (man/ holds them all)
     Man {
         /// watch, status, cancel, tick, redeliver, wait, doctor, log, import-plugin-state, timer,
-        /// qwenpaw or generate [default: the atc(1) page]
+        /// config, qwenpaw or generate [default: the atc(1) page]
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
@@ -431,7 +503,8 @@ pub struct WatchArgs {
     pub stop_after: Option<Duration>,
 
     /// While the child runs, post a short notice into the parent chat every D (at most 5
-    /// times): how long it has run, and how to stop it or the check-ins
+    /// times): how long it has run, and how to stop it or the check-ins. Not with --group
+    /// (a group reports together, in its one turn)
     #[arg(long, value_name = "D", value_parser = parse_duration, help_heading = "The child")]
     pub check_in: Option<Duration>,
 
@@ -461,6 +534,17 @@ pub struct WatchArgs {
     /// Deliver even if the parent chat does not exist yet: QwenPaw starts it
     #[arg(long)]
     pub create_session: bool,
+
+    /// Do not ask the server whether it has each task (a script that watches many tasks at
+    /// once and wants one request less each). Without it, a task id the server has never
+    /// heard of (QwenPaw's "Task not found") is refused with exit 6, nothing watched
+    #[arg(long)]
+    pub no_task_check: bool,
+
+    /// Who is watching: atc's QwenPaw plugin passes `plugin`, so that what the parent is
+    /// told names the tool's options (stop_after) rather than atc's flags [default: cli]
+    #[arg(long, value_enum, value_name = "WHO", hide = true)]
+    pub origin: Option<OriginArg>,
 
     /// Deliver the results of all these tasks together, as one turn, once none is still
     /// running (fan-in)
@@ -525,9 +609,11 @@ pub struct CancelArgs {
     /// The watched task id
     pub task_id: String,
 
-    /// Also stop the child itself (POST /console/chat/stop on its chat), then end the
-    /// watch; refused (the watch kept) when the child's session is unknown (exit 1) or the
-    /// server cannot be reached (exit 5)
+    /// Also stop the child itself (POST /console/chat/stop on its chat, on the agent that
+    /// holds it: --target-agent, else found among the server's agents), then end the
+    /// watch; tried up to 3 times, then refused (the watch kept): exit 1 when the child's
+    /// session is unknown or the child still runs after the stops, 5 when the server cannot
+    /// be reached or refuses
     #[arg(long)]
     pub stop: bool,
 
@@ -538,38 +624,44 @@ pub struct CancelArgs {
 
 #[derive(Debug, Args)]
 pub struct TickArgs {
-    /// Polls and deliveries in flight at once [default: 8]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Polls and deliveries in flight at once [env: ATC_CONCURRENCY] [config: concurrency]
+    /// [default: 8]
+    #[arg(long, value_name = "N", value_parser = parse_concurrency)]
     pub concurrency: Option<u32>,
 
-    /// Timeout of each HTTP phase (connect, send, wait for the answer, read it) [default:
-    /// 30s]
+    /// Timeout of each HTTP phase (connect, send, wait for the answer, read it) [env:
+    /// ATC_HTTP_TIMEOUT] [config: http-timeout] [default: 30s]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub http_timeout: Option<Duration>,
 
-    /// Consecutive failed checks before a job is abandoned [default: 90]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Consecutive failed checks before a job is abandoned [env: ATC_MAX_STRIKES] [config:
+    /// max-strikes] [default: 90]
+    #[arg(long, value_name = "N", value_parser = parse_strikes)]
     pub max_strikes: Option<u32>,
 
-    /// A task not finished this long after `watch` expires [default: 24h]
+    /// A task not finished this long after `watch` expires [env: ATC_MAX_AGE] [config:
+    /// max-age] [default: 24h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub max_age: Option<Duration>,
 
-    /// Wait before retrying a delivery the parent chat refused as busy anyway (409)
-    /// [default: 20s]
+    /// Wait before retrying a delivery the parent chat refused as busy anyway (409) [env:
+    /// ATC_BUSY_RETRY] [config: busy-retry] [default: 20s]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub busy_retry: Option<Duration>,
 
     /// How long a delivery waits for a busy or unreachable parent chat before it is given
-    /// up as undelivered (and how long an unknown one is read back) [default: 6h]
+    /// up as undelivered (and how long an unknown one is read back) [env: ATC_BUSY_DEADLINE]
+    /// [config: busy-deadline] [default: 6h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub busy_deadline: Option<Duration>,
 
-    /// Keep finished jobs in the file this long after their last change [default: 7d]
+    /// Keep finished jobs in the file this long after their last change [env: ATC_KEEP]
+    /// [config: keep] [default: 7d]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub keep: Option<Duration>,
 
-    /// Ask QwenPaw to stop the parent's resumed turn after this long [default: QwenPaw's own, 1h]
+    /// Ask QwenPaw to stop the parent's resumed turn after this long [env: ATC_TURN_TIMEOUT]
+    /// [config: turn-timeout] [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub turn_timeout: Option<Duration>,
 
@@ -582,7 +674,7 @@ pub struct TickArgs {
     #[arg(long)]
     pub kicked: bool,
     /// One result per parent turn: do not gather everything due for a chat into one turn
-    /// (env ATC_NO_BATCH=1)
+    /// [env: ATC_NO_BATCH=1] [config: no-batch = true]
     #[arg(long)]
     pub no_batch: bool,
 }
@@ -590,9 +682,17 @@ pub struct TickArgs {
 /// A duration flag: humantime syntax, at most ten years (`validate::duration`), so no
 /// deadline computed from it can overflow.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|err| format!("{err} (write durations like 30s, 5m, 24h, 7d)"))
-        .and_then(crate::validate::duration)
+    crate::validate::parse_duration(text)
+}
+
+/// `--concurrency`: the validator the environment and the config file use too.
+fn parse_concurrency(text: &str) -> Result<u32, String> {
+    crate::validate::count(text, &crate::validate::CONCURRENCY)
+}
+
+/// `--max-strikes`: the validator the environment and the config file use too.
+fn parse_strikes(text: &str) -> Result<u32, String> {
+    crate::validate::count(text, &crate::validate::STRIKES)
 }
 
 /// Parses the process's arguments; on a usage error (or `--help`, `--version`) prints

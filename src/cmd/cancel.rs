@@ -12,9 +12,8 @@ use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Status};
 use crate::lifecycle::{self, Event, Limits};
-use crate::pass::{self, StopFailed, Stopped};
+use crate::pass::{self, NotRunning, StopFailed, StopSaid, Stopped};
 use crate::qwenpaw::Client;
-use crate::qwenpaw::chat::Stop;
 use crate::report::{LogEntry, Outcome};
 use crate::settings::{Auth, Cancel, Output};
 use crate::state::{JobFile, Store};
@@ -23,6 +22,10 @@ use crate::turn::TurnState;
 
 /// How long each request of `--stop` may take: a person is waiting.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pause between two tries of a stop that failed (`lifecycle::STOP_TRIES` in all): a
+/// child that has just started may not be running in its chat yet.
+const STOP_PAUSE: Duration = Duration::from_secs(1);
 
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     if cancel.check_ins {
@@ -102,20 +105,40 @@ pub fn cancel_in(
     let stop = stopped
         .filter(|(job_id, _)| *job_id == job.job_id)
         .map(|(_, stop)| stop);
+    let finished = job.outcome.is_some();
     let transition = lifecycle::step(job, Event::Cancelled { claimed }, now, limits);
     let chat = transition.job.target.describe_chat();
     let keeps_running = match stop.map(|s| s.said) {
-        Some(Stop::Stopped) => "the child was stopped",
-        Some(Stop::NotRunning) => "the child was not running",
+        Some(StopSaid::Stopped) => "the child was stopped",
+        Some(StopSaid::NotRunning(NotRunning::Finished)) => "the child had already finished",
+        Some(StopSaid::NotRunning(NotRunning::NoRecord)) => {
+            "the child was not running (the server has no record of the task)"
+        }
+        Some(StopSaid::NotRunning(NotRunning::ChatIdle)) => {
+            "the child was not running (its chat is idle)"
+        }
+        None if finished => {
+            "the child had already finished; its result is not delivered (check_agent_task still shows it)"
+        }
         None if stop_asked => "the child had already finished",
         None => "the child task keeps running (check_agent_task still shows its result)",
     };
-    // What of it is on its way: its result, or a check-in, and with what else.
+    // What of it is on its way: its result, or a check-in (then the result itself never
+    // comes: the watch is cancelled), and with what else.
     let on_its_way = || {
         let t = turn.as_ref().expect("a claimed turn");
-        let what = match t.carries.iter().find(|b| b.job_id == job.job_id) {
-            Some(b) if b.kind.is_check_in() => "its check-in",
-            _ => "its result",
+        let check_in = t
+            .carries
+            .iter()
+            .find(|b| b.job_id == job.job_id)
+            .is_some_and(|b| b.kind.is_check_in());
+        let (what, may) = if check_in {
+            (
+                "its check-in",
+                "that check-in may already be on its way; its result will not come, the watch is cancelled",
+            )
+        } else {
+            ("its result", "it may already be on its way")
         };
         let how = if t.in_flight() || t.state == TurnState::Unconfirmed {
             "was being posted"
@@ -123,9 +146,9 @@ pub fn cancel_in(
             "is claimed to be posted (it goes out as it is)"
         };
         match t.carries.len() {
-            1 => format!("{what} {how} to {chat} at that moment: it may already be on its way"),
+            1 => format!("{what} {how} to {chat} at that moment: {may}"),
             n => format!(
-                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: it may already be on its way",
+                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: {may}",
                 t.turn_id
             ),
         }
@@ -161,12 +184,24 @@ pub fn cancel_in(
     let mut changed = !transition.is_ignored()
         && !matches!(transition.outcomes.as_slice(), [Outcome::AlreadyCancelled]);
     *job = transition.job;
-    if let Some(chat_id) = stop.and_then(|s| s.chat_id.clone())
-        && job.child_chat_id.as_ref() != Some(&chat_id)
-    {
-        job.child_chat_id = Some(chat_id);
-        job.updated_at = now;
-        changed = true;
+    // Where the stop found the child's chat, and that it stopped it, are facts the job
+    // keeps (the next stop goes straight there; `status` says atc stopped it).
+    if let Some(stop) = stop {
+        let mut next = job.clone();
+        if stop.chat_id.is_some() {
+            next.child_chat_id = stop.chat_id.clone();
+        }
+        if stop.agent.is_some() && next.target.target_agent.is_none() {
+            next.child_agent = stop.agent.clone();
+        }
+        if stop.said == StopSaid::Stopped && next.stopped_at.is_none() {
+            next.stopped_at = Some(now);
+        }
+        if next != *job {
+            next.updated_at = now;
+            *job = next;
+            changed = true;
+        }
     }
     let job = job.clone();
     // An open turn goes on without it.
@@ -239,23 +274,37 @@ pub fn check_ins_off_in(
     Ok((job, claimed))
 }
 
-/// Stops the child of `job` through its own base URL; any failure leaves the watch as it is.
+/// Stops the child of `job` through its own base URL, trying up to
+/// `lifecycle::STOP_TRIES` times; any failure leaves the watch as it is.
 fn stop_child(job: &Job, auth: &Auth) -> Result<Stopped> {
     let task_id = &job.task_id;
     let mut client = Client::new(STOP_TIMEOUT, auth.clone());
     if job.options.allow_insecure_remote {
         client.allow_insecure(&job.base_url);
     }
-    match pass::stop_child(&client, job) {
-        Ok(stopped) => Ok(stopped),
-        Err(StopFailed::NoSession) => fail!(
-            Exit::Refused,
-            "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
-        ),
-        Err(why) => fail!(
-            Exit::Server,
-            "cannot stop the child of {task_id}: {}; the watch is kept, try again",
+    let mut tries = 0;
+    loop {
+        let why = match pass::stop_child(&client, job) {
+            Ok(stopped) => return Ok(stopped),
+            Err(StopFailed::NoSession) => fail!(
+                Exit::Refused,
+                "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
+            ),
+            Err(why) => why,
+        };
+        tries += 1;
+        if lifecycle::stop_again(tries) {
+            std::thread::sleep(STOP_PAUSE);
+            continue;
+        }
+        let exit = match why {
+            StopFailed::StillRunning(_) => Exit::Refused,
+            _ => Exit::Server,
+        };
+        fail!(
+            exit,
+            "cannot stop the child of {task_id} ({tries} tries): {}; the watch is kept, try again",
             why.message()
-        ),
+        );
     }
 }

@@ -18,7 +18,7 @@ use crate::settings::{Doctor, Output};
 use crate::state::JobFile;
 use crate::state::Store;
 use crate::text::plural;
-use crate::time::{Timestamp, age, human};
+use crate::time::{Timestamp, age};
 use crate::turn::{self, ForwardStatus, Turn};
 
 /// A tick is expected at least this often while watches wait.
@@ -59,6 +59,16 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         "base URL",
         format!("{base} (from {})", doctor.base_url.source),
     ));
+    let config = super::doctor_config::config_line(&doctor.config);
+    checks.push(ok(config.name, config.detail));
+    if let Some(timer) = super::doctor_config::timer(doctor, doctor.home.as_deref()) {
+        checks.push(Check {
+            name: timer.name,
+            ok: timer.ok,
+            detail: timer.detail,
+            fix: timer.fix,
+        });
+    }
     let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
     // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
     for job in file.jobs.iter().filter(|j| j.options.allow_insecure_remote) {
@@ -72,7 +82,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let last_tick = heartbeat.last_tick_at;
     let cadence = super::doctor_qwenpaw::cadence(&doctor.state.value);
     checks.push(tick(
-        last_tick,
+        &heartbeat,
         &file,
         cadence.as_ref().is_some_and(|c| c.0),
     ));
@@ -283,7 +293,7 @@ fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
             Some((200, v)) => ok(
                 "health",
                 match v.get("uptime_seconds").and_then(Value::as_f64) {
-                    Some(up) => format!("ok, up {}", human(Duration::from_secs_f64(up.max(0.0)))),
+                    Some(up) => format!("ok, up {}", age(Duration::from_secs_f64(up.max(0.0)))),
                     None => "ok".to_owned(),
                 },
             ),
@@ -382,12 +392,30 @@ fn waiting(job: &Job, turns: &[Turn]) -> bool {
             .any(|t| t.carries_job(&job.job_id) && turn::forward_due(t))
 }
 
-/// A tick ran lately, if anything waits for one.
-fn tick(last: Option<Timestamp>, file: &JobFile, plugin_ticks: bool) -> Check {
+/// A tick ran lately, if anything waits for one. Kicks (ticks a QwenPaw turn's end
+/// started) are no cadence: they come only when some turn ends, so they are said apart,
+/// and only the other ticks (a timer's, the plugin's cadence, a person's) count.
+fn tick(beat: &crate::pass::Heartbeat, file: &JobFile, plugin_ticks: bool) -> Check {
     let waiting = file.jobs.iter().filter(|j| waiting(j, &file.turns)).count();
     let now = Timestamp::now();
+    let last = beat.last_unkicked();
+    let kicks = beat
+        .last_kick_at
+        .map(|at| {
+            format!(
+                " (kicks, the ticks a turn's end starts, are apart: the last ran {} ago)",
+                age(at.elapsed_at(now))
+            )
+        })
+        .unwrap_or_default();
     let said = match last {
-        Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
+        Some(at) => format!(
+            "the last atc tick that was no kick ran {} ago{kicks}",
+            age(at.elapsed_at(now))
+        ),
+        None if beat.last_kick_at.is_some() => {
+            format!("no atc tick but kicks has run yet{kicks}")
+        }
         None => "no atc tick has run yet".to_owned(),
     };
     let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);

@@ -80,11 +80,24 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
             ),
         ),
     });
+    if loaded == Some(true)
+        && let Some(console) = console(client, &doctor.base_url.value)
+    {
+        out.push(console);
+    }
     if installed {
         out.push(tools_enabled(wd));
         out.push(kicks(wd, doctor));
     }
-    out.push(server_path(&doctor.base_url.value));
+    let server = port_of(&doctor.base_url.value).and_then(server_process);
+    out.push(server_path(&doctor.base_url.value, server.as_ref()));
+    if let Some(server) = &server {
+        out.push(super::doctor_config::server(
+            doctor,
+            server.pid,
+            &server.environ,
+        ));
+    }
     out.push(seed(wd));
     out
 }
@@ -100,6 +113,47 @@ fn plugin_loaded(client: &Client, base: &str) -> Option<bool> {
         404 if answer.is_json() => Some(false),
         _ => None,
     }
+}
+
+/// Does the server offer the plugin's console bundle to the web console (`GET
+/// /frontend_plugin` lists the loaded plugins with their `frontend_entry`)? None when it
+/// does not say.
+fn console(client: &Client, base: &str) -> Option<Finding> {
+    let answer = client.frontend_plugins(base).ok()?;
+    if answer.status == 404 && answer.is_json() {
+        return Some(ok(
+            "console",
+            "this QwenPaw loads no frontend plugins (GET /api/frontend_plugin: 404): an open console chat shows a delivered result after a reload".to_owned(),
+        ));
+    }
+    if answer.status != 200 {
+        return None;
+    }
+    let listed: Value = serde_json::from_str(answer.body.as_deref().ok()?).ok()?;
+    let entry = listed
+        .as_array()?
+        .iter()
+        .find(|p| p["id"] == PLUGIN_ID)?
+        .get("frontend_entry")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Some(if entry == install::FRONTEND {
+        ok(
+            "console",
+            format!(
+                "atc's frontend is loaded ({}, which every console page imports at start-up): an open chat shows a result atc delivers, and its reply, once that turn ends; reload console pages opened before the plugin loaded",
+                install::FRONTEND
+            ),
+        )
+    } else {
+        bad(
+            "console",
+            format!(
+                "the server loaded atc's plugin without its console frontend (frontend entry {entry}): an open console chat shows a delivered result only after a reload"
+            ),
+            "`atc qwenpaw install` (or this atc's plugin zip) installs the plugin with it; then reload open console pages".to_owned(),
+        )
+    })
 }
 
 /// Which agents have the plugin's tools enabled in their agent.json.
@@ -173,7 +227,7 @@ fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
         match beat.last_kick_at {
             Some(at) => format!(
                 "the end-of-turn hook is installed; the last tick a turn's end started ran {} ago",
-                crate::time::human(at.elapsed_at(crate::time::Timestamp::now()))
+                crate::time::age(at.elapsed_at(crate::time::Timestamp::now()))
             ),
             None => "the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
         },
@@ -239,8 +293,8 @@ const FINDS: &str = "atc for the server";
 /// `$QWENPAW_PLUGIN_SITE/bin`, then `ATC_BIN`, then its `PATH`, then `~/.cargo/bin`. Read
 /// from /proc/<pid>/cmdline and /proc/<pid>/environ of a `qwenpaw app` process when this
 /// user can read them; elsewhere (no /proc) it cannot tell.
-fn server_path(base: &str) -> Finding {
-    let Some(server) = port_of(base).and_then(server_process) else {
+fn server_path(base: &str, server: Option<&ServerProcess>) -> Finding {
+    let Some(server) = server else {
         return ok(
             FINDS,
             if cfg!(target_os = "linux") {

@@ -2,7 +2,9 @@
 //! `lifecycle`, say what happened. No decisions here.
 
 pub mod cancel;
+pub mod config;
 pub mod doctor;
+pub mod doctor_config;
 pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;

@@ -11,8 +11,8 @@ use crate::fail;
 use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer};
 use crate::settings::{self, Output};
 use crate::state::{JobFile, Store};
-use crate::text::fit;
-use crate::time::{Timestamp, age};
+use crate::text::{fit, plural};
+use crate::time::{Timestamp, age, human};
 use crate::turn::{Turn, TurnState};
 
 /// How many jobs `status` lists without `--all`.
@@ -298,16 +298,25 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         field("runs on", on.clone());
     }
     if let Some(session) = &job.child_session {
+        let on = job
+            .child_agent
+            .as_deref()
+            .map(|a| format!(" of agent '{a}'"))
+            .unwrap_or_default();
         let chat = match &job.child_chat_id {
-            Some(id) => format!(" (chat {id})"),
+            Some(id) => format!(" (chat {id}{on})"),
             None => " (chat not looked up yet)".to_owned(),
         };
         field("child session", format!("{session}{chat}"));
     }
     if let Some(secs) = job.options.stop_after_secs {
-        let after = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let after = human(std::time::Duration::from_secs(secs));
         let when = match (job.stopped_at, job.started_at) {
             (Some(at), _) => format!(" (stopped at {at})"),
+            (None, _) if crate::lifecycle::stop_given_up(job) => format!(
+                " (given up: {} stops did not stop the child)",
+                job.stop_tries
+            ),
             (None, Some(start)) => format!(
                 " (at {}{})",
                 start.saturating_add(std::time::Duration::from_secs(secs)),
@@ -322,7 +331,7 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         field("stop after", format!("{after}{when}"));
     }
     if let Some(secs) = job.options.check_in_secs {
-        let every = humantime::format_duration(std::time::Duration::from_secs(secs));
+        let every = human(std::time::Duration::from_secs(secs));
         let max = crate::lifecycle::MAX_CHECK_INS;
         let next = match (job.check_in, crate::lifecycle::next_check_in(job, now)) {
             (Some(state), _) => format!("; one is {}", state.as_str()),
@@ -398,6 +407,16 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
     }
     if let Some(error) = &job.last_error {
         field("last error", error.clone());
+    }
+    if let Some(error) = &job.stop_error {
+        field(
+            "stop error",
+            format!(
+                "{error} ({} of {})",
+                plural(job.stop_tries, "try", "tries"),
+                crate::lifecycle::STOP_TRIES
+            ),
+        );
     }
     if let Some(t) = turn {
         let what: Vec<String> = t

@@ -1,6 +1,9 @@
 //! `atc timer print`: the systemd user units or crontab lines that run `atc tick`, with
 //! this binary's real path filled in. The files in `examples/` are these same templates
-//! (a test keeps them equal), with a placeholder path.
+//! (a test keeps them equal), with a placeholder path. The units pass `atc tick` no
+//! flags: its settings are in the config file, which the plugin's kicks read too; they
+//! name the config file (`ATC_CONFIG`) only when a timer would not find it by itself,
+//! and the job file (`ATC_STATE`) only when a flag or the environment chose it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,17 +14,39 @@ use crate::cmd::emit;
 use crate::settings::{Output, Schedule, Timer};
 
 pub fn run(timer: &Timer, out: Output) -> Result<()> {
-    let state = timer.state.as_ref().map(|s| s.value.as_path());
+    if let Some(state) = &timer.state
+        && !out.quiet
+    {
+        // The kicks of atc's QwenPaw plugin run `atc tick` in the server's environment,
+        // which this ATC_STATE is not in: one job file for both is the config file's.
+        crate::term::say(&format!(
+            "atc: note: the units name the job file ({}, from {}); the kicks of atc's QwenPaw plugin do not see it: `atc config set state {}` gives every tick the same job file",
+            state.value.display(),
+            state.source,
+            shell_quote(&state.value)
+        ));
+    }
+    let vars: Vec<(&str, &Path)> = [
+        timer.config.as_deref().map(|c| ("ATC_CONFIG", c)),
+        timer
+            .state
+            .as_ref()
+            .map(|s| ("ATC_STATE", s.value.as_path())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let text = match timer.schedule {
         Schedule::Systemd {
             service,
             timer: unit,
         } => {
             let exec = systemd_quote(&timer.binary);
-            let state = state.map(systemd_quote);
+            let vars: Vec<(&str, String)> =
+                vars.iter().map(|(n, p)| (*n, systemd_quote(p))).collect();
             let mut parts = Vec::new();
             if service {
-                parts.push(systemd_service(&exec, state.as_deref()));
+                parts.push(systemd_service(&exec, &vars));
             }
             if unit {
                 parts.push(systemd_timer(timer.interval));
@@ -35,19 +60,23 @@ pub fn run(timer: &Timer, out: Output) -> Result<()> {
         }
         Schedule::Cron => cron(
             &shell_quote(&timer.binary),
-            state.map(shell_quote).as_deref(),
+            &vars
+                .iter()
+                .map(|(n, p)| (*n, shell_quote(p)))
+                .collect::<Vec<_>>(),
             timer.interval,
         ),
-        Schedule::Launchd => launchd(&timer.binary, state, timer.interval),
+        Schedule::Launchd => launchd(&timer.binary, &vars, timer.interval),
     };
     emit(&text)
 }
 
-/// `atc-tick.service`; `exec` and `state` already quoted for systemd.
-pub fn systemd_service(exec: &str, state: Option<&str>) -> String {
-    let state = state
-        .map(|s| format!("Environment=ATC_STATE={s}\n"))
-        .unwrap_or_default();
+/// `atc-tick.service`; `exec` and the variables' values already quoted for systemd.
+pub fn systemd_service(exec: &str, vars: &[(&str, String)]) -> String {
+    let state: String = vars
+        .iter()
+        .map(|(name, value)| format!("Environment={name}={value}\n"))
+        .collect();
     format!(
         "\
 [Unit]
@@ -56,7 +85,8 @@ Documentation=man:atc-tick(1)
 
 [Service]
 Type=oneshot
-# Tokens and settings, one NAME=value per line (QWENPAW_RUNTIME_INTERNAL_TOKEN=…); optional.
+# Tokens, one NAME=value per line (QWENPAW_RUNTIME_INTERNAL_TOKEN=…); optional. Settings
+# go in ~/.config/atc/config.toml (`atc config set`), which the plugin's kicks read too.
 EnvironmentFile=-%h/.config/atc/env
 {state}ExecStart={exec} tick
 "
@@ -82,16 +112,21 @@ WantedBy=timers.target
     )
 }
 
-/// The crontab lines; `exec` and `state` already quoted for sh. Cron starts jobs at most
-/// once a minute, so a shorter interval is several lines, staggered with `sleep`.
-pub fn cron(exec: &str, state: Option<&str>, interval: Duration) -> String {
+/// The crontab lines; `exec` and the variables' values already quoted for sh. Cron starts
+/// jobs at most once a minute, so a shorter interval is several lines, staggered with
+/// `sleep`.
+pub fn cron(exec: &str, vars: &[(&str, String)], interval: Duration) -> String {
     let secs = interval.as_secs();
-    let state = state.map(|s| format!("ATC_STATE={s} ")).unwrap_or_default();
+    let state: String = vars
+        .iter()
+        .map(|(name, value)| format!("{name}={value} "))
+        .collect();
     let command = format!("{state}{exec} tick");
     let mut text = format!(
         "\
 # atc: run `atc tick` every {secs}s (cron has minute resolution: one line per tick in a minute).
 # Tokens: add NAME=value lines above these (QWENPAW_RUNTIME_INTERNAL_TOKEN=…).
+# Settings: ~/.config/atc/config.toml (`atc config set`), which the plugin's kicks read too.
 "
     );
     if secs < 60 {
@@ -116,21 +151,28 @@ pub fn cron(exec: &str, state: Option<&str>, interval: Duration) -> String {
 
 /// A LaunchAgent that runs `atc tick` every `interval` (launchd's `StartInterval`, whole
 /// seconds) while the user is logged in.
-pub fn launchd(binary: &Path, state: Option<&Path>, interval: Duration) -> String {
-    let env = state
-        .map(|s| {
-            format!(
-                "    <key>EnvironmentVariables</key>\n    <dict>\n        <key>ATC_STATE</key>\n        <string>{}</string>\n    </dict>\n",
-                xml_escape(&s.to_string_lossy())
-            )
-        })
-        .unwrap_or_default();
+pub fn launchd(binary: &Path, vars: &[(&str, &Path)], interval: Duration) -> String {
+    let env = if vars.is_empty() {
+        String::new()
+    } else {
+        let entries: String = vars
+            .iter()
+            .map(|(name, value)| {
+                format!(
+                    "        <key>{name}</key>\n        <string>{}</string>\n",
+                    xml_escape(&value.to_string_lossy())
+                )
+            })
+            .collect();
+        format!("    <key>EnvironmentVariables</key>\n    <dict>\n{entries}    </dict>\n")
+    };
     format!(
         "\
 <?xml version=\"1.0\" encoding=\"UTF-8\"?>
 <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">
 <!-- ~/Library/LaunchAgents/atc-tick.plist; then: launchctl load ~/Library/LaunchAgents/atc-tick.plist
      Tokens (QWENPAW_RUNTIME_INTERNAL_TOKEN, ...) go into EnvironmentVariables: chmod 600 this file.
+     Settings go in ~/.config/atc/config.toml (`atc config set`), which the plugin's kicks read too.
      A give-up is one line on stderr: add StandardErrorPath to keep it. -->
 <plist version=\"1.0\">
 <dict>
@@ -203,18 +245,18 @@ mod tests {
         let read = |p: &str| std::fs::read_to_string(examples.join(p)).unwrap();
         assert_eq!(
             read("systemd/atc-tick.service"),
-            systemd_service("%h/.cargo/bin/atc", None)
+            systemd_service("%h/.cargo/bin/atc", &[])
         );
         assert_eq!(read("systemd/atc-tick.timer"), systemd_timer(SECS_20));
         assert_eq!(
             read("cron/atc.crontab"),
-            cron("$HOME/.cargo/bin/atc", None, SECS_20)
+            cron("$HOME/.cargo/bin/atc", &[], SECS_20)
         );
     }
 
     #[test]
     fn cron_staggers_within_a_minute() {
-        let lines: Vec<String> = cron("/bin/atc", None, SECS_20)
+        let lines: Vec<String> = cron("/bin/atc", &[], SECS_20)
             .lines()
             .filter(|l| !l.starts_with('#'))
             .map(str::to_owned)
@@ -228,8 +270,12 @@ mod tests {
             ]
         );
         assert!(
-            cron("/bin/atc", Some("/s/j.json"), Duration::from_secs(300))
-                .contains("*/5 * * * * ATC_STATE=/s/j.json /bin/atc tick\n")
+            cron(
+                "/bin/atc",
+                &[("ATC_STATE", "/s/j.json".to_owned())],
+                Duration::from_secs(300)
+            )
+            .contains("*/5 * * * * ATC_STATE=/s/j.json /bin/atc tick\n")
         );
     }
 

@@ -13,7 +13,7 @@ use crate::fail;
 use crate::ids::new_job_id;
 use crate::job::{Job, Status};
 use crate::lifecycle::{self, Registered, WatchRefused, WatchRequest};
-use crate::qwenpaw::{Client, chat};
+use crate::qwenpaw::{Client, chat, task};
 use crate::report::LogEntry;
 use crate::settings::{Output, Watch};
 use crate::state::Store;
@@ -51,6 +51,12 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         ChatCheck::Found { chat_id } => Some(chat_id.clone()),
         ChatCheck::New | ChatCheck::Skipped { .. } => None,
     };
+    // A server that could not be asked about the chat is not asked about the tasks either.
+    let unchecked = match &check {
+        ChatCheck::Skipped { .. } => Vec::new(),
+        _ if watch.check_tasks => check_tasks(watch, &store)?,
+        _ => Vec::new(),
+    };
 
     let now = Timestamp::now();
     let request = WatchRequest {
@@ -60,6 +66,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         options: watch.options.clone(),
         chat_id,
         child_sessions: watch.child_sessions.clone(),
+        origin: watch.origin,
     };
     let (jobs, messages, events) = store.update(|file| {
         let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);
@@ -75,7 +82,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             }
         };
         // A job replaced, re-targeted or re-optioned leaves the open turn it was in.
-        compose::tidy(file, now, &crate::settings::default_limits());
+        compose::tidy(file, now, &watch.limits);
         let mut jobs = Vec::new();
         let mut messages = Vec::new();
         let mut events = Vec::new();
@@ -172,9 +179,16 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     } else if !out.quiet {
         emit(&format!("{}\n", messages.join("\n")))?;
     }
+    if !out.quiet {
+        for (task_id, why) in &unchecked {
+            crate::term::say(&format!(
+                "atc: warning: could not check that the server has {task_id} ({why}); watching it anyway: the next atc tick polls it"
+            ));
+        }
+    }
     match check {
         ChatCheck::Skipped { why } if !out.quiet => crate::term::say(&format!(
-            "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped: the next atc tick checks again before delivering"
+            "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped (and the task check): the next atc tick checks again before delivering"
         )),
         ChatCheck::New if out.verbose > 0 => crate::term::say(&format!(
             "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
@@ -266,6 +280,59 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
             t.agent_id
         ),
     ))
+}
+
+/// Asks the server for each task, as a tick would poll it: a task id QwenPaw answers with
+/// its own "Task not found" is refused (exit 6), nothing watched, so that no tick later
+/// tells the parent a task it never had was lost. A task whose result the file already
+/// holds is not asked for (a re-watch sends that result elsewhere; the server may have
+/// lost the record since). Returns the tasks that could not be checked, and why.
+fn check_tasks(watch: &Watch, store: &Store) -> Result<Vec<(String, String)>, Failure> {
+    let held = store.load().ok();
+    let client = Client::new(CHAT_CHECK_TIMEOUT, watch.auth.clone());
+    let base = &watch.base_url.value;
+    let agent = watch.target().poll_agent().to_owned();
+    let mut unknown = Vec::new();
+    let mut unchecked = Vec::new();
+    for task_id in &watch.task_ids {
+        let holds = held
+            .as_ref()
+            .and_then(|file| file.find(task_id))
+            .is_some_and(lifecycle::holds_result);
+        if holds {
+            continue;
+        }
+        match task::classify(
+            client.get_task(base, task_id, &agent),
+            task_id,
+            base,
+            &watch.auth,
+        ) {
+            task::Poll::Record(_) => {}
+            task::Poll::NotFound { .. } => unknown.push(task_id.as_str()),
+            task::Poll::Failed { error } | task::Poll::Denied { error } => {
+                unchecked.push((task_id.clone(), crate::describe::short_cause(&error)));
+            }
+        }
+    }
+    match unknown.as_slice() {
+        [] => Ok(unchecked),
+        [one] => Err(Failure::new(
+            Exit::Lost,
+            format!(
+                "{base} has no task {one} (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed, and was it submitted to this server (the base URL from {})? Nothing was watched (--no-task-check skips this check)",
+                watch.base_url.source
+            ),
+        )),
+        many => Err(Failure::new(
+            Exit::Lost,
+            format!(
+                "{base} has no task {} (QwenPaw answers \"Task not found\"): are the ids the ones submit_to_agent printed, and were they submitted to this server (the base URL from {})? Nothing was watched (--no-task-check skips this check)",
+                many.join(", "),
+                watch.base_url.source
+            ),
+        )),
+    }
 }
 
 fn refusal(task_id: &str, job: &Job, turn: Option<&Turn>, was: Status) -> Failure {

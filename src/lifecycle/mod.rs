@@ -72,11 +72,12 @@ pub enum Event {
     /// A person ran `atc cancel --check-ins`: no more check-ins for this watch. `claimed`:
     /// the turn carrying the current one was claimed (it finishes; it may be in the chat).
     CheckInsOff { claimed: bool },
-    /// The stop `--stop-after` asked for was answered: the child's chat (when it was looked
-    /// up), and whether a running turn was stopped, or why the stop told nothing.
+    /// The stop `--stop-after` asked for was answered: where the child's chat was found
+    /// (its agent, when the watch did not name it, and its uuid), and what the stop did.
     StopAnswered {
+        agent: Option<String>,
         chat_id: Option<String>,
-        answer: Result<bool, String>,
+        answer: StopAnswer,
     },
     /// `compose` put the block it owes into turn `turn`.
     Joined { turn: String },
@@ -93,6 +94,29 @@ pub enum Event {
     /// `atc redeliver` of a job whose block goes out in a new turn: a given-up result or
     /// notice is on its way again; `create_session` allows a new chat from now on.
     Requeued { create_session: bool },
+}
+
+/// What a stop of the child did (`cancel --stop`, `--stop-after`), as the shell found out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopAnswer {
+    /// QwenPaw stopped the turn running in the child's chat.
+    Stopped,
+    /// Nothing to stop: QwenPaw found nothing running in the child's chat, and the task
+    /// record (it finished) or the chat itself (idle) says so too.
+    NotRunning,
+    /// The stop could not be made, or what came back does not say the child is not
+    /// running (the task record still says it runs): why.
+    Failed(String),
+}
+
+/// How many stops of one child atc makes before it gives up stopping it: `cancel --stop`
+/// tries this often in a row, `--stop-after` once a tick. A stop that keeps failing ends
+/// in one line that says why, never in a stop sent on every tick.
+pub const STOP_TRIES: u32 = 3;
+
+/// Whether a stop that failed `tries` times in a row may be tried again.
+pub fn stop_again(tries: u32) -> bool {
+    tries < STOP_TRIES
 }
 
 /// The job after an event, and what happened (for reports and messages).
@@ -126,7 +150,11 @@ pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transit
         Event::Polled(check) => polled(job, check, now, limits),
         Event::Cancelled { claimed } => cancelled(job, claimed, now),
         Event::CheckInsOff { claimed } => check_ins_off(job, claimed, now),
-        Event::StopAnswered { chat_id, answer } => stop_answered(job, chat_id, answer, now),
+        Event::StopAnswered {
+            agent,
+            chat_id,
+            answer,
+        } => stop_answered(job, agent, chat_id, answer, now),
         Event::Joined { turn } => joined(job, turn, now),
         Event::Left => left(job, now),
         Event::TurnMoved {
@@ -314,7 +342,8 @@ fn check_ins_off(job: &Job, claimed: bool, now: Timestamp) -> Transition {
 }
 
 /// Whether a tick that finds the child still running must stop it now: `--stop-after`
-/// has passed since it started, its session is known, and no stop is out already.
+/// has passed since it started, its session is known, no stop is out already, and atc has
+/// not given up stopping it ([`STOP_TRIES`]).
 fn stop_due(job: &Job, now: Timestamp) -> bool {
     let Some(secs) = job.options.stop_after_secs else {
         return false;
@@ -322,17 +351,28 @@ fn stop_due(job: &Job, now: Timestamp) -> bool {
     job.child_session.is_some()
         && job.stop_asked_at.is_none()
         && job.stopped_at.is_none()
+        && stop_again(job.stop_tries)
         && job
             .started_at
             .is_some_and(|at| at.elapsed_at(now) >= Duration::from_secs(secs))
 }
 
+/// Whether atc gave up stopping the child (`--stop-after`): [`STOP_TRIES`] stops did not
+/// stop it. The watch goes on; its result says so.
+pub fn stop_given_up(job: &Job) -> bool {
+    job.stopped_at.is_none() && !stop_again(job.stop_tries)
+}
+
 /// The answer to a stop `--stop-after` asked for. Only a pending job with a stop out takes
-/// it; a stop that told nothing is asked again by the next poll that finds the child running.
+/// it. Where the child's chat was found is recorded (the next stop goes straight there).
+/// A stop that did not stop the child counts: the next poll that finds the child running
+/// asks again, until [`STOP_TRIES`] did not, and then atc gives up stopping it
+/// ([`Outcome::StopGaveUp`]: one line on the tick's stderr says why).
 fn stop_answered(
     job: &Job,
+    agent: Option<String>,
     chat_id: Option<String>,
-    answer: Result<bool, String>,
+    answer: StopAnswer,
     now: Timestamp,
 ) -> Transition {
     if job.status != Status::Pending || job.stop_asked_at.is_none() {
@@ -344,18 +384,34 @@ fn stop_answered(
     if chat_id.is_some() {
         next.child_chat_id = chat_id;
     }
+    if agent.is_some() && next.target.target_agent.is_none() {
+        next.child_agent = agent;
+    }
     let outcome = match answer {
-        Ok(true) => {
+        StopAnswer::Stopped => {
             next.stopped_at = Some(now);
+            next.stop_error = None;
             Outcome::Stopped
         }
-        Ok(false) => Outcome::StopNotRunning,
-        Err(error) => {
+        StopAnswer::NotRunning => {
+            next.stop_tries += 1;
+            Outcome::StopNotRunning
+        }
+        StopAnswer::Failed(error) => {
+            next.stop_tries += 1;
+            next.stop_error = Some(error.clone());
             next.last_error = Some(error);
             Outcome::StopFailed
         }
     };
-    Transition::to(next, vec![outcome])
+    let mut outcomes = vec![outcome];
+    if outcome != Outcome::Stopped && !stop_again(next.stop_tries) {
+        if next.stop_error.is_none() {
+            next.stop_error = Some("QwenPaw found nothing running to stop".to_owned());
+        }
+        outcomes.push(Outcome::StopGaveUp);
+    }
+    Transition::to(next, outcomes)
 }
 
 /// The jobs whose child a tick stops now (`--stop-after` passed).

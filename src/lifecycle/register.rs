@@ -4,7 +4,7 @@
 //! in a turn that was claimed. Pure: the command (and the simulation) give it the file's
 //! jobs and turns; `compose::tidy` then takes replaced jobs out of open turns.
 
-use crate::job::{Job, Options, Status, Target};
+use crate::job::{Job, Options, Origin, Status, Target};
 use crate::time::Timestamp;
 use crate::turn::Turn;
 
@@ -152,6 +152,8 @@ pub struct WatchRequest {
     pub chat_id: Option<String>,
     /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
     pub child_sessions: Vec<(String, String)>,
+    /// Who asks: what the parent is later told names the options in its words.
+    pub origin: Origin,
 }
 
 /// What a watch did with one task.
@@ -273,6 +275,7 @@ pub fn watch(
             now,
         );
         fresh.options = request.options.clone();
+        fresh.origin = request.origin;
         fresh.chat_id = request.chat_id.clone();
         // The same task is the same child, whoever watches it: a session already known is
         // kept (with its chat) unless this watch names another.
@@ -285,6 +288,7 @@ pub fn watch(
         fresh.child_session = asked.clone().or(known.clone());
         if fresh.child_session == known {
             fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
+            fresh.child_agent = existing.and_then(|j| j.child_agent.clone());
         }
         let registered = match register(existing, turn, target, base_url, group) {
             Registration::New => Registered::New(fresh),
@@ -296,11 +300,16 @@ pub fn watch(
                 if asked.is_some() && asked != job.child_session {
                     next.child_session = asked;
                     next.child_chat_id = None;
+                    next.child_agent = None;
                     applied.push("--child-session");
                 }
                 if applied.is_empty() && not_applied.is_empty() {
                     done.push(Registered::AlreadyWatching(job));
                     continue;
+                }
+                // The options it has now are the ones this watch gave.
+                if !applied.is_empty() {
+                    next.origin = request.origin;
                 }
                 if next != job {
                     next.updated_at = now;

@@ -178,8 +178,9 @@ fn event(kind: Kind, block: BlockKind) -> Event {
         Kind::CancelledClaimed => Event::Cancelled { claimed: true },
         Kind::CheckInsOff => Event::CheckInsOff { claimed: false },
         Kind::StopAnswered => Event::StopAnswered {
+            agent: None,
             chat_id: Some("c-child".into()),
-            answer: Ok(true),
+            answer: StopAnswer::Stopped,
         },
         Kind::Joined => Event::Joined {
             turn: "atc-other".into(),
@@ -864,11 +865,16 @@ fn stoppable() -> Job {
     job
 }
 
-fn stop_answer(answer: Result<bool, String>) -> Event {
+fn stop_answer(answer: StopAnswer) -> Event {
     Event::StopAnswered {
+        agent: Some("worker".into()),
         chat_id: Some("c-child".into()),
         answer,
     }
+}
+
+fn failed(why: &str) -> StopAnswer {
+    StopAnswer::Failed(why.into())
 }
 
 /// `--stop-after`, row by row: (case, job, event, at, outcomes, a stop out afterwards,
@@ -893,6 +899,18 @@ fn stop_after_rows() {
     let stopped = || {
         let mut job = stoppable();
         job.stopped_at = Some(t(12));
+        job
+    };
+    // Asked for the last time: STOP_TRIES - 1 stops did not stop it.
+    let last_try = || {
+        let mut job = asked();
+        job.stop_tries = STOP_TRIES - 1;
+        job
+    };
+    let given_up = || {
+        let mut job = stoppable();
+        job.stop_tries = STOP_TRIES;
+        job.stop_error = Some("HTTP 500".into());
         job
     };
     use Outcome as O;
@@ -963,7 +981,7 @@ fn stop_after_rows() {
         (
             "stopped",
             asked(),
-            stop_answer(Ok(true)),
+            stop_answer(StopAnswer::Stopped),
             12,
             &[O::Stopped],
             false,
@@ -972,7 +990,7 @@ fn stop_after_rows() {
         (
             "nothing running",
             asked(),
-            stop_answer(Ok(false)),
+            stop_answer(StopAnswer::NotRunning),
             12,
             &[O::StopNotRunning],
             false,
@@ -981,16 +999,52 @@ fn stop_after_rows() {
         (
             "stop failed",
             asked(),
-            stop_answer(Err("HTTP 500".into())),
+            stop_answer(failed("HTTP 500")),
             12,
             &[O::StopFailed],
             false,
             false,
         ),
         (
+            "the last try failed: given up",
+            last_try(),
+            stop_answer(failed("HTTP 500")),
+            12,
+            &[O::StopFailed, O::StopGaveUp],
+            false,
+            false,
+        ),
+        (
+            "the last try found nothing running: given up",
+            last_try(),
+            stop_answer(StopAnswer::NotRunning),
+            12,
+            &[O::StopNotRunning, O::StopGaveUp],
+            false,
+            false,
+        ),
+        (
+            "the last try stopped it",
+            last_try(),
+            stop_answer(StopAnswer::Stopped),
+            12,
+            &[O::Stopped],
+            false,
+            true,
+        ),
+        (
+            "running, given up stopping it: no more stops",
+            given_up(),
+            Event::Polled(running()),
+            300,
+            &[O::Polled, O::Running],
+            false,
+            false,
+        ),
+        (
             "an answer with no stop out",
             stoppable(),
-            stop_answer(Ok(true)),
+            stop_answer(StopAnswer::Stopped),
             12,
             &[O::Ignored],
             false,
@@ -1017,15 +1071,40 @@ fn stop_after_rows() {
             "{case}: to_stop"
         );
     }
-    let answered = apply(&asked(), stop_answer(Err("HTTP 500".into())), t(12)).job;
+    let answered = apply(&asked(), stop_answer(failed("HTTP 500")), t(12)).job;
     assert_eq!(answered.last_error.as_deref(), Some("HTTP 500"));
+    assert_eq!(answered.stop_error.as_deref(), Some("HTTP 500"));
+    assert_eq!(answered.stop_tries, 1);
     let again = apply(&answered, Event::Polled(running()), t(32));
     assert!(
         again.outcomes.contains(&O::StopDue),
         "a failed stop is asked again"
     );
-    let recorded = apply(&asked(), stop_answer(Ok(true)), t(12)).job;
+    // Where the chat was found is recorded: the agent only when the watch named none.
+    let mut unnamed = asked();
+    unnamed.target.target_agent = None;
+    let recorded = apply(&unnamed, stop_answer(StopAnswer::Stopped), t(12)).job;
     assert_eq!(recorded.child_chat_id.as_deref(), Some("c-child"));
+    assert_eq!(recorded.child_agent.as_deref(), Some("worker"));
+    let mut named = asked();
+    named.target.target_agent = Some("se".into());
+    let recorded = apply(&named, stop_answer(StopAnswer::Stopped), t(12)).job;
+    assert_eq!(recorded.child_agent, None, "--target-agent says where");
+    // A stop that keeps failing, tick after tick: STOP_TRIES stops, then none, ever.
+    let mut job = stoppable();
+    let mut stops = 0;
+    for tick in 0..20 {
+        let polled = apply(&job, Event::Polled(running()), t(11 + 20 * tick));
+        job = polled.job;
+        if job.stop_asked_at.is_some() {
+            stops += 1;
+            job = apply(&job, stop_answer(failed("HTTP 500")), t(12 + 20 * tick)).job;
+        }
+    }
+    assert_eq!(stops, STOP_TRIES, "bounded");
+    assert!(stop_given_up(&job));
+    assert_eq!(job.status, Status::Pending, "the watch goes on");
+    assert_eq!(job.stop_error.as_deref(), Some("HTTP 500"));
 }
 
 /// A watch with `--check-in 10s` whose child started at t(1).

@@ -275,6 +275,23 @@ pub fn child_chat<'a>(chats: &'a [ChatRef], session_id: &str) -> Option<&'a Chat
         .or_else(|| mine().next())
 }
 
+/// The agents `GET /agents` lists that can run anything: a disabled one answers 403.
+pub fn agents(result: Result<Answer, Transport>) -> Result<Vec<String>, String> {
+    let (status, value) = json_body(result, "(an agent list)")?;
+    if status != 200 {
+        return Err(format!("HTTP {status}: {}", detail(&value.to_string())));
+    }
+    let list = value
+        .get("agents")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "HTTP 200 but the answer has no \"agents\" list".to_owned())?;
+    Ok(list
+        .iter()
+        .filter(|a| a.get("enabled").and_then(Value::as_bool) != Some(false))
+        .filter_map(|a| a.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect())
+}
+
 /// What `POST /console/chat/stop` said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -368,6 +385,25 @@ mod tests {
             content_type: "application/json".into(),
             body: Ok(body.into()),
         })
+    }
+
+    #[test]
+    fn agents_are_the_ones_that_can_run_anything() {
+        let listed = r#"{"agents":[{"id":"default","enabled":true},{"id":"off","enabled":false},{"id":"QA"}]}"#;
+        assert_eq!(
+            agents(json(200, listed)),
+            Ok(vec!["default".to_owned(), "QA".to_owned()])
+        );
+        assert!(
+            agents(json(200, "[]"))
+                .unwrap_err()
+                .contains("no \"agents\"")
+        );
+        assert!(
+            agents(json(401, r#"{"detail":"Not authenticated"}"#))
+                .unwrap_err()
+                .starts_with("HTTP 401")
+        );
     }
 
     #[test]

@@ -305,6 +305,13 @@ impl Client {
         )
     }
 
+    /// `GET {base}/frontend_plugin`: the loaded plugins, each with the bundle the web
+    /// console imports (`frontend_entry`, null for none); 404 on a QwenPaw without
+    /// frontend plugins.
+    pub fn frontend_plugins(&self, base_url: &str) -> Result<Answer, Transport> {
+        self.read(&format!("{base_url}/frontend_plugin"), "default")
+    }
+
     /// `POST {base}/plugins/install` with `{"source": <dir>, "force": …}`: the running
     /// server (re)loads the plugin in that folder, no restart.
     pub fn install_plugin(&self, base_url: &str, body: &Value) -> Result<Answer, Transport> {

@@ -36,6 +36,7 @@ pub trait Server: Sync {
         channel: &str,
     ) -> Result<Answer, Transport>;
     fn stop_chat(&self, base_url: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport>;
+    fn list_agents(&self, base_url: &str) -> Result<Answer, Transport>;
 }
 
 impl Server for Client {
@@ -83,5 +84,8 @@ impl Server for Client {
     }
     fn stop_chat(&self, base_url: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
         Client::stop_chat(self, base_url, agent, chat_id)
+    }
+    fn list_agents(&self, base_url: &str) -> Result<Answer, Transport> {
+        Client::list_agents(self, base_url)
     }
 }

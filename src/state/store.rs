@@ -610,6 +610,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             ("fork_branch", job.options.fork_branch.as_ref()),
             ("child_session", job.child_session.as_ref()),
             ("child_chat_id", job.child_chat_id.as_ref()),
+            ("child_agent", job.child_agent.as_ref()),
         ] {
             if let Some(value) = value {
                 validate::label(value).map_err(|why| bad(field, why))?;

@@ -38,7 +38,7 @@ impl Kick {
             .collect()
     }
 
-    fn atc(&self, ctx: &Ctx) -> R<Atc> {
+    pub(crate) fn atc(&self, ctx: &Ctx) -> R<Atc> {
         let dir = ctx.scratch.path().join(ctx.uniq("kick-atc"));
         fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         Atc::new(&ctx.atc_bin, &dir, self.state.clone(), &self.server.root())

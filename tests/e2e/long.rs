@@ -20,7 +20,12 @@ fn fresh_atc(ctx: &Ctx, name: &str) -> R<Atc> {
 
 /// Submits a child on `default` and waits until its record says running.
 fn running_child(api: &Api, session: &str, user: &str, text: &str) -> R<String> {
-    let tid = api.submit(Some("default"), session, user, text, None)?;
+    running_child_on(api, "default", session, user, text)
+}
+
+/// Submits a child on `agent` and waits until its record says running.
+fn running_child_on(api: &Api, agent: &str, session: &str, user: &str, text: &str) -> R<String> {
+    let tid = api.submit(Some(agent), session, user, text, None)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let v = api.task(&tid)?.json()?;
@@ -96,10 +101,10 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
         "a cancelled watch has turns in the file: {turns:?}"
     );
 
-    // Again: nothing running → stopped:false, said as "was not running".
+    // Again: nothing running → stopped:false; the task record says it finished.
     let again = atc.ok(&["cancel", &tid, "--stop"])?;
     ensure!(
-        again.stdout == format!("{tid} was already cancelled; the child was not running.\n"),
+        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
         "a second cancel --stop said {:?}",
         again.stdout
     );
@@ -123,6 +128,133 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
         bare.body
     );
     Ok(())
+}
+
+/// `cancel --stop` of a child on the second shipped agent, watched without
+/// `--target-agent` (its polls work anyway: the poll route ignores the agent): atc finds
+/// the child's chat among the server's agents, stops it there, records where, and says
+/// "not running" only when the task record says so (issue 27, defect 6: it stopped on
+/// the asking agent, found nothing, and said the child was not running while it ran).
+pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let second = ctx.main.second_agent()?;
+    let (user, parent, child) = (
+        "olga",
+        ctx.uniq("stop-else-parent"),
+        ctx.uniq("stop-else-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
+    let atc = fresh_atc(ctx, "cancel-stop-elsewhere")?;
+    atc.watch(&tid, &parent, user, &["--child-session", &child])?;
+    let out = atc.ok(&["cancel", &tid, "--stop"])?;
+    ensure!(
+        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
+        "cancel --stop said {:?}",
+        out.stdout
+    );
+    let record = finished_record(&api, &tid)?;
+    ensure!(
+        record["result"]["status"] == "failed"
+            && record["result"]["error"]["message"] == "Task cancelled",
+        "the child was not stopped: {record}"
+    );
+    let job = atc.job(&tid)?;
+    let chat = api
+        .chat_id(&second, user, &child)?
+        .ok_or("no chat for the child on the second agent")?;
+    ensure!(
+        job["status"] == "cancelled"
+            && job["child_agent"] == second.as_str()
+            && job["child_chat_id"] == chat.as_str()
+            && job["stopped_at"].is_string()
+            && job["target_agent"].is_null(),
+        "job after cancel --stop: {job}"
+    );
+    // A second stop goes straight there, finds nothing, and the record says why.
+    let again = atc.ok(&["cancel", &tid, "--stop"])?;
+    ensure!(
+        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
+        "a second cancel --stop said {:?}",
+        again.stdout
+    );
+    atc.ok(&["tick"])?;
+    let after = api.history("default", user, &parent, Duration::from_secs(10))?;
+    ensure!(
+        after.len() == before.len(),
+        "the parent got {} new messages after cancel --stop",
+        after.len() - before.len()
+    );
+    Ok(())
+}
+
+/// `--stop-after 3s` of a child on the second agent, watched without `--target-agent`:
+/// stopped there (not a stop sent to the asking agent on every tick, unheard), and its
+/// result says so, once.
+pub fn stop_after_elsewhere(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let second = ctx.main.second_agent()?;
+    let (user, parent, child) = (
+        "pia",
+        ctx.uniq("deadline-else-parent"),
+        ctx.uniq("deadline-else-child"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
+    let atc = fresh_atc(ctx, "stop-after-elsewhere")?;
+    atc.watch(
+        &tid,
+        &parent,
+        user,
+        &["--child-session", &child, "--stop-after", "3s"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(40))?
+        .remove(0);
+    ensure!(
+        job["status"] == "done"
+            && job["stopped_at"].is_string()
+            && job["child_agent"] == second.as_str()
+            && job.get("stop_tries").is_none(),
+        "job after --stop-after: {job}"
+    );
+    let record = api.task(&tid)?.json()?;
+    ensure!(
+        record["result"]["error"]["message"] == "Task cancelled",
+        "the child was not stopped: {record}"
+    );
+    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
+    let ours: Vec<&crate::api::Msg> = after[before.len()..]
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
+        .collect();
+    ensure!(
+        ours.len() == 1
+            && ours[0].text.ends_with(
+                "[atc: stopped this task after 3s at the watch's request (--stop-after 3s)]"
+            ),
+        "the parent holds {} turns for {tid}: {:?}",
+        ours.len(),
+        ours.iter().map(|m| &m.text).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+/// The task record once it says finished (a stopped child's does at once; the wait is a
+/// bound, not a measure).
+fn finished_record(api: &Api, tid: &str) -> R<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = api.task(tid)?.json()?;
+        if v["status"] == "finished" {
+            return Ok(v);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the child still runs 10 s after cancel --stop: {v}"
+        );
+        sleep(Duration::from_millis(50));
+    }
 }
 
 /// `--stop-after 3s` ends a `SLEEP=60` child; the parent receives its "Task cancelled"

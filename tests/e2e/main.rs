@@ -16,6 +16,9 @@
 
 mod api;
 mod atc;
+mod browser;
+mod config;
+mod console;
 mod demo;
 #[path = "../support/hermetic.rs"]
 #[allow(dead_code)]

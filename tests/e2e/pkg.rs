@@ -256,12 +256,14 @@ fn zip_route(
     let job = until_done(&atc, &child, TURN_WAIT)?;
     let text = job["final"].as_str().unwrap_or_default().to_string();
     ensure!(text.contains(child_text), "delivered {text:?}");
-    wait_turn(&api, &job)?;
+    // The parent turn is the turn record's (job file version 2), not the job's.
+    let turn = atc.turn_of(&job)?;
+    wait_turn(&api, &turn)?;
     check_delivered_once(
         &api.history("default", user, parent, TURN_WAIT)?,
         before,
         &text,
-        &job,
+        &turn,
     )?;
     // The schema the model was offered: every list has typed items.
     let offered: Vec<Value> = ctx

@@ -145,6 +145,7 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
     );
     let (atc, job) = job_in(&ctx.agent_state, ctx, server, &tid)?;
     for (key, want) in [
+        ("origin", "plugin"),
         ("agent_id", "default"),
         ("session_id", parent),
         ("user_id", user),
@@ -161,6 +162,26 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
         job["base_url"] == format!("{}/api", server.root()),
         "the plugin's atc recorded base_url {}, expected this server's",
         job["base_url"]
+    );
+
+    // A task id the server never had is refused at once, through the tool as on the
+    // command line (QwenPaw's own 404), with no "poll check_agent_task" fallback.
+    let said = call_tool(
+        server,
+        parent,
+        user,
+        "watch_agent_task",
+        &json!({"task_id": "task-000000000000"}),
+    )?;
+    ensure!(
+        said == "Not watching task-000000000000: this QwenPaw server has no such task (\"Task not found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned.",
+        "watch_agent_task of an unknown id answered {said:?}"
+    );
+    ensure!(
+        atc.file()?["jobs"]
+            .as_array()
+            .is_none_or(|jobs| jobs.iter().all(|j| j["task_id"] != "task-000000000000")),
+        "an unknown task id was watched"
     );
 
     // callback_task_status from the same chat lists it; from another user's chat, not.

@@ -362,15 +362,30 @@ pub fn run(
     Ok(output)
 }
 
-/// The processes started during the run that are still alive: a started pid, any
-/// member of a started process group (e.g. a shell the agent spawned), or an orphan
-/// re-parented to the harness (see `become_subreaper`). Each one found is killed,
-/// so a failing check still leaves nothing behind.
+/// The processes started during the run that are still alive: among the harness's
+/// descendants, a started pid, any member of a started process group (e.g. a shell the
+/// agent spawned), or an orphan re-parented to the harness (see `become_subreaper`). Each
+/// one found is killed, so a failing check still leaves nothing behind.
 pub fn leftovers() -> Vec<String> {
     let started = STARTED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let me = std::process::id();
     let mut out = Vec::new();
-    for p in processes() {
+    let all = processes();
+    let parent: std::collections::HashMap<u32, u32> = all.iter().map(|p| (p.pid, p.ppid)).collect();
+    // Only the harness's descendants (orphans included: it is their subreaper). A process
+    // id of a group that ended long ago may be another user's or session's now, and so may
+    // a process group id: on a shared machine such a match is not ours to kill.
+    let descends = |mut pid: u32| {
+        for _ in 0..64 {
+            match parent.get(&pid) {
+                Some(&ppid) if ppid == me => return true,
+                Some(&ppid) if ppid > 1 => pid = ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
+    for p in all.iter().filter(|p| descends(p.pid)) {
         if p.state == 'Z' || p.state == 'X' || p.pid == me {
             continue;
         }

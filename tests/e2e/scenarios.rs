@@ -39,6 +39,12 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("unknown-parent-agent", unknown_parent_agent),
     ("im-forward-final-only", im_forward_final_only),
     ("im-empty-reply-skipped", im_empty_reply_skipped),
+    // Before contract-pinning: the console's plugin list is among the bodies it pins.
+    ("console-bundle-logic", crate::console::bundle_logic),
+    ("console-open-chat", crate::console::open_chat),
+    ("console-other-chat", crate::console::other_chat),
+    ("console-sidebar-folded", crate::console::sidebar_folded),
+    ("console-own-turn", crate::console::own_turn),
     ("contract-pinning", contract_pinning),
     ("batch-of-three", batch_of_three),
     ("console-toast", console_toast),
@@ -51,9 +57,21 @@ pub const ALL: &[(&str, Scenario)] = &[
         "plugin-kick-unrelated-turns",
         crate::kick::kick_unrelated_turns_cost_nothing,
     ),
+    (
+        "plugin-kick-config",
+        crate::config::kick_obeys_the_config_file,
+    ),
     ("plugin-zip", crate::pkg::plugin_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
+    (
+        "long-cancel-stop-elsewhere",
+        crate::long::cancel_stop_elsewhere,
+    ),
+    (
+        "long-stop-after-elsewhere",
+        crate::long::stop_after_elsewhere,
+    ),
     ("long-stop-after", crate::long::stop_after),
     ("long-check-in", crate::long::check_in),
     ("demo-keep", crate::demo::demo_keep),
@@ -92,6 +110,8 @@ pub struct Ctx {
     seq: Cell<u32>,
     /// The broker and the MQTT-enabled server, made by the first IM scenario.
     im: RefCell<Option<Rc<Im>>>,
+    /// The console page in Chromium and its server, made by the first console scenario.
+    pub front: RefCell<Option<Rc<crate::console::Front>>>,
 }
 
 /// A broker and a real QwenPaw whose default agent has an MQTT channel on it.
@@ -152,6 +172,7 @@ impl Ctx {
             bodies: RefCell::new(BTreeMap::new()),
             seq: Cell::new(0),
             im: RefCell::new(None),
+            front: RefCell::new(None),
         })
     }
 
@@ -218,7 +239,7 @@ impl Ctx {
     }
 
     /// Keeps the first real body seen under `name` (for the fixture).
-    fn record(&self, name: &str, raw: &str) {
+    pub(crate) fn record(&self, name: &str, raw: &str) {
         if let Ok(v) = serde_json::from_str::<Value>(raw) {
             self.bodies
                 .borrow_mut()
@@ -1438,7 +1459,9 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
             && doctor
                 .stdout
                 .contains("✓ agents: the watches name agents the server has: default")
-            && doctor.stdout.contains("✓ timer: the last atc tick ran "),
+            && doctor
+                .stdout
+                .contains("✓ timer: the last atc tick that was no kick ran "),
         "doctor on a sound setup: {}",
         doctor.describe()
     );

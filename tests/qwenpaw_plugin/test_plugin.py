@@ -151,13 +151,13 @@ class PluginTest(unittest.TestCase):
         self.answer(json.dumps(job("task-0123456789ab", target="SE")))
         line = run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="SE"))
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--session", "s-1", "--user", "carol",
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--user", "carol",
             "--channel", "console", "--agent", "default", "--target-agent", "SE"])
         self.assertEqual(self.env_seen(), {
             "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret", "ATC_KICK": "(unset)"})
         self.assertEqual(self.calls(), [
             "status --all --json",
-            "watch task-0123456789ab --json --session s-1 --user carol --channel console --agent default --target-agent SE"])
+            "watch task-0123456789ab --json --origin plugin --session s-1 --user carol --channel console --agent default --target-agent SE"])
         self.assertTrue(line.startswith("Watching task-0123456789ab (polled as agent SE): the result comes back"), line)
         self.assertNotIn("\n", line)
         self.assertIn("Do not poll check_agent_task", line)
@@ -167,7 +167,7 @@ class PluginTest(unittest.TestCase):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--session", "mqtt:dave", "--user", "dave",
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "mqtt:dave", "--user", "dave",
             "--channel", "mqtt", "--agent", "SE"])
 
     def test_target_agent_equal_to_the_caller_is_not_passed(self):
@@ -181,7 +181,7 @@ class PluginTest(unittest.TestCase):
         run(self.plugin.watch_agent_task("task-0123456789ab"))
         # No per-call agent: the active agent, as QwenPaw's get_current_agent_id falls back.
         self.assertEqual(self.args(), [
-            "watch", "task-0123456789ab", "--json", "--session", "s-1", "--agent", "active-agent"])
+            "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--agent", "active-agent"])
 
     def test_a_refusal_is_one_line_with_atcs_reason_and_the_fallback(self):
         self.answer("", "warning: something\natc: no chat s-1 for user carol on console; the session id is known for: bob\n", 1)
@@ -337,6 +337,24 @@ class PluginTest(unittest.TestCase):
         line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
 
+    def test_cancel_with_check_ins_stops_only_them(self):
+        self.listed(job("task-00000000000a"))
+        self.answer("No more check-ins for task-00000000000a; still watching it (its result comes back as usual).\n")
+        line = run(self.plugin.cancel_task_callback("task-00000000000a", check_ins=True))
+        self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--check-ins"])
+        self.assertEqual(line, "No more check-ins for task-00000000000a; still watching it (its result comes back as usual).")
+
+    def test_a_task_the_server_never_had_is_refused_without_the_polling_fallback(self):
+        self.answer("", "atc: http://127.0.0.1:8123/api has no task task-0123456789ab (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed? Nothing was watched\n", 6)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertEqual(line, (
+            "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
+            "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
+
+    def test_durations_are_said_as_atc_says_them(self):
+        for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):
+            self.assertEqual(self.plugin.human(secs), said)
+
     def test_cancel_refused(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
@@ -419,7 +437,7 @@ class PluginTest(unittest.TestCase):
         # The seed's calls still work: new parameters are optional, defaults unchanged.
         self.assertEqual(sigs["watch_agent_task"], "(task_id: str, target_agent: str = '', child_session: str = '', stop_after: str = '', check_in: str = '') -> str")
         self.assertEqual(sigs["callback_task_status"], "() -> str")
-        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False) -> str")
+        self.assertEqual(sigs["cancel_task_callback"], "(task_id: str, stop: bool = False, check_ins: bool = False) -> str")
         self.assertEqual(sigs["watch_agent_tasks"], "(task_ids: list[str], group: str) -> str")
         self.assertEqual(len(hooks), 1)
         self.assertEqual((hooks[0].phase, hooks[0].name), ("finally", "atc_kick"))
@@ -530,6 +548,45 @@ class KickTest(unittest.TestCase):
         self.kicker.reaper.join()
         return dict(l.split("=", 1) for l in (self.path / "calls.env").read_text().splitlines())
 
+    def test_the_job_file_comes_from_atc_state_then_the_config_file_then_the_default(self):
+        home = self.path / "home"
+        os.environ.pop("ATC_STATE")
+        os.environ.pop("ATC_CONFIG", None)
+        os.environ.pop("XDG_STATE_HOME", None)
+        os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(self.path / "xdg"))
+        default = home / ".local" / "state" / "atc" / "jobs.json"
+        self.assertEqual(self.plugin.job_file(), default)
+        config = self.path / "xdg" / "atc" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text('# mine\nmax-age = "3d"\nstate = "%s"\n' % self.jobs)
+        self.assertEqual(self.plugin.job_file(), self.jobs)
+        config.write_text('state = "~/kept/jobs.json"\nkeep = "30d"\n')
+        self.assertEqual(self.plugin.job_file(), home / "kept" / "jobs.json")
+        # A relative path or a file atc refuses: the default (atc says what is wrong).
+        for text in ('state = "jobs.json"\n', 'state = 3\n', "state = \"\n", "keep = \"30d\"\n"):
+            config.write_text(text)
+            os.utime(str(config), ns=(time.time_ns(), time.time_ns() + len(text)))
+            self.assertEqual(self.plugin.job_file(), default, text)
+        named = self.path / "named.toml"
+        named.write_text('state = "/srv/atc/jobs.json"\n')
+        os.environ["ATC_CONFIG"] = str(named)
+        self.assertEqual(self.plugin.job_file(), Path("/srv/atc/jobs.json"))
+        os.environ["ATC_STATE"] = str(self.jobs)
+        self.assertEqual(self.plugin.job_file(), self.jobs)
+
+    def test_a_kick_looks_at_the_job_file_the_config_file_names(self):
+        os.environ.pop("ATC_STATE")
+        os.environ["ATC_CONFIG"] = str(self.path / "config.toml")
+        other = self.path / "other" / "jobs.json"
+        other.parent.mkdir()
+        (self.path / "config.toml").write_text('state = "%s"\n' % other)
+        self.jobs.write_text("{}")
+        self.kicker.kick()
+        self.assertIsNone(self.kicker.proc, "the configured job file does not exist yet")
+        other.write_text("{}")
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
+
     def test_the_hook_runs_the_kick_and_returns(self):
         self.jobs.write_text("{}")
         hook = self.plugin.kick_hook(self.kicker)
@@ -594,8 +651,10 @@ class KickTest(unittest.TestCase):
         if not real:
             self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
         import subprocess
-        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path))
+        env = dict(os.environ, ATC_BASE_URL="http://127.0.0.1:9", HOME=str(self.path),
+                   XDG_CONFIG_HOME=str(self.path / ".config"))
         env.pop("ATC_BIN")
+        env.pop("ATC_CONFIG", None)
         def atc(*args):
             subprocess.run([real, *args], env=env, check=True, capture_output=True)
         atc("watch", "task-0123456789ab", "--session", "s-1")

@@ -53,6 +53,7 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     said_late: 0,
     kick_unconcerned: 0,
     kick_polled_unknown: 0,
+    stop_given_up: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     owed: 0,
@@ -163,6 +164,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             Just(PostFault::Refused),
         ].prop_map(Op::Fault),
         1 => any::<bool>().prop_map(Op::Down),
+        1 => any::<bool>().prop_map(Op::StopFault),
         3 => prop_oneof![
             3 => (0u8..10).prop_map(Jump::Minutes),
             1 => Just(Jump::PastBusyDeadline),

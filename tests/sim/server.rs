@@ -113,6 +113,10 @@ pub struct State {
     pub sent: Vec<(String, String)>,
     /// The tasks a stop ended (a child's session is `child-<task id>`).
     pub stopped: Vec<String>,
+    /// Every stop asked for, by task (the stops that did not stop it too).
+    pub stops: BTreeMap<String, u32>,
+    /// The stop route answers 500 (nothing stopped) while this is set.
+    pub stop_fault: bool,
     pub next: u64,
 }
 
@@ -387,6 +391,10 @@ impl Server for SimServer {
         }
         let mut s = self.lock();
         let task_id = chat_id.strip_prefix("child-").unwrap_or("").to_owned();
+        *s.stops.entry(task_id.clone()).or_default() += 1;
+        if s.stop_fault {
+            return answer(500, &json!({"detail": "Internal Server Error"}));
+        }
         let running = s
             .tasks
             .get_mut(&task_id)
@@ -402,6 +410,24 @@ impl Server for SimServer {
             s.stopped.push(task_id);
         }
         answer(200, &json!({ "stopped": stopped }))
+    }
+
+    /// `default` and every agent a task runs on.
+    fn list_agents(&self, _base: &str) -> Result<Answer, Transport> {
+        if let Some(down) = self.look() {
+            return down;
+        }
+        let s = self.lock();
+        let mut agents: Vec<&str> = std::iter::once("default")
+            .chain(s.tasks.values().map(|t| t.agent.as_str()))
+            .collect();
+        agents.sort_unstable();
+        agents.dedup();
+        let listed: Vec<Value> = agents
+            .iter()
+            .map(|a| json!({"id": a, "enabled": true}))
+            .collect();
+        answer(200, &json!({ "agents": listed }))
     }
 }
 
@@ -517,6 +543,9 @@ impl Server for Proxy<'_> {
     }
     fn stop_chat(&self, base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
         self.0.stop_chat(base, agent, chat_id)
+    }
+    fn list_agents(&self, base: &str) -> Result<Answer, Transport> {
+        self.0.list_agents(base)
     }
 }
 

@@ -165,6 +165,8 @@ pub enum Op {
     Busy(u8, bool),
     Fault(PostFault),
     Down(bool),
+    /// The server's stop route fails (500) from now on, or no more.
+    StopFault(bool),
     Jump(Jump),
 }
 
@@ -216,10 +218,12 @@ pub struct Sometimes {
     pub kick_unconcerned: u64,
     /// A kick polled a watch whose child's session is unknown (once per chat).
     pub kick_polled_unknown: u64,
+    /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
+    pub stop_given_up: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 13] {
+    pub fn named(&self) -> [(&'static str, u64); 14] {
         [
             (
                 "cancel between claim and record",
@@ -252,6 +256,7 @@ impl Sometimes {
                 "a kick's poll of a child of unknown session",
                 self.kick_polled_unknown,
             ),
+            ("a stop given up", self.stop_given_up),
         ]
     }
 
@@ -269,6 +274,7 @@ impl Sometimes {
         self.said_late += other.said_late;
         self.kick_unconcerned += other.kick_unconcerned;
         self.kick_polled_unknown += other.kick_polled_unknown;
+        self.stop_given_up += other.stop_given_up;
     }
 }
 
@@ -410,6 +416,10 @@ impl atc::qwenpaw::Server for Counting<'_> {
     fn stop_chat(&self, base: &str, agent: &str, chat_id: &str) -> Reply {
         self.count();
         self.server.stop_chat(base, agent, chat_id)
+    }
+    fn list_agents(&self, base: &str) -> Reply {
+        self.count();
+        self.server.list_agents(base)
     }
 }
 
@@ -589,6 +599,10 @@ impl Env {
                 self.server.lock().down = *down;
                 String::new()
             }
+            Op::StopFault(on) => {
+                self.server.lock().stop_fault = *on;
+                String::new()
+            }
             Op::Jump(jump) => {
                 let l = limits();
                 self.clock.advance(match jump {
@@ -696,6 +710,7 @@ impl Env {
                 .iter()
                 .filter_map(|&i| child_session_of(i).map(|c| (task_id(i), c)))
                 .collect(),
+            origin: atc::job::Origin::Cli,
         };
         let now = self.now();
         let result = self.store().update(|file| {
@@ -1238,6 +1253,29 @@ impl World {
                     }
                     self.reported += 1;
                 }
+                // A stop that keeps failing is tried a bounded number of times, and the
+                // tick that gives it up says so: in its report, and in a line heard.
+                if new.stop_tries > atc::lifecycle::STOP_TRIES {
+                    self.fail(&format!(
+                        "{} was stopped {} times without success (at most {})",
+                        new.task_id,
+                        new.stop_tries,
+                        atc::lifecycle::STOP_TRIES
+                    ));
+                }
+                if atc::lifecycle::stop_given_up(new) && !atc::lifecycle::stop_given_up(old) {
+                    // (A tick between a kicked tick's passes may be the one: its line is
+                    // heard all the same.)
+                    let line = format!("gave up on {} (pending, stop given up)", new.task_id);
+                    let heard = self.env.notes().heard.iter().any(|h| h.contains(&line));
+                    if !heard {
+                        self.fail(&format!(
+                            "the tick gave up stopping {} and said nothing",
+                            new.task_id
+                        ));
+                    }
+                    self.env.notes().sometimes.stop_given_up += 1;
+                }
                 if !reachable(old.status, new.status) {
                     self.fail(&format!(
                         "{} went {} → {}, which no step allows",
@@ -1422,6 +1460,7 @@ impl World {
             let mut s = self.env.server.lock();
             s.down = false;
             s.post_fault = None;
+            s.stop_fault = false;
             s.crash = None;
             for c in s.chats.iter_mut() {
                 c.busy = false;

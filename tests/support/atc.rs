@@ -718,3 +718,25 @@ pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
+
+/// Checks the age `text` shows right after `label` (`delivered 3s ago`): an age is computed
+/// at two moments (when the tick recorded the time, when `status` read it), so only a range
+/// holds on a busy machine. It must be at most `within` (what the test measured around the
+/// commands that recorded and read it), plus the second timestamps are truncated to.
+pub fn assert_age(text: &str, label: &str, within: std::time::Duration) {
+    let rest = text
+        .split_once(label)
+        .unwrap_or_else(|| panic!("no {label:?} in\n{text}"))
+        .1;
+    let shown = rest
+        .split_once(" ago")
+        .unwrap_or_else(|| panic!("no age after {label:?} in\n{text}"))
+        .0;
+    let age = humantime::parse_duration(shown)
+        .unwrap_or_else(|e| panic!("{label:?} shows {shown:?}, not an age ({e})"));
+    let most = std::time::Duration::from_secs(within.as_secs() + 1);
+    assert!(
+        age <= most,
+        "{label}{shown} ago, but at most {most:?} passed:\n{text}"
+    );
+}

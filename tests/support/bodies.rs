@@ -72,6 +72,11 @@ pub const HEALTH_STARTING: &str = r#"{"status":"starting"}"#;
 /// `GET /api/agents` of a fresh working directory.
 pub const AGENTS: &str = r#"{"agents":[{"id":"default","name":"Default Agent","description":"Default QwenPaw agent (migrated from legacy config)","workspace_dir":"/tmp/qpw/workspaces/default","enabled":true,"pinned":true,"startup_status":"running","backend":"qwenpaw","backend_capabilities":{"workspace_ui":true},"backend_model":null,"backend_reasoning_effort":null,"active_model":null,"managed_by_app":null,"available_in_chat":true},{"id":"QwenPaw_QA_Agent_0.2","name":"QA Agent","description":"Builtin Q&A helper for QwenPaw setup","workspace_dir":"/tmp/qpw/workspaces/QwenPaw_QA_Agent_0.2","enabled":true,"pinned":false,"startup_status":"running","backend":"qwenpaw","backend_capabilities":{"workspace_ui":true},"backend_model":null,"backend_reasoning_effort":null,"active_model":null,"managed_by_app":null,"available_in_chat":true}]}"#;
 
+/// atc's entry in `GET /api/frontend_plugin` (the list of loaded plugins the web console
+/// imports bundles from) once the plugin is loaded; the hub plugins QwenPaw ships are
+/// listed beside it with `"frontend_entry":null`.
+pub const FRONTEND_PLUGIN_ATC: &str = r#"{"id":"atc","name":"atc (Agent Task Callback)","version":"0.2.0","description":"Results of submit_to_agent tasks come back into the chat that asked, as a new message: the Agent Task Callback tools, as a thin front for the atc command.","author":"atc","enabled":true,"loaded":true,"plugin_type":"tool","frontend_entry":"frontend.mjs"}"#;
+
 /// uvicorn's 400 for raw spaces / raw non-ASCII bytes in the path (text/plain).
 pub const INVALID_HTTP_400: &str = "Invalid HTTP request received.";
 

@@ -46,6 +46,38 @@ pub struct Reply {
     pub drop_connection: bool,
     /// How the answer goes out.
     pub wire: Wire,
+    /// Held back (after the request is on record) until this gate opens.
+    pub gate: Option<Gate>,
+}
+
+/// Holds replies back until the test opens it: a request the fake is answering for exactly
+/// as long as the test needs, with no clock in it (a held reply also lets go when the fake
+/// is dropped, so a failing test never hangs on it).
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets every held reply go, now and from now on.
+    pub fn open(&self) {
+        let (open, changed) = &*self.0;
+        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        changed.notify_all();
+    }
+
+    fn wait(&self, stop: &AtomicBool) {
+        let (open, changed) = &*self.0;
+        let mut is_open = open.lock().unwrap_or_else(|e| e.into_inner());
+        while !*is_open && !stop.load(Ordering::SeqCst) {
+            is_open = changed
+                .wait_timeout(is_open, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
 }
 
 /// How an answer goes out on the wire.
@@ -82,6 +114,7 @@ impl Reply {
             delay: Duration::ZERO,
             drop_connection: false,
             wire: Wire::Whole,
+            gate: None,
         }
     }
 
@@ -103,6 +136,12 @@ impl Reply {
     /// Sleep `d` after reading the request, before answering (or dropping).
     pub fn with_delay(mut self, d: Duration) -> Reply {
         self.delay = d;
+        self
+    }
+
+    /// Answer only once `gate` opens (the request is on record meanwhile).
+    pub fn held(mut self, gate: &Gate) -> Reply {
+        self.gate = Some(gate.clone());
         self
     }
 
@@ -217,6 +256,8 @@ impl Script {
 
 #[derive(Default)]
 struct State {
+    /// Replies for the next requests of a route, before any script (`once`).
+    once: HashMap<(String, String), Vec<Reply>>,
     exact: HashMap<(String, String), Script>,
     /// (method, prefix, script); looked up by longest matching prefix.
     prefixes: Vec<(String, String, Script)>,
@@ -230,7 +271,11 @@ struct State {
 impl State {
     fn reply_for(&mut self, request: &Recorded) -> Reply {
         let (method, path, query) = (&request.method, &request.path, &request.query);
-        if let Some(s) = self.exact.get_mut(&(method.to_string(), path.to_string())) {
+        let key = (method.to_string(), path.to_string());
+        if let Some(replies) = self.once.get_mut(&key).filter(|r| !r.is_empty()) {
+            return replies.remove(0);
+        }
+        if let Some(s) = self.exact.get_mut(&key) {
             return s.take();
         }
         if let Some(reply) = self
@@ -325,6 +370,27 @@ impl FakeQwenPaw {
             .lock()
             .exact
             .insert((method.to_ascii_uppercase(), path.to_string()), script);
+    }
+
+    /// The next `method path` (exact) request gets `reply`, before any script; the route
+    /// answers as before afterwards. For a request a command makes once in passing (the
+    /// task check of `watch`), whatever the test scripted for later.
+    pub fn once(&self, method: &str, path: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .once
+            .entry((method.to_ascii_uppercase(), path.to_string()))
+            .or_default()
+            .push(reply);
+    }
+
+    /// Forgets the `once` replies of a route nothing asked for; returns how many.
+    pub fn unused_once(&self, method: &str, path: &str) -> usize {
+        self.shared
+            .lock()
+            .once
+            .remove(&(method.to_ascii_uppercase(), path.to_string()))
+            .map_or(0, |r| r.len())
     }
 
     /// Removes the script for `method` + exact `path` (prefix routes answer it again).
@@ -496,6 +562,9 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         // The request is on record before it is answered (a handler may take a while).
         shared.lock().requests.push(req.rec.clone());
         let reply = shared.lock().reply_for(&req.rec);
+        if let Some(gate) = &reply.gate {
+            gate.wait(&shared.stop);
+        }
         if !reply.delay.is_zero() {
             thread::sleep(reply.delay);
         }

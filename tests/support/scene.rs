@@ -13,6 +13,8 @@ pub struct Scene {
     pub env: TestEnv,
     pub server: FakeQwenPaw,
     pub chats: Chats,
+    /// `watch`'s task checks each task got (its GETs that were no tick's poll).
+    checks: std::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl Default for Scene {
@@ -29,6 +31,7 @@ impl Scene {
             env: TestEnv::new(),
             server,
             chats,
+            checks: Default::default(),
         }
     }
 
@@ -71,7 +74,7 @@ impl Scene {
             args.extend(["--session", "s-77"]);
         }
         args.extend_from_slice(extra);
-        let out = self.atc(args).stdout_inspected().run();
+        let out = self.checked(&[task_id], || self.atc(args).stdout_inspected().run());
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
             ["Watching ", "Already watching ", "Re-targeted "]
@@ -79,6 +82,31 @@ impl Scene {
                 .any(|start| said.starts_with(start)),
             "watch said {said:?}"
         );
+    }
+
+    /// Runs `watch` (in `run`), the server knowing each of `task_ids` as a running task for
+    /// its task check (whatever the test scripted for the ticks' polls, which that check
+    /// leaves alone); `polls` does not count the checks.
+    pub fn checked<T>(&self, task_ids: &[&str], run: impl FnOnce() -> T) -> T {
+        for task_id in task_ids {
+            self.server.once(
+                "GET",
+                &Self::task_path(task_id),
+                Reply::json(200, super::bodies::RUNNING),
+            );
+        }
+        let out = run();
+        for task_id in task_ids {
+            if self.server.unused_once("GET", &Self::task_path(task_id)) == 0 {
+                *self
+                    .checks
+                    .lock()
+                    .unwrap()
+                    .entry((*task_id).to_owned())
+                    .or_default() += 1;
+            }
+        }
+        out
     }
 
     /// Scripts the GET replies for a task.
@@ -135,8 +163,16 @@ impl Scene {
         self.job(task_id)["status"].as_str().unwrap().to_owned()
     }
 
+    /// The polls of `task_id` ticks made (not `watch`'s task checks).
     pub fn polls(&self, task_id: &str) -> usize {
-        self.server.hits("GET", &Self::task_path(task_id))
+        let checks = self
+            .checks
+            .lock()
+            .unwrap()
+            .get(task_id)
+            .copied()
+            .unwrap_or(0);
+        self.server.hits("GET", &Self::task_path(task_id)) - checks
     }
 
     pub fn posts(&self) -> Vec<Recorded> {

@@ -25,7 +25,10 @@ what that turn concerns (a turn's end that concerns nothing costs the server no 
 It starts one only when the job file has work (not the file the last tick found settled:
 a stat and one line of the tick lock), at most one at a time (another turn's end
 meanwhile goes into the running tick's mark, one JSON line: one more pass for what it
-concerns), and never blocks, awaits or raises.
+concerns), and never blocks, awaits or raises. The ticks it starts take no settings
+flags: their settings (``max-age``, ``busy-deadline``, the job file...) come from atc's
+config file, ``~/.config/atc/config.toml``, which the timer's ticks and a person's
+commands read too.
 
 Nobody reads such a tick's stderr, so it says nothing there: it leaves its give-ups
 marked unsaid in the job file (the next ``atc tick`` a person hears says them) and lists
@@ -240,7 +243,9 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
     agent, session, user, channel = chat_context()
     if not session:
         return None
-    args = ["watch", *task_ids, "--json", "--session", session]
+    # --origin plugin: what the parent is told later names this tool's options
+    # (stop_after, cancel_task_callback), not atc's flags.
+    args = ["watch", *task_ids, "--json", "--origin", "plugin", "--session", session]
     if user:
         args += ["--user", user]
     if channel:
@@ -265,12 +270,13 @@ def watch_args(task_ids, target_agent, group, child_session="", stop_after="", c
 
 
 def human(secs):
-    """Seconds as atc writes durations: 20s, 10m, 2h."""
-    secs = int(secs)
-    for size, unit in ((3600, "h"), (60, "m")):
-        if secs >= size and secs % size == 0:
-            return "%d%s" % (secs // size, unit)
-    return "%ds" % secs
+    """Seconds as atc writes durations: 20s, 1m 30s, 2h, 1d 1h."""
+    left, parts = int(secs), []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if left >= size:
+            parts.append("%d%s" % (left // size, unit))
+            left %= size
+    return " ".join(parts) or "0s"
 
 
 def applied(job, target_agent, group, child_session, stop_after, check_in):
@@ -335,6 +341,12 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     code, out, err = await run_atc(args)
     if code is None:
         return "Not watching %s: %s" % (shown, err)
+    if code == 6:
+        # The server has no such task (atc's exit 6): check_agent_task would say the same.
+        return (
+            "Not watching %s: this QwenPaw server has no such task (\"Task not found\"). "
+            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
+        )
     if code != 0:
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
@@ -366,7 +378,8 @@ async def watch_agent_task(
     posted into this conversation as a new user message starting with
     ``[TASK_ID: <task_id>]`` (the same text ``check_agent_task`` shows), which wakes you
     up to continue. After a successful watch, tell the user the work is delegated and end
-    your turn. Watching the same task again changes nothing.
+    your turn. Watching the same task again changes nothing. A task ID the server does
+    not have is refused: copy it exactly from ``submit_to_agent``'s answer.
 
     Args:
         task_id (`str`):
@@ -388,7 +401,8 @@ async def watch_agent_task(
             An interval such as ``5m``: while the task runs, a short
             ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
             for long work the user wants to hear about; there is nothing to do on a
-            check-in but tell the user, if they asked.
+            check-in but tell the user, if they asked
+            (``cancel_task_callback(task_id, check_ins=True)`` stops them).
 
     Returns:
         `str`:
@@ -464,19 +478,22 @@ async def callback_task_status() -> str:
     return "\n".join(lines)
 
 
-async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
+async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool = False) -> str:
     """Stop watching a task: its result will not be posted into this chat.
 
     By default the task itself keeps running; only the callback is dropped. Use it when
     the user no longer wants the result. With ``stop=True`` the task itself is stopped
     too (it must have been watched with ``child_session``); use that when the work is no
-    longer wanted at all.
+    longer wanted at all. With ``check_ins=True`` only the check-ins stop (the task was
+    watched with ``check_in``): the result still comes back.
 
     Args:
         task_id (`str`):
             The watched task ID.
         stop (`bool`, optional):
             Also stop the running task.
+        check_ins (`bool`, optional):
+            Only stop the check-ins; keep watching.
 
     Returns:
         `str`:
@@ -489,7 +506,14 @@ async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
         return "Not cancelled %s: %s" % (task_id, problem)
     if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
         return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
-    if stop is True or str(stop).strip().lower() in ("true", "1", "yes"):
+    if truthy(check_ins):
+        code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
+        if code is None:
+            return "Check-ins not stopped: %s" % err
+        if code != 0:
+            return "Check-ins not stopped for %s: %s" % (task_id, reason(err))
+        return scrub(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
+    if truthy(stop):
         code, out, err = await run_atc(["cancel", task_id, "--stop"])
         if code is None:
             return "Not stopped: %s" % err
@@ -508,14 +532,65 @@ async def cancel_task_callback(task_id: str, stop: bool = False) -> str:
     )
 
 
+def truthy(flag):
+    """A tool's boolean as a model may pass it: True, or "true", "1", "yes"."""
+    return flag is True or str(flag).strip().lower() in ("true", "1", "yes")
+
+
 LOG = logging.getLogger("qwenpaw.plugins.atc")
 
 
+def config_file():
+    """atc's config file in this environment, where atc looks for it: ATC_CONFIG, else
+    $XDG_CONFIG_HOME/atc/config.toml, else ~/.config/atc/config.toml."""
+    named = os.environ.get("ATC_CONFIG", "").strip()
+    if named:
+        return Path(named)
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    base = Path(config) if config and os.path.isabs(config) else Path.home() / ".config"
+    return base / "atc" / "config.toml"
+
+
+# (path, mtime_ns, size) of the config file last read, and the job file it named.
+_CONFIGURED = [None, None]
+
+
+def configured_state():
+    """``state`` in atc's config file, when it names an absolute path (or one from ~/):
+    the job file every tick uses, the kicks' included. Read again only when the file
+    changed. atc itself checks the rest of the file (and refuses a bad one)."""
+    path = config_file()
+    try:
+        st = os.stat(str(path))
+    except OSError:
+        return None
+    seen = (str(path), st.st_mtime_ns, st.st_size)
+    if _CONFIGURED[0] != seen:
+        state = None
+        try:
+            import tomllib  # Python 3.11+, as QwenPaw 2.2 requires
+
+            with open(str(path), "rb") as fh:
+                value = tomllib.load(fh).get("state")
+            if isinstance(value, str) and value.startswith("~/"):
+                state = Path.home() / value[2:]
+            elif isinstance(value, str) and os.path.isabs(value):
+                state = Path(value)
+        except Exception:  # pylint: disable=broad-except
+            state = None  # atc says what is wrong with the file when it runs
+        _CONFIGURED[0], _CONFIGURED[1] = seen, state
+    return _CONFIGURED[1]
+
+
 def job_file():
-    """The job file atc uses in this environment: ATC_STATE, else atc's default."""
+    """The job file atc uses in this environment: ATC_STATE, else ``state`` in atc's config
+    file, else atc's default."""
     named = os.environ.get("ATC_STATE", "").strip()
     if named:
         return Path(named)
+    configured = configured_state()
+    if configured is not None:
+        return configured
     state = os.environ.get("XDG_STATE_HOME", "").strip()
     base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
     return base / "atc" / "jobs.json"

@@ -1,0 +1,235 @@
+//! What each command gets: one plain struct per command, every value resolved and checked.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::file::ConfigFile;
+use super::keys::{Key, Value};
+use super::{Auth, Setting, Source};
+use crate::cli;
+use crate::job::{Options, Origin, Target};
+use crate::lifecycle::Limits;
+
+/// `atc qwenpaw install`.
+#[derive(Debug)]
+pub struct QwenpawInstall {
+    pub working_dir: Setting<PathBuf>,
+    pub agents: crate::install::Agents,
+    pub dry_run: bool,
+    /// The server running on that working dir, where one could be: it loads the plugin.
+    pub base_url: Option<Setting<String>>,
+    pub auth: Auth,
+    pub http_timeout: Duration,
+    /// `--replace-agent-task-callback`: move from the seed plugin first.
+    pub replace: Option<Replace>,
+}
+
+/// Moving from the seed plugin: its state file, and where its jobs go.
+#[derive(Debug)]
+pub struct Replace {
+    /// `<working dir>/agent-task-callback.json`, else `~/.qwenpaw/agent-task-callback.json`.
+    pub seed_state: PathBuf,
+    /// atc's job file.
+    pub state: Setting<PathBuf>,
+    /// The base URL the imported jobs get.
+    pub base_url: String,
+    pub max_age: Duration,
+}
+
+/// `atc wait`: one task, polled in the foreground; no job file.
+#[derive(Debug)]
+pub struct Wait {
+    pub task_id: String,
+    pub agent: Setting<String>,
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+    pub timeout: Option<Duration>,
+    pub interval: Duration,
+    pub http_timeout: Duration,
+}
+
+/// `atc doctor`: every setting with its source, to check them.
+#[derive(Debug)]
+pub struct Doctor {
+    pub state: Setting<PathBuf>,
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+    pub http_timeout: Duration,
+    /// QwenPaw's working dir (`QWENPAW_WORKING_DIR`, `~/.copaw`, `~/.qwenpaw`): its plugins.
+    pub qwenpaw_working_dir: Option<PathBuf>,
+    /// atc's config file, as this process found it.
+    pub config: ConfigFile,
+    /// The knob variables set in this process's environment (`ATC_MAX_AGE=3d`, …), to
+    /// compare with the QwenPaw server's.
+    pub knob_vars: Vec<(&'static str, String)>,
+    /// The home directory: where the timer's unit and env file are.
+    pub home: Option<PathBuf>,
+}
+
+/// `atc log`.
+#[derive(Debug)]
+pub struct Log {
+    pub state: Setting<PathBuf>,
+    pub task_id: Option<String>,
+    pub all: bool,
+}
+
+/// `atc import-plugin-state`.
+#[derive(Debug)]
+pub struct Import {
+    pub state: Setting<PathBuf>,
+    pub source: Setting<PathBuf>,
+    pub base_url: Setting<String>,
+    /// Plugin watches older than this are imported as expired history, not polled.
+    pub max_age: Duration,
+}
+
+/// `atc timer print`.
+#[derive(Debug)]
+pub struct Timer {
+    pub schedule: Schedule,
+    pub interval: Duration,
+    /// The atc binary the units run.
+    pub binary: PathBuf,
+    /// The job file, when a flag or the environment chose it (the units must name it).
+    pub state: Option<Setting<PathBuf>>,
+    /// The config file, when a timer would not find it by itself (`ATC_CONFIG`, or this
+    /// shell's own `XDG_CONFIG_HOME`): the units name it.
+    pub config: Option<PathBuf>,
+}
+
+/// What `atc timer print` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Both systemd units, or only the service or the timer.
+    Systemd {
+        service: bool,
+        timer: bool,
+    },
+    Cron,
+    /// A macOS LaunchAgent property list.
+    Launchd,
+}
+
+#[derive(Debug)]
+pub struct Watch {
+    pub state: Setting<PathBuf>,
+    /// Validated, in the order given, each once.
+    pub task_ids: Vec<String>,
+    /// The child sessions known, by task id (`--child-session`, `[SESSION: …]` lines).
+    pub child_sessions: Vec<(String, String)>,
+    pub options: Options,
+    pub session: Setting<String>,
+    pub user: Setting<String>,
+    pub channel: Setting<String>,
+    pub agent: Setting<String>,
+    /// The agent the task runs on, when it is not `agent`.
+    pub target_agent: Option<Setting<String>>,
+    /// The QwenPaw API root recorded into the job (ends in `/api`).
+    pub base_url: Setting<String>,
+    pub auth: Auth,
+    /// Under which ended jobs are tidied away while the file is open anyway.
+    pub limits: Limits,
+    /// Ask the server whether it has each task before watching it (not `--no-task-check`).
+    pub check_tasks: bool,
+    /// Who is watching (`--origin`).
+    pub origin: Origin,
+}
+
+impl Watch {
+    pub fn target(&self) -> Target {
+        Target {
+            agent_id: self.agent.value.clone(),
+            target_agent: self.target_agent.as_ref().map(|a| a.value.clone()),
+            session_id: self.session.value.clone(),
+            user_id: self.user.value.clone(),
+            channel: self.channel.value.clone(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Status {
+    pub state: Setting<PathBuf>,
+    pub task_id: Option<String>,
+    pub all: bool,
+}
+
+#[derive(Debug)]
+pub struct Cancel {
+    pub state: Setting<PathBuf>,
+    pub task_id: String,
+    pub limits: Limits,
+    /// `--stop`: stop the child too (through the job's own base URL), with this auth.
+    pub stop: Option<Auth>,
+    /// `--check-ins`: only turn the check-ins off.
+    pub check_ins: bool,
+}
+
+#[derive(Debug)]
+pub struct Redeliver {
+    pub state: Setting<PathBuf>,
+    pub task_id: String,
+    pub create_session: bool,
+    pub limits: Limits,
+    /// For the chat check (the job's own base URL is asked).
+    pub auth: Auth,
+}
+
+/// Everything one tick needs besides the job file's contents.
+#[derive(Clone, Debug)]
+pub struct Tick {
+    pub state: Setting<PathBuf>,
+    pub limits: Limits,
+    pub concurrency: usize,
+    pub http_timeout: Duration,
+    pub turn_timeout: Option<Duration>,
+    pub auth: Auth,
+    /// `--kicked`: started by the QwenPaw plugin as a turn ended.
+    pub kicked: bool,
+    /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
+    /// `ATC_NO_BATCH=1`).
+    pub batch: bool,
+}
+
+/// `atc config`.
+#[derive(Debug)]
+pub struct Config {
+    /// The config file (not read for `path`, `set` and `unset`: they must work on any).
+    pub file: ConfigFile,
+    pub what: ConfigAction,
+}
+
+#[derive(Debug)]
+pub enum ConfigAction {
+    Path,
+    /// Every key in its order, its value here (None: unset, the server's own) and source.
+    Show(Vec<Shown>),
+    Get(Shown),
+    Set {
+        key: &'static Key,
+        value: Value,
+        /// The environment variable that beats the file here, set in this environment.
+        shadowed_by: Option<&'static str>,
+        home: Option<PathBuf>,
+    },
+    /// The key as given (an unknown one too: a typo to remove).
+    Unset {
+        key: String,
+        home: Option<PathBuf>,
+    },
+}
+
+/// One line of `config show`.
+#[derive(Debug)]
+pub struct Shown {
+    pub key: &'static Key,
+    pub value: Option<Value>,
+    pub source: Source,
+}
+
+#[derive(Debug)]
+pub enum Generate {
+    Man(Option<String>),
+    Completions(cli::Shell),
+}

@@ -1,0 +1,57 @@
+//! Where the job file is.
+
+use std::path::PathBuf;
+
+use super::env::Environment;
+use super::file::ConfigFile;
+use super::keys::Value;
+use super::{Setting, Source};
+use crate::exit::{Exit, Failure};
+
+/// The job file: `--state`, else `ATC_STATE`, else `state` in the config file, else the
+/// platform state dir (`~/.local/state/atc/jobs.json` on Linux; the local data dir where
+/// there is none).
+pub fn state_path(
+    flag: Option<PathBuf>,
+    env: &dyn Environment,
+    file: &ConfigFile,
+) -> Result<Setting<PathBuf>, Failure> {
+    let given = match flag {
+        Some(path) => Some((path, Source::Flag("--state"))),
+        None => env
+            .path("ATC_STATE")
+            .map(|path| (path, Source::Env("ATC_STATE")))
+            .or_else(|| match file.get("state") {
+                Some(Setting {
+                    value: Value::Path(path),
+                    source,
+                }) => Some((path, source)),
+                _ => None,
+            }),
+    };
+    if let Some((path, source)) = given {
+        if path.as_os_str().is_empty() || path.is_dir() {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "{source} {:?} must name a file, not a directory",
+                    path.display().to_string()
+                ),
+            ));
+        }
+        return Ok(Setting {
+            value: path,
+            source,
+        });
+    }
+    let dir = env.state_dir().ok_or_else(|| {
+        Failure::new(
+            Exit::StateUnwritable,
+            "cannot find a home directory for the job file; pass --state FILE, set ATC_STATE or `atc config set state FILE`",
+        )
+    })?;
+    Ok(Setting {
+        value: dir.join("jobs.json"),
+        source: Source::Default,
+    })
+}

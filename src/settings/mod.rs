@@ -1,0 +1,316 @@
+//! Resolved settings: [`resolve`] turns the parsed command line, the environment and
+//! atc's config file into one [`Settings`], every value plain and checked, each with the
+//! [`Source`] it came from (flag > environment > config file > default; the base URL also
+//! looks at QwenPaw's own configuration), so that every message names the real origin of
+//! a bad value. The only reader of the process environment (tokens included) and of the
+//! config file; nothing below it sees the command line.
+//!
+//! One file per concern: `env` (the variables), `file` (the config file: where, read,
+//! checked, edited) and `keys` (what it may hold, with the one validator per kind the flags
+//! share), `auth` (tokens and where they may go), `qwenpaw` (QwenPaw's own configuration:
+//! the base URL, the working dir, `qwenpaw install`), `job_file`, `from` (`watch --from`),
+//! one file per command that needs more than a few lines (`watch`, `tick` with the knobs
+//! every command shares, `timer`, `config`), and `commands` (what each command gets).
+
+mod auth;
+mod commands;
+mod config;
+pub mod defaults;
+mod env;
+pub mod file;
+mod from;
+mod job_file;
+pub mod keys;
+mod qwenpaw;
+mod tick;
+mod timer;
+mod watch;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use auth::{Auth, insecure_refusal, insecure_remote_host};
+pub use commands::{
+    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, QwenpawInstall, Redeliver,
+    Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
+};
+pub use env::{Environment, ProcessEnv, TEXT_VARS, VarsEnv};
+pub use file::ConfigFile;
+pub use job_file::state_path;
+pub use qwenpaw::{base_url, qwenpaw_working_dir};
+pub use tick::{Knobs, default_limits};
+
+use crate::cli::{self, Cli, Command, Generated};
+use crate::exit::{Exit, Failure};
+use crate::ids::parse_task_id;
+use env::check_unicode;
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag (`--session`).
+    Flag(&'static str),
+    /// An environment variable (`ATC_SESSION_ID`).
+    Env(&'static str),
+    /// `QWENPAW_RUNTIME_API_URL`, honoured with `QWENPAW_RUNTIME_ID` and the runtime token.
+    ManagedRuntime,
+    /// `last_api` in QwenPaw's `config.json` at this path.
+    QwenPawConfig(PathBuf),
+    /// `key` in atc's config file at `path`.
+    File {
+        path: PathBuf,
+        key: &'static str,
+    },
+    Default,
+}
+
+impl Source {
+    /// One word for scripts (`config show --json`): flag, env, file, qwenpaw or default.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Flag(_) => "flag",
+            Source::Env(_) | Source::ManagedRuntime => "env",
+            Source::File { .. } => "file",
+            Source::QwenPawConfig(_) => "qwenpaw",
+            Source::Default => "default",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag(name) | Source::Env(name) => f.write_str(name),
+            Source::ManagedRuntime => f.write_str("QWENPAW_RUNTIME_API_URL"),
+            Source::QwenPawConfig(path) => write!(f, "last_api in {}", path.display()),
+            Source::File { path, key } => write!(f, "{key} in {}", path.display()),
+            Source::Default => f.write_str("the default"),
+        }
+    }
+}
+
+/// A resolved value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// How much to print, and in which form.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Output {
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: u8,
+}
+
+/// Everything a run needs: what to print, and what to do.
+#[derive(Debug)]
+pub struct Settings {
+    pub output: Output,
+    pub action: Action,
+}
+
+#[derive(Debug)]
+pub enum Action {
+    Watch(Box<Watch>),
+    Status(Status),
+    Cancel(Cancel),
+    Tick(Tick),
+    Redeliver(Redeliver),
+    Wait(Wait),
+    Doctor(Doctor),
+    Log(Log),
+    Import(Import),
+    Timer(Timer),
+    Config(Config),
+    QwenpawInstall(QwenpawInstall),
+    /// `atc qwenpaw zip`: the folder the plugin zip goes into.
+    QwenpawZip(std::path::PathBuf),
+    Generate(Generate),
+}
+
+/// The command line, the environment and the config file, resolved and checked. Only the
+/// settings the command uses are resolved (`generate` needs no job file).
+pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
+    let output = Output {
+        json: cli.json,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    };
+    check_unicode(env)?;
+    // Every command reads the config file and refuses a bad one, but those that need
+    // none of its values: `generate`, `qwenpaw zip`, and `config`, which must be able to
+    // mend a broken file (it reads the file itself where it needs to).
+    let file = match &cli.command {
+        Command::Generate(_)
+        | Command::Config(_)
+        | Command::Qwenpaw(cli::QwenpawArgs {
+            what: cli::QwenpawCommand::Zip { .. },
+        }) => ConfigFile::default(),
+        _ => file::load(env, true)?,
+    };
+    let file = &file;
+    let state = || state_path(cli.state.clone(), env, file);
+    let knobs = || Knobs::resolve(None, env, file);
+    let allow_insecure = cli.allow_insecure_remote
+        || env
+            .var("ATC_ALLOW_INSECURE_REMOTE")
+            .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+    let auth = || -> Result<Auth, Failure> {
+        Ok(Auth {
+            allow_insecure_remote: allow_insecure,
+            ..Auth::from_env(env)?
+        })
+    };
+    let base_url_flag = cli.base_url.as_deref();
+    let action = match cli.command {
+        Command::Watch(args) => Action::Watch(Box::new(watch::watch(
+            args,
+            base_url_flag,
+            env,
+            file,
+            state,
+            auth()?,
+            knobs()?.limits(),
+        )?)),
+        Command::Status(args) => Action::Status(Status {
+            task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
+            all: args.all,
+            state: state()?,
+        }),
+        Command::Cancel(args) => Action::Cancel(Cancel {
+            task_id: parse_task_id(&args.task_id)?,
+            state: state()?,
+            limits: knobs()?.limits(),
+            stop: if args.stop { Some(auth()?) } else { None },
+            check_ins: args.check_ins,
+        }),
+        Command::Tick(args) => {
+            let knobs = Knobs::resolve(Some(&args), env, file)?;
+            Action::Tick(tick::tick(&args, state()?, auth()?, &knobs))
+        }
+        Command::Wait(args) => Action::Wait(Wait {
+            task_id: parse_task_id(&args.task_id)?,
+            agent: text(
+                (args.agent, "--agent"),
+                "ATC_AGENT_ID",
+                Some(defaults::AGENT),
+                env,
+            )
+            .map(checked)
+            .transpose()?
+            .expect("a default"),
+            base_url: {
+                let url = base_url(base_url_flag, env, file)?;
+                auth()?.check_transport(&url)?;
+                url
+            },
+            auth: auth()?,
+            timeout: args.timeout,
+            interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
+            http_timeout: knobs()?.http_timeout.value,
+        }),
+        Command::Doctor => Action::Doctor(Doctor {
+            base_url: base_url(base_url_flag, env, file)?,
+            auth: auth()?,
+            http_timeout: defaults::DOCTOR_TIMEOUT,
+            state: state()?,
+            qwenpaw_working_dir: qwenpaw_working_dir(env),
+            config: file.clone(),
+            home: env.home(),
+            knob_vars: keys::KEYS
+                .iter()
+                .filter(|k| !matches!(k.name, "state" | "base-url"))
+                .filter_map(|k| env.var(k.env).map(|v| (k.env, v)))
+                .collect(),
+        }),
+        Command::Log(args) => Action::Log(Log {
+            task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
+            all: args.all,
+            state: state()?,
+        }),
+        Command::ImportPluginState(args) => Action::Import(Import {
+            source: match args.path {
+                Some(path) => Setting {
+                    value: path,
+                    source: Source::Flag("PATH"),
+                },
+                None => Setting {
+                    value: env
+                        .home()
+                        .ok_or_else(|| {
+                            Failure::new(
+                                Exit::Usage,
+                                "cannot find a home directory; name the plugin's state file",
+                            )
+                        })?
+                        .join(".qwenpaw/agent-task-callback.json"),
+                    source: Source::Default,
+                },
+            },
+            base_url: base_url(base_url_flag, env, file)?,
+            max_age: knobs()?.max_age.value,
+            state: state()?,
+        }),
+        Command::Timer(args) => Action::Timer(timer::timer(args, state, env)?),
+        Command::Qwenpaw(args) => {
+            qwenpaw::qwenpaw(args, base_url_flag, env, file, state, auth, knobs)?
+        }
+        Command::Redeliver(args) => Action::Redeliver(Redeliver {
+            task_id: parse_task_id(&args.task_id)?,
+            create_session: args.create_session,
+            state: state()?,
+            limits: knobs()?.limits(),
+            auth: auth()?,
+        }),
+        Command::Config(args) => {
+            Action::Config(config::config(args, cli.state, base_url_flag, env)?)
+        }
+        Command::Generate(args) => Action::Generate(match args.what {
+            Generated::Man { command } => Generate::Man(command),
+            Generated::Completions { shell } => Generate::Completions(shell),
+        }),
+    };
+    Ok(Settings { output, action })
+}
+
+/// A text value: the flag, else the environment variable, else the default.
+fn text(
+    (flag, flag_name): (Option<String>, &'static str),
+    var: &'static str,
+    default: Option<&'static str>,
+    env: &dyn Environment,
+) -> Option<Setting<String>> {
+    if let Some(value) = flag {
+        Some(Setting {
+            value,
+            source: Source::Flag(flag_name),
+        })
+    } else if let Some(value) = env.var(var) {
+        Some(Setting {
+            value,
+            source: Source::Env(var),
+        })
+    } else {
+        default.map(|value| Setting {
+            value: value.to_owned(),
+            source: Source::Default,
+        })
+    }
+}
+
+/// One part of a chat target, kept exactly as given (QwenPaw matches the triple byte for
+/// byte) but never empty and free of control characters.
+fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
+    match crate::validate::label(&setting.value) {
+        Ok(()) => Ok(setting),
+        Err(why) => Err(Failure::new(
+            Exit::Usage,
+            format!("{} {why}", setting.source),
+        )),
+    }
+}

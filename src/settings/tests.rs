@@ -1,0 +1,448 @@
+//! The settings' own tests: precedence, sources, the messages of bad values.
+
+use super::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+struct MapEnv(HashMap<&'static str, String>, Option<PathBuf>);
+
+impl Environment for MapEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+    fn home(&self) -> Option<PathBuf> {
+        self.1.clone()
+    }
+}
+
+fn env(vars: &[(&'static str, &str)], home: Option<&Path>) -> MapEnv {
+    MapEnv(
+        vars.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+        home.map(Path::to_path_buf),
+    )
+}
+
+fn resolve_args(args: &[&str], env: &MapEnv) -> Result<Settings, Failure> {
+    let cli = crate::cli::parse_from(args.iter().copied()).expect("valid arguments");
+    resolve(cli, env)
+}
+
+fn watch_of(settings: Settings) -> Watch {
+    match settings.action {
+        Action::Watch(watch) => *watch,
+        other => panic!("not a watch: {other:?}"),
+    }
+}
+
+#[test]
+fn normalises_base_urls() {
+    for (raw, want) in [
+        ("http://127.0.0.1:8088", "http://127.0.0.1:8088/api"),
+        (" http://h:1/ ", "http://h:1/api"),
+        ("http://h:1/api/", "http://h:1/api"),
+        ("HTTPS://h/prefix", "https://h/prefix/api"),
+        ("http://[::1]:8088", "http://[::1]:8088/api"),
+    ] {
+        assert_eq!(crate::validate::base_url(raw).unwrap(), want);
+    }
+    for raw in [
+        "ftp://h",
+        "h:8088",
+        "http://user:pw@h",
+        "http://tok@h/api",
+        "http://",
+        "http://h/?x=1",
+        "file:///etc",
+    ] {
+        assert!(crate::validate::base_url(raw).is_err(), "{raw}");
+    }
+}
+
+#[test]
+fn base_url_precedence_and_sources() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join(".qwenpaw");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("config.json"),
+        r#"{"last_api": {"host": "0.0.0.0", "port": 9001}}"#,
+    )
+    .unwrap();
+    let managed = [
+        ("QWENPAW_RUNTIME_API_URL", "http://runtime:7000"),
+        ("QWENPAW_RUNTIME_ID", "r1"),
+        ("QWENPAW_RUNTIME_INTERNAL_TOKEN", "secret"),
+    ];
+    let setting = |value: &str, source| Setting {
+        value: value.to_owned(),
+        source,
+    };
+
+    let mut vars = managed.to_vec();
+    vars.push(("ATC_BASE_URL", "http://env:2"));
+    let e = env(&vars, Some(home.path()));
+    assert_eq!(
+        base_url(Some("http://flag:1"), &e, &ConfigFile::default()).unwrap(),
+        setting("http://flag:1/api", Source::Flag("--base-url"))
+    );
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
+        setting("http://env:2/api", Source::Env("ATC_BASE_URL"))
+    );
+    let e = env(&managed, Some(home.path()));
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
+        setting("http://runtime:7000/api", Source::ManagedRuntime)
+    );
+    // The managed URL alone is not enough: QwenPaw also wants the id and the token.
+    let e = env(&managed[..2], Some(home.path()));
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
+        setting(
+            "http://127.0.0.1:9001/api",
+            Source::QwenPawConfig(work.join("config.json"))
+        )
+    );
+    // base-url in atc's config file: below the environment (the managed runtime
+    // included), above QwenPaw's last_api.
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "base-url = \"http://file:3\"\n").unwrap();
+    let file = super::file::load(&e, true).unwrap();
+    assert_eq!(
+        base_url(None, &e, &file).unwrap(),
+        setting(
+            "http://file:3/api",
+            Source::File {
+                path: config.clone(),
+                key: "base-url"
+            }
+        )
+    );
+    let e = env(&managed, Some(home.path()));
+    assert_eq!(
+        base_url(None, &e, &file).unwrap().source,
+        Source::ManagedRuntime
+    );
+    std::fs::remove_file(&config).unwrap();
+    // ~/.copaw wins when it exists.
+    std::fs::create_dir_all(home.path().join(".copaw")).unwrap();
+    let e = env(&[], Some(home.path()));
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap(),
+        setting("http://127.0.0.1:8088/api", Source::Default)
+    );
+    let other = home.path().join("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("config.json"),
+        r#"{"last_api": {"host": "127.0.0.2", "port": 9002}}"#,
+    )
+    .unwrap();
+    let e = env(
+        &[("QWENPAW_WORKING_DIR", other.to_str().unwrap())],
+        Some(home.path()),
+    );
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap().value,
+        "http://127.0.0.2:9002/api"
+    );
+    let e = env(&[], None);
+    assert_eq!(
+        base_url(None, &e, &ConfigFile::default()).unwrap().value,
+        "http://127.0.0.1:8088/api"
+    );
+}
+
+#[test]
+fn errors_name_the_source_of_the_bad_value() {
+    let e = env(&[("ATC_BASE_URL", "ftp://h")], None);
+    let err = base_url(None, &e, &ConfigFile::default()).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert!(err.message.starts_with("ATC_BASE_URL: base URL"), "{err}");
+    let err = base_url(Some("h:1"), &e, &ConfigFile::default()).unwrap_err();
+    assert!(err.message.starts_with("--base-url: "), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let e = env(&[("ATC_STATE", dir.path().to_str().unwrap())], None);
+    let err = resolve_args(&["status"], &e).unwrap_err();
+    assert!(err.message.starts_with("ATC_STATE \""), "{err}");
+    let err = resolve_args(&["--state", dir.path().to_str().unwrap(), "status"], &e).unwrap_err();
+    assert!(err.message.starts_with("--state \""), "{err}");
+
+    let e = env(&[("ATC_USER_ID", " ")], None);
+    let err = resolve_args(&["watch", "task-1", "--session", "s"], &e).unwrap_err();
+    assert_eq!(err.message, "ATC_USER_ID must not be empty");
+    let err = resolve_args(&["watch", "task-1", "--session", "s\n"], &e).unwrap_err();
+    assert!(
+        err.message.starts_with("--session \"s\\n\" contains"),
+        "{err}"
+    );
+}
+
+#[test]
+fn watch_settings_know_where_each_value_came_from() {
+    let e = env(
+        &[
+            ("ATC_SESSION_ID", "env-session"),
+            ("ATC_CHANNEL", "env-channel"),
+        ],
+        None,
+    );
+    let w = watch_of(
+        resolve_args(
+            &[
+                "watch",
+                "'task-1'",
+                "--user",
+                "alice",
+                "--target-agent",
+                "SE",
+            ],
+            &e,
+        )
+        .unwrap(),
+    );
+    assert_eq!(w.task_ids, ["task-1"]);
+    assert_eq!(w.session.source, Source::Env("ATC_SESSION_ID"));
+    assert_eq!(w.user.source, Source::Flag("--user"));
+    assert_eq!(w.channel.value, "env-channel");
+    assert_eq!(
+        (w.agent.value.as_str(), &w.agent.source),
+        ("default", &Source::Default)
+    );
+    assert_eq!(w.target().target_agent.as_deref(), Some("SE"));
+    let same =
+        watch_of(resolve_args(&["watch", "task-1", "--target-agent", "default"], &e).unwrap());
+    assert_eq!(same.target().target_agent, None, "the asking agent itself");
+
+    let none = env(&[], None);
+    let err = resolve_args(&["watch", "task-1"], &none).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert!(err.message.contains("ATC_SESSION_ID"), "{err}");
+    let err = resolve_args(
+        &["watch", "task-1", "--session", "s", "--channel", "ACP"],
+        &none,
+    )
+    .unwrap_err();
+    assert_eq!(err.exit, Exit::Refused);
+}
+
+#[test]
+fn tick_knobs_default_as_documented() {
+    let tick = match resolve_args(&["tick", "--busy-deadline", "3m"], &env(&[], None))
+        .unwrap()
+        .action
+    {
+        Action::Tick(tick) => tick,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(tick.limits.busy_deadline, Duration::from_secs(180));
+    assert_eq!(tick.limits.settle, tick.http_timeout);
+    assert_eq!(tick.limits.max_strikes, defaults::MAX_STRIKES);
+    assert_eq!(tick.concurrency, 8);
+    assert_eq!(tick.http_timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn auth_debug_never_shows_tokens() {
+    let auth = Auth::from_env(&env(&[("QWENPAW_RUNTIME_INTERNAL_TOKEN", "s3cr3t")], None)).unwrap();
+    let shown = format!("{auth:?}");
+    assert!(!shown.contains("s3cr3t"));
+    assert!(shown.contains("<set>"));
+}
+
+fn tick_of(settings: Settings) -> Tick {
+    match settings.action {
+        Action::Tick(tick) => tick,
+        other => panic!("not a tick: {other:?}"),
+    }
+}
+
+/// Every tick knob at every layer: its flag beats its variable, which beats its key in
+/// the config file, which beats the default.
+#[test]
+fn every_tick_knob_is_a_flag_a_variable_a_key_and_a_default_in_that_order() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        "concurrency = 3\nhttp-timeout = \"11s\"\nmax-strikes = 21\nmax-age = \"1d\"\nbusy-retry = \"31s\"\nbusy-deadline = \"1h\"\nkeep = \"8d\"\nturn-timeout = \"41m\"\nno-batch = true\n",
+    )
+    .unwrap();
+    let vars = [
+        ("ATC_CONCURRENCY", "4"),
+        ("ATC_HTTP_TIMEOUT", "12s"),
+        ("ATC_MAX_STRIKES", "22"),
+        ("ATC_MAX_AGE", "2d"),
+        ("ATC_BUSY_RETRY", "32s"),
+        ("ATC_BUSY_DEADLINE", "2h"),
+        ("ATC_KEEP", "9d"),
+        ("ATC_TURN_TIMEOUT", "42m"),
+        ("ATC_NO_BATCH", "false"),
+    ];
+    let flags = [
+        "tick",
+        "--concurrency",
+        "5",
+        "--http-timeout",
+        "13s",
+        "--max-strikes",
+        "23",
+        "--max-age",
+        "3d",
+        "--busy-retry",
+        "33s",
+        "--busy-deadline",
+        "3h",
+        "--keep",
+        "10d",
+        "--turn-timeout",
+        "43m",
+        "--no-batch",
+    ];
+    let s = Duration::from_secs;
+    let shape = |t: &Tick| {
+        (
+            t.concurrency,
+            t.http_timeout,
+            t.limits.max_strikes,
+            t.limits.max_age,
+            t.limits.busy_retry,
+            t.limits.busy_deadline,
+            t.limits.keep,
+            t.turn_timeout,
+            t.batch,
+            t.limits.settle,
+        )
+    };
+    let with_file = env(&vars, Some(home.path()));
+    let flagged = tick_of(resolve_args(&flags, &with_file).unwrap());
+    assert_eq!(
+        shape(&flagged),
+        (
+            5,
+            s(13),
+            23,
+            s(3 * 86400),
+            s(33),
+            s(3 * 3600),
+            s(10 * 86400),
+            Some(s(43 * 60)),
+            false,
+            s(13)
+        )
+    );
+    let from_env = tick_of(resolve_args(&["tick"], &with_file).unwrap());
+    assert_eq!(
+        shape(&from_env),
+        (
+            4,
+            s(12),
+            22,
+            s(2 * 86400),
+            s(32),
+            s(2 * 3600),
+            s(9 * 86400),
+            Some(s(42 * 60)),
+            true,
+            s(12)
+        )
+    );
+    let from_file = tick_of(resolve_args(&["tick"], &env(&[], Some(home.path()))).unwrap());
+    assert_eq!(
+        shape(&from_file),
+        (
+            3,
+            s(11),
+            21,
+            s(86400),
+            s(31),
+            s(3600),
+            s(8 * 86400),
+            Some(s(41 * 60)),
+            false,
+            s(11)
+        )
+    );
+    let defaults = tick_of(resolve_args(&["tick"], &env(&[], None)).unwrap());
+    assert_eq!(
+        shape(&defaults),
+        (
+            8,
+            s(30),
+            90,
+            s(86400),
+            s(20),
+            s(6 * 3600),
+            s(7 * 86400),
+            None,
+            true,
+            s(30)
+        )
+    );
+    // Every command that tidies the job file uses the same limits as the tick.
+    for args in [&["cancel", "task-1"][..], &["redeliver", "task-1"]] {
+        let limits = match resolve_args(args, &env(&[], Some(home.path())))
+            .unwrap()
+            .action
+        {
+            Action::Cancel(c) => c.limits,
+            Action::Redeliver(r) => r.limits,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(limits, from_file.limits, "{args:?}");
+    }
+    let watch = watch_of(
+        resolve_args(
+            &["watch", "task-1", "--session", "s"],
+            &env(&[("ATC_KEEP", "9d")], Some(home.path())),
+        )
+        .unwrap(),
+    );
+    assert_eq!(watch.limits.keep, s(9 * 86400));
+}
+
+/// A bad value in a variable is refused naming the variable (exit 2); in the file, naming
+/// the file and the key (exit 78).
+#[test]
+fn bad_knob_values_name_where_they_came_from() {
+    let err = resolve_args(&["tick"], &env(&[("ATC_MAX_AGE", "soon")], None)).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert!(
+        err.message.starts_with("ATC_MAX_AGE: expected number"),
+        "{err}"
+    );
+    let err = resolve_args(&["status"], &env(&[("ATC_NO_BATCH", "ture")], None));
+    assert!(err.is_ok(), "status reads no tick knob");
+    let err = resolve_args(&["tick"], &env(&[("ATC_NO_BATCH", "ture")], None)).unwrap_err();
+    assert_eq!(
+        err.message,
+        "ATC_NO_BATCH: \"ture\" is neither true nor false (write true or false, 1 or 0)"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".config/atc/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "keep = \"7 parsecs\"\n").unwrap();
+    let err = resolve_args(&["status"], &env(&[], Some(home.path()))).unwrap_err();
+    assert_eq!(err.exit, Exit::Config);
+    assert!(
+        err.message.starts_with(&format!(
+            "config file {}: keep = \"7 parsecs\": ",
+            config.display()
+        )),
+        "{err}"
+    );
+    // A file ATC_CONFIG names beats the one in the config directory.
+    let named = home.path().join("named.toml");
+    std::fs::write(&named, "keep = \"2d\"\n").unwrap();
+    let named_str = named.to_str().unwrap().to_owned();
+    let e = MapEnv(
+        [("ATC_CONFIG", named_str)].into_iter().collect(),
+        Some(home.path().to_path_buf()),
+    );
+    let tick = tick_of(resolve_args(&["tick"], &e).unwrap());
+    assert_eq!(tick.limits.keep, Duration::from_secs(2 * 86400));
+}

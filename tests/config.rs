@@ -1,0 +1,904 @@
+//! The config file (`$XDG_CONFIG_HOME/atc/config.toml`, or `ATC_CONFIG`): every command
+//! reads it, below the flags and the environment; `atc config` shows and changes it; a
+//! bad one is refused by every command (exit 78) naming the file and the key. Issue 27's
+//! "one configuration": the timer's ticks and the plugin's kicks run with the same
+//! settings because both read the file, not flags.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use support::atc::{TestEnv, stderr, stdout, write_private};
+use support::bodies;
+use support::fake::Reply;
+use support::scene::Scene;
+
+const TASK: &str = "task-0123456789ab";
+
+/// Where every command of `env` finds the config file: inside the test's own HOME
+/// (`XDG_CONFIG_HOME` is set there by the hermetic environment, `ATC_CONFIG` cleared).
+fn config_path(env: &TestEnv) -> PathBuf {
+    env.home.join(".config/atc/config.toml")
+}
+
+fn write_config(env: &TestEnv, text: &str) {
+    write_private(&config_path(env), text.as_bytes());
+}
+
+fn read_config(env: &TestEnv) -> String {
+    fs::read_to_string(config_path(env)).unwrap()
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// An RFC 3339 time `secs` ago.
+fn ago(secs: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    atc::time::Timestamp::from_unix(now - secs).to_string()
+}
+
+/// A fake that answers doctor's questions as a healthy 2.2.2 server does.
+fn healthy(s: &Scene) {
+    for (path, body) in [
+        ("/api/version", bodies::VERSION),
+        ("/api/healthz", bodies::HEALTH_OK),
+        ("/api/agents", bodies::AGENTS),
+    ] {
+        s.server.on("GET", path, vec![Reply::json(200, body)]);
+    }
+}
+
+/// A watch of a still-running child registered two days ago.
+fn two_days_old(s: &Scene) {
+    s.watch(TASK, &[]);
+    s.env.edit_job(TASK, |job| {
+        job.insert("registered_at".into(), json!(ago(2 * 24 * 3600)));
+    });
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+}
+
+/// Issue 27, defect 1: the plugin runs `atc tick --kicked` with no flags, so a kick
+/// expired a 2-day-old watch at the default 24 h while the timer ran `--max-age 3d`. Now
+/// `max-age = "3d"` in the config file governs the kicked tick, the timer's and yours (and
+/// a kick decides no expiry at all for the watches its turn's end concerns: their child
+/// may just have finished; `the_files_strikes_and_batching_govern_a_kicked_tick` shows a
+/// kick reading the file).
+#[test]
+fn a_kicked_tick_takes_max_age_from_the_config_file() {
+    let s = Scene::new();
+    two_days_old(&s);
+    write_config(&s.env, "max-age = \"3d\"\n");
+    for args in [&["--kicked"][..], &[]] {
+        s.tick(args).run();
+        assert_eq!(s.status(TASK), "pending", "tick {args:?}");
+    }
+    assert!(s.posts().is_empty(), "no expired notice was posted");
+    assert!(s.polls(TASK) >= 2, "each tick polled it");
+
+    // Without the file, the default 24 h: a kick still leaves it (a poll right after a
+    // turn's end decides nothing on time, issue 27 defect 4: the child may just have
+    // finished), and the next timer's tick expires it.
+    let s = Scene::new();
+    two_days_old(&s);
+    s.tick(&["--kicked"]).run();
+    assert_eq!(s.status(TASK), "pending");
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "expired");
+    let notice = s.delivered("s-77");
+    assert!(notice[0].contains("[STATUS: expired]"), "{notice:?}");
+}
+
+/// Every layer of the precedence for one knob: `--max-age` beats `ATC_MAX_AGE`, which
+/// beats `max-age` in the file, which beats the default (24 h), each judged by what the
+/// tick does to a 2-day-old watch.
+#[test]
+fn a_flag_beats_the_environment_beats_the_file_beats_the_default() {
+    for (flag, env, file, expired) in [
+        (Some("1d"), Some("3d"), Some("3d"), true),
+        (Some("3d"), Some("1d"), Some("1d"), false),
+        (None, Some("1d"), Some("3d"), true),
+        (None, Some("3d"), Some("1d"), false),
+        (None, None, Some("3d"), false),
+        (None, None, Some("1d"), true),
+        (None, None, None, true),
+    ] {
+        let s = Scene::new();
+        two_days_old(&s);
+        if let Some(age) = file {
+            write_config(&s.env, &format!("max-age = \"{age}\"\n"));
+        }
+        let mut args = vec!["tick"];
+        if let Some(age) = flag {
+            args.extend(["--max-age", age]);
+        }
+        let mut run = s.atc(args);
+        if let Some(age) = env {
+            run = run.env("ATC_MAX_AGE", age);
+        }
+        run.run();
+        let want = if expired { "expired" } else { "pending" };
+        assert_eq!(
+            s.status(TASK),
+            want,
+            "flag {flag:?}, ATC_MAX_AGE {env:?}, file {file:?}"
+        );
+    }
+}
+
+/// Other knobs from the file govern a kicked tick too: `max-strikes` (abandoned after one
+/// failed check instead of 90) and `no-batch` (two results due for one chat go in two
+/// turns, one per tick, instead of one).
+#[test]
+fn the_files_strikes_and_batching_govern_a_kicked_tick() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    write_config(&s.env, "max-strikes = 1\n");
+    s.poll_replies(TASK, vec![Reply::json(502, r#"{"detail":"bad gateway"}"#)]);
+    // Nobody reads a kick's stderr: it leaves the give-up unsaid, the next tick says it.
+    let line = format!("atc: gave up on {TASK} (abandoned): 1 failed check in a row (HTTP 502)");
+    s.tick(&["--kicked"]).run();
+    assert_eq!(s.status(TASK), "abandoned");
+    s.tick(&[]).stderr_contains(line).run();
+
+    let s = Scene::new();
+    s.watch("task-a", &[]);
+    s.watch("task-b", &[]);
+    for task in ["task-a", "task-b"] {
+        s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    }
+    write_config(&s.env, "# one result per turn\nno-batch = true\n");
+    s.tick(&["--kicked"]).run();
+    assert_eq!(s.delivered("s-77").len(), 1, "one result per tick");
+    s.tick(&["--kicked"]).run();
+    let delivered = s.delivered("s-77");
+    assert_eq!(delivered.len(), 2);
+    assert!(
+        delivered
+            .iter()
+            .all(|d| d.matches("[TASK_ID: ").count() == 1),
+        "{delivered:?}"
+    );
+}
+
+/// The test environment's config file is its own: nothing a developer keeps in
+/// ~/.config/atc/config.toml reaches a test.
+#[test]
+fn the_test_environment_has_a_config_file_of_its_own() {
+    let env = TestEnv::new();
+    env.atc(["config", "path"])
+        .stdout(format!("{}\n", config_path(&env).display()))
+        .no_file()
+        .run();
+    let out = env
+        .atc(["config", "path", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        doc,
+        json!({"path": config_path(&env), "exists": false, "located_by": "XDG_CONFIG_HOME"})
+    );
+}
+
+#[test]
+fn config_path_is_atc_config_else_xdg_config_home_else_home() {
+    let env = TestEnv::new();
+    let named = env.path("elsewhere/atc.toml");
+    env.atc(["config", "path"])
+        .env("ATC_CONFIG", &named)
+        .stdout(format!("{}\n", named.display()))
+        .no_file()
+        .run();
+    env.atc(["config", "path"])
+        .env_remove("XDG_CONFIG_HOME")
+        .stdout(format!(
+            "{}\n",
+            env.home.join(".config/atc/config.toml").display()
+        ))
+        .no_file()
+        .run();
+    // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+    env.atc(["config", "path"])
+        .env("XDG_CONFIG_HOME", "relative/dir")
+        .stdout(format!(
+            "{}\n",
+            env.home.join(".config/atc/config.toml").display()
+        ))
+        .no_file()
+        .run();
+    let xdg = env.path("xdg");
+    env.atc(["config", "path"])
+        .env("XDG_CONFIG_HOME", &xdg)
+        .stdout(format!("{}\n", xdg.join("atc/config.toml").display()))
+        .no_file()
+        .run();
+}
+
+/// `config show`: every key, its value and where it came from; a flag, the environment,
+/// the file and the default each named; never a token.
+#[test]
+fn config_show_names_where_each_value_came_from() {
+    let env = TestEnv::new();
+    let state = env.path("mine/jobs.json");
+    write_config(
+        &env,
+        &format!(
+            "max-age = \"72h\"\nstate = \"{}\"\nbase-url = \"http://127.0.0.1:9\"\nno-batch = true\n",
+            state.display()
+        ),
+    );
+    let file = config_path(&env).display().to_string();
+    let out = env
+        .atc_default_state(["config", "show"])
+        .env("ATC_KEEP", "30d")
+        .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", "tok-secret-1")
+        .env_remove("ATC_BASE_URL")
+        .never_shows("tok-secret-1")
+        .stdout_inspected()
+        .run();
+    let lines: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!("# config file: {file} (XDG_CONFIG_HOME)"),
+            format!("state {} config file", state.display()),
+            "base-url http://127.0.0.1:9/api config file".to_owned(),
+            "max-age 3d config file".to_owned(),
+            "busy-deadline 6h default".to_owned(),
+            "busy-retry 20s default".to_owned(),
+            "keep 30d ATC_KEEP".to_owned(),
+            "max-strikes 90 default".to_owned(),
+            "concurrency 8 default".to_owned(),
+            "http-timeout 30s default".to_owned(),
+            "turn-timeout (QwenPaw's own, 1h) default".to_owned(),
+            "no-batch true config file".to_owned(),
+            "auto-watch true default (reserved: nothing reads it yet)".to_owned(),
+        ]
+    );
+
+    // The flags beat the file; --json for scripts.
+    let flag_state = env.path("flag/jobs.json");
+    let out = env
+        .atc_default_state([
+            "--state",
+            flag_state.to_str().unwrap(),
+            "--base-url",
+            "http://127.0.0.1:10",
+            "config",
+            "show",
+            "--json",
+        ])
+        .env("ATC_NO_BATCH", "0")
+        .stdout_inspected()
+        .judging(&flag_state)
+        .no_file()
+        .run();
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        doc["file"],
+        json!({"path": file, "exists": true, "located_by": "XDG_CONFIG_HOME"})
+    );
+    let settings = &doc["settings"];
+    assert_eq!(settings.as_object().unwrap().len(), 12);
+    assert_eq!(settings["state"]["value"], json!(flag_state));
+    assert_eq!(settings["state"]["source"], "flag");
+    assert_eq!(settings["base-url"]["value"], "http://127.0.0.1:10/api");
+    assert_eq!(settings["base-url"]["source"], "flag");
+    assert_eq!(
+        settings["max-age"],
+        json!({"value": "3d", "source": "file", "from": format!("max-age in {file}"),
+               "env": "ATC_MAX_AGE", "flag": "--max-age",
+               "about": "a task not finished this long after `watch` expires"})
+    );
+    assert_eq!(settings["no-batch"]["value"], false);
+    assert_eq!(settings["no-batch"]["source"], "env");
+    assert_eq!(settings["max-strikes"]["value"], 90);
+    assert_eq!(settings["turn-timeout"]["value"], Value::Null);
+    assert_eq!(settings["auto-watch"]["value"], true);
+    assert_eq!(settings["auto-watch"]["flag"], Value::Null);
+
+    env.atc(["config", "get", "max-age"])
+        .stdout("3d\n")
+        .no_file()
+        .run();
+    env.atc(["config", "get", "turn-timeout"]).no_file().run();
+    env.atc(["config", "get", "max_age"])
+        .status(2)
+        .stderr("atc: unknown key \"max_age\" (did you mean \"max-age\"?)\n")
+        .no_file()
+        .run();
+}
+
+/// `config set`: checked by the flag's own validator, written atomically and privately,
+/// the rest of the file (comments, order, other keys) kept; a refused value changes
+/// nothing, byte for byte.
+#[test]
+fn config_set_checks_writes_privately_and_keeps_the_rest_of_the_file() {
+    let env = TestEnv::new();
+    let path = config_path(&env);
+    // A first set makes the file (0600) and its directory (0700).
+    env.atc(["config", "set", "max-age", "3d"]).no_file().run();
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+    let text = read_config(&env);
+    assert!(text.starts_with("# atc's settings"), "{text}");
+    assert!(text.ends_with("beats this file. `atc config show` lists every key; tokens never go here.\nmax-age = \"3d\"\n"), "{text}");
+
+    let hand = "# my settings\nmax-age = \"1d\"   # the day job\n\n# deliveries\nkeep = \"30d\"\n";
+    write_config(&env, hand);
+    env.atc(["config", "set", "max-age", "72h"]).no_file().run();
+    env.atc(["config", "set", "max-strikes", "180"])
+        .no_file()
+        .run();
+    env.atc(["config", "set", "no-batch", "yes"])
+        .no_file()
+        .run();
+    assert_eq!(
+        read_config(&env),
+        "# my settings\nmax-age = \"3d\"   # the day job\n\n# deliveries\nkeep = \"30d\"\nmax-strikes = 180\nno-batch = true\n"
+    );
+    // The values are what every command then uses.
+    let out = env
+        .atc(["config", "show", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["settings"]["max-strikes"]["value"], 180);
+    assert_eq!(doc["settings"]["max-strikes"]["source"], "file");
+
+    // Refused values: exit 2, one line, the file as it was (and no temp file left).
+    let before = fs::read(&path).unwrap();
+    for (args, said) in [
+        (
+            vec!["max-age", "3x"],
+            "atc: max-age \"3x\": unknown time unit \"x\", supported units: ns, us/µs, ms, sec, min, hours, days, weeks, months, years (and few variations) (write durations like 30s, 5m, 24h, 7d)\n",
+        ),
+        (
+            vec!["max-age", "4000d"],
+            "atc: max-age \"4000d\": longer than 3650d (ten years), the most atc takes\n",
+        ),
+        (
+            vec!["concurrency", "0"],
+            "atc: concurrency \"0\": 0 is not from 1 to 256\n",
+        ),
+        (
+            vec!["max-strikes", "lots"],
+            "atc: max-strikes \"lots\": \"lots\" is not a whole number\n",
+        ),
+        (
+            vec!["no-batch", "maybe"],
+            "atc: no-batch \"maybe\": \"maybe\" is neither true nor false (write true or false, 1 or 0)\n",
+        ),
+        (
+            vec!["base-url", "ftp://h"],
+            "atc: base-url \"ftp://h\": base URL \"ftp://h\" uses ftp://; only http:// and https:// are supported\n",
+        ),
+        (
+            vec!["maxage", "3d"],
+            "atc: unknown key \"maxage\" (did you mean \"max-age\"?)\n",
+        ),
+        (
+            vec!["bearer-token", "abc"],
+            "atc: unknown key \"bearer-token\": tokens never go in the config file; keep QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN in the environment (~/.config/atc/env for the timer)\n",
+        ),
+    ] {
+        let mut all = vec!["config", "set"];
+        all.extend(args);
+        env.atc(all).status(2).stderr(said).no_file().run();
+        assert_eq!(fs::read(&path).unwrap(), before);
+    }
+    let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, [std::ffi::OsString::from("config.toml")]);
+
+    // A relative job file is made absolute (the timer and the kicks run elsewhere).
+    env.atc_default_state(["config", "set", "state", "jobs/mine.json"])
+        .no_file()
+        .run();
+    assert!(read_config(&env).contains(&format!(
+        "state = \"{}\"\n",
+        env.home.join("jobs/mine.json").display()
+    )));
+    env.atc_default_state(["config", "set", "state", env.home.to_str().unwrap()])
+        .status(2)
+        .stderr(format!(
+            "atc: state {:?} must name a file, not a directory\n",
+            env.home.display().to_string()
+        ))
+        .no_file()
+        .run();
+
+    // Through a symbolic link (a dotfiles checkout), the file it points to is edited and
+    // the link stays.
+    let dotfiles = env.path("dotfiles/atc.toml");
+    write_private(&dotfiles, b"# kept in git\nkeep = \"2d\"\n");
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&dotfiles, &path).unwrap();
+    env.atc(["config", "set", "keep", "3d"]).no_file().run();
+    assert!(
+        fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read_to_string(&dotfiles).unwrap(),
+        "# kept in git\nkeep = \"3d\"\n"
+    );
+
+    // The environment still beats the file: set says so.
+    env.atc(["config", "set", "keep", "14d"])
+        .env("ATC_KEEP", "1d")
+        .stderr("atc: note: ATC_KEEP is set in this environment and beats the config file here (unset it to use the file's keep)\n")
+        .no_file()
+        .run();
+    assert!(
+        fs::read_to_string(&dotfiles)
+            .unwrap()
+            .contains("keep = \"14d\"\n")
+    );
+}
+
+/// `config unset`: the key leaves the file (the rest stays); an unknown key too (a typo
+/// every command refuses must be removable); a key the file lacks is no error.
+#[test]
+fn config_unset_removes_a_key_and_mends_a_typo() {
+    let env = TestEnv::new();
+    write_config(
+        &env,
+        "max-age = \"3d\"\nmax_strikes = 5   # a typo\nkeep = \"9d\"\n",
+    );
+    env.atc(["status"])
+        .status(78)
+        .stderr(format!("atc: config file {}: unknown key \"max_strikes\" (did you mean \"max-strikes\"?): fix the key or remove it (`atc config unset max_strikes`); `atc config show` lists the keys\n", config_path(&env).display()))
+        .no_file()
+        .run();
+    env.atc(["config", "unset", "max_strikes"]).no_file().run();
+    assert_eq!(read_config(&env), "max-age = \"3d\"\nkeep = \"9d\"\n");
+    env.atc(["status"]).stdout("No jobs.\n").no_file().run();
+    env.atc(["config", "unset", "keep"]).no_file().run();
+    env.atc(["config", "unset", "keep"]).no_file().run();
+    assert_eq!(read_config(&env), "max-age = \"3d\"\n");
+    env.atc(["config", "unset", "colour"])
+        .status(2)
+        .stderr("atc: unknown key \"colour\" (the keys: state, base-url, max-age, busy-deadline, busy-retry, keep, max-strikes, concurrency, http-timeout, turn-timeout, no-batch, auto-watch)\n")
+        .no_file()
+        .run();
+}
+
+/// A config file no command can use is refused by every command that reads it, in one
+/// line naming the file, the key and what to do (exit 78), and nothing else happens: the
+/// job file is untouched, no request is made.
+#[test]
+fn a_bad_config_file_is_refused_by_every_command_naming_the_file_and_the_key() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let file = config_path(&s.env).display().to_string();
+    let cases = [
+        (
+            "maxage = \"3d\"\n",
+            format!(
+                "config file {file}: unknown key \"maxage\" (did you mean \"max-age\"?): fix the key or remove it (`atc config unset maxage`); `atc config show` lists the keys"
+            ),
+        ),
+        (
+            "max-age = 3\n",
+            format!(
+                "config file {file}: max-age = 3: is an integer, and it must be a string holding a duration (\"30s\", \"5m\", \"24h\", \"3d\"); fix it (`atc config set max-age VALUE` checks a value before writing it)"
+            ),
+        ),
+        (
+            "max-age = \"soon\"\n",
+            format!(
+                "config file {file}: max-age = \"soon\": expected number at 0 (write durations like 30s, 5m, 24h, 7d); fix it (`atc config set max-age VALUE` checks a value before writing it)"
+            ),
+        ),
+        (
+            "concurrency = 1000\n",
+            format!(
+                "config file {file}: concurrency = 1000: 1000 is not from 1 to 256; fix it (`atc config set concurrency VALUE` checks a value before writing it)"
+            ),
+        ),
+        (
+            "no-batch = \"yes\"\n",
+            format!(
+                "config file {file}: no-batch = \"yes\": is a string, and it must be true or false (no quotes); fix it (`atc config set no-batch VALUE` checks a value before writing it)"
+            ),
+        ),
+        (
+            "state = \"jobs.json\"\n",
+            format!(
+                "config file {file}: state = \"jobs.json\": \"jobs.json\" is a relative path: write it absolute (or from ~/), since the timer, the plugin's kicks and your shell each run in another directory; fix it (`atc config set state VALUE` checks a value before writing it)"
+            ),
+        ),
+        (
+            "[tick]\nmax-age = \"3d\"\n",
+            format!(
+                "config file {file}: [tick] is a table, and atc's config file has none: write its keys at the top of the file, before any [table] (max-age = …)"
+            ),
+        ),
+        (
+            "max-age = \"3d\n",
+            format!(
+                "config file {file}: line 1, column 14: invalid basic string, expected `\"`: fix the file (TOML: one `key = value` per line, `max-age = \"3d\"`)"
+            ),
+        ),
+    ];
+    for (text, said) in &cases {
+        write_config(&s.env, text);
+        for args in [
+            vec!["status"],
+            vec!["tick", "--kicked"],
+            vec!["tick", "--max-age", "3d"],
+            vec!["watch", "task-other", "--session", "s-77"],
+            vec!["cancel", TASK],
+            vec!["doctor"],
+            vec!["config", "show"],
+        ] {
+            s.atc(args.clone())
+                .status(78)
+                .stderr(format!("atc: {said}\n"))
+                .file_unchanged()
+                .run();
+        }
+    }
+    // Nothing was asked of the server by a refused command.
+    assert_eq!(s.polls(TASK), 0);
+    // What needs no setting still works, and `config` can mend the file.
+    s.atc(["generate", "man", "tick"])
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+    s.atc(["config", "path"])
+        .stdout(format!("{file}\n"))
+        .file_unchanged()
+        .run();
+
+    // Writable by others: refused, never read.
+    write_config(&s.env, "max-age = \"3d\"\n");
+    fs::set_permissions(config_path(&s.env), fs::Permissions::from_mode(0o666)).unwrap();
+    s.atc(["status"])
+        .status(78)
+        .stderr(format!("atc: config file {file}: is writable by others (mode 666): whoever can write it decides where your tokens go; `chmod 600 {file}`\n"))
+        .file_unchanged()
+        .run();
+    fs::set_permissions(config_path(&s.env), fs::Permissions::from_mode(0o644)).unwrap();
+    s.atc(["status"]).stdout_inspected().file_unchanged().run();
+
+    // ATC_CONFIG naming a file that is not there is a mistake, not a default.
+    let missing = s.env.path("nowhere/atc.toml");
+    s.atc(["status"])
+        .env("ATC_CONFIG", &missing)
+        .status(78)
+        .stderr(format!("atc: config file {}: does not exist, and ATC_CONFIG names it: create it (`atc config set KEY VALUE` does) or unset ATC_CONFIG\n", missing.display()))
+        .file_unchanged()
+        .run();
+    s.atc(["config", "set", "max-age", "2d"])
+        .env("ATC_CONFIG", &missing)
+        .file_unchanged()
+        .run();
+    assert_eq!(
+        fs::read_to_string(&missing).unwrap().lines().last(),
+        Some("max-age = \"2d\"")
+    );
+    s.atc(["status"])
+        .env("ATC_CONFIG", &missing)
+        .stdout_inspected()
+        .file_unchanged()
+        .run();
+}
+
+/// The timer units run bare `atc tick` whatever the settings: a job file named in the
+/// config file needs nothing in them; a config file a timer would not find by itself
+/// (`ATC_CONFIG`) is named in them; a job file from `ATC_STATE` is named, with a note that
+/// the plugin's kicks do not see it.
+#[test]
+fn timer_units_carry_no_tick_flags_and_name_only_what_a_timer_would_miss() {
+    let env = TestEnv::new();
+    let state = env.path("kept/jobs.json");
+    write_config(
+        &env,
+        &format!(
+            "state = \"{}\"\nmax-age = \"3d\"\nkeep = \"30d\"\n",
+            state.display()
+        ),
+    );
+    let out = env
+        .atc_default_state(["timer", "print", "systemd", "--unit", "service"])
+        .stdout_inspected()
+        .judging(&state)
+        .no_file()
+        .run();
+    let unit = stdout(&out);
+    assert!(unit.contains(" tick\n") && !unit.contains("--"), "{unit}");
+    assert!(
+        !unit.contains("Environment="),
+        "the config file says it all: {unit}"
+    );
+
+    let named = env.path("elsewhere/atc.toml");
+    write_private(&named, b"max-age = \"3d\"\n");
+    for (kind, line) in [
+        (
+            "systemd",
+            format!("Environment=ATC_CONFIG={}\n", named.display()),
+        ),
+        ("cron", format!("ATC_CONFIG={} ", named.display())),
+        (
+            "launchd",
+            format!(
+                "<key>ATC_CONFIG</key>\n        <string>{}</string>",
+                named.display()
+            ),
+        ),
+    ] {
+        let out = env
+            .atc_default_state(["timer", "print", kind])
+            .env("ATC_CONFIG", &named)
+            .stdout_inspected()
+            .no_file()
+            .run();
+        let text = stdout(&out);
+        assert!(text.contains(&line), "{kind}: no {line:?} in {text}");
+        assert!(
+            !text.contains("--max-age") && !text.contains("ATC_STATE"),
+            "{text}"
+        );
+    }
+    let out = env
+        .atc(["timer", "print", "cron"])
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    assert!(stdout(&out).contains(&format!("ATC_STATE={} ", env.state.display())));
+    assert!(
+        stderr(&out).contains("`atc config set state"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The examples in examples/ are the units `atc timer print` prints: no tick flags.
+#[test]
+fn the_example_units_run_bare_atc_tick() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for file in ["systemd/atc-tick.service", "cron/atc.crontab"] {
+        let text = fs::read_to_string(root.join(file)).unwrap();
+        let runs: Vec<&str> = text.lines().filter(|l| l.contains("/atc tick")).collect();
+        assert!(!runs.is_empty(), "{file}");
+        for line in runs {
+            assert!(line.ends_with("/atc tick"), "{file}: {line}");
+        }
+    }
+}
+
+/// `atc doctor` says which config file this shell reads, and warns when the timer's unit
+/// or env file would tick with other settings (another job file, an `ATC_MAX_AGE` that
+/// beats the file).
+#[test]
+fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
+    let s = Scene::new();
+    healthy(&s);
+    write_config(&s.env, "max-age = \"3d\"\nkeep = \"30d\"\n");
+    let out = s
+        .atc(["doctor"])
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    let said = stdout(&out);
+    assert!(
+        said.lines().any(|l| l
+            == format!(
+                "✓ config: {} (from XDG_CONFIG_HOME) sets 2 keys (`atc config show` lists every setting and its source)",
+                config_path(&s.env).display()
+            )),
+        "{said}"
+    );
+    assert!(
+        !said.contains("timer settings"),
+        "no timer unit, no env file: {said}"
+    );
+
+    let env_file = s.env.home.join(".config/atc/env");
+    write_private(
+        &env_file,
+        b"QWENPAW_RUNTIME_INTERNAL_TOKEN=tok-x\nATC_MAX_AGE=1d\n",
+    );
+    let out = s
+        .atc(["doctor"])
+        .stdout_inspected()
+        .stderr_inspected()
+        .status(1)
+        .never_shows("tok-x")
+        .run();
+    let said = stdout(&out);
+    let bad = said
+        .lines()
+        .position(|l| l.starts_with("✗ timer settings: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(
+        lines[bad],
+        format!(
+            "✗ timer settings: the timer ({}) does not tick with this shell's settings: its ticks use the job file {} (from the default), this shell's is {} (from ATC_STATE): watches made here are never ticked there; ATC_MAX_AGE=1d there, unset here (it beats the config file's max-age)",
+            env_file.display(),
+            s.env.home.join(".local/state/atc/jobs.json").display(),
+            s.env.state.display()
+        )
+    );
+    assert_eq!(
+        lines[bad + 1],
+        format!(
+            "  → use one job file: `atc config set state {}`, and no ATC_STATE in the timer's environment; keep max-age in the config file (`atc config set max-age VALUE`) and ATC_MAX_AGE in no environment; then restart it",
+            s.env.state.display()
+        )
+    );
+}
+
+/// `atc doctor` reads the environment of the QwenPaw server whose kicks run `atc tick`
+/// (`/proc/<pid>/environ` of its `qwenpaw app` process) and warns when they would tick
+/// another job file or read another config file than this shell.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    healthy(&s);
+    s.server.on(
+        "GET",
+        "/api/plugins/atc/status",
+        vec![Reply::json(200, r#"{"loaded": true}"#)],
+    );
+    s.server.on(
+        "GET",
+        "/api/frontend_plugin",
+        vec![Reply::json(
+            200,
+            &format!("[{}]", bodies::FRONTEND_PLUGIN_ATC),
+        )],
+    );
+    // atc's plugin installed in a QwenPaw working dir (doctor looks at the server only then).
+    let wd = s.env.path("qwenpaw");
+    fs::create_dir_all(wd.join("workspaces/default")).unwrap();
+    fs::write(
+        wd.join("config.json"),
+        json!({"agents": {"active_agent": "default", "profiles": {"default": {"id": "default", "workspace_dir": wd.join("workspaces/default")}}}}).to_string(),
+    )
+    .unwrap();
+    fs::write(
+        wd.join("workspaces/default/agent.json"),
+        json!({"id": "default", "tools": {"builtin_tools": {}}}).to_string(),
+    )
+    .unwrap();
+    s.env
+        .atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .run();
+    // A `qwenpaw app` process serving the fake's port, with an environment of its own.
+    let bin = s.env.path("venv/bin");
+    fs::create_dir_all(&bin).unwrap();
+    fs::write(bin.join("qwenpaw"), "import time\ntime.sleep(60)\n").unwrap();
+    let port = s
+        .server
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let other_state = s.env.path("server/jobs.json");
+    let other_config = s.env.path("server/config.toml");
+    write_private(&other_config, b"keep = \"1d\"\n");
+    let mut server = std::process::Command::new("python3")
+        .arg(bin.join("qwenpaw"))
+        .args(["app", "--port", &port])
+        .env_clear()
+        .env("HOME", &s.env.home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("ATC_STATE", &other_state)
+        .env("ATC_CONFIG", &other_config)
+        .spawn()
+        .unwrap();
+    let said = {
+        let out = s
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .stdout_inspected()
+            .stderr_inspected()
+            .status(1)
+            .run();
+        stdout(&out)
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("✗ server settings: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(
+        line,
+        format!(
+            "✗ server settings: the QwenPaw server (pid {}) does not tick with this shell's settings: its settings come from {} (ATC_CONFIG: keep = 1d), this shell's from {} (no such file: the defaults); its ticks use the job file {} (from ATC_STATE), this shell's is {} (from ATC_STATE): watches made here are never ticked there",
+            server.id(),
+            other_config.display(),
+            config_path(&s.env).display(),
+            other_state.display(),
+            s.env.state.display()
+        )
+    );
+
+    // A server with another HOME but the same job file, and no config file at either
+    // place: nothing differs that a tick would notice.
+    let other_home = s.env.path("server-home");
+    fs::create_dir_all(&other_home).unwrap();
+    let mut server = std::process::Command::new("python3")
+        .arg(bin.join("qwenpaw"))
+        .args(["app", "--port", &port])
+        .env_clear()
+        .env("HOME", &other_home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("ATC_STATE", &s.env.state)
+        .spawn()
+        .unwrap();
+    let said = {
+        let out = s
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .stdout_inspected()
+            .stderr_inspected()
+            .status(1)
+            .run();
+        stdout(&out)
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        said.lines().any(|l| l == format!("✓ server settings: the kicks of the QwenPaw server (pid {}) tick this job file with this shell's settings (the same config file values, no setting variables of their own)", server.id())),
+        "{said}"
+    );
+}
+
+/// The guide's full example is a config file atc takes, every key from the file.
+#[test]
+fn the_guides_example_is_a_config_file_atc_takes() {
+    let guide = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md")).unwrap();
+    let section = &guide[guide.find("### The config file").expect("the section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let env = TestEnv::new();
+    write_config(&env, example);
+    let out = env
+        .atc_default_state(["config", "show", "--json"])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .judging(&env.home.join(".local/state/atc/jobs.json"))
+        .no_file()
+        .run();
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for (key, setting) in doc["settings"].as_object().unwrap() {
+        assert_eq!(setting["source"], "file", "{key}: {setting}");
+    }
+    assert_eq!(
+        doc["settings"]["state"]["value"],
+        json!(env.home.join(".local/state/atc/jobs.json"))
+    );
+    assert_eq!(doc["settings"]["max-age"]["value"], "3d");
+    assert_eq!(doc["settings"]["max-strikes"]["value"], 180);
+}
