@@ -1,5 +1,5 @@
 //! `cargo bench --bench tick [-- --json]`: how close `atc tick` comes to the floor, as
-//! ratios. It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
+//! ratios (`-- kick-load`: the kick-load case alone, case 10, and case 8 beside it). It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
 //! files, runs the real `atc` binary as a process (min and median of several runs), and
 //! compares it with the floor: the very requests atc made, replayed by a tight loop with the
 //! same concurrency over kept-alive connections to the same server. Times are printed, never
@@ -59,10 +59,16 @@ fn job(i: usize, base_url: &str, extra: Value) -> Value {
 }
 
 fn now() -> String {
+    ago(0)
+}
+
+/// The time `secs` seconds ago, as the job file writes it.
+fn ago(secs: u64) -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs();
+        .as_secs()
+        - secs;
     // RFC 3339 from epoch seconds, UTC (civil-from-days).
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let z = days as i64 + 719_468;
@@ -480,6 +486,15 @@ fn main() {
         lines: Vec::new(),
         json: Vec::new(),
     };
+    // `-- kick-load`: case 10 alone, and case 8 (10a on the real QwenPaw, where installed).
+    if args.iter().any(|a| a == "kick-load") {
+        let env = Env::new();
+        say("atc tick benchmark, the kick-load case (10) alone".to_owned());
+        kick_case(&env, &say, &mut verdicts);
+        real_server_case(&env, None, &say, &mut verdicts);
+        finish(as_json, &verdicts);
+        return;
+    }
     say(format!(
         "atc tick benchmark: min / median of {RUNS} runs, --concurrency {CONCURRENCY}; ratios against the floor"
     ));
@@ -846,7 +861,63 @@ fn main() {
     ));
 
     // 8. The real QwenPaw's CPU per 1,000 polls, where it is installed.
-    match server_cost(&env) {
+    real_server_case(&env, Some(cpu_1000), &say, &mut verdicts);
+    // 9. One wake-up per parent: 50 results finishing together for 5 parent chats, the
+    // parents idle at every tick (their turns last less than a tick).
+    let (turns, ticks) = batch_case(&env, &server, &[]);
+    let (turns_one, ticks_one) = batch_case(&env, &server, &["--no-batch"]);
+    say(format!(
+        "9. 50 results for 5 chats: {turns} parent turns posted, the last result in after {ticks} tick(s); with --no-batch {turns_one} turns, {ticks_one} ticks"
+    ));
+    verdicts.goal(
+        "9 parent turns per 50 results for 5 chats",
+        turns as f64,
+        5.0,
+        "",
+        json!({"turns": turns, "no_batch_turns": turns_one}),
+    );
+    verdicts.goal(
+        "9 ticks until the last of 50 results is in",
+        ticks as f64,
+        1.0,
+        "",
+        json!({"ticks": ticks, "no_batch_ticks": ticks_one}),
+    );
+
+    // 10. Kick load: 1,000 watches of long children; turn ends that concern none of them,
+    // and one turn end of one watched child.
+    kick_case(&env, &say, &mut verdicts);
+    finish(as_json, &verdicts);
+}
+
+/// Prints the verdicts (or, with `--json`, the one JSON document).
+fn finish(as_json: bool, verdicts: &Verdicts) {
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"runs": RUNS, "concurrency": CONCURRENCY, "cases": verdicts.json})
+            )
+            .unwrap()
+        );
+    } else {
+        println!();
+        for line in &verdicts.lines {
+            println!("{line}");
+        }
+    }
+}
+
+/// Case 8, where the e2e QwenPaw is installed: its CPU per 1,000 polls, and case 10a on it
+/// (the server's CPU for 100 turn ends no watch concerns). `cpu_1000`: atc's CPU for one
+/// tick of 1,000 polls (case 1), when that case ran.
+fn real_server_case(
+    env: &Env,
+    cpu_1000: Option<Duration>,
+    say: &dyn Fn(String),
+    verdicts: &mut Verdicts,
+) {
+    match server_cost(env) {
         Ok(Some(cost)) => {
             say(format!(
                 "8. the real QwenPaw 2.2.2.post1, {} running tasks polled by {} ticks ({} polls): the server's CPU {:.0} ms per 1,000 polls (less what it used idle: {:.0} ms per second), atc's {:.0} ms (a process start per {} polls); a tick took {:.1} ms (median)",
@@ -860,22 +931,30 @@ fn main() {
                 cost.tick_ms
             ));
             let every = 20.0;
+            if let Some(cpu_1000) = cpu_1000 {
+                say(format!(
+                    "   1,000 watches on a {every:.0} s timer: the server spends {:.1}% of one core answering the polls, atc {:.1}% (its CPU for one tick of 1,000 polls, case 1: {:.0} ms)",
+                    cost.server_ms_per_1000 / every / 10.0,
+                    ms(cpu_1000) / every / 10.0,
+                    ms(cpu_1000)
+                ));
+            }
             say(format!(
-                "   1,000 watches on a {every:.0} s timer: the server spends {:.1}% of one core answering the polls, atc {:.1}% (its CPU for one tick of 1,000 polls, case 1: {:.0} ms)",
-                cost.server_ms_per_1000 / every / 10.0,
-                ms(cpu_1000) / every / 10.0,
-                ms(cpu_1000)
+                "   10a on that server: 100 turn ends concerning none of its {} watches cost it {:.0} ms of CPU in all (less idle; /proc counts in 10 ms steps); one older plugin's kick, naming no turn, {:.0} ms",
+                cost.tasks, cost.unrelated_kicks_ms, cost.blind_kick_ms
             ));
             verdicts.lines.push(format!(
-                "info 8 real QwenPaw: server CPU {:.0} ms per 1,000 polls, atc {:.0} ms",
-                cost.server_ms_per_1000, cost.atc_ms_per_1000
+                "info 8 real QwenPaw: server CPU {:.0} ms per 1,000 polls, atc {:.0} ms; 10a: {:.0} ms for 100 unrelated kicks, {:.0} ms for one kick naming no turn",
+                cost.server_ms_per_1000, cost.atc_ms_per_1000, cost.unrelated_kicks_ms, cost.blind_kick_ms
             ));
             verdicts
                 .json
                 .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls",
                 "server_cpu_ms": cost.server_ms_per_1000, "atc_cpu_ms": cost.atc_ms_per_1000,
                 "server_idle_cpu_ms_per_s": cost.server_idle_ms_per_s, "tick_ms": cost.tick_ms,
-                "tasks": cost.tasks, "ticks": cost.ticks}));
+                "tasks": cost.tasks, "ticks": cost.ticks,
+                "unrelated_kicks_100_server_cpu_ms": cost.unrelated_kicks_ms,
+                "blind_kick_server_cpu_ms": cost.blind_kick_ms}));
         }
         Ok(None) => {
             let why = format!(
@@ -900,42 +979,190 @@ fn main() {
                 .push(json!({"case": "8 real QwenPaw CPU per 1,000 polls", "error": err}));
         }
     }
-    // 9. One wake-up per parent: 50 results finishing together for 5 parent chats, the
-    // parents idle at every tick (their turns last less than a tick).
-    let (turns, ticks) = batch_case(&env, &server, &[]);
-    let (turns_one, ticks_one) = batch_case(&env, &server, &["--no-batch"]);
+}
+
+/// `ATC_KICK` for one turn that ended in `agent`'s chat `session` (as the plugin's hook
+/// hands it to the kicked tick).
+fn turn_ended(agent: &str, session: &str) -> String {
+    json!([{"agent_id": agent, "session_id": session, "user_id": "u", "channel": "console"}])
+        .to_string()
+}
+
+/// Runs `atc tick --kicked` for the turn in `kick` (`None`: an older plugin's kick, which
+/// names no turn); returns its wall time.
+fn kick(env: &Env, kick: Option<&str>) -> Duration {
+    let mut cmd = env.command(atc(), &["tick", "--kicked"]);
+    if let Some(kick) = kick {
+        cmd.env("ATC_KICK", kick);
+    }
+    let started = Instant::now();
+    let out = cmd.output().expect("run");
+    assert!(
+        out.status.success(),
+        "atc tick --kicked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    started.elapsed()
+}
+
+/// Case 10, kick load: 1,000 watches of long-running children on agent `worker`, their
+/// sessions known (`child-<n>`); (a) 100 QwenPaw turn ends that concern none of them, (b)
+/// one turn end of one watched child (its record says finished: poll, chat, POST; or
+/// still running). Requests counted at the server, per kick, beside an older plugin's kick
+/// that names no turn (every watch polled, up to five times).
+fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
+    const WATCHES: usize = 1000;
+    const UNRELATED: usize = 100;
+    const CHILD: usize = 7;
+    let server = FakeQwenPaw::start();
+    server.on_prefix(
+        "GET",
+        "/api/console/chat/task/",
+        vec![Reply::json(200, RUNNING)],
+    );
+    server.handle(
+        "GET",
+        "/api/chats",
+        Arc::new(|r: &Recorded| {
+            let user = r
+                .query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("user_id="))?
+                .to_owned();
+            let i = user.strip_prefix("u-")?;
+            Some(Reply::json(
+                200,
+                &json!([{"id": format!("chat-{i}"), "session_id": format!("s-{i}"),
+                    "user_id": user, "channel": "console", "status": "idle"}])
+                .to_string(),
+            ))
+        }),
+    );
+    server.on(
+        "POST",
+        "/api/console/chat/task",
+        vec![Reply::json(200, SUBMIT_OK)],
+    );
+    let watches = || {
+        (0..WATCHES)
+            .map(|i| {
+                job(
+                    i,
+                    &server.api(),
+                    json!({"started_at": "2026-11-30T01:50:54Z", "target_agent": "worker",
+                        "child_session": format!("child-{i}"), "forward_mode": "never"}),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    write_file(&env.state, watches());
+    // A timer's tick first: every watch seen running once (what a steady state has).
+    env.time(atc(), &["tick"]);
+    let requests = || server.requests().len();
+
+    // (a) 100 turn ends in chats no watch names.
+    let before = (requests(), mtime_and_inode(&env.state), children_cpu());
+    let mut times: Vec<Duration> = (0..UNRELATED)
+        .map(|k| kick(env, Some(&turn_ended("default", &format!("elsewhere-{k}")))))
+        .collect();
+    let unrelated = requests() - before.0;
+    let rewritten = mtime_and_inode(&env.state) != before.1;
+    let cpu_per_kick = (children_cpu() - before.2) / UNRELATED as u32;
+    times.sort();
+    let kick_ms = ms(times[UNRELATED / 2]);
+
+    // (b) one watched child's turn ends: its record says finished.
+    let child_path = format!("/api/console/chat/task/task-{CHILD:012x}");
+    server.on("GET", &child_path, vec![Reply::json(200, FINISHED)]);
+    let before = requests();
+    kick(env, Some(&turn_ended("worker", &format!("child-{CHILD}"))));
+    let finished = requests() - before;
+    let delivered = std::fs::read_to_string(&env.state)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|f| {
+            f["jobs"]
+                .as_array()
+                .is_some_and(|j| j.iter().any(|j| j["status"] == "done"))
+        });
+    assert!(
+        delivered,
+        "the child's result was not delivered by its kick"
+    );
+    // (b') …while its record still reads running (the hook runs before it says finished):
+    // looked at again within the 2 s window, that one task only.
+    server.off("GET", &child_path);
+    let other = format!("child-{}", CHILD + 1);
+    let before = requests();
+    kick(env, Some(&turn_ended("worker", &other)));
+    let running = requests() - before;
+    // An older plugin's kick, which names no turn: every watch, while any reads running.
+    let before = requests();
+    let blind_ms = ms(kick(env, None));
+    let blind = requests() - before;
+    // (c) The same watches, their children's sessions unknown: 100 turn ends in 10 chats of
+    // their agent. Each chat's first may be a child's: one poll per watch per chat.
+    const CHATS: usize = 10;
+    let unknown: Vec<Value> = watches()
+        .into_iter()
+        .map(|mut job| {
+            job.as_object_mut().unwrap().remove("child_session");
+            // Registered an hour ago (within --max-age): the chats kicks see are newer.
+            job["registered_at"] = json!(ago(3600));
+            job
+        })
+        .collect();
+    write_file(&env.state, unknown);
+    env.time(atc(), &["tick"]);
+    let before = requests();
+    for k in 0..UNRELATED {
+        kick(
+            env,
+            Some(&turn_ended("worker", &format!("chat-{}", k % CHATS))),
+        );
+    }
+    let by_chat = requests() - before;
+
+    let timer_every = 20.0;
+    let timer_per_min = 60.0 / timer_every;
     say(format!(
-        "9. 50 results for 5 chats: {turns} parent turns posted, the last result in after {ticks} tick(s); with --no-batch {turns_one} turns, {ticks_one} ticks"
+        "10. kick load, {WATCHES} watches of long children on a {timer_every:.0} s timer ({timer_per_min:.0} polls per watch per minute): (a) {UNRELATED} turn ends concerning none of them made {unrelated} requests ({:.2} per kick; the job file {}), a kick {kick_ms:.1} ms (median), CPU {:.1} ms; (b) one watched child's turn end made {finished} requests (poll, chat look, POST), {running} polls when its record still read running; an older plugin's kick, naming no turn, made {blind} polls ({:.1} per watch) in {blind_ms:.0} ms",
+        unrelated as f64 / UNRELATED as f64,
+        if rewritten {
+            "REWRITTEN"
+        } else {
+            "not rewritten"
+        },
+        ms(cpu_per_kick),
+        blind as f64 / WATCHES as f64,
+    ));
+    say(format!(
+        "    polls per watch per minute with {UNRELATED} unrelated turn ends a minute: {:.1} (the timer's {timer_per_min:.0} + {:.2} from kicks); before: up to {:.0} (each kick polled every watch up to 5 times)",
+        timer_per_min + unrelated as f64 / WATCHES as f64,
+        unrelated as f64 / WATCHES as f64,
+        timer_per_min + UNRELATED as f64 * blind as f64 / WATCHES as f64,
+    ));
+    say(format!(
+        "    (c) their children's sessions unknown, {UNRELATED} turn ends in {CHATS} chats of their agent: {by_chat} polls ({:.1} per watch; one per watch per chat is {CHATS}, one per turn end {UNRELATED})",
+        by_chat as f64 / WATCHES as f64,
     ));
     verdicts.goal(
-        "9 parent turns per 50 results for 5 chats",
-        turns as f64,
-        5.0,
+        "10a requests for 100 turn ends concerning no watch",
+        unrelated as f64,
+        0.0,
         "",
-        json!({"turns": turns, "no_batch_turns": turns_one}),
+        json!({"watches": WATCHES, "kick_ms": kick_ms, "kick_cpu_ms": ms(cpu_per_kick),
+            "rewritten": rewritten, "blind_kick_polls": blind, "blind_kick_ms": blind_ms}),
     );
     verdicts.goal(
-        "9 ticks until the last of 50 results is in",
-        ticks as f64,
-        1.0,
+        "10b requests for one watched child's turn end",
+        finished as f64,
+        5.0,
         "",
-        json!({"ticks": ticks, "no_batch_ticks": ticks_one}),
+        json!({"finished": finished, "still_running": running}),
     );
-
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"runs": RUNS, "concurrency": CONCURRENCY, "cases": verdicts.json})
-            )
-            .unwrap()
-        );
-    } else {
-        println!();
-        for line in &verdicts.lines {
-            println!("{line}");
-        }
-    }
+    verdicts.json.push(json!({"case": "10c watches of unknown child session, 100 turn ends in 10 chats of their agent",
+        "polls": by_chat, "per_watch": by_chat as f64 / WATCHES as f64}));
 }
 
 /// Where tests/e2e/provision.sh puts the real QwenPaw.
@@ -952,6 +1179,10 @@ fn venv_dir() -> PathBuf {
 struct ServerCost {
     tasks: usize,
     ticks: usize,
+    /// Case 10a on this server: its CPU for 100 kicks naming a turn no watch concerns, and
+    /// for one older plugin's kick naming none (less what it used idle meanwhile), ms.
+    unrelated_kicks_ms: f64,
+    blind_kick_ms: f64,
     server_ms_per_1000: f64,
     server_idle_ms_per_s: f64,
     atc_ms_per_1000: f64,
@@ -1045,7 +1276,8 @@ fn server_cost(env: &Env) -> R<Option<ServerCost>> {
         jobs.push(job(
             i,
             &base_url,
-            json!({"task_id": task_id, "started_at": "2026-11-30T01:50:54Z"}),
+            json!({"task_id": task_id, "started_at": "2026-11-30T01:50:54Z",
+                "child_session": format!("bench-child-{i}")}),
         ));
     }
     write_file(&env.state, jobs);
@@ -1066,10 +1298,31 @@ fn server_cost(env: &Env) -> R<Option<ServerCost>> {
     let wall = started.elapsed();
     let server_busy = process_cpu(pid)? - server_before;
     let atc_cpu = (children_cpu() - atc_before).as_secs_f64();
+    // Case 10a: 100 turn ends that concern none of the watches, then one kick of an older
+    // plugin that names no turn (it polls every watch, up to five times).
+    let busy = |run: &mut dyn FnMut()| -> R<(Duration, Duration)> {
+        let (from, cpu) = (Instant::now(), process_cpu(pid)?);
+        run();
+        Ok((from.elapsed(), process_cpu(pid)? - cpu))
+    };
+    let unrelated = busy(&mut || {
+        for k in 0..100 {
+            kick(
+                env,
+                Some(&turn_ended("default", &format!("bench-elsewhere-{k}"))),
+            );
+        }
+    })?;
+    let blind = busy(&mut || {
+        kick(env, None);
+    })?;
     let idle_after = idle()?;
     let idle_rate =
         (idle_before.1 + idle_after.1).as_secs_f64() / (idle_before.0 + idle_after.0).as_secs_f64();
     let server_cpu = server_busy.as_secs_f64() - idle_rate * wall.as_secs_f64();
+    let less_idle = |(wall, cpu): (Duration, Duration)| {
+        (cpu.as_secs_f64() - idle_rate * wall.as_secs_f64()).max(0.0) * 1e3
+    };
     let file: Value =
         serde_json::from_slice(&std::fs::read(&env.state).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
@@ -1088,6 +1341,8 @@ fn server_cost(env: &Env) -> R<Option<ServerCost>> {
         ticks: TICKS,
         server_ms_per_1000: server_cpu.max(0.0) * 1e6 / polls,
         server_idle_ms_per_s: idle_rate * 1e3,
+        unrelated_kicks_ms: less_idle(unrelated),
+        blind_kick_ms: less_idle(blind),
         atc_ms_per_1000: atc_cpu * 1e6 / polls,
         tick_ms: ms(times[TICKS / 2]),
     }))

@@ -623,7 +623,7 @@ mod tests {
         JobFile {
             version: crate::state::store::VERSION,
             jobs,
-            turns: Vec::new(),
+            ..JobFile::default()
         }
     }
 

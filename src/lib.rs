@@ -12,6 +12,7 @@ pub mod compose;
 pub mod crash;
 pub mod describe;
 pub mod exit;
+pub mod heard;
 pub mod ids;
 pub mod install;
 pub mod job;

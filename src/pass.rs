@@ -45,6 +45,7 @@ use anyhow::Result;
 
 use crate::compose::{self, Seen};
 use crate::job::{Job, Status};
+use crate::lifecycle::kick::{self, Concern, TurnEnd};
 use crate::lifecycle::{self, Check, Event, Limits, StopAnswer};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
@@ -56,6 +57,51 @@ use crate::state::{JobFile, Store};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 
+/// What one pass looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything: the timer's pass, a person's, the plugin's cadence.
+    All,
+    /// Everything, right after a QwenPaw turn ended, not known which (a kick of an older
+    /// plugin, a bare mark): any poll may read a child's stale `running`.
+    AnyTurn,
+    /// Only what these ended turns concern (`lifecycle::kick`): a kicked pass.
+    Turns(Vec<TurnEnd>),
+}
+
+impl Scope {
+    /// The ended turns it is limited to, if it is.
+    fn ends(&self) -> Option<&[TurnEnd]> {
+        match self {
+            Scope::Turns(ends) => Some(ends),
+            Scope::All | Scope::AnyTurn => None,
+        }
+    }
+}
+
+/// What a pass is asked besides the tick's settings: what it looks at, and whether a
+/// person hears what it gives up (its stderr is read: the timer's journal, cron's mail, a
+/// terminal). A pass nobody hears leaves its give-ups unsaid in the job file (`heard`);
+/// one a person hears also says those an earlier tick left. `settle`: a kicked pass's
+/// wait for the ended turn's records to settle, called once it knows they concern
+/// something, before its first request (a turn's end that concerns nothing waits for
+/// nothing).
+#[derive(Clone, Copy)]
+pub struct Intent<'a> {
+    pub scope: &'a Scope,
+    pub heard: bool,
+    pub settle: Option<&'a dyn Fn()>,
+}
+
+impl Intent<'_> {
+    /// The timer's pass: everything, heard.
+    pub const TIMER: Intent<'static> = Intent {
+        scope: &Scope::All,
+        heard: true,
+        settle: None,
+    };
+}
+
 /// A task to poll: what the request and the rendering of its answer need, so that the
 /// hot path (a tick over running tasks) copies no job.
 struct ToPoll {
@@ -66,10 +112,15 @@ struct ToPoll {
     fork_branch: Option<String>,
     /// The line a result of a child atc stopped ends with.
     stop_line: Option<String>,
+    /// Polled right after a turn ended that may be its child's (`Check::Running`).
+    turn_ended: bool,
+    /// Polled because a turn ended on its agent, its child's session unknown: once per
+    /// chat, never looked at again in a kicked tick's window.
+    unknown: bool,
 }
 
 impl ToPoll {
-    fn of(job: &Job) -> ToPoll {
+    fn of(job: &Job, turn_ended: bool, unknown: bool) -> ToPoll {
         ToPoll {
             job_id: job.job_id.clone(),
             task_id: job.task_id.clone(),
@@ -77,6 +128,8 @@ impl ToPoll {
             agent: job.target.poll_agent().to_owned(),
             fork_branch: job.options.fork_branch.clone(),
             stop_line: crate::describe::stop_line(job),
+            turn_ended,
+            unknown,
         }
     }
 }
@@ -85,6 +138,14 @@ impl ToPoll {
 struct Work {
     poll: Vec<ToPoll>,
     follow: Vec<Turn>,
+    /// A kicked pass: the turns that ended, and the watches they concern (what it may
+    /// deliver, forward or stop besides what waits for the ended turns' chats).
+    concern: Option<(Vec<TurnEnd>, Concern)>,
+    /// A person hears the pass (`Intent::heard`).
+    heard: bool,
+    /// A give-up nobody has heard is in the file: the file is not settled for a tick a
+    /// person hears (it says it).
+    unsaid: bool,
     /// Base URLs whose watches allowed tokens over plain http (`--allow-insecure-remote`).
     insecure_ok: Vec<String>,
     /// Nothing else can change in this tick (`lifecycle::settled`).
@@ -128,6 +189,10 @@ struct Settled {
     file: Fingerprint,
     key: CacheKey,
     until: Option<Timestamp>,
+    /// It holds give-ups nobody has heard: settled for ticks nobody hears (the plugin's,
+    /// which cannot say them), not for one a person hears (it says them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unsaid: bool,
 }
 
 /// The limits a settled verdict depends on (`--keep` prunes; `--busy-deadline` says which
@@ -219,12 +284,18 @@ struct Claim {
 
 /// Runs one pass over the job file. `None` when another tick holds the tick lock.
 ///
-/// `heard` gets each job the pass gives up on as soon as the save recording it is made:
-/// a pass that fails afterwards (a later save cannot be written) has still saved it, and
-/// the next pass will not give it up again, so this is the only time to tell a person.
-pub fn run(store: &Store, tick: &Tick, heard: &mut dyn FnMut(&GiveUp)) -> Result<Option<Report>> {
+/// `say` gets the line of each give-up a person hears (`intent.heard`: this pass's, and
+/// those earlier ticks left unsaid) as soon as the save that marks it said is made: a pass
+/// that fails afterwards (a later save cannot be written) has still saved it, and no
+/// later pass says it again, so this is the only time to tell a person.
+pub fn run(
+    store: &Store,
+    tick: &Tick,
+    intent: Intent<'_>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<Report>> {
     let mut client = Client::with_lanes(tick.http_timeout, tick.auth.clone(), tick.concurrency);
-    run_with(store, tick, &mut client, &SystemClock, heard)
+    run_with(store, tick, &mut client, &SystemClock, intent, say)
 }
 
 /// [`run`], talking to `server` and reading `clock`: the seam the simulation
@@ -234,7 +305,8 @@ pub fn run_with<S: Server>(
     tick: &Tick,
     server: &mut S,
     clock: &dyn Clock,
-    heard: &mut dyn FnMut(&GiveUp),
+    intent: Intent<'_>,
+    say: &mut dyn FnMut(&str),
 ) -> Result<Option<Report>> {
     let Some(mut single_flight) = store.try_lock_tick()? else {
         return Ok(None);
@@ -255,6 +327,7 @@ pub fn run_with<S: Server>(
         && settled.file == print
         && settled.key == key
         && settled.until.is_none_or(|until| now <= until)
+        && !(settled.unsaid && intent.heard)
     {
         let beat = Heartbeat::of(now, kinds, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
@@ -273,20 +346,36 @@ pub fn run_with<S: Server>(
         report.time(phase, started.elapsed());
         started = Instant::now();
     };
-    let mut announce =
-        |report: &mut Report| report.take_saved_give_ups().iter().for_each(&mut *heard);
-    let work = prepare(store, limits, clock, &mut report)?;
+    let mut announce = |report: &mut Report| {
+        for line in report.take_to_say() {
+            say(&line);
+        }
+    };
+    if let Some(ends) = intent.scope.ends() {
+        if !store.peek(|file| concerns_any(file, ends, now, limits))? {
+            // A turn's end that concerns nothing costs the server no request and the job
+            // file no write.
+            finished(&mut single_flight)?;
+            return Ok(Some(Report::unconcerned()));
+        }
+        if let Some(settle) = intent.settle {
+            settle();
+        }
+    }
+    let work = prepare(store, limits, clock, intent, &mut report)?;
     announce(&mut report);
     lap(&mut report, "prepare");
     store.log(&report.take_log())?;
     if work.poll.is_empty() && work.follow.is_empty() && work.settled {
         // Nothing watched and nothing on its way: no second load, no save; and the next
-        // tick need not even read the file while it stays as it is.
+        // tick need not even read the file while it stays as it is (unless it holds a
+        // give-up nobody has heard and a person hears that tick: it says it).
         if let Some(file) = store.fingerprint() {
             let settled = Settled {
                 file,
                 key,
                 until: work.first_prune,
+                unsaid: work.unsaid,
             };
             let beat = Heartbeat::of(now, kinds, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
@@ -305,6 +394,18 @@ pub fn run_with<S: Server>(
     });
     let parents = parallel(&work.follow, workers, |turn| follow(client, turn));
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
+    // A child the ended turn may be still reads running (the record says `finished` a few
+    // ms after the hook), or the parent turn it ended is not over yet: look again soon.
+    let running = |c: &Check| matches!(c, Check::Running { .. });
+    if work
+        .poll
+        .iter()
+        .zip(&checks)
+        .any(|(p, c)| !p.unknown && running(c))
+        || parents.contains(&Some(ParentTurn::Running))
+    {
+        report.look_again();
+    }
     lap(&mut report, "poll");
     if !work.poll.is_empty() {
         crate::crash::point("polled");
@@ -325,8 +426,19 @@ pub fn run_with<S: Server>(
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
     let looked = parallel(&due, workers, |due| look(client, due));
+    if looked.iter().any(|l| {
+        matches!(
+            l,
+            Looked::Turn(TurnEvent::Probed(
+                Probe::Chat { running: true, .. } | Probe::NotFound { running: true, .. }
+            ))
+        )
+    }) {
+        // The parent chat is still busy: its turn is ending.
+        report.look_again();
+    }
     lap(&mut report, "look");
-    let claims = claim(store, &due, looked, tick, clock, &mut report)?;
+    let claims = claim(store, &due, looked, tick, clock, intent, &mut report)?;
     announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "claim");
@@ -338,7 +450,7 @@ pub fn run_with<S: Server>(
         crate::crash::point("posted");
     }
     lap(&mut report, "send");
-    record(store, &claims, sent, tick, clock, &mut report)?;
+    record(store, &claims, sent, tick, clock, intent, &mut report)?;
     announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "record");
@@ -346,8 +458,55 @@ pub fn run_with<S: Server>(
     Ok(Some(report))
 }
 
-/// Recover, prune, select: what is pending gets polled; delivered turns get followed.
-fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Report) -> Result<Work> {
+/// Whether `ends` concern anything in `file` (`lifecycle::kick`): a watch to poll, or
+/// something waiting for one of their chats (a turn due, a parent turn to follow, a
+/// forward).
+fn concerns_any(file: &JobFile, ends: &[TurnEnd], now: Timestamp, limits: &Limits) -> bool {
+    let waits = |t: &Turn| {
+        kick::concerns_chat(ends, &t.chat)
+            && (turn::is_due(t, now, limits)
+                || turn::forward_due(t)
+                || turn::to_follow(std::slice::from_ref(t), now, limits).len() == 1)
+    };
+    !kick::concern(&file.jobs, &file.kick_chats, ends, now)
+        .poll
+        .is_empty()
+        || file.turns.iter().any(waits)
+}
+
+/// Whether a kicked pass may send what concerns `turn`: it goes to one of the ended turns'
+/// chats, or carries a watch they concern. (Every other pass sends everything due.)
+fn concerned(work: &Work, turn: &Turn) -> bool {
+    let Some((ends, concern)) = &work.concern else {
+        return true;
+    };
+    kick::concerns_chat(ends, &turn.chat)
+        || turn
+            .carries
+            .iter()
+            .any(|b| concern.poll.contains(&b.job_id))
+}
+
+/// Records in `file` the give-ups the pass decided since the last save (said, when a
+/// person hears it: then each line is said once the save is made).
+fn keep_give_ups(file: &mut JobFile, report: &mut Report, now: Timestamp, heard: bool) {
+    let decided = report.unrecorded_give_ups().to_vec();
+    crate::heard::record(file, &decided, now, heard);
+    if heard {
+        report.say(decided.iter().map(GiveUp::line).collect(), false);
+    }
+}
+
+/// Recover, prune, select: what is pending gets polled (in a kicked pass, what the ended
+/// turns concern); delivered turns get followed. A pass a person hears says the give-ups
+/// earlier ticks left unsaid.
+fn prepare(
+    store: &Store,
+    limits: &Limits,
+    clock: &dyn Clock,
+    intent: Intent<'_>,
+    report: &mut Report,
+) -> Result<Work> {
     store.update(|file| {
         let now = clock.now();
         for i in turn::interrupted(&file.turns) {
@@ -371,6 +530,24 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
             .into_iter()
             .filter(|t| !turn::prunable(t, |id| jobs.contains(id)))
             .collect();
+        if intent.heard {
+            let late = crate::heard::say_unsaid(file, now);
+            report.say(late, true);
+        }
+        crate::heard::prune(file, now, limits.keep);
+        // What the ended turns concern; the chats whose turn's end polls watches of
+        // unknown child session are remembered (their later turns do not, while those
+        // watches wait).
+        let mut concern = intent
+            .scope
+            .ends()
+            .map(|ends| kick::concern(&file.jobs, &file.kick_chats, ends, now));
+        let fresh = concern
+            .as_mut()
+            .map(|c| std::mem::take(&mut c.seen))
+            .unwrap_or_default();
+        kick::remember(&mut file.kick_chats, fresh, &file.jobs);
+        keep_give_ups(file, report, now, intent.heard);
         let mut insecure_ok: Vec<String> = file
             .jobs
             .iter()
@@ -379,7 +556,31 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
             .collect();
         insecure_ok.dedup();
         let (jobs, turns) = (&file.jobs, &file.turns);
+        let turn_ended = *intent.scope != Scope::All;
+        let poll = lifecycle::to_poll(jobs)
+            .into_iter()
+            .filter(|job| {
+                concern
+                    .as_ref()
+                    .is_none_or(|c| c.poll.contains(&job.job_id))
+            })
+            .map(|job| {
+                let unknown = concern
+                    .as_ref()
+                    .is_some_and(|c| c.unknown.contains(&job.job_id));
+                ToPoll::of(job, turn_ended, unknown)
+            })
+            .collect();
+        let ends = intent.scope.ends();
+        let follow = turn::to_follow(turns, now, limits)
+            .into_iter()
+            .filter(|t| ends.is_none_or(|ends| kick::concerns_chat(ends, &t.chat)))
+            .cloned()
+            .collect();
         Ok(Work {
+            unsaid: crate::heard::any_unsaid(file),
+            concern: ends.map(<[TurnEnd]>::to_vec).zip(concern),
+            heard: intent.heard,
             insecure_ok,
             settled: lifecycle::settled(jobs, turns),
             only_watching: turns.iter().all(turn::is_settled)
@@ -390,15 +591,10 @@ fn prepare(store: &Store, limits: &Limits, clock: &dyn Clock, report: &mut Repor
             first_prune: jobs
                 .iter()
                 .map(|job| job.updated_at.saturating_add(limits.keep))
+                .chain(crate::heard::first_prune(file, limits.keep))
                 .min(),
-            poll: lifecycle::to_poll(jobs)
-                .into_iter()
-                .map(ToPoll::of)
-                .collect(),
-            follow: turn::to_follow(turns, now, limits)
-                .into_iter()
-                .cloned()
-                .collect(),
+            poll,
+            follow,
         })
     })
 }
@@ -410,7 +606,12 @@ fn render((job, poll): (&ToPoll, Poll)) -> Check {
     match poll {
         Poll::Record(record) if record.is_finished() => {
             let text = render::render_delivery(&job.task_id, &record, job.fork_branch.as_deref());
+            let child_session = record
+                .child_session()
+                .filter(|s| crate::validate::label(s).is_ok())
+                .map(str::to_owned);
             Check::Finished {
+                child_session,
                 text: match &job.stop_line {
                     Some(line) => format!("{text}\n\n{line}"),
                     None => text,
@@ -422,6 +623,7 @@ fn render((job, poll): (&ToPoll, Poll)) -> Check {
         }
         Poll::Record(record) => Check::Running {
             started_at: record.started_at,
+            turn_ended: job.turn_ended,
         },
         Poll::NotFound { detail } => Check::Lost { detail },
         Poll::Failed { error } | Poll::Denied { error } => Check::Failed { error },
@@ -523,14 +725,22 @@ fn decide(
             }
         }
         composed(file, now, tick, report);
+        keep_give_ups(file, report, now, work.heard);
         let turns = turn::deliveries(&file.turns, now, limits)
             .into_iter()
+            .filter(|t| concerned(work, t))
             .map(|t| Due::Turn(t.clone()));
         let forwards = turn::forwards(&file.turns)
             .into_iter()
+            .filter(|t| concerned(work, t))
             .map(|t| Due::Forward(t.clone()));
         let stops = lifecycle::to_stop(&file.jobs)
             .into_iter()
+            .filter(|job| {
+                work.concern
+                    .as_ref()
+                    .is_none_or(|(_, c)| c.poll.contains(&job.job_id))
+            })
             .map(|job| Due::Stop(job.clone()));
         Ok(turns.chain(forwards).chain(stops).collect())
     })
@@ -831,6 +1041,7 @@ fn claim(
     looked: Vec<Looked>,
     tick: &Tick,
     clock: &dyn Clock,
+    intent: Intent<'_>,
     report: &mut Report,
 ) -> Result<Vec<Claim>> {
     let limits = &tick.limits;
@@ -869,6 +1080,7 @@ fn claim(
                 _ => {}
             }
         }
+        keep_give_ups(file, report, now, intent.heard);
         Ok(claims)
     })
 }
@@ -893,6 +1105,7 @@ fn record(
     sent: Vec<TurnEvent>,
     tick: &Tick,
     clock: &dyn Clock,
+    intent: Intent<'_>,
     report: &mut Report,
 ) -> Result<()> {
     let limits = &tick.limits;
@@ -910,6 +1123,7 @@ fn record(
         // A turn a definite no opened again goes on without the jobs cancelled while it
         // was claimed.
         composed(file, now, tick, report);
+        keep_give_ups(file, report, now, intent.heard);
         Ok(())
     })
 }
@@ -1149,6 +1363,7 @@ mod tests {
             &tick,
             &mut Running(Auth::default()),
             &clock,
+            Intent::TIMER,
             &mut |_| {},
         )
         .unwrap()

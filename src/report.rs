@@ -91,8 +91,18 @@ pub struct Report {
     toasts: usize,
     /// The jobs given up in this pass.
     gave_up: Vec<GiveUp>,
-    /// How many of `gave_up` the pass has announced (saved, so a person must hear of them).
-    announced: usize,
+    /// How many of `gave_up` are recorded in the job file (`heard::record`).
+    recorded: usize,
+    /// Lines to say once the save in progress is made: this pass's give-ups, when a
+    /// person hears the tick, and earlier ones nobody heard.
+    to_say: Vec<String>,
+    /// The lines of give-ups earlier ticks decided, nobody heard, and this pass said.
+    said_late: Vec<String>,
+    /// A kicked pass: something the ended turn concerns is still on its way (a child it may
+    /// be still reads running, its parent chat is still busy): worth another look soon.
+    again: bool,
+    /// How many passes this report covers (`absorb`).
+    passes: usize,
     /// Why each task that failed something did, one line (for `-v`).
     reasons: BTreeMap<String, String>,
     /// Event-log lines not yet written.
@@ -101,6 +111,8 @@ pub struct Report {
     timings: Vec<(&'static str, std::time::Duration)>,
     /// The pass did not read the job file: it is as the last tick found it, settled.
     unchanged: bool,
+    /// A kicked pass whose ended turns concern nothing in the job file.
+    unconcerned: bool,
 }
 
 impl Report {
@@ -293,6 +305,19 @@ impl Report {
         self.unchanged
     }
 
+    /// A report of a kicked pass whose ended turns concern nothing in the job file: no
+    /// request, no write.
+    pub fn unconcerned() -> Report {
+        Report {
+            unconcerned: true,
+            ..Report::default()
+        }
+    }
+
+    pub fn is_unconcerned(&self) -> bool {
+        self.unconcerned
+    }
+
     /// Notes how long a phase took.
     pub fn time(&mut self, phase: &'static str, took: std::time::Duration) {
         self.timings.push((phase, took));
@@ -333,12 +358,74 @@ impl Report {
         &self.gave_up
     }
 
-    /// The give-ups recorded since the last call. The pass calls it right after each save,
-    /// so every give-up in the job file is announced even when a later save of the same
-    /// pass fails (and one whose save failed is not: the next tick gives it up again).
-    pub fn take_saved_give_ups(&mut self) -> &[GiveUp] {
-        let from = std::mem::replace(&mut self.announced, self.gave_up.len());
+    /// The give-ups decided since the last call: the pass records them in the job file
+    /// (`heard::record`) in the save that records the decisions.
+    pub fn unrecorded_give_ups(&mut self) -> &[GiveUp] {
+        let from = std::mem::replace(&mut self.recorded, self.gave_up.len());
         &self.gave_up[from..]
+    }
+
+    /// Lines to say once the save in progress is made; `late`: give-ups earlier ticks
+    /// decided and nobody heard.
+    pub fn say(&mut self, lines: Vec<String>, late: bool) {
+        if late {
+            self.said_late.extend(lines.iter().cloned());
+        }
+        self.to_say.extend(lines);
+    }
+
+    /// The lines to say now that the save that recorded them is made. The pass calls it
+    /// right after each save, so every give-up the job file marks said is said even when a
+    /// later save of the same pass fails (and one whose save failed is not: the next tick
+    /// gives it up again, or says it then).
+    pub fn take_to_say(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.to_say)
+    }
+
+    /// The lines of give-ups earlier ticks decided, nobody heard, and this pass said.
+    pub fn said_late(&self) -> &[String] {
+        &self.said_late
+    }
+
+    /// Notes that something the ended turn concerns is still on its way.
+    pub fn look_again(&mut self) {
+        self.again = true;
+    }
+
+    /// Whether a kicked pass found something the ended turn concerns still on its way.
+    pub fn wants_another_look(&self) -> bool {
+        self.again
+    }
+
+    /// Adds what a later pass of the same tick did: counts summed, each task listed once
+    /// per outcome, every give-up and every line said.
+    pub fn absorb(&mut self, later: Report) {
+        for (outcome, n) in later.counts {
+            *self.counts.entry(outcome).or_default() += n;
+        }
+        for (outcome, tasks) in later.entries {
+            let listed = self.entries.entry(outcome).or_default();
+            for task in tasks {
+                if !listed.contains(&task) {
+                    listed.push(task);
+                }
+            }
+        }
+        self.followed += later.followed;
+        self.toasts += later.toasts;
+        self.gave_up.extend(later.gave_up);
+        self.said_late.extend(later.said_late);
+        self.reasons.extend(later.reasons);
+        self.timings.extend(later.timings);
+        self.unchanged &= later.unchanged;
+        self.unconcerned &= later.unconcerned;
+        self.again = later.again;
+        self.passes = self.passes.max(1) + later.passes.max(1);
+    }
+
+    /// How many passes it covers.
+    pub fn passes(&self) -> usize {
+        self.passes.max(1)
     }
 
     /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 failed check, 1 given up`, and,
@@ -417,7 +504,17 @@ impl Report {
             "followed": self.followed,
             "tasks": self.by_name(),
             "failures": self.reasons,
-            "gave_up": self.gave_up,
+            "gave_up": self
+                .gave_up
+                .iter()
+                .map(|g| {
+                    let mut entry = json!(g);
+                    entry["line"] = json!(g.line());
+                    entry
+                })
+                .collect::<Vec<_>>(),
+            "said_late": self.said_late,
+            "passes": self.passes(),
         })
     }
 
@@ -514,7 +611,9 @@ mod tests {
                 "followed",
                 "tasks",
                 "failures",
-                "gave_up"
+                "gave_up",
+                "said_late",
+                "passes"
             ]
         );
     }

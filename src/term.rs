@@ -14,6 +14,29 @@ pub fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// Whether nobody can read stderr: it is `/dev/null` (atc's QwenPaw plugin starts its
+/// cadence's ticks so), or not open at all. A pipe, a file, the journal's socket, a
+/// terminal: somebody may read it.
+pub fn stderr_discarded() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() else {
+            return true;
+        };
+        let Ok(meta) = std::fs::File::from(fd).metadata() else {
+            return true;
+        };
+        meta.file_type().is_char_device()
+            && std::fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == meta.rdev())
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
 /// Writes one line for people to stderr (a warning, a `-v` line, an error). On a
 /// terminal, control characters in it (text from the server) are shown escaped.
 pub fn say(line: &str) {

@@ -600,7 +600,10 @@ fn status_of_one_task_shows_it_in_full() {
         .stdout_contains(format!("{NOWHERE}/api"))
         .run();
     let shown = env.atc(["--json", "status", TASK]).json();
-    assert_eq!(shown, json!({"jobs": [env.job(TASK)], "turns": []}));
+    assert_eq!(
+        shown,
+        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": []})
+    );
     env.atc(["status", "task-unknown"])
         .status(1)
         .stderr_contains("no watch for task-unknown");
@@ -611,7 +614,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
     env.atc(["status"]).stdout("No jobs.\n").no_file();
     env.atc(["--json", "status"])
-        .stdout("{\n  \"jobs\": [],\n  \"turns\": []\n}\n")
+        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": []\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
 }

@@ -275,6 +275,7 @@ fn doctor_passes_every_check_on_a_sound_setup() {
         "✓ timer: the last atc tick that was no kick ran ",
         "✓ watches: 1 task watched, none failing its checks",
         "✓ deliveries: none stuck",
+        "✓ give-ups: none in the last day",
         "✓ tick saves: the last atc tick finished its pass ",
     ] {
         assert!(
@@ -296,7 +297,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 2 of 10 checks failed\n")
+        .stderr("atc: 2 of 11 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -475,7 +476,7 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
         .never_shows("tok-doctor-7")
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 3 of 14 checks failed\n")
+        .stderr("atc: 3 of 15 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);
@@ -553,7 +554,7 @@ fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
         .atc(["doctor"])
         .status(1)
         .stdout_inspected()
-        .stderr("atc: 1 of 13 checks failed\n")
+        .stderr("atc: 1 of 14 checks failed\n")
         .file_unchanged()
         .run();
     let said = stdout(&out);

@@ -168,7 +168,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 18] = [
+const ENVIRONMENT: [(&str, &str); 19] = [
     (
         "ATC_STATE",
         "The job file (--state; state in the config file).",
@@ -225,6 +225,10 @@ const ENVIRONMENT: [(&str, &str); 18] = [
         "0 (or false, no, off) turns auto-watch off: atc's QwenPaw plugin then no longer watches, by itself, the background tasks a turn's submit_to_agent started (watch --origin auto does nothing). It beats the config file's auto-watch (atc config set auto-watch false); it is read where atc runs, so set it in the QwenPaw server's environment. Default: on.",
     ),
     (
+        "ATC_KICK",
+        "tick --kicked: the QwenPaw turns that ended, as a JSON list of {agent_id, session_id, user_id, channel} (atc's plugin sets it in the kicked tick's environment alone); the tick looks only at what they concern. Unset: every watch.",
+    ),
+    (
         "XDG_STATE_HOME",
         "The default job file is $XDG_STATE_HOME/atc/jobs.json.",
     ),
@@ -234,7 +238,7 @@ const ENVIRONMENT: [(&str, &str); 18] = [
     ),
 ];
 
-const FILES: [(&str, &str); 6] = [
+const FILES: [(&str, &str); 7] = [
     (
         "~/.config/atc/config.toml",
         "The config file ($XDG_CONFIG_HOME/atc/config.toml, or ATC_CONFIG): key = value lines named like the flags (max-age = \"3d\"), read by every command, so the timer's ticks and the QwenPaw plugin's kicks use the same settings. Never tokens. atc config show lists every key with its value and source; atc config set KEY VALUE checks and writes one (0600). An unknown key or a bad value is refused by every command (exit 78), naming the file and the key.",
@@ -250,6 +254,10 @@ const FILES: [(&str, &str); 6] = [
     (
         "jobs.json.lock, jobs.json.tick.lock",
         "Locks: one writer at a time, one tick at a time. The tick lock also holds the time of the last tick (atc doctor reads it).",
+    ),
+    (
+        "jobs.json.tick.again",
+        "The mark a kicked tick (or atc's plugin) leaves a running tick: the turns that ended meanwhile, one JSON line each (mode 0600: they name sessions). The running tick takes it and makes one more pass for them.",
     ),
     (
         "~/.config/atc/env",

@@ -133,7 +133,9 @@ pub enum Command {
     ///
     /// The list shows each job's task, status, age, agent → session and what is happening to
     /// it; `atc status TASK_ID` shows one job in full, with the start of its result text.
-    /// With --json: {"jobs": [...]}, the records as they are in the job file.
+    /// A status marked * was given up by a tick nobody heard (a QwenPaw kick): the next
+    /// `atc tick` says why. With --json: {"jobs": [...], "turns": [...], "give_ups":
+    /// [...]}, the records as they are in the job file.
     Status(StatusArgs),
     /// Stop watching a task (the child task keeps running)
     ///
@@ -152,9 +154,11 @@ pub enum Command {
     /// outcome is unknown is settled by reading the parent chat back: found, it is done;
     /// absent from an idle chat, it is posted again with the same delivery id. A watch
     /// that ends without an answer (lost, expired, abandoned) posts one notice instead.
-    /// A second tick started while one runs exits at once. Silent on success; -v prints a
-    /// summary line, --json a report. Exits 0 whenever the pass ran: the jobs' fates are in
-    /// the job file (atc status).
+    /// A second tick started while one runs exits at once. Silent on success; each
+    /// give-up gets one line on stderr, once; a tick nobody hears (--kicked, or stderr to
+    /// /dev/null) leaves its give-ups unsaid in the job file, and the next tick says them.
+    /// -v prints a summary line, --json one report of every pass (with "passes"). Exits 0
+    /// whenever the pass ran: the jobs' fates are in the job file (atc status).
     Tick(TickArgs),
     /// Try a given-up delivery again: undelivered, unconfirmed, misrouted or error
     ///
@@ -174,7 +178,8 @@ pub enum Command {
     /// One line per check, ✓ or ✗, each ✗ with what to do. Starts from "nothing arrived":
     /// where the base URL comes from, whether the server answers, whether it wants a token
     /// and takes this one, whether the agents the watches name exist, whether the job file
-    /// is sound and private, and whether a tick has run lately. Exit status 0 when all is
+    /// is sound and private, and whether a tick has run lately; then the give-ups of the
+    /// last day, marking those no tick has said to a person yet. Exit status 0 when all is
     /// well, 1 otherwise; --json for scripts.
     Doctor,
     /// Show what happened to the watches, from the event log beside the job file
@@ -705,9 +710,12 @@ pub struct TickArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub turn_timeout: Option<Duration>,
 
-    /// Started because a QwenPaw turn just ended (atc's plugin does this): a task still
-    /// reading running, or a parent still busy, is looked at again for up to 2 s; when
-    /// another tick is running, leave it a mark to make one more pass instead
+    /// Started because a QwenPaw turn just ended (atc's plugin does this, naming the turn
+    /// in ATC_KICK): only the watches that turn may concern are polled, and only what
+    /// waits for its chat is delivered (without ATC_KICK, everything); a task still reading
+    /// running, or a parent still busy, is looked at again for up to 2 s; when another
+    /// tick is running, leave it a mark to make one more pass instead. Nobody reads its
+    /// stderr: its give-ups are left for the next tick to say
     #[arg(long)]
     pub kicked: bool,
     /// One result per parent turn: do not gather everything due for a chat into one turn

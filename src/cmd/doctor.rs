@@ -109,7 +109,10 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
             .iter()
             .map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix}))
             .collect();
-        print_json(&json!({"ok": failed == 0, "checks": listed, "last_tick_at": last_tick}))?;
+        let give_ups = crate::heard::recent(&file, Timestamp::now());
+        print_json(
+            &json!({"ok": failed == 0, "checks": listed, "last_tick_at": last_tick, "give_ups": give_ups}),
+        )?;
     } else if !out.quiet || failed > 0 {
         let mut text = String::new();
         for c in &checks {
@@ -465,7 +468,34 @@ fn watches(
     }
     checks.extend(failing(jobs, &dead));
     checks.push(stuck(file));
+    checks.push(give_ups(file, Timestamp::now()));
     checks.push(last_pass(store, heartbeat));
+}
+
+/// The give-ups of the last day, each with its line, the ones no tick has said to a
+/// person marked (`heard`). Always ✓: what is still stuck, `deliveries` says.
+fn give_ups(file: &JobFile, now: Timestamp) -> Check {
+    let recent = crate::heard::recent(file, now);
+    if recent.is_empty() {
+        return ok("give-ups", "none in the last day".to_owned());
+    }
+    let unsaid = recent.iter().filter(|r| r.is_unsaid()).count();
+    let mut detail = format!("{} in the last day", recent.len());
+    if unsaid > 0 {
+        detail.push_str(&format!(
+            ", {unsaid} not yet said by a tick a person hears (decided by a QwenPaw kick, or a tick whose stderr goes to /dev/null; the next `atc tick` says {})",
+            if unsaid == 1 { "it" } else { "them" }
+        ));
+    }
+    for r in recent {
+        detail.push_str(&format!(
+            "\n  {} ago{}: {}",
+            age(r.at.elapsed_at(now)),
+            if r.is_unsaid() { " (not yet said)" } else { "" },
+            r.line
+        ));
+    }
+    ok("give-ups", detail)
 }
 
 /// A live watch: a tick still has something to do for it.

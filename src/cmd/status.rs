@@ -35,7 +35,10 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         };
         if out.json {
             let turns = turns_of(&file, &[job]);
-            crate::cmd::print_json(&json!({ "jobs": [job], "turns": turns }))?;
+            let give_ups = give_ups_of(&file, &[job]);
+            crate::cmd::print_json(
+                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups }),
+            )?;
         } else {
             crate::cmd::emit(&full(job, &file, now))?;
         }
@@ -51,12 +54,21 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     }
     if out.json {
         let turns = turns_of(&file, &jobs);
-        return crate::cmd::print_json(&json!({ "jobs": jobs, "turns": turns }));
+        let give_ups = give_ups_of(&file, &jobs);
+        return crate::cmd::print_json(
+            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups }),
+        );
     }
     if jobs.is_empty() {
         return crate::cmd::emit("No jobs.\n");
     }
     let mut text = table(&jobs, &file, now, crate::term::stdout_width());
+    if jobs
+        .iter()
+        .any(|job| crate::heard::unsaid_for(&file, &job.task_id).is_some())
+    {
+        let _ = writeln!(text, "{UNSAID_NOTE}");
+    }
     if jobs.len() < total {
         let _ = writeln!(
             text,
@@ -65,6 +77,17 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         );
     }
     crate::cmd::emit(&text)
+}
+
+/// Under a list that marks a status with `*`.
+const UNSAID_NOTE: &str = "* given up by a tick nobody heard (a QwenPaw kick, or a tick whose stderr goes to /dev/null): the next `atc tick` says why; `atc status TASK` shows it now";
+
+/// The give-ups that name `jobs`, in the file's order.
+fn give_ups_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<&'a crate::heard::GiveUpRecord> {
+    file.give_ups
+        .iter()
+        .filter(|r| jobs.iter().any(|j| r.names(&j.task_id)))
+        .collect()
 }
 
 /// The turns that carry (or carried) a block of `jobs`, in the file's order.
@@ -125,7 +148,11 @@ fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) ->
         .iter()
         .map(|job| Row {
             task: job.task_id.clone(),
-            status: job.status.to_string(),
+            // `*`: given up by a tick nobody heard (the note under the list says so).
+            status: match crate::heard::unsaid_for(file, &job.task_id) {
+                Some(_) => format!("{}*", job.status),
+                None => job.status.to_string(),
+            },
             age: age(job.registered_at.elapsed_at(now)),
             group: travels_in(job),
             chat: format!("{} → {}", job.target.agent_id, job.target.session_id),
@@ -255,6 +282,15 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
     }
     if let Some(note) = explain(job, turn) {
         field("note", note);
+    }
+    if let Some(unsaid) = crate::heard::unsaid_for(file, &job.task_id) {
+        field(
+            "not yet said",
+            format!(
+                "given up at {} by a tick nobody heard (a QwenPaw kick, or stderr to /dev/null); the next `atc tick` says: {}",
+                unsaid.at, unsaid.line
+            ),
+        );
     }
     field("job", job.job_id.clone());
     if let Some(how) = crate::describe::origin_note(job.origin) {

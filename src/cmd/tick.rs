@@ -1,16 +1,32 @@
 //! `atc tick`: run one pass (`pass`) and report it. Silent while nothing is given up
-//! (cron mails any output); a job the pass gave up on gets one line on stderr, always
-//! (that is what reaches a person: cron's mail, the journal); `-v` on stderr each failed
-//! task with why, then one summary line; `-vv` also the task ids per outcome; `--json`
-//! one object.
+//! (cron mails any output); a job the pass gave up on gets one line on stderr (that is
+//! what reaches a person: cron's mail, the journal); `-v` on stderr each failed task with
+//! why, then one summary line; `-vv` also the task ids per outcome; `--json` one object
+//! for every pass together.
+//!
+//! **Who hears a give-up.** A tick a person can hear (not `--kicked`, its stderr not
+//! `/dev/null`) says each give-up once, as soon as the save that records it is made, and
+//! then the ones earlier ticks left unsaid. A tick nobody hears (atc's QwenPaw plugin
+//! starts its kicks and its cadence's ticks with stderr to `/dev/null`) says nothing: its
+//! give-ups are marked unsaid in the job file (`heard`), its `--json` lists them with
+//! their `line` (the plugin writes those into QwenPaw's log), and the next tick a person
+//! hears says them.
+//!
+//! **What a kicked tick looks at.** The plugin's hook hands it the turn that ended in the
+//! environment ([`KICK_ENV`], a JSON list of `{agent_id, session_id, user_id, channel}`;
+//! never on the command line, which other users' `ps` shows, and never in a log): the
+//! pass polls only the watches that turn may concern and delivers what waits for its
+//! chat (`lifecycle::kick`); a turn's end that concerns nothing costs no request. Without
+//! it (an older plugin) the pass looks at everything, as before.
 //!
 //! Two things make a tick run more than one pass, both bounded:
 //! - a mark (`<job file>.tick.again`) left by a kicked tick, or atc's QwenPaw plugin, that
-//!   found this tick running: one more pass after this one, so no turn's end is lost to
-//!   the tick lock;
-//! - `--kicked`: QwenPaw runs the plugin's end-of-turn hook a few ms *before* the task
-//!   record says `finished` (and before the chat is idle), so a task still reading
-//!   `running`, or a parent still busy, is looked at again for up to [`KICK_WINDOW`].
+//!   found this tick running, holding the turns that ended: one more pass after this one
+//!   for what they concern, so no turn's end is lost to the tick lock;
+//! - a turn's end: QwenPaw runs the plugin's hook a few ms *before* the task record says
+//!   `finished` (and before the chat is idle), so a kicked pass first waits [`SETTLE`],
+//!   and then, while a child the ended turn may be still reads `running` or its chat is
+//!   still busy, looks again, for up to [`KICK_WINDOW`] (only at what the turn concerns).
 
 use std::time::{Duration, Instant};
 
@@ -18,14 +34,25 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cmd::print_json;
-use crate::pass;
-use crate::report::{GiveUp, LogEntry, Outcome, Report};
+use crate::lifecycle::kick::Ended;
+use crate::pass::{self, Intent, Scope};
+use crate::report::{LogEntry, Outcome, Report};
 use crate::settings::{Output, Tick};
 use crate::state::Store;
 use crate::time::Timestamp;
 
+/// The variable the plugin's hook hands a kicked tick the turns that ended in: a JSON
+/// list of `{"agent_id", "session_id", "user_id", "channel"}` (`lifecycle::kick::Ended`).
+/// Read only by `atc tick --kicked`; an empty list: the turns are in the mark (the
+/// plugin's kick for a mark its own tick left behind).
+pub const KICK_ENV: &str = "ATC_KICK";
+
 /// How long a kicked tick keeps looking at a task that just ended but still reads running.
 pub const KICK_WINDOW: Duration = Duration::from_secs(2);
+/// How long a kicked tick waits before it first looks at what a turn's end concerns: the
+/// record says `finished` 5–10 ms after the hook ran (contract §13); one look after this
+/// usually sees it, where one at once usually sees `running`.
+pub const SETTLE: Duration = Duration::from_millis(100);
 /// The pauses between a kicked tick's passes (they add up to less than the window).
 static KICK_PAUSES: [Duration; 4] = [
     Duration::from_millis(100),
@@ -38,18 +65,29 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
     let store = Store::new(tick.state.value.clone());
     // A give-up reaches a person (cron's mail, the journal) whatever else was asked for,
     // once, as soon as it is saved: a later save of the pass may yet fail.
-    let heard = &mut |gave_up: &GiveUp| crate::term::say(&gave_up.line());
+    let heard = !tick.kicked && !crate::term::stderr_discarded();
+    let kick = tick.kicked.then(|| match std::env::var(KICK_ENV) {
+        Ok(text) => Ended::from_kick(&text),
+        // An older plugin (or a person): a turn ended, not known which.
+        Err(_) => Ended::Unknown,
+    });
+    let mut say = |line: &str| crate::term::say(line);
     let mut shown = |report: &Report| show(report, out);
     let reports = passes(
         &store,
-        tick,
-        &mut |heard| pass::run(&store, tick, heard),
-        &mut RealWindow::new(),
+        kick,
         heard,
+        &mut |intent, say| pass::run(&store, tick, intent, say),
+        &mut RealWindow::new(),
+        &mut say,
         &mut shown,
     )?;
-    match reports.last() {
-        Some(report) if out.json => print_json(&with_passes(report.to_json(), reports.len())),
+    let merged = reports.into_iter().reduce(|mut all, later| {
+        all.absorb(later);
+        all
+    });
+    match merged {
+        Some(report) if out.json => print_json(&report.to_json()),
         Some(_) => Ok(()),
         None => {
             if out.verbose > 0 {
@@ -79,6 +117,9 @@ pub trait Window {
     fn restart(&mut self);
     /// Waits for the next look, if the window allows one more.
     fn pause(&mut self, store: &Store) -> bool;
+    /// Waits [`SETTLE`] before a first look at what a turn's end concerns (the pass calls
+    /// it once it knows the turn concerns something).
+    fn settle(&self, store: &Store);
 }
 
 /// [`Window`] on the wall clock.
@@ -120,38 +161,77 @@ impl Window for RealWindow {
             None => false,
         }
     }
+
+    fn settle(&self, store: &Store) {
+        pause_unless_marked(store, SETTLE);
+    }
 }
 
-/// One pass (`pass::run`, or the simulation's `pass::run_with`), telling each give-up it
-/// saved to the callback it is given. `None`: another tick holds the tick lock.
-pub type Pass<'a> = dyn FnMut(&mut dyn FnMut(&GiveUp)) -> Result<Option<Report>> + 'a;
+/// One pass (`pass::run`, or the simulation's `pass::run_with`), as `intent` asks, saying
+/// each give-up line a person must hear to the callback it is given. `None`: another
+/// tick holds the tick lock.
+pub type Pass<'a> = dyn FnMut(Intent<'_>, &mut dyn FnMut(&str)) -> Result<Option<Report>> + 'a;
+
+/// What a pass serving these ended turns looks at (`None`: no turn ended, the timer's).
+fn scope_of(ended: &Option<Ended>) -> Scope {
+    match ended {
+        None => Scope::All,
+        Some(Ended::Unknown) => Scope::AnyTurn,
+        Some(Ended::Known(ends)) => Scope::Turns(ends.clone()),
+    }
+}
 
 /// The passes of one `atc tick`: one, then one more for each mark a kicked tick (or the
-/// plugin) left meanwhile, and, for a kicked tick, looks again while a task still reads
-/// running or a parent is still busy, within the `window`. `pass` runs one pass (`None`:
-/// another tick holds the tick lock); `shown` gets each pass's report. Returns the
-/// reports, in order (none: another tick was running, and took this one's mark).
+/// plugin) left meanwhile, and, for turns that ended, looks again while what they concern
+/// is still on its way, within the `window`. `kick`: the turns a kicked tick was started
+/// for (`None`: not kicked). `heard`: a person reads the tick's stderr. `pass` runs one
+/// pass (`None`: another tick holds the tick lock); `say` gets each line a person hears;
+/// `shown` gets each pass's report. Returns the reports, in order (none: another tick was
+/// running, and took this one's mark).
 pub fn passes(
     store: &Store,
-    tick: &Tick,
+    kick: Option<Ended>,
+    heard: bool,
     pass: &mut Pass<'_>,
     window: &mut dyn Window,
-    heard: &mut dyn FnMut(&GiveUp),
+    say: &mut dyn FnMut(&str),
     shown: &mut dyn FnMut(&Report) -> Result<()>,
 ) -> Result<Vec<Report>> {
+    let mut ended = kick;
+    // Turns that ended while a tick ran and that it let go without taking: the plugin
+    // starts a kick for them (an empty list), and any kick that knows its turn takes them.
+    if matches!(ended, Some(Ended::Known(_)))
+        && let Some(text) = store.take_tick_again()
+    {
+        ended = ended.map(|e| e.join(Ended::from_mark(&text)));
+    }
+    let mut scope = scope_of(&ended);
     let mut reports = Vec::new();
-    // A mark means a turn just ended too: from then on this tick looks as a kicked one.
-    let mut kicked = tick.kicked;
     let mut marked = false;
+    let mut fresh = true;
     loop {
-        let Some(report) = pass(heard)? else {
-            if reports.is_empty() && tick.kicked && !leave_mark(store)? {
+        let settle = || window.settle(store);
+        let intent = Intent {
+            scope: &scope,
+            heard,
+            // Only a pass for turns new to this tick waits (the window's looks do not).
+            settle: fresh.then_some(&settle as &dyn Fn()),
+        };
+        fresh = false;
+        let Some(report) = pass(intent, say)? else {
+            if reports.is_empty()
+                && let Some(mine) = &ended
+                && let Some(all) = leave_mark(store, mine)?
+            {
                 // The running tick let go meanwhile: this one runs after all.
+                ended = Some(all);
+                scope = scope_of(&ended);
+                fresh = true;
                 continue;
             }
             break;
         };
-        if kicked {
+        if ended.is_some() && !report.is_unconcerned() {
             let why = if marked {
                 "another turn ended meanwhile: a mark".to_owned()
             } else if reports.is_empty() {
@@ -159,20 +239,30 @@ pub fn passes(
             } else {
                 format!("pass {}", reports.len() + 1)
             };
-            marked = false;
             store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
         }
-        let waiting = still_waiting(&report);
+        marked = false;
+        let waiting = match scope {
+            Scope::All => false,
+            Scope::AnyTurn => still_waiting(&report),
+            Scope::Turns(_) => report.wants_another_look(),
+        };
         shown(&report)?;
         reports.push(report);
-        if store.take_tick_again() {
-            // A fresh window for the turn that left the mark.
-            kicked = true;
+        if let Some(text) = store.take_tick_again() {
+            // A fresh window for the turns that left the mark.
+            let more = Ended::from_mark(&text);
+            ended = Some(match ended {
+                Some(mine) => mine.join(more),
+                None => more,
+            });
+            scope = scope_of(&ended);
             marked = true;
+            fresh = true;
             window.restart();
             continue;
         }
-        if kicked && waiting && window.pause(store) {
+        if waiting && window.pause(store) {
             continue;
         }
         break;
@@ -180,18 +270,19 @@ pub fn passes(
     Ok(reports)
 }
 
-/// A kicked tick that found another tick running leaves it the mark, then tries the lock
-/// once more: a tick that let go after the mark was written has seen it or will (it looks
-/// after letting go), and one that let go before may have missed it. Returns false when
-/// the lock is free now (the caller runs the pass itself, and takes the mark).
-fn leave_mark(store: &Store) -> Result<bool> {
-    store.mark_tick_again()?;
+/// A kicked tick that found another tick running leaves it the mark (the turns it was
+/// started for), then tries the lock once more: a tick that let go after the mark was
+/// written has seen it or will (it looks after letting go), and one that let go before may
+/// have missed it. Returns the turns to serve when the lock is free now (the caller runs
+/// the pass itself: its own and any others the mark held).
+fn leave_mark(store: &Store, ended: &Ended) -> Result<Option<Ended>> {
+    store.mark_tick_again(&ended.to_mark())?;
     match store.try_lock_tick()? {
-        Some(_free) => {
-            store.take_tick_again();
-            Ok(false)
-        }
-        None => Ok(true),
+        Some(_free) => Ok(Some(match store.take_tick_again() {
+            Some(text) => ended.clone().join(Ended::from_mark(&text)),
+            None => ended.clone(),
+        })),
+        None => Ok(None),
     }
 }
 
@@ -205,16 +296,9 @@ fn pause_unless_marked(store: &Store, pause: Duration) {
 }
 
 /// A task still reading running, or a delivery held by a busy parent: what a turn that
-/// just ended changes within a moment.
+/// just ended changes within a moment (a kick that does not say which turn it was).
 fn still_waiting(report: &Report) -> bool {
     report.count(Outcome::Running) > 0 || report.count(Outcome::Busy) > 0
-}
-
-fn with_passes(mut report: serde_json::Value, passes: usize) -> serde_json::Value {
-    if passes > 1 {
-        report["passes"] = json!(passes);
-    }
-    report
 }
 
 fn show(report: &Report, out: Output) -> Result<()> {
@@ -232,6 +316,12 @@ fn show(report: &Report, out: Output) -> Result<()> {
     if out.verbose > 0 && report.is_unchanged() {
         crate::term::say(
             "tick: nothing to do: every watch has ended and the job file is as the last tick found it",
+        );
+        return Ok(());
+    }
+    if out.verbose > 0 && report.is_unconcerned() {
+        crate::term::say(
+            "tick: nothing to do: the QwenPaw turn that ended concerns no watch and no waiting parent",
         );
         return Ok(());
     }

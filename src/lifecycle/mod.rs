@@ -19,6 +19,7 @@
 //! ([`to_poll`], [`to_stop`]), which ended jobs are pruned ([`prunable`]); and, in
 //! `register`, what `watch` does with the records the file already holds.
 
+pub mod kick;
 mod register;
 
 use std::time::Duration;
@@ -36,8 +37,14 @@ pub use register::{
 /// What one poll of the task saw, with a finished result already rendered.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Check {
-    /// 200 with a non-terminal status.
-    Running { started_at: Option<Timestamp> },
+    /// 200 with a non-terminal status. `turn_ended`: polled right after a QwenPaw turn
+    /// ended that may be this child's (a kick). The record says `finished` a few ms after
+    /// the hook runs, so `running` may be stale: nothing is decided on time then (no
+    /// check-in, no stop, no expiry); the next poll does that.
+    Running {
+        started_at: Option<Timestamp>,
+        turn_ended: bool,
+    },
     /// 200 with a terminal status; `text` is what its block carries.
     Finished {
         text: String,
@@ -45,6 +52,8 @@ pub enum Check {
         outcome: TaskOutcome,
         /// The child's final answer is empty.
         empty: bool,
+        /// The child's own session, when the record names it (`result.session_id`).
+        child_session: Option<String>,
     },
     /// QwenPaw's 404 for the task: the server has no record of it.
     Lost { detail: String },
@@ -193,7 +202,10 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
     match check {
         // Still running: only what changed is recorded (the first sight of it, the end of
         // a run of strikes), so a tick over running tasks rewrites nothing.
-        Check::Running { started_at } => {
+        Check::Running {
+            started_at,
+            turn_ended,
+        } => {
             next.strikes = 0;
             next.last_error = None;
             next.started_at = next.started_at.or(started_at).or(Some(now));
@@ -204,6 +216,9 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
                 next.updated_at = job.updated_at;
             }
             outcomes.push(Outcome::Running);
+            if turn_ended {
+                return Transition::to(next, outcomes);
+            }
             if stop_due(&next, now) {
                 next.stop_asked_at = Some(now);
                 next.updated_at = now;
@@ -223,7 +238,9 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             started_at,
             outcome,
             empty,
+            child_session,
         } => {
+            next.child_session = next.child_session.or(child_session);
             next.strikes = 0;
             next.last_error = None;
             next.started_at = started_at.or(next.started_at);

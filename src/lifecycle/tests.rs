@@ -71,6 +71,7 @@ fn apply(job: &Job, event: Event, now: Timestamp) -> Transition {
 fn running() -> Check {
     Check::Running {
         started_at: Some(t(1)),
+        turn_ended: false,
     }
 }
 
@@ -80,6 +81,7 @@ fn finished() -> Check {
         started_at: None,
         outcome: TaskOutcome::Completed,
         empty: false,
+        child_session: None,
     }
 }
 
@@ -575,7 +577,10 @@ fn polls_update_the_record() {
     quiet.started_at = None;
     let first = apply(
         &quiet,
-        Event::Polled(Check::Running { started_at: None }),
+        Event::Polled(Check::Running {
+            started_at: None,
+            turn_ended: false,
+        }),
         t(7),
     )
     .job;
@@ -659,6 +664,7 @@ fn an_empty_answer_is_skipped_only_when_asked_and_only_on_success() {
                 started_at: None,
                 outcome,
                 empty: true,
+                child_session: None,
             }),
             t(5),
         )
@@ -1459,4 +1465,55 @@ fn check_in_rows() {
         Some(at(21)),
         "a period after the last one"
     );
+}
+
+/// Issue 27: a poll right after a turn's end that may be the child's (a kick) may read a
+/// stale `running` (QwenPaw runs the hook a few ms before the record says `finished`), so
+/// it decides nothing on time: no check-in, no stop, no expiry. A later poll does.
+#[test]
+fn a_poll_right_after_a_turn_ended_decides_nothing_on_time() {
+    let mut due = checking_in();
+    due.options.stop_after_secs = Some(5);
+    due.child_session = Some("c-child".into());
+    let kicked = Check::Running {
+        started_at: Some(t(1)),
+        turn_ended: true,
+    };
+    // Past the check-in, the stop and --max-age (3600 s after registration).
+    let late = t(4000);
+    let after = apply(&due, Event::Polled(kicked), late);
+    assert_eq!(after.outcomes, [Outcome::Polled, Outcome::Running]);
+    assert_eq!(after.job, due, "nothing changed");
+    let timer = apply(&due, Event::Polled(running()), late);
+    assert_eq!(
+        timer.outcomes,
+        [
+            Outcome::Polled,
+            Outcome::Running,
+            Outcome::StopDue,
+            Outcome::CheckInDue,
+            Outcome::Expired,
+            Outcome::Noticed
+        ],
+        "the timer's poll decides them"
+    );
+}
+
+/// A finished record names the child's session (`result.session_id`): recorded when the
+/// watch did not know it, never replacing one it knew.
+#[test]
+fn a_finished_record_names_the_childs_session() {
+    let finished_in = |session: &str| Check::Finished {
+        text: "T".into(),
+        started_at: None,
+        outcome: TaskOutcome::Completed,
+        empty: false,
+        child_session: Some(session.into()),
+    };
+    let learned = apply(&pending(), Event::Polled(finished_in("c-9")), t(5)).job;
+    assert_eq!(learned.child_session.as_deref(), Some("c-9"));
+    let mut known = pending();
+    known.child_session = Some("c-1".into());
+    let kept = apply(&known, Event::Polled(finished_in("c-9")), t(5)).job;
+    assert_eq!(kept.child_session.as_deref(), Some("c-1"));
 }

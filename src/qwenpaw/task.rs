@@ -47,6 +47,12 @@ impl TaskRecord {
         }
     }
 
+    /// The child's own session, as a completed record names it (`result.session_id`;
+    /// failed, timed-out and cancelled results have none).
+    pub fn child_session(&self) -> Option<&str> {
+        self.payload.get("result")?.get("session_id")?.as_str()
+    }
+
     /// `result.status` of a finished record (`completed`, `failed`…), if it has one.
     pub fn result_status(&self) -> Option<&str> {
         self.payload.get("result")?.get("status")?.as_str()

@@ -34,6 +34,13 @@ pub struct JobFile {
     /// The turns: one POST into one parent chat each, carrying the jobs' blocks.
     #[serde(default)]
     pub turns: Vec<Turn>,
+    /// Every give-up of the last `--keep`, and whether a person has heard it (`heard`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub give_ups: Vec<crate::heard::GiveUpRecord>,
+    /// The chats whose turn's end kicks polled watches of unknown child session for
+    /// (`lifecycle::kick`): their later turns do not concern those watches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kick_chats: Vec<crate::lifecycle::kick::ChatSeen>,
 }
 
 impl JobFile {
@@ -162,15 +169,51 @@ impl Store {
         lock::sidecar(&self.path, "tick.again")
     }
 
-    /// Leaves the mark (created 0600, the user's own, like every sidecar).
-    pub fn mark_tick_again(&self) -> Result<()> {
+    /// Leaves the mark (created 0600, the user's own, like every sidecar), adding `lines`:
+    /// the turns that ended, one a line (`lifecycle::kick::Ended::to_mark`; the mark holds
+    /// session ids, like the job file). A mark taken while the lines went in (renamed away
+    /// by [`Store::take_tick_again`]) may have missed them: they go into a new one, so a
+    /// turn's end is never lost to that race (at worst the running tick reads it twice).
+    pub fn mark_tick_again(&self, lines: &str) -> Result<()> {
+        use std::io::Write;
         self.ensure_dir()?;
-        guard::open_to_write(&self.tick_again_path(), Role::Lock, Access::ReadWrite).map(drop)
+        let path = self.tick_again_path();
+        for _ in 0..3 {
+            let mut file = guard::open_to_write(&path, Role::Lock, Access::Append)?;
+            file.write_all(lines.as_bytes()).map_err(|err| {
+                Failure::new(
+                    Exit::StateUnwritable,
+                    format!("cannot write the mark {}: {err}", path.display()),
+                )
+            })?;
+            let written = file.metadata().ok().map(|m| Fingerprint::of(&m).ino);
+            let there = fs::symlink_metadata(&path)
+                .ok()
+                .map(|m| Fingerprint::of(&m).ino);
+            if written.is_some() && written == there {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
-    /// Takes the mark: true when one was left.
-    pub fn take_tick_again(&self) -> bool {
-        fs::remove_file(self.tick_again_path()).is_ok()
+    /// Takes the mark: what it holds (the ended turns, one a line; empty from an older
+    /// plugin or atc), or `None` when none was left. It is renamed away first, so a line
+    /// added meanwhile goes into a new mark ([`Store::mark_tick_again`]). A mark atc would
+    /// not trust (a link, another user's) is removed and taken as empty: a turn ended.
+    pub fn take_tick_again(&self) -> Option<String> {
+        let path = self.tick_again_path();
+        let taken = lock::sidecar(
+            &self.path,
+            &format!("tick.again.taken-{}", std::process::id()),
+        );
+        fs::rename(&path, &taken).ok()?;
+        let mut text = String::new();
+        if let Ok(Some(mut opened)) = guard::open(&taken, Role::Lock, Access::Read) {
+            let _ = opened.file.read_to_string(&mut text);
+        }
+        let _ = fs::remove_file(&taken);
+        Some(text)
     }
 
     /// The single-flight lock of a tick, if no other tick holds it. Held until dropped.
@@ -192,6 +235,18 @@ impl Store {
             }
             Source::Disk(_) | Source::Nothing => Ok(file),
         }
+    }
+
+    /// Lets `see` look at the file as it is now, without locking or copying it (parsed
+    /// only when it changed since this process last read it, and kept: a locked update
+    /// right after does not parse it again).
+    pub fn peek<R>(&self, see: impl FnOnce(&JobFile) -> R) -> Result<R> {
+        let (file, _, from) = self.read()?;
+        let seen = see(&file);
+        if let Source::Cache(print) | Source::Disk(Some(print)) = from {
+            *self.known() = Some((print, file));
+        }
+        Ok(seen)
     }
 
     /// Lets `see` look at the file as this process last read or wrote it, if it is still
@@ -216,8 +271,7 @@ impl Store {
             return Ok((
                 JobFile {
                     version: VERSION,
-                    jobs: Vec::new(),
-                    turns: Vec::new(),
+                    ..JobFile::default()
                 },
                 None,
                 Source::Nothing,
@@ -269,7 +323,12 @@ impl Store {
         let mut file = original.clone();
         let result = change(&mut file);
         let changed = match from {
-            Source::Nothing => !file.jobs.is_empty() || !file.turns.is_empty(),
+            Source::Nothing => {
+                file != JobFile {
+                    version: VERSION,
+                    ..JobFile::default()
+                }
+            }
             _ => result.is_ok() && file != original,
         };
         // The original goes (back) into the cache: what is on disk is still it.
@@ -444,6 +503,7 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
             version: VERSION,
             jobs,
             turns,
+            ..JobFile::default()
         })?);
     }
     if let Some(serde_json::Value::Array(turns)) = value.get("turns") {
@@ -610,6 +670,29 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             }
         }
     }
+    for (i, record) in file.give_ups.iter().enumerate() {
+        let bad = |field: &str, why: String| -> Problem {
+            format!("has a bad {field} in give-up {} of give_ups: {why}", i + 1).into()
+        };
+        for task in std::iter::once(&record.task_id).chain(&record.with) {
+            validate::task_id(task).map_err(|why| bad("task_id", why))?;
+        }
+        // The line goes to a person's stderr as it is: no control characters.
+        if record.line.chars().any(char::is_control) || record.line.len() > 64 * 1024 {
+            return Err(bad("line", "control characters or over 64 KiB".to_owned()));
+        }
+        for at in std::iter::once(record.at).chain(record.said_at) {
+            validate::timestamp(at).map_err(|why| bad("timestamp", why))?;
+        }
+    }
+    for (i, chat) in file.kick_chats.iter().enumerate() {
+        let bad = |field: &str, why: String| -> Problem {
+            format!("has a bad {field} in chat {} of kick_chats: {why}", i + 1).into()
+        };
+        validate::label(&chat.agent_id).map_err(|why| bad("agent_id", why))?;
+        validate::label(&chat.session_id).map_err(|why| bad("session_id", why))?;
+        validate::timestamp(chat.at).map_err(|why| bad("at", why))?;
+    }
     Ok(file)
 }
 
@@ -746,7 +829,7 @@ mod tests {
             serde_json::to_vec(&JobFile {
                 version: VERSION,
                 jobs,
-                turns: Vec::new(),
+                ..JobFile::default()
             })
             .unwrap()
         };

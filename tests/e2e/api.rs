@@ -142,6 +142,19 @@ impl Api {
         self.finish(req.send(body.to_string()), &format!("POST {url}"))
     }
 
+    /// DELETE `<root><path>` (a chat: `/api/chats/<uuid>`, with the agent's header).
+    pub fn delete(&self, path: &str, agent: Option<&str>) -> R<Resp> {
+        let url = format!("{}{path}", self.root);
+        let mut req = self.agent.delete(&url);
+        if let Some(a) = agent {
+            req = req.header("X-Agent-Id", a);
+        }
+        if let Some(t) = &self.token {
+            req = req.header("X-QwenPaw-Runtime-Token", t);
+        }
+        self.finish(req.call(), &format!("DELETE {url}"))
+    }
+
     pub fn submit_body(session: &str, user: &str, text: &str, timeout: Option<u64>) -> Value {
         let mut body = json!({
             "session_id": session, "user_id": user, "channel": "console",

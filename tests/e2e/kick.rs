@@ -47,6 +47,11 @@ impl Kick {
 
 /// The kick server, with the plugin installed by `atc qwenpaw install`.
 pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
+    server_with(ctx, name, &[])
+}
+
+/// [`server`], with more in the server's environment.
+fn server_with(ctx: &Ctx, name: &str, more: &[(&str, &str)]) -> R<Kick> {
     let dir = ctx.scratch.path().join(ctx.uniq(name));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let starts = dir.join("atc-starts.log");
@@ -70,12 +75,15 @@ pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
         ServerOptions {
             token: None,
             path_prepend: None,
-            env: vec![
+            env: [
                 ("ATC_BIN".into(), wrapper.display().to_string()),
                 ("ATC_STATE".into(), state.display().to_string()),
                 // Only kicks here: the plugin's own cadence would start plain ticks.
                 ("ATC_CADENCE".into(), "off".into()),
-            ],
+            ]
+            .into_iter()
+            .chain(more.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
+            .collect(),
             mqtt_port: None,
             ..ServerOptions::default()
         },
@@ -185,8 +193,8 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
     );
     let starts = kick.starts();
     ensure!(
-        starts.iter().all(|s| s == "tick --kicked") && !starts.is_empty(),
-        "atc was started with {starts:?}, expected only `tick --kicked`"
+        starts.iter().all(|s| s == "tick --kicked --json") && !starts.is_empty(),
+        "atc was started with {starts:?}, expected only `tick --kicked --json`"
     );
     let log = atc.ok(&["log"])?;
     ensure!(
@@ -247,6 +255,206 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
         took <= WITHIN,
         "delivered {took:?} after the parent's turn ended (want ≤ {WITHIN:?})"
     );
+    Ok(())
+}
+
+/// Issue 27: the parent chat is deleted while its child runs. The kick that follows the
+/// child's end gives the result up (misrouted) where nobody reads its stderr: the give-up
+/// appears in QwenPaw's log, once, and in the next `atc tick`'s stderr, once; the tick
+/// after says nothing.
+pub fn kick_give_up_heard(ctx: &Ctx) -> R<()> {
+    let kick = server(ctx, "kick-give-up")?;
+    let api = kick.server.api();
+    let target = kick.server.second_agent()?;
+    let atc = kick.atc(ctx)?;
+    let parent = ctx.uniq("kick-gone");
+    api.make_parent("default", "ida", &parent)?;
+    let chat = api
+        .chat_id("default", "ida", &parent)?
+        .ok_or("no parent chat")?;
+    let child_session = ctx.uniq("kick-gone-child");
+    let child = api.submit(
+        Some(&target),
+        &child_session,
+        "default",
+        "a child whose parent goes away SLEEP=4",
+        None,
+    )?;
+    atc.ok(&[
+        "watch",
+        &child,
+        "--session",
+        &parent,
+        "--user",
+        "ida",
+        "--agent",
+        "default",
+        "--target-agent",
+        &target,
+        "--child-session",
+        &child_session,
+    ])?;
+    let gone = api.delete(&format!("/api/chats/{chat}"), Some("default"))?;
+    ensure!(
+        gone.status == 200,
+        "deleting the parent chat: HTTP {} {}",
+        gone.status,
+        gone.body
+    );
+    api.wait_finished(&child, TURN_WAIT)?;
+    // The kick decides it: no tick of the test's, no timer.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if atc.job(&child)?["status"] == "misrouted" {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the kick never gave the result up: {}",
+            atc.job(&child)?
+        );
+        sleep(Duration::from_millis(100));
+    }
+    let line = format!("atc: gave up on {child} (misrouted): ");
+    let file = atc.file()?;
+    let records = file["give_ups"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        records.len() == 1 && records[0]["said_at"].is_null(),
+        "the job file should hold one unsaid give-up: {file}"
+    );
+    // QwenPaw's log: once (the reaper writes it once the kicked tick exits).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let logged = loop {
+        let n = kick.server.log_text().matches(&line).count();
+        if n > 0 || Instant::now() > deadline {
+            break n;
+        }
+        sleep(Duration::from_millis(100));
+    };
+    ensure!(
+        logged == 1,
+        "QwenPaw's log says the give-up {logged} times (want once): {}",
+        kick.server.log_tail()
+    );
+    let starts = kick.starts();
+    ensure!(
+        !starts.is_empty() && starts.iter().all(|s| s == "tick --kicked --json"),
+        "atc was started with {starts:?}"
+    );
+    // The next tick with a real stderr says it, once; the one after, nothing.
+    let first = atc.ok(&["tick"])?;
+    ensure!(
+        first.stderr.matches(&line).count() == 1 && first.stderr.lines().count() == 1,
+        "the next tick should say the give-up once: {:?}",
+        first.stderr
+    );
+    let second = atc.ok(&["tick"])?;
+    ensure!(
+        !second.stderr.contains(&line),
+        "the give-up was said again: {:?}",
+        second.stderr
+    );
+    ensure!(
+        kick.server.log_text().matches(&line).count() == 1,
+        "QwenPaw's log says the give-up again"
+    );
+    Ok(())
+}
+
+/// Issue 27: 30 watches of long children (their sessions known), and 20 turns ending in a
+/// chat none of them concerns: the kicks those turn ends start poll nothing. The watches
+/// were made through a counting proxy (their base URL), so every poll of them, whoever
+/// ticks, passes through it.
+pub fn kick_unrelated_turns_cost_nothing(ctx: &Ctx) -> R<()> {
+    const CHILDREN: usize = 30;
+    const TURNS: usize = 20;
+    // Thirty children sleeping in the fake LLM hold its calls: QwenPaw lets 10 be in
+    // flight at once by default, and the unrelated turns need calls of their own.
+    let kick = server_with(
+        ctx,
+        "kick-unrelated",
+        &[("QWENPAW_LLM_MAX_CONCURRENT", "64")],
+    )?;
+    let api = kick.server.api();
+    let target = kick.server.second_agent()?;
+    let proxy = crate::proxy::Proxy::start(kick.server.port)?;
+    let atc = kick.atc(ctx)?;
+    let parent = ctx.uniq("kick-many");
+    api.make_parent("default", "jo", &parent)?;
+    let mut children = Vec::new();
+    for i in 0..CHILDREN {
+        let session = ctx.uniq(&format!("kick-long-{i}"));
+        let child = api.submit(
+            Some(&target),
+            &session,
+            "default",
+            "a long child SLEEP=600",
+            Some(3600),
+        )?;
+        atc.ok(&[
+            "watch",
+            &child,
+            "--session",
+            &parent,
+            "--user",
+            "jo",
+            "--agent",
+            "default",
+            "--target-agent",
+            &target,
+            "--child-session",
+            &session,
+            "--base-url",
+            &proxy.url(),
+        ])?;
+        children.push(child);
+    }
+    let polls = || {
+        proxy
+            .seen()
+            .iter()
+            .filter(|s| s.method == "GET" && children.iter().any(|c| s.path.ends_with(c.as_str())))
+            .count()
+    };
+    // One timer's tick: every watch seen running once (`atc watch` asked for each task
+    // already: those are not the tick's).
+    let watched = polls();
+    atc.ok(&["tick"])?;
+    let before = (polls(), kick.starts().len());
+    ensure!(
+        before.0 - watched == CHILDREN,
+        "the timer's tick polled {} watches",
+        before.0 - watched
+    );
+    let unrelated = ctx.uniq("kick-unrelated-chat");
+    for i in 0..TURNS {
+        let turn = api.submit(
+            Some("default"),
+            &unrelated,
+            "jo",
+            &format!("an unrelated turn {i}"),
+            None,
+        )?;
+        api.wait_finished(&turn, TURN_WAIT)?;
+    }
+    // The kicks of the last turns end within a moment.
+    sleep(Duration::from_secs(3));
+    let kicks = kick.starts().len() - before.1;
+    let caused = polls() - before.0;
+    eprintln!(
+        "e2e: kick: {TURNS} unrelated turn ends started {kicks} kicked ticks, which polled {caused} of {CHILDREN} watches"
+    );
+    ensure!(kicks > 0, "no turn's end started a kicked tick");
+    ensure!(
+        caused == 0,
+        "{TURNS} turn ends in an unrelated chat caused {caused} polls of the {CHILDREN} watches"
+    );
+    for child in &children {
+        ensure!(
+            atc.job(child)?["status"] == "pending",
+            "{child} is no longer watched"
+        );
+    }
     Ok(())
 }
 

@@ -379,7 +379,8 @@ fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
     );
     let seen = fs::read_to_string(starts).unwrap_or_default();
     ensure!(
-        seen.lines().any(|l| l == "tick"),
+        // The cadence's tick: `--json`, so the plugin can log its give-ups.
+        seen.lines().any(|l| l == "tick --json"),
         "the plugin started no periodic tick: {seen:?}"
     );
     ensure!(
@@ -412,7 +413,7 @@ fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
             sleep(3 * PERIOD);
             let seen = fs::read_to_string(starts).unwrap_or_default();
             ensure!(
-                !seen.lines().any(|l| l == "tick"),
+                !seen.lines().any(|l| l == "tick --json"),
                 "the plugin started periodic ticks while a timer ticked: {seen:?}"
             );
             let doctor = by_hand.run_env(&["doctor"], &[])?;

@@ -313,7 +313,13 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
     // display_to_user, on by default), then the final reply: the tool's line.
     let watching = format!("Watching {tid}: the result comes back into this chat");
     let heard = heard_until(&person, |m| m.starts_with(&watching))?;
-    let replied = heard.len();
+    // What came after the tool's final line: the kick that turn's end starts may deliver
+    // the (finished) result and the woken parent's reply may reach pat before this test
+    // looks again.
+    let replied = heard
+        .iter()
+        .position(|m| m.starts_with(&watching))
+        .map_or(heard.len(), |at| at + 1);
     let (atc, job) = job_in(&ctx.im_agent_state(), ctx, &im.server, &tid)?;
     for (key, want) in [
         ("agent_id", "default"),
@@ -360,7 +366,7 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
         forwarded.len() == 1
             && forwarded[0].starts_with(&format!("ECHO: [TASK_ID: {tid}]"))
             && forwarded[0].contains(child_text),
-        "the person should get the woken parent's reply to the result, got {forwarded:?}"
+        "the person should get the woken parent's reply to the result, got {forwarded:?} (heard in all: {heard:?}; {replied} before the watch's line)"
     );
     Ok(())
 }

@@ -52,6 +52,11 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("plugin-tools-mqtt", crate::plugin::tools_mqtt),
     ("plugin-kick-delivers", crate::kick::kick_delivers),
     ("plugin-kick-without-atc", crate::kick::kick_without_atc),
+    ("plugin-kick-give-up-heard", crate::kick::kick_give_up_heard),
+    (
+        "plugin-kick-unrelated-turns",
+        crate::kick::kick_unrelated_turns_cost_nothing,
+    ),
     (
         "plugin-kick-config",
         crate::config::kick_obeys_the_config_file,

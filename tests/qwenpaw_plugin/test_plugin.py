@@ -100,7 +100,7 @@ fi
 printf '%s\\n' "$@" > "$log.args"
 cat > "$log.stdin"
 cat "$log.stdin" >> "$log.stdin.all"
-printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" > "$log.env"
+printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\nATC_KICK=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" "${ATC_KICK-(unset)}" > "$log.env"
 cat "$STUB_DIR/stdout" 2>/dev/null
 cat "$STUB_DIR/stderr" >&2 2>/dev/null
 exit "$(cat "$STUB_DIR/exit" 2>/dev/null || echo 0)"
@@ -166,7 +166,7 @@ class PluginTest(unittest.TestCase):
             "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--user", "carol",
             "--channel", "console", "--agent", "default", "--target-agent", "SE"])
         self.assertEqual(self.env_seen(), {
-            "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret"})
+            "ATC_BASE_URL": "http://127.0.0.1:8123/api", "TOKEN": "tok-secret", "ATC_KICK": "(unset)"})
         self.assertEqual(self.calls(), [
             "status --all --json",
             "watch task-0123456789ab --json --origin plugin --session s-1 --user carol --channel console --agent default --target-agent SE"])
@@ -537,12 +537,12 @@ class KickTest(unittest.TestCase):
         self.assertIsNone(self.kicker.proc)
         self.jobs.write_text('{"version": 1, "jobs": [1]}')
         self.kicker.kick()
-        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
     def test_no_heartbeat_yet_means_work(self):
         self.jobs.write_text('{"version": 1, "jobs": []}')
         self.kicker.kick()
-        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
     def test_one_at_a_time_the_second_leaves_a_mark(self):
         self.jobs.write_text("{}")
@@ -570,6 +570,10 @@ class KickTest(unittest.TestCase):
         self.assertEqual(len(said.output), 2, said.output)
         self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN in the server's environment", said.output[0])
         self.assertIsNone(self.kicker.proc)
+
+    def env_seen(self):
+        self.kicker.reaper.join()
+        return dict(l.split("=", 1) for l in (self.path / "calls.env").read_text().splitlines())
 
     def test_the_job_file_comes_from_atc_state_then_the_config_file_then_the_default(self):
         home = self.path / "home"
@@ -608,14 +612,66 @@ class KickTest(unittest.TestCase):
         self.assertIsNone(self.kicker.proc, "the configured job file does not exist yet")
         other.write_text("{}")
         self.kicker.kick()
-        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
     def test_the_hook_runs_the_kick_and_returns(self):
         self.jobs.write_text("{}")
         hook = self.plugin.kick_hook(self.kicker)
         self.assertEqual(hook.phase, "finally")
         run(hook.run(object()))
-        self.assertEqual(self.kicked(), ["tick", "--kicked"])
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
+        # No agent or session in that context: the tick is told no turn (it looks at all).
+        self.assertEqual(self.env_seen()["ATC_KICK"], "(unset)")
+
+    def test_the_hook_hands_the_tick_the_turn_that_ended_in_its_environment(self):
+        self.jobs.write_text("{}")
+        request = types.SimpleNamespace(session_id="c-1", user_id="default", channel="console")
+        ctx = types.SimpleNamespace(agent_id="worker", session_id="c-1", request=request)
+        run(self.plugin.kick_hook(self.kicker).run(ctx))
+        args = self.kicked()
+        self.assertEqual(args, ["tick", "--kicked", "--json"], "nothing of the turn on the command line")
+        self.assertEqual(
+            json.loads(self.env_seen()["ATC_KICK"]),
+            [{"agent_id": "worker", "session_id": "c-1", "user_id": "default", "channel": "console"}],
+        )
+        # A dict request (as the runtime may pass one), a missing channel.
+        ctx = types.SimpleNamespace(agent_id="default", session_id="p-1", request={"user_id": "carol"})
+        self.assertEqual(
+            self.plugin.turn_end(ctx), {"agent_id": "default", "session_id": "p-1", "user_id": "carol"}
+        )
+        self.assertIsNone(self.plugin.turn_end(types.SimpleNamespace(agent_id="default")))
+
+    def test_a_turn_ending_while_our_tick_runs_goes_into_its_mark_as_one_line(self):
+        self.jobs.write_text("{}")
+        os.environ["STUB_SLEEP"] = "1"
+        self.kicker.kick({"agent_id": "worker", "session_id": "c-1"})
+        first = self.kicker.proc
+        self.kicker.kick({"agent_id": "default", "session_id": "p-1", "user_id": "carol"})
+        self.kicker.kick(None)
+        mark = Path(str(self.jobs) + ".tick.again")
+        self.assertEqual(
+            mark.read_text().splitlines(),
+            ['{"agent_id": "default", "session_id": "p-1", "user_id": "carol"}', ""],
+        )
+        self.assertEqual(os.stat(mark).st_mode & 0o777, 0o600)
+        first.wait()
+        self.kicker.reaper.join()
+        os.environ.pop("STUB_SLEEP")
+        # The stub ignored the mark: the reaper's one more tick is told its turns are there.
+        self.assertIsNot(self.kicker.proc, first)
+        self.kicker.proc.wait()
+        self.assertEqual(self.env_seen()["ATC_KICK"], "[]")
+
+    def test_the_ticks_give_ups_go_into_the_log(self):
+        self.jobs.write_text("{}")
+        line = "atc: gave up on task-1 (misrouted): the parent chat does not exist, so nothing was posted; `atc status task-1` names the chat"
+        (self.path / "stdout").write_text(json.dumps({"polled": 1, "gave_up": [{"task_id": "task-1", "line": line}]}))
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            self.kicker.kick({"agent_id": "worker", "session_id": "c-1"})
+            self.kicker.proc.wait()
+            self.kicker.reaper.join()
+        self.assertEqual(said.output, ["WARNING:qwenpaw.plugins.atc:" + line])
+        self.assertEqual(self.plugin.give_up_lines(b"not json"), [])
 
     def test_the_real_atc_heartbeat_is_understood(self):
         real = os.environ.get("ATC_TEST_BIN")
@@ -703,8 +759,8 @@ class AutoWatchTest(unittest.TestCase):
         test = self
 
         class Kicker:
-            def kick(self):
-                test.kicks.append(True)
+            def kick(self, ends=None):
+                test.kicks.append(ends if ends is not None else True)
 
             def warn_once(self, what, message):
                 test.warned.append((what, message))
@@ -841,11 +897,25 @@ class AutoWatchTest(unittest.TestCase):
         (self.path / "stdout").write_text(json.dumps(
             {"auto_watch": {"on": True, "from": "the default"}, "jobs": [{"task_id": "task-aaaaaaaaaaaa"}], "left_alone": []}))
         self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
-        self.assertEqual(self.kicks, [True])
+        self.assertEqual(self.kicks, [True], "a child session not known: the tick looks at everything")
+        self.kicks.clear()
         (self.path / "stdout").write_text(json.dumps(
             {"auto_watch": {"on": False, "from": "ATC_AUTO_WATCH"}, "jobs": [], "left_alone": []}))
         self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-bbbbbbbbbbbb", CHILD_SE))])
-        self.assertEqual(self.kicks, [True], "auto-watch off: nothing to tick for")
+        self.assertEqual(self.kicks, [], "auto-watch off: nothing to tick for")
+
+    def test_the_kick_after_an_auto_watch_concerns_only_the_watched_children(self):
+        jobs = [
+            {"task_id": "task-aaaaaaaaaaaa", "agent_id": "default", "target_agent": "SE", "child_session": CHILD_SE},
+            {"task_id": "task-bbbbbbbbbbbb", "agent_id": "default", "target_agent": None, "child_session": "own"},
+        ]
+        (self.path / "stdout").write_text(json.dumps(
+            {"auto_watch": {"on": True, "from": "the default"}, "jobs": jobs, "left_alone": []}))
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual(self.kicks, [[
+            {"agent_id": "SE", "session_id": CHILD_SE},
+            {"agent_id": "default", "session_id": "own"},
+        ]])
 
     def test_a_refusal_is_said_once_and_nothing_raises_into_the_turn(self):
         (self.path / "exit").write_text("1")
@@ -892,7 +962,9 @@ class AutoWatchTest(unittest.TestCase):
         self.assertEqual((b["target_agent"], b["child_session"]), (None, "mine"))
         self.assertEqual((a["session_id"], a["user_id"], a["channel"], a["agent_id"]),
                          ("s-1", "carol", "console", "default"))
-        self.assertEqual(self.kicks, [True])
+        # The kick after it: as if those two children had just ended their turns.
+        self.assertEqual(self.kicks, [[{"agent_id": "SE", "session_id": CHILD_SE},
+                                       {"agent_id": "default", "session_id": "mine"}]])
         # The parent reads one itself: atc records it and will not post it.
         self.turn([("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))])
         jobs = {j["task_id"]: j for j in json.loads(self.jobs.read_text())["jobs"]}
@@ -947,7 +1019,7 @@ class CadenceTest(unittest.TestCase):
     def test_no_timer_seen_a_beat_starts_a_plain_tick_and_says_so(self):
         self.assertTrue(self.cadence.beat())
         self.kicker.proc.wait()
-        self.assertEqual((self.path / "calls.args").read_text().splitlines(), ["tick"])
+        self.assertEqual((self.path / "calls.args").read_text().splitlines(), ["tick", "--json"])
         said = self.said()
         self.assertEqual((said["ticking"], said["started_a_tick"], said["every_secs"]), (True, True, 20))
         self.assertIsNone(said["timer_seen_at"])

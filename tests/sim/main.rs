@@ -34,7 +34,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
 use server::{Crash, Phase, PostFault};
-use world::{Ending, Jump, Op, Queue, Sometimes, World};
+use world::{Ending, Jump, Kick, Op, Queue, Sometimes, World};
 
 static HISTORIES: AtomicU64 = AtomicU64::new(0);
 static OPERATIONS: AtomicU64 = AtomicU64::new(0);
@@ -55,6 +55,9 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     read_in_flight: 0,
     read_out_of_an_open_turn: 0,
     auto_watch_met_a_watch: 0,
+    said_late: 0,
+    kick_unconcerned: 0,
+    kick_polled_unknown: 0,
     stop_given_up: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
@@ -98,13 +101,26 @@ fn other(swarm: Swarm) -> BoxedStrategy<Op> {
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), any::<bool>()).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         2 => Just(Op::Tick),
-        2 => Just(Op::KickedTick),
+        1 => Just(Op::KickedTick),
+        3 => kick(swarm).prop_map(Op::Kick),
         1 => Just(Op::Downgrade),
         1 => task.clone().prop_map(Op::Import),
         2 => task.prop_map(|t| Op::Finish(t, Ending::Answer)),
         1 => chat.clone().prop_map(Op::DeleteChat),
         1 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
         1 => (0u8..10).prop_map(|m| Op::Jump(Jump::Minutes(m))),
+    ]
+    .boxed()
+}
+
+/// Which turn a kick says ended: a watched child's, a parent chat's, one on the worker
+/// agent no watch names, or one nothing concerns.
+fn kick(swarm: Swarm) -> BoxedStrategy<Kick> {
+    prop_oneof![
+        4 => (0..swarm.tasks).prop_map(Kick::Child),
+        3 => (0..swarm.chats).prop_map(Kick::Parent),
+        1 => Just(Kick::Worker),
+        1 => Just(Kick::Elsewhere),
     ]
     .boxed()
 }
@@ -123,7 +139,8 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         10 => Just(Op::Tick),
-        3 => Just(Op::KickedTick),
+        1 => Just(Op::KickedTick),
+        4 => kick(swarm).prop_map(Op::Kick),
         3 => prop_oneof![
             Just(Crash::Polled),
             Just(Crash::Decided),

@@ -21,6 +21,11 @@ fn v1_id(job: &Job) -> String {
 }
 
 pub fn downgrade(file: &JobFile) -> Option<Vec<u8>> {
+    // Version 1 recorded no give-ups and no kicked chats (nor did an atc that wrote it
+    // read version 2).
+    if !file.give_ups.is_empty() || !file.kick_chats.is_empty() {
+        return None;
+    }
     let index = |job_id: &str| file.jobs.iter().position(|j| j.job_id == job_id);
     let mut jobs: Vec<Value> = file
         .jobs

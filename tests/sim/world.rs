@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use atc::cmd::tick::Window;
 use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Origin, Outbound, Status, Target};
+use atc::lifecycle::kick::{Ended, TurnEnd};
 use atc::lifecycle::{Limits, WatchRequest};
 use atc::settings::{Auth, Setting, Source, Tick};
 use atc::state::Store;
@@ -54,6 +55,50 @@ pub fn answer_of(i: u8) -> String {
 /// Where a task runs: the last two on another agent (`--target-agent worker`).
 pub fn agent_of(i: u8) -> &'static str {
     if i >= 4 { "worker" } else { "default" }
+}
+
+/// The child's own session, as a watch records it (`--child-session`): known for every
+/// task but the last, whose watches never name it (a kick on its agent may be its child's).
+pub fn child_session_of(i: u8) -> Option<String> {
+    (i + 1 < TASKS).then(|| format!("child-{}", task_id(i)))
+}
+
+/// Which QwenPaw turn a kick says ended (`ATC_KICK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kick {
+    /// The child of task `i`'s turn (its session, on its agent): it may have finished.
+    Child(u8),
+    /// A turn in parent chat `c`: it is idle now.
+    Parent(u8),
+    /// A chat of the worker agent no watch names (a child whose session is unknown?).
+    Worker,
+    /// A chat of an agent no watch names: nothing concerns it.
+    Elsewhere,
+}
+
+impl Kick {
+    fn ended(self) -> TurnEnd {
+        let end = |agent: &str, session: &str, user: &str, channel: &str| TurnEnd {
+            agent_id: agent.into(),
+            session_id: session.into(),
+            user_id: Some(user.into()),
+            channel: Some(channel.into()),
+        };
+        match self {
+            Kick::Child(i) => end(
+                agent_of(i),
+                &child_session_of(i).unwrap_or_else(|| format!("unrecorded-{}", task_id(i))),
+                "default",
+                "console",
+            ),
+            Kick::Parent(c) => {
+                let (session, user, channel) = CHATS[c as usize % CHATS.len()];
+                end("default", session, user, channel)
+            }
+            Kick::Worker => end("worker", "a-worker-chat", "default", "console"),
+            Kick::Elsewhere => end("another-agent", "elsewhere", "default", "console"),
+        }
+    }
 }
 
 /// How a finished task ended.
@@ -108,9 +153,13 @@ pub enum Op {
     Tick,
     /// A tick with `--no-batch` (turns already composed still go out as they are).
     TickNoBatch,
-    /// A tick a QwenPaw turn's end started (`--kicked`): it leaves a mark when another tick
-    /// runs, and looks again while a task still reads running.
+    /// A tick a QwenPaw turn's end started (`--kicked`) by an older plugin, which does not
+    /// say which turn: it leaves a mark when another tick runs, and looks again while a task
+    /// still reads running.
     KickedTick,
+    /// A tick a QwenPaw turn's end started, told which turn (`ATC_KICK`): it looks only at
+    /// what that turn concerns. Nobody hears it (its stderr goes to /dev/null).
+    Kick(Kick),
     CrashTick(Crash),
     Import(u8),
     /// An older atc (version 1) rewrote the job file: what it held, as version 1 held it.
@@ -179,12 +228,18 @@ pub struct Sometimes {
     pub read_out_of_an_open_turn: u64,
     /// An automatic watch met a live watch of the same task (the model's own).
     pub auto_watch_met_a_watch: u64,
+    /// A give-up a tick nobody heard decided was said by a later tick.
+    pub said_late: u64,
+    /// A kick whose turn concerned nothing: no request, no write.
+    pub kick_unconcerned: u64,
+    /// A kick polled a watch whose child's session is unknown (once per chat).
+    pub kick_polled_unknown: u64,
     /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
     pub stop_given_up: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 14] {
+    pub fn named(&self) -> [(&'static str, u64); 17] {
         [
             (
                 "cancel between claim and record",
@@ -217,6 +272,12 @@ impl Sometimes {
                 "an auto-watch of a watched task",
                 self.auto_watch_met_a_watch,
             ),
+            ("a give-up said by a later tick", self.said_late),
+            ("a kick that concerned nothing", self.kick_unconcerned),
+            (
+                "a kick's poll of a child of unknown session",
+                self.kick_polled_unknown,
+            ),
             ("a stop given up", self.stop_given_up),
         ]
     }
@@ -235,6 +296,9 @@ impl Sometimes {
         self.read_in_flight += other.read_in_flight;
         self.read_out_of_an_open_turn += other.read_out_of_an_open_turn;
         self.auto_watch_met_a_watch += other.auto_watch_met_a_watch;
+        self.said_late += other.said_late;
+        self.kick_unconcerned += other.kick_unconcerned;
+        self.kick_polled_unknown += other.kick_polled_unknown;
         self.stop_given_up += other.stop_given_up;
     }
 }
@@ -282,7 +346,7 @@ impl Queue {
 pub struct Notes {
     /// Tasks some watch registered with `--stop-after`, or a person stopped (`cancel --stop`).
     pub stop_asked: BTreeSet<String>,
-    /// Give-up lines heard, in order.
+    /// Give-up lines heard (said by a tick a person hears), in order.
     pub heard: Vec<String>,
     /// What other processes did while a tick ran.
     pub others: Vec<String>,
@@ -324,6 +388,79 @@ impl Window for SimWindow<'_> {
         self.server.interleave(Phase::Pause);
         true
     }
+
+    fn settle(&self, _store: &Store) {
+        self.server.interleave(Phase::Pause);
+    }
+}
+
+/// The server as a tick talks to it, counting its requests.
+struct Counting<'a> {
+    server: Proxy<'a>,
+    requests: std::sync::atomic::AtomicU64,
+}
+
+impl Counting<'_> {
+    fn count(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl atc::qwenpaw::Server for Counting<'_> {
+    fn auth(&self) -> &Auth {
+        self.server.auth()
+    }
+    fn allow_insecure(&mut self, base_url: &str) {
+        self.server.allow_insecure(base_url);
+    }
+    fn get_task(&self, base: &str, task_id: &str, agent: &str) -> Reply {
+        self.count();
+        self.server.get_task(base, task_id, agent)
+    }
+    fn list_chats(&self, base: &str, agent: &str, filter: Option<(&str, &str)>) -> Reply {
+        self.count();
+        self.server.list_chats(base, agent, filter)
+    }
+    fn chat_status(&self, base: &str, agent: &str, chat_id: &str) -> Reply {
+        self.count();
+        self.server.chat_status(base, agent, chat_id)
+    }
+    fn chat_history(&self, base: &str, agent: &str, chat_id: &str) -> Reply {
+        self.count();
+        self.server.chat_history(base, agent, chat_id)
+    }
+    fn post_turn(&self, base: &str, agent: &str, body: &serde_json::Value) -> Reply {
+        self.count();
+        self.server.post_turn(base, agent, body)
+    }
+    fn send_message(&self, base: &str, agent: &str, body: &serde_json::Value) -> Reply {
+        self.count();
+        self.server.send_message(base, agent, body)
+    }
+    fn channel_health(&self, base: &str, agent: &str, channel: &str) -> Reply {
+        self.count();
+        self.server.channel_health(base, agent, channel)
+    }
+    fn stop_chat(&self, base: &str, agent: &str, chat_id: &str) -> Reply {
+        self.count();
+        self.server.stop_chat(base, agent, chat_id)
+    }
+    fn list_agents(&self, base: &str) -> Reply {
+        self.count();
+        self.server.list_agents(base)
+    }
+}
+
+type Reply = Result<atc::qwenpaw::Answer, atc::qwenpaw::Transport>;
+
+/// What a tick op is started for: `None` a timer's tick, else the kick (`Ended`), and
+/// whether a person hears the tick (a timer's: yes; a kick's: nobody).
+fn kick_of(op: &Op) -> (Option<Ended>, bool) {
+    match op {
+        Op::KickedTick => (Some(Ended::Unknown), false),
+        Op::Kick(kick) => (Some(Ended::Known(vec![kick.ended()])), false),
+        _ => (None, true),
+    }
 }
 
 impl Env {
@@ -362,13 +499,13 @@ impl Env {
                     }
                 }
             }
-            Op::Tick | Op::TickNoBatch | Op::KickedTick => {
+            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => {
                 self.notes().sometimes.second_tick_during_a_tick += 1;
             }
             _ => {}
         }
         let said = match op {
-            Op::Tick | Op::TickNoBatch | Op::KickedTick => self.nested_tick(*op == Op::KickedTick),
+            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => self.nested_tick(op),
             Op::CrashTick(_) | Op::Interleave(..) => " (not while a tick runs)".into(),
             other => self.act(other),
         };
@@ -379,32 +516,34 @@ impl Env {
 
     /// A tick that starts while another holds the tick lock: it finds the lock held and
     /// exits; a kicked one leaves its mark for the running tick's next pass.
-    fn nested_tick(&self, kicked: bool) -> String {
+    fn nested_tick(&self, op: &Op) -> String {
+        let (kick, heard) = kick_of(op);
         let mut tick = self.tick.clone();
-        tick.kicked = kicked;
+        tick.kicked = kick.is_some();
         let store = self.store();
         let mut proxy = Proxy(&self.server);
-        let mut heard = Vec::new();
+        let mut said = Vec::new();
         let reports = atc::cmd::tick::passes(
             &store,
-            &tick,
-            &mut |h| atc::pass::run_with(&store, &tick, &mut proxy, &self.clock, h),
+            kick,
+            heard,
+            &mut |intent, say| {
+                atc::pass::run_with(&store, &tick, &mut proxy, &self.clock, intent, say)
+            },
             &mut SimWindow {
                 server: &self.server,
                 left: 0,
             },
-            &mut |gave_up| heard.push(gave_up.line()),
+            &mut |line| said.push(line.to_owned()),
             &mut |_| Ok(()),
         )
         .expect("a nested tick never fails");
         // Between a kicked tick's passes the lock is free: this one ran a pass of its own,
-        // and what it gave up a person heard from it.
-        let lines: Vec<String> = reports
-            .iter()
-            .flat_map(|r| r.gave_up().iter().map(|g| g.line()))
-            .collect();
-        assert_eq!(heard, lines, "a nested tick announced what its reports say");
-        self.notes().heard.extend(heard);
+        // and what it gave up a person heard from it, if anyone hears it.
+        if let Err(why) = said_as_reported(&reports, heard, &said) {
+            panic!("a nested tick: {why}");
+        }
+        self.notes().heard.extend(said);
         format!(" → {} passes", reports.len())
     }
 
@@ -504,7 +643,12 @@ impl Env {
                 });
                 String::new()
             }
-            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::CrashTick(_) | Op::Interleave(..) => {
+            Op::Tick
+            | Op::TickNoBatch
+            | Op::KickedTick
+            | Op::Kick(_)
+            | Op::CrashTick(_)
+            | Op::Interleave(..) => {
                 unreachable!("ticks run through World::tick")
             }
         }
@@ -590,10 +734,11 @@ impl Env {
             base_url: BASE.into(),
             options: options.clone(),
             chat_id,
-            // Every child's session is known (`child-<task id>`): `--stop-after` needs it.
+            // Every child's session but the last task's is known (`child-<task id>`):
+            // `--stop-after` needs it; a kick finds an unknown one by its agent.
             child_sessions: ids
                 .iter()
-                .map(|&i| (task_id(i), format!("child-{}", task_id(i))))
+                .filter_map(|&i| child_session_of(i).map(|c| (task_id(i), c)))
                 .collect(),
             target_agents: Vec::new(),
             origin: Origin::Cli,
@@ -992,6 +1137,11 @@ pub struct World {
     busy_after_claim: BTreeSet<String>,
     /// The registrations of each task that asked for check-ins.
     checking_in: BTreeMap<String, BTreeSet<String>>,
+    /// Every give-up the job file recorded, by (when, line): the most records of it seen
+    /// at once said, and unsaid.
+    give_ups: BTreeMap<(String, String), (usize, usize)>,
+    /// The chats kicks polled watches of unknown child session for, as seen.
+    kick_chats: BTreeSet<(String, String, String)>,
     pub ops: u64,
     /// Give-ups seen in a tick and found named in its report.
     pub reported: u64,
@@ -1071,6 +1221,8 @@ impl World {
             ended_at: BTreeMap::new(),
             busy_after_claim: BTreeSet::new(),
             checking_in: BTreeMap::new(),
+            give_ups: BTreeMap::new(),
+            kick_chats: BTreeSet::new(),
             ops: 0,
             reported: 0,
             report: None,
@@ -1091,10 +1243,10 @@ impl World {
     pub fn apply(&mut self, op: &Op) {
         self.ops += 1;
         let said = match op {
-            Op::Tick => self.tick(None, false, true),
-            Op::TickNoBatch => self.tick(None, false, false),
-            Op::KickedTick => self.tick(None, true, true),
-            Op::CrashTick(at) => self.tick(Some(*at), false, true),
+            Op::Tick => self.tick(None, op, true),
+            Op::TickNoBatch => self.tick(None, op, false),
+            Op::KickedTick | Op::Kick(_) => self.tick(None, op, true),
+            Op::CrashTick(at) => self.tick(Some(*at), op, true),
             Op::Interleave(phase, inner) => {
                 self.env.server.queue(*phase, (**inner).clone());
                 String::new()
@@ -1108,7 +1260,7 @@ impl World {
         self.observe();
         if matches!(
             op,
-            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::CrashTick(_)
+            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) | Op::CrashTick(_)
         ) {
             self.leftovers();
         }
@@ -1119,7 +1271,7 @@ impl World {
     fn leftovers(&mut self) {
         for (phase, op) in self.env.server.take_queued() {
             match op {
-                Op::Tick | Op::TickNoBatch | Op::KickedTick => self.apply(&op),
+                Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => self.apply(&op),
                 other => {
                     self.env.run_other(phase, &other);
                     let others = std::mem::take(&mut self.env.notes().others);
@@ -1131,7 +1283,9 @@ impl World {
         }
     }
 
-    fn tick(&mut self, crash: Option<Crash>, kicked: bool, batch: bool) -> String {
+    fn tick(&mut self, crash: Option<Crash>, op: &Op, batch: bool) -> String {
+        let (kick, heard) = kick_of(op);
+        let kicked = kick.is_some();
         self.env.clock.advance(Duration::from_secs(20));
         {
             let mut s = self.env.server.lock();
@@ -1143,37 +1297,55 @@ impl World {
         let mut tick = env.tick.clone();
         tick.kicked = kicked;
         tick.batch = batch;
-        let mut heard = Vec::new();
-        let mut server = Proxy(&env.server);
+        let mut said = Vec::new();
+        let mut server = Counting {
+            server: Proxy(&env.server),
+            requests: AtomicU64::new(0),
+        };
         env.server.ticking(true);
         let ran = catch_unwind(AssertUnwindSafe(|| {
             atc::cmd::tick::passes(
                 &store,
-                &tick,
-                &mut |h| atc::pass::run_with(&store, &tick, &mut server, &env.clock, h),
+                kick,
+                heard,
+                &mut |intent, say| {
+                    atc::pass::run_with(&store, &tick, &mut server, &env.clock, intent, say)
+                },
                 &mut SimWindow {
                     server: &env.server,
                     left: 4,
                 },
-                &mut |gave_up| heard.push(gave_up.line()),
+                &mut |line| said.push(line.to_owned()),
                 &mut |_| Ok(()),
             )
         }));
         env.server.ticking(false);
         let crashed = env.server.lock().crash.take().is_none() && crash.is_some();
-        self.env.notes().heard.extend(heard.iter().cloned());
+        self.env.notes().heard.extend(said.iter().cloned());
         match ran {
             Ok(reports) => {
                 let reports = reports.expect("a tick never fails on a good file");
-                // Announced as saved, every one of them, once.
-                let lines: Vec<String> = reports
-                    .iter()
-                    .flat_map(|r| r.gave_up().iter().map(|g| g.line()))
-                    .collect();
-                if heard != lines {
-                    self.fail(&format!(
-                        "the passes announced {heard:?}, their reports say {lines:?}"
-                    ));
+                // Said as saved, every one of them, once; by a tick nobody hears, nothing.
+                if let Err(why) = said_as_reported(&reports, heard, &said) {
+                    self.fail(&why);
+                }
+                let late: usize = reports.iter().map(|r| r.said_late().len()).sum();
+                self.env.notes().sometimes.said_late += u64::from(late > 0);
+                // A turn's end that concerns nothing costs the server no request.
+                if !reports.is_empty() && reports.iter().all(|r| r.is_unconcerned()) {
+                    let requests = server.requests.load(Ordering::Relaxed);
+                    if requests > 0 {
+                        self.fail(&format!(
+                            "a kick that concerned nothing made {requests} requests"
+                        ));
+                    }
+                    self.env.notes().sometimes.kick_unconcerned += 1;
+                }
+                if let Op::Kick(Kick::Elsewhere) = op
+                    && server.requests.load(Ordering::Relaxed) > 0
+                    && reports.len() == 1
+                {
+                    self.fail("a kick for a chat nothing watches made requests");
                 }
                 if kicked && reports.len() > 1 {
                     self.env.notes().sometimes.kicked_passes += 1;
@@ -1204,6 +1376,31 @@ impl World {
             .unwrap_or_else(|e| self.fail(&format!("the job file does not load: {e:#}")));
         let (jobs, turns) = (file.jobs.clone(), file.turns.clone());
         let now = self.env.clock.secs();
+        for chat in &file.kick_chats {
+            if self.kick_chats.insert((
+                chat.agent_id.clone(),
+                chat.session_id.clone(),
+                chat.at.to_string(),
+            )) {
+                self.sometimes.kick_polled_unknown += 1;
+            }
+        }
+        let mut records: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+        for r in &file.give_ups {
+            let seen = records
+                .entry((r.at.to_string(), r.line.clone()))
+                .or_default();
+            if r.is_unsaid() {
+                seen.1 += 1;
+            } else {
+                seen.0 += 1;
+            }
+        }
+        for (key, (said, unsaid)) in records {
+            let most = self.give_ups.entry(key).or_default();
+            most.0 = most.0.max(said);
+            most.1 = most.1.max(unsaid);
+        }
         let l = limits();
         let reports = self.report.take();
         for old in &self.jobs {
@@ -1578,6 +1775,31 @@ impl World {
                 named.chain(with).collect::<Vec<_>>()
             })
             .collect();
+        // Always heard, once: each give-up the job file recorded was said exactly once by a
+        // tick a person hears (kicked ticks say nothing), and after the drain (ticks a
+        // person hears) none is left unsaid.
+        let file = self.env.store().load().expect("the file loads");
+        if let Some(r) = file.give_ups.iter().find(|r| r.is_unsaid()) {
+            self.fail(&format!(
+                "after the drain a give-up is still unsaid: {}",
+                r.line
+            ));
+        }
+        let mut recorded: BTreeMap<&str, usize> = BTreeMap::new();
+        for ((_, line), (said, _)) in &self.give_ups {
+            if *said > 0 {
+                *recorded.entry(line.as_str()).or_default() += said;
+            }
+        }
+        let mut told: BTreeMap<&str, usize> = BTreeMap::new();
+        for line in &notes.heard {
+            *told.entry(line.as_str()).or_default() += 1;
+        }
+        if recorded != told {
+            self.fail(&format!(
+                "give-ups recorded said {recorded:#?}, lines said {told:#?}"
+            ));
+        }
         let mut queue = Queue::default();
         // Each registration's last state decides what its blocks must have come to.
         for (job_id, job) in &self.last {
@@ -1824,6 +2046,38 @@ impl World {
         self.queue = queue;
         (turns, batches)
     }
+}
+
+/// What a tick said is what its reports say it should: for a tick a person hears, each
+/// pass's give-ups of earlier ticks nobody heard, then its own, in order; for one nobody
+/// hears, nothing (its give-ups are left unsaid in the job file).
+fn said_as_reported(
+    reports: &[atc::report::Report],
+    heard: bool,
+    said: &[String],
+) -> Result<(), String> {
+    let expected: Vec<String> = if heard {
+        reports
+            .iter()
+            .flat_map(|r| {
+                r.said_late()
+                    .iter()
+                    .cloned()
+                    .chain(r.gave_up().iter().map(|g| g.line()))
+            })
+            .collect()
+    } else {
+        if reports.iter().any(|r| !r.said_late().is_empty()) {
+            return Err("a tick nobody hears said earlier give-ups (to /dev/null)".into());
+        }
+        Vec::new()
+    };
+    if said != expected {
+        return Err(format!(
+            "the passes said {said:?}, their reports say {expected:?} (heard: {heard})"
+        ));
+    }
+    Ok(())
 }
 
 /// The texts of the atc turns a chat holds, in order.

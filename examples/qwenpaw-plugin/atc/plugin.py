@@ -16,14 +16,24 @@ server's event loop (``atc watch`` asks this same server whether the chat exists
 blocking call would wait on itself).
 
 The end of every turn is when atc has something to do (a child's result is ready, or a
-parent's chat is idle), so a ``FINALLY`` runtime hook starts ``atc tick --kicked``
-detached (its own session, stdio to /dev/null, reaped by a thread) and returns at once. It
-starts one only when the job file has work (not the file the last tick found settled: a
-stat and one line of the tick lock), at most one at a time (another turn's end meanwhile
-leaves the running tick a mark: one more pass), and never blocks, awaits or raises. The
-ticks it starts take no flags: their settings (``max-age``, ``busy-deadline``, the job
-file...) come from atc's config file, ``~/.config/atc/config.toml``, which the timer's
-ticks and a person's commands read too.
+parent's chat is idle), so a ``FINALLY`` runtime hook starts ``atc tick --kicked --json``
+detached (its own session, stdin and stderr to /dev/null, reaped by a thread) and returns
+at once. It hands the tick the turn that ended -- the agent, the session, the chat's user
+and channel -- in the child's environment (``ATC_KICK``, a JSON list), never on its
+command line (other users' ``ps`` shows that) and never in a log, so the tick polls only
+what that turn concerns (a turn's end that concerns nothing costs the server no request).
+It starts one only when the job file has work (not the file the last tick found settled:
+a stat and one line of the tick lock), at most one at a time (another turn's end
+meanwhile goes into the running tick's mark, one JSON line: one more pass for what it
+concerns), and never blocks, awaits or raises. The ticks it starts take no settings
+flags: their settings (``max-age``, ``busy-deadline``, the job file...) come from atc's
+config file, ``~/.config/atc/config.toml``, which the timer's ticks and a person's
+commands read too.
+
+Nobody reads such a tick's stderr, so it says nothing there: it leaves its give-ups
+marked unsaid in the job file (the next ``atc tick`` a person hears says them) and lists
+them in its JSON, which the reaper thread reads once the tick has exited and writes into
+QwenPaw's log, one line each (task ids and statuses only).
 
 Every background task a turn's ``submit_to_agent`` starts is watched when that turn ends,
 with no tool call by the model: a middleware notes the turn's tool calls as they return
@@ -639,10 +649,70 @@ def has_work(path):
     return settled.get("file") != fingerprint(st)
 
 
+def turn_end(ctx):
+    """The turn that ended, as ``atc tick --kicked`` takes it (``ATC_KICK``): the agent and
+    session of the hook's context, the chat's user and channel from its request (contract
+    §13). ``None`` when QwenPaw gave no agent or session: the tick then looks at
+    everything. Issue 29's auto-watch reads the same context."""
+    try:
+        request = getattr(ctx, "request", None)
+
+        def of_request(key):
+            if isinstance(request, dict):
+                return request.get(key)
+            return getattr(request, key, None)
+
+        end = {
+            "agent_id": getattr(ctx, "agent_id", None),
+            "session_id": getattr(ctx, "session_id", None) or of_request("session_id"),
+            "user_id": of_request("user_id"),
+            "channel": of_request("channel"),
+        }
+    except Exception:  # pylint: disable=broad-except
+        return None
+    end = {k: str(v) for k, v in end.items() if isinstance(v, str) and v}
+    if "agent_id" not in end or "session_id" not in end:
+        return None
+    return end
+
+
+def append_mark(path, line):
+    """Adds ``line`` (one ended turn, JSON; a bare newline: a turn of no known chat) to the
+    mark the running tick takes, ``<job file>.tick.again`` (0600; it holds session ids, like
+    the job file). The tick takes the mark by renaming it away: when that happened while the
+    line went in, the line goes into a new mark (at worst the tick reads it twice)."""
+    mark = str(sidecar(path, "tick.again"))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(3):
+        fd = os.open(mark, flags, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8"))
+            written = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        try:
+            if os.lstat(mark).st_ino == written:
+                return
+        except OSError:
+            pass
+
+
+def give_up_lines(stdout):
+    """The give-up lines in a tick's ``--json`` report (``gave_up[].line``)."""
+    try:
+        doc = json.loads(stdout or b"{}")
+    except ValueError:
+        return []
+    gave_up = doc.get("gave_up") if isinstance(doc, dict) else None
+    if not isinstance(gave_up, list):
+        return []
+    return [g["line"] for g in gave_up if isinstance(g, dict) and isinstance(g.get("line"), str)]
+
+
 class Kicker:
-    """Starts atc ticks, detached, one at a time: ``atc tick --kicked`` when a turn ends,
-    ``atc tick`` for the cadence. Remembers when its own ticks ran, so that a tick it did
-    not start (a system timer's) can be told apart."""
+    """Starts atc ticks, detached, one at a time: ``atc tick --kicked --json`` when a turn
+    ends, ``atc tick --json`` for the cadence. Remembers when its own ticks ran, so that a
+    tick it did not start (a system timer's) can be told apart."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -657,12 +727,15 @@ class Kicker:
             self.warned.add(what)
             LOG.warning("atc plugin: %s", message)
 
-    def kick(self, chained=False):
-        """Never raises, never waits: at worst a turn's end is not announced, and the
-        cadence's next tick does the work."""
+    def kick(self, end=None, chained=False, ends=None):
+        """Starts a kicked tick for the turn that ended (``end``: ``turn_end``'s dict;
+        ``None``: not known which; ``ends``: several, as a list; ``chained``: the turns are
+        in the mark). Never raises, never waits: at worst a turn's end is not announced,
+        and the cadence's next tick does the work."""
+        ended = [] if chained else (ends or ([end] if end else None))
         try:
             with self.lock:
-                self._start(["tick", "--kicked"], chained, mark=True)
+                self._start(["tick", "--kicked", "--json"], chained, mark=True, ended=ended)
         except Exception as err:  # pylint: disable=broad-except
             self.warn_once("error", "cannot start atc tick at the end of a turn: %r" % err)
 
@@ -670,7 +743,7 @@ class Kicker:
         """The cadence's tick: started unless one of ours still runs (it does the work)."""
         try:
             with self.lock:
-                return self._start(["tick"], True, mark=False)
+                return self._start(["tick", "--json"], True, mark=False, ended=None)
         except Exception as err:  # pylint: disable=broad-except
             self.warn_once("error", "cannot start atc tick for the cadence: %r" % err)
             return False
@@ -678,29 +751,33 @@ class Kicker:
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def _start(self, args, chained, mark):
+    def _start(self, args, chained, mark, ended):
         path = job_file()
         if not has_work(path):
             return False
         if self.running():
-            if mark:
+            if mark and ended != []:
                 # A tick of ours is running: it makes one more pass for this turn's end.
-                fd = os.open(str(sidecar(path, "tick.again")), os.O_WRONLY | os.O_CREAT, 0o600)
-                os.close(fd)
+                append_mark(path, (json.dumps(ended[0]) if ended else "") + "\n")
             return False
         exe, problem = find_atc()
         if exe is None:
             self.warn_once("missing", "the end-of-turn kick cannot start atc: " + problem)
             return False
+        env = atc_env()
+        env.pop("ATC_KICK", None)
+        if ended is not None:
+            # The environment of the child alone: not its command line, not a log.
+            env["ATC_KICK"] = json.dumps(ended)
         span = [time.time(), None]
         proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [exe, *args],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             close_fds=True,
-            env=atc_env(),
+            env=env,
         )
         self.ours = self.ours[-31:] + [span]
         self.proc = proc
@@ -712,8 +789,18 @@ class Kicker:
         return True
 
     def reap(self, proc, chained, span, what):
+        # Read in this thread, never in the server's event loop: the tick's one JSON
+        # report, once it exits.
+        try:
+            out, _ = proc.communicate()
+        except Exception:  # pylint: disable=broad-except
+            out = b""
         code = proc.wait()
         span[1] = time.time()
+        # Its give-ups: nobody reads its stderr; QwenPaw's log is where this server's
+        # people look (and the next `atc tick` a person hears says them too).
+        for line in give_up_lines(out):
+            LOG.warning("%s", line)
         if code != 0:
             self.warn_once(
                 "exit",
@@ -853,8 +940,8 @@ def kick_hook(kicker):
         # After QwenPaw's own end-of-turn work.
         priority = 1000
 
-        async def run(self, ctx):  # pylint: disable=unused-argument
-            kicker.kick()
+        async def run(self, ctx):
+            kicker.kick(turn_end(ctx))
             return HookResult()
 
     return AtcKickHook()
@@ -1101,7 +1188,22 @@ class Reporter:
         except ValueError:
             return
         if isinstance(doc, dict) and doc.get("jobs"):
-            self.kicker.kick()
+            self.kicker.kick(ends=children_of(doc["jobs"]))
+
+
+def children_of(jobs):
+    """The kick after an auto-watch: as if each new watch's child had just ended its turn
+    (its agent, its session), so the tick polls those watches and nothing else; ``None``
+    (look at everything) when a watch's child session is not known."""
+    ends = []
+    for job in jobs:
+        if not isinstance(job, dict) or not job.get("child_session"):
+            return None
+        agent = job.get("target_agent") or job.get("agent_id")
+        if not agent:
+            return None
+        ends.append({"agent_id": agent, "session_id": job["child_session"]})
+    return ends or None
 
 
 REPORTER = Reporter(KICKER)
