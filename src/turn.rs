@@ -1214,9 +1214,20 @@ pub fn new_id(first: &Block, taken: impl Fn(&str) -> bool) -> String {
         .expect("an unused id")
 }
 
-/// Settled turns none of whose jobs remain are removed (their record said all it could).
+/// Settled turns none of whose jobs remain are removed (their record said all it could),
+/// once the job whose block named the turn (`atc-<job id>…`, [`new_id`]) is gone too: a
+/// block that left the open turn named for it (the parent read it) and was redelivered
+/// later must not get the same id again, which is in the chat already.
 pub fn prunable(turn: &Turn, job_exists: impl Fn(&str) -> bool) -> bool {
-    is_settled(turn) && !turn.carries.iter().any(|b| job_exists(&b.job_id))
+    is_settled(turn)
+        && !turn.carries.iter().any(|b| job_exists(&b.job_id))
+        && !named_for(&turn.turn_id).is_some_and(&job_exists)
+}
+
+/// The job whose block a turn id was made for ([`new_id`]): `atc-<job id>`, with `-c<n>`
+/// or `-<k>` after it.
+fn named_for(turn_id: &str) -> Option<&str> {
+    turn_id.strip_prefix("atc-")?.split('-').next()
 }
 
 #[cfg(test)]

@@ -929,6 +929,17 @@ fn ids_tell_turns_apart_and_settled_turns_without_jobs_are_pruned() {
     let delivered = turn(TurnState::Delivered);
     assert!(!prunable(&delivered, |id| id == "j1"), "its job remains");
     assert!(prunable(&delivered, |_| false));
+    // Named for a job that remains (its block left the turn before it was claimed): kept,
+    // so that job's next turn gets another id.
+    let mut named = turn(TurnState::Delivered);
+    named.turn_id = "atc-j0".into();
+    assert!(
+        !prunable(&named, |id| id == "j0"),
+        "the job it was named for remains"
+    );
+    named.turn_id = "atc-j0-c2-3".into();
+    assert!(!prunable(&named, |id| id == "j0"));
+    assert!(prunable(&named, |id| id == "j9"));
     assert!(
         !prunable(&turn(TurnState::Claimed), |_| false),
         "not settled"
