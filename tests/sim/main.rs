@@ -1722,3 +1722,57 @@ fn a_group_watched_again_while_its_turn_waits_keeps_one_membership() {
         Tick,
     ]);
 }
+
+/// Found by the long search (seed 1, after auto-watch and kicks met): a result the parent
+/// read while its batch was being looked at, then redelivered while a tick polled.
+#[test]
+fn a_result_read_by_the_parent_then_redelivered_is_posted_once() {
+    use Op::*;
+    replay(vec![
+        Finish(0, Ending::Answer),
+        Interleave(Phase::Look, Box::new(ParentRead(0, 0))),
+        Watch {
+            tasks: 3,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        Tick,
+        Watch {
+            tasks: 10,
+            chat: 0,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Interleave(
+            Phase::Poll,
+            Box::new(Redeliver {
+                task: 0,
+                create_session: false,
+            }),
+        ),
+    ]);
+}
+
+/// The long search (seeds 3 and 4): a kick for another chat takes the mark a kick left
+/// during a tick that then crashed; the turns in that mark concern a watch, so the kick's
+/// pass polls it (the checker had called those requests a kick's that concerned nothing).
+#[test]
+fn a_kick_elsewhere_takes_the_mark_a_crashed_ticks_kick_left() {
+    use Op::*;
+    replay(vec![
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Finish(0, Ending::Answer),
+        Interleave(Phase::Poll, Box::new(KickedTick)),
+        CrashTick(Crash::Polled),
+        Op::Kick(world::Kick::Elsewhere),
+    ]);
+}

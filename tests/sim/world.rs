@@ -1302,6 +1302,9 @@ impl World {
             server: Proxy(&env.server),
             requests: AtomicU64::new(0),
         };
+        // A mark another tick left (a turn's end it let go, or a bare one): a kick that
+        // names its turn takes it, and what it concerns is that kick's too.
+        let marked = store.tick_again_path().exists();
         env.server.ticking(true);
         let ran = catch_unwind(AssertUnwindSafe(|| {
             atc::cmd::tick::passes(
@@ -1342,6 +1345,7 @@ impl World {
                     self.env.notes().sometimes.kick_unconcerned += 1;
                 }
                 if let Op::Kick(Kick::Elsewhere) = op
+                    && !marked
                     && server.requests.load(Ordering::Relaxed) > 0
                     && reports.len() == 1
                 {
