@@ -1776,3 +1776,34 @@ fn a_kick_elsewhere_takes_the_mark_a_crashed_ticks_kick_left() {
         Op::Kick(world::Kick::Elsewhere),
     ]);
 }
+
+/// The long search (seed 4): a delivered result watched again while a tick polled, first
+/// by an automatic watch from another chat, then by a person in its own chat.
+#[test]
+fn a_delivered_result_auto_watched_elsewhere_then_watched_again() {
+    use Op::*;
+    replay(vec![
+        Finish(0, Ending::Answer),
+        Watch {
+            tasks: 7,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+        Tick,
+        Interleave(Phase::Poll, Box::new(AutoWatch { tasks: 9, chat: 1 })),
+        Interleave(
+            Phase::Poll,
+            Box::new(Watch {
+                tasks: 15,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 0,
+            }),
+        ),
+        Op::Jump(world::Jump::PastKeep),
+        CrashTick(Crash::Polled),
+    ]);
+}

@@ -356,6 +356,8 @@ pub struct Notes {
     /// Registrations that replaced an ended record, by new job id, with the status that
     /// record had then (another process may have changed it since the last look).
     pub rewatched: BTreeMap<String, Status>,
+    /// Registrations that replaced a record, by new job id, with the job id replaced.
+    pub replaced_by: BTreeMap<String, String>,
     pub sometimes: Sometimes,
 }
 
@@ -744,7 +746,13 @@ impl Env {
             origin: Origin::Cli,
         };
         let now = self.now();
+        let mut before: Vec<(String, String)> = Vec::new();
         let result = self.store().update(|file| {
+            before = file
+                .jobs
+                .iter()
+                .map(|j| (j.task_id.clone(), j.job_id.clone()))
+                .collect();
             let done = atc::lifecycle::watch(
                 &mut file.jobs,
                 &file.turns,
@@ -800,6 +808,15 @@ impl Env {
                                 n.rewatched.insert(job.job_id.clone(), *was);
                             }
                             _ => {}
+                        }
+                        // Which record this one replaced (the checker asks whether that
+                        // one was fresh and made since its last look).
+                        let job = r.job();
+                        if let Some((_, id)) = before
+                            .iter()
+                            .find(|(task, id)| *task == job.task_id && *id != job.job_id)
+                        {
+                            n.replaced_by.insert(job.job_id.clone(), id.clone());
                         }
                     }
                 }
@@ -1463,14 +1480,22 @@ impl World {
                 }
                 continue;
             }
-            let (fresh, rewatched) = {
+            let (fresh, rewatched, replaced_by) = {
                 let n = self.env.notes();
-                (n.fresh.clone(), n.rewatched.clone())
+                (n.fresh.clone(), n.rewatched.clone(), n.replaced_by.clone())
+            };
+            // A fresh registration (the one before it was pruned), or one that replaced a
+            // fresh one made since the last look: either way `old` was pruned.
+            let fresh_since = |id: &String| {
+                fresh.contains(id)
+                    || replaced_by
+                        .get(id)
+                        .is_some_and(|was| fresh.contains(was) && !self.last.contains_key(was))
             };
             let successor = jobs
                 .iter()
                 .find(|j| j.task_id == old.task_id)
-                .filter(|next| !fresh.contains(&next.job_id));
+                .filter(|next| !fresh_since(&next.job_id));
             match successor {
                 Some(next) => {
                     self.replaced.insert(old.job_id.clone());
