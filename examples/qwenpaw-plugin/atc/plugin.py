@@ -247,18 +247,13 @@ def no_chat():
 
 
 def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in=""):
-    agent, session, user, channel = chat_context()
+    chat = chat_context()
+    agent, session = chat[0], chat[1]
     if not session:
         return None
     # --origin plugin: what the parent is told later names this tool's options
     # (stop_after, cancel_task_callback), not atc's flags.
-    args = ["watch", *task_ids, "--json", "--origin", "plugin", "--session", session]
-    if user:
-        args += ["--user", user]
-    if channel:
-        args += ["--channel", channel]
-    if agent:
-        args += ["--agent", agent]
+    args = ["watch", *task_ids, "--json", "--origin", "plugin", *chat_args(chat)]
     target = (target_agent or "").strip()
     if target and target != agent:
         args += ["--target-agent", target]
