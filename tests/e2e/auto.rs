@@ -228,7 +228,7 @@ pub fn delivers(ctx: &Ctx) -> R<()> {
             == 1
             && starts
                 .iter()
-                .all(|s| *s == auto_watch_line(session) || s == "tick --kicked"),
+                .all(|s| *s == auto_watch_line(session) || s == "tick --kicked --json"),
         "atc was started with {starts:?}: one automatic watch and kicked ticks expected"
     );
     let atc = auto.atc(ctx)?;
