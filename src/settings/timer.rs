@@ -70,16 +70,7 @@ pub(super) fn timer(
 /// A tick interval the schedule can express: whole seconds, at least one; for cron (one
 /// line per minute at most) one that divides a minute, or whole minutes that divide an hour.
 fn timer_interval(schedule: Schedule, interval: Duration) -> Result<Duration, Failure> {
-    let secs = interval.as_secs();
-    if secs == 0 || interval.subsec_nanos() != 0 {
-        return Err(Failure::new(
-            Exit::Usage,
-            format!(
-                "--interval {} is not a whole number of seconds (at least 1s)",
-                human(interval)
-            ),
-        ));
-    }
+    let secs = super::watch::whole_secs("--interval", interval)?;
     let cron_ok = if secs < 60 {
         60 % secs == 0
     } else {

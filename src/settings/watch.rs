@@ -96,32 +96,14 @@ pub(super) fn watch(
             Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,
         },
         allow_insecure_remote: false,
-        stop_after_secs: match args.stop_after {
-            None => None,
-            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
-                return Err(Failure::new(
-                    Exit::Usage,
-                    format!(
-                        "--stop-after {} is not a whole number of seconds (at least 1s)",
-                        humantime::format_duration(d)
-                    ),
-                ));
-            }
-            Some(d) => Some(d.as_secs()),
-        },
-        check_in_secs: match args.check_in {
-            None => None,
-            Some(d) if d.as_secs() == 0 || d.subsec_nanos() != 0 => {
-                return Err(Failure::new(
-                    Exit::Usage,
-                    format!(
-                        "--check-in {} is not a whole number of seconds (at least 1s)",
-                        humantime::format_duration(d)
-                    ),
-                ));
-            }
-            Some(d) => Some(d.as_secs()),
-        },
+        stop_after_secs: args
+            .stop_after
+            .map(|d| whole_secs("--stop-after", d))
+            .transpose()?,
+        check_in_secs: args
+            .check_in
+            .map(|d| whole_secs("--check-in", d))
+            .transpose()?,
     };
     if let (Some(group), Some(_)) = (&options.group, options.check_in_secs) {
         return Err(Failure::new(
@@ -235,4 +217,18 @@ pub(super) fn chat_of(
     let agent =
         part((agent, "--agent"), "ATC_AGENT_ID", Some(defaults::AGENT))?.expect("a default");
     Ok((agent, session, user, channel))
+}
+
+/// A duration flag that must be a whole number of seconds, at least one.
+pub(super) fn whole_secs(flag: &str, d: std::time::Duration) -> Result<u64, Failure> {
+    if d.as_secs() == 0 || d.subsec_nanos() != 0 {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "{flag} {} is not a whole number of seconds (at least 1s)",
+                humantime::format_duration(d)
+            ),
+        ));
+    }
+    Ok(d.as_secs())
 }
