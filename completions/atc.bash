@@ -493,7 +493,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__qwenpaw__subcmd__zip)
-            opts="-q -v -h -V --out --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --out --thin --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -15,13 +15,13 @@
 # Cost (two cores): the first run installs qwenpaw==2.2.2.post1 from PyPI into a
 # virtualenv in ${XDG_CACHE_HOME:-~/.cache}/atc/e2e/ (about 2 minutes, up to 5 on a busy
 # machine, and 1.5 GB), so it takes about 2–3 minutes in all. Later runs reuse it and take
-# about 20 s (up to 45 on a busy machine), most of it QwenPaw starting. The virtualenv stays
-# after the demo (the end-to-end tests share it); `rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"`
-# removes it.
+# about 20–40 s (up to 60 on a busy machine), most of it QwenPaw starting. The virtualenv
+# stays after the demo (the end-to-end tests share it);
+# `rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/atc/e2e"` removes it.
 #
-# It uses the `atc` on your PATH when there is one (`cargo install --path .`), else it
-# builds one (`cargo build`). Nothing leaves the machine: the server, the fake LLM and atc
-# talk over loopback.
+# It uses the `atc` on your PATH when there is one (`cargo install --locked --path .`),
+# else it builds one (`cargo build`). Nothing leaves the machine: the server, the fake LLM
+# and atc talk over loopback.
 set -euo pipefail
 
 keep=0
@@ -85,7 +85,7 @@ if installed=$(command -v atc); then
     step "2/8 using the installed atc"
     atc_bin=$installed
 else
-    step "2/8 building atc (none on PATH; \`cargo install --path .\` installs one)"
+    step "2/8 building atc (none on PATH; \`cargo install --locked --path .\` installs one)"
     cargo build --quiet --manifest-path "$root/Cargo.toml" --bin atc
     atc_bin="$root/target/debug/atc"
 fi

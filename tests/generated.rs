@@ -246,6 +246,25 @@ fn completions_match_the_binary() {
     );
 }
 
+/// `atc generate man --help` names every page it prints (a packager's loop reads the list
+/// there; the guide's pip loop is checked by tests/install.rs).
+#[test]
+fn generate_man_help_names_every_page() {
+    let out = assert_cmd::Command::cargo_bin("atc")
+        .unwrap()
+        .args(["generate", "man", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let words: Vec<&str> = help
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+        .collect();
+    for (command, _) in PAGES {
+        assert!(words.contains(&command), "no {command} in\n{help}");
+    }
+}
+
 #[test]
 fn an_unknown_page_is_a_usage_error() {
     assert_cmd::Command::cargo_bin("atc")
@@ -254,4 +273,169 @@ fn an_unknown_page_is_a_usage_error() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("pages: atc, watch"));
+}
+
+/// One completion a shell is asked for: the words before the cursor (`atc watch
+/// --on-empty`), and what it must offer there, with each offer's description.
+struct Completion {
+    words: Vec<String>,
+    offers: Vec<(String, String)>,
+}
+
+/// From the clap definition: every command's subcommands, and every option's possible
+/// values, with the help clap gives each (what `--help` shows).
+fn completions_to_offer() -> Vec<Completion> {
+    use clap::CommandFactory;
+    fn walk(command: &clap::Command, words: Vec<String>, into: &mut Vec<Completion>) {
+        let subcommands: Vec<&clap::Command> = command
+            .get_subcommands()
+            .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+            .collect();
+        if !subcommands.is_empty() {
+            into.push(Completion {
+                words: words.clone(),
+                offers: subcommands
+                    .iter()
+                    .map(|sub| {
+                        let about = sub.get_about().map(ToString::to_string);
+                        (sub.get_name().to_owned(), about.unwrap_or_default())
+                    })
+                    .collect(),
+            });
+        }
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let values: Vec<(String, String)> = arg
+                .get_possible_values()
+                .into_iter()
+                .filter(|value| !value.is_hide_set())
+                .map(|value| {
+                    let help = value.get_help().map(|h| h.to_string().replace('\n', " "));
+                    (value.get_name().to_owned(), help.unwrap_or_default())
+                })
+                .collect();
+            if arg.is_hide_set() || values.is_empty() {
+                continue;
+            }
+            let mut words = words.clone();
+            words.push(format!("--{long}"));
+            into.push(Completion {
+                words,
+                offers: values,
+            });
+        }
+        for sub in subcommands {
+            let mut words = words.clone();
+            words.push(sub.get_name().to_owned());
+            walk(sub, words, into);
+        }
+    }
+    let mut cli = atc::cli::Cli::command();
+    cli.build();
+    let mut all = Vec::new();
+    walk(&cli, vec!["atc".to_owned()], &mut all);
+    assert!(
+        all.iter()
+            .any(|c| c.words.join(" ") == "atc watch --on-empty"),
+        "the walk misses watch --on-empty"
+    );
+    all
+}
+
+/// Runs `script` in `shell`, in an empty HOME; asserts exit 0 and an empty stderr, returns
+/// stdout. A missing shell fails the test, never skips it: a completion nobody loaded is
+/// not checked (bash is everywhere; .ci/run and the workflows install fish).
+fn run_in(shell: &str, args: &[&str], script: &str) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(shell)
+        .args(args)
+        .arg(script)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin:/opt/homebrew/bin")
+        .env("LANG", "C.UTF-8")
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|err| {
+            panic!("{shell} is not installed here ({err}): install it to test its completions")
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "{shell}: {}\nstderr:\n{stderr}\nstdout:\n{stdout}",
+        out.status
+    );
+    stdout
+}
+
+/// The answers of a script that printed `== N` before the answer to completion N.
+fn answers(stdout: &str, count: usize) -> Vec<Vec<&str>> {
+    let mut answers = vec![Vec::new(); count];
+    let mut at = None;
+    for line in stdout.lines() {
+        if let Some(n) = line.strip_prefix("== ") {
+            at = Some(n.parse::<usize>().unwrap());
+        } else if let Some(n) = at {
+            answers[n].push(line);
+        }
+    }
+    answers
+}
+
+/// fish runs the committed completions as fish does on the first `atc <TAB>`, and offers
+/// every command and every option value with its description, word for word. A value's
+/// help goes into a double-quoted fish string that clap_complete does not escape `"` or
+/// `$` in: `("(No text content in response)")` there made fish run `No` as a command
+/// (issue 33).
+#[test]
+fn fish_completes_every_command_and_value() {
+    let wanted = completions_to_offer();
+    let mut script = String::from("source completions/atc.fish\n");
+    for (n, completion) in wanted.iter().enumerate() {
+        script.push_str(&format!(
+            "echo '== {n}'; complete -C '{} '\n",
+            completion.words.join(" ")
+        ));
+    }
+    let stdout = run_in("fish", &["--no-config", "-c"], &script);
+    for (completion, offered) in wanted.iter().zip(answers(&stdout, wanted.len())) {
+        for (word, description) in &completion.offers {
+            let line = format!("{word}\t{description}");
+            assert!(
+                offered.contains(&line.as_str()),
+                "fish offers no {line:?} after `{}`:\n{}",
+                completion.words.join(" "),
+                offered.join("\n")
+            );
+        }
+    }
+}
+
+/// bash (with bash-completion's `complete -F` alone, no package) offers every command and
+/// every option value after the committed completions are sourced.
+#[test]
+fn bash_completes_every_command_and_value() {
+    let wanted = completions_to_offer();
+    let mut script = String::from("set -e\nsource completions/atc.bash\n");
+    for (n, completion) in wanted.iter().enumerate() {
+        let words = completion.words.join(" ");
+        script.push_str(&format!(
+            "echo '== {n}'; COMP_WORDS=({words} ''); COMP_CWORD={}; COMP_LINE='{words} '; \
+             COMP_POINT=${{#COMP_LINE}}; _atc atc '' {}; printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+            completion.words.len(),
+            completion.words.last().unwrap(),
+        ));
+    }
+    let stdout = run_in("bash", &["--norc", "--noprofile", "-c"], &script);
+    for (completion, offered) in wanted.iter().zip(answers(&stdout, wanted.len())) {
+        for (word, _) in &completion.offers {
+            assert!(
+                offered.contains(&word.as_str()),
+                "bash offers no {word:?} after `{}`:\n{}",
+                completion.words.join(" "),
+                offered.join("\n")
+            );
+        }
+    }
 }

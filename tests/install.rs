@@ -1,4 +1,5 @@
-//! The README's install lines work as written on a fresh account, run in a fresh HOME.
+//! The README's install lines, and the guide's man pages for a pip install, work as
+//! written on a fresh account, run in a fresh HOME.
 //!
 //! The Cargo block (with `cargo install` standing in as a copy of the built binary into
 //! `~/.cargo/bin`): `man -w atc` and `man -w atc-tick` (the units' `Documentation=`)
@@ -22,13 +23,19 @@ fn root() -> PathBuf {
 /// The lines of the README's `sh` block that holds `marker`, without comments and blank
 /// lines.
 fn install_lines(marker: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let blocks: Vec<&str> = readme.split("```sh\n").skip(1).collect();
+    sh_lines("README.md", marker)
+}
+
+/// The lines of `document`'s `sh` block that holds `marker`, without comments and blank
+/// lines.
+fn sh_lines(document: &str, marker: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(document)).unwrap();
+    let blocks: Vec<&str> = text.split("```sh\n").skip(1).collect();
     let block = blocks
         .iter()
         .map(|b| b.split("```").next().unwrap())
         .find(|b| b.contains(marker))
-        .unwrap_or_else(|| panic!("the README has no sh block with {marker:?}"));
+        .unwrap_or_else(|| panic!("{document} has no sh block with {marker:?}"));
     block
         .lines()
         .map(str::trim)
@@ -60,9 +67,9 @@ fn the_readme_install_lines_put_man_pages_and_completions_where_they_are_found()
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mut script = vec!["set -eu".to_owned()];
-    for line in install_lines("cargo install --path .") {
+    for line in install_lines("cargo install --locked --path .") {
         if line.starts_with("cargo install") {
-            // What `cargo install --path .` leaves: the binary in ~/.cargo/bin.
+            // What `cargo install --locked --path .` leaves: the binary in ~/.cargo/bin.
             script.push(format!(
                 "mkdir -p ~/.cargo/bin && cp '{}' ~/.cargo/bin/atc",
                 assert_cmd::cargo::cargo_bin("atc").display()
@@ -120,6 +127,76 @@ fn the_readme_install_lines_put_man_pages_and_completions_where_they_are_found()
             man1.join(format!("{page}.1")).display().to_string()
         );
     }
+}
+
+/// The guide's man-page lines for a pip install (issue 33: its loop once left out
+/// `config`), with `pip install atc-qwenpaw` standing in as a copy of the binary into the
+/// virtualenv's `bin/`: they write every page `atc generate man` knows, each the page in
+/// man/, where `man -w` finds it.
+#[test]
+fn the_guides_pip_man_lines_write_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let lines = sh_lines("GUIDE.md", "generate man");
+    let venv = lines
+        .iter()
+        .find(|l| l.starts_with("venv="))
+        .expect("the block names the virtualenv")
+        .clone();
+    let (checks, writes): (Vec<String>, Vec<String>) =
+        lines.into_iter().partition(|l| l.contains("man -w"));
+    let run = |lines: &[String]| {
+        let out = fresh(&home, "sh")
+            .arg("-c")
+            .arg(format!("set -eu\n{}", lines.join("\n")))
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{said}");
+        said
+    };
+    // What `pip install atc-qwenpaw` leaves: the binary in the virtualenv's bin/.
+    let pip = format!(
+        "mkdir -p \"$venv/bin\" && cp '{}' \"$venv/bin/atc\"",
+        assert_cmd::cargo::cargo_bin("atc").display()
+    );
+    run(&[venv.clone(), pip]);
+    run(&writes);
+
+    let man1 = home.join(".venvs/qwenpaw/share/man/man1");
+    let titles =
+        std::iter::once("atc").chain(atc::cli::generate::PAGES.iter().map(|(_, title)| *title));
+    let mut missing = Vec::new();
+    for title in titles {
+        let page = format!("{title}.1");
+        match std::fs::read(man1.join(&page)) {
+            Ok(written) => assert_eq!(
+                written,
+                std::fs::read(root().join("man").join(&page)).unwrap(),
+                "{page}"
+            ),
+            Err(_) => missing.push(page),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the guide's lines write no {}",
+        missing.join(", ")
+    );
+
+    if which("man").is_none() {
+        eprintln!("man is not installed here: `man -w` not checked (the pages are in place)");
+        return;
+    }
+    assert!(!checks.is_empty(), "the block checks with `man -w`");
+    let said = run(&[vec![venv], checks].concat());
+    let config = man1.join("atc-config.1");
+    assert!(said.contains(&config.display().to_string()), "{said}");
 }
 
 fn which(program: &str) -> Option<PathBuf> {

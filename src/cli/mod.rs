@@ -326,25 +326,39 @@ pub enum QwenpawCommand {
         dry_run: bool,
 
         /// Move from the Agent Task Callback plugin in one step: note which agents have its
-        /// tools enabled, remove it (through the running server's API, no prompt; else
-        /// from disk), import its jobs, mark them handed over in its state file (a copy
-        /// beside it first, so a reinstalled old plugin cannot deliver them again), then
-        /// install atc's plugin with its tools enabled for exactly those agents. At no
-        /// moment do both deliver
+        /// tools enabled; under atc's job-file lock, merge its jobs into the job file and
+        /// prove the save, remove the old plugin (through the running server's API, no
+        /// prompt; else from disk), then save; mark the jobs handed over in its state file
+        /// (a copy beside it first, so a reinstalled old plugin cannot deliver them again);
+        /// install atc's plugin with its tools enabled for exactly those agents, and have
+        /// the server load it again (every tool offered, no restart). A task is never
+        /// watched by both or by nobody: a removal that fails imports nothing; run again
+        /// after a save that failed, it imports what the old state file still holds
         #[arg(long, conflicts_with_all = ["agents", "all"])]
         replace_agent_task_callback: bool,
     },
     /// Write the plugin zip that QwenPaw's own installer takes, and print its path
     ///
-    /// atc-qwenpaw-plugin-<version>.zip holds one folder: the plugin, a requirements.txt
-    /// pinning this atc (atc-qwenpaw==<version>, which QwenPaw's plugin loader installs into
-    /// the server's own Python environment before it loads the plugin) and the atc-callback
-    /// skill. Install it with `qwenpaw plugin install <zip>` or the plugin screen, then
-    /// enable its tools. The same files give the same bytes, every time.
+    /// atc-qwenpaw-plugin-<version>-<os>-<arch>.zip holds one folder: the plugin, this very
+    /// atc (bin/atc, with bin/atc.platform naming its platform) and the atc-callback
+    /// skill. QwenPaw installs it with no package index, no pip and no Rust: the plugin
+    /// runs the atc it carries, on a server of the same platform (on another, it says so
+    /// in QwenPaw's log and in `atc doctor`). Install it with `qwenpaw plugin install
+    /// <zip>` or the plugin screen, then enable its tools with the atc it carries:
+    /// `<working dir>/plugins/atc/bin/atc qwenpaw install --all`. The same atc gives the
+    /// same bytes, every time.
     Zip {
         /// Where to write it [default: the current directory]
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+
+        /// Carry no atc: atc-qwenpaw-plugin-<version>.zip with a requirements.txt pinning
+        /// this atc (atc-qwenpaw==<version>), which QwenPaw's loader pip-installs into the
+        /// server's environment (it needs the package on an index QwenPaw's pip reaches,
+        /// and pip 26.2.2 or newer there). For the plugin Market, and for any platform
+        /// once a release's wheels are published
+        #[arg(long)]
+        thin: bool,
     },
 }
 
@@ -479,7 +493,7 @@ pub enum OriginArg {
 /// `--on-empty`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Empty {
-    /// Deliver it like any result ("(No text content in response)")
+    /// Deliver it like any result ('(No text content in response)')
     Deliver,
     /// Record the job as skipped and post nothing
     Skip,

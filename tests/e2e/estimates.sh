@@ -6,7 +6,7 @@
 # Sourced by bash; one `est_<name>='<text>'` per line.
 est_provision='about 2 minutes, up to 5 on a busy machine, and 1.5 GB'
 est_demo_first='about 2–3 minutes'
-est_demo_later='about 20 s (up to 45 on a busy machine)'
+est_demo_later='about 20–40 s (up to 60 on a busy machine)'
 est_server_start='~10 s'
 est_broker='~5–15 s'
 est_browser='~15–40 s'
