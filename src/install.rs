@@ -48,43 +48,82 @@ pub const SKILL_MD: &str = include_str!("../examples/qwenpaw-skill/atc-callback/
 /// The plugin's folder in the zip `atc qwenpaw zip` writes (QwenPaw copies it to
 /// `<working dir>/plugins/<id>/` whatever it is called).
 pub const BUNDLE_DIR: &str = PLUGIN_ID;
+/// The atc a plugin folder carries, relative to it: the plugin runs this one first
+/// (`plugin.py` `find_atc`), and a person can always reach it at
+/// `<working dir>/plugins/atc/bin/atc`, whatever put QwenPaw where.
+pub const BUNDLED_ATC: &str = "bin/atc";
+/// Beside it, the platform it was built for (`linux-x86_64`): a plugin on another
+/// platform skips it and says so, and so does `atc doctor`.
+pub const BUNDLED_PLATFORM: &str = "bin/atc.platform";
 
-/// The zip's file name: `atc-qwenpaw-plugin-<version>.zip`.
-pub fn bundle_name() -> String {
-    format!("atc-qwenpaw-plugin-{}.zip", env!("CARGO_PKG_VERSION"))
+/// This atc's platform, as the zip's name and `bin/atc.platform` say it:
+/// `<os>-<arch>`, `linux-x86_64`, `macos-aarch64`.
+pub fn platform() -> String {
+    // Rust's names are the zip's: `linux`, `macos`; `x86_64`, `aarch64`.
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// What a plugin zip carries besides the plugin.
+pub enum Carry<'a> {
+    /// This atc's own binary (`bin/atc`): installs with no package index, no pip and no
+    /// Rust, on this platform only.
+    Atc(&'a [u8]),
+    /// A `requirements.txt` naming this atc's package (`atc-qwenpaw==<version>`), which
+    /// QwenPaw's loader pip-installs: for the Market and once a release's wheels are on
+    /// the index. Any platform.
+    Requirements,
+}
+
+/// The zip's file name: `atc-qwenpaw-plugin-<version>-<platform>.zip` when it carries
+/// atc, `atc-qwenpaw-plugin-<version>.zip` when thin.
+pub fn bundle_name(carry: &Carry) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match carry {
+        Carry::Atc(_) => format!("atc-qwenpaw-plugin-{version}-{}.zip", platform()),
+        Carry::Requirements => format!("atc-qwenpaw-plugin-{version}.zip"),
+    }
 }
 
 /// What `qwenpaw plugin install <zip>` needs and nothing else, under one folder: the
-/// plugin; a `requirements.txt` pinning this very atc (`atc-qwenpaw` on PyPI), which
-/// QwenPaw's loader pip-installs into the server's own environment before it imports the
-/// plugin (so atc lands next to the server's interpreter); and the atc-callback skill,
-/// which the plugin registers with `register_skill_provider`. `atc qwenpaw install`
-/// writes the plugin without the requirements (the atc that runs it is already here) and
+/// plugin; the atc that runs it (this binary and its platform), or a `requirements.txt`
+/// pinning this very atc (`atc-qwenpaw` on PyPI), which QwenPaw's loader pip-installs
+/// into the server's own environment before it imports the plugin; and the atc-callback
+/// skill, which the plugin registers with `register_skill_provider`. `atc qwenpaw
+/// install` writes the plugin without either (the atc that runs it is already here) and
 /// puts the skill into the skill pool instead.
-pub fn bundle() -> Vec<crate::zip::Entry> {
-    let entry = |name: String, bytes: &[u8]| crate::zip::Entry {
-        name,
-        bytes: bytes.to_vec(),
-    };
+pub fn bundle(carry: &Carry) -> Vec<crate::zip::Entry> {
+    use crate::zip::Entry;
     let dir = BUNDLE_DIR;
-    let mut entries = vec![entry(format!("{dir}/"), b"")];
+    let mut entries = vec![Entry::dir(format!("{dir}/"))];
     for (name, text) in PLUGIN_FILES {
-        entries.push(entry(format!("{dir}/{name}"), text.as_bytes()));
+        entries.push(Entry::file(format!("{dir}/{name}"), text));
     }
-    entries.push(entry(
-        format!("{dir}/requirements.txt"),
-        requirements().as_bytes(),
-    ));
-    entries.push(entry(format!("{dir}/skills/"), b""));
-    entries.push(entry(format!("{dir}/skills/{SKILL_NAME}/"), b""));
-    entries.push(entry(
+    match carry {
+        Carry::Atc(atc) => {
+            entries.push(Entry::dir(format!("{dir}/bin/")));
+            entries.push(Entry::program(format!("{dir}/{BUNDLED_ATC}"), *atc));
+            entries.push(Entry::file(
+                format!("{dir}/{BUNDLED_PLATFORM}"),
+                format!("{}\n", platform()),
+            ));
+        }
+        Carry::Requirements => {
+            entries.push(Entry::file(
+                format!("{dir}/requirements.txt"),
+                requirements(),
+            ));
+        }
+    }
+    entries.push(Entry::dir(format!("{dir}/skills/")));
+    entries.push(Entry::dir(format!("{dir}/skills/{SKILL_NAME}/")));
+    entries.push(Entry::file(
         format!("{dir}/skills/{SKILL_NAME}/SKILL.md"),
-        SKILL_MD.as_bytes(),
+        SKILL_MD,
     ));
     entries
 }
 
-/// The bundle's `requirements.txt`: this atc, exactly.
+/// The thin bundle's `requirements.txt`: this atc, exactly.
 pub fn requirements() -> String {
     format!(
         "# atc itself: QwenPaw's plugin loader installs it into the server's environment.\natc-qwenpaw=={}\n",
@@ -108,6 +147,8 @@ pub struct Change {
     pub bytes: Vec<u8>,
     /// For people: "write the plugin file", "enable the tools for agent default".
     pub what: String,
+    /// A program (the bundled atc): written 0700.
+    pub program: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -392,9 +433,11 @@ fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<P
                 what: format!("write the plugin's {name}"),
                 path,
                 bytes: text.as_bytes().to_vec(),
+                program: false,
             });
         }
     }
+    changes.extend(bundled_atc(&plugin_dir)?);
     let plugin_changed = !changes.is_empty();
     for agent in &chosen {
         let dir = &profiles
@@ -408,6 +451,7 @@ fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<P
                 what: format!("enable the tools for agent {agent}"),
                 path,
                 bytes,
+                program: false,
             });
         }
     }
@@ -426,6 +470,7 @@ fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<P
             what: format!("put the {SKILL_NAME} skill into the skill pool"),
             path: skill,
             bytes: SKILL_MD.as_bytes().to_vec(),
+            program: false,
         });
     }
     Ok(Plan {
@@ -437,12 +482,63 @@ fn plan_with(working_dir: &Path, agents: &Agents, ignore_seed: bool) -> Result<P
     })
 }
 
+/// A plugin folder that carries an atc (installed from the zip) keeps carrying the atc
+/// that writes its plugin files, so the plugin never runs an atc older or newer than
+/// itself: this binary replaces another one there (and its platform file). A folder that
+/// carries none is left so (the plugin finds atc where pip or cargo put it).
+fn bundled_atc(plugin_dir: &Path) -> Result<Vec<Change>, Failure> {
+    let bundled = plugin_dir.join(BUNDLED_ATC);
+    if !bundled.is_file() {
+        return Ok(Vec::new());
+    }
+    let me = std::env::current_exe().map_err(|e| {
+        Failure::new(
+            Exit::StateUnwritable,
+            format!("cannot find this atc's own binary ({e}) to replace the plugin's"),
+        )
+    })?;
+    let same_file = fs::canonicalize(&me).ok() == fs::canonicalize(&bundled).ok();
+    let mut changes = Vec::new();
+    if !same_file {
+        let bytes = fs::read(&me).map_err(|e| {
+            Failure::new(
+                Exit::StateUnwritable,
+                format!("cannot read this atc's own binary {}: {e}", me.display()),
+            )
+        })?;
+        if fs::read(&bundled).ok().as_deref() != Some(bytes.as_slice()) {
+            changes.push(Change {
+                what: "replace the atc the plugin carries with this one".to_owned(),
+                path: bundled,
+                bytes,
+                program: true,
+            });
+        }
+    }
+    let platform_file = plugin_dir.join(BUNDLED_PLATFORM);
+    let platform = format!("{}\n", platform());
+    if fs::read(&platform_file).ok().as_deref() != Some(platform.as_bytes()) {
+        changes.push(Change {
+            what: "write the platform of the atc the plugin carries".to_owned(),
+            path: platform_file,
+            bytes: platform.into_bytes(),
+            program: false,
+        });
+    }
+    Ok(changes)
+}
+
 /// Writes the plan's files, each atomically (a temp file renamed over it).
 pub fn apply(plan: &Plan) -> Result<(), Failure> {
     for change in &plan.changes {
         let dir = crate::state::fsutil::parent_dir(&change.path);
+        let write = if change.program {
+            crate::state::fsutil::write_program
+        } else {
+            crate::state::fsutil::write_atomic
+        };
         fs::create_dir_all(dir)
-            .and_then(|()| crate::state::fsutil::write_atomic(&change.path, &change.bytes))
+            .and_then(|()| write(&change.path, &change.bytes))
             .map_err(|e| {
                 Failure::new(
                     Exit::StateUnwritable,

@@ -71,7 +71,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Timer(timer) => cmd::timer::run(&timer, out),
         Action::Config(config) => cmd::config::run(&config, out),
         Action::QwenpawInstall(install) => cmd::qwenpaw::run(&install, out),
-        Action::QwenpawZip(dir) => cmd::qwenpaw::zip(&dir, out),
+        Action::QwenpawZip { out: dir, thin } => cmd::qwenpaw::zip(&dir, thin, out),
         Action::Generate(Generate::Man(page)) => cli::generate::man_to_stdout(page.as_deref()),
         Action::Generate(Generate::Completions(shell)) => cli::generate::completions(shell),
         Action::ParentRead(read) => cmd::parent_read::run(&read, out),

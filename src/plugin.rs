@@ -304,6 +304,28 @@ pub fn hand_over(
     Ok((out, marked))
 }
 
+/// How many jobs the seed's state file `text` holds as pending, never handed over to atc:
+/// the seed still watches them (atc's plugin stands by while there are any, as its
+/// `seed_pending` counts them). 0 for a file that is not a state file.
+pub fn still_owed(text: &str) -> usize {
+    let Ok(value) = serde_json::from_str::<Value>(text) else {
+        return 0;
+    };
+    let owed = |record: &Value| {
+        record.get("status").and_then(Value::as_str) == Some("pending")
+            && record.get("handed_over_to").and_then(Value::as_str) != Some("atc")
+    };
+    let jobs = match &value {
+        Value::Object(map) => map.get("jobs").unwrap_or(&value),
+        _ => &value,
+    };
+    match jobs {
+        Value::Array(items) => items.iter().filter(|r| owed(r)).count(),
+        Value::Object(map) => map.values().filter(|r| owed(r)).count(),
+        _ => 0,
+    }
+}
+
 fn text_of(fields: &Map<String, Value>, name: &str) -> Option<String> {
     text(fields, name)
 }

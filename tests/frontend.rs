@@ -104,7 +104,7 @@ fn the_plugin_names_the_bundle_atc_ships_in_both_installs() {
         .expect("the bundle among the plugin's files");
     assert_eq!(embedded.as_bytes(), bundle);
     // ... and the zip holds it, in the plugin's folder.
-    let zipped = atc::install::bundle();
+    let zipped = atc::install::bundle(&atc::install::Carry::Requirements);
     let entry = zipped
         .iter()
         .find(|e| e.name == format!("atc/{}", atc::install::FRONTEND))

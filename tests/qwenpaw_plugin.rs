@@ -344,8 +344,82 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
         "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
         "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
         "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
-        format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice", seed.display()),
+        format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers its tasks, and atc's plugin stands by (no auto-watch, no kicks, no cadence; its tools say so) so that nothing arrives twice", seed.display()),
         "  → `atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+}
+
+/// doctor names the atc the plugin carries (from the zip) first, says when it is built for
+/// another platform (the plugin skips it), and says when the seed's state file still holds
+/// jobs nobody moved to atc (the plugin stands by).
+#[test]
+fn doctor_names_the_atc_the_plugin_carries_its_platform_and_the_seeds_leftover_jobs() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let wd_shown = wd.display().to_string();
+    let bin = wd.join("plugins/atc/bin");
+    fs::create_dir_all(&bin).unwrap();
+    fs::write(bin.join("atc"), b"#!/bin/sh\n").unwrap();
+    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    // The install replaced the carried atc with itself, and named its platform.
+    assert_eq!(
+        fs::read(bin.join("atc")).unwrap(),
+        fs::read(env!("CARGO_BIN_EXE_atc")).unwrap()
+    );
+    let platform = fs::read_to_string(bin.join("atc.platform")).unwrap();
+    assert_eq!(platform, format!("{}\n", python_platform()));
+    let doctor = |status: i32| {
+        let out = env
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .status(status)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = doctor(1); // no server answers: ✗ server
+    let line = format!(
+        "✓ atc for the server: the server finds {} (the atc its plugin carries, first in its order)",
+        bin.join("atc").display()
+    );
+    assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+
+    let other = if platform.trim() == "linux-x86_64" {
+        "macos-aarch64"
+    } else {
+        "linux-x86_64"
+    };
+    fs::write(bin.join("atc.platform"), format!("{other}\n")).unwrap();
+    let said = doctor(1);
+    let line = format!(
+        "✗ atc for the server: the atc the plugin carries ({}) is built for {other}, and this machine is {}: the plugin skips it (QwenPaw's log says so)",
+        bin.join("atc").display(),
+        platform.trim()
+    );
+    assert!(
+        said.lines().any(|l| l.starts_with(&line)),
+        "no {line:?} in\n{said}"
+    );
+    fs::write(bin.join("atc.platform"), &platform).unwrap();
+
+    let state = wd.join("agent-task-callback.json");
+    fs::write(
+        &state,
+        json!({"jobs": {"task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending"}}}).to_string(),
+    )
+    .unwrap();
+    let said = doctor(1);
+    for line in [
+        format!("✗ seed plugin: the Agent Task Callback plugin is gone, but its state file {} still holds 1 pending job nobody moved to atc: atc's plugin stands by (delivers nothing) until they are", state.display()),
+        "  → `atc qwenpaw install --replace-agent-task-callback` imports them and marks them handed over".to_owned(),
     ] {
         assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
     }
@@ -525,11 +599,50 @@ fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
     listed
 }
 
+/// Python's zipfile reads a big zip: (name, mode, sha256 hex) of each entry, in order.
+fn unzip_digests(path: &Path) -> Vec<(String, u32, String)> {
+    let out = Command::new("python3")
+        .args(["-c", "import hashlib,json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, hashlib.sha256(z.read(i)).hexdigest()] for i in z.infolist()]))"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sha256_of(path: &Path) -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import hashlib,sys\nprint(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The platform as the zip names it: Python's view of this machine, mapped as the plugin
+/// maps it (`plugin.py` `this_platform`).
+fn python_platform() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import platform,sys\nos_='macos' if sys.platform=='darwin' else sys.platform\nm=platform.machine().lower()\nm={'amd64':'x86_64','arm64':'aarch64'}.get(m,m)\nprint(os_+'-'+m)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 #[test]
-fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
+fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time() {
     let env = TestEnv::new();
     let version = env!("CARGO_PKG_VERSION");
-    let name = format!("atc-qwenpaw-plugin-{version}.zip");
+    let platform = python_platform();
+    let name = format!("atc-qwenpaw-plugin-{version}-{platform}.zip");
     let first = env.dir.path().join("one");
     let shown = first.display().to_string();
     env.atc(["qwenpaw", "zip", "--out", &shown])
@@ -549,6 +662,69 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
         .no_file()
         .json();
     assert_eq!(out["path"], second.join(&name).display().to_string());
+    assert_eq!(out["platform"], platform.as_str());
+    assert_eq!(out["thin"], false);
+    assert_eq!(
+        fs::read(first.join(&name)).unwrap(),
+        fs::read(second.join(&name)).unwrap(),
+        "not byte-identical"
+    );
+    let entries = unzip_digests(&first.join(&name));
+    let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "atc/",
+            "atc/plugin.json",
+            "atc/plugin.py",
+            "atc/frontend.mjs",
+            "atc/bin/",
+            "atc/bin/atc",
+            "atc/bin/atc.platform",
+            "atc/skills/",
+            "atc/skills/atc-callback/",
+            "atc/skills/atc-callback/SKILL.md"
+        ],
+        "no requirements.txt: nothing for pip to fetch"
+    );
+    let bin = &entries[5];
+    assert_eq!(bin.1, 0o100_755, "the bundled atc is a program");
+    assert_eq!(
+        bin.2,
+        sha256_of(Path::new(env!("CARGO_BIN_EXE_atc"))),
+        "the zip carries the atc that made it"
+    );
+    let platform_file = env.dir.path().join("platform");
+    fs::write(&platform_file, format!("{platform}\n")).unwrap();
+    assert_eq!(entries[6].2, sha256_of(&platform_file));
+}
+
+#[test]
+fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
+    let env = TestEnv::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let name = format!("atc-qwenpaw-plugin-{version}.zip");
+    let first = env.dir.path().join("one");
+    let shown = first.display().to_string();
+    env.atc(["qwenpaw", "zip", "--thin", "--out", &shown])
+        .stdout(format!("{shown}/{name}\n"))
+        .no_file()
+        .run();
+    let second = env.dir.path().join("two");
+    let out = env
+        .atc([
+            "--json",
+            "qwenpaw",
+            "zip",
+            "--thin",
+            "--out",
+            second.to_str().unwrap(),
+        ])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(out["path"], second.join(&name).display().to_string());
+    assert_eq!(out["thin"], true);
     let bytes = fs::read(first.join(&name)).unwrap();
     assert_eq!(
         bytes,
@@ -604,11 +780,14 @@ fn the_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
     // QwenPaw's console imports the bundle the manifest names (`entry.frontend`).
     assert_eq!(manifest["entry"]["frontend"], "frontend.mjs");
     assert_eq!(manifest["entry"]["backend"], "plugin.py");
-    // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max.
+    // The QwenPaw the e2e suite runs (tests/e2e/provision.sh): >= min, < max; the
+    // Market reads `min_version`, the same oldest tested QwenPaw.
     assert_eq!(
         manifest["qwenpaw_version"],
         json!({"min": "2.2.2", "max": "2.2.3"})
     );
+    assert_eq!(manifest["min_version"], "2.2.2");
+    assert_eq!(manifest["license"], "MIT OR Apache-2.0");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -752,9 +931,227 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
     ])
     .status(1)
     .stderr(format!(
-        "atc: the Agent Task Callback plugin is not installed in {shown} (no plugins/ folder with id \"agent-task-callback\"): nothing to replace; `atc qwenpaw install` installs atc's plugin\n"
+        "atc: the Agent Task Callback plugin is not installed in {shown} (no plugins/ folder with id \"agent-task-callback\") and its state file {} holds no job it still watches: nothing to replace; `atc qwenpaw install` installs atc's plugin\n",
+        state.display()
     ))
     .env_remove("ATC_BASE_URL")
     .file_unchanged()
     .run();
+}
+
+/// A working dir with the seed installed and its state file holding one pending job (on
+/// agent QA, chat s-1), and a fake server for it: (server, env, working dir, seed folder,
+/// state file).
+fn seed_in_place(
+    delete: Reply,
+    atc_loaded: bool,
+) -> (FakeQwenPaw, TestEnv, PathBuf, PathBuf, PathBuf) {
+    let server = FakeQwenPaw::start();
+    server.on(
+        "GET",
+        "/api/version",
+        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
+    );
+    server.on(
+        "GET",
+        "/api/plugins/atc/status",
+        vec![if atc_loaded {
+            Reply::json(200, r#"{"id":"atc","loaded":true}"#)
+        } else {
+            Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#)
+        }],
+    );
+    server.on("DELETE", "/api/plugins/agent-task-callback", vec![delete]);
+    server.on(
+        "POST",
+        "/api/plugins/install",
+        vec![Reply::json(200, r#"{"id":"atc","loaded":true}"#)],
+    );
+    let env = TestEnv::new();
+    let wd = working_dir(&env, Some(server.port()));
+    let seed = wd.join("plugins/agent-task-callback");
+    fs::create_dir_all(&seed).unwrap();
+    fs::write(
+        seed.join("plugin.json"),
+        json!({"id": "agent-task-callback", "name": "Agent Task Callback", "version": "0.1.5"})
+            .to_string(),
+    )
+    .unwrap();
+    let recent = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 60;
+    let state = wd.join("agent-task-callback.json");
+    fs::write(
+        &state,
+        json!({"jobs": {"task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent}}})
+            .to_string(),
+    )
+    .unwrap();
+    (server, env, wd, seed, state)
+}
+
+/// The seed cannot be removed (the server refuses): the import is rolled back, so its jobs
+/// stay the seed's alone (never watched by both), its state file and folder untouched.
+#[test]
+fn a_seed_the_server_will_not_remove_leaves_its_jobs_with_it_and_atc_imports_nothing() {
+    let (server, env, wd, seed, state) = seed_in_place(
+        Reply::json(500, r#"{"detail":"Internal Server Error"}"#),
+        false,
+    );
+    let before = fs::read(&state).unwrap();
+    let shown = wd.display().to_string();
+    env.atc([
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &shown,
+    ])
+    .status(1)
+    .stderr(format!(
+        "atc: the QwenPaw at {} did not remove the Agent Task Callback plugin (HTTP 500 {{\"detail\":\"Internal Server Error\"}}); nothing was changed\n",
+        server.api()
+    ))
+    .env_remove("ATC_BASE_URL")
+    .no_file()
+    .run();
+    assert!(seed.join("plugin.json").is_file());
+    assert_eq!(
+        fs::read(&state).unwrap(),
+        before,
+        "the seed's state changed"
+    );
+    // Only the removal was tried: no install after it.
+    let methods: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| r.method)
+        .collect();
+    assert_eq!(methods, ["DELETE"]);
+}
+
+/// atc's job file cannot take the import (here: it is not a job file): the seed is never
+/// removed, so its jobs are never watched by nobody (the old order removed it first).
+#[test]
+fn a_job_file_that_cannot_take_the_import_leaves_the_seed_in_place() {
+    let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    fs::create_dir_all(env.state.parent().unwrap()).unwrap();
+    fs::write(&env.state, b"{ not a job file").unwrap();
+    let before = fs::read(&state).unwrap();
+    let shown = wd.display().to_string();
+    env.atc([
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &shown,
+    ])
+    .status(3)
+    .stderr_inspected()
+    .env_remove("ATC_BASE_URL")
+    .file_unchanged()
+    .run();
+    assert!(seed.join("plugin.json").is_file(), "the seed was removed");
+    assert_eq!(fs::read(&state).unwrap(), before);
+    assert!(
+        server.requests().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        server.requests()
+    );
+}
+
+/// The seed gone (by hand, or by a run that could not save) while its state file still
+/// holds a job it watched: the rerun imports it and marks it, instead of "nothing to
+/// replace" (which left it watched by nobody).
+#[test]
+fn a_rerun_after_the_seed_is_gone_imports_the_jobs_its_state_file_still_owes() {
+    let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    fs::remove_dir_all(&seed).unwrap();
+    let shown = wd.display().to_string();
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--replace-agent-task-callback",
+            "--working-dir",
+            &shown,
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!(
+            "The Agent Task Callback plugin is not installed in {shown}, but its state file {} still holds 1 job nobody moved to atc",
+            state.display()
+        ),
+        format!(
+            "Imported 1 job from {} into {} (1 still watched); 0 already there, 0 skipped.",
+            state.display(),
+            env.state.display()
+        ),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+    assert!(!said.contains("Removed:"), "{said}");
+    let jobs = env.jobs();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["status"], "pending");
+    let marked: Value = serde_json::from_str(&fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(marked["jobs"]["task-aaaaaaaaaaaa"]["handed_over_to"], "atc");
+    // No DELETE: there was nothing to remove.
+    assert!(
+        server.requests().iter().all(|r| r.method != "DELETE"),
+        "{:?}",
+        server.requests()
+    );
+}
+
+/// atc's plugin loaded beside the seed (its zip installed first) got none of the tool
+/// names the seed held: after the replacement the server loads it again, whether or not a
+/// file changed, so every tool is offered without a restart.
+#[test]
+fn after_the_replacement_the_server_loads_atcs_plugin_again_for_its_tools() {
+    let (server, env, wd, _seed, _state) = seed_in_place(Reply::json(200, "{}"), true);
+    let shown = wd.display().to_string();
+    // atc's plugin as the zip left it: its files in place already.
+    let plugin = wd.join("plugins/atc");
+    fs::create_dir_all(&plugin).unwrap();
+    for (name, text) in atc::install::PLUGIN_FILES {
+        fs::write(plugin.join(name), text).unwrap();
+    }
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--replace-agent-task-callback",
+            "--working-dir",
+            &shown,
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.lines().any(|l| l
+            == format!(
+                "No restart needed: the QwenPaw at {} loaded the plugin.",
+                server.api()
+            )),
+        "{said}"
+    );
+    let installs: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path == "/api/plugins/install")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(
+        installs,
+        [json!({"source": plugin.display().to_string(), "force": true})],
+        "the plugin is loaded again, by force"
+    );
 }

@@ -90,7 +90,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
         out.push(kicks(wd, doctor));
     }
     let server = port_of(&doctor.base_url.value).and_then(server_process);
-    out.push(server_path(&doctor.base_url.value, server.as_ref()));
+    out.push(server_path(wd, &doctor.base_url.value, server.as_ref()));
     if let Some(server) = &server {
         out.push(super::doctor_config::server(
             doctor,
@@ -98,7 +98,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
             &server.environ,
         ));
     }
-    out.push(seed(wd));
+    out.push(seed(wd, doctor.home.as_deref()));
     out
 }
 
@@ -255,17 +255,39 @@ fn agents(wd: &Path) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-/// The seed plugin, or a second copy of the tools, next to ours.
-fn seed(wd: &Path) -> Finding {
+/// The seed plugin, or a second copy of the tools, next to ours; or the seed's state file
+/// still holding jobs nobody moved to atc (atc's plugin stands by while it does).
+fn seed(wd: &Path, home: Option<&Path>) -> Finding {
     match install::rivals(wd).first() {
-        None => ok(
-            "seed plugin",
-            "the Agent Task Callback plugin is not installed".to_owned(),
-        ),
+        None => {
+            let beside = wd.join("agent-task-callback.json");
+            let state = match home {
+                Some(home) if !beside.exists() => home.join(".qwenpaw/agent-task-callback.json"),
+                _ => beside,
+            };
+            let owed = std::fs::read_to_string(&state)
+                .map(|text| crate::plugin::still_owed(&text))
+                .unwrap_or(0);
+            if owed == 0 {
+                return ok(
+                    "seed plugin",
+                    "the Agent Task Callback plugin is not installed".to_owned(),
+                );
+            }
+            bad(
+                "seed plugin",
+                format!(
+                    "the Agent Task Callback plugin is gone, but its state file {} still holds {owed} pending job{} nobody moved to atc: atc's plugin stands by (delivers nothing) until they are",
+                    state.display(),
+                    if owed == 1 { "" } else { "s" }
+                ),
+                "`atc qwenpaw install --replace-agent-task-callback` imports them and marks them handed over".to_owned(),
+            )
+        }
         Some(rival) if rival.id == SEED_ID => bad(
             "seed plugin",
             format!(
-                "the Agent Task Callback plugin is still installed at {}: it watches and delivers too, so results can arrive twice",
+                "the Agent Task Callback plugin is still installed at {}: it watches and delivers its tasks, and atc's plugin stands by (no auto-watch, no kicks, no cadence; its tools say so) so that nothing arrives twice",
                 rival.dir.display()
             ),
             "`atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
@@ -293,7 +315,58 @@ const FINDS: &str = "atc for the server";
 /// `$QWENPAW_PLUGIN_SITE/bin`, then `ATC_BIN`, then its `PATH`, then `~/.cargo/bin`. Read
 /// from /proc/<pid>/cmdline and /proc/<pid>/environ of a `qwenpaw app` process when this
 /// user can read them; elsewhere (no /proc) it cannot tell.
-fn server_path(base: &str, server: Option<&ServerProcess>) -> Finding {
+fn server_path(wd: &Path, base: &str, server: Option<&ServerProcess>) -> Finding {
+    // The atc the plugin carries (from the zip) comes first, server process or not.
+    let bundled = wd
+        .join("plugins")
+        .join(PLUGIN_ID)
+        .join(install::BUNDLED_ATC);
+    let mut skipped = None;
+    if bundled.is_file() {
+        let built_for = std::fs::read_to_string(
+            wd.join("plugins")
+                .join(PLUGIN_ID)
+                .join(install::BUNDLED_PLATFORM),
+        )
+        .map(|t| t.trim().to_owned())
+        .unwrap_or_default();
+        let here = install::platform();
+        if built_for.is_empty() || built_for == here {
+            return ok(
+                FINDS,
+                format!(
+                    "the server finds {} (the atc its plugin carries, first in its order)",
+                    bundled.display()
+                ),
+            );
+        }
+        skipped = Some(bad(
+            FINDS,
+            format!(
+                "the atc the plugin carries ({}) is built for {built_for}, and this machine is {here}: the plugin skips it (QwenPaw's log says so)",
+                bundled.display()
+            ),
+            "make the zip on this machine (`atc qwenpaw zip`) and install it with `qwenpaw plugin install --force <zip>`, or install atc next to the server's interpreter".to_owned(),
+        ));
+    }
+    let found = server_path_outside(base, server);
+    match skipped {
+        // Said whether or not another atc is found: the zip is for another platform.
+        Some(mut skipped) => {
+            if found.ok {
+                skipped
+                    .detail
+                    .push_str(&format!("; it runs another: {}", found.detail));
+            }
+            skipped
+        }
+        None => found,
+    }
+}
+
+/// `server_path` past the atc the plugin carries: where pip, `ATC_BIN`, `PATH` or cargo
+/// put one.
+fn server_path_outside(base: &str, server: Option<&ServerProcess>) -> Finding {
     let Some(server) = server else {
         return ok(
             FINDS,
@@ -370,8 +443,7 @@ fn server_path(base: &str, server: Option<&ServerProcess>) -> Finding {
                 }
             ),
             format!(
-                "`{python} -m pip install atc-qwenpaw=={}` puts atc next to the server's interpreter, where the plugin finds it at its next call (no restart); or set ATC_BIN in the server's environment and restart it",
-                env!("CARGO_PKG_VERSION")
+                "install the plugin zip made on this machine (`atc qwenpaw zip`, then `qwenpaw plugin install --force <zip>`): it carries atc, which the plugin runs first; or put atc next to the server's interpreter ({python}'s directory: pip or a copy), where the plugin finds it at its next call (no restart); or set ATC_BIN in the server's environment and restart it"
             ),
         ),
     }

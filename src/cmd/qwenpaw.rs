@@ -55,7 +55,8 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
         Some(replace) => {
             let (agents, said) =
                 super::qwenpaw_replace::run(install, replace, &client, &server_base(&server))?;
-            (install::Agents::Named(agents), Some(said))
+            let agents = agents.map_or_else(|| install.agents.clone(), install::Agents::Named);
+            (agents, Some(said))
         }
         None => (install.agents.clone(), None),
     };
@@ -84,11 +85,17 @@ pub fn run(install: &QwenpawInstall, out: Output) -> Result<()> {
                 "Restart QwenPaw (or start it) to load the plugin: {why}. The tools are enabled from its next start."
             ),
         ),
-        Server::Running { loaded: true, base } if !plan.plugin_changed => (
-            true,
-            false,
-            format!("No restart needed: the QwenPaw at {base} has this plugin loaded."),
-        ),
+        // After a replacement the server loads it again even if no file changed: the
+        // seed held the tool names when it loaded atc's plugin (QwenPaw refused them).
+        Server::Running { loaded: true, base }
+            if !plan.plugin_changed && (install.replace.is_none() || install.dry_run) =>
+        {
+            (
+                true,
+                false,
+                format!("No restart needed: the QwenPaw at {base} has this plugin loaded."),
+            )
+        }
         Server::Running { loaded, base } if install.dry_run => (
             *loaded,
             false,
@@ -177,10 +184,28 @@ fn report(install: &QwenpawInstall, plan: &Plan, verb: &str, said: &str) -> Stri
 }
 
 /// `atc qwenpaw zip`: writes the plugin zip into `dir` (atomically) and prints its path.
-pub fn zip(dir: &std::path::Path, out: Output) -> Result<()> {
-    let entries = install::bundle();
+/// It carries this very binary unless `thin`.
+pub fn zip(dir: &std::path::Path, thin: bool, out: Output) -> Result<()> {
+    let me = if thin {
+        None
+    } else {
+        let exe = std::env::current_exe().and_then(|p| std::fs::read(&p).map(|b| (p, b)));
+        Some(exe.map_err(|e| {
+            crate::exit::Failure::new(
+                crate::exit::Exit::StateUnwritable,
+                format!(
+                    "cannot read this atc's own binary to put it into the zip ({e}); `atc qwenpaw zip --thin` makes one that pip-installs atc instead"
+                ),
+            )
+        })?)
+    };
+    let carry = match &me {
+        Some((_, bytes)) => install::Carry::Atc(bytes),
+        None => install::Carry::Requirements,
+    };
+    let entries = install::bundle(&carry);
     let bytes = crate::zip::archive(&entries);
-    let path = dir.join(install::bundle_name());
+    let path = dir.join(install::bundle_name(&carry));
     std::fs::create_dir_all(dir)
         .and_then(|()| crate::state::fsutil::write_atomic(&path, &bytes))
         .map_err(|e| {
@@ -194,6 +219,8 @@ pub fn zip(dir: &std::path::Path, out: Output) -> Result<()> {
             "path": path,
             "bytes": bytes.len(),
             "files": entries.iter().filter(|e| !e.name.ends_with('/')).map(|e| &e.name).collect::<Vec<_>>(),
+            "platform": me.as_ref().map(|_| install::platform()),
+            "thin": thin,
         }));
     }
     if out.quiet {

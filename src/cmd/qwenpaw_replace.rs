@@ -1,18 +1,26 @@
 //! `atc qwenpaw install --replace-agent-task-callback`: the move from the seed plugin
-//! (Agent Task Callback) in one step, in an order in which the two never both deliver:
+//! (Agent Task Callback) in one step, in an order that never leaves a task watched by
+//! nobody or by both:
 //!
 //! 1. note which agents have the seed's tools enabled (removing it removes its tool
 //!    entries from every agent, and atc's tools have the same names);
-//! 2. remove the seed: `DELETE /plugins/agent-task-callback` on the running server (its
-//!    shutdown hooks run, no prompt), else its folder from disk (no server: nothing runs
-//!    it). From here on it delivers nothing; nothing has been imported yet;
-//! 3. import its jobs into atc's job file (its pending ones are watched from now on);
+//! 2. read and check its state file; nothing has changed yet;
+//! 3. under atc's job-file lock (no tick can see or deliver the imported jobs until it is
+//!    released): merge its jobs into atc's job file in memory, prove that the merged file
+//!    can be saved (the same bytes written beside it), then remove the seed:
+//!    `DELETE /plugins/agent-task-callback` on the running server (its shutdown hooks
+//!    stop its threads, no prompt), else its folder from disk (no server: nothing runs
+//!    it); then save. A removal that fails saves nothing (the import is rolled back, the
+//!    seed keeps delivering); a save that fails after it leaves the jobs pending in the
+//!    seed's state file, which a second run imports (the seed need not be installed);
 //! 4. mark them handed over in its state file, a copy of the file beside it first, so
-//!    that the old plugin, reinstalled (a rollback), does not deliver them again;
-//! 5. the caller installs atc's plugin with its tools enabled for exactly those agents.
-//!
-//! A failure before step 3 leaves the jobs with the seed's state file, untouched; a
-//! failure at 4 leaves them watched by atc (the seed is gone), and says so.
+//!    that the old plugin, reinstalled (a rollback), does not deliver them again, and
+//!    atc's plugin (which stands by while the seed is installed or its state file holds
+//!    pending jobs nobody moved) starts delivering;
+//! 5. the caller installs atc's plugin with its tools enabled for exactly those agents,
+//!    and has the server load it again (the seed held the tool names until now).
+
+use std::cell::Cell;
 
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -32,41 +40,17 @@ pub struct Replaced {
     pub json: Value,
 }
 
-/// Steps 1-4; returns the agents to enable atc's tools for.
+/// Steps 1-4; returns the agents to enable atc's tools for (None: the seed was gone
+/// already, and with it the record of which agents had its tools: the usual choice).
 pub fn run(
     install: &QwenpawInstall,
     replace: &Replace,
     client: &Client,
     server: &Option<String>,
-) -> Result<(Vec<String>, Replaced)> {
+) -> Result<(Option<Vec<String>>, Replaced)> {
     let wd = &install.working_dir.value;
     let dry = install.dry_run;
-    let would = |done: &str, would: &str| if dry { would } else { done }.to_owned();
     let seed = install::rivals(wd).into_iter().find(|r| r.id == SEED_ID);
-    let Some(seed) = seed else {
-        return Err(Failure::new(
-            Exit::Refused,
-            format!(
-                "the Agent Task Callback plugin is not installed in {} (no plugins/ folder with id {SEED_ID:?}): nothing to replace; `atc qwenpaw install` installs atc's plugin",
-                wd.display()
-            ),
-        )
-        .into());
-    };
-    // 1. Which agents had the old tools: read before removing it removes its entries.
-    let agents = install::agents_with_seed_tools(wd)?;
-    let mut text = format!(
-        "Replacing the Agent Task Callback plugin at {}\n",
-        seed.dir.display()
-    );
-    text.push_str(&format!(
-        "Its tools are enabled for: {}\n",
-        if agents.is_empty() {
-            "no agent".to_owned()
-        } else {
-            agents.join(", ")
-        }
-    ));
 
     // The state file is read (and checked) before anything changes.
     let source = &replace.seed_state;
@@ -99,60 +83,177 @@ pub fn run(
         }
         None => Vec::new(),
     };
-
-    // 2. Remove it: from here on it watches and delivers nothing.
-    let removed = if dry {
-        match server {
-            Some(base) => {
-                format!("remove it through the QwenPaw at {base} (DELETE /plugins/{SEED_ID})")
-            }
-            None => format!("remove its folder {}", seed.dir.display()),
-        }
-    } else {
-        remove(client, server, &seed.dir)?
-    };
-    text.push_str(&format!("{}: {removed}\n", would("Removed", "Would")));
-
-    // 3. Import its jobs.
-    let Some(seed_text) = seed_text else {
-        text.push_str(&format!(
-            "No state file at {}: no jobs to import.\n",
-            source.display()
-        ));
-        return Ok((
-            agents.clone(),
-            Replaced {
-                json: json!({"removed": removed, "agents": agents, "imported": [], "handed_over": []}),
-                text,
-            },
-        ));
-    };
-    let pending: Vec<String> = records
+    // The tasks the seed still watches (imported as watched, or as expired history when
+    // older than the age cap): each is marked handed over once atc has it.
+    let owed: Vec<String> = records
         .iter()
         .filter_map(|r| match r {
-            plugin::Record::Job(job, _) if job.status == crate::job::Status::Pending => {
+            plugin::Record::Job(job, _)
+                if matches!(
+                    job.status,
+                    crate::job::Status::Pending | crate::job::Status::Expired
+                ) =>
+            {
                 Some(job.task_id.clone())
             }
             _ => None,
         })
         .collect();
-    if dry {
-        text.push_str(&format!(
-            "Would import {} from {} ({} still watched) and mark those handed over there, a copy of it beside it first.\n",
-            plural(records.len(), "record"),
+    let watched = records
+        .iter()
+        .filter(|r| matches!(r, plugin::Record::Job(job, _) if job.status == crate::job::Status::Pending))
+        .count();
+
+    let Some(seed) = seed else {
+        if owed.is_empty() {
+            return Err(Failure::new(
+                Exit::Refused,
+                format!(
+                    "the Agent Task Callback plugin is not installed in {} (no plugins/ folder with id {SEED_ID:?}) and its state file {} holds no job it still watches: nothing to replace; `atc qwenpaw install` installs atc's plugin",
+                    wd.display(),
+                    source.display()
+                ),
+            )
+            .into());
+        }
+        // Removed already (by hand, or by a run whose save failed): its jobs are owed.
+        let mut text = format!(
+            "The Agent Task Callback plugin is not installed in {}, but its state file {} still holds {} nobody moved to atc\n",
+            wd.display(),
             source.display(),
-            pending.len()
-        ));
+            plural(owed.len(), "job")
+        );
+        let (said, json) = import(
+            replace,
+            records,
+            &owed,
+            watched,
+            seed_text.as_deref().unwrap_or_default(),
+            dry,
+            now,
+            None,
+        )?;
+        text.push_str(&said);
+        return Ok((None, Replaced { text, json }));
+    };
+
+    // 1. Which agents had the old tools: read before removing it removes its entries.
+    let agents = install::agents_with_seed_tools(wd)?;
+    let mut text = format!(
+        "Replacing the Agent Task Callback plugin at {}\n",
+        seed.dir.display()
+    );
+    text.push_str(&format!(
+        "Its tools are enabled for: {}\n",
+        if agents.is_empty() {
+            "no agent".to_owned()
+        } else {
+            agents.join(", ")
+        }
+    ));
+    let removal = Removal {
+        client,
+        server,
+        dir: &seed.dir,
+    };
+    let (said, json) = import(
+        replace,
+        records,
+        &owed,
+        watched,
+        seed_text.as_deref().unwrap_or_default(),
+        dry,
+        now,
+        Some(&removal),
+    )?;
+    text.push_str(&said);
+    let mut json = json;
+    json["agents"] = json!(agents);
+    Ok((Some(agents), Replaced { text, json }))
+}
+
+/// How to remove the seed (step 3), when it is installed.
+struct Removal<'a> {
+    client: &'a Client,
+    server: &'a Option<String>,
+    dir: &'a std::path::Path,
+}
+
+/// Steps 3 and 4: import `records` (removing the seed under the lock, when `removal`),
+/// then mark `owed` handed over in the seed's state file.
+#[allow(clippy::too_many_arguments)]
+fn import(
+    replace: &Replace,
+    records: Vec<plugin::Record>,
+    owed: &[String],
+    watched: usize,
+    seed_text: &str,
+    dry: bool,
+    now: Timestamp,
+    removal: Option<&Removal>,
+) -> Result<(String, Value)> {
+    let source = &replace.seed_state;
+    let mut text = String::new();
+    if dry {
+        if !seed_text.is_empty() {
+            text.push_str(&format!(
+                "Would import {} from {} ({} to be watched) and mark {} handed over there, a copy of it beside it first.\n",
+                plural(records.len(), "record"),
+                source.display(),
+                watched,
+                plural(owed.len(), "job")
+            ));
+        } else {
+            text.push_str(&format!(
+                "No state file at {}: no jobs to import.\n",
+                source.display()
+            ));
+        }
+        let removed = removal.map(|r| match r.server {
+            Some(base) => {
+                format!("remove it through the QwenPaw at {base} (DELETE /plugins/{SEED_ID})")
+            }
+            None => format!("remove its folder {}", r.dir.display()),
+        });
+        if let Some(removed) = &removed {
+            text.push_str(&format!("Would then {removed}\n"));
+        }
         return Ok((
-            agents.clone(),
-            Replaced {
-                json: json!({"removed": removed, "agents": agents, "imported": [], "handed_over": []}),
-                text,
-            },
+            text,
+            json!({"removed": removed, "imported": [], "handed_over": []}),
         ));
     }
+
+    // 3. Import under the lock, proved before the seed goes; the seed goes before the save.
     let store = Store::new(replace.state.value.clone());
-    let imported = store.update(|file| Ok(plugin::merge(file, records)))?;
+    let removed_it = Cell::new(false);
+    let done = store.update(|file| {
+        let imported = plugin::merge(file, records);
+        store.prove_save(file)?;
+        let removed = match removal {
+            Some(r) => {
+                let said = remove(r.client, r.server, r.dir)?;
+                removed_it.set(true);
+                Some(said)
+            }
+            None => None,
+        };
+        Ok((imported, removed))
+    });
+    let (imported, removed) = match done {
+        Ok(done) => done,
+        Err(err) if removed_it.get() => {
+            return Err(Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "{err:#}; the Agent Task Callback plugin is removed already and its jobs are still pending in {}: run this command again once the job file can be written, it imports them then",
+                    source.display()
+                ),
+            )
+            .into());
+        }
+        Err(err) => return Err(err),
+    };
     let entries: Vec<LogEntry> = imported
         .added
         .iter()
@@ -170,60 +271,86 @@ pub fn run(
         })
         .collect();
     store.log(&entries)?;
-    text.push_str(&format!(
-        "Imported {} from {} into {} ({} still watched); {} already there, {} skipped.\n",
-        plural(imported.added.len(), "job"),
-        source.display(),
-        replace.state.value.display(),
-        imported
-            .added
-            .iter()
-            .filter(|(_, s, _)| *s == crate::job::Status::Pending)
-            .count(),
-        imported.already.len(),
-        imported.skipped.len()
-    ));
+    if seed_text.is_empty() {
+        text.push_str(&format!(
+            "No state file at {}: no jobs to import.\n",
+            source.display()
+        ));
+    } else {
+        text.push_str(&format!(
+            "Imported {} from {} into {} ({} still watched); {} already there, {}.\n",
+            plural(imported.added.len(), "job"),
+            source.display(),
+            replace.state.value.display(),
+            imported
+                .added
+                .iter()
+                .filter(|(_, s, _)| *s == crate::job::Status::Pending)
+                .count(),
+            imported.already.len(),
+            skipped(&imported.skipped)
+        ));
+    }
+    if let Some(removed) = &removed {
+        text.push_str(&format!("Removed: {removed}\n"));
+    }
 
     // 4. Mark them handed over, a copy of the file beside it first.
-    let (marked_text, marked) = plugin::hand_over(&seed_text, &pending, now)
-        .map_err(|why| Failure::new(Exit::Refused, format!("{} {why}", source.display())))?;
     let mut backup = None;
-    if !marked.is_empty() {
-        let copy = source.with_file_name(format!(
-            "{}.before-atc-{}",
-            source
-                .file_name()
-                .map_or("state".into(), |n| n.to_string_lossy()),
-            now.to_string().replace(':', "")
-        ));
-        let written = crate::state::fsutil::write_atomic(&copy, seed_text.as_bytes())
-            .and_then(|()| crate::state::fsutil::write_atomic(source, marked_text.as_bytes()));
-        if let Err(e) = written {
-            return Err(Failure::new(
-                Exit::StateUnwritable,
-                format!(
-                    "cannot mark the imported jobs handed over in {} ({e}): atc watches them now and the old plugin is gone, but reinstalling it would deliver them again; mark them by hand or keep it uninstalled",
-                    source.display()
-                ),
-            )
-            .into());
+    let mut marked = Vec::new();
+    if !seed_text.is_empty() {
+        let (marked_text, names) = plugin::hand_over(seed_text, owed, now)
+            .map_err(|why| Failure::new(Exit::Refused, format!("{} {why}", source.display())))?;
+        marked = names;
+        if !marked.is_empty() {
+            let copy = source.with_file_name(format!(
+                "{}.before-atc-{}",
+                source
+                    .file_name()
+                    .map_or("state".into(), |n| n.to_string_lossy()),
+                now.to_string().replace(':', "")
+            ));
+            let written = crate::state::fsutil::write_atomic(&copy, seed_text.as_bytes())
+                .and_then(|()| crate::state::fsutil::write_atomic(source, marked_text.as_bytes()));
+            if let Err(e) = written {
+                return Err(Failure::new(
+                    Exit::StateUnwritable,
+                    format!(
+                        "cannot mark the imported jobs handed over in {} ({e}): atc watches them now and the old plugin is gone, but reinstalling it would deliver them again, and atc's plugin stands by until they are marked; run this command again once the file can be written",
+                        source.display()
+                    ),
+                )
+                .into());
+            }
+            text.push_str(&format!(
+                "Marked {} handed over to atc in {} (as it was before: {}): the old plugin, reinstalled, does not deliver them again.\n",
+                plural(marked.len(), "job"),
+                source.display(),
+                copy.display()
+            ));
+            backup = Some(copy);
         }
-        text.push_str(&format!(
-            "Marked {} handed over to atc in {} (as it was before: {}): the old plugin, reinstalled, does not deliver them again.\n",
-            plural(marked.len(), "job"),
-            source.display(),
-            copy.display()
-        ));
-        backup = Some(copy);
     }
     let json = json!({
         "removed": removed,
-        "agents": agents,
         "imported": imported.added.iter().map(|(t, s, _)| json!({"task_id": t, "status": s})).collect::<Vec<_>>(),
+        "skipped": imported.skipped.iter().map(|(t, why)| json!({"task_id": t, "why": why})).collect::<Vec<_>>(),
         "handed_over": marked,
         "backup": backup,
     });
-    Ok((agents, Replaced { text, json }))
+    Ok((text, json))
+}
+
+/// "0 skipped", or each skipped task with its reason.
+fn skipped(skipped: &[(String, String)]) -> String {
+    if skipped.is_empty() {
+        return "0 skipped".to_owned();
+    }
+    let listed: Vec<String> = skipped
+        .iter()
+        .map(|(task, why)| format!("{task} {why}"))
+        .collect();
+    format!("{} skipped ({})", skipped.len(), listed.join("; "))
 }
 
 /// Removes the seed: through the running server's API, else from disk.

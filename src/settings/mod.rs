@@ -129,7 +129,11 @@ pub enum Action {
     Config(Config),
     QwenpawInstall(QwenpawInstall),
     /// `atc qwenpaw zip`: the folder the plugin zip goes into.
-    QwenpawZip(std::path::PathBuf),
+    /// `atc qwenpaw zip`: where to write it, and whether thin (requirements, no atc).
+    QwenpawZip {
+        out: std::path::PathBuf,
+        thin: bool,
+    },
     Generate(Generate),
     ParentRead(ParentRead),
 }

@@ -55,9 +55,10 @@ pub(super) fn qwenpaw(
             }
             Action::QwenpawInstall(install)
         }
-        cli::QwenpawCommand::Zip { out } => {
-            Action::QwenpawZip(out.unwrap_or_else(|| PathBuf::from(".")))
-        }
+        cli::QwenpawCommand::Zip { out, thin } => Action::QwenpawZip {
+            out: out.unwrap_or_else(|| PathBuf::from(".")),
+            thin,
+        },
     })
 }
 

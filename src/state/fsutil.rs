@@ -18,16 +18,23 @@ pub fn parent_dir(path: &Path) -> &Path {
 /// renamed over `path`, then the directory fsynced (the rename is durable only once the
 /// directory entry is). On any error the temp file is removed and `path` stays whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via(&temp_path(path)?, path, bytes)
+    write_via(&temp_path(path)?, path, bytes, 0o600)
 }
 
-fn write_via(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// [`write_atomic`] for a program: mode 0700 (the owner runs it; nobody else reads it).
+pub fn write_program(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via(&temp_path(path)?, path, bytes, 0o700)
+}
+
+fn write_via(tmp: &Path, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let mut options = OpenOptions::new();
     // create_new: never follow or reuse something already at the temp path (whatever is
     // there is not ours, so a failure here has nothing to clean up either).
     options.write(true).create_new(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
     let mut file = options.open(tmp)?;
     let result = (|| {
         file.write_all(bytes)?;
@@ -194,7 +201,7 @@ mod tests {
         fs::write(&victim, b"precious").unwrap();
         let tmp = temp_path(&path).unwrap();
         std::os::unix::fs::symlink(&victim, &tmp).unwrap();
-        let err = write_via(&tmp, &path, b"new").unwrap_err();
+        let err = write_via(&tmp, &path, b"new", 0o600).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&victim).unwrap(), b"precious");
         assert_eq!(fs::read(&path).unwrap(), b"old");

@@ -395,6 +395,34 @@ impl Store {
     /// Atomic save: a private temp file in the same directory, fsync, rename over the job
     /// file, fsync the directory. On any error the temp file is removed and the old file
     /// stays whole.
+    /// Proves that `file` can be saved where the job file is (the directory writable, room
+    /// for its bytes) without saving it: the same bytes into a temp file beside it, synced,
+    /// then removed. For a step that must not start unless the save after it will succeed
+    /// (the replacement of the seed plugin removes it between the two, under the lock).
+    pub fn prove_save(&self, file: &JobFile) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(file).context("serialising the job file")?;
+        bytes.push(b'\n');
+        let probe = self.path.with_file_name(format!(
+            ".{}.probe-{}",
+            self.path
+                .file_name()
+                .map_or("jobs.json".into(), |n| n.to_string_lossy()),
+            std::process::id()
+        ));
+        let written = write_atomic(&probe, &bytes);
+        let _ = std::fs::remove_file(&probe);
+        written.map_err(|err| {
+            anyhow::Error::from(Failure::new(
+                Exit::StateUnwritable,
+                format!(
+                    "cannot write the job file {}: {err}; nothing was changed: {}",
+                    self.path.display(),
+                    fsutil::advice(&err)
+                ),
+            ))
+        })
+    }
+
     fn save(&self, file: JobFile) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(&file).context("serialising the job file")?;
         bytes.push(b'\n');

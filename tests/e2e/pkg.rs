@@ -102,10 +102,86 @@ fn turns_of(server: &Server, user: &str, session: &str, task: &str) -> R<usize> 
         .count())
 }
 
+/// The README's one step that enables the tools, with the atc the plugin carries: its
+/// line, as written there (a test runs what the README says).
+fn readme_enable_line() -> R<String> {
+    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .map_err(|e| e.to_string())?;
+    readme
+        .lines()
+        .find(|l| l.contains("/plugins/atc/bin/atc\" qwenpaw install --all"))
+        .map(|l| l.split("  #").next().unwrap_or(l).trim().to_string())
+        .ok_or_else(|| {
+            "README.md has no `…/plugins/atc/bin/atc\" qwenpaw install --all` line".into()
+        })
+}
+
+/// The parent chat's user turns that carry `task`'s result.
+fn results_in(server: &Server, user: &str, session: &str, task: &str) -> R<usize> {
+    let api = server.api();
+    let Some(chat) = api.chat_id("default", user, session)? else {
+        return Ok(0);
+    };
+    let (msgs, _) = api.chat(&chat)?;
+    let marker = format!("[TASK_ID: {task}]");
+    Ok(msgs
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&marker))
+        .count())
+}
+
+/// Waits for `task`'s result in the parent chat, then a little longer: exactly once.
+fn arrives_once(server: &Server, user: &str, session: &str, task: &str) -> R<()> {
+    let deadline = Instant::now() + TURN_WAIT;
+    while results_in(server, user, session, task)? == 0 {
+        ensure!(
+            Instant::now() < deadline,
+            "the result of {task} never arrived in the parent chat"
+        );
+        sleep(Duration::from_millis(200));
+    }
+    sleep(Duration::from_secs(4));
+    let n = results_in(server, user, session, task)?;
+    ensure!(
+        n == 1,
+        "the result of {task} is in the parent chat {n} times"
+    );
+    Ok(())
+}
+
+/// The model's turn in (`user`, `session`) on `default`: `text` is what the fake LLM
+/// obeys (`CALLTOOL:` makes the real tool call). Returns the task it submitted.
+fn submitting_turn(server: &Server, user: &str, session: &str, text: &str) -> R<String> {
+    let api = server.api();
+    // A result delivered a moment ago may still be running its turn: wait for idle.
+    api.history("default", user, session, TURN_WAIT)?;
+    let turn = api.submit(Some("default"), session, user, text, None)?;
+    let (payload, _) = api.wait_finished(&turn, TURN_WAIT)?;
+    ensure!(
+        payload["result"]["status"] == "completed",
+        "the parent's turn did not complete: {payload}"
+    );
+    // This turn's own output (submit_to_agent's answer), not a result delivered earlier.
+    let output = payload["result"]["output"].to_string();
+    output
+        .split("[TASK_ID:")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .map(|t| t.trim().to_string())
+        .ok_or_else(|| format!("no [TASK_ID: …] in the turn's output: {output}"))
+}
+
+/// Issue 33: the zip as any user can have it today. `atc qwenpaw zip` (it carries the atc
+/// that made it), then QwenPaw's own `qwenpaw plugin install <zip>` on a server whose pip
+/// reaches **no** package index (`PIP_NO_INDEX=1`, no find-links) and is the venv's own
+/// old one, with no atc anywhere (not next to its interpreter, not on its PATH, no
+/// ATC_BIN, no ~/.cargo/bin): the plugin runs the atc it carries. The README's step
+/// enables the tools with that atc; a parent's background `submit_to_agent` comes back
+/// into its chat exactly once with no tick by the test; `atc doctor` names the atc the
+/// plugin carries; the plugin's cadence works; QwenPaw's uninstall leaves the job file.
 pub fn plugin_zip(ctx: &Ctx) -> R<()> {
     let dir = ctx.scratch.path().join(ctx.uniq("zip"));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let wheel = wheel()?;
     let maker = Atc::new(
         &ctx.atc_bin,
         &dir,
@@ -114,11 +190,26 @@ pub fn plugin_zip(ctx: &Ctx) -> R<()> {
     )?;
     let made = maker.ok(&["qwenpaw", "zip", "--out", dir.to_str().unwrap_or("")])?;
     let zip = PathBuf::from(made.stdout.trim());
-    ensure!(zip.is_file(), "atc qwenpaw zip printed {:?}", made.stdout);
+    ensure!(
+        zip.is_file()
+            && zip
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(&format!(
+                    "-{}-{}.zip",
+                    std::env::consts::OS,
+                    std::env::consts::ARCH
+                ))),
+        "atc qwenpaw zip printed {:?}",
+        made.stdout
+    );
 
-    // The server's own venv, by absolute path, nothing of atc on its PATH.
-    let python = ctx.venv.layered(&dir.join("venv"))?;
-    let bin = python.parent().ok_or("no bin")?.to_path_buf();
+    // No atc anywhere the plugin could find one but in the zip.
+    let bin = ctx.venv.bin();
+    ensure!(
+        !bin.join("atc").exists(),
+        "the e2e venv has an atc of its own: {}",
+        bin.join("atc").display()
+    );
     let found = Command::new("sh")
         .args(["-c", "command -v atc"])
         .env_clear()
@@ -133,9 +224,247 @@ pub fn plugin_zip(ctx: &Ctx) -> R<()> {
     let state_dir = dir.join("state");
     private_dir(&state_dir)?;
     let state = state_dir.join("jobs.json");
-    let wheels = wheel.parent().ok_or("no wheel dir")?;
     let mut server = Server::create(
         "zip",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            path: Some(CLEAN_PATH.into()),
+            by_absolute_path: true,
+            env: vec![
+                ("ATC_STATE".into(), state.display().to_string()),
+                ("PIP_NO_INDEX".into(), "1".into()),
+                ("ATC_CADENCE".into(), format!("{}s", PERIOD.as_secs())),
+            ],
+            ..ServerOptions::default()
+        },
+    )?;
+    let result = zip_route(ctx, &mut server, &zip, &bin, &state, &dir);
+    if result.is_err() {
+        eprintln!("e2e: zip server log: {}", server.log_tail());
+    }
+    result
+}
+
+fn zip_route(
+    ctx: &Ctx,
+    server: &mut Server,
+    zip: &Path,
+    bin: &Path,
+    state: &Path,
+    dir: &Path,
+) -> R<()> {
+    let wd = server.dir.path().join("home/.qwenpaw");
+    let api = server.api();
+    let old_pip = server.python(
+        "pip --version",
+        &["-m".into(), "pip".into(), "--version".into()],
+        None,
+        Duration::from_secs(60),
+    )?;
+    eprintln!("e2e: plugin-zip: the server's {}", old_pip.stdout.trim());
+
+    // QwenPaw's own CLI installs the zip: nothing for pip to fetch.
+    let out = server.python(
+        "qwenpaw plugin install <zip>",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            zip.into(),
+        ],
+        None,
+        Duration::from_secs(300),
+    )?;
+    ensure!(
+        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
+        "qwenpaw plugin install: {}",
+        out.describe()
+    );
+    let carried = wd.join("plugins/atc/bin/atc");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&carried)
+            .map_err(|e| format!("{}: {e}", carried.display()))?
+            .permissions()
+            .mode();
+        ensure!(
+            mode & 0o100 != 0,
+            "the plugin did not make the atc it carries executable (mode {mode:o})"
+        );
+    }
+    let status = api.get("/api/plugins/atc/status", None)?;
+    ensure!(
+        status.status == 200 && status.json()?["loaded"] == true,
+        "plugin not loaded: {} {}",
+        status.status,
+        status.body
+    );
+    let skill_of = |agent: &str| {
+        wd.join("workspaces")
+            .join(agent)
+            .join("skills/atc-callback/SKILL.md")
+    };
+    for agent in &server.agents {
+        ensure!(
+            skill_of(agent).is_file(),
+            "no atc-callback skill in {}",
+            skill_of(agent).display()
+        );
+    }
+
+    // The README's step, as written there, with the atc the plugin carries.
+    let line = readme_enable_line()?;
+    let home = server.dir.path().join("home");
+    let enabled = Command::new("sh")
+        .args(["-c", &line])
+        .env_clear()
+        .env("PATH", CLEAN_PATH)
+        .env("HOME", &home)
+        .env("ATC_STATE", state)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&enabled.stdout);
+    ensure!(
+        enabled.status.success() && said.contains("has this plugin loaded."),
+        "the README's `{line}` (rc {:?}): {said} {}",
+        enabled.status.code(),
+        String::from_utf8_lossy(&enabled.stderr)
+    );
+
+    // The model submits a background task; nobody watches it by hand, nothing ticks.
+    let target = server.second_agent()?;
+    let (user, parent) = ("zoe", "zip-parent");
+    api.make_parent("default", user, parent)?;
+    let child = submitting_turn(
+        server,
+        user,
+        parent,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child of the zip's plugin SLEEP=3"}}"#
+        ),
+    )?;
+    arrives_once(server, user, parent, &child)?;
+    let atc = Atc::new(&carried, dir, state.to_path_buf(), &server.root())?;
+    let job = atc.job(&child)?;
+    ensure!(
+        job["origin"] == "auto" && job["status"] == "done",
+        "the job: {job}"
+    );
+
+    // atc doctor, the carried one: it names itself as the server's atc.
+    let wd_shown = wd.display().to_string();
+    let doctor = atc.run_env(&["doctor"], &[("QWENPAW_WORKING_DIR", &wd_shown)])?;
+    ensure!(
+        doctor.stdout.contains(&format!(
+            "✓ atc for the server: the server finds {} (the atc its plugin carries, first in its order)",
+            carried.display()
+        )),
+        "atc doctor does not name the carried atc: {}",
+        doctor.describe()
+    );
+
+    // The cadence: a wrapper in the carried atc's place logs what the plugin starts.
+    let real = carried.with_file_name("atc.real");
+    let starts = dir.join("plugin-starts.log");
+    fs::rename(&carried, &real).map_err(|e| e.to_string())?;
+    fs::write(
+        &carried,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            real.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&carried, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    let by_hand = Atc::new(&ctx.atc_bin, dir, state.to_path_buf(), &server.root())?;
+    let cadence = cadence_part(ctx, &by_hand, state, &starts);
+    fs::rename(&real, &carried).map_err(|e| e.to_string())?;
+    cadence?;
+
+    uninstall(server, bin, state, &wd)
+}
+
+/// QwenPaw's own uninstall removes the plugin and its skill, and leaves the job file.
+fn uninstall(server: &mut Server, bin: &Path, state: &Path, wd: &Path) -> R<()> {
+    let api = server.api();
+    let out = server.python(
+        "qwenpaw plugin uninstall atc",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "uninstall".into(),
+            "atc".into(),
+        ],
+        Some(b"y\n"),
+        Duration::from_secs(120),
+    )?;
+    ensure!(
+        out.stdout.contains("uninstalled"),
+        "qwenpaw plugin uninstall: {}",
+        out.describe()
+    );
+    let status = api.get("/api/plugins/atc/status", None)?;
+    ensure!(
+        status.status == 404,
+        "after uninstall: {} {}",
+        status.status,
+        status.body
+    );
+    for agent in &server.agents {
+        let skill = wd
+            .join("workspaces")
+            .join(agent)
+            .join("skills/atc-callback/SKILL.md");
+        ensure!(!skill.exists(), "the skill is still in {}", skill.display());
+    }
+    ensure!(state.is_file(), "the job file went with the plugin");
+    server.stop();
+    Ok(())
+}
+
+/// The thin zip (`atc qwenpaw zip --thin`), the route once a release's wheels are on the
+/// index: a server started by its absolute path, whose PATH has no atc, whose environment
+/// serves the locally built wheel to pip (`PIP_FIND_LINKS`, `PIP_NO_INDEX`), its pip new
+/// enough for QwenPaw's loader; `qwenpaw plugin install <the zip>` makes the loader
+/// pip-install atc into the server's own venv; the pip-installed atc enables the tools;
+/// the model's `watch_agent_task` gets the child's result into the parent chat exactly
+/// once; `atc doctor` (the pip-installed one) is green.
+pub fn plugin_zip_thin(ctx: &Ctx) -> R<()> {
+    let dir = ctx.scratch.path().join(ctx.uniq("thin"));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let wheel = wheel()?;
+    let maker = Atc::new(
+        &ctx.atc_bin,
+        &dir,
+        dir.join("unused.json"),
+        "http://127.0.0.1:9",
+    )?;
+    let made = maker.ok(&[
+        "qwenpaw",
+        "zip",
+        "--thin",
+        "--out",
+        dir.to_str().unwrap_or(""),
+    ])?;
+    let zip = PathBuf::from(made.stdout.trim());
+    ensure!(
+        zip.is_file(),
+        "atc qwenpaw zip --thin printed {:?}",
+        made.stdout
+    );
+
+    // The server's own venv, by absolute path, nothing of atc on its PATH.
+    let python = ctx.venv.layered(&dir.join("venv"))?;
+    let bin = python.parent().ok_or("no bin")?.to_path_buf();
+    let state_dir = dir.join("state");
+    private_dir(&state_dir)?;
+    let state = state_dir.join("jobs.json");
+    let wheels = wheel.parent().ok_or("no wheel dir")?;
+    let mut server = Server::create(
+        "thin",
         &ctx.venv,
         &ctx.llm,
         ServerOptions {
@@ -151,14 +480,14 @@ pub fn plugin_zip(ctx: &Ctx) -> R<()> {
             ..ServerOptions::default()
         },
     )?;
-    let result = zip_route(ctx, &mut server, &zip, &bin, &state, &dir);
+    let result = thin_route(ctx, &mut server, &zip, &bin, &state, &dir);
     if result.is_err() {
-        eprintln!("e2e: zip server log: {}", server.log_tail());
+        eprintln!("e2e: thin server log: {}", server.log_tail());
     }
     result
 }
 
-fn zip_route(
+fn thin_route(
     ctx: &Ctx,
     server: &mut Server,
     zip: &Path,
@@ -192,28 +521,12 @@ fn zip_route(
         "the loader did not put atc next to the server's python ({})",
         atc_bin.display()
     );
-    let status = api.get("/api/plugins/atc/status", None)?;
     ensure!(
-        status.status == 200 && status.json()?["loaded"] == true,
-        "plugin not loaded: {} {}",
-        status.status,
-        status.body
+        !wd.join("plugins/atc/bin").exists(),
+        "the thin zip carried an atc"
     );
-    // The skill, through register_skill_provider, in every agent's workspace.
-    let skill_of = |agent: &str| {
-        wd.join("workspaces")
-            .join(agent)
-            .join("skills/atc-callback/SKILL.md")
-    };
-    for agent in &server.agents {
-        ensure!(
-            skill_of(agent).is_file(),
-            "no atc-callback skill in {}",
-            skill_of(agent).display()
-        );
-    }
 
-    // The documented one step: the pip-installed atc enables the tools.
+    // The pip-installed atc enables the tools.
     let home = dir.join("pip-atc");
     fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     let atc = Atc::new(&atc_bin, &home, state.to_path_buf(), &server.root())?;
@@ -229,12 +542,12 @@ fn zip_route(
 
     // The model watches a child through the tool; no timer, no tick by the test.
     let target = server.second_agent()?;
-    let (user, parent) = ("zoe", "zip-parent");
+    let (user, parent) = ("zoe", "thin-parent");
     api.make_parent("default", user, parent)?;
-    let child_text = "child watched from the zip's plugin";
+    let child_text = "child watched from the thin zip's plugin";
     let child = api.submit(
         Some(&target),
-        &ctx.uniq("zip-child"),
+        &ctx.uniq("thin-child"),
         "default",
         &format!("{child_text} SLEEP=4"),
         None,
@@ -256,7 +569,6 @@ fn zip_route(
     let job = until_done(&atc, &child, TURN_WAIT)?;
     let text = job["final"].as_str().unwrap_or_default().to_string();
     ensure!(text.contains(child_text), "delivered {text:?}");
-    // The parent turn is the turn record's (job file version 2), not the job's.
     let turn = atc.turn_of(&job)?;
     wait_turn(&api, &turn)?;
     check_delivered_once(
@@ -292,60 +604,7 @@ fn zip_route(
         "atc doctor is not green: {}",
         doctor.describe()
     );
-
-    // The cadence: a wrapper next to the interpreter logs what the plugin starts.
-    let real = bin.join("atc.real");
-    let starts = dir.join("plugin-starts.log");
-    fs::rename(&atc_bin, &real).map_err(|e| e.to_string())?;
-    fs::write(
-        &atc_bin,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-            starts.display(),
-            real.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&atc_bin, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-    let cadence = cadence_part(ctx, &atc, state, &starts);
-    fs::rename(&real, &atc_bin).map_err(|e| e.to_string())?;
-    cadence?;
-
-    // QwenPaw's own uninstall removes the plugin and its skill, and leaves the job file.
-    let out = server.python(
-        "qwenpaw plugin uninstall atc",
-        &[
-            bin.join("qwenpaw").into(),
-            "plugin".into(),
-            "uninstall".into(),
-            "atc".into(),
-        ],
-        Some(b"y\n"),
-        Duration::from_secs(120),
-    )?;
-    ensure!(
-        out.stdout.contains("uninstalled"),
-        "qwenpaw plugin uninstall: {}",
-        out.describe()
-    );
-    let status = api.get("/api/plugins/atc/status", None)?;
-    ensure!(
-        status.status == 404,
-        "after uninstall: {} {}",
-        status.status,
-        status.body
-    );
-    for agent in &server.agents {
-        ensure!(
-            !skill_of(agent).exists(),
-            "the skill is still in {}",
-            skill_of(agent).display()
-        );
-    }
-    ensure!(state.is_file(), "the job file went with the plugin");
-    server.stop();
-    Ok(())
+    uninstall(server, bin, state, &wd)
 }
 
 /// The plugin's own cadence on a watch no turn's end here announces (its child and
@@ -624,5 +883,244 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
         once == 1 && never == 0,
         "the pending result arrived {once} times (want 1), the done one {never} times (want 0)"
     );
+    Ok(())
+}
+
+/// Issue 33: atc's zip installed as the README says while the Agent Task Callback plugin
+/// (the stand-in) is installed and watching. atc's plugin stands by (QwenPaw's log says
+/// so): the turn that submits a child is watched by nobody but the seed's tool, so every
+/// child the seed watches arrives once (atc posting it too was the double delivery).
+/// Then the README's replacement, run with the atc the plugin carries: the child still
+/// running moves to atc, atc's tools are offered without a restart, and every result,
+/// before and after the move, is in the parent chat exactly once.
+pub fn seed_beside_zip(ctx: &Ctx) -> R<()> {
+    let dir = ctx.scratch.path().join(ctx.uniq("beside"));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let maker = Atc::new(
+        &ctx.atc_bin,
+        &dir,
+        dir.join("unused.json"),
+        "http://127.0.0.1:9",
+    )?;
+    let made = maker.ok(&["qwenpaw", "zip", "--out", dir.to_str().unwrap_or("")])?;
+    let zip = PathBuf::from(made.stdout.trim());
+    let state_dir = dir.join("state");
+    private_dir(&state_dir)?;
+    let state = state_dir.join("jobs.json");
+    let server = Server::create(
+        "beside",
+        &ctx.venv,
+        &ctx.llm,
+        ServerOptions {
+            path: Some(CLEAN_PATH.into()),
+            env: vec![
+                ("ATC_STATE".into(), state.display().to_string()),
+                ("SEED_POLL_SECONDS".into(), "2".into()),
+                ("ATC_CADENCE".into(), "5s".into()),
+            ],
+            ..ServerOptions::default()
+        },
+    )?;
+    let result = beside(ctx, &server, &zip, &state);
+    if result.is_err() {
+        eprintln!("e2e: beside server log: {}", server.log_tail());
+    }
+    result
+}
+
+fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
+    let api = server.api();
+    let wd = server.dir.path().join("home/.qwenpaw");
+    let bin = ctx.venv.bin();
+    let target = server.second_agent()?;
+    let (user, parent) = ("kim", "beside-parent");
+    api.make_parent("default", user, parent)?;
+
+    // The old plugin, its tools enabled for `default`.
+    let out = server.python(
+        "qwenpaw plugin install <seed>",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            e2e_dir().join("seed/agent-task-callback").into(),
+        ],
+        None,
+        Duration::from_secs(120),
+    )?;
+    ensure!(
+        out.stdout.contains("installed and loaded (hot reload)"),
+        "installing the stand-in: {}",
+        out.describe()
+    );
+    let agent_json = wd.join("workspaces/default/agent.json");
+    let mut agent: Value =
+        serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    for tool in [
+        "watch_agent_task",
+        "callback_task_status",
+        "cancel_task_callback",
+    ] {
+        agent["tools"]["builtin_tools"][tool]["enabled"] = json!(true);
+        agent["tools"]["builtin_tools"][tool]["name"] = json!(tool);
+    }
+    fs::write(&agent_json, agent.to_string()).map_err(|e| e.to_string())?;
+    let seed_watch = |task: &str| -> R<()> {
+        api.history("default", user, parent, TURN_WAIT)?;
+        let said = call_tool(
+            server,
+            parent,
+            user,
+            "watch_agent_task",
+            &json!({"task_id": task, "target_agent": target}),
+        )?;
+        ensure!(
+            said.starts_with(&format!("Watching task {task}")),
+            "the old plugin's watch_agent_task answered {said:?}"
+        );
+        Ok(())
+    };
+
+    // A child the seed watches, then atc's zip, as the README installs it.
+    let a = api.submit(
+        Some(&target),
+        &ctx.uniq("beside-a"),
+        "default",
+        "child A, the seed's SLEEP=6",
+        None,
+    )?;
+    seed_watch(&a)?;
+    let out = server.python(
+        "qwenpaw plugin install <atc zip>",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            zip.into(),
+        ],
+        None,
+        Duration::from_secs(300),
+    )?;
+    ensure!(
+        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
+        "qwenpaw plugin install <atc zip>: {}",
+        out.describe()
+    );
+    ensure!(
+        server
+            .log_text()
+            .contains("atc plugin: standing by, delivering nothing"),
+        "QwenPaw's log does not say atc stands by"
+    );
+
+    // The model submits B in the background (atc's turn end watches nothing) and has the
+    // seed watch it.
+    let b = submitting_turn(
+        server,
+        user,
+        parent,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child B SLEEP=2"}}"#
+        ),
+    )?;
+    seed_watch(&b)?;
+    arrives_once(server, user, parent, &a)?;
+    arrives_once(server, user, parent, &b)?;
+    let carried = wd.join("plugins/atc/bin/atc");
+    let atc = Atc::new(
+        &carried,
+        &ctx.scratch.path().join(ctx.uniq("beside-atc")),
+        state.to_path_buf(),
+        &server.root(),
+    )?;
+    ensure!(
+        !state.exists() || atc.jobs()?.is_empty(),
+        "atc watched something while it stood by: {:?}",
+        atc.jobs()
+    );
+
+    // C still runs, the seed's, when the move happens.
+    let c = api.submit(
+        Some(&target),
+        &ctx.uniq("beside-c"),
+        "default",
+        "child C, moved to atc SLEEP=20",
+        None,
+    )?;
+    seed_watch(&c)?;
+    let wd_shown = wd.display().to_string();
+    let moved = atc.ok(&[
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &wd_shown,
+    ])?;
+    for line in [
+        "Tools enabled for: default (".to_owned(),
+        format!(
+            "No restart needed: the QwenPaw at {}/api loaded the plugin.",
+            server.root()
+        ),
+    ] {
+        ensure!(
+            moved.stdout.lines().any(|l| l.starts_with(&line)),
+            "no {line:?} in: {}",
+            moved.describe()
+        );
+    }
+    ensure!(
+        moved.stdout.contains("(1 still watched)"),
+        "C was not moved to atc as watched: {}",
+        moved.stdout
+    );
+    // atc's own tools now, without a restart: once the server has reloaded the agents
+    // (QwenPaw does that after a plugin install, a moment after it answers), the tool
+    // list offers them and a turn calls atc's.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let tools = api.get("/api/tools", Some("default"))?;
+        let offered = tools.json().ok().is_some_and(|v| {
+            v.as_array().is_some_and(|list| {
+                list.iter()
+                    .any(|t| t["name"] == "callback_task_status" && t["enabled"] == true)
+            })
+        });
+        if offered {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "GET /api/tools does not offer callback_task_status: {}",
+            tools.body
+        );
+        sleep(Duration::from_millis(500));
+    }
+    sleep(Duration::from_secs(3));
+    api.history("default", user, parent, TURN_WAIT)?;
+    let listed = call_tool(server, parent, user, "callback_task_status", &json!({}))?;
+    ensure!(
+        listed.contains(&format!("{c} | pending |")) && listed.contains("| registered="),
+        "callback_task_status is not atc's: {listed:?}"
+    );
+    arrives_once(server, user, parent, &c)?;
+    // A child submitted after the move: atc watches it by itself.
+    let d = submitting_turn(
+        server,
+        user,
+        parent,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child D SLEEP=2"}}"#
+        ),
+    )?;
+    arrives_once(server, user, parent, &d)?;
+    for task in [&a, &b] {
+        let n = results_in(server, user, parent, task)?;
+        ensure!(
+            n == 1,
+            "the result of {task} is in the parent chat {n} times"
+        );
+    }
     Ok(())
 }

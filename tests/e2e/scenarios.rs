@@ -62,6 +62,8 @@ pub const ALL: &[(&str, Scenario)] = &[
         crate::config::kick_obeys_the_config_file,
     ),
     ("plugin-zip", crate::pkg::plugin_zip),
+    ("plugin-zip-thin", crate::pkg::plugin_zip_thin),
+    ("seed-beside-zip", crate::pkg::seed_beside_zip),
     ("seed-migration", crate::pkg::seed_migration),
     ("long-cancel-stop", crate::long::cancel_stop),
     (

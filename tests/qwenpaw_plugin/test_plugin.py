@@ -82,11 +82,24 @@ def install_host_stubs():
         sys.modules[name] = mod
 
 
-def load_plugin():
-    spec = importlib.util.spec_from_file_location("plugin_atc", PLUGIN)
+def load_plugin(path=PLUGIN):
+    spec = importlib.util.spec_from_file_location("plugin_atc", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def installed_plugin(root):
+    """The plugin as QwenPaw installs it, in a working dir of its own under ``root``,
+    carrying the stub atc as its own (the one it runs first): whatever atc this machine
+    has next to python3, on PATH or in ~/.cargo/bin, the tests run the stub. Returns the
+    loaded module."""
+    plugin_dir = Path(root) / "wd" / "plugins" / "atc"
+    (plugin_dir / "bin").mkdir(parents=True)
+    (plugin_dir / "plugin.py").write_bytes(PLUGIN.read_bytes())
+    (plugin_dir / "bin" / "atc").write_text(STUB)
+    (plugin_dir / "bin" / "atc").chmod(0o755)
+    return load_plugin(plugin_dir / "plugin.py")
 
 
 STUB = """#!/bin/sh
@@ -119,20 +132,37 @@ def job(task, session="s-1", user="carol", channel="console", agent="default", s
     }
 
 
-class PluginTest(unittest.TestCase):
+class Carried:
+    """The atc the installed plugin carries (``installed_plugin``), for the test classes."""
+
+    def no_bundled(self):
+        """The plugin as `atc qwenpaw install` writes it: no atc of its own."""
+        (self.path / "wd" / "plugins" / "atc" / "bin" / "atc").unlink()
+
+    def carry(self, atc):
+        """The plugin carries ``atc`` (the real one under test) instead of the stub."""
+        bundled = self.path / "wd" / "plugins" / "atc" / "bin" / "atc"
+        bundled.unlink()
+        bundled.symlink_to(atc)
+
+
+class PluginTest(Carried, unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.path = Path(self.dir.name)
         self.atc = self.path / "atc"
         self.atc.write_text(STUB)
         self.atc.chmod(self.atc.stat().st_mode | stat.S_IXUSR)
+        self.wd = self.path / "wd"
+        self.plugin_dir = self.wd / "plugins" / "atc"
+        self.bundled = self.plugin_dir / "bin" / "atc"
         self.env = dict(os.environ)
         os.environ["ATC_BIN"] = str(self.atc)
         os.environ["STUB_DIR"] = str(self.path)
         os.environ["QWENPAW_RUNTIME_INTERNAL_TOKEN"] = "tok-secret"
         CONTEXT.clear()
         CONTEXT.update(agent="default", session="s-1", user="carol", channel="console")
-        self.plugin = load_plugin()
+        self.plugin = installed_plugin(self.path)
 
     def tearDown(self):
         os.environ.clear()
@@ -218,21 +248,24 @@ class PluginTest(unittest.TestCase):
     # -- finding the binary -----------------------------------------------------------
 
     def test_missing_binary_says_so_and_names_the_fix(self):
+        self.no_bundled()
         os.environ.pop("ATC_BIN")
         os.environ["PATH"] = str(self.path / "empty")
         os.environ["HOME"] = str(self.path / "home")
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Not watching task-0123456789ab: atc is not installed"), line)
-        self.assertIn("python -m pip install atc-qwenpaw", line)
+        self.assertIn("`atc qwenpaw zip`, which carries atc", line)
         self.assertIn("Tell the user", line)
 
     def test_a_bad_atc_bin_is_named(self):
+        self.no_bundled()
         os.environ["ATC_BIN"] = str(self.path / "nope")
         line = run(self.plugin.watch_agent_task("task-0123456789ab"))
         self.assertIn("ATC_BIN in the server's environment is not an executable file", line)
         self.assertNotIn(str(self.path), line, "a path in the model's answer")
 
     def test_path_then_cargo_bin(self):
+        self.no_bundled()
         os.environ.pop("ATC_BIN")
         home = self.path / "home"
         cargo = home / ".cargo" / "bin"
@@ -250,6 +283,7 @@ class PluginTest(unittest.TestCase):
         self.assertEqual(self.plugin.find_atc(), (str(on_path / "atc"), None))
 
     def test_next_to_the_interpreter_first_then_the_plugin_site_then_atc_bin(self):
+        self.no_bundled()
         fake_bin = self.path / "venv" / "bin"
         fake_bin.mkdir(parents=True)
         os.environ["PATH"] = str(self.path / "empty")
@@ -276,6 +310,92 @@ class PluginTest(unittest.TestCase):
         dirs = self.plugin.interpreter_dirs()
         import sysconfig
         self.assertIn(sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
+
+    def test_the_atc_the_plugin_carries_comes_first_and_is_made_executable_again(self):
+        # QwenPaw's installer extracts the zip with Python's zipfile: no program bit.
+        self.bundled.chmod(0o644)
+        fake_bin = self.path / "venv" / "bin"
+        fake_bin.mkdir(parents=True)
+        (fake_bin / "atc").write_text(STUB)
+        (fake_bin / "atc").chmod(0o755)
+        old = self.plugin.sys.executable
+        try:
+            self.plugin.sys.executable = str(fake_bin / "python")
+            self.assertEqual(self.plugin.find_atc(), (str(self.bundled), None))
+        finally:
+            self.plugin.sys.executable = old
+        self.assertTrue(os.access(str(self.bundled), os.X_OK))
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertTrue(line.startswith("Watching task-0123456789ab"), line)
+
+    def test_an_atc_built_for_another_platform_is_skipped_and_said_once_in_the_log(self):
+        here = self.plugin.this_platform()
+        (self.plugin_dir / "bin" / "atc.platform").write_text(here + "\n")
+        self.assertEqual(self.plugin.find_atc(), (str(self.bundled), None))
+        other = "macos-aarch64" if here != "macos-aarch64" else "linux-x86_64"
+        (self.plugin_dir / "bin" / "atc.platform").write_text(other + "\n")
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            self.assertEqual(self.plugin.find_atc(), (str(self.atc), None), "ATC_BIN next")
+            self.plugin.find_atc()
+        self.assertEqual(len(said.output), 1, said.output)
+        self.assertIn("the atc this plugin carries is built for %s, and this server runs on %s" % (other, here), said.output[0])
+        self.assertIn("`atc qwenpaw zip`", said.output[0])
+
+    def test_the_platform_names_match_the_zips(self):
+        self.assertRegex(self.plugin.this_platform(), r"\A(linux|macos)-(x86_64|aarch64)\Z")
+
+    # -- beside the Agent Task Callback plugin -----------------------------------------
+
+    def seed_installed(self, folder="agent-task-callback"):
+        seed = self.wd / "plugins" / folder
+        seed.mkdir(parents=True)
+        (seed / "plugin.json").write_text(json.dumps({"id": "agent-task-callback", "version": "0.1.5"}))
+        self.plugin.STANDBY_LOOK_SECS = 0
+        return seed
+
+    def test_beside_the_seed_every_tool_stands_by_and_names_the_one_command(self):
+        seed = self.seed_installed()
+        for call in (
+            self.plugin.watch_agent_task("task-0123456789ab"),
+            self.plugin.watch_agent_tasks(["task-0123456789ab", "task-0123456789ac"], "g"),
+            self.plugin.callback_task_status(),
+            self.plugin.cancel_task_callback("task-0123456789ab"),
+        ):
+            line = run(call)
+            self.assertTrue(line.startswith("atc is standing by and watches nothing"), line)
+            self.assertIn("`atc qwenpaw install --replace-agent-task-callback`", line)
+            self.assertNotIn(str(self.path), line, "a path in the model's answer")
+        self.assertFalse((self.path / "calls.all").exists(), "atc was run")
+        # The seed gone (the replacement done): the same plugin delivers, no restart.
+        import shutil
+        shutil.rmtree(seed)
+        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        self.assertTrue(line.startswith("Watching task-0123456789ab"), line)
+
+    def test_a_disabled_or_hidden_seed_folder_is_not_the_seed(self):
+        self.seed_installed("agent-task-callback.disabled")
+        self.seed_installed(".agent-task-callback")
+        self.assertIsNone(self.plugin.STANDBY.now())
+
+    def test_the_seeds_state_file_with_jobs_nobody_moved_keeps_it_standing_by(self):
+        self.plugin.STANDBY_LOOK_SECS = 0
+        state = self.wd / "agent-task-callback.json"
+        pending = {"task_id": "task-0123456789ab", "status": "pending", "session_id": "s-1"}
+        state.write_text(json.dumps({"jobs": {"task-0123456789ab": pending}}))
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            why = self.plugin.STANDBY.now()
+            self.assertIn("still holds 1 pending job nobody moved to atc", why)
+            self.plugin.STANDBY.now()
+            # Handed over (the replacement marks it): atc delivers, and says so once.
+            pending.update(status="cancelled", handed_over_to="atc")
+            state.write_text(json.dumps({"jobs": {"task-0123456789ab": pending}}))
+            self.assertIsNone(self.plugin.STANDBY.now())
+            self.assertIsNone(self.plugin.STANDBY.now())
+        self.assertEqual(len(said.output), 2, said.output)
+        self.assertIn("standing by, delivering nothing", said.output[0])
+        self.assertIn("`atc qwenpaw install --replace-agent-task-callback`", said.output[0])
+        self.assertIn("delivering", said.output[1])
+        self.assertNotIn("s-1", "".join(said.output), "a session id in the log")
 
     # -- fan-in, status, cancel --------------------------------------------------------
 
@@ -487,7 +607,7 @@ class PluginTest(unittest.TestCase):
         self.assertEqual([t["name"] for t in manifest["meta"]["tools"]], list(self.plugin.TOOLS))
 
 
-class KickTest(unittest.TestCase):
+class KickTest(Carried, unittest.TestCase):
     """The FINALLY hook: atc tick --kicked, detached, only with work, one at a time."""
 
     def setUp(self):
@@ -501,7 +621,7 @@ class KickTest(unittest.TestCase):
         self.jobs.parent.mkdir()
         os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
         os.environ.pop("STUB_SLEEP", None)
-        self.plugin = load_plugin()
+        self.plugin = installed_plugin(self.path)
         self.kicker = self.plugin.Kicker()
 
     def tearDown(self):
@@ -539,6 +659,21 @@ class KickTest(unittest.TestCase):
         self.kicker.kick()
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
+    def test_beside_the_seed_no_kick_and_no_cadence_tick_starts(self):
+        self.jobs.write_text('{"version": 2, "jobs": [1]}')
+        seed = self.path / "wd" / "plugins" / "agent-task-callback"
+        seed.mkdir(parents=True)
+        (seed / "plugin.json").write_text('{"id": "agent-task-callback", "version": "0.1.5"}')
+        self.plugin.STANDBY_LOOK_SECS = 0
+        self.kicker.kick()
+        self.assertFalse(self.kicker.tick())
+        self.assertIsNone(self.kicker.proc)
+        self.assertFalse((self.path / "calls.all").exists())
+        seed.joinpath("plugin.json").unlink()
+        seed.rmdir()
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
+
     def test_no_heartbeat_yet_means_work(self):
         self.jobs.write_text('{"version": 1, "jobs": []}')
         self.kicker.kick()
@@ -562,6 +697,7 @@ class KickTest(unittest.TestCase):
 
     def test_a_missing_binary_says_so_once_and_never_raises(self):
         self.jobs.write_text("{}")
+        self.no_bundled()
         os.environ["ATC_BIN"] = str(self.path / "nope")
         with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
             self.kicker.kick()
@@ -736,7 +872,7 @@ CHILD_SE = "default:to:SE:1796161586102:6bb71902"
 CHILD_QA = "default:to:QA:1796161586103:0c1d2e3f"
 
 
-class AutoWatchTest(unittest.TestCase):
+class AutoWatchTest(Carried, unittest.TestCase):
     """The turn's tool calls, as the middleware sees them return, to the atc commands the
     plugin starts: one `atc watch --origin auto` at the turn's end for its background
     submissions, one `atc parent-read` at once for each finished result it read."""
@@ -753,7 +889,7 @@ class AutoWatchTest(unittest.TestCase):
         os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
         for name in ("STUB_SLEEP", "ATC_AUTO_WATCH"):
             os.environ.pop(name, None)
-        self.plugin = load_plugin()
+        self.plugin = installed_plugin(self.path)
         self.kicks = []
         self.warned = []
         test = self
@@ -825,6 +961,16 @@ class AutoWatchTest(unittest.TestCase):
             "[TASK_ID: task-aaaaaaaaaaaa]\n[SESSION: %s]\n[TARGET_AGENT: SE]\n"
             "[TASK_ID: task-bbbbbbbbbbbb]\n[SESSION: %s]\n[TARGET_AGENT: QA]\n" % (CHILD_SE, CHILD_QA)))
         self.assertEqual(self.during, [], "nothing started before the turn ended")
+
+    def test_beside_the_seed_a_turns_submits_are_left_to_it(self):
+        seed = self.path / "wd" / "plugins" / "agent-task-callback"
+        seed.mkdir(parents=True)
+        (seed / "plugin.json").write_text('{"id": "agent-task-callback", "version": "0.1.5"}')
+        self.plugin.STANDBY_LOOK_SECS = 0
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE", "text": "review"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+        ])
+        self.assertEqual(self.started(), [])
 
     def test_a_turn_with_no_background_submit_starts_no_atc(self):
         self.turn([("execute_shell_command", {"command": "ls"}, "a")])
@@ -923,6 +1069,7 @@ class AutoWatchTest(unittest.TestCase):
             self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
         self.assertEqual([w[0] for w in self.warned], ["exit-watch", "exit-watch"])
         self.assertIn("atc watch (from the end of a turn) exited 1", self.warned[0][1])
+        self.no_bundled()
         os.environ["ATC_BIN"] = str(self.path / "nope")
         self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
         self.assertEqual(self.warned[-1][0], "missing-auto")
@@ -947,6 +1094,7 @@ class AutoWatchTest(unittest.TestCase):
         real = os.environ.get("ATC_TEST_BIN")
         if not real:
             self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
+        self.carry(real)
         os.environ["ATC_BIN"] = real
         os.environ["ATC_BASE_URL"] = "http://127.0.0.1:9"
         os.environ["HOME"] = str(self.path)
@@ -974,7 +1122,7 @@ class AutoWatchTest(unittest.TestCase):
         self.assertEqual(self.warned, [])
 
 
-class CadenceTest(unittest.TestCase):
+class CadenceTest(Carried, unittest.TestCase):
     """The plugin's own cadence: atc tick every period unless a timer ticks."""
 
     def setUp(self):
@@ -990,7 +1138,7 @@ class CadenceTest(unittest.TestCase):
         os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
         os.environ.pop("STUB_SLEEP", None)
         os.environ.pop("ATC_CADENCE", None)
-        self.plugin = load_plugin()
+        self.plugin = installed_plugin(self.path)
         self.kicker = self.plugin.Kicker()
         self.cadence = self.plugin.Cadence(self.kicker, 20)
 

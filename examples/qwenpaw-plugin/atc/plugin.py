@@ -56,6 +56,7 @@ import asyncio
 import json
 import logging
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -81,17 +82,61 @@ STATUS_LIMIT = 20
 LINE_CAP = 400
 
 NOT_INSTALLED = (
-    "atc is not installed where this QwenPaw server can find it (next to the server's "
-    "Python, ATC_BIN, PATH): install it into the server's own Python environment "
-    "(`python -m pip install atc-qwenpaw` with that python, or the plugin zip, which does "
-    "it), or set ATC_BIN in the server's environment. Tell the user; until then check the "
-    "task with check_agent_task, at most once every 30 seconds."
+    "atc is not installed where this QwenPaw server can find it (in this plugin's bin/, "
+    "next to the server's Python, ATC_BIN, PATH): install the plugin zip made on this "
+    "machine's platform (`atc qwenpaw zip`, which carries atc), or install atc into the "
+    "server's own Python environment, or set ATC_BIN in the server's environment. Tell the "
+    "user; until then check the task with check_agent_task, at most once every 30 seconds."
 )
 EXE = "atc.exe" if os.name == "nt" else "atc"
+# This plugin's folder (<working dir>/plugins/atc), the atc it may carry, and the
+# platform that atc was built for (`atc qwenpaw zip` writes both).
+PLUGIN_DIR = Path(__file__).resolve().parent
+BUNDLED = PLUGIN_DIR / "bin" / EXE
+BUNDLED_PLATFORM = PLUGIN_DIR / "bin" / "atc.platform"
 
 
 def executable(path):
     return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def this_platform():
+    """This server's platform as atc's zip names it: ``linux-x86_64``, ``macos-aarch64``."""
+    system = "macos" if sys.platform == "darwin" else sys.platform
+    if system.startswith("linux"):
+        system = "linux"
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return "%s-%s" % (system, machine)
+
+
+def bundled_atc():
+    """(path, None) for the atc this plugin carries, (None, why it is not used) when it
+    carries one that cannot run here, (None, None) when it carries none. QwenPaw's
+    installer extracts the zip without file modes: the program bit is set again here."""
+    if not BUNDLED.is_file():
+        return None, None
+    try:
+        built_for = BUNDLED_PLATFORM.read_text(encoding="utf-8").strip()
+    except OSError:
+        built_for = ""
+    here = this_platform()
+    if built_for and built_for != here:
+        return None, (
+            "the atc this plugin carries is built for %s, and this server runs on %s: it "
+            "is not used. Make the zip on this platform (`atc qwenpaw zip`) and install "
+            "it again with --force, or install atc another way" % (built_for, here)
+        )
+    path = str(BUNDLED)
+    if not os.access(path, os.X_OK):
+        try:
+            os.chmod(path, 0o755)
+        except OSError as err:
+            return None, "the atc this plugin carries (%s) cannot be made executable: %s" % (
+                path,
+                err,
+            )
+    return path, None
 
 
 def interpreter_dirs():
@@ -118,9 +163,14 @@ def interpreter_dirs():
 
 
 def find_atc():
-    """(path, None), or (None, why not). In this order: next to the server's interpreter
-    (``interpreter_dirs``), ``ATC_BIN``, ``PATH``, ``~/.cargo/bin``. ``atc doctor`` looks
-    in the same order."""
+    """(path, None), or (None, why not). In this order: the atc this plugin carries (its
+    ``bin/``, from the zip), next to the server's interpreter (``interpreter_dirs``),
+    ``ATC_BIN``, ``PATH``, ``~/.cargo/bin``. ``atc doctor`` looks in the same order."""
+    bundled, skipped = bundled_atc()
+    if bundled:
+        return bundled, None
+    if skipped:
+        KICKER.warn_once("platform", skipped)
     for d in interpreter_dirs():
         here = os.path.join(d, EXE)
         if executable(here):
@@ -141,6 +191,122 @@ def find_atc():
     if executable(str(cargo)):
         return str(cargo), None
     return None, NOT_INSTALLED
+
+
+# -- Standing by beside the Agent Task Callback plugin ------------------------------------
+#
+# The seed plugin (Agent Task Callback) watches and delivers the same tasks with the same
+# tool names. Loaded beside it (its zip installed before the move), this plugin delivers
+# nothing: no auto-watch, no kicks, no cadence, and every tool answers with the one
+# command that moves the seed's jobs to atc and removes it (`atc qwenpaw install
+# --replace-agent-task-callback`). It stands by while the seed's folder is installed or
+# its state file holds pending jobs nobody moved to atc, and looks again every few
+# seconds: once the move is done it delivers, without a restart.
+
+SEED_ID = "agent-task-callback"
+SEED_STATE = "agent-task-callback.json"
+REPLACE = "atc qwenpaw install --replace-agent-task-callback"
+STANDBY_LOOK_SECS = 5.0
+
+
+def seed_folder():
+    """The seed plugin's folder among this plugin's siblings (QwenPaw loads every folder
+    there but hidden and ``.disabled`` ones), or None."""
+    try:
+        entries = list(os.scandir(str(PLUGIN_DIR.parent)))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name.endswith(".disabled"):
+            continue
+        try:
+            with open(os.path.join(entry.path, "plugin.json"), encoding="utf-8") as fh:
+                manifest = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("id") == SEED_ID:
+            return entry.path
+    return None
+
+
+def seed_state_file():
+    """Where the seed keeps its jobs, as ``atc qwenpaw install`` reads it: beside the
+    working dir's plugins, else ``~/.qwenpaw/``."""
+    beside = PLUGIN_DIR.parent.parent / SEED_STATE
+    return beside if beside.exists() else Path.home() / ".qwenpaw" / SEED_STATE
+
+
+def seed_pending():
+    """How many jobs the seed's state file holds as pending, never handed over to atc."""
+    try:
+        doc = json.loads(seed_state_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    jobs = doc.get("jobs", doc) if isinstance(doc, dict) else doc
+    if isinstance(jobs, dict):
+        jobs = list(jobs.values())
+    if not isinstance(jobs, list):
+        return 0
+    return sum(
+        1
+        for j in jobs
+        if isinstance(j, dict) and j.get("status") == "pending" and j.get("handed_over_to") != "atc"
+    )
+
+
+class Standby:
+    """Why this plugin stands by (a sentence), or None; looked at again at most every
+    ``STANDBY_LOOK_SECS``. Says each change once in QwenPaw's log."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.looked_at = None
+        self.why = None
+
+    def now(self):
+        with self.lock:
+            at = time.monotonic()
+            if self.looked_at is not None and at - self.looked_at < STANDBY_LOOK_SECS:
+                return self.why
+            self.looked_at = at
+            why = self.look()
+            if why and why != self.why:
+                LOG.warning(
+                    "atc plugin: standing by, delivering nothing (no auto-watch, no kicks, "
+                    "no cadence; its tools say so): %s. `%s` moves its jobs to atc and "
+                    "removes it, in an order in which the two never both deliver",
+                    why,
+                    REPLACE,
+                )
+            elif self.why and not why:
+                LOG.warning("atc plugin: the Agent Task Callback plugin's jobs are atc's now: delivering")
+            self.why = why
+            return why
+
+    @staticmethod
+    def look():
+        folder = seed_folder()
+        if folder:
+            return "the Agent Task Callback plugin is installed (%s) and delivers its tasks itself" % folder
+        pending = seed_pending()
+        if pending:
+            return (
+                "the Agent Task Callback plugin's state file (%s) still holds %d pending "
+                "job%s nobody moved to atc" % (seed_state_file(), pending, "" if pending == 1 else "s")
+            )
+        return None
+
+    def answer(self):
+        """What a tool says while standing by, or None."""
+        why = self.now()
+        if not why:
+            return None
+        return (
+            "atc is standing by and watches nothing: the Agent Task Callback plugin is "
+            "still in place, and two deliverers would post every result twice. Tell the "
+            "user to run `%s` on the server (it moves the old plugin's jobs to atc, then "
+            "removes it); until then use the Agent Task Callback plugin's own tools." % REPLACE
+        )
 
 
 def chat_context():
@@ -326,6 +492,9 @@ async def chat_jobs(chat):
 
 
 async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
+    standing_by = STANDBY.answer()
+    if standing_by:
+        return standing_by
     if watch_args(task_ids, target_agent, group) is None:
         return no_chat()
     shown = ", ".join(task_ids)
@@ -467,6 +636,9 @@ async def callback_task_status() -> str:
         `str`:
             The chat's watches, one per line, or a line saying there are none.
     """
+    standing_by = STANDBY.answer()
+    if standing_by:
+        return standing_by
     chat = chat_context()
     if not chat[1]:
         return "This call has no chat (QwenPaw gave no session): there is nothing to list."
@@ -512,6 +684,9 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
         `str`:
             One line: stopped, or why not.
     """
+    standing_by = STANDBY.answer()
+    if standing_by:
+        return standing_by
     task_id = str(task_id).strip()
     chat = chat_context()
     listed, problem = await chat_jobs(chat)
@@ -747,6 +922,8 @@ class Kicker:
         return self.proc is not None and self.proc.poll() is None
 
     def _start(self, args, chained, mark, ended):
+        if STANDBY.now():
+            return False  # the seed delivers: atc ticks nothing, kicked or not
         path = job_file()
         if not has_work(path):
             return False
@@ -911,6 +1088,7 @@ class Cadence:
             "ticking": not standing_by,
             "started_a_tick": started,
             "timer_seen_at": rfc3339(self.timer_seen_at) if self.timer_seen_at else None,
+            "standing_by": STANDBY.now(),
         }
         tmp = Path(str(path) + ".tmp-%d" % os.getpid())
         fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -919,6 +1097,7 @@ class Cadence:
         os.replace(str(tmp), str(path))
 
 
+STANDBY = Standby()
 KICKER = Kicker()
 CADENCE = Cadence(KICKER, cadence_period())
 SKILLS = Path(__file__).resolve().parent / "skills"
@@ -1125,6 +1304,8 @@ class Reporter:
 
     def turn_ended(self, turn):
         try:
+            if STANDBY.now():
+                return  # the seed watches what this turn submitted (its own tool, if called)
             asked = auto_watch_args(turn)
             if asked is not None:
                 self.start(asked[0], asked[1], self.watched)
@@ -1275,6 +1456,9 @@ class AtcPlugin:
     the atc-callback skill. QwenPaw imports this module and calls ``plugin.register``."""
 
     def register(self, api):
+        # The atc it carries made executable again, or said skipped, once, at load.
+        find_atc()
+        STANDBY.now()
         for name in TOOLS:
             api.register_tool(
                 tool_name=name,
