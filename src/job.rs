@@ -310,8 +310,8 @@ fn is_zero(n: &u32) -> bool {
 /// A parent chat: (base URL, agent, session, user, channel).
 pub type ChatKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
-/// One watch registration. Fields added after v1 are optional so v1 files keep loading;
-/// fields this version does not know are kept as they are (`extra`).
+/// One watch registration. Fields this version does not know are kept as they are
+/// (`extra`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job_id: String,

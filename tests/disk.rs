@@ -385,8 +385,8 @@ fn wrong_types_are_refused_untouched() {
             "has an unsupported version 1.5".to_owned(),
         ),
         (
-            json!({"version": 1, "jobs": {}}),
-            "does not match the v1 schema (invalid type: map, expected a sequence)".to_owned(),
+            json!({"version": 2, "jobs": {}}),
+            "does not match the v2 schema (invalid type: map, expected a sequence)".to_owned(),
         ),
         (
             bad_task,
@@ -426,6 +426,26 @@ fn a_newer_version_says_only_upgrade_atc() {
         &env,
         &format!(
             "the job file {} has version 3, newer than this atc understands (2); it was left untouched: upgrade atc to read it",
+            env.state.display()
+        ),
+    );
+}
+
+/// Job file version 1 was written only by development builds before 0.2; no release
+/// reads it. It is refused as any version atc does not read, saying what to do instead.
+#[test]
+fn a_version_1_file_is_refused_untouched_saying_which_build_wrote_it() {
+    let env = TestEnv::new();
+    let mut job = support::atc::job(TASKS[0], "delivering", support::hermetic::NOWHERE);
+    job["final"] = json!("the answer");
+    job["delivery"] =
+        json!({"attempts": 1, "busy": 0, "attempt_started_at": "2026-11-30T20:15:03Z"});
+    job["polls"] = json!(4);
+    env.write_file(&json!({"version": 1, "jobs": [job]}));
+    refused_everywhere(
+        &env,
+        &format!(
+            "the job file {} was written by a development build of atc before 0.2 (job file version 1), which no release reads; it was left untouched: move it away and watch the pending tasks again",
             env.state.display()
         ),
     );

@@ -224,7 +224,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("jobs.json");
-        let file = serde_json::json!({"version": 1, "jobs": [{
+        let file = serde_json::json!({"version": 2, "jobs": [{
             "job_id": job_id, "task_id": task, "base_url": url, "agent_id": "default",
             "session_id": session, "user_id": "default", "channel": "console",
             "registered_at": registered, "updated_at": "2026-11-30T20:14:03Z", "status": "pending",

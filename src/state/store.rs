@@ -20,8 +20,8 @@ use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
 use crate::turn::Turn;
 
-/// The schema version this atc writes. Version 1 (turns kept on the job that carried
-/// them) is read and migrated (`v1`).
+/// The schema version this atc reads and writes. Version 1 (turns kept on the job that
+/// carried them), written only by development builds before 0.2, is refused.
 pub const VERSION: u32 = 2;
 
 /// How long a command waits for another atc process to finish its read-modify-write.
@@ -296,10 +296,14 @@ impl Store {
                 format!("cannot read the job file {}", self.path.display())
             })?;
         let parsed = parse(&bytes).map_err(|problem| {
-            let advice = if problem.newer {
-                "it was left untouched: upgrade atc to read it"
-            } else {
-                "it was left untouched: fix or move it aside (atc starts a new one where none exists)"
+            let advice = match problem.fix {
+                Fix::Edit => {
+                    "it was left untouched: fix or move it aside (atc starts a new one where none exists)"
+                }
+                Fix::Upgrade => "it was left untouched: upgrade atc to read it",
+                Fix::Replace => {
+                    "it was left untouched: move it away and watch the pending tasks again"
+                }
             };
             Failure::new(
                 Exit::StateUnreadable,
@@ -429,18 +433,30 @@ enum Source {
 #[derive(Debug)]
 struct Problem {
     what: String,
+    fix: Fix,
+}
+
+/// What a person can do about a file atc refuses.
+#[derive(Debug, PartialEq)]
+enum Fix {
+    /// A bad field, a bad byte: fix the file or move it aside.
+    Edit,
     /// Written by a newer atc: the fix is an upgrade, not an edit.
-    newer: bool,
+    Upgrade,
+    /// Written by a development build no release reads: nothing to fix, start over.
+    Replace,
 }
 
 impl From<String> for Problem {
     fn from(what: String) -> Problem {
-        Problem { what, newer: false }
+        Problem {
+            what,
+            fix: Fix::Edit,
+        }
     }
 }
 
-/// The job file in `bytes`, or why they are not one this atc can use. A version-1 file
-/// is migrated (`v1::migrate`).
+/// The job file in `bytes`, or why they are not one this atc can use.
 fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if bytes.is_empty() {
         return Err("is empty (0 bytes)".to_owned().into());
@@ -462,49 +478,33 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     let version = value
         .get("version")
         .ok_or_else(|| "has no \"version\" field".to_owned())?;
-    let v = match version.as_u64() {
-        Some(v @ 1..=2) => v,
+    match version.as_u64() {
+        Some(2) => {}
+        Some(1) => {
+            return Err(Problem {
+                what: "was written by a development build of atc before 0.2 (job file version 1), which no release reads".to_owned(),
+                fix: Fix::Replace,
+            });
+        }
         Some(v) if v > u64::from(VERSION) => {
             return Err(Problem {
                 what: format!("has version {v}, newer than this atc understands ({VERSION})"),
-                newer: true,
+                fix: Fix::Upgrade,
             });
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
-    };
-    let schema = format!("v{v}");
+    }
     if let Some(serde_json::Value::Array(jobs)) = value.get("jobs") {
         for (i, job) in jobs.iter().enumerate() {
-            let err = if v == 1 {
-                serde_json::from_value::<super::v1::V1Job>(job.clone()).err()
-            } else {
-                serde_json::from_value::<Job>(job.clone()).err()
-            };
-            if let Some(err) = err {
-                let field = if v == 1 {
-                    culprit::<super::v1::V1Job>(job)
-                } else {
-                    culprit::<Job>(job)
-                };
-                let field = field.map_or(String::new(), |f| format!(" field {f:?}:"));
+            if let Err(err) = serde_json::from_value::<Job>(job.clone()) {
+                let field = culprit::<Job>(job).map_or(String::new(), |f| format!(" field {f:?}:"));
                 return Err(format!(
-                    "does not match the {schema} schema: {}{field} {err}",
+                    "does not match the v2 schema: {}{field} {err}",
                     name_of(i, job)
                 )
                 .into());
             }
         }
-    }
-    if v == 1 {
-        let old: super::v1::V1File = serde_json::from_value(value)
-            .map_err(|err| format!("does not match the v1 schema ({err})"))?;
-        let (jobs, turns) = super::v1::migrate(old.jobs);
-        return checked(unique(JobFile {
-            version: VERSION,
-            jobs,
-            turns,
-            ..JobFile::default()
-        })?);
     }
     if let Some(serde_json::Value::Array(turns)) = value.get("turns") {
         for (i, turn) in turns.iter().enumerate() {
@@ -738,15 +738,15 @@ mod tests {
     fn refuses_doubtful_files() {
         for (bytes, says) in [
             (&b""[..], "empty"),
-            (b"{\"version\": 1, \"jobs\": [", "truncated"),
+            (b"{\"version\": 2, \"jobs\": [", "truncated"),
             (b"<html>", "not valid JSON"),
             (b"{\"jobs\": []}", "no \"version\""),
             (b"{\"version\": 3, \"jobs\": []}", "newer"),
             (b"{\"version\": \"1\", \"jobs\": []}", "unsupported version"),
-            (b"{\"version\": 1, \"jobs\": {}}", "schema"),
+            (b"{\"version\": 2, \"jobs\": {}}", "schema"),
             (
-                b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}",
-                "v1 schema",
+                b"{\"version\": 1, \"jobs\": []}",
+                "development build of atc before 0.2",
             ),
             (
                 b"{\"version\": 2, \"jobs\": [{\"job_id\": 5}]}",
@@ -759,9 +759,13 @@ mod tests {
         ] {
             let problem = parse(bytes).unwrap_err();
             assert!(problem.what.contains(says), "{problem:?} should say {says}");
-            assert_eq!(problem.newer, says == "newer");
+            let fix = match says {
+                "newer" => Fix::Upgrade,
+                "development build of atc before 0.2" => Fix::Replace,
+                _ => Fix::Edit,
+            };
+            assert_eq!(problem.fix, fix);
         }
-        assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
         assert_eq!(parse(b"{\"version\":2,\"jobs\":[]}").unwrap().version, 2);
     }
 
@@ -769,33 +773,18 @@ mod tests {
     fn schema_errors_name_the_job_and_the_field() {
         let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
         let id = job["job_id"].as_str().unwrap().to_owned();
-        for (version, field, value, says) in [
+        for (field, value, says) in [
             (
-                2,
                 "strikes",
                 serde_json::json!("3"),
                 "field \"strikes\": invalid type",
             ),
             (
-                2,
                 "check_in",
                 serde_json::json!("exploded"),
                 "field \"check_in\": unknown variant",
             ),
             (
-                1,
-                "delivery",
-                serde_json::json!({"busy": -1}),
-                "field \"delivery.busy\"",
-            ),
-            (
-                1,
-                "forward",
-                serde_json::json!({}),
-                "field \"forward\": missing field `status`",
-            ),
-            (
-                2,
                 "status",
                 serde_json::json!("exploded"),
                 "field \"status\": unknown variant",
@@ -803,13 +792,13 @@ mod tests {
         ] {
             let mut bad = job.clone();
             bad[field] = value;
-            let bytes = serde_json::to_vec(&serde_json::json!({"version": version, "jobs": [bad]}))
-                .unwrap();
+            let bytes =
+                serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [bad]})).unwrap();
             let problem = parse(&bytes).unwrap_err();
             assert!(
                 problem
                     .what
-                    .contains(&format!("v{version} schema: job {id} (task task-1) {says}")),
+                    .contains(&format!("v2 schema: job {id} (task task-1) {says}")),
                 "{problem:?}"
             );
         }
