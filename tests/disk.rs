@@ -369,8 +369,6 @@ fn wrong_types_are_refused_untouched() {
     let good = env.file();
     let mut bad_task = good.clone();
     bad_task["jobs"][0]["task_id"] = json!(5);
-    let mut bad_polls = good.clone();
-    bad_polls["jobs"][1]["polls"] = json!("seven");
     let mut no_jobs = good.clone();
     no_jobs.as_object_mut().unwrap().remove("jobs");
     for (file, says) in [
@@ -394,14 +392,6 @@ fn wrong_types_are_refused_untouched() {
             format!(
                 "does not match the v2 schema: job {} field \"task_id\": invalid type: integer `5`, expected a string",
                 good["jobs"][0]["job_id"].as_str().unwrap()
-            ),
-        ),
-        (
-            bad_polls,
-            format!(
-                "does not match the v2 schema: job {} (task {}) field \"polls\": invalid type: string \"seven\", expected u32",
-                good["jobs"][1]["job_id"].as_str().unwrap(),
-                good["jobs"][1]["task_id"].as_str().unwrap()
             ),
         ),
         (
@@ -440,7 +430,6 @@ fn a_version_1_file_is_refused_untouched_saying_which_build_wrote_it() {
     job["final"] = json!("the answer");
     job["delivery"] =
         json!({"attempts": 1, "busy": 0, "attempt_started_at": "2026-11-30T20:15:03Z"});
-    job["polls"] = json!(4);
     env.write_file(&json!({"version": 1, "jobs": [job]}));
     refused_everywhere(
         &env,

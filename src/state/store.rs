@@ -57,15 +57,6 @@ impl JobFile {
     pub fn find(&self, task_id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| job.task_id == task_id)
     }
-
-    pub fn find_mut(&mut self, task_id: &str) -> Option<&mut Job> {
-        self.jobs.iter_mut().find(|job| job.task_id == task_id)
-    }
-
-    /// The job of one registration: the guard for every late write.
-    pub fn registration_mut(&mut self, job_id: &str) -> Option<&mut Job> {
-        self.jobs.iter_mut().find(|job| job.job_id == job_id)
-    }
 }
 
 /// Which version of a file is on disk, from its metadata alone: a save (a new inode), an
@@ -802,6 +793,14 @@ mod tests {
                 "{problem:?}"
             );
         }
+        // The poll counters development builds wrote are fields like any other it does
+        // not know: the file still loads.
+        let mut counted = job.clone();
+        counted["polls"] = serde_json::json!(7);
+        counted["last_polled_at"] = serde_json::json!("2026-11-30T20:15:03Z");
+        let bytes =
+            serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [counted]})).unwrap();
+        assert_eq!(parse(&bytes).unwrap().jobs.len(), 1);
         job.as_object_mut().unwrap().remove("session_id");
         let bytes = serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [job]})).unwrap();
         let problem = parse(&bytes).unwrap_err();
