@@ -685,7 +685,7 @@ fn classifying_any_poll_answer_never_panics_and_rendering_keeps_the_cap() {
                 assert!(record.payload.is_object());
                 let _ = (
                     record.outcome(),
-                    record.answer(),
+                    render::answer(&record.payload),
                     record.final_reply(),
                     record.result_status(),
                 );

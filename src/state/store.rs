@@ -334,8 +334,9 @@ impl Store {
         let out = result?;
         if changed || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
-            // file is a crashed writer's.
-            super::fsutil::remove_leftover_temps(&self.path);
+            // file is a crashed writer's (never another user's, even as root in a sticky
+            // directory).
+            super::fsutil::remove_leftover_temps(&self.path, guard::euid());
             self.save(file)?;
         }
         if let Some(mode) = exposed {
@@ -580,7 +581,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             } else {
                 "a job".to_owned()
             };
-            let task = if validate::task_id(&job.task_id).is_ok() {
+            let task = if crate::ids::stored_task_id(&job.task_id).is_ok() {
                 format!(" (task {})", job.task_id)
             } else {
                 String::new()
@@ -588,7 +589,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             format!("has {who}{task} with a bad {field}: {why}").into()
         };
         validate::job_id(&job.job_id).map_err(|why| bad("job_id", why))?;
-        validate::task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
+        crate::ids::stored_task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
         validate::base_url(&job.base_url).map_err(|why| bad("base_url", why))?;
         let t = &job.target;
         for (field, value) in [
@@ -649,7 +650,8 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
         }
         for block in &turn.carries {
             validate::job_id(&block.job_id).map_err(|why| bad("carries.job_id", why))?;
-            validate::task_id(&block.task_id).map_err(|why| bad("carries.task_id", why))?;
+            crate::ids::stored_task_id(&block.task_id)
+                .map_err(|why| bad("carries.task_id", why))?;
         }
         for (field, at) in [
             ("created_at", Some(turn.created_at)),
@@ -666,7 +668,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             format!("has a bad {field} in give-up {} of give_ups: {why}", i + 1).into()
         };
         for task in std::iter::once(&record.task_id).chain(&record.with) {
-            validate::task_id(task).map_err(|why| bad("task_id", why))?;
+            crate::ids::stored_task_id(task).map_err(|why| bad("task_id", why))?;
         }
         // The line goes to a person's stderr as it is: no control characters.
         if record.line.chars().any(char::is_control) || record.line.len() > 64 * 1024 {
