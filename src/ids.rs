@@ -11,7 +11,7 @@ pub const MAX_TASK_ID_LEN: usize = 128;
 /// non-ASCII) could address another route or smuggle bytes into the URL, so it is refused.
 pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
     let id = raw.trim().trim_matches(|c| c == '"' || c == '\'').trim();
-    let shown = || crate::validate::preview(raw);
+    let shown = || crate::text::preview(raw);
     if id.is_empty() {
         return Err(Failure::new(
             Exit::Usage,
@@ -44,6 +44,18 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         ));
     }
     Ok(id.to_owned())
+}
+
+/// A task id as stored: exactly what [`parse_task_id`] would have made of it.
+pub fn stored_task_id(value: &str) -> Result<(), String> {
+    match parse_task_id(value) {
+        Ok(id) if id == value => Ok(()),
+        Ok(_) => Err(format!(
+            "{} has surrounding quotes or spaces",
+            crate::text::preview(value)
+        )),
+        Err(err) => Err(err.message),
+    }
 }
 
 /// The task ids named by `[TASK_ID: …]` markers in `text` (what submit_to_agent and
@@ -212,6 +224,14 @@ mod tests {
             assert_eq!(err.exit, Exit::Usage, "{raw:?}");
         }
         assert!(parse_task_id(&"a".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn a_stored_task_id_is_exactly_what_parsing_makes() {
+        assert!(stored_task_id("task-1").is_ok());
+        for bad in ["../../etc", "'task-1'", " task-1", ""] {
+            assert!(stored_task_id(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -259,11 +259,6 @@ impl Origin {
             Origin::Auto => "auto",
         }
     }
-
-    /// The parent talks to atc through the plugin's tools (the words it is told in).
-    pub fn is_plugin(self) -> bool {
-        matches!(self, Origin::Plugin | Origin::Auto)
-    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -310,8 +305,8 @@ fn is_zero(n: &u32) -> bool {
 /// A parent chat: (base URL, agent, session, user, channel).
 pub type ChatKey<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
-/// One watch registration. Fields added after v1 are optional so v1 files keep loading;
-/// fields this version does not know are kept as they are (`extra`).
+/// One watch registration. Fields this version does not know are kept as they are
+/// (`extra`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub job_id: String,
@@ -330,12 +325,6 @@ pub struct Job {
     /// Consecutive failed checks.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub strikes: u32,
-    /// Read from files earlier versions of atc wrote, never written: counting every
-    /// poll would rewrite the job file on every tick.
-    #[serde(default, skip_serializing)]
-    pub polls: u32,
-    #[serde(default, skip_serializing)]
-    pub last_polled_at: Option<Timestamp>,
     /// When the child task started, as the server reports it (or, when it does not say,
     /// when atc first saw it running).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -454,8 +443,6 @@ impl Job {
             options: Options::default(),
             note: None,
             strikes: 0,
-            polls: 0,
-            last_polled_at: None,
             started_at: None,
             last_error: None,
             outcome: None,

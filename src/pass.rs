@@ -618,7 +618,7 @@ fn render((job, poll): (&ToPoll, Poll)) -> Check {
                 },
                 started_at: record.started_at,
                 outcome: record.outcome(),
-                empty: record.answer().is_empty(),
+                empty: render::answer(&record.payload).is_empty(),
             }
         }
         Poll::Record(record) => Check::Running {

@@ -7,6 +7,22 @@ pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// At most this many characters of a refused value are shown.
+const PREVIEW: usize = 40;
+
+/// A short, escaped preview of `value` for an error message: at most 40 characters,
+/// control characters escaped, and the length when it was cut. (A refused value may be
+/// 100 KB long, or hold a password.)
+pub fn preview(value: &str) -> String {
+    let n = value.chars().count();
+    let head: String = value.chars().take(PREVIEW).collect();
+    if n > PREVIEW {
+        format!("\"{}…\" ({n} characters)", head.escape_debug())
+    } else {
+        format!("\"{}\"", head.escape_debug())
+    }
+}
+
 /// Keeps the first `max` characters. No marker is added (a delivery is cut exactly as
 /// QwenPaw's `[:8000]` cuts it).
 pub fn truncate_chars(mut text: String, max: usize) -> String {

@@ -80,7 +80,7 @@ impl<'de> Deserialize<'de> for Timestamp {
         Timestamp::parse(&text).ok_or_else(|| {
             serde::de::Error::custom(format!(
                 "invalid RFC 3339 timestamp {}",
-                crate::validate::preview(&text)
+                crate::text::preview(&text)
             ))
         })
     }

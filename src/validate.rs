@@ -4,7 +4,8 @@
 //! echo more than a short, escaped preview of it (a 100 KB session id or a password in a
 //! URL must not reach the terminal); the caller prefixes where the value came from.
 //!
-//! Task ids have their own home, `ids::parse_task_id`; [`task_id`] checks a stored one.
+//! Task ids have their own home, `ids` (`parse_task_id` for one given,
+//! `stored_task_id` for one in a file).
 
 use std::time::Duration;
 
@@ -24,20 +25,8 @@ pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 /// Timestamps from 1970 up to (not including) 2200-01-01T00:00:00Z.
 pub const MAX_TIMESTAMP_SECS: u64 = 7_258_118_400;
 
-/// At most this many characters of a refused value are shown.
-const PREVIEW: usize = 40;
-
-/// A short, escaped preview of `value` for an error message: at most 40 characters,
-/// control characters escaped, and the length when it was cut.
-pub fn preview(value: &str) -> String {
-    let n = value.chars().count();
-    let head: String = value.chars().take(PREVIEW).collect();
-    if n > PREVIEW {
-        format!("\"{}…\" ({n} characters)", head.escape_debug())
-    } else {
-        format!("\"{}\"", head.escape_debug())
-    }
-}
+/// The short, escaped preview every refusal shows of a value (`text::preview`).
+pub use crate::text::preview;
 
 /// A label (session, user, channel, agent, group, branch): kept exactly as given
 /// (QwenPaw matches them byte for byte) but not blank, at most [`MAX_LABEL`] characters,
@@ -76,18 +65,6 @@ pub fn job_id(value: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// A task id as stored: exactly what `ids::parse_task_id` would have made of it.
-pub fn task_id(value: &str) -> Result<(), String> {
-    match crate::ids::parse_task_id(value) {
-        Ok(id) if id == value => Ok(()),
-        Ok(_) => Err(format!(
-            "{} has surrounding quotes or spaces",
-            preview(value)
-        )),
-        Err(err) => Err(err.message),
-    }
 }
 
 /// A QwenPaw base URL, normalised: trimmed, trailing `/` stripped, `/api` appended
@@ -377,14 +354,10 @@ mod tests {
     }
 
     #[test]
-    fn job_and_task_ids() {
+    fn job_ids() {
         assert!(job_id("3f9a0c1b2d4e").is_ok());
         for bad in ["", "../x", &"a".repeat(65), "a b"] {
             assert!(job_id(bad).is_err(), "{bad:?}");
-        }
-        assert!(task_id("task-1").is_ok());
-        for bad in ["../../etc", "'task-1'", " task-1", ""] {
-            assert!(task_id(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -202,7 +202,7 @@ fn tokens_never_go_over_plain_http_to_another_machine() {
     // A job watched elsewhere (no allowance recorded): the tick refuses to poll it with
     // the token; a strike that says why.
     env.write_file(&serde_json::json!({
-        "version": 1,
+        "version": 2,
         "jobs": [support::atc::job(TASK, "pending", "http://qwenpaw.invalid:8088/api")]
     }));
     env.atc(["tick"])

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::atc::{TestEnv, job, mode, stderr};
+use support::atc::{TestEnv, job, mode, stderr, turn_for};
 use support::bodies;
 use support::fake::{FakeQwenPaw, Reply};
 use support::hermetic::NOWHERE;
@@ -491,9 +491,11 @@ fn watching_again_with_another_base_url_fixes_a_wrong_one() {
 
 #[test]
 fn a_delivered_or_maybe_delivered_task_is_not_watched_again() {
-    for status in ["done", "unconfirmed"] {
+    for (status, state) in [("done", "delivered"), ("unconfirmed", "unconfirmed")] {
         let env = TestEnv::new();
-        env.write_file(&json!({"version": 1, "jobs": [job(TASK, status, NOWHERE)]}));
+        let mut seeded = job(TASK, status, NOWHERE);
+        let turn = turn_for(&mut seeded, state);
+        env.write_file(&json!({"version": 2, "jobs": [seeded], "turns": [turn]}));
         env.atc(["watch", TASK, "--session", "s-77"])
             .status(1)
             .stderr_contains("twice")
@@ -516,7 +518,13 @@ fn other_ended_watches_are_replaced_by_a_fresh_pending_job() {
         let env = TestEnv::new();
         let mut old = job(TASK, status, "http://127.0.0.2:9/api");
         old["final"] = json!("old text");
-        env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
+        // The delivery that ended these is their turn's.
+        let turns: Vec<Value> = match status {
+            "undelivered" | "misrouted" => vec![turn_for(&mut old, status)],
+            "error" => vec![turn_for(&mut old, "refused")],
+            _ => vec![],
+        };
+        env.write_file(&json!({"version": 2, "jobs": [old.clone()], "turns": turns}));
         env.atc(["watch", TASK, "--session", "s-77"])
             .chat_check_skipped()
             .stdout_contains(format!("ended {status}"))
@@ -543,7 +551,7 @@ fn status_lists_the_20_most_recent_newest_first() {
             j
         })
         .collect();
-    env.write_file(&json!({"version": 1, "jobs": jobs}));
+    env.write_file(&json!({"version": 2, "jobs": jobs}));
     let out = env
         .atc(["status"])
         .stdout_inspected()
@@ -640,7 +648,9 @@ fn cancel_marks_the_job_cancelled_and_the_child_keeps_running() {
 #[test]
 fn cancel_refuses_unknown_and_delivered_tasks() {
     let env = TestEnv::new();
-    env.write_file(&json!({"version": 1, "jobs": [job(TASK, "done", NOWHERE)]}));
+    let mut done = job(TASK, "done", NOWHERE);
+    let turn = turn_for(&mut done, "delivered");
+    env.write_file(&json!({"version": 2, "jobs": [done], "turns": [turn]}));
     env.atc(["cancel", TASK])
         .status(1)
         .stderr_contains("already delivered");
@@ -649,7 +659,7 @@ fn cancel_refuses_unknown_and_delivered_tasks() {
         .stderr_contains("no watch for task-nope");
     let mut lost = job("task-lost", "lost", NOWHERE);
     lost["job_id"] = json!("0123456789ab");
-    env.write_file(&json!({"version": 1, "jobs": [lost]}));
+    env.write_file(&json!({"version": 2, "jobs": [lost]}));
     env.atc(["cancel", "task-lost"])
         .status(1)
         .stderr("atc: the watch on task-lost already ended (lost); nothing to cancel\n");
@@ -658,12 +668,12 @@ fn cancel_refuses_unknown_and_delivered_tasks() {
 #[test]
 fn doubtful_job_files_are_refused_with_exit_3_and_left_untouched() {
     let newer = json!({"version": 3, "jobs": [], "turns": []}).to_string();
-    let wrong_type = json!({"version": 1, "jobs": [{"task_id": 7}]}).to_string();
+    let wrong_type = json!({"version": 2, "jobs": [{"task_id": 7}]}).to_string();
     let cases: [(&str, &[u8], &str); 5] = [
         ("empty", b"", "empty"),
         (
             "truncated",
-            b"{\"version\": 1, \"jobs\": [{\"job_id\": \"9f2c",
+            b"{\"version\": 2, \"jobs\": [{\"job_id\": \"9f2c",
             "truncated",
         ),
         ("not json", b"version=1\n", "not valid JSON"),
@@ -698,76 +708,11 @@ fn doubtful_job_files_are_refused_with_exit_3_and_left_untouched() {
 }
 
 #[test]
-fn the_v1_fixture_keeps_loading_and_survives_a_rewrite() {
-    let env = TestEnv::new();
-    let fixture = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/jobs.v1.json"
-    ))
-    .unwrap();
-    env.write_bytes(&fixture);
-    let listed = env.atc(["--json", "status", "--all"]).json();
-    let mut original: Value = serde_json::from_slice(&fixture).unwrap();
-    // Poll counters of earlier versions are read and dropped: counting every poll would
-    // rewrite the file on every tick.
-    for job in original["jobs"].as_array_mut().unwrap() {
-        let job = job.as_object_mut().unwrap();
-        job.remove("polls");
-        job.remove("last_polled_at");
-    }
-    // Version 2 keeps a result's delivery on its turn, a record of its own, by the delivery
-    // id version 1 posted it with; the job points at it.
-    let done = original["jobs"][1].as_object_mut().unwrap();
-    let delivery = done.remove("delivery").unwrap();
-    let delivered_at = done.remove("delivered_at").unwrap();
-    let turn_task_id = done.remove("turn_task_id").unwrap();
-    done.insert("turn".into(), json!("atc-0a1b2c3d4e5f"));
-    let turns = json!([{
-        "turn_id": "atc-0a1b2c3d4e5f",
-        "base_url": "http://127.0.0.1:8088/api",
-        "agent_id": "default",
-        "session_id": "s-78",
-        "user_id": "alice",
-        "channel": "console",
-        "state": "delivered",
-        "carries": [{"job_id": "0a1b2c3d4e5f", "task_id": "task-d7f9d48350b1", "block": "result"}],
-        "text": done["final"].clone(),
-        "created_at": "2026-11-30T19:02:41Z",
-        "updated_at": "2026-11-30T19:02:41Z",
-        "delivery": delivery,
-        "delivered_at": delivered_at,
-        "turn_task_id": turn_task_id,
-    }]);
-    let mut want = original["jobs"].as_array().unwrap().clone();
-    want.sort_by(|a, b| {
-        b["registered_at"]
-            .as_str()
-            .cmp(&a["registered_at"].as_str())
-    });
-    assert_eq!(listed["jobs"].as_array().unwrap(), &want);
-    assert_eq!(listed["turns"], turns);
-
-    env.atc(["watch", "task-new", "--session", "s-1"])
-        .chat_check_skipped()
-        .stdout_contains("Watching task-new")
-        .run();
-    let jobs = env.jobs();
-    assert_eq!(jobs.len(), 4);
-    assert_eq!(
-        &jobs[..3],
-        original["jobs"].as_array().unwrap().as_slice(),
-        "old records are kept as they were"
-    );
-    assert_eq!(env.file()["version"], 2);
-    assert_eq!(env.file()["turns"], turns, "and so is the turn");
-}
-
-#[test]
 fn fields_from_a_newer_atc_are_kept_when_the_file_is_rewritten() {
     let env = TestEnv::new();
     let mut old = job("task-old", "pending", NOWHERE);
     old["future_field"] = json!({"nested": [1, 2.5, "x"]});
-    env.write_file(&json!({"version": 1, "jobs": [old.clone()]}));
+    env.write_file(&json!({"version": 2, "jobs": [old.clone()]}));
     env.atc(["watch", "task-new", "--session", "s"])
         .chat_check_skipped()
         .stdout_contains("Watching task-new")
@@ -930,7 +875,7 @@ fn a_closed_pipe_ends_output_quietly() {
     let jobs: Vec<Value> = (0..3000)
         .map(|i| job(&format!("task-{i:012x}"), "pending", NOWHERE))
         .collect();
-    env.write_file(&json!({"version": 1, "jobs": jobs}));
+    env.write_file(&json!({"version": 2, "jobs": jobs}));
     let mut child = env
         .std_cmd()
         .args(["status", "--all"])

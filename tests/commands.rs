@@ -1182,7 +1182,7 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     let mut grouped = support::atc::job("task-000000000002", "pending", &base);
     grouped["group"] = json!("nightly");
     grouped["started_at"] = json!("2025-12-01T09:00:00Z");
-    env.write_file(&json!({"version": 1, "jobs": [striking, grouped]}));
+    env.write_file(&json!({"version": 2, "jobs": [striking, grouped]}));
     let Some(lines) = on_a_terminal(&env, 40, "status") else {
         eprintln!("no `script` here: the terminal check is skipped");
         return;

@@ -93,8 +93,9 @@ fn an_unknown_agent_is_refused_at_watch_and_ends_a_delivery_as_error() {
     let mut seeded = support::atc::job(TASK, "delivering", &s.server.api());
     seeded["agent_id"] = json!("ghost");
     seeded["final"] = json!("T");
-    seeded["delivery"] = json!({"attempts": 0, "busy": 0});
-    s.env.write_file(&json!({"version": 1, "jobs": [seeded]}));
+    let turn = support::atc::turn_for(&mut seeded, "open");
+    s.env
+        .write_file(&json!({"version": 2, "jobs": [seeded], "turns": [turn]}));
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
     ));

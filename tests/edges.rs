@@ -336,17 +336,6 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
             "does not match the v2 schema: job {job_id} (task {TASK}) field \"strikes\": invalid type: string \"3\", expected u32"
         ),
     );
-    // A version-1 file kept the delivery on the job; version 2 on its turn.
-    let mut nested = good.clone();
-    nested["version"] = json!(1);
-    nested.as_object_mut().unwrap().remove("turns");
-    nested["jobs"][0]["delivery"] = json!({"attempts": "x"});
-    refused(
-        &nested,
-        format!(
-            "does not match the v1 schema: job {job_id} (task {TASK}) field \"delivery.attempts\": invalid type: string \"x\", expected u32"
-        ),
-    );
     let mut nested = good.clone();
     let mut turn = support::atc::turn_for(&mut nested["jobs"][0], "open");
     turn["delivery"] = json!({"attempts": "x"});
@@ -635,7 +624,8 @@ fn redeliver_says_when_it_could_not_check_the_chat() {
     let env = TestEnv::new();
     let mut job = support::atc::job(TASK, "misrouted", &format!("{NOWHERE}/api"));
     job["final"] = json!("the text");
-    env.write_file(&json!({"version": 1, "jobs": [job]}));
+    let turn = support::atc::turn_for(&mut job, "misrouted");
+    env.write_file(&json!({"version": 2, "jobs": [job], "turns": [turn]}));
     env.atc(["redeliver", TASK])
         .stdout(format!(
             "{TASK} goes to session s-77 (user default, channel console) again on the next atc tick, once the chat is idle; the chat could not be checked now (GET {NOWHERE}/api/chats?user_id=default&channel=console: connection refused (is QwenPaw running?)): the tick checks it before posting.\n"

@@ -205,91 +205,27 @@ fn limits() -> Limits {
     }
 }
 
-/// A version-1 file with jobs in most of the shapes an earlier atc's tick left behind
-/// (the first `n`): the loader migrates it.
-fn varied_v1(n: usize) -> Value {
-    let base = |task: &str, job_id: &str, status: &str| {
-        json!({
-            "job_id": job_id, "task_id": task, "base_url": "http://127.0.0.1:8088/api",
-            "agent_id": "default", "target_agent": null, "session_id": "s-77",
-            "user_id": "default", "channel": "console",
-            "registered_at": "2026-11-30T20:14:03Z", "updated_at": "2026-11-30T20:16:03Z",
-            "status": status,
-        })
-    };
-    let with = |mut job: Value, fields: Value| {
-        for (k, v) in fields.as_object().unwrap() {
-            job[k] = v.clone();
-        }
-        job
-    };
-    let jobs = vec![
-        with(
-            base("task-000000000001", "0000000000a1", "pending"),
-            json!({"strikes": 3, "started_at": "2026-11-30T20:16:03Z",
-                   "last_error": "GET http://127.0.0.1:8088/api/console/chat/task/task-000000000001: connection refused (is QwenPaw running?)",
-                   "fork_branch": "fork/a1", "on_empty": "skip"}),
-        ),
-        with(
-            base("task-000000000002", "0000000000a2", "delivering"),
-            json!({"final": "[TASK_ID: task-000000000002]\n[STATUS: finished]\n\nTask completed.\n\n任务 🙂",
-                   "outcome": "completed", "chat_id": "6f1c0e1a-0000-4000-8000-000000000001",
-                   "delivery": {"attempts": 1, "busy": 2, "unreachable": 1, "last_http_status": 409,
-                                "next_attempt_at": "2026-11-30T20:16:23Z", "attempt_started_at": null,
-                                "waiting_since": "2026-11-30T20:15:03Z",
-                                "error": "parent chat busy (409: A task is already running)"}}),
-        ),
-        with(
-            base("task-000000000003", "0000000000a3", "done"),
-            json!({"channel": "mqtt", "session_id": "mqtt:alice", "user_id": "alice",
-                   "final": "x", "outcome": "failed", "delivered_at": "2026-11-30T20:16:03Z",
-                   "turn_task_id": "task-00000000f003", "parent_turn": "completed",
-                   "delivery": {"attempts": 2, "busy": 0, "last_http_status": 200,
-                                "next_attempt_at": null, "attempt_started_at": null,
-                                "confirmed": "read-back"},
-                   "forward": {"status": "sent", "attempts": 1, "last_http_status": 200,
-                               "at": "2026-11-30T20:16:30Z", "text": "ECHO"}}),
-        ),
-        with(
-            base("task-000000000004", "0000000000a4", "unconfirmed"),
-            json!({"final": "y", "outcome": "completed", "chat_id": "c-4",
-                   "delivery": {"attempts": 1, "busy": 0, "last_http_status": null,
-                                "next_attempt_at": null, "attempt_started_at": null,
-                                "last_attempt_at": "2026-11-30T20:16:00Z",
-                                "unknown_since": "2026-11-30T20:16:00Z"}}),
-        ),
-        with(
-            base("task-000000000005", "0000000000a5", "lost"),
-            json!({"last_error": "Task not found: task-000000000005", "notice": "delivering",
-                   "final": "[TASK_ID: task-000000000005]\n[STATUS: lost]\n\n…",
-                   "delivery": {"attempts": 0, "busy": 0}, "on_no_answer": "notify"}),
-        ),
-        with(
-            base("task-000000000006", "0000000000a6", "delivering"),
-            json!({"group": "g1", "final": "a", "outcome": "completed",
-                   "group_tasks": ["task-000000000006", "task-000000000007"],
-                   "delivery": {"attempts": 0, "busy": 0}}),
-        ),
-        with(
-            base("task-000000000007", "0000000000a7", "delivering"),
-            json!({"group": "g1", "final": "b", "outcome": "timed_out",
-                   "carried_by": "0000000000a6", "create_session": true,
-                   "future_field": {"nested": [1, 2.5, "x", null]}}),
-        ),
-        with(
-            base("task-000000000008", "0000000000a8", "cancelled"),
-            json!({"forward_mode": "never", "note": "cancelled by hand"}),
-        ),
-    ];
-    json!({"version": 1, "jobs": jobs.into_iter().take(n).collect::<Vec<_>>()})
-}
-
-/// The jobs and turns of [`varied_v1`], as this atc reads them.
+/// A job file with jobs in most of the shapes a tick leaves behind (pending with strikes,
+/// a claimed turn after 409s, done with a forward, unconfirmed, a lost job's open notice, a
+/// group's open turn, an unknown field, cancelled), cut to the first `n` jobs and the turns
+/// that carry only them, as this atc reads it.
 fn varied_file(path: &Path, n: usize) -> atc::state::store::JobFile {
-    fs::write(path, serde_json::to_vec(&varied_v1(n)).unwrap()).unwrap();
+    let mut file: Value =
+        serde_json::from_str(include_str!("data/jobs.varied.json")).expect("the fixture");
+    let jobs = file["jobs"].as_array_mut().unwrap();
+    jobs.truncate(n);
+    let kept: Vec<Value> = jobs.iter().map(|job| job["job_id"].clone()).collect();
+    file["turns"].as_array_mut().unwrap().retain(|turn| {
+        turn["carries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| kept.contains(&c["job_id"]))
+    });
+    fs::write(path, serde_json::to_vec(&file).unwrap()).unwrap();
     let file = Store::new(path.to_path_buf())
         .load()
-        .expect("a valid v1 file");
+        .expect("a valid job file");
     fs::remove_file(path).unwrap();
     file
 }
@@ -491,18 +427,12 @@ fn the_job_file_loader_never_panics_on_mutated_or_random_json() {
     let path = dir.path().join("jobs.json");
     let real: Value =
         serde_json::from_slice(&real_job_file(&path, &varied_file(&path, 8))).unwrap();
-    // Version 1 files are read (and migrated) too: mutate both.
-    let old = varied_v1(8);
     let mut accepted = 0;
     each("mutated job-file JSON", |rng| {
         let value = if rng.one_in(10) {
             rng.value(4)
         } else {
-            let mut value = if rng.one_in(3) {
-                old.clone()
-            } else {
-                real.clone()
-            };
+            let mut value = real.clone();
             for _ in 0..1 + rng.below(3) {
                 mutate_value(rng, &mut value);
             }
@@ -520,7 +450,7 @@ fn the_job_file_loader_never_panics_on_mutated_or_random_json() {
     assert!(accepted > 0, "some mutations must still be valid files");
     // Nesting far past any limit, and a very long string: refused or read, never a crash.
     let deep = format!(
-        r#"{{"version":1,"jobs":{}{}}}"#,
+        r#"{{"version":2,"jobs":{}{}}}"#,
         "[".repeat(10_000),
         "]".repeat(10_000)
     );
@@ -755,7 +685,7 @@ fn classifying_any_poll_answer_never_panics_and_rendering_keeps_the_cap() {
                 assert!(record.payload.is_object());
                 let _ = (
                     record.outcome(),
-                    record.answer(),
+                    render::answer(&record.payload),
                     record.final_reply(),
                     record.result_status(),
                 );

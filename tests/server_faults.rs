@@ -677,7 +677,7 @@ fn an_https_url_for_a_plain_http_server_says_so() {
     // Registered now: the fixture's fixed date is past the 24 h age cap by now.
     let mut pending = support::atc::job(TASK, "pending", &format!("{base}/api"));
     pending["registered_at"] = json!(atc::time::Timestamp::now().to_string());
-    env.write_file(&json!({"version": 1, "jobs": [pending]}));
+    env.write_file(&json!({"version": 2, "jobs": [pending]}));
     env.atc(["tick"]).run();
     let job = env.job(TASK);
     assert_eq!(

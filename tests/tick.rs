@@ -6,7 +6,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::atc::{job, turn_of};
+use support::atc::{job, turn_for, turn_of};
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -30,7 +30,7 @@ fn polls_run_in_parallel_up_to_the_concurrency() {
     let jobs: Vec<Value> = (0..JOBS)
         .map(|i| job(&format!("task-{i:012x}"), "pending", &s.server.api()))
         .collect();
-    s.env.write_file(&json!({"version": 1, "jobs": jobs}));
+    s.env.write_file(&json!({"version": 2, "jobs": jobs}));
     s.server.on_prefix(
         "GET",
         "/api/console/chat/task/",
@@ -401,8 +401,9 @@ fn a_pass_with_nothing_to_change_does_not_rewrite_the_file() {
     lost["job_id"] = json!("0123456789ab");
     // Recent enough to be kept.
     lost["updated_at"] = json!("2099-01-01T00:00:00Z");
+    let turn = turn_for(&mut finished, "delivered");
     s.env
-        .write_file(&json!({"version": 1, "jobs": [finished, lost]}));
+        .write_file(&json!({"version": 2, "jobs": [finished, lost], "turns": [turn]}));
     let inode = std::fs::metadata(&s.env.state).unwrap().ino();
     s.tick(&[]).file_unchanged().run();
     assert_eq!(
@@ -418,7 +419,9 @@ fn a_settled_file_is_not_read_again_until_it_changes_or_a_job_is_due_for_pruning
     let s = Scene::new();
     let mut done = job("task-done", "done", &s.server.api());
     done["updated_at"] = json!("2099-01-01T00:00:00Z");
-    s.env.write_file(&json!({"version": 1, "jobs": [done]}));
+    let turn = turn_for(&mut done, "delivered");
+    s.env
+        .write_file(&json!({"version": 2, "jobs": [done], "turns": [turn]}));
     s.tick(&["-v"])
         .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .file_unchanged()
@@ -452,7 +455,9 @@ fn a_settled_file_is_not_read_again_until_it_changes_or_a_job_is_due_for_pruning
     let s = Scene::new();
     let mut old = job("task-old", "done", &s.server.api());
     old["updated_at"] = json!("2020-01-01T00:00:00Z");
-    s.env.write_file(&json!({"version": 1, "jobs": [old]}));
+    let turn = turn_for(&mut old, "delivered");
+    s.env
+        .write_file(&json!({"version": 2, "jobs": [old], "turns": [turn]}));
     s.tick(&["--keep", "3650d"]).file_unchanged().run();
     s.tick(&["--keep", "3650d", "-v"])
         .stderr(unchanged)

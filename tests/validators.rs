@@ -1,4 +1,5 @@
-//! Properties of the validators (`src/validate.rs`, `ids::parse_task_id`) and of every
+//! Properties of the validators (`src/validate.rs`, `ids::parse_task_id` and
+//! `ids::stored_task_id`) and of every
 //! door they guard: no input (any bytes, any length) panics, and none gets past a
 //! validator into the job file, the network (a URL, a header) or the terminal (an error
 //! message: short, and free of control characters).
@@ -74,7 +75,7 @@ proptest! {
             Ok(id) => {
                 prop_assert!((1..=128).contains(&id.len()));
                 prop_assert!(id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
-                prop_assert!(validate::task_id(&id).is_ok(), "a parsed id is a stored id");
+                prop_assert!(atc::ids::stored_task_id(&id).is_ok(), "a parsed id is a stored id");
             }
             Err(err) => fit_for_a_terminal(&err.message),
         }
@@ -224,7 +225,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("jobs.json");
-        let file = serde_json::json!({"version": 1, "jobs": [{
+        let file = serde_json::json!({"version": 2, "jobs": [{
             "job_id": job_id, "task_id": task, "base_url": url, "agent_id": "default",
             "session_id": session, "user_id": "default", "channel": "console",
             "registered_at": registered, "updated_at": "2026-11-30T20:14:03Z", "status": "pending",
@@ -233,7 +234,7 @@ proptest! {
         match atc::state::Store::new(path).load() {
             Ok(loaded) => {
                 let job = &loaded.jobs[0];
-                prop_assert!(validate::task_id(&job.task_id).is_ok());
+                prop_assert!(atc::ids::stored_task_id(&job.task_id).is_ok());
                 prop_assert!(validate::job_id(&job.job_id).is_ok());
                 prop_assert!(validate::base_url(&job.base_url).is_ok());
                 prop_assert!(validate::label(&job.target.session_id).is_ok());

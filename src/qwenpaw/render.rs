@@ -372,6 +372,21 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_is_the_last_messages_text_stripped() {
+        let result = |output: Value| {
+            serde_json::json!({"status": "finished",
+            "result": {"status": "completed", "output": output}})
+        };
+        assert_eq!(
+            answer(&result(
+                serde_json::json!([{"content": [{"type": "text", "text": "  hi \n"}]}])
+            )),
+            "hi"
+        );
+        assert_eq!(answer(&result(serde_json::json!([]))), "");
+    }
+
+    #[test]
     fn python_str_of_scalars() {
         assert_eq!(py_str(&Value::Null), "None");
         assert_eq!(py_str(&serde_json::json!(true)), "True");

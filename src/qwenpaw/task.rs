@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{Answer, Transport, detail, render};
+use super::{Answer, Transport, detail};
 use crate::job::TaskOutcome;
 use crate::settings::Auth;
 use crate::time::Timestamp;
@@ -91,11 +91,6 @@ impl TaskRecord {
             .filter_map(|part| part.get("text").and_then(Value::as_str))
             .collect();
         texts.join("\n").trim().to_owned()
-    }
-
-    /// The child's final answer as QwenPaw extracts it ("" when there is none).
-    pub fn answer(&self) -> String {
-        render::answer(&self.payload)
     }
 }
 
@@ -396,7 +391,6 @@ mod tests {
         let answer = finished(
             r#"{"status":"completed","output":[{"content":[{"type":"text","text":"  hi \n"}]}]}"#,
         );
-        assert_eq!(answer.answer(), "hi");
         let turn = finished(
             r#"{"status":"completed","output":[
                 {"type":"message","role":"assistant","content":[{"type":"text","text":"I will inspect."}]},
@@ -420,10 +414,6 @@ mod tests {
             ""
         );
         assert_eq!(answer.result_status(), Some("completed"));
-        assert_eq!(
-            finished(r#"{"status":"completed","output":[]}"#).answer(),
-            ""
-        );
     }
 
     #[test]

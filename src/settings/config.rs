@@ -79,7 +79,7 @@ pub(super) fn config(
             let checked = key.kind.parse(&text, home.as_deref()).map_err(|why| {
                 Failure::new(
                     Exit::Usage,
-                    format!("{} {}: {why}", key.name, crate::validate::preview(&text)),
+                    format!("{} {}: {why}", key.name, crate::text::preview(&text)),
                 )
             })?;
             if let Value::Path(path) = &checked

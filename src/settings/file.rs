@@ -222,8 +222,8 @@ fn check(
                 path,
                 format!(
                     "[{}] is a table, and atc's config file has none: write its keys at the top of the file, before any [table] ({} = …)",
-                    crate::validate::preview(name).trim_matches('"'),
-                    crate::validate::preview(first).trim_matches('"'),
+                    crate::text::preview(name).trim_matches('"'),
+                    crate::text::preview(first).trim_matches('"'),
                 ),
             ));
         }
@@ -254,7 +254,7 @@ fn check(
 /// A TOML value as written, cut short (never a whole long string).
 fn shown(value: &toml::Value) -> String {
     match value {
-        toml::Value::String(s) => crate::validate::preview(s),
+        toml::Value::String(s) => crate::text::preview(s),
         toml::Value::Table(_) => "a table".to_owned(),
         toml::Value::Array(_) => "an array".to_owned(),
         other => other.to_string().chars().take(40).collect(),

@@ -135,7 +135,7 @@ pub fn known(name: &str) -> Result<&'static Key, String> {
 /// "unknown key …", with the nearest known one when one is near. Never echoes more than a
 /// preview: a line pasted into the wrong file may hold a token.
 pub fn unknown(name: &str) -> String {
-    let shown = validate::preview(name);
+    let shown = crate::text::preview(name);
     if looks_like_a_token(name) {
         return format!(
             "unknown key {shown}: tokens never go in the config file; keep QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN in the environment (~/.config/atc/env for the timer)"
@@ -322,7 +322,7 @@ fn path(text: &str, home: Option<&std::path::Path>) -> Result<PathBuf, String> {
     if path.is_relative() {
         return Err(format!(
             "{} is a relative path: write it absolute (or from ~/), since the timer, the plugin's kicks and your shell each run in another directory",
-            validate::preview(text)
+            crate::text::preview(text)
         ));
     }
     Ok(path)

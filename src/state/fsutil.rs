@@ -53,9 +53,10 @@ fn write_via(tmp: &Path, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
 }
 
 /// Removes the temp files of earlier saves of `path` that never reached their rename (a
-/// writer that crashed). Only safe while holding the lock every writer of `path` holds:
-/// then no other save is in progress. Returns how many were removed.
-pub fn remove_leftover_temps(path: &Path) -> usize {
+/// writer that crashed), only those of user `owner`. Only safe while holding the lock
+/// every writer of `path` holds: then no other save is in progress. Returns how many were
+/// removed.
+pub fn remove_leftover_temps(path: &Path, owner: u32) -> usize {
     let Some(name) = path.file_name() else {
         return 0;
     };
@@ -71,25 +72,22 @@ pub fn remove_leftover_temps(path: &Path) -> usize {
             n.starts_with(&prefix)
                 && n.ends_with(".tmp")
                 && e.file_type().is_ok_and(|t| t.is_file())
-                && owned_by_us(e)
+                && owned_by(e, owner)
         })
         .filter(|e| fs::remove_file(e.path()).is_ok())
         .count()
 }
 
-/// Whether a directory entry is the current user's (never remove another user's file,
-/// even as root in a sticky directory).
-fn owned_by_us(entry: &fs::DirEntry) -> bool {
+/// Whether a directory entry is user `owner`'s.
+fn owned_by(entry: &fs::DirEntry, owner: u32) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        entry
-            .metadata()
-            .is_ok_and(|m| m.uid() == super::guard::euid())
+        entry.metadata().is_ok_and(|m| m.uid() == owner)
     }
     #[cfg(not(unix))]
     {
-        let _ = entry;
+        let _ = (entry, owner);
         true
     }
 }
@@ -175,7 +173,17 @@ mod tests {
         // A crashed writer's temp file is cleaned up by the next one; others stay.
         fs::write(dir.path().join(".jobs.json.999.0.tmp"), b"half").unwrap();
         fs::write(dir.path().join(".other.json.999.0.tmp"), b"keep").unwrap();
-        assert_eq!(remove_leftover_temps(&path), 1);
+        #[cfg(unix)]
+        let me = std::os::unix::fs::MetadataExt::uid(&fs::metadata(&path).unwrap());
+        #[cfg(not(unix))]
+        let me = 0;
+        #[cfg(unix)]
+        assert_eq!(
+            remove_leftover_temps(&path, me + 1),
+            0,
+            "another user's stays"
+        );
+        assert_eq!(remove_leftover_temps(&path, me), 1);
         assert!(dir.path().join(".other.json.999.0.tmp").exists());
     }
 

@@ -1,5 +1,4 @@
-//! The job file on disk: its schema and locked read-modify-write (`store`), the reader
-//! and migration of version-1 files (`v1`), the sidecar
+//! The job file on disk: its schema and locked read-modify-write (`store`), the sidecar
 //! locks (`lock`, the only caller of the std lock APIs), atomic writes (`fsutil`), the
 //! event log beside it (`journal`), and which of those files atc trusts (`guard`: no
 //! links, only the user's own, private files in private directories).
@@ -9,6 +8,5 @@ pub mod guard;
 pub mod journal;
 pub mod lock;
 pub mod store;
-pub mod v1;
 
 pub use store::{JobFile, Store};

@@ -20,8 +20,8 @@ use crate::exit::{Exit, Failure, OrExit};
 use crate::job::Job;
 use crate::turn::Turn;
 
-/// The schema version this atc writes. Version 1 (turns kept on the job that carried
-/// them) is read and migrated (`v1`).
+/// The schema version this atc reads and writes. Version 1 (turns kept on the job that
+/// carried them), written only by development builds before 0.2, is refused.
 pub const VERSION: u32 = 2;
 
 /// How long a command waits for another atc process to finish its read-modify-write.
@@ -56,15 +56,6 @@ impl JobFile {
 
     pub fn find(&self, task_id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| job.task_id == task_id)
-    }
-
-    pub fn find_mut(&mut self, task_id: &str) -> Option<&mut Job> {
-        self.jobs.iter_mut().find(|job| job.task_id == task_id)
-    }
-
-    /// The job of one registration: the guard for every late write.
-    pub fn registration_mut(&mut self, job_id: &str) -> Option<&mut Job> {
-        self.jobs.iter_mut().find(|job| job.job_id == job_id)
     }
 }
 
@@ -296,10 +287,14 @@ impl Store {
                 format!("cannot read the job file {}", self.path.display())
             })?;
         let parsed = parse(&bytes).map_err(|problem| {
-            let advice = if problem.newer {
-                "it was left untouched: upgrade atc to read it"
-            } else {
-                "it was left untouched: fix or move it aside (atc starts a new one where none exists)"
+            let advice = match problem.fix {
+                Fix::Edit => {
+                    "it was left untouched: fix or move it aside (atc starts a new one where none exists)"
+                }
+                Fix::Upgrade => "it was left untouched: upgrade atc to read it",
+                Fix::Replace => {
+                    "it was left untouched: move it away and watch the pending tasks again"
+                }
             };
             Failure::new(
                 Exit::StateUnreadable,
@@ -339,8 +334,9 @@ impl Store {
         let out = result?;
         if changed || exposed.is_some() {
             // Under the lock no other save is in progress: a temp file beside the job
-            // file is a crashed writer's.
-            super::fsutil::remove_leftover_temps(&self.path);
+            // file is a crashed writer's (never another user's, even as root in a sticky
+            // directory).
+            super::fsutil::remove_leftover_temps(&self.path, guard::euid());
             self.save(file)?;
         }
         if let Some(mode) = exposed {
@@ -457,18 +453,30 @@ enum Source {
 #[derive(Debug)]
 struct Problem {
     what: String,
+    fix: Fix,
+}
+
+/// What a person can do about a file atc refuses.
+#[derive(Debug, PartialEq)]
+enum Fix {
+    /// A bad field, a bad byte: fix the file or move it aside.
+    Edit,
     /// Written by a newer atc: the fix is an upgrade, not an edit.
-    newer: bool,
+    Upgrade,
+    /// Written by a development build no release reads: nothing to fix, start over.
+    Replace,
 }
 
 impl From<String> for Problem {
     fn from(what: String) -> Problem {
-        Problem { what, newer: false }
+        Problem {
+            what,
+            fix: Fix::Edit,
+        }
     }
 }
 
-/// The job file in `bytes`, or why they are not one this atc can use. A version-1 file
-/// is migrated (`v1::migrate`).
+/// The job file in `bytes`, or why they are not one this atc can use.
 fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if bytes.is_empty() {
         return Err("is empty (0 bytes)".to_owned().into());
@@ -490,49 +498,33 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     let version = value
         .get("version")
         .ok_or_else(|| "has no \"version\" field".to_owned())?;
-    let v = match version.as_u64() {
-        Some(v @ 1..=2) => v,
+    match version.as_u64() {
+        Some(2) => {}
+        Some(1) => {
+            return Err(Problem {
+                what: "was written by a development build of atc before 0.2 (job file version 1), which no release reads".to_owned(),
+                fix: Fix::Replace,
+            });
+        }
         Some(v) if v > u64::from(VERSION) => {
             return Err(Problem {
                 what: format!("has version {v}, newer than this atc understands ({VERSION})"),
-                newer: true,
+                fix: Fix::Upgrade,
             });
         }
         _ => return Err(format!("has an unsupported version {version}").into()),
-    };
-    let schema = format!("v{v}");
+    }
     if let Some(serde_json::Value::Array(jobs)) = value.get("jobs") {
         for (i, job) in jobs.iter().enumerate() {
-            let err = if v == 1 {
-                serde_json::from_value::<super::v1::V1Job>(job.clone()).err()
-            } else {
-                serde_json::from_value::<Job>(job.clone()).err()
-            };
-            if let Some(err) = err {
-                let field = if v == 1 {
-                    culprit::<super::v1::V1Job>(job)
-                } else {
-                    culprit::<Job>(job)
-                };
-                let field = field.map_or(String::new(), |f| format!(" field {f:?}:"));
+            if let Err(err) = serde_json::from_value::<Job>(job.clone()) {
+                let field = culprit::<Job>(job).map_or(String::new(), |f| format!(" field {f:?}:"));
                 return Err(format!(
-                    "does not match the {schema} schema: {}{field} {err}",
+                    "does not match the v2 schema: {}{field} {err}",
                     name_of(i, job)
                 )
                 .into());
             }
         }
-    }
-    if v == 1 {
-        let old: super::v1::V1File = serde_json::from_value(value)
-            .map_err(|err| format!("does not match the v1 schema ({err})"))?;
-        let (jobs, turns) = super::v1::migrate(old.jobs);
-        return checked(unique(JobFile {
-            version: VERSION,
-            jobs,
-            turns,
-            ..JobFile::default()
-        })?);
     }
     if let Some(serde_json::Value::Array(turns)) = value.get("turns") {
         for (i, turn) in turns.iter().enumerate() {
@@ -617,7 +609,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             } else {
                 "a job".to_owned()
             };
-            let task = if validate::task_id(&job.task_id).is_ok() {
+            let task = if crate::ids::stored_task_id(&job.task_id).is_ok() {
                 format!(" (task {})", job.task_id)
             } else {
                 String::new()
@@ -625,7 +617,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             format!("has {who}{task} with a bad {field}: {why}").into()
         };
         validate::job_id(&job.job_id).map_err(|why| bad("job_id", why))?;
-        validate::task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
+        crate::ids::stored_task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
         validate::base_url(&job.base_url).map_err(|why| bad("base_url", why))?;
         let t = &job.target;
         for (field, value) in [
@@ -686,7 +678,8 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
         }
         for block in &turn.carries {
             validate::job_id(&block.job_id).map_err(|why| bad("carries.job_id", why))?;
-            validate::task_id(&block.task_id).map_err(|why| bad("carries.task_id", why))?;
+            crate::ids::stored_task_id(&block.task_id)
+                .map_err(|why| bad("carries.task_id", why))?;
         }
         for (field, at) in [
             ("created_at", Some(turn.created_at)),
@@ -703,7 +696,7 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             format!("has a bad {field} in give-up {} of give_ups: {why}", i + 1).into()
         };
         for task in std::iter::once(&record.task_id).chain(&record.with) {
-            validate::task_id(task).map_err(|why| bad("task_id", why))?;
+            crate::ids::stored_task_id(task).map_err(|why| bad("task_id", why))?;
         }
         // The line goes to a person's stderr as it is: no control characters.
         if record.line.chars().any(char::is_control) || record.line.len() > 64 * 1024 {
@@ -766,15 +759,15 @@ mod tests {
     fn refuses_doubtful_files() {
         for (bytes, says) in [
             (&b""[..], "empty"),
-            (b"{\"version\": 1, \"jobs\": [", "truncated"),
+            (b"{\"version\": 2, \"jobs\": [", "truncated"),
             (b"<html>", "not valid JSON"),
             (b"{\"jobs\": []}", "no \"version\""),
             (b"{\"version\": 3, \"jobs\": []}", "newer"),
             (b"{\"version\": \"1\", \"jobs\": []}", "unsupported version"),
-            (b"{\"version\": 1, \"jobs\": {}}", "schema"),
+            (b"{\"version\": 2, \"jobs\": {}}", "schema"),
             (
-                b"{\"version\": 1, \"jobs\": [{\"job_id\": 5}]}",
-                "v1 schema",
+                b"{\"version\": 1, \"jobs\": []}",
+                "development build of atc before 0.2",
             ),
             (
                 b"{\"version\": 2, \"jobs\": [{\"job_id\": 5}]}",
@@ -787,9 +780,13 @@ mod tests {
         ] {
             let problem = parse(bytes).unwrap_err();
             assert!(problem.what.contains(says), "{problem:?} should say {says}");
-            assert_eq!(problem.newer, says == "newer");
+            let fix = match says {
+                "newer" => Fix::Upgrade,
+                "development build of atc before 0.2" => Fix::Replace,
+                _ => Fix::Edit,
+            };
+            assert_eq!(problem.fix, fix);
         }
-        assert_eq!(parse(b"{\"version\":1,\"jobs\":[]}").unwrap().jobs.len(), 0);
         assert_eq!(parse(b"{\"version\":2,\"jobs\":[]}").unwrap().version, 2);
     }
 
@@ -797,33 +794,18 @@ mod tests {
     fn schema_errors_name_the_job_and_the_field() {
         let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
         let id = job["job_id"].as_str().unwrap().to_owned();
-        for (version, field, value, says) in [
+        for (field, value, says) in [
             (
-                2,
                 "strikes",
                 serde_json::json!("3"),
                 "field \"strikes\": invalid type",
             ),
             (
-                2,
                 "check_in",
                 serde_json::json!("exploded"),
                 "field \"check_in\": unknown variant",
             ),
             (
-                1,
-                "delivery",
-                serde_json::json!({"busy": -1}),
-                "field \"delivery.busy\"",
-            ),
-            (
-                1,
-                "forward",
-                serde_json::json!({}),
-                "field \"forward\": missing field `status`",
-            ),
-            (
-                2,
                 "status",
                 serde_json::json!("exploded"),
                 "field \"status\": unknown variant",
@@ -831,16 +813,24 @@ mod tests {
         ] {
             let mut bad = job.clone();
             bad[field] = value;
-            let bytes = serde_json::to_vec(&serde_json::json!({"version": version, "jobs": [bad]}))
-                .unwrap();
+            let bytes =
+                serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [bad]})).unwrap();
             let problem = parse(&bytes).unwrap_err();
             assert!(
                 problem
                     .what
-                    .contains(&format!("v{version} schema: job {id} (task task-1) {says}")),
+                    .contains(&format!("v2 schema: job {id} (task task-1) {says}")),
                 "{problem:?}"
             );
         }
+        // The poll counters development builds wrote are fields like any other it does
+        // not know: the file still loads.
+        let mut counted = job.clone();
+        counted["polls"] = serde_json::json!(7);
+        counted["last_polled_at"] = serde_json::json!("2026-11-30T20:15:03Z");
+        let bytes =
+            serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [counted]})).unwrap();
+        assert_eq!(parse(&bytes).unwrap().jobs.len(), 1);
         job.as_object_mut().unwrap().remove("session_id");
         let bytes = serde_json::to_vec(&serde_json::json!({"version": 2, "jobs": [job]})).unwrap();
         let problem = parse(&bytes).unwrap_err();

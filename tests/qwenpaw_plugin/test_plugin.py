@@ -651,11 +651,11 @@ class KickTest(Carried, unittest.TestCase):
         self.assertFalse((self.path / "calls.args").exists())
 
     def test_a_settled_file_starts_nothing_a_changed_one_does(self):
-        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.jobs.write_text('{"version": 2, "jobs": []}')
         self.settle()
         self.kicker.kick()
         self.assertIsNone(self.kicker.proc)
-        self.jobs.write_text('{"version": 1, "jobs": [1]}')
+        self.jobs.write_text('{"version": 2, "jobs": [1]}')
         self.kicker.kick()
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
@@ -675,7 +675,7 @@ class KickTest(Carried, unittest.TestCase):
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
     def test_no_heartbeat_yet_means_work(self):
-        self.jobs.write_text('{"version": 1, "jobs": []}')
+        self.jobs.write_text('{"version": 2, "jobs": []}')
         self.kicker.kick()
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 

@@ -2,8 +2,7 @@
 //! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
 //! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
 //! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
-//! that crash at each crash point), a version-1 atc rewriting the file, server restarts,
-//! chats vanishing and coming back, busy parents, POST faults and clock jumps, run through
+//! that crash at each crash point), server restarts, chats vanishing and coming back, busy parents, POST faults and clock jumps, run through
 //! the real pass (`atc::pass::run_with`, inside `atc::cmd::tick::passes`), the real
 //! `lifecycle::step` and `turn::step`, the commands' own cores and the real job file,
 //! against a simulated QwenPaw (`server.rs`) and a simulated clock. Operations also
@@ -22,7 +21,6 @@
 //! `ATC_SIM_SEED=<n>` another part of the space.
 
 mod server;
-mod v1;
 mod world;
 
 use std::io::Write;
@@ -47,7 +45,6 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     crash_between_post_and_save: 0,
     batch_read_back: 0,
     busy_then_delivered: 0,
-    v1_migrated_mid_post: 0,
     batched_check_in_turned_off: 0,
     refused_batch: 0,
     second_tick_during_a_tick: 0,
@@ -103,7 +100,6 @@ fn other(swarm: Swarm) -> BoxedStrategy<Op> {
         2 => Just(Op::Tick),
         1 => Just(Op::KickedTick),
         3 => kick(swarm).prop_map(Op::Kick),
-        1 => Just(Op::Downgrade),
         1 => task.clone().prop_map(Op::Import),
         2 => task.prop_map(|t| Op::Finish(t, Ending::Answer)),
         1 => chat.clone().prop_map(Op::DeleteChat),
@@ -149,7 +145,6 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             (1u8..3).prop_map(Crash::Posted),
         ].prop_map(Op::CrashTick),
         1 => task.clone().prop_map(Op::Import),
-        1 => Just(Op::Downgrade),
         6 => (prop_oneof![
                 1 => Just(Phase::Poll),
                 2 => Just(Phase::Look),
@@ -1267,7 +1262,6 @@ fn an_open_turn_left_with_nothing_to_carry_is_dropped() {
             opts: 33,
         },
         CrashTick(Crash::Decided),
-        Downgrade,
         Down(true),
         Tick,
         Tick,
@@ -1411,28 +1405,6 @@ fn operations_queued_for_a_tick_land_in_the_tick() {
         Import(0),
         Interleave(Phase::Look, Box::new(Tick)),
         CancelStop(0),
-    ]);
-}
-/// Found by the long search (seed 3): a batch refused after its first job was cancelled
-/// mid-POST, then read by version 1 (which kept the turn on that cancelled job): the
-/// migration keeps the members' turn from what they mirrored, and with it why they ended.
-#[test]
-fn a_refused_batch_whose_first_job_was_cancelled_survives_a_version_1_rewrite() {
-    use Op::*;
-    replay(vec![
-        FinishAll,
-        DeleteChat(0),
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: true,
-            opts: 0,
-        },
-        Fault(PostFault::Refused),
-        Interleave(Phase::Send, Box::new(Cancel(0))),
-        Tick,
-        Downgrade,
     ]);
 }
 

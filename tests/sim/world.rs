@@ -162,8 +162,6 @@ pub enum Op {
     Kick(Kick),
     CrashTick(Crash),
     Import(u8),
-    /// An older atc (version 1) rewrote the job file: what it held, as version 1 held it.
-    Downgrade,
     /// Another process runs `op` while the next tick waits at `phase`.
     Interleave(Phase, Box<Op>),
     Finish(u8, Ending),
@@ -212,8 +210,6 @@ pub struct Sometimes {
     pub batch_read_back: u64,
     /// A turn answered 409 after its claim, then was delivered.
     pub busy_then_delivered: u64,
-    /// A version-1 file was read with a turn in flight.
-    pub v1_migrated_mid_post: u64,
     /// `cancel --check-ins` of a job whose check-in rode in a turn of several blocks.
     pub batched_check_in_turned_off: u64,
     /// A turn of several blocks was refused.
@@ -239,7 +235,7 @@ pub struct Sometimes {
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 17] {
+    pub fn named(&self) -> [(&'static str, u64); 16] {
         [
             (
                 "cancel between claim and record",
@@ -255,7 +251,6 @@ impl Sometimes {
             ),
             ("read-back of a batch", self.batch_read_back),
             ("409 then delivered", self.busy_then_delivered),
-            ("v1 file migrated mid-POST", self.v1_migrated_mid_post),
             (
                 "cancel --check-ins of a batched check-in",
                 self.batched_check_in_turned_off,
@@ -288,7 +283,6 @@ impl Sometimes {
         self.crash_between_post_and_save += other.crash_between_post_and_save;
         self.batch_read_back += other.batch_read_back;
         self.busy_then_delivered += other.busy_then_delivered;
-        self.v1_migrated_mid_post += other.v1_migrated_mid_post;
         self.batched_check_in_turned_off += other.batched_check_in_turned_off;
         self.refused_batch += other.refused_batch;
         self.second_tick_during_a_tick += other.second_tick_during_a_tick;
@@ -569,7 +563,6 @@ impl Env {
                 create_session,
             } => self.redeliver(*task, *create_session),
             Op::Import(t) => self.import(*t),
-            Op::Downgrade => self.downgrade(),
             Op::Finish(t, ending) => {
                 let mut s = self.server.lock();
                 if let Some(task) = s.tasks.get_mut(&task_id(*t))
@@ -1099,33 +1092,6 @@ impl Env {
             n.fresh.insert(job_id.clone());
         }
         format!(" → {} added", done.added.len())
-    }
-
-    /// Rewrites the job file as atc 0.1 (job file version 1) would have held it, when it
-    /// can: each turn on the job that carries it.
-    fn downgrade(&self) -> String {
-        if !self.path.exists() {
-            return " → no file yet".into();
-        }
-        let file = self.store().load().expect("the file loads");
-        let in_flight = file.turns.iter().any(Turn::in_flight);
-        match crate::v1::downgrade(&file) {
-            Some(bytes) => {
-                let tmp = self.path.with_extension("v1.tmp");
-                std::fs::write(&tmp, bytes).expect("writing v1");
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).unwrap();
-                }
-                std::fs::rename(&tmp, &self.path).expect("replacing the job file");
-                if in_flight {
-                    self.notes().sometimes.v1_migrated_mid_post += 1;
-                }
-                format!(" → v1 (in flight: {in_flight})")
-            }
-            None => " → not representable in v1".into(),
-        }
     }
 }
 

@@ -620,7 +620,7 @@ impl Drop for Running<'_> {
     }
 }
 
-/// A job record in the v1 schema, for seeding files. It was registered a minute ago: a
+/// A job record, for seeding files. It was registered a minute ago: a
 /// fixed date would pass `--max-age` (24 h by default) as the calendar moves on, and
 /// expire every pending job seeded so.
 pub fn job(task_id: &str, status: &str, base_url: &str) -> Value {
