@@ -5,12 +5,15 @@
 # scenarios serve it to QwenPaw's plugin loader: ATC_E2E_WHEEL).
 #
 # Cargo's build directory is cached under ${XDG_CACHE_HOME:-~/.cache}/atc/pip/target (the
-# one tests/pip-install.sh uses), so a second run only relinks.
+# one tests/pip-install.sh uses), so a second run only relinks. The wheel goes into
+# ${XDG_CACHE_HOME:-~/.cache}/atc/wheels/<this checkout's own folder>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=$(tests/tools.sh | tail -n 1)
 cache=${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}/atc
-out="$cache/wheels"
+# One wheel folder per checkout: two checkouts testing at once (a clone for CI beside a
+# work tree) must not serve each other's wheel to their scenarios.
+out="$cache/wheels/$(pwd -P | cksum | cut -d' ' -f1)"
 rm -rf "$out"
 mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/atc-wheel-XXXXXX")
