@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure fish is here for the fast suite: tests/generated.rs loads the committed
+# Makes sure fish is here for the fast suite: tests/it/docs/generated.rs loads the committed
 # completions in fish and asks it to complete every command (a completion that errors on
 # the first `atc <TAB>` fails the suite, never skips it). Debian's fish is installed with
 # apt-get when it is missing; needs root (or passwordless sudo) the first time, and fails,

@@ -35,7 +35,7 @@ ports 1-65535; durations at most 3650d; environment values UTF-8; tokens printab
 
 ";
 
-/// The end of `atc --help`, as gh's help ends: a few commands to copy (tests/cli.rs parses
+/// The end of `atc --help`, as gh's help ends: a few commands to copy (tests/it/commands/cli.rs parses
 /// each `$ atc` line). atc(1) has more, with what each does (`generate::EXAMPLES`).
 const HELP_EXAMPLES: &str = "\
 Examples:

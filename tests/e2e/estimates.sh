@@ -1,7 +1,7 @@
 # How long things take on two cores: the one home of the time estimates atc's scripts and
 # documents quote. Measured on a clean clone (`tests/e2e/run-all` prints each part's time
 # beside its estimate, so a stale one shows in every CI log). `demo.sh` and `run-all` print
-# these values; tests/estimates.rs fails when README.md, CONTRIBUTING.md, tests/e2e/README.md,
+# these values; tests/it/docs/estimates.rs fails when README.md, CONTRIBUTING.md, tests/e2e/README.md,
 # demo.sh, provision.sh or run-all states an estimate that is not one of them, word for word.
 # Sourced by bash; one `est_<name>='<text>'` per line.
 est_provision='about 2 minutes, up to 5 on a busy machine, and 1.5 GB'

@@ -1,7 +1,7 @@
 // Cases for the pure part of atc's console bundle (examples/qwenpaw-plugin/atc/frontend.mjs).
 //
 // `run(bundle, atc)` returns the failures, one line each (none: all passed). `atc` is what
-// atc itself produces (tests/frontend.rs makes it with the atc library): `toasts`, each
+// atc itself produces (tests/it/promises/frontend.rs makes it with the atc library): `toasts`, each
 // `{text, session}` as `describe::toast_text` words it for that session, and `stored`, the
 // metadata of atc's delivered user turns as QwenPaw stores them (its input metadata under
 // `metadata`, contract §6). Run by node in the fast suite (tests/frontend/node.mjs) and,

@@ -1,5 +1,5 @@
 // node tests/frontend/node.mjs [atc.json]: the console bundle's pure functions under node
-// (tests/frontend/logic.mjs), with what atc produces (tests/frontend.rs writes atc.json).
+// (tests/frontend/logic.mjs), with what atc produces (tests/it/promises/frontend.rs writes atc.json).
 // Prints each failure and exits 1 on any; prints "ok" otherwise.
 import { readFileSync } from "node:fs";
 

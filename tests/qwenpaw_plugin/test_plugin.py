@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fast tests of atc's QwenPaw plugin (examples/qwenpaw-plugin/atc/plugin.py) with plain
 python3: QwenPaw's context getters and the atc binary are stubbed, nothing else is
-needed. `cargo test --test qwenpaw_plugin` runs this file.
+needed. `cargo test --test it qwenpaw_plugin` runs this file.
 
 The stub atc records its arguments and the environment it got, prints what the test
 asks for and exits with the code the test asks for.

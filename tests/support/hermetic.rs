@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// A loopback address where nothing listens (port 9, "discard", is privileged and never
 /// handed out by `bind(…:0)`): the default base URL of every hermetic run, so no test ever
-/// reaches a server it did not start. `nowhere_is_nowhere` in tests/cli.rs checks it.
+/// reaches a server it did not start. `nowhere_is_nowhere` in tests/it/commands/cli.rs checks it.
 pub const NOWHERE: &str = "http://127.0.0.1:9";
 
 /// The variables of a clean environment with `home` as HOME. Use with `env_clear()`.

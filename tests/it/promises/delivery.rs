@@ -3,7 +3,7 @@
 //! always hears (notices), what is delivered (empty answers, fork branches), fan-in groups,
 //! and `atc redeliver`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

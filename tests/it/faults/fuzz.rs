@@ -4,7 +4,7 @@
 //! run and a failure names the iteration that found it.
 //!
 //! `ATC_FUZZ_ITERS` sets the iterations of each property (default 300, a couple of
-//! seconds); a long run is `ATC_FUZZ_ITERS=200000 cargo test --release --test fuzz`.
+//! seconds); a long run is `ATC_FUZZ_ITERS=200000 cargo test --release --test it fuzz`.
 //! `ATC_FUZZ_SEED` picks another sequence of inputs.
 
 use std::fs;
@@ -27,8 +27,7 @@ use serde_json::{Map, Value, json};
 // ---------------------------------------------------------------------------------------
 // The generator
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::support::rng;
 
 use rng::Rng;
 
@@ -211,7 +210,7 @@ fn limits() -> Limits {
 /// that carry only them, as this atc reads it.
 fn varied_file(path: &Path, n: usize) -> atc::state::store::JobFile {
     let mut file: Value =
-        serde_json::from_str(include_str!("data/jobs.varied.json")).expect("the fixture");
+        serde_json::from_str(include_str!("../../data/jobs.varied.json")).expect("the fixture");
     let jobs = file["jobs"].as_array_mut().unwrap();
     jobs.truncate(n);
     let kept: Vec<Value> = jobs.iter().map(|job| job["job_id"].clone()).collect();

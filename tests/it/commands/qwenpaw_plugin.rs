@@ -3,7 +3,7 @@
 //! `atc qwenpaw install` against a working dir made here, with a fake server where a
 //! running one matters.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -98,8 +98,10 @@ const TOOLS: [&str; 4] = [
 
 #[test]
 fn the_plugin_carries_atcs_version() {
-    let manifest: Value =
-        serde_json::from_str(include_str!("../examples/qwenpaw-plugin/atc/plugin.json")).unwrap();
+    let manifest: Value = serde_json::from_str(include_str!(
+        "../../../examples/qwenpaw-plugin/atc/plugin.json"
+    ))
+    .unwrap();
     assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
 }
 

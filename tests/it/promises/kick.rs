@@ -8,7 +8,7 @@
 //! waits for that chat, and leaves its give-ups marked unsaid in the job file: nobody
 //! reads its stderr. The next tick with a real stderr says them, once.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 

@@ -2,7 +2,7 @@
 //! `[SESSION: …]` lines), `cancel --stop` and each of its refusals. Through the real
 //! binary against the fake QwenPaw, whose stop route is pinned to contract §12.
 
-mod support;
+use crate::support;
 
 use support::atc::TestEnv;
 use support::hermetic::NOWHERE;

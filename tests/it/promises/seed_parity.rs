@@ -5,7 +5,7 @@
 //! the seed (a notice instead of a silent park, read-back instead of giving up), the test
 //! says what the seed did and checks what atc does.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! `ATC_E2E_RECORD=1 tests/e2e/run-all`). A change in QwenPaw's answers then fails here
 //! instead of drifting silently away from what the fast suite believes.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{bodies, shape};
@@ -12,7 +12,7 @@ use support::{bodies, shape};
 #[test]
 fn the_fakes_bodies_have_the_shape_of_the_real_servers() {
     let recorded: Value =
-        serde_json::from_str(include_str!("data/qwenpaw-2.2.2-bodies.json")).unwrap();
+        serde_json::from_str(include_str!("../../data/qwenpaw-2.2.2-bodies.json")).unwrap();
     let not_found = bodies::not_found("task-000000000000");
     let pairs: [(&str, &str); 10] = [
         ("running", bodies::RUNNING),
@@ -44,7 +44,7 @@ fn the_fakes_bodies_have_the_shape_of_the_real_servers() {
 #[test]
 fn the_fixed_texts_are_the_real_ones() {
     let recorded: Value =
-        serde_json::from_str(include_str!("data/qwenpaw-2.2.2-bodies.json")).unwrap();
+        serde_json::from_str(include_str!("../../data/qwenpaw-2.2.2-bodies.json")).unwrap();
     for (name, fake) in [
         ("busy_409", bodies::BUSY_409),
         ("auth_401_runtime", bodies::AUTH_401_RUNTIME),

@@ -1,6 +1,6 @@
 //! The man pages in man/ and the completions in completions/ are generated from the clap
 //! definition (`atc generate …`) and committed; this fails when they drift. Regenerate
-//! with `ATC_REGENERATE=1 cargo test --test generated`.
+//! with `ATC_REGENERATE=1 cargo test --test it generated`.
 
 use std::path::{Path, PathBuf};
 
@@ -45,7 +45,7 @@ fn man_pages_match_the_binary() {
     }
     assert!(
         stale.is_empty(),
-        "regenerate with ATC_REGENERATE=1 cargo test --test generated:\n{}",
+        "regenerate with ATC_REGENERATE=1 cargo test --test it generated:\n{}",
         stale.join("\n")
     );
 }
@@ -241,13 +241,13 @@ fn completions_match_the_binary() {
     }
     assert!(
         stale.is_empty(),
-        "regenerate with ATC_REGENERATE=1 cargo test --test generated:\n{}",
+        "regenerate with ATC_REGENERATE=1 cargo test --test it generated:\n{}",
         stale.join("\n")
     );
 }
 
 /// `atc generate man --help` names every page it prints (a packager's loop reads the list
-/// there; the guide's pip loop is checked by tests/install.rs).
+/// there; the guide's pip loop is checked by tests/it/docs/install.rs).
 #[test]
 fn generate_man_help_names_every_page() {
     let out = assert_cmd::Command::cargo_bin("atc")

@@ -1,6 +1,6 @@
 //! Self-tests of the fake QwenPaw server in `tests/support/fake.rs`.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! output says which could not be), and a watch that could deliver twice or be held
 //! forever is refused. Found by the simulation (`tests/sim`, issue 15).
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::atc::TestEnv;

@@ -2,7 +2,7 @@
 //! binary in a hermetic environment. Every invocation goes through `Run`, which checks
 //! exit status, stdout, stderr and the job file left on disk.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::time::Duration;

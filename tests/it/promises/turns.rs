@@ -2,7 +2,7 @@
 //! the job that carried it, each reproduced against the fake QwenPaw as a person would
 //! meet it, and what the turn's own record does instead.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

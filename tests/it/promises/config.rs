@@ -4,7 +4,7 @@
 //! "one configuration": the timer's ticks and the plugin's kicks run with the same
 //! settings because both read the file, not flags.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,7 @@
 //! never travel over plain http to another machine, and text from the server that the
 //! user's terminal never obeys.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

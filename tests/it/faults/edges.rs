@@ -1,10 +1,10 @@
 //! Every input checked where it enters (issue 16, part B): ports, environment values that
 //! are not UTF-8, malformed tokens, huge durations, hand-edited job files, length caps,
 //! the importer's records, bad event-log lines, base URL paths and target agents, the
-//! redelivery that would only be misrouted again (`tests/delivery.rs`), a second cancel.
+//! redelivery that would only be misrouted again (`tests/it/promises/delivery.rs`), a second cancel.
 //! Each through the real binary: exit status, stdout, stderr and the job file.
 
-mod support;
+use crate::support;
 
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 

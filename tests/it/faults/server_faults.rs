@@ -4,7 +4,7 @@
 //! right status, with one copy at most in the parent chat, a valid job file, and a note
 //! that says what went wrong and what to suspect.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -490,7 +490,7 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Connections cut around the delivery (tests/delivery.rs covers a drop after storing, a
+// Connections cut around the delivery (tests/it/promises/delivery.rs covers a drop after storing, a
 // 500 around storing and a slow answer)
 
 #[test]

@@ -3,7 +3,7 @@
 //! claim recomposes the turn; a batch of unknown outcome is read back as one; the turn is
 //! capped; `--no-batch` and `ATC_NO_BATCH=1` keep one result per turn.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::atc::{carried_tasks, turn_of};

@@ -9,7 +9,7 @@
 //! tests make one by `chown`ing to uid 12345 or running atc as it; the few that cannot
 //! work without root say so on stderr and skip.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt, chown, lchown, symlink};
@@ -136,7 +136,7 @@ fn a_directory_that_cannot_be_created_exits_4() {
 #[test]
 fn a_job_file_that_is_a_directory_exits_3() {
     let env = TestEnv::new();
-    // `--state DIR` is a usage error, caught before anything is opened (tests/cli.rs);
+    // `--state DIR` is a usage error, caught before anything is opened (tests/it/commands/cli.rs);
     // the default job file can still turn out to be a directory.
     let state = env.home.join(".local/state/atc/jobs.json");
     fs::create_dir_all(&state).unwrap();
@@ -836,7 +836,7 @@ fn doctor_shows_a_refused_job_file_as_a_failed_check() {
 fn a_file_written_before_the_status_projection_shows_the_same_statuses() {
     let env = TestEnv::new();
     let before: serde_json::Value =
-        serde_json::from_str(include_str!("data/jobs.before-one-truth.json")).unwrap();
+        serde_json::from_str(include_str!("../../data/jobs.before-one-truth.json")).unwrap();
     env.write_file(&before);
     let bytes = env.bytes();
     let shown = env.atc(["status", "--all", "--json"]).json();

@@ -1,7 +1,7 @@
 //! Parents on IM channels: the woken turn runs through QwenPaw's console, so atc sends the
 //! parent's final reply on to the person (`POST /api/messages/send`), final-only, once.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::bodies;

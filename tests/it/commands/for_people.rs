@@ -2,7 +2,7 @@
 //! `watch --from` and `timer print`, through the real binary against the fake QwenPaw.
 //! Each documented exit code of each command is produced here.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! nothing watched, instead of a "lost" notice blaming a server restart posted into a real
 //! chat by the next tick. `--from` gets the same check; `--no-task-check` skips it.
 
-mod support;
+use crate::support;
 
 use support::atc::TestEnv;
 use support::bodies;

@@ -1,7 +1,7 @@
 //! `atc tick` mechanics beyond the seed's behaviours: parallelism, single flight, locking
 //! around network I/O, the report, auth, the request shapes and the error classes.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -279,7 +279,7 @@ fn one_delivery_per_parent_chat_per_tick() {
     for task in ["task-a", "task-b", "task-c"] {
         s.poll_replies(task, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     }
-    // One result per turn (batching off; `tests/batch.rs` has the default).
+    // One result per turn (batching off; `tests/it/promises/batch.rs` has the default).
     s.tick(&["--no-batch"]);
     assert_eq!(s.posts().len(), 2, "one per chat");
     assert_eq!(s.status("task-a"), "done", "oldest first");

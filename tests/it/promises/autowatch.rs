@@ -4,7 +4,7 @@
 //! through the real binary against the fake QwenPaw: exit status, stdout, stderr and the
 //! job file after each command.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::atc::TestEnv;
