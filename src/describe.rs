@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::job::{Job, Origin, Outbound, Status, TaskOutcome};
+use crate::job::{Job, Origin, Status, TaskOutcome};
 use crate::outcome::{Outcome, failure_kind};
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
@@ -118,16 +118,20 @@ fn told(job: &Job, turn: Option<&Turn>) -> String {
         .and_then(|t| t.delivery.error.as_deref())
         .map(|e| format!(" ({e})"))
         .unwrap_or_default();
-    match job.notice {
+    match crate::status::delivery(job, turn).map(|(_, state)| state) {
         None => "; the parent was not told (--on-no-answer silent)".to_owned(),
-        Some(Outbound::Delivering) if turn.is_none() && job.options.group.is_some() => format!(
-            "; the parent is told in group {}'s turn",
-            job.options.group.as_deref().unwrap_or_default()
-        ),
-        Some(Outbound::Delivering) => format!("; telling the parent{why}"),
-        Some(Outbound::Delivered) => "; the parent was told".to_owned(),
-        Some(Outbound::Unconfirmed) => format!("; whether the parent was told is unknown{why}"),
-        Some(Outbound::Undelivered | Outbound::Misrouted) => {
+        Some(TurnState::Open | TurnState::Claimed)
+            if turn.is_none() && job.options.group.is_some() =>
+        {
+            format!(
+                "; the parent is told in group {}'s turn",
+                job.options.group.as_deref().unwrap_or_default()
+            )
+        }
+        Some(TurnState::Open | TurnState::Claimed) => format!("; telling the parent{why}"),
+        Some(TurnState::Delivered) => "; the parent was told".to_owned(),
+        Some(TurnState::Unconfirmed) => format!("; whether the parent was told is unknown{why}"),
+        Some(TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused) => {
             format!("; the parent could not be told{why}")
         }
     }
@@ -420,7 +424,7 @@ pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
             "the parent read its result itself (check_agent_task) {before}: nothing was posted; `atc redeliver {t}` sends it"
         ));
     }
-    let how = if job.status == Status::Done {
+    let how = if crate::status::status(job, turn) == Status::Done {
         "it was posted anyway"
     } else {
         "that turn goes out as it is"
@@ -449,7 +453,7 @@ fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
         _ => String::new(),
     };
     let several = turn.is_some_and(|t| t.carries.len() > 1);
-    Some(match job.status {
+    Some(match crate::status::status(job, turn) {
         Status::Pending if job.strikes > 0 => format!(
             "{} in a row; last: {}",
             plural(job.strikes, "failed check", "failed checks"),
@@ -648,9 +652,13 @@ pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Optio
         other => other.to_string(),
     };
     let status = match (outcome, lead.kind, first) {
-        (Outcome::ForwardFailed, _, Some(job)) => format!("{}, forward failed", job.status),
+        (Outcome::ForwardFailed, _, Some(job)) => {
+            format!("{}, forward failed", crate::status::status(job, Some(turn)))
+        }
         (Outcome::ForwardFailed, _, None) => "done, forward failed".to_owned(),
-        (_, BlockKind::Notice, Some(job)) => format!("{}, notice {state}", job.status),
+        (_, BlockKind::Notice, Some(job)) => {
+            format!("{}, notice {state}", crate::status::status(job, Some(turn)))
+        }
         _ => state,
     };
     let (reason, next) = match outcome {
@@ -724,7 +732,7 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
         Some(TaskOutcome::ForkNotFinalized) => "fork not finalized; ".to_owned(),
         Some(other) => format!("child {}; ", other.as_str()),
     };
-    let note = match job.status {
+    let note = match crate::status::status(job, turn) {
         Status::Pending if job.strikes > 0 => format!(
             "{}: {}",
             plural(job.strikes, "failed check", "failed checks"),
@@ -793,14 +801,18 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
                 Status::Expired => "not finished within --max-age",
                 _ => "too many failed checks",
             };
-            let told = match job.notice {
-                Some(Outbound::Delivered) => ", parent told",
-                Some(Outbound::Delivering) if turn.is_none() && job.options.group.is_some() => {
+            let told = match crate::status::delivery(job, turn).map(|(_, state)| state) {
+                Some(TurnState::Delivered) => ", parent told",
+                Some(TurnState::Open | TurnState::Claimed)
+                    if turn.is_none() && job.options.group.is_some() =>
+                {
                     ", held for its group"
                 }
-                Some(Outbound::Delivering) => ", telling parent",
-                Some(Outbound::Unconfirmed) => ", parent told?",
-                Some(Outbound::Undelivered | Outbound::Misrouted) => ", parent not told",
+                Some(TurnState::Open | TurnState::Claimed) => ", telling parent",
+                Some(TurnState::Unconfirmed) => ", parent told?",
+                Some(TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused) => {
+                    ", parent not told"
+                }
                 None => "",
             };
             format!("{short}{told}")
@@ -818,10 +830,18 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::Outbound;
     use crate::turn::Delivery;
 
     fn job(status: Status) -> Job {
         Job::sample(status)
+    }
+
+    /// The turn `job` points at, in `state`, carrying its notice.
+    fn notice_turn(job: &mut Job, state: TurnState) -> Turn {
+        let mut turn = turn_of(job, state);
+        turn.carries[0].kind = BlockKind::Notice;
+        turn
     }
 
     /// The turn `job` points at, in `state`, carrying its result.
@@ -837,7 +857,8 @@ mod tests {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("Task not found: task-1".into());
         lost.notice = Some(Outbound::Delivered);
-        let said = explain(&lost, None).unwrap();
+        let told = notice_turn(&mut lost, TurnState::Delivered);
+        let said = explain(&lost, Some(&told)).unwrap();
         assert!(
             said.contains("Task not found: task-1")
                 && said.contains("restarted")
@@ -969,9 +990,10 @@ mod tests {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("x".repeat(200));
         lost.notice = Some(Outbound::Delivered);
+        let told = notice_turn(&mut lost, TurnState::Delivered);
         let now = Timestamp::from_unix(1_800_000_000);
         assert_eq!(
-            brief(&lost, None, now),
+            brief(&lost, Some(&told), now),
             "no record on the server, parent told"
         );
         let mut done = job(Status::Done);

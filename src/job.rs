@@ -82,6 +82,20 @@ impl Status {
         !matches!(self, Status::Pending | Status::Delivering)
     }
 
+    /// The child finished and its result goes to the parent: where it stands is the turn
+    /// that carries it (`status::status`).
+    pub fn is_result(self) -> bool {
+        matches!(
+            self,
+            Status::Delivering
+                | Status::Done
+                | Status::Unconfirmed
+                | Status::Undelivered
+                | Status::Misrouted
+                | Status::Error
+        )
+    }
+
     /// The watch ended without the child's answer: the parent is owed a notice.
     pub fn ends_without_answer(self) -> bool {
         matches!(self, Status::Lost | Status::Expired | Status::Abandoned)

@@ -25,6 +25,7 @@ pub mod qwenpaw;
 pub mod report;
 pub mod settings;
 pub mod state;
+pub mod status;
 pub mod term;
 pub mod text;
 pub mod time;

@@ -613,6 +613,15 @@ impl TurnTransition {
     }
 }
 
+/// The one answer to "was the block of job `job_id` claimed?": `turn` (the turn the job
+/// points at) carries it and may be in the parent chat (claimed, of unknown outcome, or
+/// delivered; a turn given up has nothing in it). Once claimed, a turn is what it is: a
+/// cancel, a read by the parent or a re-watch cannot take the block out of it or change
+/// how it goes, and the job follows where it lands.
+pub fn claimed(turn: Option<&Turn>, job_id: &str) -> bool {
+    turn.is_some_and(|t| t.may_have_landed() && t.carries_job(job_id))
+}
+
 /// Applies one event to one turn.
 pub fn step(turn: &Turn, event: TurnEvent, now: Timestamp, limits: &Limits) -> TurnTransition {
     match event {

@@ -96,9 +96,7 @@ pub fn cancel_in(
     // Its block travels in a turn that was claimed (being posted, or may have been):
     // once claimed, a turn is what it is, and the cancel cannot take the block out.
     let turn = file.turn_of(&file.jobs[i]).cloned();
-    let claimed = turn.as_ref().is_some_and(|t| {
-        !t.is_open() && t.carries_job(&file.jobs[i].job_id) && !t.state.is_given_up()
-    });
+    let claimed = crate::turn::claimed(turn.as_ref(), &file.jobs[i].job_id);
     let job = &mut file.jobs[i];
     // What the stop learned belongs to the registration it was sent for (a re-watch
     // meanwhile is another child's record).
@@ -247,9 +245,7 @@ pub fn check_ins_off_in(
             path.display()
         );
     };
-    let claimed = file
-        .turn_of(&file.jobs[i])
-        .is_some_and(|t| !t.is_open() && !t.state.is_given_up())
+    let claimed = crate::turn::claimed(file.turn_of(&file.jobs[i]), &file.jobs[i].job_id)
         && file.jobs[i].check_in.is_some();
     let job = &mut file.jobs[i];
     let event = Event::CheckInsOff { claimed };

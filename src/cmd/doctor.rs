@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
-use crate::job::{Job, Outbound, Status};
+use crate::job::{Job, Status};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::JobFile;
 use crate::state::Store;
 use crate::text::plural;
 use crate::time::{Timestamp, age};
-use crate::turn::{self, ForwardStatus, Turn};
+use crate::turn::{self, BlockKind, ForwardStatus, Turn, TurnState};
 
 /// A tick is expected at least this often while watches wait.
 const TICK_STALE: Duration = Duration::from_secs(120);
@@ -381,12 +381,19 @@ fn join(names: &BTreeSet<&str>) -> String {
 /// Something is still to do for the job (a tick must come by): it is watched, it owes its
 /// parent something, or a turn that carries it is not settled.
 fn waiting(job: &Job, turns: &[Turn]) -> bool {
+    let turn = job
+        .turn
+        .as_deref()
+        .and_then(|id| turns.iter().find(|t| t.turn_id == id));
     job.status == Status::Pending
         || matches!(
-            job.outbound(),
-            Some(Outbound::Delivering | Outbound::Unconfirmed)
+            crate::status::delivery(job, turn),
+            Some((
+                _,
+                TurnState::Open | TurnState::Claimed | TurnState::Unconfirmed
+            ))
         ) && crate::lifecycle::in_unsettled_turn(job, turns)
-        || job.owes().is_some()
+        || crate::status::owes(job, turn).is_some()
         || turns
             .iter()
             .any(|t| t.carries_job(&job.job_id) && turn::forward_due(t))
@@ -584,15 +591,15 @@ fn stuck(file: &JobFile) -> Check {
     let mut turns_stuck = BTreeSet::new();
     for job in &file.jobs {
         let turn = file.turn_of(job);
-        let what = match job.outbound() {
-            Some(Outbound::Undelivered) => "undelivered",
-            Some(Outbound::Misrouted) => "misrouted",
-            Some(Outbound::Unconfirmed)
+        let what = match crate::status::delivery(job, turn) {
+            Some((BlockKind::Result, TurnState::Refused)) => "refused (error)",
+            Some((_, TurnState::Undelivered | TurnState::Refused)) => "undelivered",
+            Some((_, TurnState::Misrouted)) => "misrouted",
+            Some((_, TurnState::Unconfirmed))
                 if turn.is_some_and(|t| t.delivery.read_back_closed_at.is_some()) =>
             {
                 "unconfirmed past the read-back window"
             }
-            _ if job.status == Status::Error => "refused (error)",
             _ => continue,
         };
         count(&mut counts, what);

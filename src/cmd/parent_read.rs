@@ -119,7 +119,7 @@ pub fn run(args: &ParentRead, out: Output) -> Result<()> {
 
 /// What `parent-read` does to the file (the simulation runs it too): each task watched for
 /// `reader`'s chat takes `Event::ReadByParent` (`claimed` when the turn carrying its block
-/// was claimed and has not been given up: it goes out as it is); an open turn goes on
+/// was, `turn::claimed`: it goes out as it is); an open turn goes on
 /// without the blocks that left it. A task not watched, or watched for another chat, is
 /// left alone.
 pub fn parent_read_in(
@@ -152,9 +152,7 @@ pub fn parent_read_in(
             ));
             continue;
         }
-        let claimed = file.turn_of(job).is_some_and(|turn| {
-            !turn.is_open() && turn.carries_job(&job.job_id) && !turn.state.is_given_up()
-        });
+        let claimed = crate::turn::claimed(file.turn_of(job), &job.job_id);
         let transition = lifecycle::step(job, Event::ReadByParent { claimed }, now, limits);
         let outcome = match transition.outcomes.as_slice() {
             [Outcome::ReadByParent] => "read_by_parent",

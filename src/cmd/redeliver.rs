@@ -12,7 +12,7 @@ use crate::cmd::report_job;
 use crate::compose;
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Outbound};
+use crate::job::Job;
 use crate::lifecycle::{self, Event, Limits};
 use crate::qwenpaw::{Client, chat};
 use crate::report::LogEntry;
@@ -41,10 +41,9 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     let before = store.load()?;
     let chat = match before.find(task_id) {
         Some(job)
-            if job.outbound() != Some(Outbound::Unconfirmed)
-                && before
-                    .turn_of(job)
-                    .is_none_or(|t| t.state != TurnState::Unconfirmed) =>
+            if before
+                .turn_of(job)
+                .is_none_or(|t| t.state != TurnState::Unconfirmed) =>
         {
             Some(check_chat(job, redeliver))
         }
@@ -110,12 +109,17 @@ pub fn redeliver_in(
             job.target.agent_id
         );
     }
+    // Where its block stands is its turn's (the one it points at).
+    let landed = crate::status::delivery(job, file.turn_of(job)).map(|(_, state)| state);
+    let shown = crate::status::status(job, file.turn_of(job));
     let refuse = |job: &Job, turn: Option<&Turn>| -> anyhow::Error {
-        let what = match (job.outbound(), turn.map(|t| t.state)) {
-            (Some(Outbound::Delivered), _) => "was already delivered".to_owned(),
+        let what = match (landed, turn.map(|t| t.state)) {
+            (Some(TurnState::Delivered), _) => "was already delivered".to_owned(),
             (_, Some(TurnState::Claimed)) => "is being posted (its turn was claimed)".to_owned(),
-            (Some(Outbound::Delivering), _) => "is queued for delivery already".to_owned(),
-            _ => format!("is {}", job.status),
+            (Some(TurnState::Open | TurnState::Claimed), _) => {
+                "is queued for delivery already".to_owned()
+            }
+            _ => format!("is {shown}"),
         };
         crate::exit::Failure::new(
                 Exit::Refused,

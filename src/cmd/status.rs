@@ -150,8 +150,8 @@ fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) ->
             task: job.task_id.clone(),
             // `*`: given up by a tick nobody heard (the note under the list says so).
             status: match crate::heard::unsaid_for(file, &job.task_id) {
-                Some(_) => format!("{}*", job.status),
-                None => job.status.to_string(),
+                Some(_) => format!("{}*", crate::status::status(job, file.turn_of(job))),
+                None => crate::status::status(job, file.turn_of(job)).to_string(),
             },
             age: age(job.registered_at.elapsed_at(now)),
             group: travels_in(job),
@@ -273,12 +273,12 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         let _ = writeln!(out, "{name:<15} {value}");
     };
     field("task", job.task_id.clone());
-    field("status", job.status.to_string());
+    field("status", crate::status::status(job, turn).to_string());
     if let Some(outcome) = job.outcome {
         field("outcome", outcome.as_str().to_owned());
     }
-    if let Some(notice) = job.notice {
-        field("notice", notice.as_str().to_owned());
+    if let Some(notice) = crate::status::notice(job, turn) {
+        field("notice", notice.to_owned());
     }
     if let Some(note) = explain(job, turn) {
         field("note", note);

@@ -24,12 +24,12 @@ pub enum Registration {
 /// Whether `turn` carries `job`'s result (or notice) and may be in the chat: claimed (on
 /// its way, whatever happens to the job), of unknown outcome, or delivered.
 pub fn landed_with(job: &Job, turn: Option<&Turn>) -> bool {
-    turn.is_some_and(|t| {
-        t.may_have_landed()
-            && t.carries
+    crate::turn::claimed(turn, &job.job_id)
+        && turn.is_some_and(|t| {
+            t.carries
                 .iter()
                 .any(|b| b.job_id == job.job_id && !b.kind.is_check_in())
-    })
+        })
 }
 
 /// A different base URL is a different target too: it names another QwenPaw instance (and
@@ -341,7 +341,7 @@ pub fn watch(
             Registration::New => Registered::New(fresh),
             Registration::AlreadyWatching => {
                 let job = existing.cloned().expect("a live record exists");
-                let claimed = turn.is_some_and(|t| !t.is_open());
+                let claimed = crate::turn::claimed(turn, &job.job_id);
                 let (mut next, mut applied, not_applied) =
                     reoption(&job, &request.options, claimed);
                 if asked.is_some() && asked != job.child_session {

@@ -419,7 +419,8 @@ impl Store {
         })
     }
 
-    fn save(&self, file: JobFile) -> Result<()> {
+    fn save(&self, mut file: JobFile) -> Result<()> {
+        crate::status::derive(&mut file.jobs, &file.turns);
         let mut bytes = serde_json::to_vec_pretty(&file).context("serialising the job file")?;
         bytes.push(b'\n');
         write_atomic(&self.path, &bytes).map_err(|err| {
@@ -486,7 +487,7 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     if let Ok(file) = serde_json::from_slice::<JobFile>(bytes)
         && file.version == VERSION
     {
-        return checked(unique(file)?);
+        return checked(unique(file)?).map(derived);
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|err| {
         if err.is_eof() {
@@ -544,7 +545,14 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     }
     let file: JobFile = serde_json::from_value(value)
         .map_err(|err| format!("does not match the v2 schema ({err})"))?;
-    checked(unique(file)?)
+    checked(unique(file)?).map(derived)
+}
+
+/// The file with each job's `status` derived again from its turn (`status::derive`): the
+/// stored key is for outside readers, never trusted.
+fn derived(mut file: JobFile) -> JobFile {
+    crate::status::derive(&mut file.jobs, &file.turns);
+    file
 }
 
 /// "job 3f9a… (task task-1)", or "the job at position 3" when its ids are unusable.

@@ -945,3 +945,18 @@ fn ids_tell_turns_apart_and_settled_turns_without_jobs_are_pruned() {
         "not settled"
     );
 }
+
+/// One rule for "was it claimed?": a turn that may be in the chat, carrying the job.
+#[test]
+fn claimed_is_a_turn_that_may_be_in_the_chat_carrying_the_job() {
+    for state in TurnState::ALL {
+        let turn = Turn::sample(state);
+        let may_be_in_the_chat = matches!(
+            state,
+            TurnState::Claimed | TurnState::Unconfirmed | TurnState::Delivered
+        );
+        assert_eq!(claimed(Some(&turn), "j1"), may_be_in_the_chat, "{state}");
+        assert!(!claimed(Some(&turn), "j2"), "{state}: another job's turn");
+    }
+    assert!(!claimed(None, "j1"));
+}

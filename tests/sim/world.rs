@@ -1388,6 +1388,26 @@ impl World {
             most.0 = most.0.max(said);
             most.1 = most.1.max(unsaid);
         }
+        // One truth: what a job shows is its watch and the turn that carries its block.
+        for job in &jobs {
+            let turn = file.turn_of(job);
+            let shown = atc::status::status(job, turn);
+            let notice = job
+                .notice
+                .filter(|_| job.status.ends_without_answer())
+                .map(|n| n.as_str());
+            if shown != job.status
+                || atc::status::owes(job, turn) != job.owes()
+                || atc::status::notice(job, turn) != notice
+            {
+                self.fail(&format!(
+                    "{} is {} in the file and {shown} from its turn ({:?})",
+                    job.task_id,
+                    job.status,
+                    turn.map(|t| t.state)
+                ));
+            }
+        }
         let l = limits();
         let reports = self.report.take();
         for old in &self.jobs {

@@ -827,3 +827,75 @@ fn doctor_shows_a_refused_job_file_as_a_failed_check() {
         "{text}"
     );
 }
+
+/// A file written by the build before the job kept only its watch and the turn its delivery
+/// (issue 34), with a job in every delivery status and its turn: it loads, and `status`
+/// shows each job as that build wrote it (derived again from the turns, not read back),
+/// in the list, in `--json` and in a job's own view; the file is not rewritten by a look.
+#[test]
+fn a_file_written_before_the_status_projection_shows_the_same_statuses() {
+    let env = TestEnv::new();
+    let before: serde_json::Value =
+        serde_json::from_str(include_str!("../../data/jobs.before-one-truth.json")).unwrap();
+    env.write_file(&before);
+    let bytes = env.bytes();
+    let shown = env.atc(["status", "--all", "--json"]).json();
+    let listed =
+        String::from_utf8(env.atc(["status", "--all"]).stdout_inspected().run().stdout).unwrap();
+    let words: Vec<&str> = before["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["status"].as_str().unwrap())
+        .collect();
+    for word in [
+        "pending",
+        "delivering",
+        "done",
+        "unconfirmed",
+        "undelivered",
+        "misrouted",
+        "error",
+        "lost",
+        "expired",
+        "cancelled",
+        "skipped",
+    ] {
+        assert!(words.contains(&word), "the fixture has a {word} job");
+    }
+    for was in before["jobs"].as_array().unwrap() {
+        let task = was["task_id"].as_str().unwrap();
+        let now = shown["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["task_id"] == task)
+            .unwrap_or_else(|| panic!("{task} in --json"));
+        assert_eq!(now["status"], was["status"], "{task} in --json");
+        assert_eq!(now.get("notice"), was.get("notice"), "{task}'s notice");
+        let row = listed
+            .lines()
+            .find(|l| l.contains(task))
+            .unwrap_or_else(|| panic!("{task} listed: {listed}"));
+        let status = was["status"].as_str().unwrap();
+        assert!(
+            row.split_whitespace().nth(1) == Some(status),
+            "{task} listed as {status}: {row}"
+        );
+        let own =
+            String::from_utf8(env.atc(["status", task]).stdout_inspected().run().stdout).unwrap();
+        assert!(
+            own.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["status", status]),
+            "{task}'s own view says {status}: {own}"
+        );
+        if let Some(notice) = was["notice"].as_str() {
+            assert!(
+                own.lines()
+                    .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["notice", notice]),
+                "{task}'s own view says notice {notice}: {own}"
+            );
+        }
+    }
+    assert_eq!(env.bytes(), bytes, "a look leaves the file as it was");
+}
