@@ -286,9 +286,13 @@ impl Server {
             path.push(p.clone());
         }
         path.push(venv.bin());
-        path.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
+        // The suite's own PATH without any folder holding an atc: a server finds only
+        // the atc a scenario gives it (ATC_BIN, path_prepend, the plugin's own), never one
+        // the person running the suite has installed.
+        path.extend(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .filter(|dir| !dir.join("atc").exists()),
+        );
         let path = match &opts.path {
             Some(exact) => exact.clone(),
             None => std::env::join_paths(path).map_err(|e| e.to_string())?,

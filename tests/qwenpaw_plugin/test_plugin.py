@@ -99,7 +99,23 @@ def installed_plugin(root):
     (plugin_dir / "plugin.py").write_bytes(PLUGIN.read_bytes())
     (plugin_dir / "bin" / "atc").write_text(STUB)
     (plugin_dir / "bin" / "atc").chmod(0o755)
-    return load_plugin(plugin_dir / "plugin.py")
+    module = load_plugin(plugin_dir / "plugin.py")
+    # "Next to the server's interpreter" is a folder of the test's too: the python3 that
+    # runs these tests may have an atc of its own beside it (a developer's virtualenv).
+    venv_bin = Path(root) / "venv" / "bin"
+    module.sys = InterpreterAt(str(venv_bin / "python"))
+    module.sysconfig = types.SimpleNamespace(get_path=lambda _name: str(venv_bin))
+    return module
+
+
+class InterpreterAt:
+    """``sys`` as the plugin sees it, with another ``sys.executable``."""
+
+    def __init__(self, executable):
+        self.executable = executable
+
+    def __getattr__(self, name):
+        return getattr(sys, name)
 
 
 STUB = """#!/bin/sh
@@ -308,8 +324,7 @@ class PluginTest(Carried, unittest.TestCase):
             self.plugin.sys.executable = old
             os.environ.pop("QWENPAW_PLUGIN_SITE", None)
         dirs = self.plugin.interpreter_dirs()
-        import sysconfig
-        self.assertIn(sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
+        self.assertIn(self.plugin.sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
 
     def test_the_atc_the_plugin_carries_comes_first_and_is_made_executable_again(self):
         # QwenPaw's installer extracts the zip with Python's zipfile: no program bit.
