@@ -568,7 +568,7 @@ fn server_process(_port: u16) -> Option<ServerProcess> {
 /// What atc's QwenPaw plugin last said about the cadence (`<job file>.cadence`), when it
 /// said it lately (within three of its periods): (the plugin ticks, what to say).
 pub fn cadence(state: &Path) -> Option<(bool, String)> {
-    let path = crate::state::lock::sidecar(state, "cadence");
+    let path = crate::state::store::Store::new(state.to_path_buf()).cadence_path();
     let said: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     let every = said["every_secs"].as_f64().filter(|e| *e > 0.0)?;
     let at = crate::time::Timestamp::parse(said["at"].as_str()?)?;
