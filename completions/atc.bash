@@ -37,6 +37,9 @@ _atc() {
             atc,parent-read)
                 cmd="atc__subcmd__parent__subcmd__read"
                 ;;
+            atc,paths)
+                cmd="atc__subcmd__paths"
+                ;;
             atc,qwenpaw)
                 cmd="atc__subcmd__qwenpaw"
                 ;;
@@ -95,7 +98,7 @@ _atc() {
 
     case "${cmd}" in
         atc)
-            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log import-plugin-state timer config qwenpaw generate parent-read"
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version watch status cancel tick redeliver wait doctor log paths import-plugin-state timer config qwenpaw generate parent-read"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -425,6 +428,28 @@ _atc() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        atc__subcmd__paths)
+            opts="-q -v -h -V --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --state)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

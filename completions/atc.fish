@@ -40,6 +40,7 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-
 complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until a task ends, and print its result'
 complete -c atc -n "__fish_atc_needs_command" -f -a "doctor" -d 'Check the setup and say what to fix: server, token, agents, job file, timer'
 complete -c atc -n "__fish_atc_needs_command" -f -a "log" -d 'Show what happened to the watches, from the event log beside the job file'
+complete -c atc -n "__fish_atc_needs_command" -f -a "paths" -d 'Print where atc keeps its files, as every command finds them in this environment'
 complete -c atc -n "__fish_atc_needs_command" -f -a "import-plugin-state" -d 'Import the jobs of the Agent Task Callback plugin (atc\'s Python predecessor)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "timer" -d 'Print systemd units or crontab lines that run `atc tick` on a schedule'
 complete -c atc -n "__fish_atc_needs_command" -f -a "config" -d 'Show or change the settings in atc\'s config file (read by every command)'
@@ -150,6 +151,14 @@ complete -c atc -n "__fish_atc_using_subcommand log" -s q -l quiet -d 'Print not
 complete -c atc -n "__fish_atc_using_subcommand log" -s v -l verbose -d 'Say more on stderr (repeat for more)'
 complete -c atc -n "__fish_atc_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand log" -s V -l version -d 'Print version'
+complete -c atc -n "__fish_atc_using_subcommand paths" -l state -d 'Job file [env: ATC_STATE] [config: state] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
+complete -c atc -n "__fish_atc_using_subcommand paths" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else base-url in the config file, else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
+complete -c atc -n "__fish_atc_using_subcommand paths" -l json -d 'Print one JSON document on stdout instead of text'
+complete -c atc -n "__fish_atc_using_subcommand paths" -l allow-insecure-remote -d 'Send tokens over plain http:// to a host that is not this machine (refused otherwise: use https://); a watch records it for its tick [env: ATC_ALLOW_INSECURE_REMOTE=1]'
+complete -c atc -n "__fish_atc_using_subcommand paths" -s q -l quiet -d 'Print nothing on success'
+complete -c atc -n "__fish_atc_using_subcommand paths" -s v -l verbose -d 'Say more on stderr (repeat for more)'
+complete -c atc -n "__fish_atc_using_subcommand paths" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c atc -n "__fish_atc_using_subcommand paths" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l state -d 'Job file [env: ATC_STATE] [config: state] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else base-url in the config file, else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r
 complete -c atc -n "__fish_atc_using_subcommand import-plugin-state" -l json -d 'Print one JSON document on stdout instead of text'

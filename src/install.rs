@@ -17,9 +17,11 @@ pub const PLUGIN_ID: &str = "atc";
 /// The seed plugin (Agent Task Callback), whose tools have the same names.
 pub const SEED_ID: &str = "agent-task-callback";
 /// The plugin's files, as `atc qwenpaw install` writes them: the manifest, the backend
-/// (tools, end-of-turn kick, cadence) and the console bundle (an open chat shows what atc
+/// (the entry `plugin.py` QwenPaw loads, and beside it the package `atc_plugin/` by
+/// concern: where atc and its files are, the tools, the end-of-turn kick and cadence,
+/// auto-watch) and the console bundle (an open chat shows what atc
 /// delivered into it), which `plugin.json` names as `entry.frontend`.
-pub const PLUGIN_FILES: [(&str, &str); 3] = [
+pub const PLUGIN_FILES: [(&str, &str); 8] = [
     (
         "plugin.json",
         include_str!("../examples/qwenpaw-plugin/atc/plugin.json"),
@@ -27,6 +29,26 @@ pub const PLUGIN_FILES: [(&str, &str); 3] = [
     (
         "plugin.py",
         include_str!("../examples/qwenpaw-plugin/atc/plugin.py"),
+    ),
+    (
+        "atc_plugin/__init__.py",
+        include_str!("../examples/qwenpaw-plugin/atc/atc_plugin/__init__.py"),
+    ),
+    (
+        "atc_plugin/where.py",
+        include_str!("../examples/qwenpaw-plugin/atc/atc_plugin/where.py"),
+    ),
+    (
+        "atc_plugin/tools.py",
+        include_str!("../examples/qwenpaw-plugin/atc/atc_plugin/tools.py"),
+    ),
+    (
+        "atc_plugin/kick.py",
+        include_str!("../examples/qwenpaw-plugin/atc/atc_plugin/kick.py"),
+    ),
+    (
+        "atc_plugin/auto_watch.py",
+        include_str!("../examples/qwenpaw-plugin/atc/atc_plugin/auto_watch.py"),
     ),
     (
         FRONTEND,
@@ -49,7 +71,7 @@ pub const SKILL_MD: &str = include_str!("../examples/qwenpaw-skill/atc-callback/
 /// `<working dir>/plugins/<id>/` whatever it is called).
 pub const BUNDLE_DIR: &str = PLUGIN_ID;
 /// The atc a plugin folder carries, relative to it: the plugin runs this one first
-/// (`plugin.py` `find_atc`), and a person can always reach it at
+/// (`atc_plugin/where.py` `find_atc`), and a person can always reach it at
 /// `<working dir>/plugins/atc/bin/atc`, whatever put QwenPaw where.
 pub const BUNDLED_ATC: &str = "bin/atc";
 /// Beside it, the platform it was built for (`linux-x86_64`): a plugin on another
@@ -96,6 +118,13 @@ pub fn bundle(carry: &Carry) -> Vec<crate::zip::Entry> {
     let dir = BUNDLE_DIR;
     let mut entries = vec![Entry::dir(format!("{dir}/"))];
     for (name, text) in PLUGIN_FILES {
+        // The package's folder before its first file, as a zip made by hand has it.
+        if let Some((folder, _)) = name.rsplit_once('/') {
+            let folder = format!("{dir}/{folder}/");
+            if !entries.iter().any(|entry| entry.name == folder) {
+                entries.push(Entry::dir(folder));
+            }
+        }
         entries.push(Entry::file(format!("{dir}/{name}"), text));
     }
     match carry {
@@ -587,12 +616,17 @@ mod tests {
             [
                 "write the plugin's plugin.json",
                 "write the plugin's plugin.py",
+                "write the plugin's atc_plugin/__init__.py",
+                "write the plugin's atc_plugin/where.py",
+                "write the plugin's atc_plugin/tools.py",
+                "write the plugin's atc_plugin/kick.py",
+                "write the plugin's atc_plugin/auto_watch.py",
                 "write the plugin's frontend.mjs",
                 "enable the tools for agent default",
                 "put the atc-callback skill into the skill pool"
             ]
         );
-        let agent: Value = serde_json::from_slice(&plan.changes[3].bytes).unwrap();
+        let agent: Value = serde_json::from_slice(&plan.changes[PLUGIN_FILES.len()].bytes).unwrap();
         let tools = &agent["tools"]["builtin_tools"];
         assert_eq!(tools["read_file"]["enabled"], true);
         for name in TOOLS {

@@ -68,6 +68,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         Action::Wait(wait) => cmd::wait::run(&wait, out),
         Action::Doctor(doctor) => cmd::doctor::run(&doctor, out),
         Action::Log(log) => cmd::log::run(&log, out),
+        Action::Paths(paths) => cmd::paths::run(&paths, out),
         Action::Import(import) => cmd::import::run(&import, out),
         Action::Timer(timer) => cmd::timer::run(&timer, out),
         Action::Config(config) => cmd::config::run(&config, out),

@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::fail;
 
 /// The commands that get a page of their own, and its name.
-pub const PAGES: [(&str, &str); 13] = [
+pub const PAGES: [(&str, &str); 14] = [
     ("watch", "atc-watch"),
     ("status", "atc-status"),
     ("cancel", "atc-cancel"),
@@ -20,6 +20,7 @@ pub const PAGES: [(&str, &str); 13] = [
     ("wait", "atc-wait"),
     ("doctor", "atc-doctor"),
     ("log", "atc-log"),
+    ("paths", "atc-paths"),
     ("import-plugin-state", "atc-import-plugin-state"),
     ("timer", "atc-timer"),
     ("config", "atc-config"),

@@ -188,6 +188,17 @@ pub enum Command {
     /// times, task and job ids. The log never holds message text, session or user ids, or
     /// tokens. --json prints {"events": [...]}.
     Log(LogArgs),
+    /// Print where atc keeps its files, as every command finds them in this environment
+    ///
+    /// The job file and its directory, the config file (and whether it exists), the job
+    /// file's lock, the tick lock (with the last tick's heartbeat), the marks a kicked tick
+    /// leaves for the running one, the cadence file of atc's QwenPaw plugin and the event
+    /// log: resolved as every command resolves them (--state, ATC_STATE, `state` in the
+    /// config file, the default), so what a tick in this shell would use. Creates nothing.
+    /// One `name: path` line each; --json prints one
+    /// object with the same keys (what atc's QwenPaw plugin reads instead of working them
+    /// out itself).
+    Paths,
     /// Import the jobs of the Agent Task Callback plugin (atc's Python predecessor)
     ///
     /// Pending jobs are watched from now on (one older than the age cap, 24h, becomes
@@ -509,8 +520,8 @@ pub struct GenerateArgs {
 pub enum Generated {
     /// The man page of atc, or of one command (man/ holds them all)
     Man {
-        /// watch, status, cancel, tick, redeliver, wait, doctor, log, import-plugin-state, timer,
-        /// config, qwenpaw or generate [default: the atc(1) page]
+        /// watch, status, cancel, tick, redeliver, wait, doctor, log, paths, import-plugin-state,
+        /// timer, config, qwenpaw or generate [default: the atc(1) page]
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },

@@ -204,18 +204,17 @@ fn tools_enabled(wd: &Path) -> Finding {
 /// Is the plugin's end-of-turn hook installed (the plugin on disk is this atc's), and do
 /// its kicks arrive (the last kicked tick's time, from the tick lock's heartbeat)?
 fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
-    let installed = wd.join("plugins").join(PLUGIN_ID).join("plugin.py");
-    let current = std::fs::read(&installed).ok().as_deref()
-        == install::PLUGIN_FILES
-            .iter()
-            .find(|(name, _)| *name == "plugin.py")
-            .map(|(_, text)| text.as_bytes());
-    if !current {
+    // The hook lives in the package beside the entry: every file must be this atc's.
+    let folder = wd.join("plugins").join(PLUGIN_ID);
+    let stale = install::PLUGIN_FILES.iter().find(|(name, text)| {
+        std::fs::read(folder.join(name)).ok().as_deref() != Some(text.as_bytes())
+    });
+    if let Some((name, _)) = stale {
         return bad(
             "kicks",
             format!(
                 "{} is not this atc's plugin (an older one may lack the end-of-turn hook)",
-                installed.display()
+                folder.join(name).display()
             ),
             "`atc qwenpaw install` again (no restart needed while QwenPaw runs)".to_owned(),
         );
@@ -568,7 +567,7 @@ fn server_process(_port: u16) -> Option<ServerProcess> {
 /// What atc's QwenPaw plugin last said about the cadence (`<job file>.cadence`), when it
 /// said it lately (within three of its periods): (the plugin ticks, what to say).
 pub fn cadence(state: &Path) -> Option<(bool, String)> {
-    let path = crate::state::lock::sidecar(state, "cadence");
+    let path = crate::state::store::Store::new(state.to_path_buf()).cadence_path();
     let said: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     let every = said["every_secs"].as_f64().filter(|e| *e > 0.0)?;
     let at = crate::time::Timestamp::parse(said["at"].as_str()?)?;

@@ -9,6 +9,7 @@ pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;
 pub mod parent_read;
+pub mod paths;
 pub mod qwenpaw;
 pub mod qwenpaw_replace;
 pub mod redeliver;

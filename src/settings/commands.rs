@@ -66,6 +66,15 @@ pub struct Doctor {
     pub home: Option<PathBuf>,
 }
 
+/// `atc paths`: the job file, and the config file as this process found it.
+#[derive(Debug)]
+pub struct Paths {
+    pub state: Setting<PathBuf>,
+    /// None only without a home directory and without `XDG_CONFIG_HOME` or `ATC_CONFIG`.
+    pub config_file: Option<PathBuf>,
+    pub config_file_exists: bool,
+}
+
 /// `atc log`.
 #[derive(Debug)]
 pub struct Log {

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 
 pub use auth::{Auth, insecure_refusal, insecure_remote_host};
 pub use commands::{
-    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, ParentRead, QwenpawInstall,
+    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, ParentRead, Paths, QwenpawInstall,
     Redeliver, Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
 };
 pub use env::{Environment, ProcessEnv, TEXT_VARS, VarsEnv};
@@ -124,6 +124,7 @@ pub enum Action {
     Wait(Wait),
     Doctor(Doctor),
     Log(Log),
+    Paths(Paths),
     Import(Import),
     Timer(Timer),
     Config(Config),
@@ -237,6 +238,11 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
             all: args.all,
             state: state()?,
+        }),
+        Command::Paths => Action::Paths(Paths {
+            state: state()?,
+            config_file: file.path.clone(),
+            config_file_exists: file.exists,
         }),
         Command::ImportPluginState(args) => Action::Import(Import {
             source: match args.path {

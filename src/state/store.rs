@@ -160,6 +160,12 @@ impl Store {
         lock::sidecar(&self.path, "tick.again")
     }
 
+    /// `<job file>.cadence`: what atc's QwenPaw plugin last said about its cadence (it
+    /// ticks, or stands by for a timer); `atc doctor` reads it.
+    pub fn cadence_path(&self) -> PathBuf {
+        lock::sidecar(&self.path, "cadence")
+    }
+
     /// Leaves the mark (created 0600, the user's own, like every sidecar), adding `lines`:
     /// the turns that ended, one a line (`lifecycle::kick::Ended::to_mark`; the mark holds
     /// session ids, like the job file). A mark taken while the lines went in (renamed away

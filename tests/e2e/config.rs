@@ -107,10 +107,7 @@ pub fn kick_obeys_the_config_file(ctx: &Ctx) -> R<()> {
 
     // Another turn ends while the child still runs: the hook kicks a tick, which polls the
     // two-day-old watch (running) and, under the file's 3 days, keeps it.
-    let starts_before = fs::read_to_string(&kick.starts)
-        .unwrap_or_default()
-        .lines()
-        .count();
+    let starts_before = kick.starts().len();
     let other = api.submit(
         Some("default"),
         &ctx.uniq("kick-config-other"),
@@ -120,12 +117,7 @@ pub fn kick_obeys_the_config_file(ctx: &Ctx) -> R<()> {
     )?;
     api.wait_finished(&other, TURN_WAIT)?;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while fs::read_to_string(&kick.starts)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        <= starts_before
-    {
+    while kick.starts().len() <= starts_before {
         ensure!(
             Instant::now() < deadline,
             "no kick after the unrelated turn ended"
@@ -191,10 +183,10 @@ pub fn kick_obeys_the_config_file(ctx: &Ctx) -> R<()> {
         !msgs.iter().any(|m| m.text.contains("[STATUS: expired]")),
         "an expired notice reached the parent"
     );
-    let starts = fs::read_to_string(&kick.starts).unwrap_or_default();
+    let starts = kick.starts();
     ensure!(
         // `--json`: the plugin reads the report for its log (give-ups); no settings flag.
-        !starts.is_empty() && starts.lines().all(|l| l == "tick --kicked --json"),
+        !starts.is_empty() && starts.iter().all(|l| l == "tick --kicked --json"),
         "the plugin started atc with {starts:?}: kicks pass no tick flags"
     );
 

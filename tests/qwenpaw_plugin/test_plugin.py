@@ -83,10 +83,30 @@ def install_host_stubs():
 
 
 def load_plugin(path=PLUGIN):
-    spec = importlib.util.spec_from_file_location("plugin_atc", path)
+    """The entry as QwenPaw's loader imports it (``plugins/loader.py``,
+    ``_load_backend_module``): the package ``plugin_atc``, its ``__path__`` the plugin's
+    folder, so that its relative imports find ``atc_plugin`` beside it. A load before is
+    dropped first, as QwenPaw's unload drops ``plugin_atc`` and every ``plugin_atc.*``."""
+    for name in [n for n in sys.modules if n == "plugin_atc" or n.startswith("plugin_atc.")]:
+        del sys.modules[name]
+    folder = str(Path(path).parent)
+    spec = importlib.util.spec_from_file_location(
+        "plugin_atc", path, submodule_search_locations=[folder]
+    )
     module = importlib.util.module_from_spec(spec)
+    sys.modules["plugin_atc"] = module
+    module.__package__ = "plugin_atc"
+    module.__path__ = [folder]
     spec.loader.exec_module(module)
     return module
+
+
+def plugin_sources():
+    """Every file of the plugin's backend, relative to its folder: the entry and its package."""
+    folder = PLUGIN.parent
+    return [PLUGIN.relative_to(folder)] + sorted(
+        p.relative_to(folder) for p in (folder / "atc_plugin").glob("*.py")
+    )
 
 
 def installed_plugin(root):
@@ -96,15 +116,17 @@ def installed_plugin(root):
     loaded module."""
     plugin_dir = Path(root) / "wd" / "plugins" / "atc"
     (plugin_dir / "bin").mkdir(parents=True)
-    (plugin_dir / "plugin.py").write_bytes(PLUGIN.read_bytes())
+    (plugin_dir / "atc_plugin").mkdir()
+    for name in plugin_sources():
+        (plugin_dir / name).write_bytes((PLUGIN.parent / name).read_bytes())
     (plugin_dir / "bin" / "atc").write_text(STUB)
     (plugin_dir / "bin" / "atc").chmod(0o755)
     module = load_plugin(plugin_dir / "plugin.py")
     # "Next to the server's interpreter" is a folder of the test's too: the python3 that
     # runs these tests may have an atc of its own beside it (a developer's virtualenv).
     venv_bin = Path(root) / "venv" / "bin"
-    module.sys = InterpreterAt(str(venv_bin / "python"))
-    module.sysconfig = types.SimpleNamespace(get_path=lambda _name: str(venv_bin))
+    module.where.sys = InterpreterAt(str(venv_bin / "python"))
+    module.where.sysconfig = types.SimpleNamespace(get_path=lambda _name: str(venv_bin))
     return module
 
 
@@ -119,6 +141,15 @@ class InterpreterAt:
 
 
 STUB = """#!/bin/sh
+if [ "$1" = paths ]; then
+    # Where atc keeps its files: $STUB_DIR/paths when a test wrote one, else as atc
+    # resolves them from ATC_STATE (the tests that need the config file run the real atc).
+    if [ -f "$STUB_DIR/paths.exit" ]; then echo "atc: no" >&2; exit "$(cat "$STUB_DIR/paths.exit")"; fi
+    if [ -f "$STUB_DIR/paths" ]; then cat "$STUB_DIR/paths"; exit 0; fi
+    j="${ATC_STATE:-$HOME/.local/state/atc/jobs.json}"
+    printf '{"job_file": "%s", "job_dir": "%s", "config_file": null, "config_file_exists": false, "lock": "%s.lock", "tick_lock": "%s.tick.lock", "marks": "%s.tick.again", "cadence": "%s.cadence", "log": "%s.log"}\\n' "$j" "$(dirname "$j")" "$j" "$j" "$j" "$j" "$j"
+    exit 0
+fi
 log="$STUB_DIR/calls"
 [ -n "$STUB_SLEEP" ] && sleep "$STUB_SLEEP"
 printf '%s\\n' "$*" >> "$log.all"
@@ -207,7 +238,7 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_watch_passes_the_calling_chat_and_this_server(self):
         self.answer(json.dumps(job("task-0123456789ab", target="SE")))
-        line = run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="SE"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab", target_agent="SE"))
         self.assertEqual(self.args(), [
             "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--user", "carol",
             "--channel", "console", "--agent", "default", "--target-agent", "SE"])
@@ -223,27 +254,27 @@ class PluginTest(Carried, unittest.TestCase):
     def test_watch_of_an_mqtt_chat_keeps_its_exact_identity(self):
         CONTEXT.update(agent="SE", session="mqtt:dave", user="dave", channel="mqtt")
         self.answer(json.dumps(job("task-0123456789ab")))
-        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertEqual(self.args(), [
             "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "mqtt:dave", "--user", "dave",
             "--channel", "mqtt", "--agent", "SE"])
 
     def test_target_agent_equal_to_the_caller_is_not_passed(self):
         self.answer(json.dumps(job("task-0123456789ab")))
-        run(self.plugin.watch_agent_task("task-0123456789ab", target_agent="default"))
+        run(self.plugin.tools.watch_agent_task("task-0123456789ab", target_agent="default"))
         self.assertNotIn("--target-agent", self.args())
 
     def test_missing_user_and_channel_are_left_to_atc_defaults(self):
         CONTEXT.update(user=None, channel=None, agent=None)
         self.answer(json.dumps(job("task-0123456789ab")))
-        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         # No per-call agent: the active agent, as QwenPaw's get_current_agent_id falls back.
         self.assertEqual(self.args(), [
             "watch", "task-0123456789ab", "--json", "--origin", "plugin", "--session", "s-1", "--agent", "active-agent"])
 
     def test_a_refusal_is_one_line_with_atcs_reason_and_the_fallback(self):
         self.answer("", "warning: something\natc: no chat s-1 for user carol on console; the session id is known for: bob\n", 1)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertEqual(line, (
             "Not watching task-0123456789ab: no chat s-1 for user carol on console; the session "
             "id is known for: bob. If you cannot fix that, check the task with check_agent_task "
@@ -251,13 +282,13 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_a_long_refusal_is_cut(self):
         self.answer("", "atc: " + "x" * 5000 + "\n", 1)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertLess(len(line), 700)
         self.assertIn("\u2026", line)
 
     def test_no_session_means_no_watch_and_no_atc(self):
         CONTEXT.update(session=None)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertIn("no chat to send the result to", line)
         self.assertFalse((self.path / "calls.args").exists())
 
@@ -268,7 +299,7 @@ class PluginTest(Carried, unittest.TestCase):
         os.environ.pop("ATC_BIN")
         os.environ["PATH"] = str(self.path / "empty")
         os.environ["HOME"] = str(self.path / "home")
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Not watching task-0123456789ab: atc is not installed"), line)
         self.assertIn("`atc qwenpaw zip`, which carries atc", line)
         self.assertIn("Tell the user", line)
@@ -276,7 +307,7 @@ class PluginTest(Carried, unittest.TestCase):
     def test_a_bad_atc_bin_is_named(self):
         self.no_bundled()
         os.environ["ATC_BIN"] = str(self.path / "nope")
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertIn("ATC_BIN in the server's environment is not an executable file", line)
         self.assertNotIn(str(self.path), line, "a path in the model's answer")
 
@@ -290,41 +321,41 @@ class PluginTest(Carried, unittest.TestCase):
         os.environ["PATH"] = str(self.path / "empty")
         (cargo / "atc").write_text(STUB)
         (cargo / "atc").chmod(0o755)
-        self.assertEqual(self.plugin.find_atc(), (str(cargo / "atc"), None))
+        self.assertEqual(self.plugin.where.find_atc(), (str(cargo / "atc"), None))
         on_path = self.path / "onpath"
         on_path.mkdir()
         (on_path / "atc").write_text(STUB)
         (on_path / "atc").chmod(0o755)
         os.environ["PATH"] = str(on_path)
-        self.assertEqual(self.plugin.find_atc(), (str(on_path / "atc"), None))
+        self.assertEqual(self.plugin.where.find_atc(), (str(on_path / "atc"), None))
 
     def test_next_to_the_interpreter_first_then_the_plugin_site_then_atc_bin(self):
         self.no_bundled()
         fake_bin = self.path / "venv" / "bin"
         fake_bin.mkdir(parents=True)
         os.environ["PATH"] = str(self.path / "empty")
-        old = self.plugin.sys.executable
+        old = self.plugin.where.sys.executable
         try:
-            self.plugin.sys.executable = str(fake_bin / "python")
+            self.plugin.where.sys.executable = str(fake_bin / "python")
             # Nothing next to the interpreter: ATC_BIN.
-            self.assertEqual(self.plugin.find_atc(), (str(self.atc), None))
+            self.assertEqual(self.plugin.where.find_atc(), (str(self.atc), None))
             site = self.path / "site"
             (site / "bin").mkdir(parents=True)
             (site / "bin" / "atc").write_text(STUB)
             (site / "bin" / "atc").chmod(0o755)
             os.environ["QWENPAW_PLUGIN_SITE"] = str(site)
-            self.assertEqual(self.plugin.find_atc(), (str(site / "bin" / "atc"), None))
+            self.assertEqual(self.plugin.where.find_atc(), (str(site / "bin" / "atc"), None))
             (fake_bin / "atc").write_text(STUB)
             (fake_bin / "atc").chmod(0o755)
-            self.assertEqual(self.plugin.find_atc(), (str(fake_bin / "atc"), None))
+            self.assertEqual(self.plugin.where.find_atc(), (str(fake_bin / "atc"), None))
             # Even when ATC_BIN names nothing usable.
             os.environ["ATC_BIN"] = str(self.path / "nope")
-            self.assertEqual(self.plugin.find_atc(), (str(fake_bin / "atc"), None))
+            self.assertEqual(self.plugin.where.find_atc(), (str(fake_bin / "atc"), None))
         finally:
-            self.plugin.sys.executable = old
+            self.plugin.where.sys.executable = old
             os.environ.pop("QWENPAW_PLUGIN_SITE", None)
-        dirs = self.plugin.interpreter_dirs()
-        self.assertIn(self.plugin.sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
+        dirs = self.plugin.where.interpreter_dirs()
+        self.assertIn(self.plugin.where.sysconfig.get_path("scripts"), dirs, "the environment's scripts dir")
 
     def test_the_atc_the_plugin_carries_comes_first_and_is_made_executable_again(self):
         # QwenPaw's installer extracts the zip with Python's zipfile: no program bit.
@@ -333,31 +364,31 @@ class PluginTest(Carried, unittest.TestCase):
         fake_bin.mkdir(parents=True)
         (fake_bin / "atc").write_text(STUB)
         (fake_bin / "atc").chmod(0o755)
-        old = self.plugin.sys.executable
+        old = self.plugin.where.sys.executable
         try:
-            self.plugin.sys.executable = str(fake_bin / "python")
-            self.assertEqual(self.plugin.find_atc(), (str(self.bundled), None))
+            self.plugin.where.sys.executable = str(fake_bin / "python")
+            self.assertEqual(self.plugin.where.find_atc(), (str(self.bundled), None))
         finally:
-            self.plugin.sys.executable = old
+            self.plugin.where.sys.executable = old
         self.assertTrue(os.access(str(self.bundled), os.X_OK))
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Watching task-0123456789ab"), line)
 
     def test_an_atc_built_for_another_platform_is_skipped_and_said_once_in_the_log(self):
-        here = self.plugin.this_platform()
+        here = self.plugin.where.this_platform()
         (self.plugin_dir / "bin" / "atc.platform").write_text(here + "\n")
-        self.assertEqual(self.plugin.find_atc(), (str(self.bundled), None))
+        self.assertEqual(self.plugin.where.find_atc(), (str(self.bundled), None))
         other = "macos-aarch64" if here != "macos-aarch64" else "linux-x86_64"
         (self.plugin_dir / "bin" / "atc.platform").write_text(other + "\n")
         with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
-            self.assertEqual(self.plugin.find_atc(), (str(self.atc), None), "ATC_BIN next")
-            self.plugin.find_atc()
+            self.assertEqual(self.plugin.where.find_atc(), (str(self.atc), None), "ATC_BIN next")
+            self.plugin.where.find_atc()
         self.assertEqual(len(said.output), 1, said.output)
         self.assertIn("the atc this plugin carries is built for %s, and this server runs on %s" % (other, here), said.output[0])
         self.assertIn("`atc qwenpaw zip`", said.output[0])
 
     def test_the_platform_names_match_the_zips(self):
-        self.assertRegex(self.plugin.this_platform(), r"\A(linux|macos)-(x86_64|aarch64)\Z")
+        self.assertRegex(self.plugin.where.this_platform(), r"\A(linux|macos)-(x86_64|aarch64)\Z")
 
     # -- beside the Agent Task Callback plugin -----------------------------------------
 
@@ -365,16 +396,16 @@ class PluginTest(Carried, unittest.TestCase):
         seed = self.wd / "plugins" / folder
         seed.mkdir(parents=True)
         (seed / "plugin.json").write_text(json.dumps({"id": "agent-task-callback", "version": "0.1.5"}))
-        self.plugin.STANDBY_LOOK_SECS = 0
+        self.plugin.where.STANDBY_LOOK_SECS = 0
         return seed
 
     def test_beside_the_seed_every_tool_stands_by_and_names_the_one_command(self):
         seed = self.seed_installed()
         for call in (
-            self.plugin.watch_agent_task("task-0123456789ab"),
-            self.plugin.watch_agent_tasks(["task-0123456789ab", "task-0123456789ac"], "g"),
-            self.plugin.callback_task_status(),
-            self.plugin.cancel_task_callback("task-0123456789ab"),
+            self.plugin.tools.watch_agent_task("task-0123456789ab"),
+            self.plugin.tools.watch_agent_tasks(["task-0123456789ab", "task-0123456789ac"], "g"),
+            self.plugin.tools.callback_task_status(),
+            self.plugin.tools.cancel_task_callback("task-0123456789ab"),
         ):
             line = run(call)
             self.assertTrue(line.startswith("atc is standing by and watches nothing"), line)
@@ -384,28 +415,28 @@ class PluginTest(Carried, unittest.TestCase):
         # The seed gone (the replacement done): the same plugin delivers, no restart.
         import shutil
         shutil.rmtree(seed)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertTrue(line.startswith("Watching task-0123456789ab"), line)
 
     def test_a_disabled_or_hidden_seed_folder_is_not_the_seed(self):
         self.seed_installed("agent-task-callback.disabled")
         self.seed_installed(".agent-task-callback")
-        self.assertIsNone(self.plugin.STANDBY.now())
+        self.assertIsNone(self.plugin.where.STANDBY.now())
 
     def test_the_seeds_state_file_with_jobs_nobody_moved_keeps_it_standing_by(self):
-        self.plugin.STANDBY_LOOK_SECS = 0
+        self.plugin.where.STANDBY_LOOK_SECS = 0
         state = self.wd / "agent-task-callback.json"
         pending = {"task_id": "task-0123456789ab", "status": "pending", "session_id": "s-1"}
         state.write_text(json.dumps({"jobs": {"task-0123456789ab": pending}}))
         with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
-            why = self.plugin.STANDBY.now()
+            why = self.plugin.where.STANDBY.now()
             self.assertIn("still holds 1 pending job nobody moved to atc", why)
-            self.plugin.STANDBY.now()
+            self.plugin.where.STANDBY.now()
             # Handed over (the replacement marks it): atc delivers, and says so once.
             pending.update(status="cancelled", handed_over_to="atc")
             state.write_text(json.dumps({"jobs": {"task-0123456789ab": pending}}))
-            self.assertIsNone(self.plugin.STANDBY.now())
-            self.assertIsNone(self.plugin.STANDBY.now())
+            self.assertIsNone(self.plugin.where.STANDBY.now())
+            self.assertIsNone(self.plugin.where.STANDBY.now())
         self.assertEqual(len(said.output), 2, said.output)
         self.assertIn("standing by, delivering nothing", said.output[0])
         self.assertIn("`atc qwenpaw install --replace-agent-task-callback`", said.output[0])
@@ -416,14 +447,14 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_watch_agent_tasks_uses_group(self):
         self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
-        line = run(self.plugin.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "trio"))
+        line = run(self.plugin.tools.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "trio"))
         self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"])
         self.assertEqual(self.args()[-2:], ["--group", "trio"])
         self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b (group trio): the result comes back into this chat together, as one message,"), line)
 
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
-        self.assertEqual(run(self.plugin.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
-        self.assertEqual(run(self.plugin.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")
+        self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
+        self.assertEqual(run(self.plugin.tools.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")
 
     def test_status_lists_only_this_chats_watches(self):
         self.listed(*[
@@ -433,7 +464,7 @@ class PluginTest(Carried, unittest.TestCase):
             job("task-00000000000d", channel="mqtt"),
             job("task-00000000000e", status="done"),
         ])
-        text = run(self.plugin.callback_task_status())
+        text = run(self.plugin.tools.callback_task_status())
         self.assertEqual(self.calls(), ["status --all --json"])
         self.assertEqual(text.splitlines(), [
             "task-00000000000a | pending | agent=SE session=s-1 | registered=2026-12-01T10:00:00Z",
@@ -444,22 +475,22 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_status_with_nothing_watched(self):
         self.listed(job("task-00000000000b", user="bob"))
-        self.assertEqual(run(self.plugin.callback_task_status()), "This chat watches no tasks.")
+        self.assertEqual(run(self.plugin.tools.callback_task_status()), "This chat watches no tasks.")
 
     def test_status_is_capped_at_twenty(self):
         self.listed(*[job("task-%012x" % i) for i in range(30)])
-        self.assertEqual(len(run(self.plugin.callback_task_status()).splitlines()), 20)
+        self.assertEqual(len(run(self.plugin.tools.callback_task_status()).splitlines()), 20)
 
     def test_cancel(self):
         self.listed(job("task-00000000000a"))
         self.answer(json.dumps(job("task-00000000000a", status="cancelled")))
-        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
         self.assertEqual(line, "Stopped watching task-00000000000a (now cancelled); the task itself keeps running.")
 
     def test_watch_with_a_child_session_and_a_deadline(self):
         self.answer(json.dumps(job("task-0123456789ab")))
-        run(self.plugin.watch_agent_task(
+        run(self.plugin.tools.watch_agent_task(
             "task-0123456789ab", child_session=" default:to:SE:1:ab ", stop_after="10m", check_in="5m"))
         self.assertEqual(self.args()[-6:], [
             "--child-session", "default:to:SE:1:ab", "--stop-after", "10m", "--check-in", "5m"])
@@ -467,14 +498,14 @@ class PluginTest(Carried, unittest.TestCase):
     def test_a_watch_without_target_agent_keeps_the_agent_the_turns_end_recorded(self):
         self.listed(job("task-0123456789ab", target="SE"))
         self.answer(json.dumps(job("task-0123456789ab", target="SE")))
-        run(self.plugin.watch_agent_task("task-0123456789ab", stop_after="10m", child_session="c-1"))
+        run(self.plugin.tools.watch_agent_task("task-0123456789ab", stop_after="10m", child_session="c-1"))
         self.assertEqual(self.args()[-2:], ["--stop-after", "10m"])
         self.assertIn("--target-agent", self.args())
         self.assertEqual(self.args()[self.args().index("--target-agent") + 1], "SE")
 
     def test_watch_without_them_passes_neither(self):
         self.answer(json.dumps(job("task-0123456789ab")))
-        run(self.plugin.watch_agent_task("task-0123456789ab"))
+        run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertNotIn("--child-session", self.args())
         self.assertNotIn("--stop-after", self.args())
         self.assertNotIn("--check-in", self.args())
@@ -482,47 +513,47 @@ class PluginTest(Carried, unittest.TestCase):
     def test_cancel_with_stop_stops_the_task_and_says_what_happened(self):
         self.listed(job("task-00000000000a"))
         self.answer("Cancelled the watch on task-00000000000a; the child was stopped.\n")
-        line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--stop"])
         self.assertEqual(line, "Cancelled the watch on task-00000000000a; the child was stopped.")
 
     def test_cancel_with_stop_refused_keeps_the_watch(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: cannot stop the child of task-00000000000a: its session is not known; the watch is kept\n", 1)
-        line = run(self.plugin.cancel_task_callback("task-00000000000a", stop=True))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", stop=True))
         self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
 
     def test_cancel_with_check_ins_stops_only_them(self):
         self.listed(job("task-00000000000a"))
         self.answer("No more check-ins for task-00000000000a; still watching it (its result comes back as usual).\n")
-        line = run(self.plugin.cancel_task_callback("task-00000000000a", check_ins=True))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", check_ins=True))
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--check-ins"])
         self.assertEqual(line, "No more check-ins for task-00000000000a; still watching it (its result comes back as usual).")
 
     def test_a_task_the_server_never_had_is_refused_without_the_polling_fallback(self):
         self.answer("", "atc: http://127.0.0.1:8123/api has no task task-0123456789ab (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed? Nothing was watched\n", 6)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertEqual(line, (
             "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
             "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
 
     def test_durations_are_said_as_atc_says_them(self):
         for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):
-            self.assertEqual(self.plugin.human(secs), said)
+            self.assertEqual(self.plugin.tools.human(secs), said)
 
     def test_cancel_refused(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
-        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
         self.assertEqual(line, "Not cancelled task-00000000000a: task-00000000000a is not watched")
 
     # -- only the calling chat's own things -----------------------------------------------
 
     def test_another_chats_task_is_neither_watched_nor_cancelled_nor_named(self):
         self.listed(job("task-00000000000a", session="s-other", user="bob"))
-        line = run(self.plugin.watch_agent_task("task-00000000000a"))
+        line = run(self.plugin.tools.watch_agent_task("task-00000000000a"))
         self.assertEqual(line, "Not watching task-00000000000a: another chat already watches task-00000000000a. Watch only the tasks you submitted from this chat.")
-        line = run(self.plugin.cancel_task_callback("task-00000000000a"))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
         self.assertEqual(line, "Not cancelled task-00000000000a: this chat watches no such task (callback_task_status lists its watches).")
         self.assertEqual(self.calls(), ["status --all --json", "status --all --json"])
 
@@ -530,11 +561,11 @@ class PluginTest(Carried, unittest.TestCase):
         state = self.path / "state" / "jobs.json"
         os.environ["ATC_STATE"] = str(state)
         self.answer("", "atc: cannot lock %s.lock: Permission denied (os error 13); chmod it\n" % state, 4)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         self.assertNotIn(str(self.path), line)
         self.assertIn("atc's job file.lock", line)
         self.answer("", "atc: http://127.0.0.1:8123/api has no chat with session s-1, user carol, channel console for agent 'default': delivering there would start a new chat the asking agent never sees; chats with session id s-1: user xavier on console; user yolanda on mqtt. Pass the Session ID, User ID and Channel the agent's prompt shows, or --create-session to start a new chat on purpose\n", 1)
-        line = run(self.plugin.watch_agent_task("task-0123456789ab"))
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))
         for other in ("xavier", "yolanda"):
             self.assertNotIn(other, line)
         self.assertIn("http://127.0.0.1:8123/api has no chat with session s-1", line)
@@ -543,7 +574,7 @@ class PluginTest(Carried, unittest.TestCase):
     def test_the_answer_confirms_every_option_applied(self):
         recorded = dict(job("task-0123456789ab", target="SE"), stop_after_secs=20, check_in_secs=300)
         self.answer(json.dumps(recorded))
-        line = run(self.plugin.watch_agent_task(
+        line = run(self.plugin.tools.watch_agent_task(
             "task-0123456789ab", target_agent="SE", child_session="default:to:SE:1:ab", stop_after="20s", check_in="5m"))
         self.assertTrue(line.startswith(
             "Watching task-0123456789ab (polled as agent SE; its child session recorded, so it can "
@@ -552,8 +583,8 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_every_list_parameter_has_typed_items(self):
         import typing
-        for name in self.plugin.TOOLS:
-            hints = typing.get_type_hints(getattr(self.plugin, name))
+        for name in self.plugin.tools.TOOLS:
+            hints = typing.get_type_hints(getattr(self.plugin.tools, name))
             for param, hint in hints.items():
                 if hint is list or typing.get_origin(hint) is list:
                     self.assertEqual(typing.get_args(hint), (str,), "%s(%s)" % (name, param))
@@ -619,7 +650,7 @@ class PluginTest(Carried, unittest.TestCase):
         self.assertEqual(manifest["id"], "atc")
         self.assertEqual(manifest["entry"]["backend"], "plugin.py")
         self.assertTrue(manifest["name"] and manifest["version"])
-        self.assertEqual([t["name"] for t in manifest["meta"]["tools"]], list(self.plugin.TOOLS))
+        self.assertEqual([t["name"] for t in manifest["meta"]["tools"]], list(self.plugin.tools.TOOLS))
 
 
 class KickTest(Carried, unittest.TestCase):
@@ -637,7 +668,7 @@ class KickTest(Carried, unittest.TestCase):
         os.environ.update(ATC_BIN=str(self.atc), STUB_DIR=str(self.path), ATC_STATE=str(self.jobs))
         os.environ.pop("STUB_SLEEP", None)
         self.plugin = installed_plugin(self.path)
-        self.kicker = self.plugin.Kicker()
+        self.kicker = self.plugin.kick.Kicker()
 
     def tearDown(self):
         # Let every reaper finish (one may start one more tick for a mark).
@@ -651,7 +682,7 @@ class KickTest(Carried, unittest.TestCase):
         """Writes the heartbeat a tick leaves for a settled file (as pass.rs does)."""
         st = os.stat(self.jobs)
         beat = {"last_tick_at": "2026-12-01T10:00:00Z", "settled": {
-            "file": self.plugin.fingerprint(st), "key": {"keep_secs": 1, "busy_deadline_secs": 1}, "until": None}}
+            "file": self.plugin.kick.fingerprint(st), "key": {"keep_secs": 1, "busy_deadline_secs": 1}, "until": None}}
         Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
 
     def kicked(self):
@@ -679,7 +710,7 @@ class KickTest(Carried, unittest.TestCase):
         seed = self.path / "wd" / "plugins" / "agent-task-callback"
         seed.mkdir(parents=True)
         (seed / "plugin.json").write_text('{"id": "agent-task-callback", "version": "0.1.5"}')
-        self.plugin.STANDBY_LOOK_SECS = 0
+        self.plugin.where.STANDBY_LOOK_SECS = 0
         self.kicker.kick()
         self.assertFalse(self.kicker.tick())
         self.assertIsNone(self.kicker.proc)
@@ -717,7 +748,7 @@ class KickTest(Carried, unittest.TestCase):
         with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
             self.kicker.kick()
             self.kicker.kick()
-            self.plugin.LOG.warning("end")
+            self.plugin.where.LOG.warning("end")
         self.assertEqual(len(said.output), 2, said.output)
         self.assertIn("the end-of-turn kick cannot start atc: ATC_BIN in the server's environment", said.output[0])
         self.assertIsNone(self.kicker.proc)
@@ -726,48 +757,89 @@ class KickTest(Carried, unittest.TestCase):
         self.kicker.reaper.join()
         return dict(l.split("=", 1) for l in (self.path / "calls.env").read_text().splitlines())
 
-    def test_the_job_file_comes_from_atc_state_then_the_config_file_then_the_default(self):
+    def files(self):
+        found, why = self.plugin.where.files()
+        self.assertIsNotNone(found, why)
+        return found
+
+    def test_atc_says_where_its_files_are_asked_again_only_when_that_may_change(self):
+        real = os.environ.get("ATC_TEST_BIN")
+        if not real:
+            self.skipTest("ATC_TEST_BIN not set (the Rust test runner sets it)")
+        self.carry(real)
         home = self.path / "home"
         os.environ.pop("ATC_STATE")
         os.environ.pop("ATC_CONFIG", None)
         os.environ.pop("XDG_STATE_HOME", None)
         os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(self.path / "xdg"))
         default = home / ".local" / "state" / "atc" / "jobs.json"
-        self.assertEqual(self.plugin.job_file(), default)
+        found = self.files()
+        self.assertEqual(found.job_file, default)
+        self.assertEqual(found.tick_lock, Path(str(default) + ".tick.lock"))
+        self.assertEqual(found.marks, Path(str(default) + ".tick.again"))
+        self.assertEqual(found.cadence, Path(str(default) + ".cadence"))
+        self.assertEqual(found.job_dir, default.parent)
+        # The same environment and config file: the answer kept, atc not run again.
+        self.assertIs(self.files(), found)
         config = self.path / "xdg" / "atc" / "config.toml"
         config.parent.mkdir(parents=True)
         config.write_text('# mine\nmax-age = "3d"\nstate = "%s"\n' % self.jobs)
-        self.assertEqual(self.plugin.job_file(), self.jobs)
+        self.assertEqual(self.files().job_file, self.jobs)
         config.write_text('state = "~/kept/jobs.json"\nkeep = "30d"\n')
-        self.assertEqual(self.plugin.job_file(), home / "kept" / "jobs.json")
-        # A relative path or a file atc refuses: the default (atc says what is wrong).
-        for text in ('state = "jobs.json"\n', 'state = 3\n', "state = \"\n", "keep = \"30d\"\n"):
-            config.write_text(text)
-            os.utime(str(config), ns=(time.time_ns(), time.time_ns() + len(text)))
-            self.assertEqual(self.plugin.job_file(), default, text)
+        os.utime(str(config), ns=(time.time_ns(), time.time_ns() + 1))
+        self.assertEqual(self.files().job_file, home / "kept" / "jobs.json")
         named = self.path / "named.toml"
         named.write_text('state = "/srv/atc/jobs.json"\n')
         os.environ["ATC_CONFIG"] = str(named)
-        self.assertEqual(self.plugin.job_file(), Path("/srv/atc/jobs.json"))
+        self.assertEqual(self.files().job_file, Path("/srv/atc/jobs.json"))
         os.environ["ATC_STATE"] = str(self.jobs)
-        self.assertEqual(self.plugin.job_file(), self.jobs)
-
-    def test_a_kick_looks_at_the_job_file_the_config_file_names(self):
+        self.assertEqual(self.files().job_file, self.jobs)
+        # A config file atc refuses: no files, atc's reason, and no tick started.
         os.environ.pop("ATC_STATE")
-        os.environ["ATC_CONFIG"] = str(self.path / "config.toml")
+        named.write_text("state = 3\n")
+        os.utime(str(named), ns=(time.time_ns(), time.time_ns() + 2))
+        found, why = self.plugin.where.files()
+        self.assertIsNone(found)
+        self.assertIn("atc cannot say where its files are", why)
+        self.assertIn("exited 78", why)
+
+    def test_a_kick_looks_at_the_job_file_atc_names(self):
         other = self.path / "other" / "jobs.json"
         other.parent.mkdir()
-        (self.path / "config.toml").write_text('state = "%s"\n' % other)
+        (self.path / "paths").write_text(json.dumps({
+            "job_file": str(other), "job_dir": str(other.parent), "config_file": None,
+            "config_file_exists": False, "lock": str(other) + ".lock",
+            "tick_lock": str(other) + ".tick.lock", "marks": str(other) + ".tick.again",
+            "cadence": str(other) + ".cadence", "log": str(other) + ".log"}))
         self.jobs.write_text("{}")
         self.kicker.kick()
-        self.assertIsNone(self.kicker.proc, "the configured job file does not exist yet")
+        self.assertIsNone(self.kicker.proc, "the job file atc names does not exist yet")
         other.write_text("{}")
+        self.kicker.kick()
+        self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
+
+    def test_when_atc_cannot_say_where_its_files_are_nothing_starts_and_the_log_says_so_once(self):
+        self.jobs.write_text("{}")
+        (self.path / "paths.exit").write_text("78")
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            self.kicker.kick()
+            self.assertFalse(self.kicker.tick())
+            self.kicker.kick()
+            self.plugin.where.LOG.warning("end")
+        self.assertEqual(len(said.output), 2, said.output)
+        self.assertIn("the end-of-turn kick cannot start atc: atc cannot say where its files are", said.output[0])
+        self.assertIn("exited 78: atc: no", said.output[0])
+        self.assertIsNone(self.kicker.proc)
+        self.assertFalse((self.path / "calls.all").exists())
+        # Asked again after a failure (here: the retry time gone by), and then it works.
+        (self.path / "paths.exit").unlink()
+        self.plugin.where.RETRY_SECS = 0
         self.kicker.kick()
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
 
     def test_the_hook_runs_the_kick_and_returns(self):
         self.jobs.write_text("{}")
-        hook = self.plugin.kick_hook(self.kicker)
+        hook = self.plugin.kick.kick_hook(self.kicker)
         self.assertEqual(hook.phase, "finally")
         run(hook.run(object()))
         self.assertEqual(self.kicked(), ["tick", "--kicked", "--json"])
@@ -778,7 +850,7 @@ class KickTest(Carried, unittest.TestCase):
         self.jobs.write_text("{}")
         request = types.SimpleNamespace(session_id="c-1", user_id="default", channel="console")
         ctx = types.SimpleNamespace(agent_id="worker", session_id="c-1", request=request)
-        run(self.plugin.kick_hook(self.kicker).run(ctx))
+        run(self.plugin.kick.kick_hook(self.kicker).run(ctx))
         args = self.kicked()
         self.assertEqual(args, ["tick", "--kicked", "--json"], "nothing of the turn on the command line")
         self.assertEqual(
@@ -788,9 +860,9 @@ class KickTest(Carried, unittest.TestCase):
         # A dict request (as the runtime may pass one), a missing channel.
         ctx = types.SimpleNamespace(agent_id="default", session_id="p-1", request={"user_id": "carol"})
         self.assertEqual(
-            self.plugin.turn_end(ctx), {"agent_id": "default", "session_id": "p-1", "user_id": "carol"}
+            self.plugin.kick.turn_end(ctx), {"agent_id": "default", "session_id": "p-1", "user_id": "carol"}
         )
-        self.assertIsNone(self.plugin.turn_end(types.SimpleNamespace(agent_id="default")))
+        self.assertIsNone(self.plugin.kick.turn_end(types.SimpleNamespace(agent_id="default")))
 
     def test_a_turn_ending_while_our_tick_runs_goes_into_its_mark_as_one_line(self):
         self.jobs.write_text("{}")
@@ -822,7 +894,7 @@ class KickTest(Carried, unittest.TestCase):
             self.kicker.proc.wait()
             self.kicker.reaper.join()
         self.assertEqual(said.output, ["WARNING:qwenpaw.plugins.atc:" + line])
-        self.assertEqual(self.plugin.give_up_lines(b"not json"), [])
+        self.assertEqual(self.plugin.kick.give_up_lines(b"not json"), [])
 
     def test_the_real_atc_heartbeat_is_understood(self):
         real = os.environ.get("ATC_TEST_BIN")
@@ -836,12 +908,13 @@ class KickTest(Carried, unittest.TestCase):
         def atc(*args):
             subprocess.run([real, *args], env=env, check=True, capture_output=True)
         atc("watch", "task-0123456789ab", "--session", "s-1")
-        self.assertTrue(self.plugin.has_work(self.jobs))
+        found = self.files()
+        self.assertTrue(self.plugin.kick.has_work(found))
         atc("cancel", "task-0123456789ab")
         atc("tick")
-        self.assertFalse(self.plugin.has_work(self.jobs), Path(str(self.jobs) + ".tick.lock").read_text())
+        self.assertFalse(self.plugin.kick.has_work(found), Path(str(self.jobs) + ".tick.lock").read_text())
         atc("watch", "task-0123456789ac", "--session", "s-1")
-        self.assertTrue(self.plugin.has_work(self.jobs))
+        self.assertTrue(self.plugin.kick.has_work(found))
 
 
 
@@ -916,9 +989,9 @@ class AutoWatchTest(Carried, unittest.TestCase):
             def warn_once(self, what, message):
                 test.warned.append((what, message))
 
-        self.reporter = self.plugin.Reporter(Kicker())
-        self.factory = self.plugin.turn_middleware(self.reporter)
-        self.hook = self.plugin.auto_watch_hook(self.reporter)
+        self.reporter = self.plugin.auto_watch.Reporter(Kicker())
+        self.factory = self.plugin.auto_watch.turn_middleware(self.reporter)
+        self.hook = self.plugin.auto_watch.auto_watch_hook(self.reporter)
 
     def tearDown(self):
         self.settle()
@@ -981,7 +1054,7 @@ class AutoWatchTest(Carried, unittest.TestCase):
         seed = self.path / "wd" / "plugins" / "agent-task-callback"
         seed.mkdir(parents=True)
         (seed / "plugin.json").write_text('{"id": "agent-task-callback", "version": "0.1.5"}')
-        self.plugin.STANDBY_LOOK_SECS = 0
+        self.plugin.where.STANDBY_LOOK_SECS = 0
         self.turn([
             ("submit_to_agent", {"to_agent": "SE", "text": "review"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
         ])
@@ -1039,7 +1112,7 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertIs(yielded[1], chunk)
 
     def test_the_target_agent_is_the_calls_to_agent_else_the_one_the_generated_session_names(self):
-        sub = self.plugin.background_submission
+        sub = self.plugin.auto_watch.background_submission
         out = submitted("task-aaaaaaaaaaaa", CHILD_SE)
         self.assertEqual(sub("submit_to_agent", json.dumps({"to_agent": " 'QA' "}), out),
                          ("task-aaaaaaaaaaaa", "QA", CHILD_SE))
@@ -1047,7 +1120,7 @@ class AutoWatchTest(Carried, unittest.TestCase):
         own = submitted("task-aaaaaaaaaaaa", "my-own-session")
         self.assertEqual(sub("submit_to_agent", "{}", own), ("task-aaaaaaaaaaaa", None, "my-own-session"))
         self.assertIsNone(sub("chat_with_agent", "{}", out))
-        read = self.plugin.finished_read
+        read = self.plugin.auto_watch.finished_read
         self.assertEqual(read("check_agent_task", checked("task-a")), "task-a")
         self.assertIsNone(read("check_agent_task", checked("task-a", "running")))
         self.assertIsNone(read("check_agent_task", "ERROR: 'task_id' is required to check task status"))
@@ -1113,7 +1186,7 @@ class AutoWatchTest(Carried, unittest.TestCase):
         os.environ["ATC_BIN"] = real
         os.environ["ATC_BASE_URL"] = "http://127.0.0.1:9"
         os.environ["HOME"] = str(self.path)
-        self.plugin.server_base_url = lambda: None
+        self.plugin.where.server_base_url = lambda: None
         self.turn([
             ("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
             ("submit_to_agent", {"to_agent": "default"}, submitted("task-bbbbbbbbbbbb", "mine")),
@@ -1154,8 +1227,8 @@ class CadenceTest(Carried, unittest.TestCase):
         os.environ.pop("STUB_SLEEP", None)
         os.environ.pop("ATC_CADENCE", None)
         self.plugin = installed_plugin(self.path)
-        self.kicker = self.plugin.Kicker()
-        self.cadence = self.plugin.Cadence(self.kicker, 20)
+        self.kicker = self.plugin.kick.Kicker()
+        self.cadence = self.plugin.kick.Cadence(self.kicker, 20)
 
     def tearDown(self):
         if self.kicker.proc is not None:
@@ -1167,17 +1240,17 @@ class CadenceTest(Carried, unittest.TestCase):
         self.dir.cleanup()
 
     def heartbeat(self, at):
-        beat = {"last_tick_at": self.plugin.rfc3339(at)}
+        beat = {"last_tick_at": self.plugin.kick.rfc3339(at)}
         Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
 
     def said(self):
         return json.loads(Path(str(self.jobs) + ".cadence").read_text())
 
     def test_the_period_is_20s_unless_configured(self):
-        self.assertEqual(self.plugin.cadence_period(), 20.0)
+        self.assertEqual(self.plugin.kick.cadence_period(), 20.0)
         for raw, secs in (("5s", 5.0), ("1m", 60.0), ("30", 30.0), ("off", 0.0), ("0", 0.0)):
             os.environ["ATC_CADENCE"] = raw
-            self.assertEqual(self.plugin.cadence_period(), secs, raw)
+            self.assertEqual(self.plugin.kick.cadence_period(), secs, raw)
 
     def test_no_timer_seen_a_beat_starts_a_plain_tick_and_says_so(self):
         self.assertTrue(self.cadence.beat())

@@ -116,6 +116,11 @@ fn dry_run_says_what_it_would_change_and_changes_nothing() {
             "QwenPaw working dir {shown} (from --working-dir)\n\
              Would change: write the plugin's plugin.json ({shown}/plugins/atc/plugin.json)\n\
              Would change: write the plugin's plugin.py ({shown}/plugins/atc/plugin.py)\n\
+             Would change: write the plugin's atc_plugin/__init__.py ({shown}/plugins/atc/atc_plugin/__init__.py)\n\
+             Would change: write the plugin's atc_plugin/where.py ({shown}/plugins/atc/atc_plugin/where.py)\n\
+             Would change: write the plugin's atc_plugin/tools.py ({shown}/plugins/atc/atc_plugin/tools.py)\n\
+             Would change: write the plugin's atc_plugin/kick.py ({shown}/plugins/atc/atc_plugin/kick.py)\n\
+             Would change: write the plugin's atc_plugin/auto_watch.py ({shown}/plugins/atc/atc_plugin/auto_watch.py)\n\
              Would change: write the plugin's frontend.mjs ({shown}/plugins/atc/frontend.mjs)\n\
              Would change: enable the tools for agent default ({shown}/workspaces/default/agent.json)\n\
              Would change: enable the tools for agent QA ({shown}/workspaces/QA/agent.json)\n\
@@ -150,9 +155,18 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
         .json();
     assert_eq!(out["agents"], json!(["QA"]));
     assert_eq!(out["restart_needed"], true);
-    assert_eq!(out["changes"].as_array().unwrap().len(), 5, "{out}");
+    assert_eq!(out["changes"].as_array().unwrap().len(), 10, "{out}");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/qwenpaw-plugin/atc");
-    for name in ["plugin.json", "plugin.py", "frontend.mjs"] {
+    for name in [
+        "plugin.json",
+        "plugin.py",
+        "atc_plugin/__init__.py",
+        "atc_plugin/where.py",
+        "atc_plugin/tools.py",
+        "atc_plugin/kick.py",
+        "atc_plugin/auto_watch.py",
+        "frontend.mjs",
+    ] {
         assert_eq!(
             fs::read(wd.join("plugins/atc").join(name)).unwrap(),
             fs::read(root.join(name)).unwrap(),
@@ -679,6 +693,12 @@ fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time(
             "atc/",
             "atc/plugin.json",
             "atc/plugin.py",
+            "atc/atc_plugin/",
+            "atc/atc_plugin/__init__.py",
+            "atc/atc_plugin/where.py",
+            "atc/atc_plugin/tools.py",
+            "atc/atc_plugin/kick.py",
+            "atc/atc_plugin/auto_watch.py",
             "atc/frontend.mjs",
             "atc/bin/",
             "atc/bin/atc",
@@ -689,7 +709,8 @@ fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time(
         ],
         "no requirements.txt: nothing for pip to fetch"
     );
-    let bin = &entries[5];
+    let entry = |name: &str| entries.iter().find(|e| e.0 == name).unwrap();
+    let bin = entry("atc/bin/atc");
     assert_eq!(bin.1, 0o100_755, "the bundled atc is a program");
     assert_eq!(
         bin.2,
@@ -698,7 +719,7 @@ fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time(
     );
     let platform_file = env.dir.path().join("platform");
     fs::write(&platform_file, format!("{platform}\n")).unwrap();
-    assert_eq!(entries[6].2, sha256_of(&platform_file));
+    assert_eq!(entry("atc/bin/atc.platform").2, sha256_of(&platform_file));
 }
 
 #[test]
@@ -742,6 +763,12 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             "atc/",
             "atc/plugin.json",
             "atc/plugin.py",
+            "atc/atc_plugin/",
+            "atc/atc_plugin/__init__.py",
+            "atc/atc_plugin/where.py",
+            "atc/atc_plugin/tools.py",
+            "atc/atc_plugin/kick.py",
+            "atc/atc_plugin/auto_watch.py",
             "atc/frontend.mjs",
             "atc/requirements.txt",
             "atc/skills/",
@@ -758,12 +785,14 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             0o100_644
         };
         assert_eq!(*mode, want, "{name}: no symlinks, no odd modes");
+        // Every file of the plugin is its source's bytes.
         let source = match name.as_str() {
-            "atc/plugin.json" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.json")),
-            "atc/plugin.py" => Some(root.join("examples/qwenpaw-plugin/atc/plugin.py")),
-            "atc/frontend.mjs" => Some(root.join("examples/qwenpaw-plugin/atc/frontend.mjs")),
             "atc/skills/atc-callback/SKILL.md" => {
                 Some(root.join("examples/qwenpaw-skill/atc-callback/SKILL.md"))
+            }
+            "atc/requirements.txt" => None,
+            plugin if !plugin.ends_with('/') => {
+                Some(root.join("examples/qwenpaw-plugin").join(plugin))
             }
             _ => None,
         };
@@ -771,13 +800,14 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
             assert_eq!(bytes, &fs::read(source).unwrap(), "{name}");
         }
     }
-    let requirements = String::from_utf8(entries[4].3.clone()).unwrap();
+    let entry = |name: &str| entries.iter().find(|e| e.0 == name).unwrap();
+    let requirements = String::from_utf8(entry("atc/requirements.txt").3.clone()).unwrap();
     let pins: Vec<&str> = requirements
         .lines()
         .filter(|l| !l.starts_with('#'))
         .collect();
     assert_eq!(pins, [format!("atc-qwenpaw=={version}")]);
-    let manifest: Value = serde_json::from_slice(&entries[1].3).unwrap();
+    let manifest: Value = serde_json::from_slice(&entry("atc/plugin.json").3).unwrap();
     assert_eq!(manifest["version"], version);
     // QwenPaw's console imports the bundle the manifest names (`entry.frontend`).
     assert_eq!(manifest["entry"]["frontend"], "frontend.mjs");
@@ -1121,9 +1151,10 @@ fn after_the_replacement_the_server_loads_atcs_plugin_again_for_its_tools() {
     let shown = wd.display().to_string();
     // atc's plugin as the zip left it: its files in place already.
     let plugin = wd.join("plugins/atc");
-    fs::create_dir_all(&plugin).unwrap();
     for (name, text) in atc::install::PLUGIN_FILES {
-        fs::write(plugin.join(name), text).unwrap();
+        let file = plugin.join(name);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
     }
     let out = env
         .atc([

@@ -266,7 +266,7 @@ fn the_readme_qwenpaw_lines_install_the_plugin_and_the_timer() {
     assert!(out.status.success(), "{}", said(&out));
 
     let plugin = home.join(".qwenpaw/plugins/atc");
-    for file in ["plugin.json", "plugin.py", "frontend.mjs"] {
+    for (file, _) in atc::install::PLUGIN_FILES {
         assert!(plugin.join(file).is_file(), "{file}: {}", said(&out));
     }
     let agent = std::fs::read_to_string(workspace.join("agent.json")).unwrap();

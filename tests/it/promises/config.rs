@@ -902,3 +902,85 @@ fn the_guides_example_is_a_config_file_atc_takes() {
     assert_eq!(doc["settings"]["max-age"]["value"], "3d");
     assert_eq!(doc["settings"]["max-strikes"]["value"], 180);
 }
+
+/// Every file below `dir`, for "nothing was created".
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut left = vec![dir.to_path_buf()];
+    while let Some(next) = left.pop() {
+        for entry in fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                left.push(path.clone());
+            }
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `atc paths`: where every command finds its files in this environment (the plugin reads
+/// it instead of working them out), the job file from `ATC_STATE`, else `state` in the
+/// config file, else the default; it creates nothing.
+#[test]
+fn paths_names_the_files_every_command_uses_and_creates_nothing() {
+    let env = TestEnv::new();
+    let before = tree(env.dir.path());
+    let jobs = env.state.display().to_string();
+    let config = config_path(&env);
+    env.atc(["paths"])
+        .stdout(format!(
+            "job_file: {jobs}\njob_dir: {}\nconfig_file: {}\nconfig_file_exists: false\n\
+             lock: {jobs}.lock\ntick_lock: {jobs}.tick.lock\nmarks: {jobs}.tick.again\n\
+             cadence: {jobs}.cadence\nlog: {jobs}.log\n",
+            env.state.parent().unwrap().display(),
+            config.display(),
+        ))
+        .no_file()
+        .run();
+    let doc = env
+        .atc(["paths", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(
+        doc,
+        json!({
+            "job_file": jobs,
+            "job_dir": env.state.parent().unwrap(),
+            "config_file": config,
+            "config_file_exists": false,
+            "lock": format!("{jobs}.lock"),
+            "tick_lock": format!("{jobs}.tick.lock"),
+            "marks": format!("{jobs}.tick.again"),
+            "cadence": format!("{jobs}.cadence"),
+            "log": format!("{jobs}.log"),
+        })
+    );
+    assert_eq!(tree(env.dir.path()), before, "atc paths created a file");
+
+    // The config file's `state`, when ATC_STATE is not set; the default without either.
+    let kept = env.path("kept/jobs.json");
+    write_config(&env, &format!("state = {:?}\n", kept.display().to_string()));
+    let doc = env
+        .atc_default_state(["paths", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(doc["job_file"], json!(kept));
+    assert_eq!(doc["config_file_exists"], json!(true));
+    fs::remove_file(config_path(&env)).unwrap();
+    let default = env.home.join(".local/state/atc/jobs.json");
+    let doc = env
+        .atc_default_state(["paths", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(doc["job_file"], json!(default));
+    assert_eq!(
+        doc["tick_lock"],
+        json!(format!("{}.tick.lock", default.display()))
+    );
+    assert!(!kept.parent().unwrap().exists() && !default.parent().unwrap().exists());
+}

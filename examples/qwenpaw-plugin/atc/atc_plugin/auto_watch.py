@@ -1,0 +1,315 @@
+# -*- coding: utf-8 -*-
+"""Auto-watch: every background task a turn's submit_to_agent started, watched when the
+turn ends, with no tool call by the model; a finished result the parent read itself with
+check_agent_task reported at once (``atc parent-read``), so atc does not post it too.
+
+A middleware the plugin registers (QwenPaw builds one per turn, ``runtime/builder.py``
+``_build_middlewares``) sees each tool call of that turn return (``on_acting``): exactly
+this turn's calls, none of the earlier turns the agent's memory holds. At the turn's end a
+``FINALLY`` hook runs one ``atc watch --origin auto --json`` for the turn's submissions,
+detached; atc decides (auto-watch on or off, a task already watched, ACP)."""
+
+import json
+import re
+import subprocess
+import threading
+
+from . import kick, tools, where
+
+TURN_KEY = "atc.turn"
+SUBMIT = "submit_to_agent"
+CHECK = "check_agent_task"
+CANCEL = "cancel_task_callback"
+_TASK_LINE = re.compile(r"\A\s*\[TASK_ID:\s*([^\]\s]+)\s*\]")
+_SESSION_LINE = re.compile(r"^\[SESSION:\s*(.*?)\s*\]\s*$", re.M)
+_FINISHED = re.compile(r"\A\s*\[TASK_ID:\s*([^\]\s]+)\s*\]\s*\n\[STATUS:\s*finished\s*\]")
+# The child session QwenPaw generates: "<from>:to:<to>:<milliseconds>:<8 hex>".
+_GENERATED_SESSION = re.compile(r"\A[^:\s]+:to:([^:\s]+):\d+:[0-9a-f]{8}\Z")
+
+
+def normalize_id(value):
+    """As QwenPaw's ``normalize_id``: surrounding whitespace and quotes dropped."""
+    if not isinstance(value, str):
+        return None
+    return value.strip().strip("'\"").strip() or None
+
+
+def call_arguments(raw):
+    """A tool call's arguments (the JSON the model wrote), as a dict; {} when unreadable."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def tool_output(items):
+    """The text a tool call returned: its final ToolResponse's text blocks, else the text of
+    the chunks it streamed."""
+    def text_of(item):
+        return "".join(
+            getattr(block, "text", "") or ""
+            for block in (getattr(item, "content", None) or [])
+            if isinstance(getattr(block, "text", None), str)
+        )
+
+    responses = [i for i in items if type(i).__name__ == "ToolResponse"]
+    if responses:
+        return text_of(responses[-1])
+    return "".join(text_of(i) for i in items)
+
+
+def background_submission(name, arguments, output):
+    """(task id, agent it runs on, child session) when this call was a submit_to_agent that
+    started a background task (its output opens with ``[TASK_ID: …]``, then
+    ``[SESSION: …]``); None for any other call, and for a submission that failed (``ERROR:
+    …``, ``Agent [x] not exists``). chat_with_agent (foreground: its answer is in the same
+    turn) and spawn_subagent are never watched."""
+    if name != SUBMIT:
+        return None
+    task = _TASK_LINE.match(output or "")
+    if not task:
+        return None
+    session = _SESSION_LINE.search(output)
+    child = session.group(1) if session and session.group(1) else None
+    target = normalize_id(call_arguments(arguments).get("to_agent"))
+    if target is None and child:
+        generated = _GENERATED_SESSION.match(child)
+        target = generated.group(1) if generated else None
+    return task.group(1), target, child
+
+
+def finished_read(name, output):
+    """The task whose finished result a check_agent_task call showed (``[STATUS:
+    finished]``: completed or failed), else None. A task still running is no read."""
+    if name != CHECK:
+        return None
+    found = _FINISHED.match(output or "")
+    return found.group(1) if found else None
+
+
+def turn_chat(ctx):
+    """The chat a turn ran in, from its HookContext: (agent, session, user, channel). An ACP
+    turn (``request_context["qwenpaw.ephemeral"]``: never saved, no chat atc can post
+    into) has no session: nothing of it is watched."""
+    request = getattr(ctx, "request", None)
+    context = getattr(request, "request_context", None)
+    ephemeral = isinstance(context, dict) and str(context.get("qwenpaw.ephemeral")).lower() in (
+        "true", "1", "yes")
+    if ephemeral:
+        return (getattr(ctx, "agent_id", None) or None, None, None, None)
+    return (
+        getattr(ctx, "agent_id", None) or None,
+        getattr(ctx, "session_id", None) or None,
+        getattr(request, "user_id", None) or None,
+        getattr(request, "channel", None) or None,
+    )
+
+
+class Turn:
+    """What one turn's tool calls did, as they returned: the background tasks it submitted
+    (in order, each once), the finished results it read, the watches it cancelled."""
+
+    def __init__(self, chat):
+        self.chat = chat
+        self.submitted = []
+        self.read = set()
+        self.cancelled = set()
+
+    def saw(self, name, arguments, output):
+        """Notes one tool call; returns the task id of a finished result it read, if any."""
+        submission = background_submission(name, arguments, output)
+        if submission and submission[0] not in [s[0] for s in self.submitted]:
+            self.submitted.append(submission)
+        if name == CANCEL:
+            task = normalize_id(str(call_arguments(arguments).get("task_id") or ""))
+            if task:
+                self.cancelled.add(task)
+        read = finished_read(name, output)
+        if read:
+            self.read.add(read)
+        return read
+
+    def to_watch(self):
+        """The submissions the turn's end watches: not one whose result the turn already
+        read itself, nor one it cancelled the callback of."""
+        return [s for s in self.submitted if s[0] not in self.read | self.cancelled]
+
+
+def auto_watch_args(turn):
+    """``atc watch --origin auto …`` for the turn, and what goes on its standard input
+    (each task, its child session and the agent it runs on); None when the turn started
+    nothing to watch or ran in no chat."""
+    tasks = turn.to_watch()
+    if not tasks or not turn.chat[1]:
+        return None
+    args = ["watch", "--origin", "auto", "--json", "--from", "-", *tools.chat_args(turn.chat)]
+    lines = []
+    for task, target, child in tasks:
+        lines.append("[TASK_ID: %s]" % task)
+        if child:
+            lines.append("[SESSION: %s]" % child)
+        if target:
+            lines.append("[TARGET_AGENT: %s]" % target)
+    return args, "\n".join(lines) + "\n"
+
+
+def parent_read_args(chat, task):
+    """``atc parent-read`` of one finished result the parent read; None with no chat."""
+    if not chat[1]:
+        return None
+    return ["parent-read", task, "--json", *tools.chat_args(chat)]
+
+
+class Reporter:
+    """Starts the auto-watch and parent-read commands, detached (own session, stdin fed and
+    output read by a reaper thread), never waiting and never raising; after an auto-watch
+    that watched something, a kick (results that finished during the turn are then
+    delivered at once, not at the next turn's end or beat of the cadence)."""
+
+    def __init__(self, kicker):
+        self.kicker = kicker
+        # The reaper threads of the last few commands (the tests wait on them).
+        self.reapers = []
+
+    def turn_ended(self, turn):
+        try:
+            if where.STANDBY.now():
+                return  # the seed watches what this turn submitted (its own tool, if called)
+            asked = auto_watch_args(turn)
+            if asked is not None:
+                self.start(asked[0], asked[1], self.watched)
+        except Exception as err:  # pylint: disable=broad-except
+            self.kicker.warn_once("auto-watch", "the automatic watch at a turn's end failed: %r" % err)
+
+    def read(self, chat, task):
+        try:
+            args = parent_read_args(chat, task)
+            if args is not None:
+                self.start(args, None, None)
+        except Exception as err:  # pylint: disable=broad-except
+            self.kicker.warn_once("parent-read", "cannot tell atc the parent read a result: %r" % err)
+
+    def start(self, args, stdin_text, done):
+        exe, problem = where.find_atc()
+        if exe is None:
+            self.kicker.warn_once("missing-auto", "auto-watch cannot start atc: " + problem)
+            return None
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with
+            [exe, *args],
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+            env=where.atc_env(),
+        )
+        reaper = threading.Thread(
+            target=self.reap, args=(proc, stdin_text, done, args[0]),
+            name="atc-auto-reaper", daemon=True,
+        )
+        reaper.start()
+        self.reapers = self.reapers[-7:] + [reaper]
+        return proc
+
+    def reap(self, proc, stdin_text, done, what):
+        try:
+            data = stdin_text.encode("utf-8") if stdin_text is not None else None
+            out, _ = proc.communicate(data)
+            if proc.returncode != 0:
+                self.kicker.warn_once(
+                    "exit-" + what,
+                    "atc %s (from the end of a turn) exited %s; `atc log` and `atc doctor` as "
+                    "the server's user say more" % (what, proc.returncode),
+                )
+            elif done is not None:
+                done(out)
+        except Exception as err:  # pylint: disable=broad-except
+            self.kicker.warn_once("reap-" + what, "atc %s: %r" % (what, err))
+
+    def watched(self, out):
+        """After the auto-watch: a tick, when it watched anything."""
+        try:
+            doc = json.loads(out.decode("utf-8", "replace"))
+        except ValueError:
+            return
+        if isinstance(doc, dict) and doc.get("jobs"):
+            self.kicker.kick(ends=children_of(doc["jobs"]))
+
+
+def children_of(jobs):
+    """The kick after an auto-watch: as if each new watch's child had just ended its turn
+    (its agent, its session), so the tick polls those watches and nothing else; ``None``
+    (look at everything) when a watch's child session is not known."""
+    ends = []
+    for job in jobs:
+        if not isinstance(job, dict) or not job.get("child_session"):
+            return None
+        agent = job.get("target_agent") or job.get("agent_id")
+        if not agent:
+            return None
+        ends.append({"agent_id": agent, "session_id": job["child_session"]})
+    return ends or None
+
+
+REPORTER = Reporter(kick.KICKER)
+
+
+def turn_middleware(reporter):
+    """The middleware factory (``api.register_middleware``): one recorder per turn, kept in
+    the turn's ``ctx.extras`` for the FINALLY hook. It passes every tool call's output on
+    unchanged and never raises into the turn."""
+    from agentscope.middleware import MiddlewareBase  # the host
+
+    class AtcTurnRecorder(MiddlewareBase):
+        def __init__(self, turn):
+            self.turn = turn
+
+        async def on_acting(self, agent, input_kwargs, next_handler):  # pylint: disable=unused-argument
+            call = input_kwargs.get("tool_call")
+            items = []
+            async for item in next_handler(**input_kwargs):
+                items.append(item)
+                yield item
+            try:
+                read = self.turn.saw(
+                    getattr(call, "name", ""), getattr(call, "input", ""), tool_output(items)
+                )
+                if read:
+                    reporter.read(self.turn.chat, read)
+            except Exception as err:  # pylint: disable=broad-except
+                reporter.kicker.warn_once("record", "cannot note a tool call of the turn: %r" % err)
+
+    def factory(ctx, agent_config):  # pylint: disable=unused-argument
+        try:
+            turn = Turn(turn_chat(ctx))
+            ctx.extras[TURN_KEY] = turn
+            return AtcTurnRecorder(turn)
+        except Exception as err:  # pylint: disable=broad-except
+            reporter.kicker.warn_once("factory", "no auto-watch for a turn: %r" % err)
+            return None
+
+    return factory
+
+
+def auto_watch_hook(reporter):
+    """A ``FINALLY`` runtime hook: the turn's background submissions, watched (success,
+    failure and cancel alike: the children run whatever became of the turn)."""
+    from qwenpaw.runtime.hooks import HookBase, HookResult  # the host
+    from qwenpaw.runtime.phases import Phase
+
+    class AtcAutoWatchHook(HookBase):
+        phase = Phase.FINALLY
+        name = "atc_auto_watch"
+        # Before the kick (1000): the watch is registered as soon as possible.
+        priority = 990
+
+        async def run(self, ctx):
+            turn = getattr(ctx, "extras", {}).get(TURN_KEY)
+            if turn is not None:
+                reporter.turn_ended(turn)
+            return HookResult()
+
+    return AtcAutoWatchHook()

@@ -1,0 +1,440 @@
+# -*- coding: utf-8 -*-
+"""The Agent Task Callback tools: each runs one ``atc ... --json`` for the calling chat
+and answers with one short line the model can act on, never a file path, never another
+chat's session or user."""
+
+import asyncio
+import json
+import re
+
+from . import where
+
+TOOLS = (
+    "watch_agent_task",
+    "watch_agent_tasks",
+    "callback_task_status",
+    "cancel_task_callback",
+)
+# atc's own requests time out well before this; it only guards against a hung process.
+RUN_TIMEOUT = 60.0
+# How many of the chat's watches callback_task_status lists (the seed's 20).
+STATUS_LIMIT = 20
+# Cut atc's refusals to this many characters: the model needs the reason, not a page.
+LINE_CAP = 400
+
+
+def chat_context():
+    """The calling turn's (agent, session, user, channel); None where QwenPaw has none."""
+    from qwenpaw.app import agent_context as ctx  # the host; stubbed in the tests
+
+    peek = getattr(ctx, "peek_current_agent_id", None)
+    agent = (peek() if peek else "") or ctx.get_current_agent_id()
+    return (
+        agent or None,
+        ctx.get_current_session_id() or None,
+        ctx.get_current_user_id() or None,
+        ctx.get_current_channel() or None,
+    )
+
+
+def chat_args(chat):
+    agent, session, user, channel = chat
+    args = ["--session", session]
+    if user:
+        args += ["--user", user]
+    if channel:
+        args += ["--channel", channel]
+    if agent:
+        args += ["--agent", agent]
+    return args
+
+
+async def run_atc(args):
+    """Runs ``atc <args>``: (exit code, stdout, stderr), or (None, "", why it could not)."""
+    exe, problem = where.find_atc()
+    if exe is None:
+        return None, "", problem
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            exe,
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=where.atc_env(),
+        )
+    except OSError as err:
+        return None, "", "cannot run %s: %s. %s" % (exe, err, where.NOT_INSTALLED)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return None, "", "atc did not answer within %d s; try again later" % RUN_TIMEOUT
+    return (
+        proc.returncode,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+    )
+
+
+def scrub(text):
+    """What the model may read of atc's words: no file paths (the job file's above all),
+    no other chat's ids (a refusal's list of the chats sharing a session id)."""
+    found, _ = where.files()
+    if found is not None:
+        text = text.replace(str(found.job_file), "atc's job file")
+    # A path, but not a URL's (this server's own address may be named).
+    text = re.sub(r"(?<![\w.:/])/[^\s'\"(),;]+", "(a file on the server)", text)
+    text = re.sub(r"; chats with session id .*?(?=\. Pass |$)", "; no chat matches exactly", text)
+    return text
+
+
+def reason(stderr):
+    """atc's own one-line error (``atc: ...``), scrubbed, cut to LINE_CAP characters."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    said = next((l for l in reversed(lines) if l.startswith("atc: ")), None)
+    said = (said or (lines[-1] if lines else "atc failed without a message"))
+    if said.startswith("atc: "):
+        said = said[len("atc: "):]
+    said = scrub(said)
+    return said if len(said) <= LINE_CAP else said[: LINE_CAP - 1] + "\u2026"
+
+
+def jobs_of(stdout):
+    """The job records of a ``--json`` answer: one record, or ``{"jobs": [...]}``."""
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        return []
+    if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
+        return [j for j in doc["jobs"] if isinstance(j, dict)]
+    return [doc] if isinstance(doc, dict) else []
+
+
+def no_chat():
+    return (
+        "Not watching: this call has no chat to send the result to (QwenPaw gave no "
+        "session). Check the task with check_agent_task instead, at most once every 30 seconds."
+    )
+
+
+def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in=""):
+    chat = chat_context()
+    agent, session = chat[0], chat[1]
+    if not session:
+        return None
+    # --origin plugin: what the parent is told later names this tool's options
+    # (stop_after, cancel_task_callback), not atc's flags.
+    args = ["watch", *task_ids, "--json", "--origin", "plugin", *chat_args(chat)]
+    target = (target_agent or "").strip()
+    if target and target != agent:
+        args += ["--target-agent", target]
+    if group:
+        args += ["--group", group]
+    child = (child_session or "").strip()
+    if child:
+        args += ["--child-session", child]
+    deadline = (stop_after or "").strip()
+    if deadline:
+        args += ["--stop-after", deadline]
+    every = (check_in or "").strip()
+    if every:
+        args += ["--check-in", every]
+    return args
+
+
+def human(secs):
+    """Seconds as atc writes durations: 20s, 1m 30s, 2h, 1d 1h."""
+    left, parts = int(secs), []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if left >= size:
+            parts.append("%d%s" % (left // size, unit))
+            left %= size
+    return " ".join(parts) or "0s"
+
+
+def applied(job, target_agent, group, child_session, stop_after, check_in):
+    """The options this watch applied, as the model asked for them and atc recorded them."""
+    said = []
+    target = job.get("target_agent") or (target_agent or "").strip()
+    if target:
+        said.append("polled as agent %s" % target)
+    if group:
+        said.append("group %s" % group)
+    if (child_session or "").strip():
+        said.append("its child session recorded, so it can be stopped")
+    stop = job.get("stop_after_secs")
+    if stop or (stop_after or "").strip():
+        said.append("stops it after %s if it is still running" % (
+            human(stop) if stop else stop_after.strip()))
+    every = job.get("check_in_secs")
+    if every or (check_in or "").strip():
+        said.append("a [STATUS: running] check-in every %s while it runs (at most 5)" % (
+            human(every) if every else check_in.strip()))
+    return said
+
+
+def mine(job, chat):
+    agent, session, user, channel = chat
+    return (
+        job.get("session_id") == session
+        and (user is None or job.get("user_id") == user)
+        and (channel is None or job.get("channel") == channel)
+        and (agent is None or job.get("agent_id") == agent)
+    )
+
+
+async def chat_jobs(chat):
+    """(this chat's jobs, every other chat's task ids), or None with why not."""
+    code, out, err = await run_atc(["status", "--all", "--json"])
+    if code is None:
+        return None, err
+    if code != 0:
+        return None, reason(err)
+    jobs = jobs_of(out)
+    own = [j for j in jobs if mine(j, chat)]
+    others = {j.get("task_id") for j in jobs if not mine(j, chat)}
+    return (own, others), None
+
+
+async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
+    standing_by = where.STANDBY.answer()
+    if standing_by:
+        return standing_by
+    if watch_args(task_ids, target_agent, group) is None:
+        return no_chat()
+    shown = ", ".join(task_ids)
+    listed, problem = await chat_jobs(chat_context())
+    if listed is None:
+        return "Not watching %s: %s" % (shown, problem)
+    taken = [t for t in task_ids if t in listed[1]]
+    if taken:
+        # Watching it here would take another chat's watch away from it.
+        return (
+            "Not watching %s: another chat already watches %s. Watch only the tasks you "
+            "submitted from this chat." % (shown, ", ".join(taken))
+        )
+    if not (target_agent or "").strip() and len(task_ids) == 1:
+        # The turn's end watched it already, on the agent submit_to_agent named: the same
+        # watch, not another one polled as this agent.
+        known = [j.get("target_agent") for j in listed[0] if j.get("task_id") == task_ids[0]]
+        target_agent = (known[0] if known else None) or ""
+    args = watch_args(task_ids, target_agent, group, child_session, stop_after, check_in)
+    code, out, err = await run_atc(args)
+    if code is None:
+        return "Not watching %s: %s" % (shown, err)
+    if code == 6:
+        # The server has no such task (atc's exit 6): check_agent_task would say the same.
+        return (
+            "Not watching %s: this QwenPaw server has no such task (\"Task not found\"). "
+            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
+        )
+    if code != 0:
+        return (
+            "Not watching %s: %s. If you cannot fix that, check the task with "
+            "check_agent_task instead, at most once every 30 seconds." % (shown, reason(err))
+        )
+    jobs = jobs_of(out)
+    ids = [j.get("task_id") for j in jobs] or list(task_ids)
+    together = " together, as one message," if group else ""
+    options = applied(jobs[0] if jobs else {}, target_agent, group, child_session, stop_after, check_in)
+    confirmed = (" (%s)" % "; ".join(options)) if options else ""
+    return (
+        "Watching %s%s: the result comes back into this chat%s by itself when it "
+        "finishes. Do not poll check_agent_task for it; tell the user and end your turn."
+        % (", ".join(i for i in ids if i), confirmed, together)
+    )
+
+
+async def watch_agent_task(
+    task_id: str,
+    target_agent: str = "",
+    child_session: str = "",
+    stop_after: str = "",
+    check_in: str = "",
+) -> str:
+    """Watch a background task with options, or one started some other way.
+
+    You do not need this after ``submit_to_agent``: every background task it starts from
+    this chat is watched by itself when your turn ends, and its result comes back into
+    this chat by itself, as a new user message starting with ``[TASK_ID: <task_id>]`` (the
+    same text ``check_agent_task`` shows), which wakes you up to continue. So do not poll
+    ``check_agent_task`` either: tell the user the work is delegated and end your turn.
+    Call this tool only to give a task a deadline (``stop_after``) or progress notes
+    (``check_in``), or to watch a task started another way (``qwenpaw agents chat
+    --background``). Watching the same task again changes nothing. A task ID the server
+    does not have is refused: copy it exactly from ``submit_to_agent``'s answer.
+
+    Args:
+        task_id (`str`):
+            The task ID ``submit_to_agent`` returned, e.g. ``task-3f9a0c1b2d4e``.
+        target_agent (`str`, optional):
+            The agent the task runs on (the ``to_agent`` you submitted to). Pass it
+            whenever you delegated to another agent.
+        child_session (`str`, optional):
+            The ``[SESSION: ...]`` value ``submit_to_agent`` printed under the task ID.
+            Pass it so the task can be stopped later (``stop_after``, or
+            ``cancel_task_callback(task_id, stop=True)``).
+        stop_after (`str`, optional):
+            A deadline such as ``10m`` or ``1h``: if the task is still running that long
+            after it started, it is stopped and its "Task cancelled" result comes back
+            here with a line saying so. Use it when the result is worthless after a while
+            (something the user is waiting for now, a task that may hang); leave it empty
+            for work that should finish however long it takes. Needs ``child_session``.
+        check_in (`str`, optional):
+            An interval such as ``5m``: while the task runs, a short
+            ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
+            for long work the user wants to hear about; there is nothing to do on a
+            check-in but tell the user, if they asked
+            (``cancel_task_callback(task_id, check_ins=True)`` stops them).
+
+    Returns:
+        `str`:
+            One line: watching (and what to do next), or why not and what to do instead.
+    """
+    return await watch(
+        [str(task_id).strip()],
+        target_agent,
+        child_session=str(child_session or ""),
+        stop_after=str(stop_after or ""),
+        check_in=str(check_in or ""),
+    )
+
+
+async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
+    """Get several background tasks' results back together, once, as one message.
+
+    Every task ``submit_to_agent`` starts comes back by itself anyway, each as soon as it
+    finishes. Use this only when you want one combined answer (fan-in): when none of them
+    is still running, one message starting with ``[ATC_GROUP: <group>]`` arrives in this
+    chat with every task's result in order. Tasks on different agents: call it once per
+    agent with the same group name. Do not poll ``check_agent_task`` for them.
+
+    Args:
+        task_ids (`list[str]`):
+            The task IDs ``submit_to_agent`` returned.
+        group (`str`):
+            A short name for this batch, new for every batch (e.g. ``reviews-1``).
+
+    Returns:
+        `str`:
+            One line: watching (and what to do next), or why not and what to do instead.
+    """
+    if isinstance(task_ids, str):
+        task_ids = [t for t in task_ids.replace(",", " ").split() if t]
+    ids = [str(t).strip() for t in task_ids or [] if str(t).strip()]
+    name = str(group or "").strip()
+    if not ids or not name:
+        return "Not watching: pass the task IDs and a group name."
+    return await watch(ids, group=name)
+
+
+async def callback_task_status() -> str:
+    """List the tasks this chat watches and what is happening to each.
+
+    Use it when the user asks how delegated work is doing (tasks ``submit_to_agent``
+    started are watched by themselves, so they are listed too). One line per task, newest
+    first: ``task_id | status | agent=… session=… | registered=…``. ``pending`` means waiting for the
+    task (or for this chat to be idle); ``done`` means its result was posted here;
+    ``skipped`` that nothing was posted (you read the result with ``check_agent_task``).
+
+    Returns:
+        `str`:
+            The chat's watches, one per line, or a line saying there are none.
+    """
+    standing_by = where.STANDBY.answer()
+    if standing_by:
+        return standing_by
+    chat = chat_context()
+    if not chat[1]:
+        return "This call has no chat (QwenPaw gave no session): there is nothing to list."
+    listed, problem = await chat_jobs(chat)
+    if listed is None:
+        return "Cannot list the watches: %s" % problem
+    own = listed[0]
+    if not own:
+        return "This chat watches no tasks."
+    lines = [
+        "%s | %s | agent=%s session=%s | registered=%s"
+        % (
+            j.get("task_id"),
+            j.get("status"),
+            j.get("target_agent") or j.get("agent_id"),
+            j.get("session_id"),
+            j.get("registered_at"),
+        )
+        for j in own[:STATUS_LIMIT]
+    ]
+    return "\n".join(lines)
+
+
+async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool = False) -> str:
+    """Stop watching a task: its result will not be posted into this chat.
+
+    By default the task itself keeps running; only the callback is dropped. Use it when
+    the user no longer wants the result (a task submitted in this very turn is then not
+    watched when the turn ends). With ``stop=True`` the task itself is stopped
+    too (it must have been watched with ``child_session``); use that when the work is no
+    longer wanted at all. With ``check_ins=True`` only the check-ins stop (the task was
+    watched with ``check_in``): the result still comes back.
+
+    Args:
+        task_id (`str`):
+            The watched task ID.
+        stop (`bool`, optional):
+            Also stop the running task.
+        check_ins (`bool`, optional):
+            Only stop the check-ins; keep watching.
+
+    Returns:
+        `str`:
+            One line: stopped, or why not.
+    """
+    standing_by = where.STANDBY.answer()
+    if standing_by:
+        return standing_by
+    task_id = str(task_id).strip()
+    chat = chat_context()
+    listed, problem = await chat_jobs(chat)
+    if listed is None:
+        return "Not cancelled %s: %s" % (task_id, problem)
+    if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
+        return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
+    if truthy(check_ins):
+        code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
+        if code is None:
+            return "Check-ins not stopped: %s" % err
+        if code != 0:
+            return "Check-ins not stopped for %s: %s" % (task_id, reason(err))
+        return scrub(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
+    if truthy(stop):
+        code, out, err = await run_atc(["cancel", task_id, "--stop"])
+        if code is None:
+            return "Not stopped: %s" % err
+        if code != 0:
+            return "Not stopped %s (still watched): %s" % (task_id, reason(err))
+        return scrub(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
+    code, out, err = await run_atc(["cancel", task_id, "--json"])
+    if code is None:
+        return "Not cancelled: %s" % err
+    if code != 0:
+        return "Not cancelled %s: %s" % (task_id, reason(err))
+    job = (jobs_of(out) or [{}])[0]
+    return "Stopped watching %s (now %s); the task itself keeps running." % (
+        task_id,
+        job.get("status", "cancelled"),
+    )
+
+
+def truthy(flag):
+    """A tool's boolean as a model may pass it: True, or "true", "1", "yes"."""
+    return flag is True or str(flag).strip().lower() in ("true", "1", "yes")
+
+
+DESCRIPTIONS = {
+    "watch_agent_task": "Give a task a deadline or check-ins, or watch one started another way; submit_to_agent's tasks come back by themselves (atc).",
+    "watch_agent_tasks": "Get several tasks' results back together as one message (atc).",
+    "callback_task_status": "List the tasks this chat watches (atc).",
+    "cancel_task_callback": "Stop watching a task; the task keeps running unless stop=True (atc).",
+}
