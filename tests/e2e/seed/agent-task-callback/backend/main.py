@@ -10,7 +10,8 @@ from its public README's behaviour for atc's migration scenario (tests/e2e/pkg.r
 - one daemon thread per pending job polls ``GET {base}/console/chat/task/{id}`` (every
   ``SEED_POLL_SECONDS``, 20 by default) and, once finished, posts the result, rendered by
   QwenPaw's ``format_background_status_text``, into the registering session as a user
-  turn, then marks the job ``done``;
+  turn (a busy parent's 409: back off one period and retry, up to 30 times), then marks
+  the job ``done``;
 - its shutdown hook (run when it is unloaded or uninstalled) stops the threads.
 
 It really delivers: if it kept running next to atc, results would arrive twice.
@@ -20,6 +21,7 @@ import json
 import os
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -75,13 +77,25 @@ def watcher(task_id):
         if payload.get("status") != "finished":
             continue
         text = format_background_status_text(task_id, payload)
-        if STOP.is_set():
+        # A busy parent answers 409: back off and try again, up to 30 times (the seed's
+        # README: "a delivery attempt that meets HTTP 409 backs off and retries up to
+        # 30 x 20 s instead of blindly re-posting").
+        for _attempt in range(30):
+            if STOP.is_set():
+                return
+            try:
+                call("POST", "%s/console/chat/task" % job["base"], job["agent_id"], {
+                    "session_id": job["session_id"], "user_id": job["user_id"],
+                    "channel": job["channel"],
+                    "input": [{"role": "user", "content": [{"type": "text", "text": text}]}],
+                })
+                break
+            except urllib.error.HTTPError as err:
+                if err.code != 409:
+                    raise
+                STOP.wait(POLL)
+        else:
             return
-        call("POST", "%s/console/chat/task" % job["base"], job["agent_id"], {
-            "session_id": job["session_id"], "user_id": job["user_id"],
-            "channel": job["channel"],
-            "input": [{"role": "user", "content": [{"type": "text", "text": text}]}],
-        })
         with LOCK:
             state = load()
             state["jobs"][task_id].update(status="done", final=text, completed_at=time.time())
