@@ -102,6 +102,55 @@ fn turns_of(server: &Server, user: &str, session: &str, task: &str) -> R<usize> 
         .count())
 }
 
+/// `atc qwenpaw zip` (`--thin` too when `thin`) into `dir`, by the atc under test: the
+/// zip's path.
+fn make_zip(ctx: &Ctx, dir: &Path, thin: bool) -> R<PathBuf> {
+    let maker = Atc::new(
+        &ctx.atc_bin,
+        dir,
+        dir.join("unused.json"),
+        "http://127.0.0.1:9",
+    )?;
+    let out = dir.to_str().unwrap_or("");
+    let args: &[&str] = if thin {
+        &["qwenpaw", "zip", "--thin", "--out", out]
+    } else {
+        &["qwenpaw", "zip", "--out", out]
+    };
+    let made = maker.ok(args)?;
+    let zip = PathBuf::from(made.stdout.trim());
+    ensure!(
+        zip.is_file(),
+        "atc {} printed {:?}",
+        args.join(" "),
+        made.stdout
+    );
+    Ok(zip)
+}
+
+/// QwenPaw's own `qwenpaw plugin install <source>` with the server's python and
+/// environment (it finds the running server and hot-loads): it must say so.
+fn plugin_install(server: &Server, bin: &Path, source: &Path, timeout: Duration) -> R<()> {
+    let out = server.python(
+        "qwenpaw plugin install",
+        &[
+            bin.join("qwenpaw").into(),
+            "plugin".into(),
+            "install".into(),
+            source.into(),
+        ],
+        None,
+        timeout,
+    )?;
+    ensure!(
+        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
+        "qwenpaw plugin install {}: {}",
+        source.display(),
+        out.describe()
+    );
+    Ok(())
+}
+
 /// The README's one step that enables the tools, with the atc the plugin carries: its
 /// line, as written there (a test runs what the README says).
 fn readme_enable_line() -> R<String> {
@@ -182,25 +231,16 @@ fn submitting_turn(server: &Server, user: &str, session: &str, text: &str) -> R<
 pub fn plugin_zip(ctx: &Ctx) -> R<()> {
     let dir = ctx.scratch.path().join(ctx.uniq("zip"));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let maker = Atc::new(
-        &ctx.atc_bin,
-        &dir,
-        dir.join("unused.json"),
-        "http://127.0.0.1:9",
-    )?;
-    let made = maker.ok(&["qwenpaw", "zip", "--out", dir.to_str().unwrap_or("")])?;
-    let zip = PathBuf::from(made.stdout.trim());
+    let zip = make_zip(ctx, &dir, false)?;
     ensure!(
-        zip.is_file()
-            && zip
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().ends_with(&format!(
-                    "-{}-{}.zip",
-                    std::env::consts::OS,
-                    std::env::consts::ARCH
-                ))),
-        "atc qwenpaw zip printed {:?}",
-        made.stdout
+        zip.file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with(&format!(
+                "-{}-{}.zip",
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            ))),
+        "atc qwenpaw zip named it {}",
+        zip.display()
     );
 
     // No atc anywhere the plugin could find one but in the zip.
@@ -265,22 +305,7 @@ fn zip_route(
     eprintln!("e2e: plugin-zip: the server's {}", old_pip.stdout.trim());
 
     // QwenPaw's own CLI installs the zip: nothing for pip to fetch.
-    let out = server.python(
-        "qwenpaw plugin install <zip>",
-        &[
-            bin.join("qwenpaw").into(),
-            "plugin".into(),
-            "install".into(),
-            zip.into(),
-        ],
-        None,
-        Duration::from_secs(300),
-    )?;
-    ensure!(
-        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
-        "qwenpaw plugin install: {}",
-        out.describe()
-    );
+    plugin_install(server, bin, zip, Duration::from_secs(300))?;
     let carried = wd.join("plugins/atc/bin/atc");
     {
         use std::os::unix::fs::PermissionsExt;
@@ -436,25 +461,7 @@ pub fn plugin_zip_thin(ctx: &Ctx) -> R<()> {
     let dir = ctx.scratch.path().join(ctx.uniq("thin"));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let wheel = wheel()?;
-    let maker = Atc::new(
-        &ctx.atc_bin,
-        &dir,
-        dir.join("unused.json"),
-        "http://127.0.0.1:9",
-    )?;
-    let made = maker.ok(&[
-        "qwenpaw",
-        "zip",
-        "--thin",
-        "--out",
-        dir.to_str().unwrap_or(""),
-    ])?;
-    let zip = PathBuf::from(made.stdout.trim());
-    ensure!(
-        zip.is_file(),
-        "atc qwenpaw zip --thin printed {:?}",
-        made.stdout
-    );
+    let zip = make_zip(ctx, &dir, true)?;
 
     // The server's own venv, by absolute path, nothing of atc on its PATH.
     let python = ctx.venv.layered(&dir.join("venv"))?;
@@ -499,22 +506,7 @@ fn thin_route(
     let api = server.api();
 
     // QwenPaw's own CLI installs the zip; its loader pip-installs atc from the wheel.
-    let out = server.python(
-        "qwenpaw plugin install <zip>",
-        &[
-            bin.join("qwenpaw").into(),
-            "plugin".into(),
-            "install".into(),
-            zip.into(),
-        ],
-        None,
-        Duration::from_secs(400),
-    )?;
-    ensure!(
-        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
-        "qwenpaw plugin install: {}",
-        out.describe()
-    );
+    plugin_install(server, bin, zip, Duration::from_secs(400))?;
     let atc_bin = bin.join("atc");
     ensure!(
         atc_bin.is_file(),
@@ -896,14 +888,7 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
 pub fn seed_beside_zip(ctx: &Ctx) -> R<()> {
     let dir = ctx.scratch.path().join(ctx.uniq("beside"));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let maker = Atc::new(
-        &ctx.atc_bin,
-        &dir,
-        dir.join("unused.json"),
-        "http://127.0.0.1:9",
-    )?;
-    let made = maker.ok(&["qwenpaw", "zip", "--out", dir.to_str().unwrap_or("")])?;
-    let zip = PathBuf::from(made.stdout.trim());
+    let zip = make_zip(ctx, &dir, false)?;
     let state_dir = dir.join("state");
     private_dir(&state_dir)?;
     let state = state_dir.join("jobs.json");
@@ -937,22 +922,12 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
     api.make_parent("default", user, parent)?;
 
     // The old plugin, its tools enabled for `default`.
-    let out = server.python(
-        "qwenpaw plugin install <seed>",
-        &[
-            bin.join("qwenpaw").into(),
-            "plugin".into(),
-            "install".into(),
-            e2e_dir().join("seed/agent-task-callback").into(),
-        ],
-        None,
+    plugin_install(
+        server,
+        &bin,
+        &e2e_dir().join("seed/agent-task-callback"),
         Duration::from_secs(120),
     )?;
-    ensure!(
-        out.stdout.contains("installed and loaded (hot reload)"),
-        "installing the stand-in: {}",
-        out.describe()
-    );
     let agent_json = wd.join("workspaces/default/agent.json");
     let mut agent: Value =
         serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
@@ -991,22 +966,7 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
         None,
     )?;
     seed_watch(&a)?;
-    let out = server.python(
-        "qwenpaw plugin install <atc zip>",
-        &[
-            bin.join("qwenpaw").into(),
-            "plugin".into(),
-            "install".into(),
-            zip.into(),
-        ],
-        None,
-        Duration::from_secs(300),
-    )?;
-    ensure!(
-        out.status.success() && out.stdout.contains("installed and loaded (hot reload)"),
-        "qwenpaw plugin install <atc zip>: {}",
-        out.describe()
-    );
+    plugin_install(server, &bin, zip, Duration::from_secs(300))?;
     ensure!(
         server
             .log_text()

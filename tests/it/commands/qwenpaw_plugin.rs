@@ -653,39 +653,44 @@ fn python_platform() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// `atc qwenpaw zip [--thin]` twice, into two folders, the second with `--json`: both
+/// print the zip named `name`, create no job file, and write the same bytes. Returns the
+/// first zip's path and the second run's JSON.
+fn zip_twice(env: &TestEnv, thin: bool, name: &str) -> (PathBuf, Value) {
+    let flags: &[&str] = if thin { &["--thin"] } else { &[] };
+    let first = env.dir.path().join("one");
+    let shown = first.display().to_string();
+    let mut args = vec!["qwenpaw", "zip"];
+    args.extend(flags);
+    args.extend(["--out", &shown]);
+    env.atc(args)
+        .stdout(format!("{shown}/{name}\n"))
+        .no_file()
+        .run();
+    let second = env.dir.path().join("two");
+    let mut args = vec!["--json", "qwenpaw", "zip"];
+    args.extend(flags);
+    args.extend(["--out", second.to_str().unwrap()]);
+    let out = env.atc(args).stdout_inspected().no_file().json();
+    assert_eq!(out["path"], second.join(name).display().to_string());
+    assert_eq!(out["thin"], thin);
+    assert_eq!(
+        fs::read(first.join(name)).unwrap(),
+        fs::read(second.join(name)).unwrap(),
+        "not byte-identical"
+    );
+    (first.join(name), out)
+}
+
 #[test]
 fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time() {
     let env = TestEnv::new();
     let version = env!("CARGO_PKG_VERSION");
     let platform = python_platform();
     let name = format!("atc-qwenpaw-plugin-{version}-{platform}.zip");
-    let first = env.dir.path().join("one");
-    let shown = first.display().to_string();
-    env.atc(["qwenpaw", "zip", "--out", &shown])
-        .stdout(format!("{shown}/{name}\n"))
-        .no_file()
-        .run();
-    let second = env.dir.path().join("two");
-    let out = env
-        .atc([
-            "--json",
-            "qwenpaw",
-            "zip",
-            "--out",
-            second.to_str().unwrap(),
-        ])
-        .stdout_inspected()
-        .no_file()
-        .json();
-    assert_eq!(out["path"], second.join(&name).display().to_string());
+    let (zip, out) = zip_twice(&env, false, &name);
     assert_eq!(out["platform"], platform.as_str());
-    assert_eq!(out["thin"], false);
-    assert_eq!(
-        fs::read(first.join(&name)).unwrap(),
-        fs::read(second.join(&name)).unwrap(),
-        "not byte-identical"
-    );
-    let entries = unzip_digests(&first.join(&name));
+    let entries = unzip_digests(&zip);
     let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(
         names,
@@ -727,35 +732,9 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
     let env = TestEnv::new();
     let version = env!("CARGO_PKG_VERSION");
     let name = format!("atc-qwenpaw-plugin-{version}.zip");
-    let first = env.dir.path().join("one");
-    let shown = first.display().to_string();
-    env.atc(["qwenpaw", "zip", "--thin", "--out", &shown])
-        .stdout(format!("{shown}/{name}\n"))
-        .no_file()
-        .run();
-    let second = env.dir.path().join("two");
-    let out = env
-        .atc([
-            "--json",
-            "qwenpaw",
-            "zip",
-            "--thin",
-            "--out",
-            second.to_str().unwrap(),
-        ])
-        .stdout_inspected()
-        .no_file()
-        .json();
-    assert_eq!(out["path"], second.join(&name).display().to_string());
-    assert_eq!(out["thin"], true);
-    let bytes = fs::read(first.join(&name)).unwrap();
-    assert_eq!(
-        bytes,
-        fs::read(second.join(&name)).unwrap(),
-        "not byte-identical"
-    );
-
-    let entries = unzip(&first.join(&name));
+    let (zip, out) = zip_twice(&env, true, &name);
+    assert_eq!(out["platform"], Value::Null);
+    let entries = unzip(&zip);
     let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(
         names,
