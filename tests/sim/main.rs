@@ -1779,3 +1779,25 @@ fn a_delivered_result_auto_watched_elsewhere_then_watched_again() {
         CrashTick(Crash::Polled),
     ]);
 }
+
+/// The long search (seed 5): a batch of two whose POST was lost is given up as unconfirmed;
+/// one job is pruned, the parent reads the other, which is then redelivered: its turn goes
+/// again with the pruned job's block. The pruned job's give-up kept its reason then.
+#[test]
+fn a_given_up_batch_goes_again_after_one_of_its_jobs_was_pruned() {
+    use Op::*;
+    replay(vec![
+        FinishAll,
+        AutoWatch { tasks: 3, chat: 0 },
+        Fault(server::PostFault::DropBeforeStore),
+        Tick,
+        Jump(world::Jump::PastKeep),
+        Interleave(Phase::Poll, Box::new(ParentRead(1, 0))),
+        Kick(world::Kick::Child(0)),
+        CrashTick(Crash::Polled),
+        Redeliver {
+            task: 1,
+            create_session: false,
+        },
+    ]);
+}

@@ -1105,6 +1105,10 @@ pub struct World {
     last: BTreeMap<String, Job>,
     /// Every turn's last state, by turn id.
     last_turns: BTreeMap<String, Turn>,
+    /// The turn each registration pointed at, as it was when the registration was last
+    /// seen: a pruned job's give-up is judged by its turn then, not by a later redelivery
+    /// of that turn for another job it carried.
+    turn_when_last: BTreeMap<String, Turn>,
     /// What each turn carried and said when it was first seen claimed.
     claimed: BTreeMap<String, (Vec<atc::turn::Block>, Option<String>)>,
     /// Registrations replaced by a later watch of the same task.
@@ -1197,6 +1201,7 @@ impl World {
             turns: Vec::new(),
             last: BTreeMap::new(),
             last_turns: BTreeMap::new(),
+            turn_when_last: BTreeMap::new(),
             claimed: BTreeMap::new(),
             replaced: BTreeSet::new(),
             forgotten: BTreeSet::new(),
@@ -1569,6 +1574,14 @@ impl World {
                 ));
             }
             self.last.insert(job.job_id.clone(), job.clone());
+            match job
+                .turn
+                .as_deref()
+                .and_then(|id| turns.iter().find(|t| t.turn_id == id))
+            {
+                Some(turn) => self.turn_when_last.insert(job.job_id.clone(), turn.clone()),
+                None => self.turn_when_last.remove(&job.job_id),
+            };
         }
         for turn in &turns {
             // A block born and sent within one tick is owed too: its turn says so.
@@ -1974,7 +1987,7 @@ impl World {
                 ));
             }
             let marker = format!("[TASK_ID: {}]", job.task_id);
-            let turn = job.turn.as_deref().and_then(|id| self.last_turns.get(id));
+            let turn = self.turn_when_last.get(job_id);
             match job.outbound() {
                 // Always heard: a delivered turn is in exactly its target chat.
                 Some(Outbound::Delivered) => {
