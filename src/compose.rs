@@ -89,7 +89,7 @@ pub fn chat_of(job: &Job) -> Chat {
 /// `--forward`).
 pub fn belongs(job: &Job, turn: &Turn, kind: BlockKind) -> bool {
     job.turn.as_deref() == Some(turn.turn_id.as_str())
-        && job.owes() == Some(kind)
+        && crate::status::owes(job, Some(turn)) == Some(kind)
         && job.chat_key() == turn.chat.key()
         && job.options.group == turn.group
         && (turn.group.is_some() || job.options.forward == turn.forward_mode)
@@ -131,6 +131,10 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
         .map(|(i, j)| (j.job_id.as_str(), i))
         .collect();
     let by_turn: HashMap<&str, &Turn> = turns.iter().map(|t| (t.turn_id.as_str(), t)).collect();
+    let owes = |job: &Job| {
+        let turn = job.turn.as_deref().and_then(|id| by_turn.get(id).copied());
+        crate::status::owes(job, turn)
+    };
     let mut plan = Plan::default();
     let mut ids: HashSet<String> = turns.iter().map(|t| t.turn_id.clone()).collect();
 
@@ -153,7 +157,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
     // pointing at a turn that is gone, or that does not carry what it owes now, is free.
     let mut free: Vec<(&Job, BlockKind)> = Vec::new();
     for job in jobs {
-        let Some(kind) = job.owes() else {
+        let Some(kind) = owes(job) else {
             // A cancelled job that named an open turn (one redelivered since) has left it.
             if let Some(t) = job.turn.as_deref().and_then(|id| by_turn.get(id))
                 && t.is_open()
@@ -211,7 +215,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
             .collect();
         let held = members
             .iter()
-            .any(|j| j.status == crate::job::Status::Pending);
+            .any(|j| j.watch == crate::job::Watch::Pending);
         if held && open.is_empty() {
             continue;
         }
@@ -231,7 +235,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
         let contributors: Vec<(&Job, BlockKind)> = members
             .iter()
             .filter_map(|j| {
-                let kind = j.owes()?;
+                let kind = owes(j)?;
                 (in_open(j)
                     || (joining && !held && free_here.iter().any(|(f, _)| f.job_id == j.job_id)))
                 .then_some((*j, kind))
@@ -522,11 +526,12 @@ fn step_job(
     limits: &Limits,
     seen: &mut dyn FnMut(Seen),
 ) {
-    if let Some(job) = file.jobs.iter_mut().find(|j| j.job_id == job_id) {
-        let t = lifecycle::step(job, event, now, limits);
+    if let Some(i) = file.jobs.iter().position(|j| j.job_id == job_id) {
+        let job = &file.jobs[i];
+        let t = lifecycle::step(job, file.turn_of(job), event, now, limits);
         let changed = t.job != *job;
         seen(Seen::Job(&t.job, changed, &t.outcomes));
-        *job = t.job;
+        file.jobs[i] = t.job;
     }
 }
 
@@ -558,49 +563,10 @@ pub fn tidy(file: &mut JobFile, now: Timestamp, limits: &Limits) {
     }
 }
 
-/// The jobs of turn `i` follow it to where it stands now: each job that points at it and
-/// has the block it carries.
-pub fn follow(
-    file: &mut JobFile,
-    i: usize,
-    now: Timestamp,
-    limits: &Limits,
-    seen: &mut dyn FnMut(Seen),
-) {
-    let turn = &file.turns[i];
-    let (id, state, closed) = (
-        turn.turn_id.clone(),
-        turn.state,
-        turn.delivery.read_back_closed_at.is_some(),
-    );
-    let carried: Vec<(String, BlockKind)> = turn
-        .carries
-        .iter()
-        .map(|b| (b.job_id.clone(), b.kind))
-        .collect();
-    for (job_id, block) in carried {
-        let Some(job) = file.jobs.iter_mut().find(|j| j.job_id == job_id) else {
-            continue;
-        };
-        let event = Event::TurnMoved {
-            turn: id.clone(),
-            block,
-            state,
-            read_back_closed: closed,
-        };
-        let t = lifecycle::step(job, event, now, limits);
-        let changed = t.job != *job;
-        if changed {
-            seen(Seen::Job(&t.job, changed, &t.outcomes));
-        }
-        *job = t.job;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{Outbound, Status, TaskOutcome};
+    use crate::job::{Status, TaskOutcome, Watch};
     use crate::turn::TurnState;
 
     fn at(secs: u64) -> Timestamp {
@@ -609,7 +575,7 @@ mod tests {
 
     /// A result due for the sample chat, its task `task`, finished at `finished`.
     fn due(task: &str, finished: u64) -> Job {
-        let mut job = Job::sample(Status::Delivering);
+        let mut job = Job::sample(Watch::Finished);
         job.job_id = format!("job-{task}");
         job.task_id = task.to_owned();
         job.final_text = Some(format!("[TASK_ID: {task}]\nresult"));
@@ -688,8 +654,9 @@ mod tests {
         compose_all(&mut f, true);
         let limits = crate::settings::default_limits();
         for i in [1, 0, 2] {
-            let cancel = lifecycle::Event::Cancelled { claimed: false };
-            f.jobs[i] = lifecycle::step(&f.jobs[i], cancel, at(50), &limits).job;
+            let turn = f.turn_of(&f.jobs[i]).cloned();
+            let cancel = lifecycle::Event::Cancelled;
+            f.jobs[i] = lifecycle::step(&f.jobs[i], turn.as_ref(), cancel, at(50), &limits).job;
             tidy(&mut f, at(50), &limits);
             match i {
                 1 => {
@@ -718,8 +685,9 @@ mod tests {
         f.turns[0].delivery.attempt_started_at = Some(at(50));
         let limits = crate::settings::default_limits();
         // A member cancelled after the claim stays in it.
-        let cancel = lifecycle::Event::Cancelled { claimed: true };
-        f.jobs[1] = lifecycle::step(&f.jobs[1], cancel, at(60), &limits).job;
+        let turn = f.turn_of(&f.jobs[1]).cloned();
+        let cancel = lifecycle::Event::Cancelled;
+        f.jobs[1] = lifecycle::step(&f.jobs[1], turn.as_ref(), cancel, at(60), &limits).job;
         f.jobs.push(due("t3", 3));
         f.jobs.push(due("t4", 4));
         compose_all(&mut f, true);
@@ -729,10 +697,10 @@ mod tests {
     }
 
     fn checking_in(task: &str, at_secs: u64) -> Job {
-        let mut job = Job::sample(Status::Pending);
+        let mut job = Job::sample(Watch::Pending);
         job.job_id = format!("job-{task}");
         job.task_id = task.to_owned();
-        job.check_in = Some(Outbound::Delivering);
+        job.check_in = true;
         job.last_check_in_at = Some(at(at_secs));
         job.started_at = Some(at(0));
         job
@@ -752,15 +720,15 @@ mod tests {
             text.starts_with("[ATC_RESULTS] 2 tasks: 1 running, 1 completed"),
             "{text}"
         );
-        // The turn lands: the check-in is done, the result delivered.
-        let limits = crate::settings::default_limits();
+        // The turn lands: the check-in owes nothing more, the result is delivered.
         f.turns[0].state = TurnState::Delivered;
-        follow(&mut f, 0, at(60), &limits, &mut |_| {});
+        let shown = |j: &Job| crate::status::status(j, f.turn_of(j));
+        assert_eq!(crate::status::owes(&f.jobs[0], f.turn_of(&f.jobs[0])), None);
         assert_eq!(
-            (f.jobs[0].status, f.jobs[0].check_ins),
-            (Status::Pending, 1)
+            crate::status::check_in(&f.jobs[0], f.turn_of(&f.jobs[0])),
+            Some("delivered")
         );
-        assert_eq!(f.jobs[1].status, Status::Done);
+        assert_eq!(shown(&f.jobs[1]), Status::Done);
     }
 
     #[test]
@@ -780,11 +748,11 @@ mod tests {
         assert_eq!(f.jobs[3].turn, None);
     }
 
-    fn member(task: &str, status: Status, registered: u64) -> Job {
+    fn member(task: &str, watch: Watch, registered: u64) -> Job {
         let mut job = due(task, registered);
-        job.status = status;
+        job.watch = watch;
         job.options.group = Some("g".into());
-        if status == Status::Pending {
+        if watch == Watch::Pending {
             job.final_text = None;
             job.outcome = None;
         }
@@ -794,17 +762,17 @@ mod tests {
     #[test]
     fn a_group_is_held_until_none_is_pending_then_sealed_in_registration_order() {
         let mut f = file(vec![
-            member("t2", Status::Delivering, 2),
-            member("t1", Status::Pending, 1),
+            member("t2", Watch::Finished, 2),
+            member("t1", Watch::Pending, 1),
         ]);
         compose_all(&mut f, true);
         assert!(f.turns.is_empty(), "held while a member runs");
-        f.jobs[1] = member("t1", Status::Delivering, 1);
-        let mut lost = member("t3", Status::Lost, 3);
+        f.jobs[1] = member("t1", Watch::Finished, 1);
+        let mut lost = member("t3", Watch::Lost, 3);
         lost.last_error = Some("Task not found: t3".into());
-        lost.notice = Some(Outbound::Delivering);
+        lost.notice = true;
         f.jobs.push(lost);
-        let mut cancelled = member("t4", Status::Cancelled, 0);
+        let mut cancelled = member("t4", Watch::Cancelled, 0);
         cancelled.turn = None;
         f.jobs.push(cancelled);
         compose_all(&mut f, true);
@@ -824,14 +792,15 @@ mod tests {
     #[test]
     fn a_group_member_cancelled_before_the_claim_leaves_its_turn_and_one_after_stays() {
         let mut f = file(vec![
-            member("t1", Status::Delivering, 1),
-            member("t2", Status::Delivering, 2),
-            member("t3", Status::Delivering, 3),
+            member("t1", Watch::Finished, 1),
+            member("t2", Watch::Finished, 2),
+            member("t3", Watch::Finished, 3),
         ]);
         compose_all(&mut f, true);
         let limits = crate::settings::default_limits();
-        let cancel = lifecycle::Event::Cancelled { claimed: false };
-        f.jobs[1] = lifecycle::step(&f.jobs[1], cancel, at(50), &limits).job;
+        let turn = f.turn_of(&f.jobs[1]).cloned();
+        let cancel = lifecycle::Event::Cancelled;
+        f.jobs[1] = lifecycle::step(&f.jobs[1], turn.as_ref(), cancel, at(50), &limits).job;
         tidy(&mut f, at(50), &limits);
         assert_eq!(tasks(&f.turns[0]), ["t1", "t3"]);
         assert!(
@@ -842,8 +811,9 @@ mod tests {
                 .starts_with("[ATC_GROUP: g] 2 tasks")
         );
         f.turns[0].state = TurnState::Claimed;
-        let cancel = lifecycle::Event::Cancelled { claimed: true };
-        f.jobs[2] = lifecycle::step(&f.jobs[2], cancel, at(60), &limits).job;
+        let turn = f.turn_of(&f.jobs[2]).cloned();
+        let cancel = lifecycle::Event::Cancelled;
+        f.jobs[2] = lifecycle::step(&f.jobs[2], turn.as_ref(), cancel, at(60), &limits).job;
         tidy(&mut f, at(60), &limits);
         assert_eq!(tasks(&f.turns[0]), ["t1", "t3"], "claimed: it stays");
     }
@@ -854,15 +824,17 @@ mod tests {
         compose_all(&mut f, true);
         let limits = crate::settings::default_limits();
         f.turns[0].state = TurnState::Misrouted;
-        follow(&mut f, 0, at(10), &limits, &mut |_| {});
-        assert!(f.jobs.iter().all(|j| j.status == Status::Misrouted));
+        assert!(
+            f.jobs
+                .iter()
+                .all(|j| crate::status::status(j, f.turn_of(j)) == Status::Misrouted)
+        );
         // One of them is watched again elsewhere: its record is replaced.
         f.jobs.remove(1);
         let reopen = TurnEvent::Redeliver {
             create_session: false,
         };
         f.turns[0] = turn::step(&f.turns[0], reopen, at(20), &limits).turn;
-        follow(&mut f, 0, at(20), &limits, &mut |_| {});
         compose_all(&mut f, true);
         assert_eq!(
             tasks(&f.turns[0]),
@@ -870,7 +842,10 @@ mod tests {
             "the job gone is not posted in it"
         );
         assert_eq!(f.turns[0].text.as_deref(), Some("[TASK_ID: t1]\nresult"));
-        assert_eq!(f.jobs[0].status, Status::Delivering);
+        assert_eq!(
+            crate::status::status(&f.jobs[0], f.turn_of(&f.jobs[0])),
+            Status::Delivering
+        );
     }
 
     #[test]
@@ -879,7 +854,6 @@ mod tests {
         compose_all(&mut f, true);
         let limits = crate::settings::default_limits();
         f.turns[0].state = TurnState::Undelivered;
-        follow(&mut f, 0, at(10), &limits, &mut |_| {});
         f.jobs.push(due("t2", 2));
         compose_all(&mut f, true);
         assert_eq!(f.turns.len(), 2);
@@ -887,7 +861,6 @@ mod tests {
             create_session: false,
         };
         f.turns[0] = turn::step(&f.turns[0], reopen, at(20), &limits).turn;
-        follow(&mut f, 0, at(20), &limits, &mut |_| {});
         compose_all(&mut f, true);
         assert_eq!(f.turns.len(), 1, "merged into the oldest");
         assert_eq!(tasks(&f.turns[0]), ["t1", "t2"]);

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::job::{Job, Origin, Status, TaskOutcome};
+use crate::job::{Job, Origin, Status, TaskOutcome, Watch};
 use crate::outcome::{Outcome, failure_kind};
 use crate::text::plural;
 use crate::time::{Timestamp, age, human};
@@ -20,7 +20,7 @@ const BRIEF_CHARS: usize = 400;
 /// own two framing lines, then what happened and what the parent can do.
 pub fn notice_text(job: &Job) -> String {
     let error = job.last_error.as_deref().unwrap_or("no detail");
-    let what = match job.status {
+    let what = match job.watch.shown() {
         // Never seen running: the server never had it (a wrong id, or another server), as
         // far as atc can tell, rather than lost it.
         Status::Lost if job.started_at.is_none() => "atc was asked to watch this task for you, but the QwenPaw server has no record of it and never had one while atc asked (is the task id right, and was it submitted to this server?), so there is no answer to deliver.".to_owned(),
@@ -36,7 +36,8 @@ pub fn notice_text(job: &Job) -> String {
     };
     format!(
         "[TASK_ID: {}]\n[STATUS: {}]\n\n{what} Check on it with check_agent_task, or delegate the work again.",
-        job.task_id, job.status
+        job.task_id,
+        job.watch.shown()
     )
 }
 
@@ -45,7 +46,7 @@ pub fn notice_text(job: &Job) -> String {
 fn label(job: &Job, kind: BlockKind) -> &'static str {
     match kind {
         BlockKind::CheckIn { .. } => "running",
-        BlockKind::Notice => job.status.as_str(),
+        BlockKind::Notice => job.watch.shown().as_str(),
         BlockKind::Result => job.outcome.unwrap_or(TaskOutcome::Other).as_str(),
     }
 }
@@ -171,7 +172,7 @@ pub fn check_in_text(job: &Job, n: u32, at: Timestamp) -> String {
 
 /// "; check-in in 2m" (or "; check-in on its way") for a watch with `--check-in`.
 fn check_in_note(job: &Job, now: Timestamp) -> String {
-    if job.check_in.is_some() {
+    if job.check_in {
         return "; check-in on its way".to_owned();
     }
     match crate::lifecycle::next_check_in(job, now) {
@@ -243,7 +244,7 @@ pub fn give_up_stop(job: &Job) -> GiveUp {
     let t = &job.task_id;
     GiveUp {
         task_id: t.clone(),
-        status: format!("{}, stop given up", job.status),
+        status: format!("{}, stop given up", job.watch.shown()),
         reason: format!(
             "{} did not stop its child{}",
             plural(job.stop_tries, "stop", "stops"),
@@ -414,7 +415,7 @@ pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
         return explain_status(job, turn);
     };
     let t = &job.task_id;
-    if job.status == Status::Skipped {
+    if job.watch == Watch::Skipped {
         let before = if job.final_text.is_some() {
             "before atc posted it"
         } else {
@@ -625,7 +626,7 @@ pub fn give_up_job(job: &Job) -> GiveUp {
     let t = &job.task_id;
     GiveUp {
         task_id: t.clone(),
-        status: job.status.to_string(),
+        status: job.watch.shown().to_string(),
         reason: format!(
             "{} in a row{}",
             plural(job.strikes, "failed check", "failed checks"),
@@ -795,7 +796,7 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
                 .unwrap_or_default();
             format!("{outcome}{when}{parent}{forward}")
         }
-        status if status.ends_without_answer() => {
+        status if status.watch().ends_without_answer() => {
             let short = match status {
                 Status::Lost => "no record on the server",
                 Status::Expired => "not finished within --max-age",
@@ -830,11 +831,11 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Outbound;
     use crate::turn::Delivery;
 
+    /// A job a person would see as `status` (a result's own word comes from its turn).
     fn job(status: Status) -> Job {
-        Job::sample(status)
+        Job::sample(status.watch())
     }
 
     /// The turn `job` points at, in `state`, carrying its notice.
@@ -856,7 +857,7 @@ mod tests {
     fn explanations_come_from_the_fields() {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("Task not found: task-1".into());
-        lost.notice = Some(Outbound::Delivered);
+        lost.notice = true;
         let told = notice_turn(&mut lost, TurnState::Delivered);
         let said = explain(&lost, Some(&told)).unwrap();
         assert!(
@@ -989,7 +990,7 @@ mod tests {
     fn briefs_are_short_and_name_the_outcome() {
         let mut lost = job(Status::Lost);
         lost.last_error = Some("x".repeat(200));
-        lost.notice = Some(Outbound::Delivered);
+        lost.notice = true;
         let told = notice_turn(&mut lost, TurnState::Delivered);
         let now = Timestamp::from_unix(1_800_000_000);
         assert_eq!(
@@ -1029,15 +1030,18 @@ mod tests {
         );
         // The list is cut to the terminal, not here: the whole cause, on one line.
         let mut long = job(Status::Error);
-        long.last_error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
-        let said = brief(&long, None, now);
+        let mut refused = turn_of(&mut long, TurnState::Refused);
+        refused.delivery.error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
+        let said = brief(&long, Some(&refused), now);
         assert!(
             said.contains(&"y".repeat(200)) && !said.contains('\n'),
             "{said}"
         );
-        let mut absurd = job(Status::Error);
-        absurd.last_error = Some("y".repeat(5000));
-        assert_eq!(brief(&absurd, None, now).chars().count(), BRIEF_CHARS);
+        refused.delivery.error = Some("y".repeat(5000));
+        assert_eq!(
+            brief(&long, Some(&refused), now).chars().count(),
+            BRIEF_CHARS
+        );
     }
 
     #[test]
@@ -1077,7 +1081,7 @@ mod tests {
         result.outcome = Some(TaskOutcome::Completed);
         let mut checking = job(Status::Pending);
         checking.task_id = "task-2".into();
-        checking.check_in = Some(Outbound::Delivering);
+        checking.check_in = true;
         checking.last_check_in_at = Some(checking.registered_at);
         let text = batch_text(&[
             (&result, BlockKind::Result),

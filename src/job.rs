@@ -1,14 +1,17 @@
-//! A watch registration and its record in the job file: `Job`, its `Status`, the chat
-//! `Target` it delivers to. Field names are a stable interface (other tools read the file);
-//! only `lifecycle::step` changes a job's status.
+//! A watch registration and its record in the job file: `Job`, where the watch stands
+//! (`Watch`), the chat `Target` it delivers to, and the words a person or a script reads
+//! (`Status`, projected by `status`). Field names are a stable interface (other tools read
+//! the file); only `lifecycle::step` changes where a watch stands.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::time::Timestamp;
 
-/// Where a job stands. Only `pending` and `delivering` are live; everything else is final
-/// and only ever pruned.
+/// What `atc status`, its `--json` and the file's `status` key say of a job: where the
+/// watch stands and, for a finished child, where the turn that carries its result stands
+/// (`status::status`). A projection: no decision reads it. Only `pending` and
+/// `delivering` are live; everything else is final and only ever pruned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -75,13 +78,6 @@ impl Status {
         }
     }
 
-    /// No more polls, nothing more to deliver of the result itself. (An `unconfirmed`
-    /// job is still read back, and an ended job may still have a notice to deliver: see
-    /// `Job::outbound`.)
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, Status::Pending | Status::Delivering)
-    }
-
     /// The child finished and its result goes to the parent: where it stands is the turn
     /// that carries it (`status::status`).
     pub fn is_result(self) -> bool {
@@ -96,9 +92,17 @@ impl Status {
         )
     }
 
-    /// The watch ended without the child's answer: the parent is owed a notice.
-    pub fn ends_without_answer(self) -> bool {
-        matches!(self, Status::Lost | Status::Expired | Status::Abandoned)
+    /// Where the watch of a job shown so stands.
+    pub fn watch(self) -> Watch {
+        match self {
+            Status::Pending => Watch::Pending,
+            Status::Lost => Watch::Lost,
+            Status::Abandoned => Watch::Abandoned,
+            Status::Expired => Watch::Expired,
+            Status::Cancelled => Watch::Cancelled,
+            Status::Skipped => Watch::Skipped,
+            _ => Watch::Finished,
+        }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -125,32 +129,51 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// Where a job's outbound turn stands: its result (mirrored in `status`: delivering, done,
-/// unconfirmed, undelivered, misrouted) or, for a job that ended without one (lost,
-/// expired, abandoned), the notice that says so (`notice`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outbound {
-    /// Waiting to be posted: the chat check, a busy parent, or a group still running.
-    Delivering,
-    /// Posted into the parent chat (confirmed by the server's answer or by read-back).
-    Delivered,
-    /// An attempt's outcome is unknown; the chat is read back to find out.
-    Unconfirmed,
-    /// The parent chat stayed busy or unreachable past `--busy-deadline`; nothing was sent.
-    Undelivered,
-    /// The parent chat does not exist (and `--create-session` was not given).
-    Misrouted,
+/// Where a watch stands: the job's own record (the delivery of what it owes is its turn's).
+/// Only `lifecycle::step` changes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Watch {
+    /// Watching: the task has not finished yet.
+    #[default]
+    Pending,
+    /// The task finished: its rendered result (`final`, with `outcome`) goes to the parent
+    /// in a turn.
+    Finished,
+    /// The server has no record of the task (404).
+    Lost,
+    /// Too many consecutive failed checks.
+    Abandoned,
+    /// The task did not finish within the age cap.
+    Expired,
+    /// Cancelled by a person; the child task itself keeps running.
+    Cancelled,
+    /// Nothing posted, on purpose: the child's answer was empty and the watch said
+    /// `--on-empty skip`, or the parent read the result itself (`read_by_parent_at`).
+    Skipped,
 }
 
-impl Outbound {
-    pub fn as_str(self) -> &'static str {
+impl Watch {
+    /// No more polls.
+    pub fn is_terminal(self) -> bool {
+        self != Watch::Pending
+    }
+
+    /// The watch ended without the child's answer: the parent is owed a notice.
+    pub fn ends_without_answer(self) -> bool {
+        matches!(self, Watch::Lost | Watch::Expired | Watch::Abandoned)
+    }
+
+    /// What a person reads of a watch that is not a finished child's (whose word is where
+    /// its result's turn stands: `status::status`).
+    pub fn shown(self) -> Status {
         match self {
-            Outbound::Delivering => "delivering",
-            Outbound::Delivered => "delivered",
-            Outbound::Unconfirmed => "unconfirmed",
-            Outbound::Undelivered => "undelivered",
-            Outbound::Misrouted => "misrouted",
+            Watch::Pending => Status::Pending,
+            Watch::Finished => Status::Delivering,
+            Watch::Lost => Status::Lost,
+            Watch::Abandoned => Status::Abandoned,
+            Watch::Expired => Status::Expired,
+            Watch::Cancelled => Status::Cancelled,
+            Watch::Skipped => Status::Skipped,
         }
     }
 }
@@ -330,7 +353,13 @@ pub struct Job {
     pub target: Target,
     pub registered_at: Timestamp,
     pub updated_at: Timestamp,
-    pub status: Status,
+    /// Where the watch stands.
+    #[serde(skip)]
+    pub watch: Watch,
+    /// What the file says of it for outside readers (`status::status`): written at save,
+    /// read at load only to rebuild `watch`; never read by a decision.
+    #[serde(rename = "status")]
+    pub(crate) shown: Status,
     #[serde(flatten)]
     pub options: Options,
     /// What happened that no other field records (how a cancel met a delivery), for people.
@@ -355,9 +384,14 @@ pub struct Job {
     /// most 8000 characters), once it finished: the block this job's turn carries.
     #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,
-    /// Whether the parent was told that the watch ended without an answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<Outbound>,
+    /// The watch ended without an answer and owes its parent a notice saying so (where it
+    /// stands is the turn's).
+    #[serde(skip)]
+    pub notice: bool,
+    /// Where that notice stands, for outside readers (`status::notice`): written at save,
+    /// read at load only to rebuild `notice`.
+    #[serde(rename = "notice", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) shown_notice: Option<String>,
     /// The parent chat's id on the server, as `watch` looked it up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<String>,
@@ -394,10 +428,14 @@ pub struct Job {
     /// Why the last of those stops did not stop the child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_error: Option<String>,
-    /// Where the current check-in notice of a pending job stands (check-in
-    /// `check_ins + 1`; its turn composes its text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_in: Option<Outbound>,
+    /// A pending job owes its parent check-in `check_ins + 1` (its turn composes its text,
+    /// and says where it stands).
+    #[serde(skip)]
+    pub check_in: bool,
+    /// Where that check-in stands, for outside readers (`status::check_in`): written at
+    /// save, read at load only to rebuild `check_in`.
+    #[serde(rename = "check_in", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) shown_check_in: Option<String>,
     /// Check-ins done (delivered, or dropped when they could not be).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub check_ins: u32,
@@ -453,7 +491,8 @@ impl Job {
             target,
             registered_at: now,
             updated_at: now,
-            status: Status::Pending,
+            watch: Watch::Pending,
+            shown: Status::Pending,
             options: Options::default(),
             note: None,
             strikes: 0,
@@ -461,7 +500,8 @@ impl Job {
             last_error: None,
             outcome: None,
             final_text: None,
-            notice: None,
+            notice: false,
+            shown_notice: None,
             chat_id: None,
             finished_at: None,
             turn: None,
@@ -472,7 +512,8 @@ impl Job {
             stopped_at: None,
             stop_tries: 0,
             stop_error: None,
-            check_in: None,
+            check_in: false,
+            shown_check_in: None,
             check_ins: 0,
             last_check_in_at: None,
             origin: Origin::Cli,
@@ -482,69 +523,34 @@ impl Job {
         }
     }
 
-    /// Where its outbound turn stands, if it has one: the result's delivery for the
-    /// statuses that mirror it, the notice for a watch that ended without an answer.
-    pub fn outbound(&self) -> Option<Outbound> {
-        match self.status {
-            Status::Delivering => Some(Outbound::Delivering),
-            Status::Done => Some(Outbound::Delivered),
-            Status::Unconfirmed => Some(Outbound::Unconfirmed),
-            Status::Undelivered => Some(Outbound::Undelivered),
-            Status::Misrouted => Some(Outbound::Misrouted),
-            Status::Lost | Status::Expired | Status::Abandoned => self.notice,
-            Status::Pending => self.check_in,
-            Status::Cancelled | Status::Skipped | Status::Error => None,
-        }
+    /// What the file says of it (`status` key), as of the last save or load, or of
+    /// `JobFile::shown`: for outside readers (a test reading what a person would). Decisions
+    /// read `watch` and the turn (`status::status`).
+    pub fn shown(&self) -> Status {
+        self.shown
     }
 
-    /// Moves the outbound turn on: the status for a result, the notice record for a
-    /// notice. (Called by `lifecycle` only.)
-    pub(crate) fn set_outbound(&mut self, outbound: Outbound) {
-        if self.notice.is_some() && self.status.ends_without_answer() {
-            self.notice = Some(outbound);
-        } else if self.status == Status::Pending && self.check_in.is_some() {
-            self.check_in = Some(outbound);
-        } else {
-            self.status = match outbound {
-                Outbound::Delivering => Status::Delivering,
-                Outbound::Delivered => Status::Done,
-                Outbound::Unconfirmed => Status::Unconfirmed,
-                Outbound::Undelivered => Status::Undelivered,
-                Outbound::Misrouted => Status::Misrouted,
-            };
-        }
-    }
-
-    /// The block its outbound turn carries, if it has one (on its way, or landed): its
-    /// result, its notice, or its current check-in.
+    /// The block it owes or owed its parent, if any (on its way, or landed): its result,
+    /// its notice, or its current check-in. Where it stands is the turn's
+    /// (`status::delivery`).
     pub fn block(&self) -> Option<crate::turn::BlockKind> {
         use crate::turn::BlockKind;
-        match self.status {
-            Status::Pending => self.check_in.map(|_| BlockKind::CheckIn {
+        match self.watch {
+            Watch::Pending => self.check_in.then_some(BlockKind::CheckIn {
                 n: self.check_ins + 1,
             }),
-            Status::Lost | Status::Expired | Status::Abandoned => {
-                self.notice.map(|_| BlockKind::Notice)
+            Watch::Lost | Watch::Expired | Watch::Abandoned => {
+                self.notice.then_some(BlockKind::Notice)
             }
-            Status::Delivering
-            | Status::Done
-            | Status::Unconfirmed
-            | Status::Undelivered
-            | Status::Misrouted
-            | Status::Error => Some(BlockKind::Result),
-            Status::Cancelled | Status::Skipped => None,
+            Watch::Finished => Some(BlockKind::Result),
+            Watch::Cancelled | Watch::Skipped => None,
         }
     }
 
-    /// The block it owes its parent now: one on its way, whether or not a turn carries it.
-    pub fn owes(&self) -> Option<crate::turn::BlockKind> {
-        self.block()
-            .filter(|_| self.outbound() == Some(Outbound::Delivering))
-    }
-
-    /// A job in `status` for tests: task `task-1`, session `s` of user `u` on `console`.
+    /// A job whose watch is `watch`, for tests: task `task-1`, session `s` of user `u` on
+    /// `console`.
     #[cfg(test)]
-    pub fn sample(status: Status) -> Job {
+    pub fn sample(watch: Watch) -> Job {
         let mut job = Job::new(
             "a1b2c3d4e5f6".into(),
             "task-1".into(),
@@ -558,7 +564,7 @@ impl Job {
             },
             Timestamp::from_unix(1_800_000_000),
         );
-        job.status = status;
+        job.watch = watch;
         job
     }
 
@@ -590,7 +596,7 @@ mod tests {
 
     #[test]
     fn the_target_is_flattened_into_the_job_layout() {
-        let job = Job::sample(Status::Pending);
+        let job = Job::sample(Watch::Pending);
         let value = serde_json::to_value(&job).unwrap();
         let keys: Vec<&str> = value
             .as_object()

@@ -54,9 +54,6 @@ pub enum Outcome {
     /// An open turn was composed (again): a block joined it or left it. For a job: its
     /// block went into a turn.
     Batched,
-    /// The turn that carries a job's block moved on; the job follows it (counted by the
-    /// turn's own outcome).
-    Carried,
     /// The result was posted into the parent chat.
     Delivered,
     /// The parent chat was busy (409); retried later.
@@ -139,7 +136,6 @@ impl Outcome {
             Outcome::Requeued => "requeued",
             Outcome::Unsealed => "unsealed",
             Outcome::Batched => "batched",
-            Outcome::Carried => "carried",
             Outcome::Delivered => "delivered",
             Outcome::Busy => "busy",
             Outcome::Unreachable => "unreachable",
@@ -219,11 +215,6 @@ impl Outcome {
         )
     }
 
-    /// A check-in landed (or was dropped): its job says so, with the turn that carried it.
-    pub fn is_check_in(self) -> bool {
-        matches!(self, Outcome::CheckedIn | Outcome::CheckInDropped)
-    }
-
     /// Bookkeeping that says nothing about the job to a reader of the report.
     pub fn is_internal(self) -> bool {
         matches!(
@@ -236,7 +227,6 @@ impl Outcome {
                 | Outcome::Requeued
                 | Outcome::Unsealed
                 | Outcome::Batched
-                | Outcome::Carried
         )
     }
 }

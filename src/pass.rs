@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use anyhow::Result;
 
 use crate::compose::{self, Seen};
-use crate::job::{Job, Status};
+use crate::job::{Job, Watch};
 use crate::lifecycle::kick::{self, Concern, TurnEnd};
 use crate::lifecycle::{self, Check, Event, Limits, StopAnswer};
 use crate::qwenpaw::chat::{self, ReadBack};
@@ -520,7 +520,13 @@ fn prepare(
             let prune = lifecycle::prunable(job, &turns, now, limits);
             if prune {
                 report.add(Outcome::Pruned, &job.task_id);
-                report.log(LogEntry::of("pruned", job, now));
+                let turn = job
+                    .turn
+                    .as_deref()
+                    .and_then(|id| turns.iter().find(|t| t.turn_id == id));
+                let mut entry = LogEntry::of("pruned", job, now);
+                entry.status = Some(crate::status::status(job, turn));
+                report.log(entry);
             }
             !prune
         });
@@ -585,12 +591,12 @@ fn prepare(
             settled: lifecycle::settled(jobs, turns),
             only_watching: turns.iter().all(turn::is_settled)
                 && jobs.iter().all(|job| {
-                    (job.status == Status::Pending && job.check_in.is_none())
+                    (job.watch == Watch::Pending && !job.check_in)
                         || lifecycle::settled_job(job, turns)
                 }),
             first_prune: jobs
                 .iter()
-                .map(|job| job.updated_at.saturating_add(limits.keep))
+                .map(|job| lifecycle::last_change(job, turns).saturating_add(limits.keep))
                 .chain(crate::heard::first_prune(file, limits.keep))
                 .min(),
             poll,
@@ -672,7 +678,13 @@ fn no_news(
         let mut steps = Vec::with_capacity(polled.len());
         for (p, check) in polled.iter().zip(checks) {
             let job = index.get(p.job_id.as_str())?;
-            let step = lifecycle::step(job, Event::Polled(check.clone()), now, limits);
+            let step = lifecycle::step(
+                job,
+                file.turn_of(job),
+                Event::Polled(check.clone()),
+                now,
+                limits,
+            );
             if step.job != **job {
                 return None;
             }
@@ -1154,19 +1166,18 @@ fn apply_job(
     limits: &Limits,
     report: &mut Report,
 ) {
-    let job = &mut file.jobs[i];
-    let transition = lifecycle::step(job, event, now, limits);
+    let job = &file.jobs[i];
+    let transition = lifecycle::step(job, file.turn_of(job), event, now, limits);
     report.record(
         &transition.job,
         transition.job != *job,
         &transition.outcomes,
         now,
     );
-    *job = transition.job;
+    file.jobs[i] = transition.job;
 }
 
-/// Steps one turn through one event, in place; the jobs it carries follow it. The effect
-/// is the caller's to carry out.
+/// Steps one turn through one event, in place. The effect is the caller's to carry out.
 fn apply_turn(
     file: &mut JobFile,
     i: usize,
@@ -1176,12 +1187,23 @@ fn apply_turn(
     report: &mut Report,
 ) -> Effect {
     let transition = turn::step(&file.turns[i], event, now, limits);
-    let before = &file.turns[i];
-    let moved = before.state != transition.turn.state
-        || before.delivery.read_back_closed_at != transition.turn.delivery.read_back_closed_at;
+    let moved = file.turns[i].state != transition.turn.state
+        || file.turns[i].delivery.read_back_closed_at
+            != transition.turn.delivery.read_back_closed_at;
     file.turns[i] = transition.turn;
+    // A check-in it carried that is now done: its watch schedules the next one.
     if moved {
-        compose::follow(file, i, now, limits, &mut |seen| see(report, seen, now));
+        let checked: Vec<String> = file.turns[i]
+            .carries
+            .iter()
+            .filter(|b| b.kind.is_check_in())
+            .map(|b| b.job_id.clone())
+            .collect();
+        for job_id in checked {
+            if let Some(j) = file.jobs.iter().position(|j| j.job_id == job_id) {
+                apply_job(file, j, Event::CheckInSettled, now, limits, report);
+            }
+        }
     }
     report.record_turn(&file.turns[i], &file.jobs, &transition.outcomes, now);
     transition.effect
@@ -1325,7 +1347,7 @@ mod tests {
         store
             .update(|file| {
                 for i in 0..n {
-                    let mut job = Job::sample(Status::Pending);
+                    let mut job = Job::sample(Watch::Pending);
                     job.job_id = format!("{i:012x}");
                     job.task_id = format!("task-{i}");
                     job.registered_at = now;

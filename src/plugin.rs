@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::ids::{new_job_id, parse_task_id};
-use crate::job::{Job, Status, Target};
+use crate::job::{Job, Target, Watch};
 use crate::state::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{Block, BlockKind, Delivery, Turn, TurnState};
@@ -67,8 +67,9 @@ pub fn merge(file: &mut JobFile, records: Vec<Record>) -> Imported {
                     job.turn = Some(turn.turn_id.clone());
                     file.turns.push(*turn);
                 }
+                let shown = crate::status::status(&job, file.turn_of(&job));
                 done.added
-                    .push((job.task_id.clone(), job.status, job.job_id.clone()));
+                    .push((job.task_id.clone(), shown, job.job_id.clone()));
                 file.jobs.push(*job);
             }
             Record::Skip { task_id, why } => done.skipped.push((task_id, why)),
@@ -196,17 +197,17 @@ fn record(
         None => "imported from the agent-task-callback plugin".to_owned(),
     });
     let mut turn = None;
-    job.status = match status.as_str() {
+    job.watch = match status.as_str() {
         "pending" if registered_at.elapsed_at(now) > max_age => {
             job.final_text = None;
             job.last_error = Some(
                 "the plugin's watch was older than the age cap when imported; not polled".into(),
             );
-            Status::Expired
+            Watch::Expired
         }
         "pending" => {
             job.final_text = None;
-            Status::Pending
+            Watch::Pending
         }
         "done" => {
             if job.final_text.is_none() {
@@ -217,7 +218,7 @@ fn record(
             let mut t = imported_turn(&job, TurnState::Delivered, now);
             t.delivered_at = completed_at;
             turn = Some(t);
-            Status::Done
+            Watch::Finished
         }
         "unconfirmed" => {
             if job.final_text.is_none() {
@@ -235,11 +236,11 @@ fn record(
                 ..Delivery::default()
             };
             turn = Some(t);
-            Status::Unconfirmed
+            Watch::Finished
         }
-        "lost" => Status::Lost,
-        "abandoned" => Status::Abandoned,
-        "cancelled" => Status::Cancelled,
+        "lost" => Watch::Lost,
+        "abandoned" => Watch::Abandoned,
+        "cancelled" => Watch::Cancelled,
         other => {
             return skip(&format!(
                 "has a status this atc does not know ({})",
@@ -406,29 +407,46 @@ mod tests {
         let base = r#""task_id":"task-1","job_id":"j1","agent_id":"default","target_agent":"SE","session_id":"s-1","user_id":"u","channel":"console","final":"T","completed_at":1799999990"#;
         let recent = 1_800_000_000 - 60;
         for (status, expect) in [
-            ("pending", Status::Pending),
-            ("done", Status::Done),
-            ("unconfirmed", Status::Unconfirmed),
-            ("lost", Status::Lost),
-            ("abandoned", Status::Abandoned),
-            ("cancelled", Status::Cancelled),
+            ("pending", crate::job::Status::Pending),
+            ("done", crate::job::Status::Done),
+            ("unconfirmed", crate::job::Status::Unconfirmed),
+            ("lost", crate::job::Status::Lost),
+            ("abandoned", crate::job::Status::Abandoned),
+            ("cancelled", crate::job::Status::Cancelled),
         ] {
-            let (j, turn) = imported(&format!(
+            let (mut j, turn) = imported(&format!(
                 "[{{{base},\"status\":\"{status}\",\"registered_at\":{recent}}}]"
             ));
-            assert_eq!(j.status, expect, "{status}");
+            if let Some(turn) = &turn {
+                j.turn = Some(turn.turn_id.clone());
+            }
+            let carried = turn.clone().map(|mut t| {
+                t.carries = vec![Block {
+                    job_id: j.job_id.clone(),
+                    task_id: j.task_id.clone(),
+                    kind: BlockKind::Result,
+                }];
+                t
+            });
+            assert_eq!(
+                crate::status::status(&j, carried.as_ref()),
+                expect,
+                "{status}"
+            );
             assert_eq!(j.job_id, "j1");
             assert_eq!(j.target.target_agent.as_deref(), Some("SE"));
             assert_eq!(j.registered_at, Timestamp::from_unix(recent));
-            assert_eq!(j.notice, None, "an import never notices");
+            assert!(!j.notice, "an import never notices");
             match expect {
-                Status::Pending => assert_eq!(j.final_text, None, "polled again, rendered fresh"),
-                Status::Done => {
+                crate::job::Status::Pending => {
+                    assert_eq!(j.final_text, None, "polled again, rendered fresh")
+                }
+                crate::job::Status::Done => {
                     let turn = turn.expect("a delivered turn");
                     assert_eq!(turn.state, TurnState::Delivered);
                     assert_eq!(turn.delivered_at, Some(Timestamp::from_unix(1_799_999_990)))
                 }
-                Status::Unconfirmed => {
+                crate::job::Status::Unconfirmed => {
                     let mut turn = turn.expect("a turn of unknown outcome");
                     turn.carries = vec![Block {
                         job_id: j.job_id.clone(),
@@ -452,8 +470,8 @@ mod tests {
             r#"{"jobs":{"task-9":{"session_id":"s","status":"pending","registered_at":1700000000}}}"#,
         );
         assert_eq!(
-            (old.task_id.as_str(), old.status),
-            ("task-9", Status::Expired)
+            (old.task_id.as_str(), old.watch),
+            ("task-9", Watch::Expired)
         );
         assert_eq!(old.target.channel, "console");
         for (text, says) in [
@@ -477,7 +495,7 @@ mod tests {
         ] {
             match one(text) {
                 Record::Skip { why, .. } => assert!(why.contains(says), "{why} / {says}"),
-                Record::Job(j, _) => panic!("{text} imported as {:?}", j.status),
+                Record::Job(j, _) => panic!("{text} imported as {:?}", j.watch),
             }
         }
         assert!(records("{\"jobs\": 3}", "b", DAY, now()).is_err());

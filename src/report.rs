@@ -60,7 +60,7 @@ impl LogEntry {
         }
     }
 
-    /// What a command did to `job` (the status is the job's after it).
+    /// What a command did to `job`, as the file shows it after (`JobFile::shown`).
     pub fn of(event: &str, job: &Job, at: Timestamp) -> LogEntry {
         LogEntry {
             at,
@@ -68,7 +68,7 @@ impl LogEntry {
             task_id: job.task_id.clone(),
             job_id: job.job_id.clone(),
             turn_id: None,
-            status: Some(job.status),
+            status: Some(job.shown),
             task_status: None,
             outcome: None,
             http_status: None,
@@ -177,8 +177,10 @@ impl Report {
                 event: event.to_owned(),
                 task_id: job.task_id.clone(),
                 job_id: job.job_id.clone(),
-                turn_id: job.turn.clone().filter(|_| outcome.is_check_in()),
-                status: Some(job.status),
+                turn_id: None,
+                // A job's own event: where its watch stands (a result's turn, if any, logs
+                // where the result stands).
+                status: Some(crate::status::status(job, None)),
                 task_status: task_status.map(str::to_owned),
                 outcome: task_outcome,
                 http_status: None,
@@ -278,7 +280,7 @@ impl Report {
                     task_id: block.task_id.clone(),
                     job_id: block.job_id.clone(),
                     turn_id: Some(turn.turn_id.clone()),
-                    status: job_of(&block.job_id).map(|j| j.status),
+                    status: job_of(&block.job_id).map(|j| crate::status::status(j, Some(turn))),
                     task_status: None,
                     outcome: None,
                     http_status,
@@ -563,7 +565,7 @@ mod tests {
     #[test]
     fn counts_are_typed_and_an_abandoned_job_is_a_failed_check_and_a_give_up() {
         let mut report = Report::default();
-        let mut abandoned = Job::sample(Status::Abandoned);
+        let mut abandoned = Job::sample(crate::job::Watch::Abandoned);
         abandoned.task_id = "task-a".into();
         abandoned.strikes = 3;
         abandoned.last_error = Some("HTTP 500: boom".into());
@@ -620,7 +622,7 @@ mod tests {
 
     #[test]
     fn a_failure_keeps_its_reason_for_v_and_only_its_kind_for_the_log() {
-        let mut job = Job::sample(Status::Pending);
+        let mut job = Job::sample(crate::job::Watch::Pending);
         job.last_error =
             Some("GET http://h/api/x: connection refused (is QwenPaw running?)".into());
         let mut report = Report::default();

@@ -7,7 +7,7 @@
 //! `undelivered`, `misrouted`, `error`, and the watch's own: `lost`, `expired`,
 //! `abandoned`, `cancelled`, `skipped`): scripts read them.
 
-use crate::job::{Job, Status};
+use crate::job::{Job, Status, Watch};
 use crate::turn::{BlockKind, Turn, TurnState};
 
 pub use crate::turn::claimed;
@@ -27,17 +27,14 @@ fn carrier<'a>(job: &Job, turn: Option<&'a Turn>, block: BlockKind) -> Option<&'
 }
 
 /// What `atc status`, `--json` and the file's `status` key show for `job`: the watch's own
-/// standing, and for a finished child whose result goes to the parent, where the turn that
-/// carries it stands. Before any turn carries it, the job's own word stands (`delivering`
-/// for a result no turn took yet; whatever a file from an older atc says of one whose turn
-/// is gone, so that nothing delivered is posted again).
+/// standing, and for a finished child, where the turn that carries its result stands
+/// (`delivering` until a turn carries it).
 pub fn status(job: &Job, turn: Option<&Turn>) -> Status {
-    if !job.status.is_result() {
-        return job.status;
+    if job.watch != Watch::Finished {
+        return job.watch.shown();
     }
     match carrier(job, turn, BlockKind::Result).map(|t| t.state) {
-        None => job.status,
-        Some(TurnState::Open | TurnState::Claimed) => Status::Delivering,
+        None | Some(TurnState::Open | TurnState::Claimed) => Status::Delivering,
         Some(TurnState::Unconfirmed) => Status::Unconfirmed,
         Some(TurnState::Delivered) => Status::Done,
         Some(TurnState::Undelivered) => Status::Undelivered,
@@ -49,46 +46,59 @@ pub fn status(job: &Job, turn: Option<&Turn>) -> Status {
 /// The block `job` owes its parent now: one on its way (no turn carries it yet, or an open
 /// or claimed one does), nothing once it landed, is being read back, or was given up.
 pub fn owes(job: &Job, turn: Option<&Turn>) -> Option<BlockKind> {
-    let (block, state) = delivery(job, turn)?;
-    let on_its_way = match block {
-        BlockKind::Result => status(job, turn) == Status::Delivering,
-        BlockKind::Notice | BlockKind::CheckIn { .. } => state.is_on_its_way(),
-    };
-    on_its_way.then_some(block)
-}
-
-/// Every job's `status` as [`status`] shows it, for a whole file's `jobs` and `turns`: what
-/// the loader makes of the stored key (derived again, not trusted) and what a save writes.
-pub fn derive(jobs: &mut [Job], turns: &[Turn]) {
-    if !jobs.iter().any(|job| job.status.is_result()) {
-        return;
-    }
-    let at: std::collections::HashMap<&str, &Turn> =
-        turns.iter().map(|t| (t.turn_id.as_str(), t)).collect();
-    for job in jobs.iter_mut().filter(|job| job.status.is_result()) {
-        let turn = job.turn.as_deref().and_then(|id| at.get(id).copied());
-        let shown = status(job, turn);
-        // While the job still keeps its delivery status, the two must agree: the
-        // simulation and every test run with this check.
-        debug_assert_eq!(shown, job.status, "{} and its turn disagree", job.task_id);
-        job.status = shown;
-    }
+    delivery(job, turn)
+        .filter(|(_, state)| state.is_on_its_way())
+        .map(|(block, _)| block)
 }
 
 /// Where the notice of a watch that ended without an answer stands, in the file's words
 /// for it (`delivering`, `delivered`, `unconfirmed`, `undelivered`, `misrouted`); `None`
 /// when the parent is not told (`--on-no-answer silent`) or the watch did not end so.
 pub fn notice(job: &Job, turn: Option<&Turn>) -> Option<&'static str> {
-    if !job.status.ends_without_answer() {
+    if !job.watch.ends_without_answer() {
         return None;
     }
-    delivery(job, turn).map(|(_, state)| match state {
+    delivery(job, turn).map(|(_, state)| word(state))
+}
+
+/// Where the current check-in of a pending job stands, in the same words.
+pub fn check_in(job: &Job, turn: Option<&Turn>) -> Option<&'static str> {
+    if job.watch != Watch::Pending {
+        return None;
+    }
+    delivery(job, turn).map(|(_, state)| word(state))
+}
+
+fn word(state: TurnState) -> &'static str {
+    match state {
         TurnState::Open | TurnState::Claimed => "delivering",
         TurnState::Delivered => "delivered",
         TurnState::Unconfirmed => "unconfirmed",
         TurnState::Undelivered | TurnState::Refused => "undelivered",
         TurnState::Misrouted => "misrouted",
-    })
+    }
+}
+
+/// What a save writes of every job for outside readers: its words as projected here.
+pub fn show(jobs: &mut [Job], turns: &[Turn]) {
+    let at: std::collections::HashMap<&str, &Turn> =
+        turns.iter().map(|t| (t.turn_id.as_str(), t)).collect();
+    for job in jobs.iter_mut() {
+        let turn = job.turn.as_deref().and_then(|id| at.get(id).copied());
+        job.shown = status(job, turn);
+        job.shown_notice = notice(job, turn).map(str::to_owned);
+        job.shown_check_in = check_in(job, turn).map(str::to_owned);
+    }
+}
+
+/// What a load makes of the words a file shows: where each watch stands, and whether it
+/// owes a notice or a check-in. Where a delivery stands is its turn's, never these words.
+pub fn rebuild(jobs: &mut [Job]) {
+    for job in jobs.iter_mut() {
+        job.watch = job.shown.watch();
+        job.notice = job.watch.ends_without_answer() && job.shown_notice.is_some();
+        job.check_in = job.watch == Watch::Pending && job.shown_check_in.is_some();
+    }
 }
 
 #[cfg(test)]
@@ -99,7 +109,7 @@ mod tests {
     /// own statuses are the job's.
     #[test]
     fn a_result_shows_where_its_turn_stands() {
-        let mut job = Job::sample(Status::Delivering);
+        let mut job = Job::sample(Watch::Finished);
         assert_eq!(status(&job, None), Status::Delivering);
         assert_eq!(owes(&job, None), Some(BlockKind::Result));
         let mut turn = Turn::sample(TurnState::Open);
@@ -123,15 +133,16 @@ mod tests {
             );
         }
         for own in [
-            Status::Pending,
-            Status::Lost,
-            Status::Expired,
-            Status::Abandoned,
-            Status::Cancelled,
-            Status::Skipped,
+            Watch::Pending,
+            Watch::Lost,
+            Watch::Expired,
+            Watch::Abandoned,
+            Watch::Cancelled,
+            Watch::Skipped,
         ] {
-            job.status = own;
-            assert_eq!(status(&job, Some(&turn)), own);
+            job.watch = own;
+            assert_eq!(status(&job, Some(&turn)), own.shown());
+            assert_eq!(status(&job, Some(&turn)).watch(), own);
         }
     }
 }

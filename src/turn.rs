@@ -8,9 +8,8 @@
 //!
 //! [`step`]`(&Turn, TurnEvent, now, &Limits) -> TurnTransition` is the one place that
 //! changes a turn, as `lifecycle::step` is for a job; the table test (`turn/tests.rs`)
-//! has a row for every (state × event) pair. The jobs a turn carries follow it
-//! (`lifecycle::Event::TurnMoved`): whether a job's block was delivered, when and how is
-//! read from here, never copied onto the job.
+//! has a row for every (state × event) pair. Whether a job's block was delivered, when
+//! and how is read from here (`status`), never copied onto the job.
 //!
 //! ```text
 //!  open ──probe: chat idle──▶ claimed (write-ahead) ──POST 2xx──▶ delivered

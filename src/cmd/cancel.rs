@@ -10,7 +10,7 @@ use crate::cmd::report_job;
 use crate::compose;
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Status};
+use crate::job::{Job, Status, Watch};
 use crate::lifecycle::{self, Event, Limits};
 use crate::pass::{self, NotRunning, StopFailed, StopSaid, Stopped};
 use crate::qwenpaw::Client;
@@ -44,7 +44,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
                     store.path().display()
                 );
             };
-            if matches!(job.status, Status::Pending | Status::Cancelled) {
+            if matches!(job.watch, Watch::Pending | Watch::Cancelled) {
                 Some((job.job_id.clone(), stop_child(job, auth)?))
             } else {
                 None
@@ -67,7 +67,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         )
     })?;
     // A second cancel changes nothing, and logs nothing.
-    if changed && job.status == Status::Cancelled {
+    if changed && job.watch == Watch::Cancelled {
         store.log(&[LogEntry::of("cancelled", &job, now)])?;
     }
     report_job(&job, &message, out)
@@ -96,7 +96,6 @@ pub fn cancel_in(
     // Its block travels in a turn that was claimed (being posted, or may have been):
     // once claimed, a turn is what it is, and the cancel cannot take the block out.
     let turn = file.turn_of(&file.jobs[i]).cloned();
-    let claimed = crate::turn::claimed(turn.as_ref(), &file.jobs[i].job_id);
     let job = &mut file.jobs[i];
     // What the stop learned belongs to the registration it was sent for (a re-watch
     // meanwhile is another child's record).
@@ -104,7 +103,7 @@ pub fn cancel_in(
         .filter(|(job_id, _)| *job_id == job.job_id)
         .map(|(_, stop)| stop);
     let finished = job.outcome.is_some();
-    let transition = lifecycle::step(job, Event::Cancelled { claimed }, now, limits);
+    let transition = lifecycle::step(job, turn.as_ref(), Event::Cancelled, now, limits);
     let chat = transition.job.target.describe_chat();
     let keeps_running = match stop.map(|s| s.said) {
         Some(StopSaid::Stopped) => "the child was stopped",
@@ -162,7 +161,7 @@ pub fn cancel_in(
             format!("{task_id} was already cancelled; {keeps_running}.")
         }
         [Outcome::AlreadyCancelled] => format!("{task_id} was already cancelled."),
-        _ if job.status == Status::Done => {
+        _ if crate::status::status(job, turn.as_ref()) == Status::Done => {
             let when = turn
                 .as_ref()
                 .and_then(|t| t.delivered_at)
@@ -176,7 +175,7 @@ pub fn cancel_in(
         _ => fail!(
             Exit::Refused,
             "the watch on {task_id} already ended ({}); nothing to cancel",
-            job.status
+            crate::status::status(job, turn.as_ref())
         ),
     };
     let mut changed = !transition.is_ignored()
@@ -201,10 +200,9 @@ pub fn cancel_in(
             changed = true;
         }
     }
-    let job = job.clone();
     // An open turn goes on without it.
     compose::tidy(file, now, limits);
-    Ok((job, message, changed))
+    Ok((file.shown(&file.jobs[i]), message, changed))
 }
 
 /// `cancel --check-ins`: the watch goes on, without check-ins.
@@ -245,17 +243,17 @@ pub fn check_ins_off_in(
             path.display()
         );
     };
-    let claimed = crate::turn::claimed(file.turn_of(&file.jobs[i]), &file.jobs[i].job_id)
-        && file.jobs[i].check_in.is_some();
+    let turn = file.turn_of(&file.jobs[i]).cloned();
+    let claimed =
+        crate::turn::claimed(turn.as_ref(), &file.jobs[i].job_id) && file.jobs[i].check_in;
     let job = &mut file.jobs[i];
-    let event = Event::CheckInsOff { claimed };
-    let transition = lifecycle::step(job, event, now, limits);
+    let transition = lifecycle::step(job, turn.as_ref(), Event::CheckInsOff, now, limits);
     if transition.is_ignored() {
-        if job.status != Status::Pending {
+        if job.watch != Watch::Pending {
             fail!(
                 Exit::Refused,
                 "the watch on {task_id} already ended ({}); no check-ins to stop",
-                job.status
+                crate::status::status(job, turn.as_ref())
             );
         }
         fail!(
@@ -264,10 +262,9 @@ pub fn check_ins_off_in(
         );
     }
     *job = transition.job;
-    let job = job.clone();
     // A check-in not yet claimed leaves its turn.
     compose::tidy(file, now, limits);
-    Ok((job, claimed))
+    Ok((file.shown(&file.jobs[i]), claimed))
 }
 
 /// Stops the child of `job` through its own base URL, trying up to

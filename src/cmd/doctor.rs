@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
-use crate::job::{Job, Status};
+use crate::job::{Job, Watch};
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::JobFile;
@@ -76,7 +76,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     }
     let client = client;
     if server(&client, doctor, &mut checks) {
-        checks.push(agents(&client, base, jobs));
+        checks.push(agents(&client, base, jobs, &file.turns));
     }
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
@@ -313,10 +313,10 @@ fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
 }
 
 /// The agents that live watches on this server name exist there.
-fn agents(client: &Client, base: &str, jobs: &[Job]) -> Check {
+fn agents(client: &Client, base: &str, jobs: &[Job], turns: &[Turn]) -> Check {
     let named: BTreeSet<&str> = jobs
         .iter()
-        .filter(|j| j.base_url == base && !j.status.is_terminal())
+        .filter(|j| j.base_url == base && live(j, turns))
         .flat_map(|j| {
             std::iter::once(j.target.agent_id.as_str()).chain(j.target.target_agent.as_deref())
         })
@@ -385,7 +385,7 @@ fn waiting(job: &Job, turns: &[Turn]) -> bool {
         .turn
         .as_deref()
         .and_then(|id| turns.iter().find(|t| t.turn_id == id));
-    job.status == Status::Pending
+    job.watch == Watch::Pending
         || matches!(
             crate::status::delivery(job, turn),
             Some((
@@ -542,14 +542,14 @@ fn dead_base_urls(
 fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, String)>) -> Vec<Check> {
     let mut causes: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
     for job in jobs {
-        if job.status != Status::Pending || job.strikes == 0 || dead.contains_key(&job.base_url) {
+        if job.watch != Watch::Pending || job.strikes == 0 || dead.contains_key(&job.base_url) {
             continue;
         }
         let kind = crate::report::failure_kind(job.last_error.as_deref().unwrap_or(""));
         causes.entry(kind).or_default().push(&job.task_id);
     }
     if causes.is_empty() {
-        let live = jobs.iter().filter(|j| j.status == Status::Pending).count();
+        let live = jobs.iter().filter(|j| j.watch == Watch::Pending).count();
         return vec![ok(
             "watches",
             format!(

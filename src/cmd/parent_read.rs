@@ -38,13 +38,13 @@ pub struct Read {
 }
 
 impl Read {
-    fn left_alone(task_id: &str, job: Option<&Job>, reason: impl Into<String>) -> Read {
+    fn left_alone(task_id: &str, job: Option<(&Job, Status)>, reason: impl Into<String>) -> Read {
         Read {
             task_id: task_id.to_owned(),
             outcome: "left_alone",
             reason: Some(reason.into()),
-            status: job.map(|j| j.status),
-            job_id: job.map(|j| j.job_id.clone()),
+            status: job.map(|(_, status)| status),
+            job_id: job.map(|(j, _)| j.job_id.clone()),
         }
     }
 
@@ -118,9 +118,8 @@ pub fn run(args: &ParentRead, out: Output) -> Result<()> {
 }
 
 /// What `parent-read` does to the file (the simulation runs it too): each task watched for
-/// `reader`'s chat takes `Event::ReadByParent` (`claimed` when the turn carrying its block
-/// was, `turn::claimed`: it goes out as it is); an open turn goes on
-/// without the blocks that left it. A task not watched, or watched for another chat, is
+/// `reader`'s chat takes `Event::ReadByParent` (a turn already claimed goes out as it is);
+/// an open turn goes on without the blocks that left it. A task not watched, or watched for another chat, is
 /// left alone.
 pub fn parent_read_in(
     file: &mut JobFile,
@@ -137,6 +136,8 @@ pub fn parent_read_in(
             continue;
         };
         let job = &file.jobs[i];
+        let turn = file.turn_of(job);
+        let shown = crate::status::status(job, turn);
         let t = &job.target;
         if (
             t.agent_id.as_str(),
@@ -147,18 +148,17 @@ pub fn parent_read_in(
         {
             reads.push(Read::left_alone(
                 task_id,
-                Some(job),
+                Some((job, shown)),
                 "watched for another chat",
             ));
             continue;
         }
-        let claimed = crate::turn::claimed(file.turn_of(job), &job.job_id);
-        let transition = lifecycle::step(job, Event::ReadByParent { claimed }, now, limits);
+        let transition = lifecycle::step(job, turn, Event::ReadByParent, now, limits);
         let outcome = match transition.outcomes.as_slice() {
             [Outcome::ReadByParent] => "read_by_parent",
             [Outcome::ReadInFlight] => "read_in_flight",
             _ => {
-                let reason = match job.status {
+                let reason = match shown {
                     Status::Done => "already delivered".to_owned(),
                     Status::Skipped if job.read_by_parent_at.is_some() => {
                         "already read by the parent".to_owned()
@@ -168,7 +168,7 @@ pub fn parent_read_in(
                     }
                     other => format!("the watch already ended ({other})"),
                 };
-                reads.push(Read::left_alone(task_id, Some(job), reason));
+                reads.push(Read::left_alone(task_id, Some((job, shown)), reason));
                 continue;
             }
         };
@@ -178,7 +178,7 @@ pub fn parent_read_in(
             task_id: task_id.clone(),
             outcome,
             reason: None,
-            status: Some(job.status),
+            status: Some(crate::status::status(job, file.turn_of(job))),
             job_id: Some(job.job_id.clone()),
         });
     }

@@ -90,8 +90,8 @@ pub fn run(
         .filter_map(|r| match r {
             plugin::Record::Job(job, _)
                 if matches!(
-                    job.status,
-                    crate::job::Status::Pending | crate::job::Status::Expired
+                    job.watch,
+                    crate::job::Watch::Pending | crate::job::Watch::Expired
                 ) =>
             {
                 Some(job.task_id.clone())
@@ -101,7 +101,9 @@ pub fn run(
         .collect();
     let watched = records
         .iter()
-        .filter(|r| matches!(r, plugin::Record::Job(job, _) if job.status == crate::job::Status::Pending))
+        .filter(
+            |r| matches!(r, plugin::Record::Job(job, _) if job.watch == crate::job::Watch::Pending),
+        )
         .count();
 
     let Some(seed) = seed else {

@@ -163,7 +163,6 @@ pub fn redeliver_in(
             };
             let unknown = transition.turn.state == TurnState::Unconfirmed;
             file.turns[t] = transition.turn;
-            compose::follow(file, t, now, limits, &mut |_| {});
             // Open again, it carries only what still belongs there (a job watched again
             // elsewhere meanwhile has left it).
             compose::tidy(file, now, limits);
@@ -171,7 +170,7 @@ pub fn redeliver_in(
         }
         None => {
             let event = Event::Requeued { create_session };
-            let transition = lifecycle::step(job, event, now, limits);
+            let transition = lifecycle::step(job, file.turn_of(job), event, now, limits);
             if transition.is_ignored() {
                 return Err(refuse(job, file.turn_of(job)));
             }
@@ -184,7 +183,7 @@ pub fn redeliver_in(
             (false, which)
         }
     };
-    let polls_again = file.jobs[i].status == crate::job::Status::Pending;
+    let polls_again = file.jobs[i].watch == crate::job::Watch::Pending;
     let message = match (unknown, &chat) {
         _ if polls_again => format!(
             "{task_id} is watched again (the parent read its result before atc fetched it): the next atc tick fetches the result and posts it to {where_to}, once the chat is idle."
@@ -202,7 +201,7 @@ pub fn redeliver_in(
             "{task_id}{which} goes to {where_to} again on the next atc tick, once the chat is idle."
         ),
     };
-    Ok((file.jobs[i].clone(), message))
+    Ok((file.shown(&file.jobs[i]), message))
 }
 
 /// Looks the job's exact chat up on its own server, as `watch` does.

@@ -342,8 +342,11 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
     if let Some(secs) = job.options.check_in_secs {
         let every = human(std::time::Duration::from_secs(secs));
         let max = crate::lifecycle::MAX_CHECK_INS;
-        let next = match (job.check_in, crate::lifecycle::next_check_in(job, now)) {
-            (Some(state), _) => format!("; one is {}", state.as_str()),
+        let next = match (
+            crate::status::check_in(job, turn),
+            crate::lifecycle::next_check_in(job, now),
+        ) {
+            (Some(state), _) => format!("; one is {state}"),
             (None, Some(at)) => format!("; next at {at}"),
             (None, None) => String::new(),
         };
@@ -526,11 +529,11 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Status;
+    use crate::job::Watch;
 
     #[test]
     fn a_terminal_cuts_the_note_to_fit_and_a_pipe_does_not() {
-        let mut job = Job::sample(Status::Pending);
+        let mut job = Job::sample(Watch::Pending);
         job.strikes = 2;
         job.last_error = Some(
             "GET http://127.0.0.1:8088/api/console/chat/task/task-1: connection refused (is QwenPaw running?)"

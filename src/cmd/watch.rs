@@ -108,7 +108,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     left_alone.push(serde_json::json!({
                         "task_id": job.task_id,
                         "reason": why,
-                        "status": job.status,
+                        "status": crate::status::status(job, file.turn_of(job)),
                     }));
                     continue;
                 }
@@ -191,7 +191,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     Some("rewatched"),
                 ),
             };
-            let job = registered.job().clone();
+            let job = file.shown(registered.job());
             if let Some(event) = event {
                 let mut entry = LogEntry::of(event, &job, now);
                 if matches!(registered, Registered::New(_)) || job.origin != Origin::Cli {
@@ -371,8 +371,8 @@ fn check_tasks(watch: &Watch, store: &Store) -> Result<Vec<(String, String)>, Fa
     for task_id in &watch.task_ids {
         let holds = held
             .as_ref()
-            .and_then(|file| file.find(task_id))
-            .is_some_and(lifecycle::holds_result);
+            .and_then(|file| file.find(task_id).map(|job| (job, file.turn_of(job))))
+            .is_some_and(|(job, turn)| lifecycle::holds_result(job, turn));
         if holds {
             continue;
         }

@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::job::{Job, Status};
+use crate::job::{Job, Watch};
 use crate::time::Timestamp;
 use crate::turn::Chat;
 
@@ -186,7 +186,7 @@ fn may_be_its_child(job: &Job, end: &TurnEnd, seen: &[ChatSeen]) -> bool {
 pub fn concern(jobs: &[Job], seen: &[ChatSeen], ends: &[TurnEnd], now: Timestamp) -> Concern {
     let mut found = Concern::default();
     let mut chats: Vec<&TurnEnd> = Vec::new();
-    for job in jobs.iter().filter(|j| j.status == Status::Pending) {
+    for job in jobs.iter().filter(|j| j.watch == Watch::Pending) {
         let known = match &job.child_session {
             Some(session) => ends.iter().any(|end| end.session_id == *session),
             None => false,
@@ -229,7 +229,7 @@ pub fn remember(seen: &mut Vec<ChatSeen>, fresh: Vec<ChatSeen>, jobs: &[Job]) {
     }
     seen.retain(|k| {
         jobs.iter().any(|job| {
-            job.status == Status::Pending
+            job.watch == Watch::Pending
                 && job.child_session.is_none()
                 && job.target.poll_agent() == k.agent_id
                 && k.at > job.registered_at
@@ -250,7 +250,6 @@ pub fn concerns_chat(ends: &[TurnEnd], chat: &Chat) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Status;
 
     fn end(agent: &str, session: &str) -> TurnEnd {
         TurnEnd {
@@ -262,7 +261,7 @@ mod tests {
     }
 
     fn job(id: &str, agent: Option<&str>, child: Option<&str>) -> Job {
-        let mut job = Job::sample(Status::Pending);
+        let mut job = Job::sample(Watch::Pending);
         job.job_id = id.into();
         job.task_id = format!("task-{id}");
         job.target.target_agent = agent.map(str::to_owned);
@@ -322,7 +321,7 @@ mod tests {
     fn a_turn_end_concerns_its_childs_watch_and_unknown_ones_on_its_agent_once_a_chat() {
         let t = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
         let mut done = job("g", Some("w"), Some("c-1"));
-        done.status = Status::Done;
+        done.watch = Watch::Finished;
         let mut jobs = vec![
             job("a", Some("w"), Some("c-1")),
             job("b", Some("w"), Some("c-2")),

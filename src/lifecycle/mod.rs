@@ -1,19 +1,19 @@
-//! The state machine of a job: [`step`]`(&Job, Event, now, &Limits) -> Transition`.
+//! The state machine of a job: [`step`]`(&Job, Option<&Turn>, Event, now, &Limits) ->
+//! Transition`.
 //!
 //! Pure: no I/O, no clock, no randomness. The shell (`pass`, the commands) reads the world,
 //! turns what it saw into an [`Event`], calls [`step`] and saves the new job. Guards live
 //! here, not in callers: an event that does not apply to the job as it is now changes
-//! nothing and yields [`Outcome::Ignored`]. `step` is the only place a job's status
-//! changes; the table test (`tests.rs`) has a row for every (status × event) pair, and
-//! does not compile when one is missing.
+//! nothing and yields [`Outcome::Ignored`]. `step` is the only place where a watch stands
+//! changes; the table test (`tests.rs`) has a row for every (standing × event) pair,
+//! and does not compile when one is missing.
 //!
 //! A job is a watch: pending while its child runs (polled each tick, with a check-in now
 //! and then, a stop when `--stop-after` passes), then it *owes* its parent one block: its
 //! rendered result, or the notice of a watch that ended without one (lost, expired,
 //! abandoned). A block goes out in a turn (`turn`), composed by `compose`; the job points
-//! at that turn (`Job::turn`) and follows where it lands ([`Event::TurnMoved`]): the
-//! delivery itself (attempts, read-back, when and how it landed) is the turn's record,
-//! not the job's.
+//! at that turn (`Job::turn`), and where the block stands is that turn's record, never
+//! copied onto the job: `step` is given the turn and reads it (`status`).
 //!
 //! Also here, because they are decisions about jobs: which jobs a tick polls and stops
 //! ([`to_poll`], [`to_stop`]), which ended jobs are pruned ([`prunable`]); and, in
@@ -24,11 +24,11 @@ mod register;
 
 use std::time::Duration;
 
-use crate::job::{Job, OnEmpty, OnNoAnswer, Outbound, Status, TaskOutcome};
+use crate::job::{Job, OnEmpty, OnNoAnswer, Status, TaskOutcome, Watch};
 pub use crate::limits::Limits;
 use crate::outcome::Outcome;
 use crate::time::Timestamp;
-use crate::turn::{BlockKind, Turn, TurnState};
+use crate::turn::{Turn, TurnState};
 
 pub use register::{
     LeftAlone, Registered, Registration, WatchRefused, WatchRequest, holds_result, register, watch,
@@ -66,12 +66,12 @@ pub enum Check {
 pub enum Event {
     /// A tick polled the task.
     Polled(Check),
-    /// A person ran `atc cancel`. `claimed`: the turn carrying its block was claimed (it is
-    /// on its way, or may be in the chat already), so it is not taken out of it.
-    Cancelled { claimed: bool },
-    /// A person ran `atc cancel --check-ins`: no more check-ins for this watch. `claimed`:
-    /// the turn carrying the current one was claimed (it finishes; it may be in the chat).
-    CheckInsOff { claimed: bool },
+    /// A person ran `atc cancel`. A block in a claimed turn (on its way, or maybe in the
+    /// chat already) is not taken out of it.
+    Cancelled,
+    /// A person ran `atc cancel --check-ins`: no more check-ins for this watch (one in a
+    /// claimed turn finishes; it may be in the chat).
+    CheckInsOff,
     /// The stop `--stop-after` asked for was answered: where the child's chat was found
     /// (its agent, when the watch did not name it, and its uuid), and what the stop did.
     StopAnswered {
@@ -83,22 +83,18 @@ pub enum Event {
     Joined { turn: String },
     /// `compose` took its block out of the open turn it was in.
     Left,
-    /// The turn that carries its block `block` is now `state` (`read_back_closed`: one of
-    /// unknown outcome whose read-back window closed).
-    TurnMoved {
-        turn: String,
-        block: BlockKind,
-        state: TurnState,
-        read_back_closed: bool,
-    },
+    /// The turn that carries its current check-in moved on: if it settled (landed, or
+    /// given up), that check-in is done and the next one is scheduled. (The check-in's own
+    /// standing stays the turn's; this records the watch's schedule.)
+    CheckInSettled,
     /// `atc redeliver` of a job whose block goes out in a new turn: a given-up result or
     /// notice, or a result the parent read itself, is on its way again; `create_session`
     /// allows a new chat from now on.
     Requeued { create_session: bool },
     /// The parent read the task's finished result itself (its `check_agent_task` answered
-    /// it: `atc parent-read`). `claimed`: the turn carrying the job's block was claimed (it
-    /// is on its way, or may be in the chat already), so it goes out as it is.
-    ReadByParent { claimed: bool },
+    /// it: `atc parent-read`). A result in a claimed turn (on its way, or maybe in the chat
+    /// already) goes out as it is.
+    ReadByParent,
 }
 
 /// What a stop of the child did (`cancel --stop`, `--stop-after`), as the shell found out.
@@ -149,56 +145,81 @@ impl Transition {
     }
 }
 
-/// Applies one event to one job.
-pub fn step(job: &Job, event: Event, now: Timestamp, limits: &Limits) -> Transition {
+/// Applies one event to one job; `turn` is the turn the job points at (`Job::turn`), if
+/// the file has it: where the block the job owes stands is read there.
+pub fn step(
+    job: &Job,
+    turn: Option<&Turn>,
+    event: Event,
+    now: Timestamp,
+    limits: &Limits,
+) -> Transition {
+    let turn = turn.filter(|t| job.turn.as_deref() == Some(t.turn_id.as_str()));
     let mut transition = match event {
-        Event::Polled(check) => polled(job, check, now, limits),
-        Event::Cancelled { claimed } => cancelled(job, claimed, now),
-        Event::CheckInsOff { claimed } => check_ins_off(job, claimed, now),
+        Event::Polled(check) => polled(job, turn, check, now, limits),
+        Event::Cancelled => cancelled(job, turn, now),
+        Event::CheckInsOff => check_ins_off(job, turn, now),
         Event::StopAnswered {
             agent,
             chat_id,
             answer,
         } => stop_answered(job, agent, chat_id, answer, now),
-        Event::Joined { turn } => joined(job, turn, now),
-        Event::Left => left(job, now),
-        Event::TurnMoved {
-            turn,
-            block,
-            state,
-            read_back_closed,
-        } => turn_moved(job, &turn, block, state, read_back_closed, now),
-        Event::Requeued { create_session } => requeued(job, create_session, now),
-        Event::ReadByParent { claimed } => read_by_parent(job, claimed, now),
+        Event::Joined { turn: into } => joined(job, turn, into, now),
+        Event::Left => left(job, turn, now),
+        Event::CheckInSettled => match check_in_settled(job, turn) {
+            Some(done) if job.watch == Watch::Pending => {
+                let mut next = job.clone();
+                next.check_in = false;
+                next.check_ins += 1;
+                next.turn = None;
+                next.updated_at = now;
+                Transition::to(next, vec![done])
+            }
+            _ => Transition::ignored(job),
+        },
+        Event::Requeued { create_session } => requeued(job, turn, create_session, now),
+        Event::ReadByParent => read_by_parent(job, turn, now),
     };
     // A check-in belongs to a pending job only: once the watch moves on, its result or
     // notice is what it owes. A check-in's turn not claimed yet goes on without it (its
     // block no longer belongs there); one claimed finishes by itself, and the job no longer
     // follows it.
     let next = &mut transition.job;
-    if next.status != Status::Pending && job.status == Status::Pending && job.check_in.is_some() {
-        next.check_in = None;
-        if next.status != Status::Cancelled {
+    if next.watch != Watch::Pending && job.watch == Watch::Pending && job.check_in {
+        next.check_in = false;
+        if next.watch != Watch::Cancelled {
             next.turn = None;
         }
     }
     // A note records only what no field can (an import's origin, how a cancel met a POST
     // in an earlier atc); once the job moves on, the fields and its turn say the rest.
-    if !transition.is_ignored() && transition.job.status != Status::Cancelled {
+    if !transition.is_ignored() && transition.job.watch != Watch::Cancelled {
         transition.job.note = None;
     }
     transition
 }
 
 /// Only a pending job takes a poll: one cancelled or re-registered while the poll was out
-/// is left alone.
-fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transition {
-    if job.status != Status::Pending {
+/// is left alone. A check-in whose turn settled since is done first.
+fn polled(
+    job: &Job,
+    turn: Option<&Turn>,
+    check: Check,
+    now: Timestamp,
+    limits: &Limits,
+) -> Transition {
+    if job.watch != Watch::Pending {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
     next.updated_at = now;
     let mut outcomes = vec![Outcome::Polled];
+    if let Some(done) = check_in_settled(job, turn) {
+        next.check_in = false;
+        next.check_ins += 1;
+        next.turn = None;
+        outcomes.push(done);
+    }
     match check {
         // Still running: only what changed is recorded (the first sight of it, the end of
         // a run of strikes), so a tick over running tasks rewrites nothing.
@@ -212,6 +233,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             if next.strikes == job.strikes
                 && next.last_error == job.last_error
                 && next.started_at == job.started_at
+                && next.check_ins == job.check_ins
             {
                 next.updated_at = job.updated_at;
             }
@@ -225,7 +247,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
                 outcomes.push(Outcome::StopDue);
             }
             if check_in_due(&next, now) {
-                next.check_in = Some(Outbound::Delivering);
+                next.check_in = true;
                 next.last_check_in_at = Some(now);
                 next.turn = None;
                 next.updated_at = now;
@@ -251,15 +273,15 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             outcomes.push(Outcome::Finished);
             if empty && outcome == TaskOutcome::Completed && next.options.on_empty == OnEmpty::Skip
             {
-                next.status = Status::Skipped;
+                next.watch = Watch::Skipped;
                 outcomes.push(Outcome::Skipped);
             } else {
-                next.status = Status::Delivering;
+                next.watch = Watch::Finished;
             }
             return Transition::to(next, outcomes);
         }
         Check::Lost { detail } => {
-            next.status = Status::Lost;
+            next.watch = Watch::Lost;
             next.last_error = Some(detail);
             outcomes.push(Outcome::Lost);
             return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
@@ -269,7 +291,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
             next.last_error = Some(error);
             outcomes.push(Outcome::FailedCheck);
             if next.strikes >= limits.max_strikes {
-                next.status = Status::Abandoned;
+                next.watch = Watch::Abandoned;
                 outcomes.push(Outcome::Abandoned);
                 return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
             }
@@ -279,7 +301,7 @@ fn polled(job: &Job, check: Check, now: Timestamp, limits: &Limits) -> Transitio
         // A running poll above kept the old `updated_at` (nothing had changed): the watch
         // ends now, and its notice and `--keep` count from now.
         next.updated_at = now;
-        next.status = Status::Expired;
+        next.watch = Watch::Expired;
         outcomes.push(Outcome::Expired);
         return Transition::to(end_without_answer(next, &mut outcomes), outcomes);
     }
@@ -299,7 +321,7 @@ fn check_in_due(job: &Job, now: Timestamp) -> bool {
         return false;
     };
     let since = job.last_check_in_at.or(job.started_at);
-    job.check_in.is_none()
+    !job.check_in
         && job.check_ins < MAX_CHECK_INS
         && job.options.group.is_none()
         && job.stopped_at.is_none()
@@ -310,8 +332,8 @@ fn check_in_due(job: &Job, now: Timestamp) -> bool {
 /// after the last one, or while one is on its way.
 pub fn next_check_in(job: &Job, now: Timestamp) -> Option<Timestamp> {
     let secs = job.options.check_in_secs?;
-    if job.status != Status::Pending
-        || job.check_in.is_some()
+    if job.watch != Watch::Pending
+        || job.check_in
         || job.check_ins >= MAX_CHECK_INS
         || job.stopped_at.is_some()
     {
@@ -321,27 +343,35 @@ pub fn next_check_in(job: &Job, now: Timestamp) -> Option<Timestamp> {
     Some(since.saturating_add(Duration::from_secs(secs)))
 }
 
-/// A check-in that went out (or was given up) is done: the job is plain pending again,
-/// one check-in further.
-fn check_in_done(next: &mut Job, outcome: Outcome) -> Outcome {
-    next.check_in = None;
-    next.check_ins += 1;
-    next.turn = None;
-    outcome
+/// A check-in whose turn settled is done (the job is plain pending again, one check-in
+/// further): landed, or given up (nothing sent, or its read-back window closed).
+fn check_in_settled(job: &Job, turn: Option<&Turn>) -> Option<Outcome> {
+    if !job.check_in {
+        return None;
+    }
+    let closed = turn.is_some_and(|t| t.delivery.read_back_closed_at.is_some());
+    match crate::status::delivery(job, turn)?.1 {
+        TurnState::Delivered => Some(Outcome::CheckedIn),
+        TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused => {
+            Some(Outcome::CheckInDropped)
+        }
+        TurnState::Unconfirmed if closed => Some(Outcome::CheckInDropped),
+        TurnState::Open | TurnState::Claimed | TurnState::Unconfirmed => None,
+    }
 }
 
 /// `atc cancel --check-ins`: the watch goes on without check-ins. One not yet claimed is
 /// dropped (its turn goes on without it); one claimed finishes (it may already be in the
-/// chat), and the job still follows it.
-fn check_ins_off(job: &Job, claimed: bool, now: Timestamp) -> Transition {
-    if job.status != Status::Pending || job.options.check_in_secs.is_none() {
+/// chat), and the job still points at it.
+fn check_ins_off(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition {
+    if job.watch != Watch::Pending || job.options.check_in_secs.is_none() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
     next.updated_at = now;
     next.options.check_in_secs = None;
-    if next.check_in == Some(Outbound::Delivering) && !claimed {
-        next.check_in = None;
+    if crate::status::owes(job, turn).is_some() && !crate::turn::claimed(turn, &job.job_id) {
+        next.check_in = false;
         next.turn = None;
     }
     Transition::to(next, vec![Outcome::CheckInsOff])
@@ -381,7 +411,7 @@ fn stop_answered(
     answer: StopAnswer,
     now: Timestamp,
 ) -> Transition {
-    if job.status != Status::Pending || job.stop_asked_at.is_none() {
+    if job.watch != Watch::Pending || job.stop_asked_at.is_none() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -423,7 +453,7 @@ fn stop_answered(
 /// The jobs whose child a tick stops now (`--stop-after` passed).
 pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
     jobs.iter()
-        .filter(|job| job.status == Status::Pending && job.stop_asked_at.is_some())
+        .filter(|job| job.watch == Watch::Pending && job.stop_asked_at.is_some())
         .collect()
 }
 
@@ -432,7 +462,7 @@ pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
 fn end_without_answer(mut job: Job, outcomes: &mut Vec<Outcome>) -> Job {
     job.finished_at = Some(job.updated_at);
     if job.options.on_no_answer == OnNoAnswer::Notify {
-        job.notice = Some(Outbound::Delivering);
+        job.notice = true;
         if job.options.group.is_none() {
             outcomes.push(Outcome::Noticed);
         }
@@ -443,8 +473,10 @@ fn end_without_answer(mut job: Job, outcomes: &mut Vec<Outcome>) -> Job {
 /// A cancel stops a live watch; the child task keeps running. A block in an open turn
 /// leaves it; one whose turn was claimed stays in it (it may already be on its way:
 /// `describe` says so, from the turn) and the job points at that turn still.
-fn cancelled(job: &Job, claimed: bool, now: Timestamp) -> Transition {
-    let outcome = match job.status {
+fn cancelled(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition {
+    let claimed = crate::turn::claimed(turn, &job.job_id);
+    let shown = crate::status::status(job, turn);
+    let outcome = match shown {
         Status::Cancelled => {
             return Transition::to(job.clone(), vec![Outcome::AlreadyCancelled]);
         }
@@ -454,31 +486,33 @@ fn cancelled(job: &Job, claimed: bool, now: Timestamp) -> Transition {
         _ => return Transition::ignored(job),
     };
     let mut next = job.clone();
-    if !claimed && next.status != Status::Unconfirmed {
+    if !claimed && shown != Status::Unconfirmed {
         next.turn = None;
     }
-    next.check_in = None;
-    next.status = Status::Cancelled;
+    next.check_in = false;
+    next.watch = Watch::Cancelled;
     next.note = None;
     next.updated_at = now;
     Transition::to(next, vec![outcome])
 }
 
-/// Its owed block went into `turn`.
-fn joined(job: &Job, turn: String, now: Timestamp) -> Transition {
-    if job.owes().is_none() || job.turn.as_deref() == Some(turn.as_str()) {
+/// Its owed block went into the turn `into` (from `turn`, the open one it was in, if any).
+fn joined(job: &Job, turn: Option<&Turn>, into: String, now: Timestamp) -> Transition {
+    if crate::status::owes(job, turn).is_none() || job.turn.as_deref() == Some(into.as_str()) {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
-    next.turn = Some(turn);
+    next.turn = Some(into);
     next.updated_at = now;
     Transition::to(next, vec![Outcome::Batched])
 }
 
 /// Its block left the open turn it was in: it waits to be composed into another (a
 /// cancelled job no longer names a turn that does not carry it).
-fn left(job: &Job, now: Timestamp) -> Transition {
-    if job.turn.is_none() || (job.owes().is_none() && job.status != Status::Cancelled) {
+fn left(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition {
+    if job.turn.is_none()
+        || (crate::status::owes(job, turn).is_none() && job.watch != Watch::Cancelled)
+    {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
@@ -487,63 +521,14 @@ fn left(job: &Job, now: Timestamp) -> Transition {
     Transition::to(next, vec![Outcome::Unsealed])
 }
 
-/// Follows the turn that carries its block: only the turn it points at, and only for the
-/// block it has on its way there (a check-in's turn that lands after the child finished
-/// says nothing about the result).
-fn turn_moved(
-    job: &Job,
-    turn: &str,
-    block: BlockKind,
-    state: TurnState,
-    read_back_closed: bool,
-    now: Timestamp,
-) -> Transition {
-    if job.turn.as_deref() != Some(turn) || job.block() != Some(block) {
-        return Transition::ignored(job);
-    }
-    let landed = match state {
-        TurnState::Open | TurnState::Claimed => Outbound::Delivering,
-        TurnState::Unconfirmed => Outbound::Unconfirmed,
-        TurnState::Delivered => Outbound::Delivered,
-        TurnState::Undelivered | TurnState::Refused => Outbound::Undelivered,
-        TurnState::Misrouted => Outbound::Misrouted,
-    };
-    let mut next = job.clone();
-    let outcome = if block.is_check_in() {
-        match landed {
-            Outbound::Delivered => check_in_done(&mut next, Outcome::CheckedIn),
-            Outbound::Undelivered | Outbound::Misrouted => {
-                check_in_done(&mut next, Outcome::CheckInDropped)
-            }
-            Outbound::Unconfirmed if read_back_closed => {
-                check_in_done(&mut next, Outcome::CheckInDropped)
-            }
-            other => {
-                next.check_in = Some(other);
-                Outcome::Carried
-            }
-        }
-    } else if block == BlockKind::Result && state == TurnState::Refused {
-        next.status = Status::Error;
-        Outcome::Carried
-    } else {
-        next.set_outbound(landed);
-        Outcome::Carried
-    };
-    if next == *job {
-        return Transition::ignored(job);
-    }
-    next.updated_at = now;
-    Transition::to(next, vec![outcome])
-}
-
 /// The parent has the result already: what atc was to post is not posted. A watch still
 /// pending, or a result not yet in a claimed turn (waiting for its chat, in an open turn,
 /// or given up), ends `skipped` (its block leaves an open turn); one whose turn was
 /// claimed goes out as it is, and the job only records the read. Anything delivered,
 /// ended or cancelled already is left alone.
-fn read_by_parent(job: &Job, claimed: bool, now: Timestamp) -> Transition {
-    let outcome = match job.status {
+fn read_by_parent(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition {
+    let claimed = crate::turn::claimed(turn, &job.job_id);
+    let outcome = match crate::status::status(job, turn) {
         Status::Delivering | Status::Unconfirmed if claimed => Outcome::ReadInFlight,
         Status::Unconfirmed => Outcome::ReadInFlight,
         Status::Pending
@@ -568,7 +553,7 @@ fn read_by_parent(job: &Job, claimed: bool, now: Timestamp) -> Transition {
         // It follows no turn any more: an open one goes on without its block, and one given
         // up that `redeliver` opens again for the others it carries leaves it out.
         next.turn = None;
-        next.status = Status::Skipped;
+        next.watch = Watch::Skipped;
         next.stop_asked_at = None;
     }
     Transition::to(next, vec![outcome])
@@ -578,13 +563,13 @@ fn read_by_parent(job: &Job, claimed: bool, now: Timestamp) -> Transition {
 /// for another chat): a given-up result or notice is on its way again. A result the parent
 /// read itself goes out after all: the one atc holds, or (read before atc polled it) the
 /// watch polls again for it.
-fn requeued(job: &Job, create_session: bool, now: Timestamp) -> Transition {
-    if job.status == Status::Skipped && job.read_by_parent_at.is_some() {
+fn requeued(job: &Job, turn: Option<&Turn>, create_session: bool, now: Timestamp) -> Transition {
+    if job.watch == Watch::Skipped && job.read_by_parent_at.is_some() {
         let mut next = job.clone();
-        next.status = if job.final_text.is_some() && job.outcome.is_some() {
-            Status::Delivering
+        next.watch = if job.final_text.is_some() && job.outcome.is_some() {
+            Watch::Finished
         } else {
-            Status::Pending
+            Watch::Pending
         };
         next.read_by_parent_at = None;
         next.options.create_session |= create_session;
@@ -592,23 +577,15 @@ fn requeued(job: &Job, create_session: bool, now: Timestamp) -> Transition {
         next.updated_at = now;
         return Transition::to(next, vec![Outcome::Requeued]);
     }
-    let given_up = job.status == Status::Error
-        || matches!(
-            job.outbound(),
-            Some(Outbound::Undelivered | Outbound::Misrouted)
-        );
-    let needs_leave = job.outbound() == Some(Outbound::Delivering)
-        && create_session
-        && !job.options.create_session;
-    if !(given_up || needs_leave) || job.block().is_none_or(BlockKind::is_check_in) {
+    let Some((block, state)) = crate::status::delivery(job, turn) else {
+        return Transition::ignored(job);
+    };
+    let given_up = state.is_given_up();
+    let needs_leave = state.is_on_its_way() && create_session && !job.options.create_session;
+    if !(given_up || needs_leave) || block.is_check_in() {
         return Transition::ignored(job);
     }
     let mut next = job.clone();
-    if next.status == Status::Error {
-        next.status = Status::Delivering;
-    } else {
-        next.set_outbound(Outbound::Delivering);
-    }
     next.options.create_session |= create_session;
     next.turn = None;
     next.updated_at = now;
@@ -618,7 +595,7 @@ fn requeued(job: &Job, create_session: bool, now: Timestamp) -> Transition {
 /// The jobs a tick polls: every pending one.
 pub fn to_poll(jobs: &[Job]) -> Vec<&Job> {
     jobs.iter()
-        .filter(|job| job.status == Status::Pending)
+        .filter(|job| job.watch == Watch::Pending)
         .collect()
 }
 
@@ -640,13 +617,29 @@ pub fn settled(jobs: &[Job], turns: &[Turn]) -> bool {
 
 /// One job of [`settled`]: ended, owing nothing that no settled turn answers for.
 pub fn settled_job(job: &Job, turns: &[Turn]) -> bool {
-    job.status.is_terminal() && job.owes().is_none() && !in_unsettled_turn(job, turns)
+    let turn = job
+        .turn
+        .as_deref()
+        .and_then(|id| turns.iter().find(|t| t.turn_id == id));
+    job.watch.is_terminal()
+        && crate::status::owes(job, turn).is_none()
+        && !in_unsettled_turn(job, turns)
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while they
 /// owe their parent something, or a turn that is not settled carries them.
 pub fn prunable(job: &Job, turns: &[Turn], now: Timestamp, limits: &Limits) -> bool {
-    settled_job(job, turns) && job.updated_at.elapsed_at(now) > limits.keep
+    settled_job(job, turns) && last_change(job, turns).elapsed_at(now) > limits.keep
+}
+
+/// When the job or the turn that carries its block last changed (its delivery landing
+/// is its turn's change): `--keep` counts from there.
+pub fn last_change(job: &Job, turns: &[Turn]) -> Timestamp {
+    job.turn
+        .as_deref()
+        .and_then(|id| turns.iter().find(|t| t.turn_id == id))
+        .filter(|t| t.carries_job(&job.job_id))
+        .map_or(job.updated_at, |t| job.updated_at.max(t.updated_at))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! in a turn that was claimed. Pure: the command (and the simulation) give it the file's
 //! jobs and turns; `compose::tidy` then takes replaced jobs out of open turns.
 
-use crate::job::{Job, Options, Origin, Status, Target};
+use crate::job::{Job, Options, Origin, Status, Target, Watch};
 use crate::time::Timestamp;
 use crate::turn::Turn;
 
@@ -47,23 +47,23 @@ pub fn register(
     };
     let same_target =
         job.target == *target && job.base_url == base_url && job.options.group.as_deref() == group;
-    match job.status {
-        Status::Done | Status::Unconfirmed => Registration::Refuse { was: job.status },
+    match crate::status::status(job, turn) {
+        was @ (Status::Done | Status::Unconfirmed) => Registration::Refuse { was },
         Status::Pending | Status::Delivering if same_target => Registration::AlreadyWatching,
         // Its block is in a turn that was claimed (posted, being posted, or waiting to be
         // posted again) or may have landed: replaced, it could go out twice.
-        _ if landed_with(job, turn) => Registration::Refuse { was: job.status },
+        was if landed_with(job, turn) => Registration::Refuse { was },
         was => Registration::Replace { was, same_target },
     }
 }
 
 /// True when the job holds its child's rendered result, not delivered: a re-watch keeps
 /// it rather than poll a task whose record the server may have lost since.
-pub fn holds_result(job: &Job) -> bool {
+pub fn holds_result(job: &Job, turn: Option<&Turn>) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
         && matches!(
-            job.status,
+            crate::status::status(job, turn),
             Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
         )
 }
@@ -79,7 +79,7 @@ fn reoption(
     let mut next = job.clone();
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
     let have = job.options.clone();
-    let rendered = job.status != Status::Pending;
+    let rendered = job.watch != Watch::Pending;
     let mut take = |flag: &'static str, changed: bool, frozen: bool| {
         if changed {
             if frozen {
@@ -308,7 +308,7 @@ pub fn watch(
         if request.origin == Origin::Auto
             && let Some(job) = existing
         {
-            done.push(auto_existing(job, request, target, task_id, now));
+            done.push(auto_existing(job, turn, request, target, task_id, now));
             if let Some(i) = jobs.iter().position(|j| j.task_id == *task_id) {
                 jobs[i] = done.last().expect("just pushed").job().clone();
             }
@@ -371,10 +371,10 @@ pub fn watch(
                     not_applied,
                 }
             }
-            Registration::Replace { .. } if existing.is_some_and(holds_result) => {
+            Registration::Replace { .. } if existing.is_some_and(|j| holds_result(j, turn)) => {
                 let old = existing.cloned().expect("a record exists");
                 let mut job = fresh;
-                job.status = Status::Delivering;
+                job.watch = Watch::Finished;
                 job.final_text = old.final_text.clone();
                 job.stopped_at = old.stopped_at;
                 job.outcome = old.outcome;
@@ -387,7 +387,7 @@ pub fn watch(
             }
             Registration::Replace { was, same_target } => {
                 let old = existing.cloned().expect("a record exists");
-                if !same_target && !was.is_terminal() {
+                if !same_target && matches!(was, Status::Pending | Status::Delivering) {
                     Registered::Retargeted {
                         old: Box::new(old),
                         job: fresh,
@@ -416,6 +416,7 @@ pub fn watch(
 /// [`watch`].
 fn auto_existing(
     job: &Job,
+    turn: Option<&Turn>,
     request: &WatchRequest,
     target: &Target,
     task_id: &str,
@@ -426,10 +427,11 @@ fn auto_existing(
         && job.target.session_id == target.session_id
         && job.target.user_id == target.user_id
         && job.target.channel == target.channel;
-    if job.status.is_terminal() {
+    let shown = crate::status::status(job, turn);
+    if !matches!(shown, Status::Pending | Status::Delivering) {
         return Registered::LeftAlone {
             job: job.clone(),
-            why: LeftAlone::Ended(job.status),
+            why: LeftAlone::Ended(shown),
         };
     }
     if !same_chat {

@@ -1,10 +1,12 @@
-//! The job's state machine, in tables: every (status × event kind) pair for a job in that
-//! status, then the sub-states whose answers differ (a check-in on its way, a notice, a
-//! group member), then the rules that need more than one step. The turn's own machine
-//! has its table in `turn/tests.rs`.
+//! The job's state machine, in tables: every (standing × event kind) pair, where a
+//! standing is where the watch stands and, for a finished child, where the turn that
+//! carries its result stands (the job reads it there; it keeps no copy). Then the
+//! sub-states whose answers differ (a check-in on its way, a notice), then the rules that
+//! need more than one step. The turn's own machine has its table in `turn/tests.rs`.
 
 use super::*;
 use crate::job::{Options, Target};
+use crate::turn::BlockKind;
 
 const LIMITS: Limits = Limits {
     max_strikes: 3,
@@ -30,7 +32,7 @@ fn target() -> Target {
 }
 
 fn pending() -> Job {
-    let mut job = Job::sample(Status::Pending);
+    let mut job = Job::sample(Watch::Pending);
     job.target = target();
     job.registered_at = t(0);
     job.updated_at = t(0);
@@ -40,32 +42,33 @@ fn pending() -> Job {
 /// The turn the jobs of these tables point at.
 const TURN: &str = "atc-a1b2c3d4e5f6";
 
-/// A job in `status` as a tick would leave it: one with a result has its text and points
-/// at the turn that carries it; ended jobs have what their ending recorded (no notice).
-fn job(status: Status) -> Job {
+/// A job whose watch is `watch`, as a tick would leave it: a finished one has its text
+/// (and no turn yet); ended ones have what their ending recorded (no notice).
+fn job(watch: Watch) -> Job {
     let mut job = pending();
-    if matches!(
-        status,
-        Status::Delivering
-            | Status::Done
-            | Status::Unconfirmed
-            | Status::Undelivered
-            | Status::Misrouted
-            | Status::Error
-            | Status::Skipped
-    ) {
+    if matches!(watch, Watch::Finished | Watch::Skipped) {
         job.final_text = Some("T".into());
         job.outcome = Some(TaskOutcome::Completed);
     }
-    if job.final_text.is_some() && status != Status::Skipped {
-        job.turn = Some(TURN.into());
-    }
-    job.status = status;
+    job.watch = watch;
     job
 }
 
+/// The turn `TURN` in `state`, carrying `job`'s block `kind`.
+fn carrying(job: &Job, kind: BlockKind, state: TurnState) -> Turn {
+    let mut turn = Turn::sample(state);
+    turn.turn_id = TURN.into();
+    turn.carries[0].job_id.clone_from(&job.job_id);
+    turn.carries[0].kind = kind;
+    turn
+}
+
 fn apply(job: &Job, event: Event, now: Timestamp) -> Transition {
-    step(job, event, now, &LIMITS)
+    step(job, None, event, now, &LIMITS)
+}
+
+fn apply_in(job: &Job, turn: &Turn, event: Event, now: Timestamp) -> Transition {
+    step(job, Some(turn), event, now, &LIMITS)
 }
 
 fn running() -> Check {
@@ -85,6 +88,70 @@ fn finished() -> Check {
     }
 }
 
+/// Where a job stands: its watch, and for a finished child, where its result's turn is.
+#[derive(Clone, Copy, Debug)]
+enum Stand {
+    Pending,
+    /// Finished, no turn carries its result yet.
+    Due,
+    InOpen,
+    InClaimed,
+    Unconfirmed,
+    Delivered,
+    Undelivered,
+    Misrouted,
+    Refused,
+    Lost,
+    Abandoned,
+    Expired,
+    Cancelled,
+    Skipped,
+}
+
+const STANDS: [Stand; 14] = [
+    Stand::Pending,
+    Stand::Due,
+    Stand::InOpen,
+    Stand::InClaimed,
+    Stand::Unconfirmed,
+    Stand::Delivered,
+    Stand::Undelivered,
+    Stand::Misrouted,
+    Stand::Refused,
+    Stand::Lost,
+    Stand::Abandoned,
+    Stand::Expired,
+    Stand::Cancelled,
+    Stand::Skipped,
+];
+
+/// The job and its turn for `stand`.
+fn standing(stand: Stand) -> (Job, Option<Turn>) {
+    use Stand as D;
+    let in_turn = |state| {
+        let mut job = job(Watch::Finished);
+        job.turn = Some(TURN.into());
+        let turn = carrying(&job, BlockKind::Result, state);
+        (job, Some(turn))
+    };
+    match stand {
+        D::Pending => (pending(), None),
+        D::Due => (job(Watch::Finished), None),
+        D::InOpen => in_turn(TurnState::Open),
+        D::InClaimed => in_turn(TurnState::Claimed),
+        D::Unconfirmed => in_turn(TurnState::Unconfirmed),
+        D::Delivered => in_turn(TurnState::Delivered),
+        D::Undelivered => in_turn(TurnState::Undelivered),
+        D::Misrouted => in_turn(TurnState::Misrouted),
+        D::Refused => in_turn(TurnState::Refused),
+        D::Lost => (job(Watch::Lost), None),
+        D::Abandoned => (job(Watch::Abandoned), None),
+        D::Expired => (job(Watch::Expired), None),
+        D::Cancelled => (job(Watch::Cancelled), None),
+        D::Skipped => (job(Watch::Skipped), None),
+    }
+}
+
 /// The kinds of event, one representative each.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
@@ -93,46 +160,28 @@ enum Kind {
     Lost,
     Failed,
     Cancelled,
-    CancelledClaimed,
     CheckInsOff,
     StopAnswered,
     Joined,
     Left,
-    MovedClaimed,
-    MovedUnconfirmed,
-    MovedClosed,
-    MovedDelivered,
-    MovedUndelivered,
-    MovedMisrouted,
-    MovedRefused,
-    MovedOtherTurn,
     Requeued,
     Read,
-    ReadClaimed,
+    CheckInSettled,
 }
 
-const KINDS: [Kind; 21] = [
+const KINDS: [Kind; 12] = [
     Kind::Running,
     Kind::Finished,
     Kind::Lost,
     Kind::Failed,
     Kind::Cancelled,
-    Kind::CancelledClaimed,
     Kind::CheckInsOff,
     Kind::StopAnswered,
     Kind::Joined,
     Kind::Left,
-    Kind::MovedClaimed,
-    Kind::MovedUnconfirmed,
-    Kind::MovedClosed,
-    Kind::MovedDelivered,
-    Kind::MovedUndelivered,
-    Kind::MovedMisrouted,
-    Kind::MovedRefused,
-    Kind::MovedOtherTurn,
     Kind::Requeued,
     Kind::Read,
-    Kind::ReadClaimed,
+    Kind::CheckInSettled,
 ];
 
 /// Every event kind, as a pattern: a new kind that is not added here leaves the tables
@@ -144,33 +193,18 @@ macro_rules! any_kind {
             | Kind::Lost
             | Kind::Failed
             | Kind::Cancelled
-            | Kind::CancelledClaimed
             | Kind::CheckInsOff
             | Kind::StopAnswered
             | Kind::Joined
             | Kind::Left
-            | Kind::MovedClaimed
-            | Kind::MovedUnconfirmed
-            | Kind::MovedClosed
-            | Kind::MovedDelivered
-            | Kind::MovedUndelivered
-            | Kind::MovedMisrouted
-            | Kind::MovedRefused
-            | Kind::MovedOtherTurn
             | Kind::Requeued
             | Kind::Read
-            | Kind::ReadClaimed
+            | Kind::CheckInSettled
     };
 }
 
-/// The event of `kind` for a job whose block in its turn is `block`.
-fn event(kind: Kind, block: BlockKind) -> Event {
-    let moved = |state, closed| Event::TurnMoved {
-        turn: TURN.into(),
-        block,
-        state,
-        read_back_closed: closed,
-    };
+/// The event of `kind`.
+fn event(kind: Kind) -> Event {
     match kind {
         Kind::Running => Event::Polled(running()),
         Kind::Finished => Event::Polled(finished()),
@@ -180,9 +214,8 @@ fn event(kind: Kind, block: BlockKind) -> Event {
         Kind::Failed => Event::Polled(Check::Failed {
             error: "HTTP 500".into(),
         }),
-        Kind::Cancelled => Event::Cancelled { claimed: false },
-        Kind::CancelledClaimed => Event::Cancelled { claimed: true },
-        Kind::CheckInsOff => Event::CheckInsOff { claimed: false },
+        Kind::Cancelled => Event::Cancelled,
+        Kind::CheckInsOff => Event::CheckInsOff,
         Kind::StopAnswered => Event::StopAnswered {
             agent: None,
             chat_id: Some("c-child".into()),
@@ -192,177 +225,84 @@ fn event(kind: Kind, block: BlockKind) -> Event {
             turn: "atc-other".into(),
         },
         Kind::Left => Event::Left,
-        Kind::MovedClaimed => moved(TurnState::Claimed, false),
-        Kind::MovedUnconfirmed => moved(TurnState::Unconfirmed, false),
-        Kind::MovedClosed => moved(TurnState::Unconfirmed, true),
-        Kind::MovedDelivered => moved(TurnState::Delivered, false),
-        Kind::MovedUndelivered => moved(TurnState::Undelivered, false),
-        Kind::MovedMisrouted => moved(TurnState::Misrouted, false),
-        Kind::MovedRefused => moved(TurnState::Refused, false),
-        Kind::MovedOtherTurn => Event::TurnMoved {
-            turn: "atc-other".into(),
-            block,
-            state: TurnState::Delivered,
-            read_back_closed: false,
-        },
         Kind::Requeued => Event::Requeued {
             create_session: false,
         },
-        Kind::Read => Event::ReadByParent { claimed: false },
-        Kind::ReadClaimed => Event::ReadByParent { claimed: true },
+        Kind::Read => Event::ReadByParent,
+        Kind::CheckInSettled => Event::CheckInSettled,
     }
 }
 
-/// What a row expects: the status afterwards, and what happened.
+/// What a row expects: the status shown afterwards (with the same turn), and what
+/// happened.
 type Row = (Status, &'static [Outcome]);
 
 const IGNORED: &[Outcome] = &[Outcome::Ignored];
 
-/// The table: every (status × event kind) pair, for `job(status)` (a result's block).
-/// Exhaustive by construction: a new status or event kind does not compile here until it
-/// has its rows.
-fn row(status: Status, kind: Kind) -> Row {
+/// The table: every (standing × event kind) pair. Exhaustive by construction: a new
+/// standing or event kind does not compile here until it has its rows.
+fn row(stand: Stand, kind: Kind) -> Row {
     use Kind as K;
     use Outcome as O;
+    use Stand as D;
     use Status as S;
-    match (status, kind) {
-        (S::Pending, K::Running) => (S::Pending, &[O::Polled, O::Running]),
-        (S::Pending, K::Finished) => (S::Delivering, &[O::Polled, O::Finished]),
-        (S::Pending, K::Lost) => (S::Lost, &[O::Polled, O::Lost, O::Noticed]),
-        (S::Pending, K::Failed) => (S::Pending, &[O::Polled, O::FailedCheck]),
-        (S::Pending | S::Delivering, K::Cancelled) => (S::Cancelled, &[O::Cancelled]),
+    match (stand, kind) {
+        (D::Pending, K::Running) => (S::Pending, &[O::Polled, O::Running]),
+        (D::Pending, K::Finished) => (S::Delivering, &[O::Polled, O::Finished]),
+        (D::Pending, K::Lost) => (S::Lost, &[O::Polled, O::Lost, O::Noticed]),
+        (D::Pending, K::Failed) => (S::Pending, &[O::Polled, O::FailedCheck]),
+        (D::Pending | D::Due | D::InOpen, K::Cancelled) => (S::Cancelled, &[O::Cancelled]),
         // Its turn was claimed: the cancel cannot take it out, the result may be on its way.
-        (S::Pending | S::Delivering, K::CancelledClaimed) => {
-            (S::Cancelled, &[O::CancelledInFlight])
-        }
-        (S::Unconfirmed, K::Cancelled | K::CancelledClaimed) => {
-            (S::Cancelled, &[O::CancelledInFlight])
-        }
-        (S::Cancelled, K::Cancelled | K::CancelledClaimed) => {
-            (S::Cancelled, &[O::AlreadyCancelled])
-        }
+        (D::InClaimed | D::Unconfirmed, K::Cancelled) => (S::Cancelled, &[O::CancelledInFlight]),
+        (D::Cancelled, K::Cancelled) => (S::Cancelled, &[O::AlreadyCancelled]),
 
         // A result on its way goes into a turn, or out of one.
-        (S::Delivering, K::Joined) => (S::Delivering, &[O::Batched]),
-        (S::Delivering, K::Left) => (S::Delivering, &[O::Unsealed]),
-
-        // A job with its result in a turn follows where that turn is: the turn it points at,
-        // for the block it carries (`MovedOtherTurn` is another turn's news).
-        (
-            S::Delivering | S::Unconfirmed | S::Undelivered | S::Misrouted | S::Error,
-            K::MovedDelivered,
-        ) => (S::Done, &[O::Carried]),
-        (
-            S::Delivering | S::Done | S::Undelivered | S::Misrouted | S::Error,
-            K::MovedUnconfirmed | K::MovedClosed,
-        ) => (S::Unconfirmed, &[O::Carried]),
-        (
-            S::Delivering | S::Done | S::Unconfirmed | S::Misrouted | S::Error,
-            K::MovedUndelivered,
-        ) => (S::Undelivered, &[O::Carried]),
-        (
-            S::Delivering | S::Done | S::Unconfirmed | S::Undelivered | S::Error,
-            K::MovedMisrouted,
-        ) => (S::Misrouted, &[O::Carried]),
-        (
-            S::Delivering | S::Done | S::Unconfirmed | S::Undelivered | S::Misrouted,
-            K::MovedRefused,
-        ) => (S::Error, &[O::Carried]),
-        (S::Done, K::MovedDelivered) => (S::Done, IGNORED),
-        // Back on its way: read back absent and posted again, or redelivered.
-        (S::Done | S::Unconfirmed | S::Undelivered | S::Misrouted | S::Error, K::MovedClaimed) => {
-            (S::Delivering, &[O::Carried])
-        }
+        (D::Due, K::Joined) => (S::Delivering, &[O::Batched]),
+        (D::InOpen | D::InClaimed, K::Joined) => (S::Delivering, &[O::Batched]),
+        (D::InOpen | D::InClaimed, K::Left) => (S::Delivering, &[O::Unsealed]),
 
         // `redeliver` of a given-up result whose turn went elsewhere: on its way again.
-        (S::Undelivered | S::Misrouted | S::Error, K::Requeued) => (S::Delivering, &[O::Requeued]),
+        (D::Undelivered | D::Misrouted | D::Refused, K::Requeued) => {
+            (S::Delivering, &[O::Requeued])
+        }
 
         // The parent read the finished result itself: what is not on its way is not
         // posted (a watch still pending, a result waiting or given up); a turn already
         // claimed goes out as it is.
-        (S::Pending | S::Undelivered | S::Misrouted | S::Error, K::Read | K::ReadClaimed) => {
+        (D::Pending | D::Due | D::InOpen | D::Undelivered | D::Misrouted | D::Refused, K::Read) => {
             (S::Skipped, &[O::ReadByParent])
         }
-        (S::Delivering, K::Read) => (S::Skipped, &[O::ReadByParent]),
-        (S::Delivering, K::ReadClaimed) => (S::Delivering, &[O::ReadInFlight]),
-        (S::Unconfirmed, K::Read | K::ReadClaimed) => (S::Unconfirmed, &[O::ReadInFlight]),
+        (D::InClaimed, K::Read) => (S::Delivering, &[O::ReadInFlight]),
+        (D::Unconfirmed, K::Read) => (S::Unconfirmed, &[O::ReadInFlight]),
 
         // Everything else changes nothing: polls apply to pending jobs only, composition to
-        // a job that owes something, turn news to the turn a job points at; an ended job
-        // is only ever pruned.
+        // a job that owes something; an ended job is only ever pruned.
         (
-            status @ (S::Pending
-            | S::Delivering
-            | S::Done
-            | S::Unconfirmed
-            | S::Undelivered
-            | S::Lost
-            | S::Abandoned
-            | S::Expired
-            | S::Cancelled
-            | S::Skipped
-            | S::Misrouted
-            | S::Error),
+            stand @ (D::Pending
+            | D::Due
+            | D::InOpen
+            | D::InClaimed
+            | D::Unconfirmed
+            | D::Delivered
+            | D::Undelivered
+            | D::Misrouted
+            | D::Refused
+            | D::Lost
+            | D::Abandoned
+            | D::Expired
+            | D::Cancelled
+            | D::Skipped),
             any_kind!(),
-        ) => (status, IGNORED),
-    }
-}
-
-/// A pending job whose check-in 1 is on its way, in turn `TURN` (`claimed`: that turn
-/// was claimed).
-// The last arm names every kind (so a new one must be added), some already taken above.
-#[allow(unreachable_patterns)]
-fn check_in_row(kind: Kind) -> (Row, Option<Outbound>, u32) {
-    use Kind as K;
-    use Outbound as B;
-    use Outcome as O;
-    use Status as S;
-    let on_way = Some(B::Delivering);
-    match kind {
-        K::Running => ((S::Pending, &[O::Polled, O::Running]), on_way, 0),
-        // The result takes over; the check-in's turn goes on without the job.
-        K::Finished => ((S::Delivering, &[O::Polled, O::Finished]), None, 0),
-        K::Lost => ((S::Lost, &[O::Polled, O::Lost, O::Noticed]), None, 0),
-        K::Failed => ((S::Pending, &[O::Polled, O::FailedCheck]), on_way, 0),
-        K::Cancelled => ((S::Cancelled, &[O::Cancelled]), None, 0),
-        K::CancelledClaimed => ((S::Cancelled, &[O::CancelledInFlight]), None, 0),
-        // Not claimed: dropped with the option.
-        K::CheckInsOff => ((S::Pending, &[O::CheckInsOff]), None, 0),
-        K::Joined => ((S::Pending, &[O::Batched]), on_way, 0),
-        K::Left => ((S::Pending, &[O::Unsealed]), on_way, 0),
-        K::MovedUnconfirmed => ((S::Pending, &[O::Carried]), Some(B::Unconfirmed), 0),
-        K::MovedDelivered => ((S::Pending, &[O::CheckedIn]), None, 1),
-        K::MovedUndelivered | K::MovedMisrouted | K::MovedRefused | K::MovedClosed => {
-            ((S::Pending, &[O::CheckInDropped]), None, 1)
+        ) => {
+            let (job, turn) = standing(stand);
+            (crate::status::status(&job, turn.as_ref()), IGNORED)
         }
-        // The parent has the result: the watch ends; the check-in's turn goes on without it.
-        K::Read | K::ReadClaimed => ((S::Skipped, &[O::ReadByParent]), None, 0),
-        any_kind!() => ((S::Pending, IGNORED), on_way, 0),
     }
 }
 
-/// A lost job whose notice is due: it follows its turn like a result, the status unchanged.
-// The last arm names every kind (so a new one must be added), some already taken above.
-#[allow(unreachable_patterns)]
-fn notice_row(kind: Kind) -> (Row, Option<Outbound>) {
-    use Kind as K;
-    use Outbound as B;
-    use Outcome as O;
-    use Status as S;
-    match kind {
-        K::Joined => ((S::Lost, &[O::Batched]), Some(B::Delivering)),
-        K::Left => ((S::Lost, &[O::Unsealed]), Some(B::Delivering)),
-        K::MovedDelivered => ((S::Lost, &[O::Carried]), Some(B::Delivered)),
-        K::MovedUnconfirmed | K::MovedClosed => ((S::Lost, &[O::Carried]), Some(B::Unconfirmed)),
-        K::MovedUndelivered | K::MovedRefused => ((S::Lost, &[O::Carried]), Some(B::Undelivered)),
-        K::MovedMisrouted => ((S::Lost, &[O::Carried]), Some(B::Misrouted)),
-        any_kind!() => ((S::Lost, IGNORED), Some(B::Delivering)),
-    }
-}
-
-fn check(job: &Job, kind: Kind, block: BlockKind, (status, outcomes): Row, case: &str) -> Job {
-    let tr = apply(job, event(kind, block), t(10));
-    assert_eq!(tr.job.status, status, "{case}");
+fn check(job: &Job, turn: Option<&Turn>, kind: Kind, (status, outcomes): Row, case: &str) -> Job {
+    let tr = step(job, turn, event(kind), t(10), &LIMITS);
+    assert_eq!(crate::status::status(&tr.job, turn), status, "{case}");
     assert_eq!(tr.outcomes, outcomes, "{case}");
     if tr.is_ignored() {
         assert_eq!(tr.job, *job, "{case}: an ignored event changes nothing");
@@ -373,65 +313,144 @@ fn check(job: &Job, kind: Kind, block: BlockKind, (status, outcomes): Row, case:
 }
 
 #[test]
-fn every_status_and_event_pair_has_a_row() {
-    for status in Status::ALL {
+fn every_standing_and_event_pair_has_a_row() {
+    for stand in STANDS {
+        let (job, turn) = standing(stand);
         for kind in KINDS {
             check(
-                &job(status),
+                &job,
+                turn.as_ref(),
                 kind,
-                BlockKind::Result,
-                row(status, kind),
-                &format!("{status} × {kind:?}"),
+                row(stand, kind),
+                &format!("{stand:?} × {kind:?}"),
             );
         }
     }
 }
 
+/// A pending job whose check-in 1 is in turn `TURN`, in `state` (`closed`: its read-back
+/// window closed): what a poll that finds the child running makes of it.
 #[test]
-fn sub_states_have_their_rows() {
+fn a_check_in_is_done_when_its_turn_settles_and_the_next_poll_sees_it() {
+    use Outcome as O;
     let mut checking = pending();
     checking.options.check_in_secs = Some(10);
-    checking.check_in = Some(Outbound::Delivering);
+    checking.check_in = true;
     checking.turn = Some(TURN.into());
-    let mut notice = job(Status::Lost);
-    notice.notice = Some(Outbound::Delivering);
-    notice.turn = Some(TURN.into());
-    for kind in KINDS {
-        let case = format!("check-in × {kind:?}");
-        let (row, check_in, check_ins) = check_in_row(kind);
-        let after = check(&checking, kind, BlockKind::CheckIn { n: 1 }, row, &case);
+    let in_flight: &[Outcome] = &[O::Polled, O::Running];
+    let landed: &[Outcome] = &[O::Polled, O::CheckedIn, O::Running];
+    let dropped: &[Outcome] = &[O::Polled, O::CheckInDropped, O::Running];
+    for (state, closed, outcomes, done) in [
+        (TurnState::Open, false, in_flight, 0),
+        (TurnState::Claimed, false, in_flight, 0),
+        (TurnState::Unconfirmed, false, in_flight, 0),
+        (TurnState::Unconfirmed, true, dropped, 1),
+        (TurnState::Delivered, false, landed, 1),
+        (TurnState::Undelivered, false, dropped, 1),
+        (TurnState::Misrouted, false, dropped, 1),
+        (TurnState::Refused, false, dropped, 1),
+    ] {
+        let case = format!("{state:?}, closed {closed}");
+        let mut turn = carrying(&checking, BlockKind::CheckIn { n: 1 }, state);
+        turn.delivery.read_back_closed_at = closed.then_some(t(5));
+        let settled = apply_in(&checking, &turn, Event::CheckInSettled, t(10));
         assert_eq!(
-            (after.check_in, after.check_ins),
-            (check_in, check_ins),
-            "{case}"
+            settled.outcomes,
+            if done == 1 { &outcomes[1..2] } else { IGNORED },
+            "{case}: the turn's move"
         );
-        if after.check_in.is_none() && after.status != Status::Cancelled {
-            assert_eq!(after.turn, None, "{case}: it no longer follows that turn");
-        }
-        let case = format!("notice × {kind:?}");
-        let (row, told) = notice_row(kind);
-        let after = check(&notice, kind, BlockKind::Notice, row, &case);
-        assert_eq!(after.notice, told, "{case}");
+        let tr = apply_in(&checking, &turn, Event::Polled(running()), t(10));
+        assert_eq!(tr.outcomes, outcomes, "{case}: or the next poll");
+        assert_eq!(tr.job.check_ins, done, "{case}");
+        assert_eq!(tr.job.check_in, done == 0, "{case}");
+        assert_eq!(
+            tr.job.turn.is_none(),
+            done == 1,
+            "{case}: a check-in done no longer names its turn"
+        );
     }
+    // Turned off: one not claimed leaves its turn; one claimed finishes, and the job still
+    // points at it.
+    let open = carrying(&checking, BlockKind::CheckIn { n: 1 }, TurnState::Open);
+    let off = apply_in(&checking, &open, Event::CheckInsOff, t(10)).job;
+    assert_eq!((off.check_in, off.turn.as_deref()), (false, None));
+    let claimed = carrying(&checking, BlockKind::CheckIn { n: 1 }, TurnState::Claimed);
+    let off = apply_in(&checking, &claimed, Event::CheckInsOff, t(10)).job;
+    assert_eq!((off.check_in, off.turn.as_deref()), (true, Some(TURN)));
+    // The result takes over; the check-in's turn goes on without the job.
+    let tr = apply_in(&checking, &open, Event::Polled(finished()), t(10));
+    assert_eq!(
+        (tr.job.watch, tr.job.check_in, tr.job.turn.as_deref()),
+        (Watch::Finished, false, None)
+    );
+    // A cancel takes a claimed check-in's job out of nothing: the turn goes out as it is.
+    let tr = apply_in(&checking, &claimed, Event::Cancelled, t(10));
+    assert_eq!(tr.outcomes, [O::CancelledInFlight]);
+    assert_eq!(tr.job.turn.as_deref(), Some(TURN));
+}
+
+/// A lost job whose notice is owed: it goes into turns and out of them like a result;
+/// one given up goes again on `redeliver`.
+#[test]
+fn a_notice_goes_like_a_result() {
+    let mut notice = job(Watch::Lost);
+    notice.notice = true;
+    assert_eq!(crate::status::owes(&notice, None), Some(BlockKind::Notice));
+    let joined = apply(&notice, Event::Joined { turn: TURN.into() }, t(10));
+    assert_eq!(joined.outcomes, [Outcome::Batched]);
+    let open = carrying(&joined.job, BlockKind::Notice, TurnState::Open);
+    let left = apply_in(&joined.job, &open, Event::Left, t(11));
+    assert_eq!(left.outcomes, [Outcome::Unsealed]);
+    let given_up = carrying(&joined.job, BlockKind::Notice, TurnState::Undelivered);
+    assert_eq!(
+        crate::status::notice(&joined.job, Some(&given_up)),
+        Some("undelivered")
+    );
+    let again = apply_in(
+        &joined.job,
+        &given_up,
+        Event::Requeued {
+            create_session: false,
+        },
+        t(12),
+    );
+    assert_eq!(again.outcomes, [Outcome::Requeued]);
+    assert_eq!(crate::status::notice(&again.job, None), Some("delivering"));
+    let delivered = carrying(&joined.job, BlockKind::Notice, TurnState::Delivered);
+    assert!(
+        apply_in(
+            &joined.job,
+            &delivered,
+            Event::Requeued {
+                create_session: false
+            },
+            t(12)
+        )
+        .is_ignored()
+    );
 }
 
 #[test]
 fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() {
-    let read = Event::ReadByParent { claimed: false };
+    let read = Event::ReadByParent;
     // In an open turn (or waiting for one): it leaves the turn, nothing is owed.
-    let waiting = job(Status::Delivering);
-    let tr = apply(&waiting, read.clone(), t(10));
+    let (waiting, _) = standing(Stand::InOpen);
+    let open = carrying(&waiting, BlockKind::Result, TurnState::Open);
+    let tr = apply_in(&waiting, &open, read.clone(), t(10));
     assert_eq!(tr.outcomes, [Outcome::ReadByParent]);
     let skipped = tr.job;
     assert_eq!(
         (
-            skipped.status,
+            skipped.watch,
             skipped.read_by_parent_at,
             skipped.turn.as_deref()
         ),
-        (Status::Skipped, Some(t(10)), None)
+        (Watch::Skipped, Some(t(10)), None)
     );
-    assert_eq!((skipped.owes(), skipped.block()), (None, None));
+    assert_eq!(
+        (crate::status::owes(&skipped, None), skipped.block()),
+        (None, None)
+    );
     assert_eq!(
         skipped.final_text.as_deref(),
         Some("T"),
@@ -442,38 +461,32 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
         "read twice"
     );
     // Its turn was claimed: it goes out as it is, and the job says the parent read it.
-    let tr = apply(&waiting, Event::ReadByParent { claimed: true }, t(10));
+    let claimed = carrying(&waiting, BlockKind::Result, TurnState::Claimed);
+    let tr = apply_in(&waiting, &claimed, read.clone(), t(10));
     assert_eq!(tr.outcomes, [Outcome::ReadInFlight]);
     assert_eq!(
         (
-            tr.job.status,
+            tr.job.watch,
             tr.job.read_by_parent_at,
             tr.job.turn.as_deref()
         ),
-        (Status::Delivering, Some(t(10)), Some(TURN))
+        (Watch::Finished, Some(t(10)), Some(TURN))
     );
     assert!(
-        apply(&tr.job, Event::ReadByParent { claimed: true }, t(11)).is_ignored(),
+        apply_in(&tr.job, &claimed, read.clone(), t(11)).is_ignored(),
         "the first read is the one recorded"
     );
-    let landed = Event::TurnMoved {
-        turn: TURN.into(),
-        block: BlockKind::Result,
-        state: TurnState::Delivered,
-        read_back_closed: false,
-    };
-    let done = apply(&tr.job, landed, t(12)).job;
+    let landed = carrying(&waiting, BlockKind::Result, TurnState::Delivered);
     assert_eq!(
-        (done.status, done.read_by_parent_at),
-        (Status::Done, Some(t(10)))
+        crate::status::status(&tr.job, Some(&landed)),
+        Status::Done,
+        "where it stands is its turn's"
     );
     // Given up before the parent read it: it follows that turn no more (`redeliver` of
     // another task it carries opens it again without this one).
-    let given_up = apply(&job(Status::Undelivered), read.clone(), t(10)).job;
-    assert_eq!(
-        (given_up.status, given_up.turn.as_deref()),
-        (Status::Skipped, None)
-    );
+    let given_up = carrying(&waiting, BlockKind::Result, TurnState::Undelivered);
+    let after = apply_in(&waiting, &given_up, read.clone(), t(10)).job;
+    assert_eq!((after.watch, after.turn.as_deref()), (Watch::Skipped, None));
     // `redeliver` sends the result atc holds, in a new turn.
     let again = Event::Requeued {
         create_session: false,
@@ -482,27 +495,26 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
     assert_eq!(tr.outcomes, [Outcome::Requeued]);
     assert_eq!(
         (
-            tr.job.status,
+            tr.job.watch,
             tr.job.read_by_parent_at,
             tr.job.turn.as_deref()
         ),
-        (Status::Delivering, None, None)
+        (Watch::Finished, None, None)
     );
-    assert_eq!(tr.job.owes(), Some(BlockKind::Result));
+    assert_eq!(crate::status::owes(&tr.job, None), Some(BlockKind::Result));
     // Read before atc saw it finish: the watch ends without a result, and `redeliver`
     // watches again, so the next poll fetches it.
     let early = apply(&pending(), read, t(5)).job;
     assert_eq!(
-        (early.status, early.final_text.as_deref()),
-        (Status::Skipped, None)
+        (early.watch, early.final_text.as_deref()),
+        (Watch::Skipped, None)
     );
     let tr = apply(&early, again, t(20));
-    assert_eq!(tr.job.status, Status::Pending);
+    assert_eq!(tr.job.watch, Watch::Pending);
     let polled = apply(&tr.job, Event::Polled(finished()), t(21)).job;
-    assert_eq!(polled.owes(), Some(BlockKind::Result));
+    assert_eq!(crate::status::owes(&polled, None), Some(BlockKind::Result));
     // An empty answer skipped by `--on-empty skip` is not redelivered.
-    let mut empty = job(Status::Skipped);
-    empty.turn = None;
+    let empty = job(Watch::Skipped);
     assert!(
         apply(
             &empty,
@@ -516,39 +528,24 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
 }
 
 #[test]
-fn a_turns_news_is_only_for_the_block_it_carries() {
+fn a_check_ins_turn_says_nothing_of_the_result() {
     // A check-in's turn lands after the child finished: the result is not delivered by it.
     let mut job = pending();
-    job.check_in = Some(Outbound::Delivering);
+    job.check_in = true;
     job.turn = Some(TURN.into());
-    let result = apply(&job, Event::Polled(finished()), t(5)).job;
+    let turn = carrying(&job, BlockKind::CheckIn { n: 1 }, TurnState::Delivered);
+    let result = apply_in(&job, &turn, Event::Polled(finished()), t(5)).job;
     assert_eq!(
-        (result.status, result.turn.as_deref()),
-        (Status::Delivering, None)
+        (result.watch, result.turn.as_deref()),
+        (Watch::Finished, None)
     );
-    let moved = Event::TurnMoved {
-        turn: TURN.into(),
-        block: BlockKind::CheckIn { n: 1 },
-        state: TurnState::Delivered,
-        read_back_closed: false,
-    };
-    assert!(apply(&result, moved.clone(), t(6)).is_ignored());
-    // Nor does a check-in that was turned off (the second defect of issue 25): its block
-    // left, and the job's next result goes in a turn of its own.
-    let mut off = job.clone();
-    off.options.check_in_secs = Some(10);
-    let off = apply(&off, Event::CheckInsOff { claimed: false }, t(5)).job;
-    assert_eq!((off.check_in, off.turn.as_deref()), (None, None));
-    let done = apply(&off, Event::Polled(finished()), t(6)).job;
-    assert!(apply(&done, moved, t(7)).is_ignored());
-    assert_eq!(done.owes(), Some(BlockKind::Result));
-    // One claimed finishes: the job still follows it.
-    let mut claimed = job.clone();
-    claimed.options.check_in_secs = Some(10);
-    let claimed = apply(&claimed, Event::CheckInsOff { claimed: true }, t(5)).job;
     assert_eq!(
-        (claimed.check_in, claimed.turn.as_deref()),
-        (Some(Outbound::Delivering), Some(TURN))
+        crate::status::status(&result, Some(&turn)),
+        Status::Delivering
+    );
+    assert_eq!(
+        crate::status::owes(&result, Some(&turn)),
+        Some(BlockKind::Result)
     );
 }
 
@@ -590,7 +587,7 @@ fn polls_update_the_record() {
     assert_eq!(n.final_text.as_deref(), Some("T2"));
     assert_eq!(n.outcome, Some(TaskOutcome::Completed));
     assert_eq!(
-        (n.finished_at, n.owes()),
+        (n.finished_at, crate::status::owes(&n, None)),
         (Some(t(5)), Some(BlockKind::Result))
     );
 
@@ -603,9 +600,9 @@ fn polls_update_the_record() {
     )
     .job;
     assert_eq!(lost.last_error.as_deref(), Some("Task not found: task-1"));
-    assert_eq!(lost.notice, Some(Outbound::Delivering));
+    assert!(lost.notice);
     assert_eq!(
-        lost.owes(),
+        crate::status::owes(&lost, None),
         Some(BlockKind::Notice),
         "the notice goes out like a result"
     );
@@ -633,15 +630,15 @@ fn a_silent_watch_gets_no_notice_and_a_group_member_owes_its_group_one() {
         on_no_answer: OnNoAnswer::Silent,
         ..Options::default()
     });
-    assert_eq!((silent.job.notice, &silent.job.final_text), (None, &None));
+    assert_eq!((silent.job.notice, &silent.job.final_text), (false, &None));
     assert_eq!(silent.outcomes, [Outcome::Polled, Outcome::Lost]);
-    assert_eq!(silent.job.owes(), None);
+    assert_eq!(crate::status::owes(&silent.job, None), None);
     let member = lost(Options {
         group: Some("g".into()),
         ..Options::default()
     });
     assert_eq!(
-        member.job.owes(),
+        crate::status::owes(&member.job, None),
         Some(BlockKind::Notice),
         "owed to its group's turn"
     );
@@ -670,20 +667,20 @@ fn an_empty_answer_is_skipped_only_when_asked_and_only_on_success() {
         )
     };
     let skipped = empty(TaskOutcome::Completed, OnEmpty::Skip);
-    assert_eq!(skipped.job.status, Status::Skipped);
+    assert_eq!(skipped.job.watch, Watch::Skipped);
     assert_eq!(
         skipped.outcomes,
         [Outcome::Polled, Outcome::Finished, Outcome::Skipped]
     );
     assert!(skipped.job.final_text.is_some(), "the text is kept");
-    assert_eq!(skipped.job.owes(), None);
+    assert_eq!(crate::status::owes(&skipped.job, None), None);
     assert_eq!(
-        empty(TaskOutcome::Completed, OnEmpty::Deliver).job.status,
-        Status::Delivering
+        empty(TaskOutcome::Completed, OnEmpty::Deliver).job.watch,
+        Watch::Finished
     );
     assert_eq!(
-        empty(TaskOutcome::Failed, OnEmpty::Skip).job.status,
-        Status::Delivering,
+        empty(TaskOutcome::Failed, OnEmpty::Skip).job.watch,
+        Watch::Finished,
         "a failure is news"
     );
 }
@@ -700,7 +697,7 @@ fn strikes_abandon_at_the_cap_and_keep_the_last_error() {
             t(n.into()),
         )
         .job;
-        assert_eq!((j.status, j.strikes), (Status::Pending, n));
+        assert_eq!((j.watch, j.strikes), (Watch::Pending, n));
     }
     let tr = apply(
         &j,
@@ -709,7 +706,7 @@ fn strikes_abandon_at_the_cap_and_keep_the_last_error() {
         }),
         t(9),
     );
-    assert_eq!(tr.job.status, Status::Abandoned);
+    assert_eq!(tr.job.watch, Watch::Abandoned);
     assert_eq!(
         tr.outcomes,
         [
@@ -727,12 +724,12 @@ fn the_age_cap_expires_a_task_that_is_not_finished() {
     let j = pending();
     let at_cap = apply(&j, Event::Polled(running()), t(3600));
     assert_eq!(
-        at_cap.job.status,
-        Status::Pending,
+        at_cap.job.watch,
+        Watch::Pending,
         "exactly at the cap is not over it"
     );
     let over = apply(&j, Event::Polled(running()), t(3601));
-    assert_eq!(over.job.status, Status::Expired);
+    assert_eq!(over.job.watch, Watch::Expired);
     assert_eq!(
         over.outcomes,
         [
@@ -744,81 +741,64 @@ fn the_age_cap_expires_a_task_that_is_not_finished() {
     );
     let done = apply(&j, Event::Polled(finished()), t(99_999));
     assert_eq!(
-        done.job.status,
-        Status::Delivering,
+        done.job.watch,
+        Watch::Finished,
         "a result that is here is delivered"
     );
 }
 
 #[test]
 fn a_cancel_takes_a_block_out_of_an_open_turn_and_leaves_it_in_a_claimed_one() {
-    let open = apply(
-        &job(Status::Delivering),
-        Event::Cancelled { claimed: false },
-        t(5),
-    )
-    .job;
+    let (waiting, _) = standing(Stand::InOpen);
+    let open = carrying(&waiting, BlockKind::Result, TurnState::Open);
+    let after = apply_in(&waiting, &open, Event::Cancelled, t(5)).job;
     assert_eq!(
-        (open.status, open.turn.as_deref()),
-        (Status::Cancelled, None)
+        (after.watch, after.turn.as_deref()),
+        (Watch::Cancelled, None)
     );
-    let claimed = apply(
-        &job(Status::Delivering),
-        Event::Cancelled { claimed: true },
-        t(5),
-    )
-    .job;
+    let claimed = carrying(&waiting, BlockKind::Result, TurnState::Claimed);
+    let after = apply_in(&waiting, &claimed, Event::Cancelled, t(5)).job;
     assert_eq!(
-        (claimed.status, claimed.turn.as_deref()),
-        (Status::Cancelled, Some(TURN)),
+        (after.watch, after.turn.as_deref()),
+        (Watch::Cancelled, Some(TURN)),
         "it still names the turn its result may be in"
     );
-    // Whatever that turn does next, the job stays cancelled.
+    // Whatever that turn does next, the job shows cancelled.
     for state in TurnState::ALL {
-        let moved = Event::TurnMoved {
-            turn: TURN.into(),
-            block: BlockKind::Result,
-            state,
-            read_back_closed: false,
-        };
-        assert!(apply(&claimed, moved, t(6)).is_ignored(), "{state}");
+        let turn = carrying(&waiting, BlockKind::Result, state);
+        assert_eq!(
+            crate::status::status(&after, Some(&turn)),
+            Status::Cancelled,
+            "{state}"
+        );
     }
 }
 
 #[test]
 fn redelivery_of_a_job_whose_turn_went_elsewhere_puts_it_on_its_way_with_no_turn() {
-    for status in [Status::Undelivered, Status::Misrouted, Status::Error] {
-        let again = apply(
-            &job(status),
+    for stand in [Stand::Undelivered, Stand::Misrouted, Stand::Refused] {
+        let (job, turn) = standing(stand);
+        let again = step(
+            &job,
+            turn.as_ref(),
             Event::Requeued {
                 create_session: true,
             },
             t(800),
+            &LIMITS,
         )
         .job;
-        assert_eq!(again.status, Status::Delivering, "{status}");
+        assert_eq!(
+            crate::status::status(&again, turn.as_ref()),
+            Status::Delivering,
+            "{stand:?}"
+        );
         assert!(again.options.create_session);
         assert_eq!(again.turn, None, "composed into a new turn");
-        assert_eq!(again.owes(), Some(BlockKind::Result));
+        assert_eq!(crate::status::owes(&again, None), Some(BlockKind::Result));
     }
-    let mut notice = job(Status::Lost);
-    notice.notice = Some(Outbound::Misrouted);
-    notice.turn = Some(TURN.into());
-    let told = apply(
-        &notice,
-        Event::Requeued {
-            create_session: false,
-        },
-        t(800),
-    )
-    .job;
-    assert_eq!(
-        (told.status, told.notice),
-        (Status::Lost, Some(Outbound::Delivering))
-    );
     // A queued one without leave to start its chat may still get it.
-    let mut queued = job(Status::Delivering);
-    queued.turn = None;
+    let queued = job(Watch::Finished);
     let leave = apply(
         &queued,
         Event::Requeued {
@@ -841,7 +821,6 @@ fn redelivery_of_a_job_whose_turn_went_elsewhere_puts_it_on_its_way_with_no_turn
     );
 }
 
-/// A registration's turn in `state`, carrying its result.
 fn turn_in(job: &Job, state: TurnState) -> Turn {
     let mut turn = Turn::sample(state);
     turn.turn_id = TURN.into();
@@ -963,15 +942,28 @@ fn an_automatic_watch_leaves_another_chats_watch_and_an_ended_one_alone() {
     let auto = request(&["task-1"], Origin::Auto, Options::default());
     let mut elsewhere = pending();
     elsewhere.target.session_id = "s-other".into();
-    for (existing, why) in [
-        (elsewhere, LeftAlone::OtherChat),
-        (job(Status::Cancelled), LeftAlone::Ended(Status::Cancelled)),
-        (job(Status::Done), LeftAlone::Ended(Status::Done)),
-        (job(Status::Skipped), LeftAlone::Ended(Status::Skipped)),
-        (job(Status::Lost), LeftAlone::Ended(Status::Lost)),
+    let (delivered, landed) = standing(Stand::Delivered);
+    for (existing, turns, why) in [
+        (elsewhere, vec![], LeftAlone::OtherChat),
+        (
+            job(Watch::Cancelled),
+            vec![],
+            LeftAlone::Ended(Status::Cancelled),
+        ),
+        (
+            delivered.clone(),
+            vec![landed.clone().unwrap()],
+            LeftAlone::Ended(Status::Done),
+        ),
+        (
+            job(Watch::Skipped),
+            vec![],
+            LeftAlone::Ended(Status::Skipped),
+        ),
+        (job(Watch::Lost), vec![], LeftAlone::Ended(Status::Lost)),
     ] {
         let mut jobs = vec![existing.clone()];
-        let done = watch(&mut jobs, &[], &auto, || "new".into(), t(20)).unwrap();
+        let done = watch(&mut jobs, &turns, &auto, || "new".into(), t(20)).unwrap();
         assert_eq!(
             done,
             [Registered::LeftAlone {
@@ -987,8 +979,9 @@ fn an_automatic_watch_leaves_another_chats_watch_and_an_ended_one_alone() {
         ("task-2".into(), "QA".into()),
         ("task-1".into(), "default".into()),
     ];
-    let mut jobs = vec![job(Status::Done)];
-    let done = watch(&mut jobs, &[], &two, || "new".into(), t(20)).unwrap();
+    let mut jobs = vec![delivered];
+    let turns = vec![landed.unwrap()];
+    let done = watch(&mut jobs, &turns, &two, || "new".into(), t(20)).unwrap();
     assert!(matches!(done[0], Registered::LeftAlone { .. }));
     let Registered::New(second) = &done[1] else {
         panic!("{done:?}");
@@ -1007,27 +1000,39 @@ fn registration_rules() {
         ..target()
     };
     let replace = |was, same_target| Registration::Replace { was, same_target };
-    for status in Status::ALL {
-        let existing = job(status);
-        let (same, different) = match status {
-            Status::Done | Status::Unconfirmed => (
+    for stand in STANDS {
+        let (existing, turn) = standing(stand);
+        let status = crate::status::status(&existing, turn.as_ref());
+        let (same, different) = match stand {
+            Stand::Delivered | Stand::Unconfirmed => (
                 Registration::Refuse { was: status },
                 Registration::Refuse { was: status },
             ),
-            Status::Pending | Status::Delivering => {
+            // Claimed: never re-targeted.
+            Stand::InClaimed => (
+                Registration::AlreadyWatching,
+                Registration::Refuse { was: status },
+            ),
+            Stand::Pending | Stand::Due | Stand::InOpen => {
                 (Registration::AlreadyWatching, replace(status, false))
             }
             _ => (replace(status, true), replace(status, false)),
         };
         assert_eq!(
-            register(Some(&existing), None, &target(), "http://h/api", None),
+            register(
+                Some(&existing),
+                turn.as_ref(),
+                &target(),
+                "http://h/api",
+                None
+            ),
             same,
-            "{status}"
+            "{stand:?}"
         );
         assert_eq!(
-            register(Some(&existing), None, &other, "http://h/api", None),
+            register(Some(&existing), turn.as_ref(), &other, "http://h/api", None),
             different,
-            "{status}"
+            "{stand:?}"
         );
     }
     assert_eq!(
@@ -1040,13 +1045,16 @@ fn registration_rules() {
         TurnState::Unconfirmed,
         TurnState::Delivered,
     ] {
-        for status in [Status::Delivering, Status::Cancelled] {
-            let j = job(status);
+        for watch in [Watch::Finished, Watch::Cancelled] {
+            let mut j = job(watch);
+            j.turn = Some(TURN.into());
             let turn = turn_in(&j, state);
             assert_eq!(
                 register(Some(&j), Some(&turn), &other, "http://h/api", None),
-                Registration::Refuse { was: status },
-                "{status} in a {state} turn"
+                Registration::Refuse {
+                    was: crate::status::status(&j, Some(&turn))
+                },
+                "{watch:?} in a {state} turn"
             );
         }
     }
@@ -1057,22 +1065,19 @@ fn registration_rules() {
         TurnState::Misrouted,
         TurnState::Refused,
     ] {
-        let j = job(Status::Delivering);
+        let mut j = job(Watch::Finished);
+        j.turn = Some(TURN.into());
+        let turn = turn_in(&j, state);
         assert_eq!(
-            register(
-                Some(&j),
-                Some(&turn_in(&j, state)),
-                &other,
-                "http://h/api",
-                None
-            ),
-            replace(Status::Delivering, false),
+            register(Some(&j), Some(&turn), &other, "http://h/api", None),
+            replace(crate::status::status(&j, Some(&turn)), false),
             "{state}"
         );
     }
     // A pending job's check-in in a claimed turn does not hold its watch.
     let mut checking = pending();
-    checking.check_in = Some(Outbound::Delivering);
+    checking.check_in = true;
+    checking.turn = Some(TURN.into());
     let mut turn = turn_in(&checking, TurnState::Claimed);
     turn.carries[0].kind = BlockKind::CheckIn { n: 1 };
     assert_eq!(
@@ -1100,19 +1105,35 @@ fn registration_rules() {
 #[test]
 fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
     let week = LIMITS.keep.as_secs();
-    for status in Status::ALL {
-        let j = job(status);
-        assert!(!prunable(&j, &[], t(week), &LIMITS), "{status}");
-        let old = prunable(&j, &[], t(week + 2), &LIMITS);
-        assert_eq!(old, status.is_terminal() && j.owes().is_none(), "{status}");
+    for stand in STANDS {
+        let (j, turn) = standing(stand);
+        let turns: Vec<Turn> = turn.into_iter().collect();
+        assert!(!prunable(&j, &turns, t(week), &LIMITS), "{stand:?}");
+        let settled = matches!(
+            stand,
+            Stand::Delivered
+                | Stand::Undelivered
+                | Stand::Misrouted
+                | Stand::Refused
+                | Stand::Lost
+                | Stand::Abandoned
+                | Stand::Expired
+                | Stand::Cancelled
+                | Stand::Skipped
+        );
+        assert_eq!(
+            prunable(&j, &turns, t(week + 2), &LIMITS),
+            settled,
+            "{stand:?}"
+        );
     }
-    let mut notice = job(Status::Lost);
-    notice.notice = Some(Outbound::Delivering);
+    let mut notice = job(Watch::Lost);
+    notice.notice = true;
     assert!(
         !prunable(&notice, &[], t(week * 2), &LIMITS),
         "a notice still going out"
     );
-    let cancelled = job(Status::Cancelled);
+    let cancelled = job(Watch::Cancelled);
     let claimed = turn_in(&cancelled, TurnState::Claimed);
     assert!(
         !prunable(
@@ -1374,7 +1395,7 @@ fn stop_after_rows() {
     }
     assert_eq!(stops, STOP_TRIES, "bounded");
     assert!(stop_given_up(&job));
-    assert_eq!(job.status, Status::Pending, "the watch goes on");
+    assert_eq!(job.watch, Watch::Pending, "the watch goes on");
     assert_eq!(job.stop_error.as_deref(), Some("HTTP 500"));
 }
 
@@ -1403,8 +1424,11 @@ fn check_in_rows() {
     let due = apply(&checking_in(), Event::Polled(running()), at(11));
     assert_eq!(due.outcomes, [O::Polled, O::Running, O::CheckInDue]);
     let job = due.job;
-    assert_eq!(job.status, Status::Pending);
-    assert_eq!(job.owes(), Some(BlockKind::CheckIn { n: 1 }));
+    assert_eq!(job.watch, Watch::Pending);
+    assert_eq!(
+        crate::status::owes(&job, None),
+        Some(BlockKind::CheckIn { n: 1 })
+    );
     assert_eq!(job.last_check_in_at, Some(at(11)));
     let text = crate::describe::block_text(&job, BlockKind::CheckIn { n: 1 });
     assert!(text.starts_with("[TASK_ID: task-1]\n[STATUS: running]\n\nStill running after 10s (check-in 1 of at most 5)."), "{text}");
@@ -1415,30 +1439,24 @@ fn check_in_rows() {
     // Composed into a turn, which lands: done, the job plain pending again.
     let mut carried = apply(&job, Event::Joined { turn: TURN.into() }, at(12)).job;
     assert_eq!(carried.turn.as_deref(), Some(TURN));
-    carried = apply(
-        &carried,
-        Event::TurnMoved {
-            turn: TURN.into(),
-            block: BlockKind::CheckIn { n: 1 },
-            state: TurnState::Delivered,
-            read_back_closed: false,
-        },
-        at(13),
-    )
-    .job;
+    let landed = carrying(&carried, BlockKind::CheckIn { n: 1 }, TurnState::Delivered);
+    carried = apply_in(&carried, &landed, Event::Polled(running()), at(13)).job;
     assert_eq!(
         (
-            carried.status,
+            carried.watch,
             carried.check_in,
             carried.check_ins,
             &carried.turn
         ),
-        (Status::Pending, None, 1, &None)
+        (Watch::Pending, false, 1, &None)
     );
     // The next one is due a period after the last; none past the cap, none for a group.
     let second = apply(&carried, Event::Polled(running()), at(21));
     assert_eq!(second.outcomes, [O::Polled, O::Running, O::CheckInDue]);
-    assert_eq!(second.job.owes(), Some(BlockKind::CheckIn { n: 2 }));
+    assert_eq!(
+        crate::status::owes(&second.job, None),
+        Some(BlockKind::CheckIn { n: 2 })
+    );
     let mut capped = carried.clone();
     capped.check_ins = MAX_CHECK_INS;
     assert_eq!(
@@ -1452,14 +1470,14 @@ fn check_in_rows() {
         [O::Polled, O::Running]
     );
     // Turned off: a queued one is dropped, none comes again.
-    let off = apply(&job, Event::CheckInsOff { claimed: false }, at(12));
+    let off = apply(&job, Event::CheckInsOff, at(12));
     assert_eq!(off.outcomes, [O::CheckInsOff]);
-    assert!(off.job.check_in.is_none() && off.job.options.check_in_secs.is_none());
+    assert!(!off.job.check_in && off.job.options.check_in_secs.is_none());
     assert_eq!(
         apply(&off.job, Event::Polled(running()), at(100)).outcomes,
         [O::Polled, O::Running]
     );
-    assert!(apply(&pending(), Event::CheckInsOff { claimed: false }, at(12)).is_ignored());
+    assert!(apply(&pending(), Event::CheckInsOff, at(12)).is_ignored());
     assert_eq!(
         next_check_in(&carried, at(13)),
         Some(at(21)),

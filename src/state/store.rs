@@ -17,8 +17,9 @@ use super::fsutil::{self, parent_dir, write_atomic};
 use super::guard::{self, Access, Opened, Role};
 use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
-use crate::job::Job;
-use crate::turn::Turn;
+use crate::job::{Job, Status};
+use crate::time::Timestamp;
+use crate::turn::{Block, BlockKind, Turn, TurnState};
 
 /// The schema version this atc reads and writes. Version 1 (turns kept on the job that
 /// carried them), written only by development builds before 0.2, is refused.
@@ -52,6 +53,14 @@ impl JobFile {
     /// The turn `job` points at.
     pub fn turn_of(&self, job: &Job) -> Option<&Turn> {
         job.turn.as_deref().and_then(|id| self.turn(id))
+    }
+
+    /// A copy of `job` as the file would show it now (`--json`): its words projected from
+    /// its turn (`status::show`).
+    pub fn shown(&self, job: &Job) -> Job {
+        let mut job = job.clone();
+        crate::status::show(std::slice::from_mut(&mut job), &self.turns);
+        job
     }
 
     pub fn find(&self, task_id: &str) -> Option<&Job> {
@@ -426,7 +435,7 @@ impl Store {
     }
 
     fn save(&self, mut file: JobFile) -> Result<()> {
-        crate::status::derive(&mut file.jobs, &file.turns);
+        crate::status::show(&mut file.jobs, &file.turns);
         let mut bytes = serde_json::to_vec_pretty(&file).context("serialising the job file")?;
         bytes.push(b'\n');
         write_atomic(&self.path, &bytes).map_err(|err| {
@@ -554,11 +563,72 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
     checked(unique(file)?).map(derived)
 }
 
-/// The file with each job's `status` derived again from its turn (`status::derive`): the
-/// stored key is for outside readers, never trusted.
+/// The file as the decisions read it: where each watch stands, rebuilt from the words it
+/// shows (`status::rebuild`); a delivery's standing is its turn's. A finished child's
+/// result the file calls settled (done, unconfirmed, given up) with no turn that carries
+/// it (an edit by hand) gets a turn that says so: a result is never posted again because
+/// its record was lost.
 fn derived(mut file: JobFile) -> JobFile {
-    crate::status::derive(&mut file.jobs, &file.turns);
+    crate::status::rebuild(&mut file.jobs);
+    for i in 0..file.jobs.len() {
+        let job = &file.jobs[i];
+        let shown = job.shown;
+        if !shown.is_result()
+            || shown == Status::Delivering
+            || file
+                .turn_of(job)
+                .is_some_and(|t| t.carries_job(&job.job_id))
+        {
+            continue;
+        }
+        let turn = settled_without_record(job, shown, |id| file.turn(id).is_some());
+        file.jobs[i].turn = Some(turn.turn_id.clone());
+        file.turns.push(turn);
+    }
     file
+}
+
+/// The turn a loaded job's result stands in when the file calls it settled (`shown`:
+/// done, unconfirmed, undelivered, misrouted, error) but no turn record carries it (an edit
+/// by hand): settled as the file says, with its text, its read-back long closed. Nothing
+/// of it is posted again unless a person asks (`atc redeliver`).
+fn settled_without_record(
+    job: &Job,
+    shown: crate::job::Status,
+    taken: impl Fn(&str) -> bool,
+) -> Turn {
+    let block = Block {
+        job_id: job.job_id.clone(),
+        task_id: job.task_id.clone(),
+        kind: BlockKind::Result,
+    };
+    let mut turn = Turn::new(
+        crate::turn::new_id(&block, taken),
+        crate::compose::chat_of(job),
+        job.updated_at,
+    );
+    turn.carries.push(block);
+    turn.text.clone_from(&job.final_text);
+    turn.forward_mode = job.options.forward;
+    turn.create_session = job.options.create_session;
+    turn.state = match shown {
+        Status::Done => TurnState::Delivered,
+        Status::Unconfirmed => TurnState::Unconfirmed,
+        Status::Misrouted => TurnState::Misrouted,
+        Status::Error => TurnState::Refused,
+        _ => TurnState::Undelivered,
+    };
+    if turn.state != TurnState::Delivered {
+        turn.delivery.unknown_since =
+            (turn.state == TurnState::Unconfirmed).then(|| Timestamp::from_unix(0));
+        turn.delivery.read_back_closed_at =
+            (turn.state == TurnState::Unconfirmed).then_some(job.updated_at);
+        turn.delivery.error = Some(format!(
+            "the job file said {shown} with no turn record for it (edited by hand?); `atc redeliver {}` posts it again",
+            job.task_id
+        ));
+    }
+    turn
 }
 
 /// "job 3f9a… (task task-1)", or "the job at position 3" when its ids are unusable.
@@ -806,7 +876,7 @@ mod tests {
 
     #[test]
     fn schema_errors_name_the_job_and_the_field() {
-        let mut job = serde_json::to_value(Job::sample(crate::job::Status::Pending)).unwrap();
+        let mut job = serde_json::to_value(Job::sample(crate::job::Watch::Pending)).unwrap();
         let id = job["job_id"].as_str().unwrap().to_owned();
         for (field, value, says) in [
             (
@@ -816,8 +886,8 @@ mod tests {
             ),
             (
                 "check_in",
-                serde_json::json!("exploded"),
-                "field \"check_in\": unknown variant",
+                serde_json::json!(7),
+                "field \"check_in\": invalid type",
             ),
             (
                 "status",
@@ -856,7 +926,7 @@ mod tests {
 
     #[test]
     fn refuses_two_jobs_for_one_task_or_one_job_id() {
-        let one = Job::sample(crate::job::Status::Pending);
+        let one = Job::sample(crate::job::Watch::Pending);
         let bytes = |jobs: Vec<Job>| {
             serde_json::to_vec(&JobFile {
                 version: VERSION,

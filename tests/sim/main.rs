@@ -1648,7 +1648,7 @@ fn a_read_while_the_turn_is_posted_goes_out_once_and_one_before_never() {
         let world = replayed(&[Finish(0, Ending::Answer), watch.clone(), read, Tick]);
         let file = world.env.store().load().unwrap();
         let job = file.find("task-0").unwrap();
-        assert_eq!(job.status, status);
+        assert_eq!(job.shown(), status);
         assert!(job.read_by_parent_at.is_some());
         let s = world.server().lock();
         let results = s

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use atc::cmd::tick::Window;
-use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Origin, Outbound, Status, Target};
+use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Origin, Status, Target};
 use atc::lifecycle::kick::{Ended, TurnEnd};
 use atc::lifecycle::{Limits, WatchRequest};
 use atc::settings::{Auth, Setting, Source, Tick};
@@ -485,7 +485,7 @@ impl Env {
             Op::Cancel(t) | Op::CancelStop(t) => {
                 if let Some((job, turn)) = turn_of(*t)
                     && turn.in_flight()
-                    && job.status != Status::Cancelled
+                    && job.shown() != Status::Cancelled
                     && turn.carries_job(&job.job_id)
                 {
                     let mut n = self.notes();
@@ -939,10 +939,10 @@ impl Env {
             && job.read_by_parent_at.is_none()
         {
             let mut n = self.notes();
-            if turn.is_open() && job.owes().is_some() {
+            if turn.is_open() && atc::status::owes(job, Some(turn)).is_some() {
                 n.sometimes.read_out_of_an_open_turn += 1;
             } else if !turn.state.is_given_up()
-                && matches!(job.status, Status::Delivering | Status::Unconfirmed)
+                && matches!(job.shown(), Status::Delivering | Status::Unconfirmed)
             {
                 n.sometimes.read_in_flight += 1;
             }
@@ -973,7 +973,7 @@ impl Env {
             && !turn.state.is_given_up()
             && turn.carries.len() == 1
             && turn.carries_job(&job.job_id)
-            && matches!(job.status, Status::Pending | Status::Delivering)
+            && matches!(job.shown(), Status::Pending | Status::Delivering)
         {
             self.notes().sometimes.claimed_turn_lost_its_only_job += 1;
         }
@@ -982,7 +982,7 @@ impl Env {
             atc::cmd::cancel::cancel_in(file, &id, false, None, &path, now, &limits())
         });
         match done {
-            Ok((job, _, _)) => format!(" → {}", job.status),
+            Ok((job, _, _)) => format!(" → {}", job.shown()),
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
     }
@@ -992,7 +992,7 @@ impl Env {
         let now = self.now();
         let file = self.store().load().expect("the file loads");
         if let Some(job) = file.find(&id)
-            && job.check_in.is_some()
+            && job.check_in
             && job.options.check_in_secs.is_some()
             && file.turn_of(job).is_some_and(|t| t.carries.len() > 1)
         {
@@ -1016,7 +1016,7 @@ impl Env {
         let Some(job) = file.find(&id).cloned() else {
             return " → no watch".into();
         };
-        let stopped = if matches!(job.status, Status::Pending | Status::Cancelled) {
+        let stopped = if matches!(job.shown(), Status::Pending | Status::Cancelled) {
             self.notes().stop_asked.insert(id.clone());
             match atc::pass::stop_child(&Proxy(&self.server), &job) {
                 Ok(stopped) => Some(stopped),
@@ -1032,7 +1032,7 @@ impl Env {
             atc::cmd::cancel::cancel_in(file, &id, true, stopped, &path, now, &limits())
         });
         match done {
-            Ok((job, _, _)) => format!(" → {} (stopped)", job.status),
+            Ok((job, _, _)) => format!(" → {} (stopped)", job.shown()),
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
     }
@@ -1397,18 +1397,11 @@ impl World {
         for job in &jobs {
             let turn = file.turn_of(job);
             let shown = atc::status::status(job, turn);
-            let notice = job
-                .notice
-                .filter(|_| job.status.ends_without_answer())
-                .map(|n| n.as_str());
-            if shown != job.status
-                || atc::status::owes(job, turn) != job.owes()
-                || atc::status::notice(job, turn) != notice
-            {
+            if shown != job.shown() {
                 self.fail(&format!(
                     "{} is {} in the file and {shown} from its turn ({:?})",
                     job.task_id,
-                    job.status,
+                    job.shown(),
                     turn.map(|t| t.state)
                 ));
             }
@@ -1435,7 +1428,8 @@ impl World {
                     if !named {
                         self.fail(&format!(
                             "the tick gave {} up ({}) and its report does not say so: {reports:?}",
-                            new.task_id, new.status
+                            new.task_id,
+                            new.shown()
                         ));
                     }
                     self.reported += 1;
@@ -1463,10 +1457,12 @@ impl World {
                     }
                     self.env.notes().sometimes.stop_given_up += 1;
                 }
-                if !reachable(old.status, new.status) {
+                if !reachable(old.shown(), new.shown()) {
                     self.fail(&format!(
                         "{} went {} → {}, which no step allows",
-                        old.task_id, old.status, new.status
+                        old.task_id,
+                        old.shown(),
+                        new.shown()
                     ));
                 }
                 continue;
@@ -1499,7 +1495,9 @@ impl World {
                     if held && next.final_text.is_none() {
                         self.fail(&format!(
                             "a re-registration of {} threw away the result it held ({} → {})",
-                            old.task_id, old.status, next.status
+                            old.task_id,
+                            old.shown(),
+                            next.shown()
                         ));
                     }
                 }
@@ -1507,8 +1505,8 @@ impl World {
                     // Pruned. (Several passes may have run since the last look: what
                     // counts is the file now; a turn pruned with it was settled.)
                     self.forgotten.insert(old.task_id.clone());
-                    if old.status == Status::Pending {
-                        self.fail(&format!("{} was pruned while {}", old.task_id, old.status));
+                    if old.shown() == Status::Pending {
+                        self.fail(&format!("{} was pruned while {}", old.task_id, old.shown()));
                     }
                     if turns
                         .iter()
@@ -1524,7 +1522,7 @@ impl World {
                         self.fail(&format!(
                             "{} ({}) was pruned {}s after it ended, before --keep ({}s)",
                             old.task_id,
-                            old.status,
+                            old.shown(),
                             now - ended,
                             l.keep.as_secs()
                         ));
@@ -1533,10 +1531,10 @@ impl World {
             }
         }
         for job in &jobs {
-            if job.status.is_terminal() {
+            if !matches!(job.shown(), Status::Pending | Status::Delivering) {
                 self.ended_at.entry(job.job_id.clone()).or_insert(now);
             }
-            if let Some(kind) = job.owes() {
+            if let Some(kind) = atc::status::owes(job, file.turn_of(job)) {
                 self.owed
                     .insert((job.job_id.clone(), job.task_id.clone(), kind));
             }
@@ -1546,8 +1544,8 @@ impl World {
                     .or_default()
                     .insert(job.job_id.clone());
             }
-            if job.status == Status::Expired
-                && job.notice.is_some()
+            if job.shown() == Status::Expired
+                && job.notice
                 && let Some(text) = file.turn_of(job).and_then(|t| t.text.as_deref())
                 && !text.starts_with("[ATC_")
             {
@@ -1858,7 +1856,7 @@ impl World {
             if owed_result {
                 queue.owed += 1;
                 let may_have_landed = turn.is_some_and(Turn::may_have_landed);
-                match job.status {
+                match job.shown() {
                     Status::Done => {
                         if copies == 0 {
                             self.fail(&format!(
@@ -1881,14 +1879,14 @@ impl World {
                         if live_copies > 0 {
                             self.fail(&format!(
                                 "{task} was given up ({}) as never posted, and a chat has its result",
-                                job.status
+                                job.shown()
                             ));
                         }
                         queue.heard += u64::from(heard.contains(task.as_str()));
                         if !heard.contains(task.as_str()) {
                             self.fail(&format!(
                                 "{task} was given up ({}), and no give-up said so",
-                                job.status
+                                job.shown()
                             ));
                         }
                     }
@@ -1917,8 +1915,8 @@ impl World {
             if owed_notice {
                 queue.owed += 1;
                 let told = notices.get(task).copied().unwrap_or(0);
-                match job.notice {
-                    Some(Outbound::Delivered) => {
+                match job.notice.then(|| landed(job, turn)).flatten() {
+                    Some(TurnState::Delivered) => {
                         if told == 0 {
                             self.fail(&format!(
                                 "{task}'s parent was told, and no chat has the notice"
@@ -1926,7 +1924,12 @@ impl World {
                         }
                         queue.delivered_once += 1;
                     }
-                    Some(Outbound::Unconfirmed | Outbound::Undelivered | Outbound::Misrouted) => {
+                    Some(
+                        TurnState::Unconfirmed
+                        | TurnState::Undelivered
+                        | TurnState::Misrouted
+                        | TurnState::Refused,
+                    ) => {
                         queue.given_up += 1;
                         queue.heard += u64::from(heard.contains(task.as_str()));
                         if !heard.contains(task.as_str()) {
@@ -1978,19 +1981,24 @@ impl World {
             }
             // Nothing held without a bound: after the drain every job has ended, and nothing
             // of it is due any more (an unknown delivery's read-back window has closed).
-            if open(job, &self.turns, self.now()) {
+            if open(
+                job,
+                self.turn_when_last.get(job_id),
+                &self.turns,
+                self.now(),
+            ) {
                 self.fail(&format!(
-                    "{} is still {} (outbound {:?}) after every deadline passed",
+                    "{} is still {} (its block {:?}) after every deadline passed",
                     job.task_id,
-                    job.status,
-                    job.outbound()
+                    job.shown(),
+                    landed(job, self.turn_when_last.get(job_id))
                 ));
             }
             let marker = format!("[TASK_ID: {}]", job.task_id);
             let turn = self.turn_when_last.get(job_id);
-            match job.outbound() {
+            match landed(job, turn) {
                 // Always heard: a delivered turn is in exactly its target chat.
-                Some(Outbound::Delivered) => {
+                Some(TurnState::Delivered) => {
                     let turns = turns_in(job);
                     if !turns.iter().any(|(_, t)| {
                         blocks(t)
@@ -2013,12 +2021,18 @@ impl World {
                     }
                 }
                 // A give-up says why.
-                Some(Outbound::Undelivered | Outbound::Misrouted | Outbound::Unconfirmed) => {
+                Some(
+                    TurnState::Undelivered
+                    | TurnState::Misrouted
+                    | TurnState::Unconfirmed
+                    | TurnState::Refused,
+                ) => {
                     let why = turn.and_then(|t| t.delivery.error.clone());
                     if why.is_none() && job.last_error.is_none() {
                         self.fail(&format!(
                             "{} gave up ({}) without a reason",
-                            job.task_id, job.status
+                            job.task_id,
+                            job.shown()
                         ));
                     }
                 }
@@ -2051,19 +2065,20 @@ impl World {
                     ));
                 }
             }
-            if job.status == Status::Error
+            if job.shown() == Status::Error
                 && job.last_error.is_none()
                 && turn.is_none_or(|t| t.delivery.error.is_none())
             {
                 self.fail(&format!("{} is error without a reason", job.task_id));
             }
-            if job.status.ends_without_answer()
+            if job.shown().watch().ends_without_answer()
                 && job.options.on_no_answer == OnNoAnswer::Notify
-                && job.notice.is_none()
+                && !job.notice
             {
                 self.fail(&format!(
                     "{} ended {} and its parent was never told",
-                    job.task_id, job.status
+                    job.task_id,
+                    job.shown()
                 ));
             }
         }
@@ -2123,24 +2138,33 @@ fn blocks(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Still live: watched, its block on its way, a turn carrying it due or with a forward due.
-fn open(job: &Job, turns: &[Turn], now: Timestamp) -> bool {
-    job.status == Status::Pending
-        || job.outbound() == Some(Outbound::Delivering)
+/// `turn`: the one it pointed at, as it was when the job was last seen.
+fn open(job: &Job, turn: Option<&Turn>, turns: &[Turn], now: Timestamp) -> bool {
+    job.shown() == Status::Pending
+        || atc::status::owes(job, turn).is_some()
         || turns.iter().any(|t| {
             t.carries_job(&job.job_id)
                 && (atc::turn::is_due(t, now, &limits()) || atc::turn::forward_due(t))
         })
 }
 
-/// Ended without delivering: the result or the notice given up.
+/// Ended without delivering: the result or the notice given up, as the file says.
 fn gave_up(job: &Job) -> bool {
     matches!(
-        job.status,
-        Status::Error | Status::Lost | Status::Expired | Status::Abandoned
-    ) || matches!(
-        job.outbound(),
-        Some(Outbound::Undelivered | Outbound::Misrouted | Outbound::Unconfirmed)
+        job.shown(),
+        Status::Error
+            | Status::Lost
+            | Status::Expired
+            | Status::Abandoned
+            | Status::Undelivered
+            | Status::Misrouted
+            | Status::Unconfirmed
     )
+}
+
+/// Where the block `job` has on its way stands, in `turn` (the one it points at).
+fn landed(job: &Job, turn: Option<&Turn>) -> Option<TurnState> {
+    atc::status::delivery(job, turn).map(|(_, state)| state)
 }
 
 /// Holds its rendered result, not yet (certainly) delivered.
@@ -2148,7 +2172,7 @@ fn holds_result(job: &Job) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
         && matches!(
-            job.status,
+            job.shown(),
             Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
         )
 }

@@ -285,7 +285,7 @@ fn read_jobs(file: &atc::state::store::JobFile) {
         let _ = atc::describe::brief(job, turn, now);
         let _ = atc::describe::notice_text(job);
         let _ = atc::lifecycle::prunable(job, turns, now, &limits);
-        if let Some(kind) = job.owes() {
+        if let Some(kind) = atc::status::owes(job, turn) {
             let _ = atc::describe::block_text(job, kind);
         }
     }
