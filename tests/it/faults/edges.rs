@@ -105,6 +105,54 @@ fn ports_out_of_range_are_refused_wherever_a_url_is_read() {
         .run();
 }
 
+/// Issue 36 (L4): a job edited by hand to say its result is `unconfirmed` (or delivered),
+/// with no turn record: it is loaded as a turn of that standing, not re-posted; a cancel
+/// says the result may be on its way (it used to panic), and `redeliver` puts it back in
+/// line, read back first.
+#[test]
+fn a_result_called_settled_by_hand_with_no_turn_is_never_posted_again_by_itself() {
+    let env = TestEnv::new();
+    watched(&env);
+    env.edit_job(TASK, |job| {
+        job.insert("status".into(), json!("unconfirmed"));
+        job.insert("outcome".into(), json!("completed"));
+        job.insert("final".into(), json!("[TASK_ID: x]\n[STATUS: finished]"));
+    });
+    env.atc(["status", TASK])
+        .stdout_contains("\nstatus          unconfirmed\n")
+        .stdout_contains("no turn record for it (edited by hand?)")
+        .file_unchanged()
+        .run();
+    env.atc(["redeliver", TASK])
+        .stdout_contains(&format!(
+            "{TASK}: the next atc tick reads session s-77 (user default, channel console) back and posts the result only if it is not there."
+        ))
+        .file(|file| {
+            let turn = &file["turns"][0];
+            assert_eq!(turn["state"], "unconfirmed", "{turn}");
+            assert_eq!(file["jobs"][0]["turn"], turn["turn_id"], "{file}");
+        })
+        .run();
+    env.atc(["cancel", TASK])
+        .stdout_contains(&format!(
+            "Cancelled the watch on {TASK}, but its result was being posted"
+        ))
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled", "{file}"))
+        .run();
+    // Called delivered: nothing owed, and nothing to cancel.
+    let env = TestEnv::new();
+    watched(&env);
+    env.edit_job(TASK, |job| {
+        job.insert("status".into(), json!("done"));
+        job.insert("final".into(), json!("x"));
+    });
+    env.atc(["cancel", TASK])
+        .status(1)
+        .stderr_contains("was already delivered to session s-77")
+        .file_unchanged()
+        .run();
+}
+
 // ---------------------------------------------------------------------------------------
 // 5. Environment values that are not UTF-8
 
