@@ -124,7 +124,7 @@ fn a_result_called_settled_by_hand_with_no_turn_is_never_posted_again_by_itself(
         .file_unchanged()
         .run();
     env.atc(["redeliver", TASK])
-        .stdout_contains(&format!(
+        .stdout_contains(format!(
             "{TASK}: the next atc tick reads session s-77 (user default, channel console) back and posts the result only if it is not there."
         ))
         .file(|file| {
@@ -134,7 +134,7 @@ fn a_result_called_settled_by_hand_with_no_turn_is_never_posted_again_by_itself(
         })
         .run();
     env.atc(["cancel", TASK])
-        .stdout_contains(&format!(
+        .stdout_contains(format!(
             "Cancelled the watch on {TASK}, but its result was being posted"
         ))
         .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled", "{file}"))

@@ -1,0 +1,111 @@
+//! The tick's heartbeat: what a tick leaves in `<job file>.tick.lock` (one JSON line) for
+//! the next tick (a job file it found settled, unchanged since) and for `atc doctor` (when
+//! ticks ran, kicked or not, and whether the last one finished its pass).
+
+use serde::{Deserialize, Serialize};
+
+use crate::lifecycle::Limits;
+use crate::state::store::Fingerprint;
+use crate::time::Timestamp;
+
+/// What a tick leaves in `<job file>.tick.lock` (one JSON line), for the next tick and for
+/// `atc doctor`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// When the last tick started.
+    pub last_tick_at: Option<Timestamp>,
+    /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_kick_at: Option<Timestamp>,
+    /// When the last tick that was no kick started: a timer's, the plugin's cadence, a
+    /// person's (`atc doctor` tells a cadence from kicks by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_unkicked_at: Option<Timestamp>,
+    /// The job file that tick found settled, unchanged since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) settled: Option<Settled>,
+    /// Whether that tick finished its pass, every save it needed made: a heartbeat alone
+    /// is not a healthy tick (one that cannot save the job file beats, then exits 4).
+    /// `None`: an older atc wrote this heartbeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<bool>,
+    /// When a tick last finished its pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+}
+
+/// A job file with nothing to do: which version (its fingerprint), under which limits,
+/// and until when (its first prune; `None`: never, it holds no job).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Settled {
+    pub(super) file: Fingerprint,
+    pub(super) key: CacheKey,
+    pub(super) until: Option<Timestamp>,
+    /// It holds give-ups nobody has heard: settled for ticks nobody hears (the plugin's,
+    /// which cannot say them), not for one a person hears (it says them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) unsaid: bool,
+}
+
+/// The limits a settled verdict depends on (`--keep` prunes; `--busy-deadline` says which
+/// delivered turns are followed).
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct CacheKey {
+    keep_secs: u64,
+    busy_deadline_secs: u64,
+}
+
+impl CacheKey {
+    pub(super) fn of(limits: &Limits) -> CacheKey {
+        CacheKey {
+            keep_secs: limits.keep.as_secs(),
+            busy_deadline_secs: limits.busy_deadline.as_secs(),
+        }
+    }
+}
+
+impl Heartbeat {
+    /// The heartbeat in the tick lock at `path`; an older atc wrote a bare timestamp.
+    pub fn read(path: &std::path::Path) -> Heartbeat {
+        Heartbeat::parse(crate::state::lock::read_stamp(path))
+    }
+
+    /// When the last tick that was no kick started; an older atc's heartbeat says it only
+    /// when its last tick was not a kick.
+    pub fn last_unkicked(&self) -> Option<Timestamp> {
+        self.last_unkicked_at.or(self
+            .last_tick_at
+            .filter(|at| Some(*at) != self.last_kick_at))
+    }
+
+    pub(super) fn parse(line: Option<String>) -> Heartbeat {
+        let Some(line) = line else {
+            return Heartbeat::default();
+        };
+        serde_json::from_str(&line).unwrap_or_else(|_| Heartbeat {
+            last_tick_at: Timestamp::parse(&line),
+            ..Heartbeat::default()
+        })
+    }
+
+    /// What a tick that started at `now` leaves: `finished` once its pass is done.
+    pub(super) fn of(
+        now: Timestamp,
+        (last_kick_at, last_unkicked_at): (Option<Timestamp>, Option<Timestamp>),
+        settled: Option<Settled>,
+        finished_at: Option<Timestamp>,
+    ) -> Heartbeat {
+        Heartbeat {
+            last_tick_at: Some(now),
+            last_kick_at,
+            last_unkicked_at,
+            settled,
+            finished: Some(finished_at == Some(now)),
+            finished_at,
+        }
+    }
+
+    pub(super) fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
