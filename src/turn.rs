@@ -38,11 +38,12 @@ use crate::limits::Limits;
 use crate::outcome::Outcome;
 use crate::time::Timestamp;
 
-/// Longest text a forward sends on to the person (as a delivery's cap).
-pub const MAX_FORWARD_CHARS: usize = 8000;
+mod forward;
+mod select;
 
-/// Sends of one forward before it is given up (5xx and unreachable answers).
-pub const FORWARD_ATTEMPTS: u32 = 5;
+pub use forward::{FORWARD_ATTEMPTS, Forward, ForwardStatus, MAX_FORWARD_CHARS, forward_due};
+use forward::{channel_checked, forward_mut, forwarded, parent_polled};
+pub use select::*;
 
 /// Which of a job's blocks a turn carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -239,61 +240,6 @@ fn is_false(b: &bool) -> bool {
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
-}
-
-/// Where sending the parent's reply on to the person stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ForwardStatus {
-    /// To be sent: waiting for a healthy channel, or retrying.
-    Pending,
-    /// The server said it sent it (2xx): never sent again.
-    Sent,
-    /// Nothing to send (an empty reply, a failed parent turn…): `reason` says which.
-    Skipped,
-    /// Refused by the server, or retries used up: `reason` says why.
-    Failed,
-    /// A send whose outcome is unknown; never repeated (a person would get it twice).
-    Unconfirmed,
-}
-
-impl ForwardStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ForwardStatus::Pending => "pending",
-            ForwardStatus::Sent => "sent",
-            ForwardStatus::Skipped => "skipped",
-            ForwardStatus::Failed => "failed",
-            ForwardStatus::Unconfirmed => "unconfirmed",
-        }
-    }
-}
-
-/// Sending the parent's final reply to the person on the parent's IM channel
-/// (`POST /messages/send`), or, for a console parent, the one toast that says something
-/// arrived: the woken turn runs through the console, so QwenPaw itself never sends it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Forward {
-    pub status: ForwardStatus,
-    #[serde(default)]
-    pub attempts: u32,
-    #[serde(default)]
-    pub last_http_status: Option<u16>,
-    /// When it was sent (or given up).
-    #[serde(default)]
-    pub at: Option<Timestamp>,
-    /// Why it was skipped, failed or is held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// What is sent: the parent's final reply, or the toast.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// When it became pending: `--busy-deadline` counts from here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<Timestamp>,
-    /// Set while a send is in flight (write-ahead, like a delivery's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt_started_at: Option<Timestamp>,
 }
 
 /// One POST into one parent chat. Fields this version does not know are kept as they are
@@ -612,15 +558,6 @@ impl TurnTransition {
     }
 }
 
-/// The one answer to "was the block of job `job_id` claimed?": `turn` (the turn the job
-/// points at) carries it and may be in the parent chat (claimed, of unknown outcome, or
-/// delivered; a turn given up has nothing in it). Once claimed, a turn is what it is: a
-/// cancel, a read by the parent or a re-watch cannot take the block out of it or change
-/// how it goes, and the job follows where it lands.
-pub fn claimed(turn: Option<&Turn>, job_id: &str) -> bool {
-    turn.is_some_and(|t| t.may_have_landed() && t.carries_job(job_id))
-}
-
 /// Applies one event to one turn.
 pub fn step(turn: &Turn, event: TurnEvent, now: Timestamp, limits: &Limits) -> TurnTransition {
     match event {
@@ -664,28 +601,6 @@ fn composed(
     next.create_session = create_session;
     next.updated_at = now;
     TurnTransition::to(next, vec![Outcome::Batched])
-}
-
-/// The read-back window of a turn of unknown outcome is open.
-fn reading_back(turn: &Turn, now: Timestamp, limits: &Limits) -> bool {
-    turn.delivery
-        .unknown_since
-        .is_none_or(|since| since.elapsed_at(now) <= limits.busy_deadline)
-}
-
-/// True when the turn should be looked at (and perhaps posted) now: composed, nothing in
-/// flight, any back-off over; one of unknown outcome only while its read-back window is
-/// open.
-pub fn is_due(turn: &Turn, now: Timestamp, limits: &Limits) -> bool {
-    if turn.text.is_none() || turn.carries.is_empty() || turn.in_flight() {
-        return false;
-    }
-    let backed_off = turn.delivery.next_attempt_at.is_none_or(|at| at <= now);
-    match turn.state {
-        TurnState::Open | TurnState::Claimed => backed_off,
-        TurnState::Unconfirmed => reading_back(turn, now, limits),
-        _ => false,
-    }
 }
 
 /// What the chat check found decides what happens to a due turn: post it (the claim, with
@@ -885,178 +800,6 @@ fn defer(
     outcome
 }
 
-/// How the parent turn a delivery started ended, once it did. For a parent on an IM
-/// channel that is also when its reply is known: the forward is queued (or skipped, and
-/// why); a console parent's person gets one toast.
-fn parent_polled(turn: &Turn, parent: ParentTurn, toast: String, now: Timestamp) -> TurnTransition {
-    if turn.state != TurnState::Delivered || turn.parent_turn.is_some() {
-        return TurnTransition::ignored(turn);
-    }
-    let (status, reply) = match parent {
-        ParentTurn::Running => return TurnTransition::ignored(turn),
-        ParentTurn::Ended { status, reply } => (status, Some(reply)),
-        ParentTurn::Gone => ("unknown".to_owned(), None),
-    };
-    let mut next = turn.clone();
-    let mut outcomes = vec![Outcome::Followed];
-    let skipped = |reason: String| Forward {
-        status: ForwardStatus::Skipped,
-        attempts: 0,
-        last_http_status: None,
-        at: Some(now),
-        reason: Some(reason),
-        text: None,
-        since: None,
-        attempt_started_at: None,
-    };
-    let pending = |text: String| Forward {
-        status: ForwardStatus::Pending,
-        attempts: 0,
-        last_http_status: None,
-        at: None,
-        reason: None,
-        text: Some(text),
-        since: Some(now),
-        attempt_started_at: None,
-    };
-    if next.forwards() && next.forward.is_none() {
-        let forward = match (status.as_str(), reply) {
-            ("completed", Some(reply)) if !reply.is_empty() => {
-                pending(crate::text::truncate_chars(reply, MAX_FORWARD_CHARS))
-            }
-            ("completed", _) => skipped("the parent's final reply was empty".to_owned()),
-            ("unknown", None) => skipped(
-                "the parent's turn record is gone (the server restarted?), so its reply is not known"
-                    .to_owned(),
-            ),
-            (other, _) => skipped(format!("the parent's turn {other}: there is no reply to send")),
-        };
-        outcomes.push(match forward.status {
-            ForwardStatus::Pending => Outcome::Claimed,
-            _ => Outcome::ForwardSkipped,
-        });
-        next.forward = Some(forward);
-    } else if next.toasts() && next.forward.is_none() {
-        // A console parent: one toast says what arrived, whatever the turn replied.
-        next.forward = Some(pending(toast));
-        outcomes.push(Outcome::Claimed);
-    }
-    next.parent_turn = Some(status);
-    next.updated_at = now;
-    TurnTransition::to(next, outcomes)
-}
-
-/// A forward that may go now: pending, not in flight.
-pub fn forward_due(turn: &Turn) -> bool {
-    turn.forward
-        .as_ref()
-        .is_some_and(|f| f.status == ForwardStatus::Pending && f.attempt_started_at.is_none())
-}
-
-fn forward_mut(turn: &mut Turn) -> &mut Forward {
-    turn.forward.as_mut().expect("a forward to update")
-}
-
-/// A healthy channel: claim the send (write-ahead). Otherwise hold it, until
-/// `--busy-deadline` after it became pending; a channel that is not there at all fails it.
-fn channel_checked(turn: &Turn, health: Health, now: Timestamp, limits: &Limits) -> TurnTransition {
-    if !forward_due(turn) {
-        return TurnTransition::ignored(turn);
-    }
-    let mut next = turn.clone();
-    next.updated_at = now;
-    let forward = forward_mut(&mut next);
-    let held = match health {
-        Health::Healthy => {
-            forward.attempts += 1;
-            forward.attempt_started_at = Some(now);
-            let text = forward.text.clone().unwrap_or_default();
-            return TurnTransition {
-                turn: next,
-                effect: Effect::Forward { text },
-                outcomes: vec![Outcome::Claimed],
-            };
-        }
-        Health::Missing { detail } => {
-            forward.status = ForwardStatus::Failed;
-            forward.at = Some(now);
-            forward.reason = Some(format!("the channel cannot send: {detail}"));
-            return TurnTransition::to(next, vec![Outcome::ForwardFailed]);
-        }
-        Health::Unhealthy { detail } => format!("the channel is not healthy ({detail})"),
-        Health::Unknown { error } => format!("could not ask the channel's health: {error}"),
-    };
-    let expired = forward
-        .since
-        .is_some_and(|since| since.elapsed_at(now) > limits.busy_deadline);
-    if expired {
-        forward.status = ForwardStatus::Failed;
-        forward.at = Some(now);
-        forward.reason = Some(format!("{held}, for longer than --busy-deadline"));
-        return TurnTransition::to(next, vec![Outcome::ForwardFailed]);
-    }
-    forward.reason = Some(held);
-    TurnTransition::to(next, vec![Outcome::ForwardHeld])
-}
-
-/// Records a send's outcome. Never sent twice once the server said 2xx; an unknown
-/// outcome is never retried (the person would get it twice).
-fn forwarded(turn: &Turn, sent: Sent, now: Timestamp) -> TurnTransition {
-    if !turn.forward_in_flight() {
-        return TurnTransition::ignored(turn);
-    }
-    let mut next = turn.clone();
-    next.updated_at = now;
-    let forward = forward_mut(&mut next);
-    forward.attempt_started_at = None;
-    let outcome = match sent {
-        Sent::Accepted => {
-            forward.status = ForwardStatus::Sent;
-            forward.last_http_status = Some(200);
-            forward.at = Some(now);
-            forward.reason = None;
-            Outcome::Forwarded
-        }
-        Sent::Failed {
-            http_status,
-            detail,
-        } => {
-            forward.last_http_status = http_status;
-            if forward.attempts >= FORWARD_ATTEMPTS {
-                forward.status = ForwardStatus::Failed;
-                forward.at = Some(now);
-                forward.reason = Some(format!(
-                    "{detail}; gave up after {} sends",
-                    forward.attempts
-                ));
-                Outcome::ForwardFailed
-            } else {
-                forward.reason = Some(format!("{detail}; trying again"));
-                Outcome::ForwardHeld
-            }
-        }
-        Sent::Rejected {
-            http_status,
-            detail,
-        } => {
-            forward.status = ForwardStatus::Failed;
-            forward.last_http_status = Some(http_status);
-            forward.at = Some(now);
-            forward.reason = Some(format!("{http_status}: {detail}"));
-            Outcome::ForwardFailed
-        }
-        Sent::Unknown { error } => {
-            forward.status = ForwardStatus::Unconfirmed;
-            forward.at = Some(now);
-            forward.reason = Some(format!(
-                "{error}; not sent again, so the person never gets it twice"
-            ));
-            Outcome::ForwardUnconfirmed
-        }
-    };
-    TurnTransition::to(next, vec![outcome])
-}
-
 /// A turn left with a POST (or a forward) in flight by a tick that died: the outcome is
 /// unknown, so it is read back before anything is posted again (a forward is never sent
 /// again).
@@ -1140,102 +883,6 @@ fn redeliver(turn: &Turn, create_session: bool, now: Timestamp) -> TurnTransitio
         d.read_back_closed_at = None;
     }
     TurnTransition::to(next, vec![Outcome::Requeued])
-}
-
-/// Nothing more can happen to it unless a person acts: given up, delivered (its forward
-/// done), or of unknown outcome with its read-back window closed.
-pub fn is_settled(turn: &Turn) -> bool {
-    let waiting = match turn.state {
-        TurnState::Open | TurnState::Claimed => true,
-        TurnState::Unconfirmed => turn.delivery.read_back_closed_at.is_none(),
-        _ => false,
-    };
-    !waiting && !forward_due(turn) && !turn.forward_in_flight()
-}
-
-/// The turns due now: the oldest per parent chat, a claimed one before an open one. A
-/// second POST into the same chat would only meet a busy chat behind the turn the first
-/// one starts.
-pub fn deliveries<'a>(turns: &'a [Turn], now: Timestamp, limits: &Limits) -> Vec<&'a Turn> {
-    let mut due: Vec<&Turn> = turns.iter().filter(|t| is_due(t, now, limits)).collect();
-    due.sort_by_key(|t| (t.is_open(), t.created_at));
-    let mut chats = std::collections::HashSet::new();
-    due.retain(|t| chats.insert(t.chat.key()));
-    due
-}
-
-/// The delivered turns whose end a tick asks about (the parent turn's own task), for
-/// `--busy-deadline` after delivery.
-pub fn to_follow<'a>(turns: &'a [Turn], now: Timestamp, limits: &Limits) -> Vec<&'a Turn> {
-    turns
-        .iter()
-        .filter(|t| {
-            t.state == TurnState::Delivered
-                && t.turn_task_id.is_some()
-                && t.parent_turn.is_none()
-                && t.delivered_at
-                    .is_some_and(|at| at.elapsed_at(now) <= limits.busy_deadline)
-        })
-        .collect()
-}
-
-/// The turns (by position) a tick recovers first: a POST or a forward in flight. The tick
-/// lock says no other tick is running, so the tick that claimed them died.
-pub fn interrupted(turns: &[Turn]) -> Vec<usize> {
-    turns
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.in_flight() || t.forward_in_flight())
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// The turns (by position) whose read-back window has closed since the last tick.
-pub fn read_backs_closed(turns: &[Turn], now: Timestamp, limits: &Limits) -> Vec<usize> {
-    turns
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| read_back_over(t, now, limits))
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// The turns whose forward is due now.
-pub fn forwards(turns: &[Turn]) -> Vec<&Turn> {
-    turns.iter().filter(|t| forward_due(t)).collect()
-}
-
-/// A new turn's id: `atc-<job id>` for a job's result or notice, `atc-<job id>-c<n>` for
-/// its check-in *n*; `-2`, `-3`… after it while another turn has that id (ids must tell
-/// turns apart in the chat, where read-back looks for them).
-pub fn new_id(first: &Block, taken: impl Fn(&str) -> bool) -> String {
-    let base = match first.kind {
-        BlockKind::CheckIn { n } => format!("atc-{}-c{n}", first.job_id),
-        _ => format!("atc-{}", first.job_id),
-    };
-    if !taken(&base) {
-        return base;
-    }
-    (2..)
-        .map(|k| format!("{base}-{k}"))
-        .find(|id| !taken(id))
-        .expect("an unused id")
-}
-
-/// Settled turns none of whose jobs remain are removed (their record said all it could),
-/// once the job whose block named the turn (`atc-<job id>…`, [`new_id`]) is gone too: a
-/// block that left the open turn named for it (the parent read it) and was redelivered
-/// later must not get the same id again, which is in the chat already.
-pub fn prunable(turn: &Turn, job_exists: impl Fn(&str) -> bool) -> bool {
-    is_settled(turn)
-        && !turn.carries.iter().any(|b| job_exists(&b.job_id))
-        && !named_for(&turn.turn_id).is_some_and(&job_exists)
-}
-
-/// The job whose block a turn id was made for ([`new_id`]): `atc-<job id>`, with `-c<n>`
-/// or `-<k>` after it.
-fn named_for(turn_id: &str) -> Option<&str> {
-    turn_id.strip_prefix("atc-")?.split('-').next()
 }
 
 #[cfg(test)]

@@ -1,0 +1,283 @@
+use super::*;
+use crate::turn::Delivery;
+
+/// A job a person would see as `status` (a result's own word comes from its turn).
+fn job(status: Status) -> Job {
+    Job::sample(status.watch())
+}
+
+/// The turn `job` points at, in `state`, carrying its notice.
+fn notice_turn(job: &mut Job, state: TurnState) -> Turn {
+    let mut turn = turn_of(job, state);
+    turn.carries[0].kind = BlockKind::Notice;
+    turn
+}
+
+/// The turn `job` points at, in `state`, carrying its result.
+fn turn_of(job: &mut Job, state: TurnState) -> Turn {
+    let mut turn = Turn::sample(state);
+    turn.carries[0].job_id = job.job_id.clone();
+    job.turn = Some(turn.turn_id.clone());
+    turn
+}
+
+#[test]
+fn explanations_come_from_the_fields() {
+    let mut lost = job(Status::Lost);
+    lost.last_error = Some("Task not found: task-1".into());
+    lost.notice = true;
+    let told = notice_turn(&mut lost, TurnState::Delivered);
+    let said = explain(&lost, Some(&told)).unwrap();
+    assert!(
+        said.contains("Task not found: task-1")
+            && said.contains("restarted")
+            && said.ends_with("the parent was told"),
+        "{said}"
+    );
+
+    let mut abandoned = job(Status::Abandoned);
+    abandoned.strikes = 90;
+    abandoned.last_error = Some("HTTP 502: bad gateway".into());
+    assert_eq!(
+        explain(&abandoned, None).unwrap(),
+        "abandoned after 90 failed checks in a row; last: HTTP 502: bad gateway; the parent was not told (--on-no-answer silent)"
+    );
+
+    let mut undelivered = job(Status::Undelivered);
+    let mut turn = turn_of(&mut undelivered, TurnState::Undelivered);
+    turn.delivery = Delivery {
+        busy: 29,
+        unreachable: 1,
+        error: Some("parent chat busy (409: x)".into()),
+        ..Delivery::default()
+    };
+    assert!(
+        explain(&undelivered, Some(&turn))
+            .unwrap()
+            .starts_with("not delivered after 30 waits (parent chat busy (409: x))")
+    );
+    turn.delivery.busy = 0;
+    turn.delivery.unreachable = 0;
+    assert!(
+        explain(&undelivered, Some(&turn))
+            .unwrap()
+            .starts_with("not delivered (parent chat busy (409: x));"),
+        "no \"after 0 waits\""
+    );
+
+    let mut striking = job(Status::Pending);
+    striking.strikes = 1;
+    striking.last_error = Some("HTTP 503: down".into());
+    assert_eq!(
+        brief(&striking, None, Timestamp::from_unix(1_800_000_000)),
+        "1 failed check: HTTP 503: down"
+    );
+    assert_eq!(explain(&job(Status::Pending), None), None);
+
+    // A cancelled watch says what was true of its child at the cancel, not "it keeps
+    // running" (atc asks nothing afterwards: the child may have finished since).
+    let mut cancelled = job(Status::Cancelled);
+    assert_eq!(
+        explain(&cancelled, None).unwrap(),
+        "cancelled before atc polled the child; atc no longer watches it: `atc wait task-1` or check_agent_task says how it ended"
+    );
+    cancelled.started_at = Some(cancelled.registered_at);
+    assert!(
+        explain(&cancelled, None)
+            .unwrap()
+            .starts_with("cancelled while the child was still running (as of atc's last poll)")
+    );
+    let mut finished = cancelled.clone();
+    finished.outcome = Some(TaskOutcome::Failed);
+    assert_eq!(
+        explain(&finished, None).unwrap(),
+        "cancelled after the child had finished (failed); its result was not delivered"
+    );
+    let mut stopped = cancelled.clone();
+    stopped.stopped_at = Some(stopped.registered_at);
+    stopped.outcome = None;
+    assert_eq!(
+        explain(&stopped, None).unwrap(),
+        "cancelled; atc stopped the child"
+    );
+    let mut landed = turn_of(&mut cancelled, TurnState::Delivered);
+    assert!(
+        explain(&cancelled, Some(&landed))
+            .unwrap()
+            .contains("it was delivered anyway"),
+        "the turn says where it landed"
+    );
+    landed.state = TurnState::Claimed;
+    landed.delivery.attempt_started_at = Some(Timestamp::from_unix(1_800_000_001));
+    assert!(
+        explain(&cancelled, Some(&landed))
+            .unwrap()
+            .contains("may already have arrived")
+    );
+    cancelled.note =
+        Some("cancelled while its result was being posted; the result was delivered anyway".into());
+    assert!(
+        explain(&cancelled, None)
+            .unwrap()
+            .contains("delivered anyway"),
+        "the stored fact of an earlier atc wins"
+    );
+
+    let mut confirmed = job(Status::Done);
+    let mut turn = turn_of(&mut confirmed, TurnState::Delivered);
+    turn.delivery.confirmed = Some("read-back".into());
+    turn.parent_turn = Some("completed".into());
+    assert_eq!(
+        explain(&confirmed, Some(&turn)).unwrap(),
+        "delivered (confirmed by reading the parent chat back); the parent's turn completed"
+    );
+    turn.carries.push(crate::turn::Block {
+        job_id: "j2".into(),
+        task_id: "task-2".into(),
+        kind: BlockKind::Result,
+    });
+    assert!(
+        explain(&confirmed, Some(&turn))
+            .unwrap()
+            .starts_with("delivered in one turn, with task-2"),
+        "a batch's job names what else its turn carried"
+    );
+
+    let mut fork = job(Status::Done);
+    fork.outcome = Some(TaskOutcome::ForkNotFinalized);
+    fork.options.fork_branch = Some("fork/a".into());
+    assert!(
+        explain(&fork, None)
+            .unwrap()
+            .contains("branch fork/a is not ready to merge")
+    );
+}
+
+#[test]
+fn briefs_are_short_and_name_the_outcome() {
+    let mut lost = job(Status::Lost);
+    lost.last_error = Some("x".repeat(200));
+    lost.notice = true;
+    let told = notice_turn(&mut lost, TurnState::Delivered);
+    let now = Timestamp::from_unix(1_800_000_000);
+    assert_eq!(
+        brief(&lost, Some(&told), now),
+        "no record on the server, parent told"
+    );
+    let mut done = job(Status::Done);
+    done.outcome = Some(TaskOutcome::Failed);
+    let mut turn = turn_of(&mut done, TurnState::Delivered);
+    turn.delivered_at = Some(now);
+    assert_eq!(
+        brief(&done, Some(&turn), now),
+        "child failed; delivered 0s ago"
+    );
+    // A child atc stopped, and a console parent's toast: said as what they are.
+    done.outcome = Some(TaskOutcome::Cancelled);
+    done.stopped_at = Some(now);
+    turn.forward = Some(crate::turn::Forward {
+        status: ForwardStatus::Sent,
+        attempts: 1,
+        last_http_status: Some(200),
+        at: Some(now),
+        reason: None,
+        text: None,
+        since: None,
+        attempt_started_at: None,
+    });
+    assert_eq!(
+        brief(&done, Some(&turn), now),
+        "child stopped by atc; delivered 0s ago; toast shown"
+    );
+    turn.chat.channel = "mqtt".into();
+    done.stopped_at = None;
+    assert_eq!(
+        brief(&done, Some(&turn), now),
+        "child cancelled; delivered 0s ago; reply forwarded"
+    );
+    // The list is cut to the terminal, not here: the whole cause, on one line.
+    let mut long = job(Status::Error);
+    let mut refused = turn_of(&mut long, TurnState::Refused);
+    refused.delivery.error = Some(format!("{}\n{}", "y".repeat(200), "z".repeat(10)));
+    let said = brief(&long, Some(&refused), now);
+    assert!(
+        said.contains(&"y".repeat(200)) && !said.contains('\n'),
+        "{said}"
+    );
+    refused.delivery.error = Some("y".repeat(5000));
+    assert_eq!(
+        brief(&long, Some(&refused), now).chars().count(),
+        BRIEF_CHARS
+    );
+}
+
+#[test]
+fn notices_frame_like_qwenpaw_and_say_what_to_do() {
+    let mut lost = job(Status::Lost);
+    lost.task_id = "task-3f9a0c1b2d4e".into();
+    // Never seen on the server: no restart is blamed.
+    let never = notice_text(&lost);
+    assert!(
+        never.contains("never had one") && !never.contains("restart"),
+        "{never}"
+    );
+    lost.started_at = Some(lost.registered_at);
+    let text = notice_text(&lost);
+    assert!(
+        text.starts_with("[TASK_ID: task-3f9a0c1b2d4e]\n[STATUS: lost]\n\natc was watching"),
+        "{text}"
+    );
+    assert!(text.contains("restart") && text.ends_with("delegate the work again."));
+    let mut expired = job(Status::Expired);
+    expired.updated_at = expired
+        .registered_at
+        .saturating_add(std::time::Duration::from_secs(90000));
+    assert!(notice_text(&expired).contains("had not finished 1d 1h after"));
+    let mut abandoned = job(Status::Abandoned);
+    abandoned.strikes = 3;
+    abandoned.last_error = Some("HTTP 500: x".into());
+    assert!(notice_text(&abandoned).contains("after 3 failed checks in a row (last: HTTP 500: x)"));
+}
+
+#[test]
+fn a_batch_counts_each_block_by_what_it_is_and_a_check_in_as_running() {
+    let mut result = job(Status::Delivering);
+    result.final_text = Some("[TASK_ID: task-1]\nR".into());
+    result.outcome = Some(TaskOutcome::Completed);
+    let mut checking = job(Status::Pending);
+    checking.task_id = "task-2".into();
+    checking.check_in = true;
+    checking.last_check_in_at = Some(checking.registered_at);
+    let text = batch_text(&[
+        (&result, BlockKind::Result),
+        (&checking, BlockKind::CheckIn { n: 1 }),
+    ]);
+    assert!(
+        text.starts_with("[ATC_RESULTS] 2 tasks: 1 completed, 1 running\n\n[TASK_ID: task-1]\nR\n\n[TASK_ID: task-2]\n[STATUS: running]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_toast_names_what_its_turn_carried() {
+    let mut turn = Turn::sample(TurnState::Delivered);
+    assert_eq!(
+        toast_text(&turn, "completed"),
+        "A result for s: the agent answered; open the chat to read it"
+    );
+    for n in 2..=3 {
+        turn.carries.push(crate::turn::Block {
+            job_id: format!("j{n}"),
+            task_id: format!("task-{n}"),
+            kind: BlockKind::Result,
+        });
+    }
+    assert_eq!(
+        toast_text(&turn, "failed"),
+        "3 results for s: the agent's turn failed; open the chat to see it"
+    );
+    assert_eq!(
+        toast_text(&turn, "unknown"),
+        "3 results for s: open the chat to read it"
+    );
+}
