@@ -1,0 +1,397 @@
+//! What a person reads in `atc status`: the sentence that explains a job, and its short
+//! form in the list.
+
+use super::*;
+
+/// Longest note in the `atc status` list (on a terminal it is cut further, to fit).
+pub(super) const BRIEF_CHARS: usize = 400;
+
+/// The delivery record of the turn, or an empty one when there is none.
+pub(super) fn delivery_of(turn: Option<&Turn>) -> crate::turn::Delivery {
+    turn.map(|t| t.delivery.clone()).unwrap_or_default()
+}
+
+/// What went wrong delivering: the turn's own word, else the job's.
+pub(super) fn delivery_error<'a>(job: &'a Job, turn: Option<&'a Turn>) -> &'a str {
+    turn.and_then(|t| t.delivery.error.as_deref())
+        .or(job.last_error.as_deref())
+        .unwrap_or("no detail recorded")
+}
+
+/// What the parent was told of a watch that ended without an answer.
+pub(super) fn told(job: &Job, turn: Option<&Turn>) -> String {
+    let why = turn
+        .and_then(|t| t.delivery.error.as_deref())
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default();
+    match crate::status::delivery(job, turn).map(|(_, state)| state) {
+        None => "; the parent was not told (--on-no-answer silent)".to_owned(),
+        Some(TurnState::Open | TurnState::Claimed)
+            if turn.is_none() && job.options.group.is_some() =>
+        {
+            format!(
+                "; the parent is told in group {}'s turn",
+                job.options.group.as_deref().unwrap_or_default()
+            )
+        }
+        Some(TurnState::Open | TurnState::Claimed) => format!("; telling the parent{why}"),
+        Some(TurnState::Delivered) => "; the parent was told".to_owned(),
+        Some(TurnState::Unconfirmed) => format!("; whether the parent was told is unknown{why}"),
+        Some(TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused) => {
+            format!("; the parent could not be told{why}")
+        }
+    }
+}
+
+/// "; check-in in 2m" (or "; check-in on its way") for a watch with `--check-in`.
+pub(super) fn check_in_note(job: &Job, now: Timestamp) -> String {
+    if job.check_in {
+        return "; check-in on its way".to_owned();
+    }
+    match crate::lifecycle::next_check_in(job, now) {
+        Some(at) if at > now => format!("; check-in in {}", age(now.elapsed_at(at))),
+        Some(_) => "; check-in due".to_owned(),
+        None => String::new(),
+    }
+}
+
+/// What else a turn carries besides `job`'s block: ", with task-2 and task-3".
+pub(super) fn with_others(job: &Job, turn: &Turn) -> String {
+    let others: Vec<&str> = turn
+        .carries
+        .iter()
+        .filter(|b| b.job_id != job.job_id)
+        .map(|b| b.task_id.as_str())
+        .collect();
+    match others.as_slice() {
+        [] => String::new(),
+        [one] => format!(", with {one}"),
+        [rest @ .., last] => format!(", with {} and {last}", rest.join(", ")),
+    }
+}
+
+/// How the turn that carried a cancelled job's block ended up, for that job.
+pub(super) fn cancelled_note(job: &Job, turn: &Turn) -> String {
+    let what = match turn.carries.iter().find(|b| b.job_id == job.job_id) {
+        Some(b) if b.kind.is_check_in() => "its check-in",
+        _ => "its result",
+    };
+    let with = with_others(job, turn);
+    match turn.state {
+        TurnState::Claimed if turn.in_flight() => format!(
+            "cancelled while {what} was being posted (turn {}{with}); it may already have arrived",
+            turn.turn_id
+        ),
+        TurnState::Claimed => format!(
+            "cancelled after {what}'s turn {} was claimed{with}: that turn still goes out as it is",
+            turn.turn_id
+        ),
+        TurnState::Unconfirmed => format!(
+            "cancelled while it was unknown whether {what} had arrived (turn {}{with})",
+            turn.turn_id
+        ),
+        TurnState::Delivered => format!(
+            "cancelled while {what} was being posted; it was delivered anyway (turn {}{with})",
+            turn.turn_id
+        ),
+        _ => format!(
+            "cancelled while {what} was being posted; it was not delivered (turn {} {}{with})",
+            turn.turn_id, turn.state
+        ),
+    }
+}
+
+/// What a cancelled watch knows of its child, as of the cancel (atc asks nothing after
+/// it): stopped by atc, already finished, or still running when atc last looked.
+pub(super) fn cancelled_child(job: &Job) -> String {
+    let t = &job.task_id;
+    if job.stopped_at.is_some() {
+        return "cancelled; atc stopped the child".to_owned();
+    }
+    match job.outcome {
+        Some(outcome) => format!(
+            "cancelled after the child had finished ({}); its result was not delivered",
+            outcome.as_str()
+        ),
+        None if job.started_at.is_some() => format!(
+            "cancelled while the child was still running (as of atc's last poll); atc no longer watches it: `atc wait {t}` or check_agent_task says how it ended"
+        ),
+        None => format!(
+            "cancelled before atc polled the child; atc no longer watches it: `atc wait {t}` or check_agent_task says how it ended"
+        ),
+    }
+}
+
+/// Why the job is where it is, in a sentence, or `None` when its status says it all. `turn`
+/// is the turn that carries (or carried) its block.
+pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
+    if let Some(note) = &job.note {
+        return Some(note.clone());
+    }
+    let Some(_) = job.read_by_parent_at else {
+        return explain_status(job, turn);
+    };
+    let t = &job.task_id;
+    if job.watch == Watch::Skipped {
+        let before = if job.final_text.is_some() {
+            "before atc posted it"
+        } else {
+            "before atc saw it finish"
+        };
+        return Some(format!(
+            "the parent read its result itself (check_agent_task) {before}: nothing was posted; `atc redeliver {t}` sends it"
+        ));
+    }
+    let how = if crate::status::status(job, turn) == Status::Done {
+        "it was posted anyway"
+    } else {
+        "that turn goes out as it is"
+    };
+    let read = format!(
+        "the parent read its result itself (check_agent_task) after its turn was claimed: {how}"
+    );
+    Some(match explain_status(job, turn) {
+        Some(said) => format!("{said}; {read}"),
+        None => read,
+    })
+}
+
+pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
+    let error = delivery_error(job, turn);
+    let delivery = delivery_of(turn);
+    let deferrals = delivery.deferrals();
+    let fork = match (job.outcome, &job.options.fork_branch) {
+        (Some(TaskOutcome::ForkNotFinalized), Some(branch)) => format!(
+            "; the child failed to finalize its fork worktree: branch {branch} is not ready to merge"
+        ),
+        (Some(TaskOutcome::ForkNotFinalized), None) => {
+            "; the child failed to finalize its fork worktree: its branch is not ready to merge"
+                .to_owned()
+        }
+        _ => String::new(),
+    };
+    let several = turn.is_some_and(|t| t.carries.len() > 1);
+    Some(match crate::status::status(job, turn) {
+        Status::Pending if job.strikes > 0 => format!(
+            "{} in a row; last: {}",
+            plural(job.strikes, "failed check", "failed checks"),
+            job.last_error.as_deref().unwrap_or("no detail recorded")
+        ),
+        Status::Pending if crate::lifecycle::stop_given_up(job) => format!(
+            "atc gave up stopping the child (--stop-after): {} did not stop it (last: {}); still watching it: its result comes back when it ends",
+            plural(job.stop_tries, "stop", "stops"),
+            job.stop_error.as_deref().unwrap_or("no detail recorded")
+        ),
+        Status::Pending if job.stop_tries > 0 && job.stopped_at.is_none() => format!(
+            "{} did not stop the child (last: {}); the next tick that finds it running tries again ({} tries in all)",
+            plural(job.stop_tries, "stop", "stops"),
+            job.stop_error
+                .as_deref()
+                .unwrap_or("QwenPaw found nothing running to stop"),
+            crate::lifecycle::STOP_TRIES
+        ),
+        Status::Pending => return None,
+        Status::Delivering if turn.is_some_and(Turn::in_flight) => {
+            "its result is being posted now".to_owned()
+        }
+        Status::Delivering if turn.is_none() && job.options.group.is_some() => format!(
+            "finished; held until every task of group {} has finished",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering if turn.is_some_and(|t| t.group.is_some()) => {
+            "finished; goes out in its group's one turn".to_owned()
+        }
+        Status::Delivering if several => format!(
+            "finished; goes out in one turn with the other results due for its chat (turn {}{})",
+            turn.map_or("", |t| t.turn_id.as_str()),
+            turn.map_or(String::new(), |t| with_others(job, t))
+        ),
+        Status::Delivering if deferrals > 0 => format!(
+            "{error}; trying again on the next ticks (until --busy-deadline), {} so far",
+            plural(deferrals, "wait", "waits")
+        ),
+        Status::Delivering => format!("the task finished; its result is being delivered{fork}"),
+        Status::Done => {
+            let how = if delivery.confirmed.is_some() {
+                " (confirmed by reading the parent chat back)"
+            } else {
+                ""
+            };
+            let parent = turn.and_then(|t| t.parent_turn.as_deref());
+            let started = turn.is_some_and(|t| t.turn_task_id.is_some());
+            let parent = match parent {
+                Some("unknown") => "; how the parent's turn ended is not known".to_owned(),
+                Some(status) => format!("; the parent's turn {status}"),
+                None if started => "; the parent's turn is running".to_owned(),
+                None => String::new(),
+            };
+            let forward = turn
+                .and_then(forward)
+                .map(|f| format!("; {f}"))
+                .unwrap_or_default();
+            let with = turn.map_or(String::new(), |t| with_others(job, t));
+            let with = if with.is_empty() {
+                with
+            } else {
+                format!(" in one turn{with}")
+            };
+            format!("delivered{with}{how}{parent}{forward}{fork}")
+        }
+        Status::Unconfirmed if delivery.read_back_closed_at.is_some() => format!(
+            "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in the turn",
+            job.task_id
+        ),
+        Status::Unconfirmed => format!(
+            "delivery outcome unknown ({error}); atc reads the parent chat back and posts again only if it is not there; the text is kept in the turn"
+        ),
+        Status::Undelivered => format!(
+            "not delivered{} ({error}); the text is kept in `final`; `atc redeliver` tries again",
+            if deferrals == 0 {
+                String::new()
+            } else {
+                format!(" after {}", plural(deferrals, "wait", "waits"))
+            }
+        ),
+        Status::Misrouted => format!(
+            "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver {} --create-session` to start that chat",
+            job.task_id
+        ),
+        Status::Lost => format!(
+            "the server has no record of the task ({}): QwenPaw keeps task records in memory only, so it was restarted, or the task id or base URL {} is wrong{}",
+            job.last_error.as_deref().unwrap_or("no detail recorded"),
+            job.base_url,
+            told(job, turn)
+        ),
+        Status::Abandoned => format!(
+            "abandoned after {} in a row; last: {}{}",
+            plural(job.strikes, "failed check", "failed checks"),
+            job.last_error.as_deref().unwrap_or("no detail recorded"),
+            told(job, turn)
+        ),
+        Status::Expired => format!(
+            "still not finished {} after registration (--max-age){}",
+            human(
+                job.registered_at
+                    .elapsed_at(job.finished_at.unwrap_or(job.updated_at))
+            ),
+            told(job, turn)
+        ),
+        Status::Cancelled => match turn {
+            Some(t) if t.carries_job(&job.job_id) => cancelled_note(job, t),
+            _ => cancelled_child(job),
+        },
+        Status::Error => format!("the server refused the delivery ({error})"),
+        Status::Skipped => {
+            "the child's answer was empty and the watch said --on-empty skip: nothing was posted"
+                .to_owned()
+        }
+    })
+}
+
+/// One short phrase for the `atc status` list: what is happening to the job now. `turn`
+/// is the turn that carries its block.
+pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
+    let delivery = delivery_of(turn);
+    // How the child ended, when not completed: it is the child's, not the watch's.
+    let outcome = match job.outcome {
+        None | Some(TaskOutcome::Completed) => String::new(),
+        Some(TaskOutcome::Cancelled) if job.stopped_at.is_some() => {
+            "child stopped by atc; ".to_owned()
+        }
+        Some(TaskOutcome::ForkNotFinalized) => "fork not finalized; ".to_owned(),
+        Some(other) => format!("child {}; ", other.as_str()),
+    };
+    let note = match crate::status::status(job, turn) {
+        Status::Pending if job.strikes > 0 => format!(
+            "{}: {}",
+            plural(job.strikes, "failed check", "failed checks"),
+            short_cause(job.last_error.as_deref().unwrap_or(""))
+        ),
+        Status::Pending => match job.started_at {
+            None => "not polled yet".to_owned(),
+            Some(at) => format!(
+                "running for {}{}{}",
+                age(at.elapsed_at(now)),
+                deadline(job, now),
+                check_in_note(job, now)
+            ),
+        },
+        Status::Delivering if job.options.group.is_some() && turn.is_none() => format!(
+            "{outcome}held for group {}",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering if turn.is_some_and(|t| t.group.is_some() && !t.in_flight()) => format!(
+            "{outcome}in group {}'s turn",
+            job.options.group.as_deref().unwrap_or_default()
+        ),
+        Status::Delivering
+            if turn.is_some_and(|t| t.carries.len() > 1 && !t.in_flight())
+                && delivery.deferrals() == 0 =>
+        {
+            format!("{outcome}in a batch's turn")
+        }
+        Status::Delivering => match delivery.next_attempt_at {
+            _ if turn.is_some_and(Turn::in_flight) => "posting now".to_owned(),
+            Some(at) if at > now => format!(
+                "chat busy ×{}; next try in {}",
+                delivery.deferrals(),
+                age(now.elapsed_at(at))
+            ),
+            _ if delivery.deferrals() > 0 => {
+                format!("{outcome}waiting for the chat ×{}", delivery.deferrals())
+            }
+            _ => format!("{outcome}finished; delivers on the next tick"),
+        },
+        Status::Done => {
+            let when = match turn.and_then(|t| t.delivered_at) {
+                Some(at) => format!("delivered {} ago", age(at.elapsed_at(now))),
+                None => "delivered".to_owned(),
+            };
+            let parent = turn
+                .and_then(|t| t.parent_turn.as_deref())
+                .map(|t| format!("; parent turn {t}"))
+                .unwrap_or_default();
+            // A console parent's forward is a toast; an IM parent's, its reply sent on.
+            let console = turn.is_some_and(|t| t.chat.channel == "console");
+            let forward = turn
+                .and_then(|t| t.forward.as_ref())
+                .map(|f| match (console, f.status) {
+                    (true, ForwardStatus::Sent) => "; toast shown".to_owned(),
+                    (true, other) => format!("; toast {}", other.as_str()),
+                    (false, ForwardStatus::Sent) => "; reply forwarded".to_owned(),
+                    (false, other) => format!("; forward {}", other.as_str()),
+                })
+                .unwrap_or_default();
+            format!("{outcome}{when}{parent}{forward}")
+        }
+        status if status.watch().ends_without_answer() => {
+            let short = match status {
+                Status::Lost => "no record on the server",
+                Status::Expired => "not finished within --max-age",
+                _ => "too many failed checks",
+            };
+            let told = match crate::status::delivery(job, turn).map(|(_, state)| state) {
+                Some(TurnState::Delivered) => ", parent told",
+                Some(TurnState::Open | TurnState::Claimed)
+                    if turn.is_none() && job.options.group.is_some() =>
+                {
+                    ", held for its group"
+                }
+                Some(TurnState::Open | TurnState::Claimed) => ", telling parent",
+                Some(TurnState::Unconfirmed) => ", parent told?",
+                Some(TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused) => {
+                    ", parent not told"
+                }
+                None => "",
+            };
+            format!("{short}{told}")
+        }
+        _ => explain(job, turn).unwrap_or_default(),
+    };
+    let note = match job.origin {
+        Origin::Auto if note.is_empty() => "watched automatically".to_owned(),
+        Origin::Auto => format!("{note} (watched automatically)"),
+        _ => note,
+    };
+    crate::text::one_line(&note, BRIEF_CHARS)
+}
