@@ -4,8 +4,6 @@
 pub mod cancel;
 pub mod config;
 pub mod doctor;
-pub mod doctor_config;
-pub mod doctor_qwenpaw;
 pub mod import;
 pub mod log;
 pub mod parent_read;

@@ -21,33 +21,14 @@ use crate::text::plural;
 use crate::time::{Timestamp, age};
 use crate::turn::{self, BlockKind, ForwardStatus, Turn, TurnState};
 
+mod check;
+mod config;
+mod qwenpaw;
+
+use check::{Check, bad, ok};
+
 /// A tick is expected at least this often while watches wait.
 const TICK_STALE: Duration = Duration::from_secs(120);
-
-struct Check {
-    name: &'static str,
-    ok: bool,
-    detail: String,
-    fix: Option<String>,
-}
-
-fn ok(name: &'static str, detail: String) -> Check {
-    Check {
-        name,
-        ok: true,
-        detail,
-        fix: None,
-    }
-}
-
-fn bad(name: &'static str, detail: String, fix: String) -> Check {
-    Check {
-        name,
-        ok: false,
-        detail,
-        fix: Some(fix),
-    }
-}
 
 pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let store = Store::new(doctor.state.value.clone());
@@ -59,16 +40,8 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         "base URL",
         format!("{base} (from {})", doctor.base_url.source),
     ));
-    let config = super::doctor_config::config_line(&doctor.config);
-    checks.push(ok(config.name, config.detail));
-    if let Some(timer) = super::doctor_config::timer(doctor, doctor.home.as_deref()) {
-        checks.push(Check {
-            name: timer.name,
-            ok: timer.ok,
-            detail: timer.detail,
-            fix: timer.fix,
-        });
-    }
+    checks.push(config::config_line(&doctor.config));
+    checks.extend(config::timer(doctor, doctor.home.as_deref()));
     let mut client = Client::new(doctor.http_timeout, doctor.auth.clone());
     // As the tick does: a watch's --allow-insecure-remote lets its base URL have tokens.
     for job in file.jobs.iter().filter(|j| j.options.allow_insecure_remote) {
@@ -80,7 +53,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     }
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
-    let cadence = super::doctor_qwenpaw::cadence(&doctor.state.value);
+    let cadence = qwenpaw::cadence(&doctor.state.value);
     checks.push(tick(
         &heartbeat,
         &file,
@@ -94,14 +67,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         ),
     ));
     watches(&client, base, &store, &heartbeat, &file, &mut checks);
-    for c in super::doctor_qwenpaw::checks(&client, doctor) {
-        checks.push(Check {
-            name: c.name,
-            ok: c.ok,
-            detail: c.detail,
-            fix: c.fix,
-        });
-    }
+    checks.extend(qwenpaw::checks(&client, doctor));
 
     let failed = checks.iter().filter(|c| !c.ok).count();
     if out.json {

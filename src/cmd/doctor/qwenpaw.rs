@@ -10,33 +10,9 @@ use crate::install::{self, PLUGIN_ID, SEED_ID, TOOLS};
 use crate::qwenpaw::Client;
 use crate::settings::Doctor;
 
-/// One line of `atc doctor`.
-pub struct Finding {
-    pub name: &'static str,
-    pub ok: bool,
-    pub detail: String,
-    pub fix: Option<String>,
-}
+use super::check::{Check, bad, ok};
 
-fn ok(name: &'static str, detail: String) -> Finding {
-    Finding {
-        name,
-        ok: true,
-        detail,
-        fix: None,
-    }
-}
-
-fn bad(name: &'static str, detail: String, fix: String) -> Finding {
-    Finding {
-        name,
-        ok: false,
-        detail,
-        fix: Some(fix),
-    }
-}
-
-pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
+pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Check> {
     // No QwenPaw working dir here (or not this user's): nothing to say about QwenPaw.
     let Some(wd) = doctor.qwenpaw_working_dir.as_ref().filter(|wd| wd.is_dir()) else {
         return Vec::new();
@@ -92,11 +68,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Finding> {
     let server = port_of(&doctor.base_url.value).and_then(server_process);
     out.push(server_path(wd, &doctor.base_url.value, server.as_ref()));
     if let Some(server) = &server {
-        out.push(super::doctor_config::server(
-            doctor,
-            server.pid,
-            &server.environ,
-        ));
+        out.push(super::config::server(doctor, server.pid, &server.environ));
     }
     out.push(seed(wd, doctor.home.as_deref()));
     out
@@ -118,7 +90,7 @@ fn plugin_loaded(client: &Client, base: &str) -> Option<bool> {
 /// Does the server offer the plugin's console bundle to the web console (`GET
 /// /frontend_plugin` lists the loaded plugins with their `frontend_entry`)? None when it
 /// does not say.
-fn console(client: &Client, base: &str) -> Option<Finding> {
+fn console(client: &Client, base: &str) -> Option<Check> {
     let answer = client.frontend_plugins(base).ok()?;
     if answer.status == 404 && answer.is_json() {
         return Some(ok(
@@ -157,7 +129,7 @@ fn console(client: &Client, base: &str) -> Option<Finding> {
 }
 
 /// Which agents have the plugin's tools enabled in their agent.json.
-fn tools_enabled(wd: &Path) -> Finding {
+fn tools_enabled(wd: &Path) -> Check {
     let agents = agents(wd);
     let on: Vec<&str> = agents
         .iter()
@@ -203,7 +175,7 @@ fn tools_enabled(wd: &Path) -> Finding {
 
 /// Is the plugin's end-of-turn hook installed (the plugin on disk is this atc's), and do
 /// its kicks arrive (the last kicked tick's time, from the tick lock's heartbeat)?
-fn kicks(wd: &Path, doctor: &Doctor) -> Finding {
+fn kicks(wd: &Path, doctor: &Doctor) -> Check {
     // The hook lives in the package beside the entry: every file must be this atc's.
     let folder = wd.join("plugins").join(PLUGIN_ID);
     let stale = install::PLUGIN_FILES.iter().find(|(name, text)| {
@@ -256,7 +228,7 @@ fn agents(wd: &Path) -> Vec<(String, PathBuf)> {
 
 /// The seed plugin, or a second copy of the tools, next to ours; or the seed's state file
 /// still holding jobs nobody moved to atc (atc's plugin stands by while it does).
-fn seed(wd: &Path, home: Option<&Path>) -> Finding {
+fn seed(wd: &Path, home: Option<&Path>) -> Check {
     match install::rivals(wd).first() {
         None => {
             let beside = wd.join("agent-task-callback.json");
@@ -314,7 +286,7 @@ const FINDS: &str = "atc for the server";
 /// `$QWENPAW_PLUGIN_SITE/bin`, then `ATC_BIN`, then its `PATH`, then `~/.cargo/bin`. Read
 /// from /proc/<pid>/cmdline and /proc/<pid>/environ of a `qwenpaw app` process when this
 /// user can read them; elsewhere (no /proc) it cannot tell.
-fn server_path(wd: &Path, base: &str, server: Option<&ServerProcess>) -> Finding {
+fn server_path(wd: &Path, base: &str, server: Option<&ServerProcess>) -> Check {
     // The atc the plugin carries (from the zip) comes first, server process or not.
     let bundled = wd
         .join("plugins")
@@ -365,7 +337,7 @@ fn server_path(wd: &Path, base: &str, server: Option<&ServerProcess>) -> Finding
 
 /// `server_path` past the atc the plugin carries: where pip, `ATC_BIN`, `PATH` or cargo
 /// put one.
-fn server_path_outside(base: &str, server: Option<&ServerProcess>) -> Finding {
+fn server_path_outside(base: &str, server: Option<&ServerProcess>) -> Check {
     let Some(server) = server else {
         return ok(
             FINDS,

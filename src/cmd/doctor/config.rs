@@ -7,12 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::doctor_qwenpaw::Finding;
+use super::check::Check;
 use crate::settings::file::{self, ConfigFile};
 use crate::settings::{Doctor, Environment, Source, VarsEnv, keys, state_path};
 
 /// The config file this shell reads, and how many keys it sets.
-pub fn config_line(config: &ConfigFile) -> Finding {
+pub fn config_line(config: &ConfigFile) -> Check {
     let detail = match (&config.path, config.exists) {
         (None, _) => {
             "none: no home directory (ATC_CONFIG names one); every setting is a flag's, the environment's or the default".to_owned()
@@ -29,7 +29,7 @@ pub fn config_line(config: &ConfigFile) -> Finding {
             n = crate::text::plural(config.len() as u64, "key", "keys"),
         ),
     };
-    Finding {
+    Check {
         name: "config",
         ok: true,
         detail,
@@ -153,9 +153,9 @@ fn summary(file: &ConfigFile) -> String {
     }
 }
 
-fn finding(name: &'static str, who: &str, agree: String, found: Vec<(String, String)>) -> Finding {
+fn finding(name: &'static str, who: &str, agree: String, found: Vec<(String, String)>) -> Check {
     if found.is_empty() {
-        return Finding {
+        return Check {
             name,
             ok: true,
             detail: agree,
@@ -165,7 +165,7 @@ fn finding(name: &'static str, who: &str, agree: String, found: Vec<(String, Str
     let (what, fixes): (Vec<String>, Vec<String>) = found.into_iter().unzip();
     let mut fixes = fixes;
     fixes.dedup();
-    Finding {
+    Check {
         name,
         ok: false,
         detail: format!(
@@ -177,7 +177,7 @@ fn finding(name: &'static str, who: &str, agree: String, found: Vec<(String, Str
 }
 
 /// The QwenPaw server's kicks: its environment (`/proc/<pid>/environ`) against this shell's.
-pub fn server(doctor: &Doctor, pid: u32, environ: &[String]) -> Finding {
+pub fn server(doctor: &Doctor, pid: u32, environ: &[String]) -> Check {
     let theirs = VarsEnv::new(environ);
     let who = format!("the QwenPaw server (pid {pid})");
     let found = differences(doctor, "the QwenPaw server", &theirs);
@@ -193,7 +193,7 @@ pub fn server(doctor: &Doctor, pid: u32, environ: &[String]) -> Finding {
 
 /// The timer's ticks: its unit's `Environment=` lines and its env file
 /// (`~/.config/atc/env`) over this user's HOME, against this shell's. None without either.
-pub fn timer(doctor: &Doctor, home: Option<&Path>) -> Option<Finding> {
+pub fn timer(doctor: &Doctor, home: Option<&Path>) -> Option<Check> {
     let home = home?;
     let unit = home.join(".config/systemd/user/atc-tick.service");
     let env_file = home.join(".config/atc/env");
