@@ -530,23 +530,6 @@ impl Job {
         self.shown
     }
 
-    /// The block it owes or owed its parent, if any (on its way, or landed): its result,
-    /// its notice, or its current check-in. Where it stands is the turn's
-    /// (`status::delivery`).
-    pub fn block(&self) -> Option<crate::turn::BlockKind> {
-        use crate::turn::BlockKind;
-        match self.watch {
-            Watch::Pending => self.check_in.then_some(BlockKind::CheckIn {
-                n: self.check_ins + 1,
-            }),
-            Watch::Lost | Watch::Expired | Watch::Abandoned => {
-                self.notice.then_some(BlockKind::Notice)
-            }
-            Watch::Finished => Some(BlockKind::Result),
-            Watch::Cancelled | Watch::Skipped => None,
-        }
-    }
-
     /// A job whose watch is `watch`, for tests: task `task-1`, session `s` of user `u` on
     /// `console`.
     #[cfg(test)]

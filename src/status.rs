@@ -12,10 +12,23 @@ use crate::turn::{BlockKind, Turn, TurnState};
 
 pub use crate::turn::claimed;
 
+/// The block `job` owes or owed its parent, if any (on its way, or landed): its result,
+/// its notice, or its current check-in. Where it stands is the turn's ([`delivery`]).
+pub fn block(job: &Job) -> Option<BlockKind> {
+    match job.watch {
+        Watch::Pending => job.check_in.then_some(BlockKind::CheckIn {
+            n: job.check_ins + 1,
+        }),
+        Watch::Lost | Watch::Expired | Watch::Abandoned => job.notice.then_some(BlockKind::Notice),
+        Watch::Finished => Some(BlockKind::Result),
+        Watch::Cancelled | Watch::Skipped => None,
+    }
+}
+
 /// Where the block a job has on its way stands, read from the turn that carries it: a
 /// block no turn carries yet is waiting, as in an open turn (`TurnState::Open`).
 pub fn delivery(job: &Job, turn: Option<&Turn>) -> Option<(BlockKind, TurnState)> {
-    let block = job.block()?;
+    let block = block(job)?;
     let state = carrier(job, turn, block).map_or(TurnState::Open, |t| t.state);
     Some((block, state))
 }

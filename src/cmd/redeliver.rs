@@ -94,7 +94,7 @@ pub fn redeliver_in(
         file.turns.iter().position(|t| {
             t.turn_id == id
                 && t.chat.key() == job.chat_key()
-                && job.block().is_some_and(|b| t.carries_block(&job.job_id, b))
+                && crate::status::block(job).is_some_and(|b| t.carries_block(&job.job_id, b))
         })
     });
     let create = create_session

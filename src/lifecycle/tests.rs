@@ -448,7 +448,10 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
         (Watch::Skipped, Some(t(10)), None)
     );
     assert_eq!(
-        (crate::status::owes(&skipped, None), skipped.block()),
+        (
+            crate::status::owes(&skipped, None),
+            crate::status::block(&skipped)
+        ),
         (None, None)
     );
     assert_eq!(
