@@ -1801,3 +1801,27 @@ fn a_given_up_batch_goes_again_after_one_of_its_jobs_was_pruned() {
         },
     ]);
 }
+
+/// The long search (seed 11): a stop that keeps failing is given up by a kicked tick
+/// after two crashed ticks.
+#[test]
+fn a_stop_given_up_by_a_kicked_tick_after_two_crashes_is_heard() {
+    use Op::*;
+    replay(vec![
+        AutoWatch { tasks: 21, chat: 0 },
+        Finish(0, Ending::Answer),
+        Busy(0, true),
+        StopFault(true),
+        Watch {
+            tasks: 2,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 16,
+        },
+        TickNoBatch,
+        CrashTick(Crash::ReadBack),
+        CrashTick(Crash::Decided),
+        KickedTick,
+    ]);
+}
