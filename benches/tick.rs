@@ -606,6 +606,34 @@ fn main() {
         json!({"case": "1 CPU per 1,000 polls", "atc_cpu_ms": ms(cpu_1000),
         "floor_cpu_ms": ms(floor_cpu_1000)}),
     );
+    // `ATC_BENCH_BASELINE=<another atc>`: case 1 side by side with that build, in this run,
+    // their runs interleaved (the machine's noise falls on both alike).
+    if let Some(baseline) = std::env::var_os("ATC_BENCH_BASELINE") {
+        let baseline = baseline.to_string_lossy().into_owned();
+        let tick = ["tick", "--concurrency", &CONCURRENCY.to_string()].map(str::to_owned);
+        let tick: Vec<&str> = tick.iter().map(String::as_str).collect();
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..RUNS {
+            write_file(&env.state, pending(1000));
+            ours.push(env.time(atc(), &tick));
+            write_file(&env.state, pending(1000));
+            theirs.push(env.time(&baseline, &tick));
+        }
+        let (ours, theirs) = (median(ours), median(theirs));
+        let side = ours.as_secs_f64() / theirs.as_secs_f64();
+        say(format!(
+            "1b. the same 1,000 jobs, this build {:.1} ms, {baseline} {:.1} ms (medians, interleaved): {side:.2}x",
+            ms(ours),
+            ms(theirs)
+        ));
+        verdicts.lines.push(format!(
+            "info 1b poll pass, this build / {baseline}: {side:.2}x"
+        ));
+        verdicts
+            .json
+            .push(json!({"case": "1b poll pass beside a baseline build",
+            "baseline": baseline, "tick_ms": ms(ours), "baseline_ms": ms(theirs), "ratio": side}));
+    }
     verdicts.lines.push(format!(
         "info 1 CPU of the poll pass / the floor's: {:.1} ms / {:.1} ms = {:.2}x",
         ms(cpu_1000),

@@ -62,10 +62,12 @@ pub fn register(
 pub fn holds_result(job: &Job, turn: Option<&Turn>) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
-        && matches!(
-            crate::status::status(job, turn),
-            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
-        )
+        && match crate::status::status(job, turn) {
+            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error => true,
+            // The parent read it itself, and is asked to get it after all.
+            Status::Skipped => job.read_by_parent_at.is_some(),
+            _ => false,
+        }
 }
 
 /// A live job watched again with other options: what it takes (`applied`) and what it

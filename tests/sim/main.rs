@@ -1825,3 +1825,34 @@ fn a_stop_given_up_by_a_kicked_tick_after_two_crashes_is_heard() {
         KickedTick,
     ]);
 }
+
+/// The long search (seed 15 x 200,000): the parent read a held result while a tick looked,
+/// then the task was watched again: the re-watch keeps the result atc holds (it used to
+/// throw it away and poll again, which a server that lost the record never answers).
+#[test]
+fn a_rewatch_after_the_parent_read_a_held_result_keeps_it() {
+    use Op::*;
+    let watch = Watch {
+        tasks: 8,
+        chat: 0,
+        group: false,
+        create_session: false,
+        opts: 0,
+    };
+    let world = replayed(&[
+        FinishAll,
+        watch.clone(),
+        Busy(0, true),
+        Tick,
+        Interleave(Phase::Look, Box::new(ParentRead(3, 0))),
+        Interleave(Phase::Look, Box::new(watch)),
+        CrashTick(Crash::Polled),
+    ]);
+    let file = world.env.store().load().unwrap();
+    let job = file.find("task-3").unwrap();
+    assert_eq!(
+        (job.shown(), job.read_by_parent_at, job.final_text.is_some()),
+        (atc::job::Status::Done, None, true),
+        "kept, and delivered (once: the checker counts the copies)"
+    );
+}

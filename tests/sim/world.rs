@@ -2176,10 +2176,11 @@ fn landed(job: &Job, turn: Option<&Turn>) -> Option<TurnState> {
 fn holds_result(job: &Job) -> bool {
     job.final_text.is_some()
         && job.outcome.is_some()
-        && matches!(
-            job.shown(),
-            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error
-        )
+        && match job.shown() {
+            Status::Delivering | Status::Undelivered | Status::Misrouted | Status::Error => true,
+            Status::Skipped => job.read_by_parent_at.is_some(),
+            _ => false,
+        }
 }
 
 /// Whether `step`s can take a job from `from` to `to` (the statuses `lifecycle` moves
