@@ -362,6 +362,10 @@ pub struct Env {
     pub server: SimServer,
     pub notes: Mutex<Notes>,
     tick: Tick,
+    /// The next job id: counted, not drawn from `/dev/urandom`, so that one seed gives one
+    /// history and one set of totals (turn ids, and `compose`'s ties between open turns,
+    /// follow from the job ids).
+    ids: AtomicU64,
 }
 
 /// A kicked tick's window in simulated time: up to four looks again; other processes'
@@ -460,6 +464,11 @@ fn kick_of(op: &Op) -> (Option<Ended>, bool) {
 }
 
 impl Env {
+    /// A fresh job id (12 hex digits), the same in every run of a history.
+    fn job_id(&self) -> String {
+        format!("{:012x}", self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
     pub fn store(&self) -> Store {
         Store::new(self.path.clone())
     }
@@ -746,14 +755,9 @@ impl Env {
                 .iter()
                 .map(|j| (j.task_id.clone(), j.job_id.clone()))
                 .collect();
-            let done = atc::lifecycle::watch(
-                &mut file.jobs,
-                &file.turns,
-                &request,
-                atc::ids::new_job_id,
-                now,
-            )
-            .map_err(|why| anyhow::anyhow!("{why:?}"))?;
+            let done =
+                atc::lifecycle::watch(&mut file.jobs, &file.turns, &request, || self.job_id(), now)
+                    .map_err(|why| anyhow::anyhow!("{why:?}"))?;
             atc::compose::tidy(file, now, &limits());
             Ok(done)
         });
@@ -876,7 +880,7 @@ impl Env {
                     &mut file.jobs,
                     &file.turns,
                     &request,
-                    atc::ids::new_job_id,
+                    || self.job_id(),
                     now,
                 )
                 .map_err(|why| anyhow::anyhow!("{why:?}"))?;
@@ -1189,6 +1193,7 @@ impl World {
             server,
             notes: Mutex::new(Notes::default()),
             tick,
+            ids: AtomicU64::new(0xa00000000000),
         });
         env.server.set_env(Arc::downgrade(&env));
         for c in 0..CHATS.len() as u8 {
