@@ -243,6 +243,22 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
             .collect();
         let carries = blocks(&contributors);
         match open.split_first() {
+            // Tidying (nothing joins): each open turn of the group keeps its own members;
+            // two of them (one opened again by `redeliver`) are merged by the next tick.
+            Some(_) if !joining => {
+                for turn in &open {
+                    let own: Vec<(&Job, BlockKind)> = contributors
+                        .iter()
+                        .filter(|(j, _)| {
+                            kept[turn.turn_id.as_str()]
+                                .iter()
+                                .any(|b| b.job_id == j.job_id)
+                        })
+                        .copied()
+                        .collect();
+                    recompose(&mut plan, turn, blocks(&own), &own, Some(name));
+                }
+            }
             Some((first, rest)) => {
                 recompose(&mut plan, first, carries, &contributors, Some(name));
                 for (job, _) in &contributors {

@@ -1856,3 +1856,37 @@ fn a_rewatch_after_the_parent_read_a_held_result_keeps_it() {
         "kept, and delivered (once: the checker counts the copies)"
     );
 }
+
+/// The long search (seed 15 x 200,000): a group's refused turn is opened again by
+/// `redeliver` while a second turn of the group waits for a busy chat: tidying keeps each
+/// turn's own members (it merged them and dropped the second turn, but could not move the
+/// member that joined, which pointed at a turn gone).
+#[test]
+fn a_group_turn_redelivered_beside_a_waiting_one_keeps_each_member_once() {
+    use Op::*;
+    use server::PostFault::Refused;
+    replay(vec![
+        Finish(3, Ending::Answer),
+        Watch {
+            tasks: 9,
+            chat: 1,
+            group: true,
+            create_session: false,
+            opts: 0,
+        },
+        Finish(0, Ending::Answer),
+        Fault(Refused),
+        Tick,
+        ParentRead(3, 1),
+        Redeliver {
+            task: 3,
+            create_session: false,
+        },
+        Busy(1, true),
+        Tick,
+        Redeliver {
+            task: 0,
+            create_session: false,
+        },
+    ]);
+}
