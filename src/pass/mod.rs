@@ -273,8 +273,9 @@ pub fn run_with<S: Server>(
     if work.poll.is_empty() && work.follow.is_empty() && work.settled {
         // Nothing watched and nothing on its way: no second load, no save; and the next
         // tick need not even read the file while it stays as it is (unless it holds a
-        // give-up nobody has heard and a person hears that tick: it says it).
-        if let Some(file) = store.fingerprint() {
+        // give-up nobody has heard and a person hears that tick: it says it). The version
+        // stamped is the one the pass read under the lock: one saved since is a change.
+        if let Some(file) = store.known_fingerprint() {
             let settled = Settled {
                 file,
                 key,

@@ -144,6 +144,13 @@ impl Store {
             .map(|m| Fingerprint::of(&m))
     }
 
+    /// The fingerprint of the version this process last read or wrote (under the lock,
+    /// for an update), whatever is on disk now: what a tick that found that version
+    /// settled stamps, so that a save by another process since is a change to the next.
+    pub fn known_fingerprint(&self) -> Option<Fingerprint> {
+        self.known().as_ref().map(|(print, _)| *print)
+    }
+
     fn known(&self) -> std::sync::MutexGuard<'_, Option<(Fingerprint, JobFile)>> {
         self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
