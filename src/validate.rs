@@ -213,6 +213,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .and_then(duration)
 }
 
+/// A timeout (`--http-timeout`, `--turn-timeout`): a duration, and not zero (a zero
+/// timeout fails every request at once).
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    parse_duration(text).and_then(|d| {
+        if d.is_zero() {
+            Err("0s is no timeout: every request would fail at once (give one like 30s)".to_owned())
+        } else {
+            Ok(d)
+        }
+    })
+}
+
 /// `tick --concurrency`: polls and deliveries in flight at once.
 pub const CONCURRENCY: std::ops::RangeInclusive<u32> = 1..=256;
 /// `tick --max-strikes`: failed checks in a row before a job is abandoned.

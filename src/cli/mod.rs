@@ -701,7 +701,7 @@ pub struct TickArgs {
 
     /// Timeout of each HTTP phase (connect, send, wait for the answer, read it) [env:
     /// ATC_HTTP_TIMEOUT] [config: http-timeout] [default: 30s]
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_timeout)]
     pub http_timeout: Option<Duration>,
 
     /// Consecutive failed checks before a job is abandoned [env: ATC_MAX_STRIKES] [config:
@@ -732,7 +732,7 @@ pub struct TickArgs {
 
     /// Ask QwenPaw to stop the parent's resumed turn after this long [env: ATC_TURN_TIMEOUT]
     /// [config: turn-timeout] [default: QwenPaw's own, 1h]
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_timeout)]
     pub turn_timeout: Option<Duration>,
 
     /// Started because a QwenPaw turn just ended (atc's plugin does this, naming the turn
@@ -753,6 +753,12 @@ pub struct TickArgs {
 /// deadline computed from it can overflow.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     crate::validate::parse_duration(text)
+}
+
+/// `--http-timeout`, `--turn-timeout`: the validator the environment and the config file
+/// use too.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    crate::validate::parse_timeout(text)
 }
 
 /// `--concurrency`: the validator the environment and the config file use too.

@@ -15,6 +15,8 @@ pub enum Kind {
     Url,
     /// A duration (`validate::parse_duration`).
     Duration,
+    /// A timeout: a duration longer than zero (a zero timeout fails every request at once).
+    Timeout,
     /// A whole number in a range.
     Count(&'static std::ops::RangeInclusive<u32>),
     Bool,
@@ -96,14 +98,14 @@ pub const KEYS: [Key; 12] = [
         name: "http-timeout",
         env: "ATC_HTTP_TIMEOUT",
         flag: Some("--http-timeout"),
-        kind: Kind::Duration,
+        kind: Kind::Timeout,
         about: "the timeout of each HTTP phase",
     },
     Key {
         name: "turn-timeout",
         env: "ATC_TURN_TIMEOUT",
         flag: Some("--turn-timeout"),
-        kind: Kind::Duration,
+        kind: Kind::Timeout,
         about: "QwenPaw stops a woken parent turn after this long",
     },
     Key {
@@ -246,6 +248,7 @@ impl Kind {
             Kind::Path => path(text, home).map(Value::Path),
             Kind::Url => validate::base_url(text).map(|_| Value::Url(text.trim().to_owned())),
             Kind::Duration => validate::parse_duration(text).map(Value::Duration),
+            Kind::Timeout => validate::parse_timeout(text).map(Value::Duration),
             Kind::Count(range) => validate::count(text, range).map(Value::Count),
             Kind::Bool => validate::boolean(text).map(Value::Bool),
         }
@@ -259,9 +262,10 @@ impl Kind {
         home: Option<&std::path::Path>,
     ) -> Result<Value, String> {
         match (self, value) {
-            (Kind::Path | Kind::Url | Kind::Duration, toml::Value::String(text)) => {
-                self.parse(text, home)
-            }
+            (
+                Kind::Path | Kind::Url | Kind::Duration | Kind::Timeout,
+                toml::Value::String(text),
+            ) => self.parse(text, home),
             (Kind::Count(range), toml::Value::Integer(n)) => u32::try_from(*n)
                 .ok()
                 .filter(|n| range.contains(n))
@@ -299,7 +303,9 @@ impl Kind {
                 "a string holding an absolute path (\"/srv/atc/jobs.json\", \"~/atc/jobs.json\")"
             }
             Kind::Url => "a string holding a URL (\"http://127.0.0.1:8088\")",
-            Kind::Duration => "a string holding a duration (\"30s\", \"5m\", \"24h\", \"3d\")",
+            Kind::Duration | Kind::Timeout => {
+                "a string holding a duration (\"30s\", \"5m\", \"24h\", \"3d\")"
+            }
             Kind::Count(_) => "a whole number (no quotes)",
             Kind::Bool => "true or false (no quotes)",
         }

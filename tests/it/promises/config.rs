@@ -374,6 +374,12 @@ fn config_set_checks_writes_privately_and_keeps_the_rest_of_the_file() {
             vec!["concurrency", "0"],
             "atc: concurrency \"0\": 0 is not from 1 to 256\n",
         ),
+        // Issue 36 (L6): a zero timeout failed every request until the watches were
+        // abandoned.
+        (
+            vec!["http-timeout", "0s"],
+            "atc: http-timeout \"0s\": 0s is no timeout: every request would fail at once (give one like 30s)\n",
+        ),
         (
             vec!["max-strikes", "lots"],
             "atc: max-strikes \"lots\": \"lots\" is not a whole number\n",
@@ -983,4 +989,27 @@ fn paths_names_the_files_every_command_uses_and_creates_nothing() {
         json!(format!("{}.tick.lock", default.display()))
     );
     assert!(!kept.parent().unwrap().exists() && !default.parent().unwrap().exists());
+}
+
+/// Issue 36 (L6): a zero timeout is refused wherever it is given (it failed every request
+/// until the watches were abandoned); nothing is written.
+#[test]
+fn a_zero_timeout_is_refused_from_the_flag_and_the_environment() {
+    let env = TestEnv::new();
+    env.atc(["tick", "--http-timeout", "0s"])
+        .status(2)
+        .stderr_contains("invalid value '0s' for '--http-timeout <D>': 0s is no timeout: every request would fail at once (give one like 30s)")
+        .no_file()
+        .run();
+    env.atc(["tick", "--turn-timeout", "0s"])
+        .status(2)
+        .stderr_contains("invalid value '0s' for '--turn-timeout <D>'")
+        .no_file()
+        .run();
+    env.atc(["tick"])
+        .env("ATC_HTTP_TIMEOUT", "0s")
+        .status(2)
+        .stderr("atc: ATC_HTTP_TIMEOUT: 0s is no timeout: every request would fail at once (give one like 30s)\n")
+        .no_file()
+        .run();
 }
