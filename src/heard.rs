@@ -86,6 +86,16 @@ pub fn say_unsaid(file: &mut JobFile, now: Timestamp) -> Vec<String> {
         .collect()
 }
 
+/// The give-ups whose lines could not be written (`lines`) are unsaid again: a later tick
+/// a person hears says them.
+pub fn unsay(file: &mut JobFile, lines: &[String]) {
+    for r in &mut file.give_ups {
+        if r.said_at.is_some() && lines.contains(&r.line) {
+            r.said_at = None;
+        }
+    }
+}
+
 /// Whether the file holds a give-up nobody has heard yet.
 pub fn any_unsaid(file: &JobFile) -> bool {
     file.give_ups.iter().any(GiveUpRecord::is_unsaid)

@@ -40,11 +40,20 @@ pub fn stderr_discarded() -> bool {
 /// Writes one line for people to stderr (a warning, a `-v` line, an error). On a
 /// terminal, control characters in it (text from the server) are shown escaped.
 pub fn say(line: &str) {
-    if stderr_is_terminal() {
-        eprintln!("{}", crate::text::for_terminal(line));
+    try_say(line);
+}
+
+/// [`say`], telling whether the line was written: a stderr that cannot take it (a full
+/// disk, a closed pipe) is no reason to stop, but a give-up line it lost is said again.
+pub fn try_say(line: &str) -> bool {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let written = if stderr_is_terminal() {
+        writeln!(err, "{}", crate::text::for_terminal(line))
     } else {
-        eprintln!("{line}");
-    }
+        writeln!(err, "{line}")
+    };
+    written.and_then(|()| err.flush()).is_ok()
 }
 
 /// The width of the terminal stdout writes to, or `None` when stdout is not a terminal.

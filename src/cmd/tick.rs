@@ -71,7 +71,13 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
         // An older plugin (or a person): a turn ended, not known which.
         Err(_) => Ended::Unknown,
     });
-    let mut say = |line: &str| crate::term::say(line);
+    // A give-up line stderr could not take is unsaid again once the passes are done.
+    let mut lost = Vec::new();
+    let mut say = |line: &str| {
+        if !crate::term::try_say(line) {
+            lost.push(line.to_owned());
+        }
+    };
     let mut shown = |report: &Report| show(report, out);
     let reports = passes(
         &store,
@@ -82,6 +88,12 @@ pub fn run(tick: &Tick, out: Output) -> Result<()> {
         &mut say,
         &mut shown,
     )?;
+    if !lost.is_empty() {
+        store.update(|file| {
+            crate::heard::unsay(file, &lost);
+            Ok(())
+        })?;
+    }
     let merged = reports.into_iter().reduce(|mut all, later| {
         all.absorb(later);
         all

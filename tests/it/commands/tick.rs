@@ -681,3 +681,36 @@ fn a_give_up_is_said_even_when_a_later_save_of_its_tick_fails() {
     assert_eq!(s.posts().len(), 1);
     assert_eq!(s.status(TASK), "abandoned");
 }
+
+/// Issue 36 (L3): a give-up line stderr cannot take (a full disk) does not stop the tick
+/// (it panicked, exit 101, after the record was saved as said: never said again); the
+/// record is unsaid again, and the next tick a person hears says it, once.
+#[test]
+fn a_give_up_line_stderr_cannot_take_is_said_by_the_next_tick() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let s = watched_failing();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = s
+        .env
+        .std_cmd()
+        .args(["tick", "--max-strikes", "1"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let file = s.env.file();
+    let records = file["give_ups"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{file}");
+    assert!(records[0].get("said_at").is_none(), "unsaid: {file}");
+    s.tick(&["--max-strikes", "1"])
+        .stderr(format!(
+            "atc: gave up on {TASK} (abandoned): 1 failed check in a row (HTTP 500); `atc status {TASK}` says more; the task may still run: `atc wait {TASK}` asks the server\n"
+        ))
+        .run();
+    s.tick(&["--max-strikes", "1"]).file_unchanged();
+}
