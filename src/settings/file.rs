@@ -293,6 +293,13 @@ pub fn edit(path: &Path, name: &str, value: Option<&Value>) -> anyhow::Result<Ed
         }
         _ => path.to_path_buf(),
     };
+    // Two edits at once (two `atc config set` of different keys) must not lose each
+    // other's key: each reads, edits and writes under the file's lock.
+    make_dir(&target)?;
+    let _guard = crate::state::lock::exclusive(
+        &crate::state::lock::sidecar(&target, "lock"),
+        crate::state::store::LOCK_WAIT,
+    )?;
     let old = match read(&target) {
         Ok(text) => Some(text),
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
@@ -355,24 +362,32 @@ pub fn recheck(path: &Path, home: Option<&Path>) -> Result<(), Failure> {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    crate::state::fsutil::write_atomic(path, bytes).map_err(|err| failed_write(path, &err))?;
+    Ok(())
+}
+
+/// The config file's directory, created 0700 when missing.
+fn make_dir(path: &Path) -> anyhow::Result<()> {
     let dir = crate::state::fsutil::parent_dir(path);
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    let failed = |err: io::Error| {
-        Failure::new(
-            Exit::Config,
-            format!(
-                "cannot write the config file {}: {err}; {} (the file is as it was)",
-                path.display(),
-                advice(&err)
-            ),
-        )
-    };
-    builder.create(dir).map_err(failed)?;
-    crate::state::fsutil::write_atomic(path, bytes).map_err(failed)?;
+    builder
+        .create(dir)
+        .map_err(|err| failed_write(path, &err))?;
     Ok(())
+}
+
+fn failed_write(path: &Path, err: &io::Error) -> Failure {
+    Failure::new(
+        Exit::Config,
+        format!(
+            "cannot write the config file {}: {err}; {} (the file is as it was)",
+            path.display(),
+            advice(err)
+        ),
+    )
 }
 
 /// What to do when the config file or its directory could not be read or written.

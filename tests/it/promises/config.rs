@@ -1013,3 +1013,43 @@ fn a_zero_timeout_is_refused_from_the_flag_and_the_environment() {
         .no_file()
         .run();
 }
+
+/// Issue 36 (L2): `atc config set` of different keys at once keeps every key (each edit
+/// reads, changes and writes the file under its lock; they lost each other's keys, all
+/// exiting 0).
+#[test]
+fn config_sets_of_different_keys_at_once_keep_every_key() {
+    let env = TestEnv::new();
+    let sets = [
+        ("max-age", "3d"),
+        ("keep", "30d"),
+        ("busy-deadline", "20m"),
+        ("busy-retry", "30s"),
+        ("max-strikes", "50"),
+        ("concurrency", "4"),
+        ("http-timeout", "20s"),
+        ("turn-timeout", "2h"),
+        ("no-batch", "true"),
+        ("auto-watch", "false"),
+    ];
+    let children: Vec<_> = sets
+        .iter()
+        .map(|(key, value)| {
+            env.std_cmd()
+                .args(["config", "set", key, value])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let text = read_config(&env);
+    for (key, _) in sets {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{key} = "))),
+            "{key} lost: {text}"
+        );
+    }
+}
