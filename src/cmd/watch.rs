@@ -83,6 +83,22 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 "group {group:?} of {} already went out (or is going out right now); give these tasks another --group name",
                 target.describe_chat()
             ),
+            Err(WatchRefused::OtherChildSession {
+                task_id,
+                known,
+                asked,
+            }) => fail!(
+                Exit::Refused,
+                "{task_id}'s child session is {known} (QwenPaw's [SESSION: …] line, or an earlier watch's); --child-session {asked} names another child: watch without --child-session, or pass the session QwenPaw printed for {task_id}"
+            ),
+            Err(WatchRefused::ChildSessionTaken {
+                task_id,
+                session,
+                of,
+            }) => fail!(
+                Exit::Refused,
+                "child session {session} is the child of {of}, which atc watches on the same agent: {task_id} runs in a session of its own (pass the [SESSION: …] line QwenPaw printed for {task_id}, or none)"
+            ),
             Err(WatchRefused::Task { job, turn, was }) => {
                 return Err(refusal(&job.task_id, &job, turn.as_deref(), was).into());
             }

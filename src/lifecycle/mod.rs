@@ -262,7 +262,8 @@ fn polled(
             empty,
             child_session,
         } => {
-            next.child_session = next.child_session.or(child_session);
+            // The record's own session is the child's, whatever a watch named.
+            next.child_session = child_session.or(next.child_session);
             next.strikes = 0;
             next.last_error = None;
             next.started_at = started_at.or(next.started_at);

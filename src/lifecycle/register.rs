@@ -245,6 +245,20 @@ pub enum WatchRefused {
         turn: Option<Box<Turn>>,
         was: Status,
     },
+    /// The watch names a child session for `task_id` other than the one its record holds
+    /// (`known`: QwenPaw's `[SESSION: …]` line, or an earlier watch's): the child is one.
+    OtherChildSession {
+        task_id: String,
+        known: String,
+        asked: String,
+    },
+    /// The child session named for `task_id` is the child of another live watch (`of`) on
+    /// the same agent: one session is one child, and a stop of it would stop the other.
+    ChildSessionTaken {
+        task_id: String,
+        session: String,
+        of: String,
+    },
 }
 
 /// Applies a watch to the jobs of the file (`new_id` names each new registration); `turns`
@@ -334,6 +348,36 @@ pub fn watch(
             .find(|(t, _)| t == task_id)
             .map(|(_, s)| s.clone());
         let known = existing.and_then(|j| j.child_session.clone());
+        let mut taken_from = None;
+        if let (Some(asked), Some(known)) = (&asked, &known)
+            && asked != known
+        {
+            return Err(WatchRefused::OtherChildSession {
+                task_id: task_id.clone(),
+                known: known.clone(),
+                asked: asked.clone(),
+            });
+        }
+        if let Some(asked) = &asked
+            && let Some(other) = jobs.iter().position(|j| {
+                j.task_id != *task_id
+                    && j.watch == Watch::Pending
+                    && j.child_session.as_deref() == Some(asked.as_str())
+                    && j.base_url == *base_url
+                    && j.target.poll_agent() == target.poll_agent()
+            })
+        {
+            // QwenPaw's own line (an automatic watch) is the fact: the other watch was
+            // given this task's session, and forgets it. A person or a model is refused.
+            if request.origin != Origin::Auto {
+                return Err(WatchRefused::ChildSessionTaken {
+                    task_id: task_id.clone(),
+                    session: asked.clone(),
+                    of: jobs[other].task_id.clone(),
+                });
+            }
+            taken_from = Some(other);
+        }
         fresh.child_session = asked.clone().or(known.clone());
         if fresh.child_session == known {
             fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
@@ -407,6 +451,13 @@ pub fn watch(
                 });
             }
         };
+        if let Some(other) = taken_from {
+            let wrong = &mut jobs[other];
+            wrong.child_session = None;
+            wrong.child_chat_id = None;
+            wrong.child_agent = None;
+            wrong.updated_at = now;
+        }
         jobs.retain(|j| j.task_id != *task_id);
         jobs.push(registered.job().clone());
         done.push(registered);
@@ -444,12 +495,16 @@ fn auto_existing(
     }
     let mut next = job.clone();
     let mut applied = Vec::new();
-    if next.child_session.is_none()
-        && let Some((_, session)) = request.child_sessions.iter().find(|(t, _)| t == task_id)
+    // The session QwenPaw's `submit_to_agent` printed for this task is the child's: it
+    // replaces one an earlier watch named (a model may pass another task's).
+    if let Some((_, session)) = request.child_sessions.iter().find(|(t, _)| t == task_id)
+        && next.child_session.as_deref() != Some(session.as_str())
     {
         next.child_session = Some(session.clone());
         next.child_chat_id = None;
         next.child_agent = None;
+        next.stop_tries = 0;
+        next.stop_error = None;
         applied.push("--child-session");
     }
     if next.target.target_agent.is_none() && target.target_agent.is_some() {

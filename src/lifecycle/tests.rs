@@ -1520,8 +1520,8 @@ fn a_poll_right_after_a_turn_ended_decides_nothing_on_time() {
     );
 }
 
-/// A finished record names the child's session (`result.session_id`): recorded when the
-/// watch did not know it, never replacing one it knew.
+/// A finished record names the child's session (`result.session_id`): it is the child's,
+/// recorded whatever a watch named (issue 36 H1: a model may name another task's).
 #[test]
 fn a_finished_record_names_the_childs_session() {
     let finished_in = |session: &str| Check::Finished {
@@ -1535,6 +1535,73 @@ fn a_finished_record_names_the_childs_session() {
     assert_eq!(learned.child_session.as_deref(), Some("c-9"));
     let mut known = pending();
     known.child_session = Some("c-1".into());
-    let kept = apply(&known, Event::Polled(finished_in("c-9")), t(5)).job;
-    assert_eq!(kept.child_session.as_deref(), Some("c-1"));
+    let corrected = apply(&known, Event::Polled(finished_in("c-9")), t(5)).job;
+    assert_eq!(corrected.child_session.as_deref(), Some("c-9"));
+}
+
+/// Issue 36 (H1): one child session is one child. A model (or a person) naming another
+/// task's session is refused, whether the task's own is known or another live watch holds
+/// it; QwenPaw's own `[SESSION: …]` line (an automatic watch) is the fact and corrects a
+/// session an earlier watch was given.
+#[test]
+fn a_child_session_is_the_one_qwenpaw_names() {
+    use crate::job::Origin;
+    let with_session = |tasks: &[&str], origin, sessions: &[(&str, &str)]| {
+        let mut r = request(tasks, origin, Options::default());
+        r.child_sessions = sessions
+            .iter()
+            .map(|(t, s)| ((*t).to_owned(), (*s).to_owned()))
+            .collect();
+        r
+    };
+    let mut n = 0;
+    let mut new_id = || {
+        n += 1;
+        format!("{n:012x}")
+    };
+    // T2 is watched with its own session; T1 named with T2's: refused.
+    let mut jobs = Vec::new();
+    let t2 = with_session(&["task-2"], Origin::Plugin, &[("task-2", "s-2")]);
+    watch(&mut jobs, &[], &t2, &mut new_id, t(1)).unwrap();
+    let t1 = with_session(&["task-1"], Origin::Plugin, &[("task-1", "s-2")]);
+    assert_eq!(
+        watch(&mut jobs.clone(), &[], &t1, &mut new_id, t(2)).unwrap_err(),
+        WatchRefused::ChildSessionTaken {
+            task_id: "task-1".into(),
+            session: "s-2".into(),
+            of: "task-2".into(),
+        }
+    );
+    // T1 watched with its own; then named again with another: refused.
+    let t1 = with_session(&["task-1"], Origin::Plugin, &[("task-1", "s-1")]);
+    watch(&mut jobs, &[], &t1, &mut new_id, t(2)).unwrap();
+    let again = with_session(&["task-1"], Origin::Cli, &[("task-1", "s-9")]);
+    assert_eq!(
+        watch(&mut jobs.clone(), &[], &again, &mut new_id, t(3)).unwrap_err(),
+        WatchRefused::OtherChildSession {
+            task_id: "task-1".into(),
+            known: "s-1".into(),
+            asked: "s-9".into(),
+        }
+    );
+    // The model named T2's session for T3 before T2 was watched; the turn's end then
+    // auto-watches both with QwenPaw's lines: T3 gets its own, T2 keeps its own.
+    let mut jobs = Vec::new();
+    let wrong = with_session(&["task-3"], Origin::Plugin, &[("task-3", "s-4")]);
+    watch(&mut jobs, &[], &wrong, &mut new_id, t(1)).unwrap();
+    let auto = with_session(
+        &["task-4", "task-3"],
+        Origin::Auto,
+        &[("task-3", "s-3"), ("task-4", "s-4")],
+    );
+    watch(&mut jobs, &[], &auto, &mut new_id, t(2)).unwrap();
+    let session = |task: &str| {
+        jobs.iter()
+            .find(|j| j.task_id == task)
+            .and_then(|j| j.child_session.clone())
+    };
+    assert_eq!(
+        (session("task-3"), session("task-4")),
+        (Some("s-3".into()), Some("s-4".into()))
+    );
 }

@@ -266,18 +266,20 @@ impl Server for SimServer {
                 &json!({"detail": format!("Task not found: {task_id}")}),
             );
         };
+        // The record names the child's own session, as QwenPaw's does.
+        let child = format!("child-{task_id}");
         let body = match &task.end {
             None => json!({"status": "running", "started_at": 1796003454.67}),
             Some(End::Answer(text)) => json!({"status": "finished", "started_at": 1796003454.67,
-                "result": {"status": "completed", "session_id": "child", "output": [
+                "result": {"status": "completed", "session_id": child, "output": [
                     {"type": "message", "role": "assistant",
                      "content": [{"type": "text", "text": text}]}]}}),
             Some(End::Empty) => json!({"status": "finished", "started_at": 1796003454.67,
-                "result": {"status": "completed", "session_id": "child", "output": []}}),
+                "result": {"status": "completed", "session_id": child, "output": []}}),
             Some(End::Cancelled) => json!({"status": "finished", "started_at": 1796003454.67,
                 "result": {"status": "failed", "error": {"message": "Task cancelled"}}}),
             Some(End::Failed) => json!({"status": "finished", "started_at": 1796003454.83,
-                "result": {"status": "failed", "session_id": "child", "output": [],
+                "result": {"status": "failed", "session_id": child, "output": [],
                     "error": {"code": "MODEL_EXECUTION_ERROR", "message": "Model execution failed."}}}),
         };
         answer(200, &body)

@@ -754,3 +754,34 @@ fn a_localhost_name_mapped_elsewhere_does_not_get_the_token() {
         assert!(!read(&format!("{name}.err")).contains("s3cr3t"));
     }
 }
+
+/// Issue 36 (H1): `--child-session` naming another live watch's child is refused with one
+/// line (a stop of it would stop the other task), and so is a second, different session
+/// for a task; nothing is written.
+#[test]
+fn a_child_session_of_another_task_is_refused() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-2",
+        "--session",
+        "s-77",
+        "--child-session",
+        "kid-2",
+    ])
+    .chat_check_skipped()
+    .stdout_inspected()
+    .run();
+    env.atc(["watch", TASK, "--session", "s-77", "--child-session", "kid-2"])
+        .status(1)
+        .stderr(format!(
+            "atc: child session kid-2 is the child of task-2, which atc watches on the same agent: {TASK} runs in a session of its own (pass the [SESSION: …] line QwenPaw printed for {TASK}, or none)\n"
+        ))
+        .file_unchanged()
+        .run();
+    env.atc(["watch", "task-2", "--session", "s-77", "--child-session", "kid-9"])
+        .status(1)
+        .stderr("atc: task-2's child session is kid-2 (QwenPaw's [SESSION: …] line, or an earlier watch's); --child-session kid-9 names another child: watch without --child-session, or pass the session QwenPaw printed for task-2\n")
+        .file_unchanged()
+        .run();
+}

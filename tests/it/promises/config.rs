@@ -406,11 +406,19 @@ fn config_set_checks_writes_privately_and_keeps_the_rest_of_the_file() {
         env.atc(all).status(2).stderr(said).no_file().run();
         assert_eq!(fs::read(&path).unwrap(), before);
     }
-    let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap())
+    let mut leftovers: Vec<_> = fs::read_dir(path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(leftovers, [std::ffi::OsString::from("config.toml")]);
+    leftovers.sort();
+    assert_eq!(
+        leftovers,
+        [
+            std::ffi::OsString::from("config.toml"),
+            std::ffi::OsString::from("config.toml.lock")
+        ],
+        "no temp file; the edits' lock"
+    );
 
     // A relative job file is made absolute (the timer and the kicks run elsewhere).
     env.atc_default_state(["config", "set", "state", "jobs/mine.json"])
