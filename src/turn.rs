@@ -607,7 +607,10 @@ fn composed(
 /// its write-ahead record), wait for a busy chat, give up on a chat that does not exist,
 /// or settle an unknown delivery by reading the chat back.
 fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTransition {
-    if !is_due(turn, now, limits) {
+    // A look made now answers for the chat now: a busy chat's back-off (which only the
+    // pass that chose to look, a kick for a chat whose turn just ended, may cut short) is
+    // not asked again.
+    if !is_due_when(turn, now, limits, true) {
         return TurnTransition::ignored(turn);
     }
     let unknown = turn.state == TurnState::Unconfirmed;

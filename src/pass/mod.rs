@@ -369,7 +369,7 @@ pub fn run_with<S: Server>(
 fn concerns_any(file: &JobFile, ends: &[TurnEnd], now: Timestamp, limits: &Limits) -> bool {
     let waits = |t: &Turn| {
         kick::concerns_chat(ends, &t.chat)
-            && (turn::is_due(t, now, limits)
+            && (turn::is_due_when(t, now, limits, true)
                 || turn::forward_due(t)
                 || turn::to_follow(std::slice::from_ref(t), now, limits).len() == 1)
     };
@@ -643,7 +643,14 @@ fn decide(
         }
         composed(file, now, tick, report);
         keep_give_ups(file, report, now, work.heard);
-        let turns = turn::deliveries(&file.turns, now, limits)
+        // A kick for a chat whose turn just ended: what waits out that chat's back-off
+        // (a 409, a busy look) goes now.
+        let freed = |t: &Turn| {
+            work.concern
+                .as_ref()
+                .is_some_and(|(ends, _)| kick::concerns_chat(ends, &t.chat))
+        };
+        let turns = turn::deliveries(&file.turns, now, limits, freed)
             .into_iter()
             .filter(|t| concerned(work, t))
             .map(|t| Due::Turn(t.clone()));

@@ -23,10 +23,16 @@ pub(super) fn reading_back(turn: &Turn, now: Timestamp, limits: &Limits) -> bool
 /// flight, any back-off over; one of unknown outcome only while its read-back window is
 /// open.
 pub fn is_due(turn: &Turn, now: Timestamp, limits: &Limits) -> bool {
+    is_due_when(turn, now, limits, false)
+}
+
+/// [`is_due`]; `freed`: a turn of its chat just ended (a kick said so), so a POST that
+/// waits out a busy chat's back-off goes now instead of at its next try.
+pub fn is_due_when(turn: &Turn, now: Timestamp, limits: &Limits, freed: bool) -> bool {
     if turn.text.is_none() || turn.carries.is_empty() || turn.in_flight() {
         return false;
     }
-    let backed_off = turn.delivery.next_attempt_at.is_none_or(|at| at <= now);
+    let backed_off = freed || turn.delivery.next_attempt_at.is_none_or(|at| at <= now);
     match turn.state {
         TurnState::Open | TurnState::Claimed => backed_off,
         TurnState::Unconfirmed => reading_back(turn, now, limits),
@@ -48,8 +54,16 @@ pub fn is_settled(turn: &Turn) -> bool {
 /// The turns due now: the oldest per parent chat, a claimed one before an open one. A
 /// second POST into the same chat would only meet a busy chat behind the turn the first
 /// one starts.
-pub fn deliveries<'a>(turns: &'a [Turn], now: Timestamp, limits: &Limits) -> Vec<&'a Turn> {
-    let mut due: Vec<&Turn> = turns.iter().filter(|t| is_due(t, now, limits)).collect();
+pub fn deliveries<'a>(
+    turns: &'a [Turn],
+    now: Timestamp,
+    limits: &Limits,
+    freed: impl Fn(&Turn) -> bool,
+) -> Vec<&'a Turn> {
+    let mut due: Vec<&Turn> = turns
+        .iter()
+        .filter(|t| is_due_when(t, now, limits, freed(t)))
+        .collect();
     due.sort_by_key(|t| (t.is_open(), t.created_at));
     let mut chats = std::collections::HashSet::new();
     due.retain(|t| chats.insert(t.chat.key()));

@@ -902,7 +902,7 @@ fn one_turn_per_chat_claimed_before_open_oldest_first() {
     let mut flying = in_flight();
     flying.chat.session_id = "s-fourth".into();
     let turns = [a, b, claimed, c, waiting, flying];
-    let ids: Vec<&str> = deliveries(&turns, t(10), &LIMITS)
+    let ids: Vec<&str> = deliveries(&turns, t(10), &LIMITS, |_| false)
         .iter()
         .map(|t| t.turn_id.as_str())
         .collect();

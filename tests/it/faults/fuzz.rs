@@ -299,7 +299,7 @@ fn read_jobs(file: &atc::state::store::JobFile) {
     let _ = atc::lifecycle::to_poll(jobs);
     let _ = atc::lifecycle::settled(jobs, turns);
     let _ = atc::turn::interrupted(turns);
-    let _ = atc::turn::deliveries(turns, now, &limits);
+    let _ = atc::turn::deliveries(turns, now, &limits, |_| false);
     let _ = atc::turn::to_follow(turns, now, &limits);
     let _ = atc::turn::forwards(turns);
     let _ = atc::compose::plan(jobs, turns, true, now);

@@ -404,3 +404,28 @@ fn a_kick_that_finds_a_tick_running_hands_it_its_turn_and_that_pass_looks_only_t
         "{report:#}"
     );
 }
+
+/// Issue 36 (L5): a result whose POST met 409 (the parent was mid-turn) goes when that
+/// parent's turn ends (its kick), not at the busy retry 20 s later; the kick used to say it
+/// concerned nothing.
+#[test]
+fn a_result_that_met_409_goes_when_the_parents_turn_ends() {
+    use support::chats::PostFault;
+    let s = long_children();
+    s.watch(TASK, &["--session", "s-88", "--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.chats.fault(PostFault::Busy);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "delivering");
+    assert!(s.delivered("s-88").is_empty());
+    assert!(
+        s.turn(TASK)["delivery"]["next_attempt_at"].is_string(),
+        "backed off: {}",
+        s.turn(TASK)
+    );
+    // The parent's turn ends a moment later: delivered now, the back-off not waited out.
+    kicked(&s, &ended("default", "s-88"), &[]).run();
+    assert_eq!(s.status(TASK), "done");
+    assert_eq!(s.delivered("s-88").len(), 1);
+    assert_eq!(s.polls(TASK), 1, "the child is not polled again");
+}
