@@ -256,7 +256,7 @@ pub fn passes(
         marked = false;
         let waiting = match scope {
             Scope::All => false,
-            Scope::AnyTurn => still_waiting(&report),
+            Scope::AnyTurn | Scope::AnyTurnAgain => still_waiting(&report),
             Scope::Turns(_) => report.wants_another_look(),
         };
         shown(&report)?;
@@ -275,6 +275,11 @@ pub fn passes(
             continue;
         }
         if waiting && window.pause(store) {
+            // A kick that names no turn polled every watch once: looking again, it only
+            // delivers.
+            if scope == Scope::AnyTurn {
+                scope = Scope::AnyTurnAgain;
+            }
             continue;
         }
         break;

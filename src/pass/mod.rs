@@ -71,6 +71,9 @@ pub enum Scope {
     /// Everything, right after a QwenPaw turn ended, not known which (a kick of an older
     /// plugin, a bare mark): any poll may read a child's stale `running`.
     AnyTurn,
+    /// Looking again after an [`Scope::AnyTurn`] pass: what is due goes, and no watch is
+    /// polled again (a kick that names no turn costs each watch one poll at most).
+    AnyTurnAgain,
     /// Only what these ended turns concern (`lifecycle::kick`): a kicked pass.
     Turns(Vec<TurnEnd>),
 }
@@ -80,7 +83,7 @@ impl Scope {
     fn ends(&self) -> Option<&[TurnEnd]> {
         match self {
             Scope::Turns(ends) => Some(ends),
-            Scope::All | Scope::AnyTurn => None,
+            Scope::All | Scope::AnyTurn | Scope::AnyTurnAgain => None,
         }
     }
 }
@@ -468,12 +471,14 @@ fn prepare(
         insecure_ok.dedup();
         let (jobs, turns) = (&file.jobs, &file.turns);
         let turn_ended = *intent.scope != Scope::All;
+        let again = *intent.scope == Scope::AnyTurnAgain;
         let poll = lifecycle::to_poll(jobs)
             .into_iter()
             .filter(|job| {
-                concern
-                    .as_ref()
-                    .is_none_or(|c| c.poll.contains(&job.job_id))
+                !again
+                    && concern
+                        .as_ref()
+                        .is_none_or(|c| c.poll.contains(&job.job_id))
             })
             .map(|job| {
                 let unknown = concern
