@@ -236,6 +236,11 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         emit(&format!("{}\n", messages.join("\n")))?;
     }
     if !out.quiet {
+        for line in &watch.config_skipped {
+            crate::term::say(&format!(
+                "atc: warning: {line}. The watch is recorded all the same; every atc tick refuses that file until it is fixed"
+            ));
+        }
         for (task_id, why) in &unchecked {
             crate::term::say(&format!(
                 "atc: warning: could not check that the server has {task_id} ({why}); watching it anyway: the next atc tick polls it"

@@ -148,6 +148,9 @@ pub struct Watch {
     pub check_tasks: bool,
     /// Who is watching (`--origin`).
     pub origin: Origin,
+    /// What of the config file this watch left out (a wrong tick knob), one line each:
+    /// said as warnings; the watch is recorded all the same.
+    pub config_skipped: Vec<String>,
 }
 
 impl Watch {

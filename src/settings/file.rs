@@ -31,6 +31,9 @@ pub struct ConfigFile {
     pub located: Option<Source>,
     pub exists: bool,
     values: Vec<(&'static Key, Value)>,
+    /// What a lenient load ([`load_for_watch`]) left out, one line each: keys a watch
+    /// does not need whose value (or name) is wrong.
+    pub skipped: Vec<String>,
 }
 
 impl ConfigFile {
@@ -87,6 +90,25 @@ pub fn locate(env: &dyn Environment) -> Option<(PathBuf, Source)> {
 /// names it and `named_must_exist` (every command but `atc config`): a file named on
 /// purpose that is not there is a mistake to say, not a default to fall back to.
 pub fn load(env: &dyn Environment, named_must_exist: bool) -> Result<ConfigFile, Failure> {
+    load_as(env, named_must_exist, false)
+}
+
+/// [`load`] for `atc watch`: recording a watch must not depend on the tick's knobs, so a
+/// wrong key or value other than what a watch reads (`state`, `base-url`, `auto-watch`)
+/// is left out and named in `skipped` (every tick still refuses the file until it is
+/// fixed). A file that is not TOML is refused: which job file it names is unknown.
+pub fn load_for_watch(env: &dyn Environment) -> Result<ConfigFile, Failure> {
+    load_as(env, true, true)
+}
+
+/// The keys a watch reads from the config file.
+const WATCH_KEYS: [&str; 3] = ["state", "base-url", "auto-watch"];
+
+fn load_as(
+    env: &dyn Environment,
+    named_must_exist: bool,
+    lenient: bool,
+) -> Result<ConfigFile, Failure> {
     let Some((path, located)) = locate(env) else {
         return Ok(ConfigFile::default());
     };
@@ -105,15 +127,16 @@ pub fn load(env: &dyn Environment, named_must_exist: bool) -> Result<ConfigFile,
         }
         Err(err) => return Err(refusal(&path, unreadable(&err))),
     };
-    let values = match &text {
-        Some(text) => check(&path, text, env.home().as_deref())?,
-        None => Vec::new(),
+    let (values, skipped) = match &text {
+        Some(text) => check(&path, text, env.home().as_deref(), lenient)?,
+        None => (Vec::new(), Vec::new()),
     };
     Ok(ConfigFile {
         exists: text.is_some(),
         path: Some(path),
         located: Some(located),
         values,
+        skipped,
     })
 }
 
@@ -184,12 +207,16 @@ fn refusal(path: &Path, why: String) -> Failure {
     )
 }
 
+/// A file's valid keys with their values, and (leniently loaded) the lines left out.
+type Checked = (Vec<(&'static Key, Value)>, Vec<String>);
+
 /// The file's text, parsed and checked: every key known, every value valid.
 fn check(
     path: &Path,
     text: &str,
     home: Option<&Path>,
-) -> Result<Vec<(&'static Key, Value)>, Failure> {
+    lenient: bool,
+) -> Result<Checked, Failure> {
     let table: toml::Table = toml::from_str(text).map_err(|err| {
         let at = err
             .span()
@@ -215,7 +242,29 @@ fn check(
         )
     })?;
     let mut values = Vec::new();
+    let mut skipped = Vec::new();
     for (name, raw) in &table {
+        match check_key(path, name, raw, home) {
+            Ok(value) => values.push(value),
+            Err(problem) if lenient && !WATCH_KEYS.contains(&name.as_str()) => {
+                skipped.push(problem.message);
+            }
+            Err(problem) => return Err(problem),
+        }
+    }
+    // In the order of KEYS, whatever the order of the file.
+    values.sort_by_key(|(key, _)| keys::KEYS.iter().position(|k| k.name == key.name));
+    Ok((values, skipped))
+}
+
+/// One `key = value` of the file, checked: known, and valid.
+fn check_key(
+    path: &Path,
+    name: &str,
+    raw: &toml::Value,
+    home: Option<&Path>,
+) -> Result<(&'static Key, Value), Failure> {
+    {
         if let (None, toml::Value::Table(inner)) = (keys::key(name), raw) {
             let first = inner.keys().next().map_or("max-age", String::as_str);
             return Err(refusal(
@@ -244,11 +293,8 @@ fn check(
                 ),
             )
         })?;
-        values.push((key, value));
+        Ok((key, value))
     }
-    // In the order of KEYS, whatever the order of the file.
-    values.sort_by_key(|(key, _)| keys::KEYS.iter().position(|k| k.name == key.name));
-    Ok(values)
 }
 
 /// A TOML value as written, cut short (never a whole long string).
@@ -355,7 +401,7 @@ pub fn edit(path: &Path, name: &str, value: Option<&Value>) -> anyhow::Result<Ed
 /// The file at `path` checked as every command would read it (after an edit: is it whole?).
 pub fn recheck(path: &Path, home: Option<&Path>) -> Result<(), Failure> {
     match read(path) {
-        Ok(text) => check(path, &text, home).map(drop),
+        Ok(text) => check(path, &text, home, false).map(drop),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(refusal(path, unreadable(&err))),
     }
@@ -412,6 +458,7 @@ pub fn located(env: &dyn Environment) -> ConfigFile {
             path: Some(path),
             located: Some(located),
             values: Vec::new(),
+            skipped: Vec::new(),
         },
         None => ConfigFile::default(),
     }

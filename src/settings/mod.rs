@@ -157,6 +157,8 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         | Command::Qwenpaw(cli::QwenpawArgs {
             what: cli::QwenpawCommand::Zip { .. },
         }) => ConfigFile::default(),
+        // A watch is recorded whatever is wrong with the tick's knobs (it says what).
+        Command::Watch(_) => file::load_for_watch(env)?,
         _ => file::load(env, true)?,
     };
     let file = &file;

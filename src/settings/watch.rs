@@ -177,6 +177,7 @@ pub(super) fn watch(
             Some(cli::OriginArg::Auto) => Origin::Auto,
             Some(cli::OriginArg::Cli) | None => Origin::Cli,
         },
+        config_skipped: file.skipped.clone(),
     })
 }
 

@@ -553,13 +553,41 @@ fn a_bad_config_file_is_refused_by_every_command_naming_the_file_and_the_key() {
             ),
         ),
     ];
-    for (text, said) in &cases {
+    for (i, (text, said)) in cases.iter().enumerate() {
         write_config(&s.env, text);
+        // Issue 36 (M2): a watch is recorded whatever is wrong with a key it does not read
+        // (it says so); only a file that is not TOML, or a wrong `state`, refuses it.
+        let task = format!("task-0000000000{i:02}");
+        let not_toml = *text == "max-age = \"3d\n";
+        if text.starts_with("state") || not_toml {
+            s.atc(["watch", &task, "--session", "s-77"])
+                .status(78)
+                .stderr(format!("atc: {said}\n"))
+                .file_unchanged()
+                .run();
+        } else {
+            let owned = task.clone();
+            s.atc(["watch", &task, "--session", "s-77", "--no-task-check"])
+                .stdout_inspected()
+                .stderr_contains(format!(
+                    "atc: warning: {said}. The watch is recorded all the same; every atc tick refuses that file until it is fixed\n"
+                ))
+                .file(move |file| {
+                    assert!(
+                        file["jobs"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|j| j["task_id"] == owned.as_str()),
+                        "{file}"
+                    );
+                })
+                .run();
+        }
         for args in [
             vec!["status"],
             vec!["tick", "--kicked"],
             vec!["tick", "--max-age", "3d"],
-            vec!["watch", "task-other", "--session", "s-77"],
             vec!["cancel", TASK],
             vec!["doctor"],
             vec!["config", "show"],
