@@ -209,6 +209,11 @@ pub struct Delivery {
     /// from here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown_since: Option<Timestamp>,
+    /// When a read-back first found the turn absent from its chat, the chat idle and the
+    /// settle window over: the turn is posted again only when a look at least `--settle`
+    /// later finds it absent too (a server may store a POST late).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent_since: Option<Timestamp>,
     /// When a tick found the read-back window (`--busy-deadline` from `unknown_since`)
     /// closed: atc stopped looking; whether the turn arrived is for a person to see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -663,11 +668,23 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
                 .last_attempt_at
                 .or(next.delivery.unknown_since)
                 .is_none_or(|at| at.elapsed_at(now) >= limits.settle);
+            // Absent once is not proof: a server may store a POST long after the client gave
+            // up (QwenPaw awaits the agent, the chat and its tracker first). It goes again
+            // only when a second look, `--settle` after the first, finds it absent too.
+            let confirmed_absent = next
+                .delivery
+                .absent_since
+                .is_some_and(|first| first.elapsed_at(now) >= limits.settle);
             if running || !settled {
                 // A turn in the chat may be ours, still running (its message is stored when
                 // it ends); a request that reached the server may not have started yet.
+                next.delivery.absent_since = None;
+                TurnTransition::to(next, vec![Outcome::Waiting])
+            } else if !confirmed_absent {
+                next.delivery.absent_since = next.delivery.absent_since.or(Some(now));
                 TurnTransition::to(next, vec![Outcome::Waiting])
             } else {
+                next.delivery.absent_since = None;
                 claim(next, now)
             }
         }

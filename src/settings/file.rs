@@ -211,12 +211,7 @@ fn refusal(path: &Path, why: String) -> Failure {
 type Checked = (Vec<(&'static Key, Value)>, Vec<String>);
 
 /// The file's text, parsed and checked: every key known, every value valid.
-fn check(
-    path: &Path,
-    text: &str,
-    home: Option<&Path>,
-    lenient: bool,
-) -> Result<Checked, Failure> {
+fn check(path: &Path, text: &str, home: Option<&Path>, lenient: bool) -> Result<Checked, Failure> {
     let table: toml::Table = toml::from_str(text).map_err(|err| {
         let at = err
             .span()

@@ -260,7 +260,8 @@ fn row(state: TurnState, kind: Kind) -> Row {
         }
         // Reading a turn of unknown outcome back.
         (S::Unconfirmed, K::Found) => (S::Delivered, false, &[O::Confirmed]),
-        (S::Unconfirmed, K::NotFound) => (S::Claimed, true, &[O::Claimed]),
+        // Absent once: looked at again a settle window later before it goes again.
+        (S::Unconfirmed, K::NotFound) => (S::Unconfirmed, false, &[O::Waiting]),
         (S::Unconfirmed, K::ProbeUnknown) => (S::Unconfirmed, false, &[O::Unconfirmed]),
         (S::Unconfirmed, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
         (S::Unconfirmed, K::Redeliver) => (S::Unconfirmed, false, &[O::Requeued]),
@@ -561,10 +562,35 @@ fn an_unknown_delivery_is_read_back_and_posted_again_only_if_absent_and_idle() {
         [Outcome::Waiting],
         "the running turn may be ours"
     );
-    let again = apply(&unknown, not_found(false), t(12));
+    // Absent once, settled and idle: not proof (a server may store a POST late). Looked
+    // at again a settle window later, absent still: posted again.
+    let once = apply(&unknown, not_found(false), t(12));
+    assert_eq!(
+        once.outcomes,
+        [Outcome::Waiting],
+        "one absent look is not proof"
+    );
+    assert_eq!(once.turn.delivery.absent_since, Some(t(12)));
+    let soon = apply(&once.turn, not_found(false), t(13));
+    assert_eq!(
+        soon.outcomes,
+        [Outcome::Waiting],
+        "a settle window between looks"
+    );
+    let running = apply(&once.turn, not_found(true), t(20));
+    assert_eq!(
+        running.turn.delivery.absent_since, None,
+        "a running chat starts the count again"
+    );
+    let again = apply(
+        &once.turn,
+        not_found(false),
+        t(12 + LIMITS.settle.as_secs()),
+    );
     assert_eq!(again.effect, Effect::Post { text: "T".into() });
     assert_eq!(again.turn.delivery.attempts, 2);
     assert_eq!(again.turn.state, TurnState::Claimed);
+    assert_eq!(again.turn.delivery.absent_since, None);
 
     let found = apply(
         &unknown,

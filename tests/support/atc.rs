@@ -145,6 +145,17 @@ impl TestEnv {
         self.write_file(&file);
     }
 
+    /// Moves the first absent read-back of `task_id`'s turn, if it had one, into the past:
+    /// the next look that finds it absent too posts it again (the second window is over).
+    #[allow(dead_code)]
+    pub fn absent_long_ago(&self, task_id: &str) {
+        let had = self.turn(task_id)["delivery"].get("absent_since").is_some();
+        assert!(had, "{task_id}'s turn was never read back absent: {:#}", self.turn(task_id));
+        self.edit_turn(task_id, |turn| {
+            turn["delivery"]["absent_since"] = serde_json::json!("2026-01-01T00:00:00Z");
+        });
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }

@@ -272,6 +272,12 @@ fn exactly_one_copy_whatever_happens_to_the_post() {
             turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
         });
         s.tick(&["--http-timeout", "1s"]);
+        if !stored {
+            // Absent once: looked at again a settle window later before it goes again.
+            assert_eq!(s.posts().len(), 1, "{name}: not posted on one absent look");
+            s.env.absent_long_ago(TASK);
+        }
+        s.tick(&["--http-timeout", "1s"]);
         s.tick(&["--http-timeout", "1s"]);
         let job = s.job(TASK);
         assert_eq!(job["status"], "done", "{name}: {job}");
@@ -330,6 +336,10 @@ fn while_the_chat_runs_a_turn_an_unknown_delivery_waits_instead_of_posting_again
     s.tick(&["-vv"]).stderr_contains("tick: waiting: ").run();
     assert_eq!(s.status(TASK), "unconfirmed");
     assert_eq!(s.posts().len(), 1);
+    // Idle now, absent: one look is not proof; a second, a settle window later, is.
+    s.tick(&[]);
+    assert_eq!(s.posts().len(), 1);
+    s.env.absent_long_ago(TASK);
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
     assert_eq!(s.delivered("s-77").len(), 1);

@@ -560,6 +560,10 @@ fn a_write_ahead_record_without_a_post_is_read_back_then_posted_once() {
     file["turns"] = json!([turn]);
     s.env.write_file(&file);
     s.tick(&[]);
+    // Absent once: looked at again a settle window later before it goes again.
+    assert_eq!(s.status(TASK), "unconfirmed");
+    s.env.absent_long_ago(TASK);
+    s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["status"], "done", "{job}");
     assert_eq!(s.turn(TASK)["delivery"]["attempts"], 2);
