@@ -1289,6 +1289,22 @@ class CadenceTest(Carried, unittest.TestCase):
         self.cadence.stop.set()
         self.assertIsNotNone(self.cadence.timer_seen_at)
 
+    def test_kicked_ticks_of_another_server_are_no_timer(self):
+        # Issue 36 (M5): two servers' plugins on one job file each took the other's kicked
+        # ticks for a system timer, and both cadences stood by.
+        now = self.plugin.kick.rfc3339(time.time() - 2)
+        beat = {"last_tick_at": now, "last_kick_at": now}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+        self.assertTrue(self.cadence.beat(), "stood by for another server's kick")
+        self.kicker.proc.wait()
+        self.kicker.reaper.join()
+        # A tick that was no kick (a timer's, or the other server's cadence): stand by.
+        fresh = self.plugin.kick.Cadence(self.plugin.kick.Kicker(), 20)
+        earlier = self.plugin.kick.rfc3339(time.time() - 40)
+        beat = {"last_tick_at": now, "last_kick_at": now, "last_unkicked_at": earlier}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+        self.assertFalse(fresh.beat(), "a timer's tick 40 s ago: stand by")
+
     def test_nothing_to_do_starts_nothing(self):
         self.jobs.unlink()
         self.assertFalse(self.cadence.beat())

@@ -226,6 +226,15 @@ class Kicker:
         )
 
 
+def unkicked(beat):
+    """When the last tick that was no kick started, as the heartbeat says it (an older
+    atc's says it only when its last tick was no kick)."""
+    if beat.get("last_unkicked_at"):
+        return epoch(beat.get("last_unkicked_at"))
+    tick, kick = beat.get("last_tick_at"), beat.get("last_kick_at")
+    return epoch(tick) if tick and tick != kick else None
+
+
 def rfc3339(at):
     return datetime.fromtimestamp(int(at), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -282,7 +291,10 @@ class Cadence:
                 self.kicker.warn_once("cadence", "the cadence failed a beat: %r" % err)
 
     def look(self):
-        """Notes a tick seen in the heartbeat that this plugin did not start."""
+        """Notes a tick seen in the heartbeat that this plugin did not start and that was
+        no kick: a kicked tick (this server's, or another server's plugin on the same job
+        file) is not a timer, and two servers that each took the other's kicks for one
+        both stood by."""
         found, _ = where.files()
         if found is None:
             return
@@ -291,7 +303,7 @@ class Cadence:
                 beat = json.loads(fh.readline() or "{}")
         except (OSError, ValueError):
             return
-        at = epoch(beat.get("last_tick_at")) if isinstance(beat, dict) else None
+        at = unkicked(beat) if isinstance(beat, dict) else None
         if at is not None and not self.kicker.started_it(at):
             if self.timer_seen_at is None or at > self.timer_seen_at:
                 self.timer_seen_at = at
