@@ -600,45 +600,70 @@ pub fn to_poll(jobs: &[Job]) -> Vec<&Job> {
         .collect()
 }
 
+/// A file's turns, looked up by id, and which jobs a turn that is not settled carries:
+/// built once per pass (or command), so that the questions below cost one lookup a job,
+/// not a scan of every turn.
+pub struct Turns<'a> {
+    pub all: &'a [Turn],
+    by_id: std::collections::HashMap<&'a str, &'a Turn>,
+    unsettled: std::collections::HashSet<&'a str>,
+}
+
+impl<'a> Turns<'a> {
+    pub fn of(all: &'a [Turn]) -> Turns<'a> {
+        Turns {
+            all,
+            by_id: all.iter().map(|t| (t.turn_id.as_str(), t)).collect(),
+            unsettled: all
+                .iter()
+                .filter(|t| !crate::turn::is_settled(t))
+                .flat_map(|t| t.carries.iter().map(|b| b.job_id.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The turn `job` points at.
+    pub fn of_job(&self, job: &Job) -> Option<&'a Turn> {
+        job.turn
+            .as_deref()
+            .and_then(|id| self.by_id.get(id).copied())
+    }
+}
+
 /// Whether some turn that is not settled carries a block of `job` (it may still land
 /// there, and the job's record says for whom).
-pub fn in_unsettled_turn(job: &Job, turns: &[Turn]) -> bool {
-    turns
-        .iter()
-        .any(|t| !crate::turn::is_settled(t) && t.carries_job(&job.job_id))
+pub fn in_unsettled_turn(job: &Job, turns: &Turns) -> bool {
+    turns.unsettled.contains(job.job_id.as_str())
 }
 
 /// True when no job or turn can change in this tick unless the server says something new:
 /// nothing is watched, no block is owed, no turn is on its way or being read back, no
 /// forward is due. (Turns to follow are chosen separately, by `turn::to_follow`.) A tick
 /// over such a file has nothing to do after its first phase.
-pub fn settled(jobs: &[Job], turns: &[Turn]) -> bool {
-    jobs.iter().all(|job| settled_job(job, turns)) && turns.iter().all(crate::turn::is_settled)
+pub fn settled(jobs: &[Job], turns: &Turns) -> bool {
+    turns.unsettled.is_empty()
+        && turns.all.iter().all(crate::turn::is_settled)
+        && jobs.iter().all(|job| settled_job(job, turns))
 }
 
 /// One job of [`settled`]: ended, owing nothing that no settled turn answers for.
-pub fn settled_job(job: &Job, turns: &[Turn]) -> bool {
-    let turn = job
-        .turn
-        .as_deref()
-        .and_then(|id| turns.iter().find(|t| t.turn_id == id));
+pub fn settled_job(job: &Job, turns: &Turns) -> bool {
     job.watch.is_terminal()
-        && crate::status::owes(job, turn).is_none()
+        && crate::status::owes(job, turns.of_job(job)).is_none()
         && !in_unsettled_turn(job, turns)
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while they
 /// owe their parent something, or a turn that is not settled carries them.
-pub fn prunable(job: &Job, turns: &[Turn], now: Timestamp, limits: &Limits) -> bool {
+pub fn prunable(job: &Job, turns: &Turns, now: Timestamp, limits: &Limits) -> bool {
     settled_job(job, turns) && last_change(job, turns).elapsed_at(now) > limits.keep
 }
 
 /// When the job or the turn that carries its block last changed (its delivery landing
 /// is its turn's change): `--keep` counts from there.
-pub fn last_change(job: &Job, turns: &[Turn]) -> Timestamp {
-    job.turn
-        .as_deref()
-        .and_then(|id| turns.iter().find(|t| t.turn_id == id))
+pub fn last_change(job: &Job, turns: &Turns) -> Timestamp {
+    turns
+        .of_job(job)
         .filter(|t| t.carries_job(&job.job_id))
         .map_or(job.updated_at, |t| job.updated_at.max(t.updated_at))
 }

@@ -1111,7 +1111,10 @@ fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
     for stand in STANDS {
         let (j, turn) = standing(stand);
         let turns: Vec<Turn> = turn.into_iter().collect();
-        assert!(!prunable(&j, &turns, t(week), &LIMITS), "{stand:?}");
+        assert!(
+            !prunable(&j, &Turns::of(&turns), t(week), &LIMITS),
+            "{stand:?}"
+        );
         let settled = matches!(
             stand,
             Stand::Delivered
@@ -1125,7 +1128,7 @@ fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
                 | Stand::Skipped
         );
         assert_eq!(
-            prunable(&j, &turns, t(week + 2), &LIMITS),
+            prunable(&j, &Turns::of(&turns), t(week + 2), &LIMITS),
             settled,
             "{stand:?}"
         );
@@ -1133,7 +1136,7 @@ fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
     let mut notice = job(Watch::Lost);
     notice.notice = true;
     assert!(
-        !prunable(&notice, &[], t(week * 2), &LIMITS),
+        !prunable(&notice, &Turns::of(&[]), t(week * 2), &LIMITS),
         "a notice still going out"
     );
     let cancelled = job(Watch::Cancelled);
@@ -1141,14 +1144,19 @@ fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
     assert!(
         !prunable(
             &cancelled,
-            std::slice::from_ref(&claimed),
+            &Turns::of(std::slice::from_ref(&claimed)),
             t(week * 2),
             &LIMITS
         ),
         "a claimed turn still carries it"
     );
     let landed = turn_in(&cancelled, TurnState::Delivered);
-    assert!(prunable(&cancelled, &[landed], t(week * 2), &LIMITS));
+    assert!(prunable(
+        &cancelled,
+        &Turns::of(&[landed]),
+        t(week * 2),
+        &LIMITS
+    ));
 }
 
 /// A watch with `--stop-after 10s` on a child whose session is known, started at t(1).

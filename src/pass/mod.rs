@@ -424,20 +424,19 @@ fn prepare(
             apply_turn(file, i, TurnEvent::ReadBackClosed, now, limits, report);
         }
         let turns = std::mem::take(&mut file.turns);
+        let index = lifecycle::Turns::of(&turns);
         file.jobs.retain(|job| {
-            let prune = lifecycle::prunable(job, &turns, now, limits);
+            let prune = lifecycle::prunable(job, &index, now, limits);
             if prune {
                 report.add(Outcome::Pruned, &job.task_id);
-                let turn = job
-                    .turn
-                    .as_deref()
-                    .and_then(|id| turns.iter().find(|t| t.turn_id == id));
+                let turn = index.of_job(job);
                 let mut entry = LogEntry::of("pruned", job, now);
                 entry.status = Some(crate::status::status(job, turn));
                 report.log(entry);
             }
             !prune
         });
+        drop(index);
         let jobs: std::collections::HashSet<&str> =
             file.jobs.iter().map(|j| j.job_id.as_str()).collect();
         file.turns = turns
@@ -470,6 +469,7 @@ fn prepare(
             .collect();
         insecure_ok.dedup();
         let (jobs, turns) = (&file.jobs, &file.turns);
+        let index = lifecycle::Turns::of(turns);
         let turn_ended = *intent.scope != Scope::All;
         let again = *intent.scope == Scope::AnyTurnAgain;
         let poll = lifecycle::to_poll(jobs)
@@ -498,15 +498,15 @@ fn prepare(
             concern: ends.map(<[TurnEnd]>::to_vec).zip(concern),
             heard: intent.heard,
             insecure_ok,
-            settled: lifecycle::settled(jobs, turns),
+            settled: lifecycle::settled(jobs, &index),
             only_watching: turns.iter().all(turn::is_settled)
                 && jobs.iter().all(|job| {
                     (job.watch == Watch::Pending && !job.check_in)
-                        || lifecycle::settled_job(job, turns)
+                        || lifecycle::settled_job(job, &index)
                 }),
             first_prune: jobs
                 .iter()
-                .map(|job| lifecycle::last_change(job, turns).saturating_add(limits.keep))
+                .map(|job| lifecycle::last_change(job, &index).saturating_add(limits.keep))
                 .chain(crate::heard::first_prune(file, limits.keep))
                 .min(),
             poll,

@@ -577,18 +577,32 @@ fn parse(bytes: &[u8]) -> Result<JobFile, Problem> {
 /// its record was lost.
 fn derived(mut file: JobFile) -> JobFile {
     crate::status::rebuild(&mut file.jobs);
-    for i in 0..file.jobs.len() {
+    let carried: HashSet<(&str, &str)> = file
+        .turns
+        .iter()
+        .flat_map(|t| {
+            t.carries
+                .iter()
+                .map(move |b| (t.turn_id.as_str(), b.job_id.as_str()))
+        })
+        .collect();
+    let orphans: Vec<usize> = file
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, job)| {
+            job.shown.is_result()
+                && job.shown != Status::Delivering
+                && !job
+                    .turn
+                    .as_deref()
+                    .is_some_and(|id| carried.contains(&(id, job.job_id.as_str())))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in orphans {
         let job = &file.jobs[i];
-        let shown = job.shown;
-        if !shown.is_result()
-            || shown == Status::Delivering
-            || file
-                .turn_of(job)
-                .is_some_and(|t| t.carries_job(&job.job_id))
-        {
-            continue;
-        }
-        let turn = settled_without_record(job, shown, |id| file.turn(id).is_some());
+        let turn = settled_without_record(job, job.shown, |id| file.turn(id).is_some());
         file.jobs[i].turn = Some(turn.turn_id.clone());
         file.turns.push(turn);
     }

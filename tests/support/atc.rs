@@ -150,7 +150,11 @@ impl TestEnv {
     #[allow(dead_code)]
     pub fn absent_long_ago(&self, task_id: &str) {
         let had = self.turn(task_id)["delivery"].get("absent_since").is_some();
-        assert!(had, "{task_id}'s turn was never read back absent: {:#}", self.turn(task_id));
+        assert!(
+            had,
+            "{task_id}'s turn was never read back absent: {:#}",
+            self.turn(task_id)
+        );
         self.edit_turn(task_id, |turn| {
             turn["delivery"]["absent_since"] = serde_json::json!("2026-01-01T00:00:00Z");
         });

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
 use crate::job::{Job, Watch};
+use crate::lifecycle::Turns;
 use crate::qwenpaw::{Answer, Client, Transport};
 use crate::settings::{Doctor, Output};
 use crate::state::JobFile;
@@ -280,6 +281,7 @@ fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
 
 /// The agents that live watches on this server name exist there.
 fn agents(client: &Client, base: &str, jobs: &[Job], turns: &[Turn]) -> Check {
+    let turns = &Turns::of(turns);
     let named: BTreeSet<&str> = jobs
         .iter()
         .filter(|j| j.base_url == base && live(j, turns))
@@ -346,11 +348,8 @@ fn join(names: &BTreeSet<&str>) -> String {
 
 /// Something is still to do for the job (a tick must come by): it is watched, it owes its
 /// parent something, or a turn that carries it is not settled.
-fn waiting(job: &Job, turns: &[Turn]) -> bool {
-    let turn = job
-        .turn
-        .as_deref()
-        .and_then(|id| turns.iter().find(|t| t.turn_id == id));
+fn waiting(job: &Job, turns: &Turns) -> bool {
+    let turn = turns.of_job(job);
     job.watch == Watch::Pending
         || matches!(
             crate::status::delivery(job, turn),
@@ -361,6 +360,7 @@ fn waiting(job: &Job, turns: &[Turn]) -> bool {
         ) && crate::lifecycle::in_unsettled_turn(job, turns)
         || crate::status::owes(job, turn).is_some()
         || turns
+            .all
             .iter()
             .any(|t| t.carries_job(&job.job_id) && turn::forward_due(t))
 }
@@ -369,7 +369,8 @@ fn waiting(job: &Job, turns: &[Turn]) -> bool {
 /// started) are no cadence: they come only when some turn ends, so they are said apart,
 /// and only the other ticks (a timer's, the plugin's cadence, a person's) count.
 fn tick(beat: &crate::pass::Heartbeat, file: &JobFile, plugin_ticks: bool) -> Check {
-    let waiting = file.jobs.iter().filter(|j| waiting(j, &file.turns)).count();
+    let turns = Turns::of(&file.turns);
+    let waiting = file.jobs.iter().filter(|j| waiting(j, &turns)).count();
     let now = Timestamp::now();
     let last = beat.last_unkicked();
     let kicks = beat
@@ -472,7 +473,7 @@ fn give_ups(file: &JobFile, now: Timestamp) -> Check {
 }
 
 /// A live watch: a tick still has something to do for it.
-fn live(job: &Job, turns: &[Turn]) -> bool {
+fn live(job: &Job, turns: &Turns) -> bool {
     !crate::lifecycle::settled_job(job, turns)
 }
 
@@ -483,7 +484,8 @@ fn dead_base_urls(
     base: &str,
     file: &JobFile,
 ) -> std::collections::BTreeMap<String, (usize, String)> {
-    let (jobs, turns) = (&file.jobs, &file.turns);
+    let jobs = &file.jobs;
+    let turns = &Turns::of(&file.turns);
     let mut dead = std::collections::BTreeMap::new();
     let others: BTreeSet<&str> = jobs
         .iter()

@@ -284,7 +284,7 @@ fn read_jobs(file: &atc::state::store::JobFile) {
         let _ = atc::describe::explain(job, turn);
         let _ = atc::describe::brief(job, turn, now);
         let _ = atc::describe::notice_text(job);
-        let _ = atc::lifecycle::prunable(job, turns, now, &limits);
+        let _ = atc::lifecycle::prunable(job, &atc::lifecycle::Turns::of(turns), now, &limits);
         if let Some(kind) = atc::status::owes(job, turn) {
             let _ = atc::describe::block_text(job, kind);
         }
@@ -297,7 +297,7 @@ fn read_jobs(file: &atc::state::store::JobFile) {
         let _ = atc::describe::toast_text(turn, "completed");
     }
     let _ = atc::lifecycle::to_poll(jobs);
-    let _ = atc::lifecycle::settled(jobs, turns);
+    let _ = atc::lifecycle::settled(jobs, &atc::lifecycle::Turns::of(turns));
     let _ = atc::turn::interrupted(turns);
     let _ = atc::turn::deliveries(turns, now, &limits, |_| false);
     let _ = atc::turn::to_follow(turns, now, &limits);
