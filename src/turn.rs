@@ -622,6 +622,18 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
     let mut next = turn.clone();
     next.updated_at = now;
     match probe {
+        // Of unknown outcome, its chat not there yet: the POST that starts it may not have
+        // been stored yet either; absent, like a chat without it.
+        // Of unknown outcome, its chat not there: the POST (which starts a chat QwenPaw
+        // does not know) may not have been stored yet; absent, like a chat without it.
+        Probe::NoChat if unknown => {
+            next.chat_id = None;
+            match absent(next, false, now, limits) {
+                Absent::Sure(next) if next.create_session => claim(next, now),
+                Absent::Sure(next) => misrouted(next),
+                Absent::Waiting(waiting) => waiting,
+            }
+        }
         Probe::NoChat if next.create_session => {
             // The POST starts a new chat: a chat id found before (of a chat since deleted)
             // is not where a read-back must look for it.
@@ -631,15 +643,7 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
         Probe::NoChat => {
             // The chat that id named is gone: the next look goes by the triple again.
             next.chat_id = None;
-            let why = format!(
-                "no chat with {} for agent '{}' on {}",
-                next.chat.describe(),
-                next.chat.agent_id,
-                next.chat.base_url
-            );
-            next.state = TurnState::Misrouted;
-            next.delivery.error = Some(why);
-            TurnTransition::to(next, vec![Outcome::Misrouted])
+            misrouted(next)
         }
         Probe::Chat { chat_id, running } if !unknown => {
             next.chat_id = Some(chat_id);
@@ -663,29 +667,9 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
         }
         Probe::NotFound { chat_id, running } if unknown => {
             next.chat_id = Some(chat_id);
-            let settled = next
-                .delivery
-                .last_attempt_at
-                .or(next.delivery.unknown_since)
-                .is_none_or(|at| at.elapsed_at(now) >= limits.settle);
-            // Absent once is not proof: a server may store a POST long after the client gave
-            // up (QwenPaw awaits the agent, the chat and its tracker first). It goes again
-            // only when a second look, `--settle` after the first, finds it absent too.
-            let confirmed_absent = next
-                .delivery
-                .absent_since
-                .is_some_and(|first| first.elapsed_at(now) >= limits.settle);
-            if running || !settled {
-                // A turn in the chat may be ours, still running (its message is stored when
-                // it ends); a request that reached the server may not have started yet.
-                next.delivery.absent_since = None;
-                TurnTransition::to(next, vec![Outcome::Waiting])
-            } else if !confirmed_absent {
-                next.delivery.absent_since = next.delivery.absent_since.or(Some(now));
-                TurnTransition::to(next, vec![Outcome::Waiting])
-            } else {
-                next.delivery.absent_since = None;
-                claim(next, now)
+            match absent(next, running, now, limits) {
+                Absent::Sure(next) => claim(next, now),
+                Absent::Waiting(waiting) => waiting,
             }
         }
         Probe::Unknown { error } if unknown => {
@@ -708,6 +692,56 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
             TurnTransition::ignored(turn)
         }
     }
+}
+
+/// A turn of unknown outcome that a read-back did not find (`running`: the chat runs a
+/// turn, which may be ours). Absent once is not proof: a server may store a POST long after
+/// the client gave up (QwenPaw awaits the agent, the chat and its tracker first). Sure
+/// (absent for sure) only when a second look, `--settle` after the first, finds it absent
+/// too, the chat idle, the settle window since the attempt over; otherwise the turn waits.
+fn absent(mut next: Turn, running: bool, now: Timestamp, limits: &Limits) -> Absent {
+    let settled = next
+        .delivery
+        .last_attempt_at
+        .or(next.delivery.unknown_since)
+        .is_none_or(|at| at.elapsed_at(now) >= limits.settle);
+    let confirmed = next
+        .delivery
+        .absent_since
+        .is_some_and(|first| first.elapsed_at(now) >= limits.settle);
+    if running || !settled {
+        // A turn in the chat may be ours, still running (its message is stored when it
+        // ends); a request that reached the server may not have started yet.
+        next.delivery.absent_since = None;
+        Absent::Waiting(TurnTransition::to(next, vec![Outcome::Waiting]))
+    } else if !confirmed {
+        next.delivery.absent_since = next.delivery.absent_since.or(Some(now));
+        Absent::Waiting(TurnTransition::to(next, vec![Outcome::Waiting]))
+    } else {
+        next.delivery.absent_since = None;
+        Absent::Sure(next)
+    }
+}
+
+/// What [`absent`] makes of a look that did not find a turn of unknown outcome.
+enum Absent {
+    /// Absent for sure: what next is the caller's.
+    Sure(Turn),
+    /// Not yet sure: the turn waits for another look.
+    Waiting(TurnTransition),
+}
+
+/// The parent chat is not there, and the turn may not start it: given up, nothing posted.
+fn misrouted(mut next: Turn) -> TurnTransition {
+    let why = format!(
+        "no chat with {} for agent '{}' on {}",
+        next.chat.describe(),
+        next.chat.agent_id,
+        next.chat.base_url
+    );
+    next.state = TurnState::Misrouted;
+    next.delivery.error = Some(why);
+    TurnTransition::to(next, vec![Outcome::Misrouted])
 }
 
 /// The write-ahead record: the attempt is counted and marked in flight before the POST.

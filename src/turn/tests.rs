@@ -263,7 +263,8 @@ fn row(state: TurnState, kind: Kind) -> Row {
         // Absent once: looked at again a settle window later before it goes again.
         (S::Unconfirmed, K::NotFound) => (S::Unconfirmed, false, &[O::Waiting]),
         (S::Unconfirmed, K::ProbeUnknown) => (S::Unconfirmed, false, &[O::Unconfirmed]),
-        (S::Unconfirmed, K::NoChat) => (S::Misrouted, false, &[O::Misrouted]),
+        // Its chat not there: the POST that starts it may be stored late; looked at again.
+        (S::Unconfirmed, K::NoChat) => (S::Unconfirmed, false, &[O::Waiting]),
         (S::Unconfirmed, K::Redeliver) => (S::Unconfirmed, false, &[O::Requeued]),
         // A console parent: the toast that says something arrived is due.
         (S::Delivered, K::ParentEnded) => (S::Delivered, false, &[O::Followed, O::Claimed]),

@@ -56,6 +56,7 @@ static SOMETIMES: Mutex<Sometimes> = Mutex::new(Sometimes {
     kick_unconcerned: 0,
     kick_polled_unknown: 0,
     stop_given_up: 0,
+    stored_late: 0,
 });
 static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     owed: 0,
@@ -167,6 +168,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
             Just(PostFault::Error500),
             Just(PostFault::Busy),
             Just(PostFault::Refused),
+            Just(PostFault::StoreLate),
         ].prop_map(Op::Fault),
         1 => any::<bool>().prop_map(Op::Down),
         1 => any::<bool>().prop_map(Op::StopFault),

@@ -59,7 +59,14 @@ pub enum PostFault {
     Busy,
     /// 400: the server will not take it (a refusal, nothing stored).
     Refused,
+    /// No answer (the client gives up, nothing stored yet), then stored [`LATE`] later: a
+    /// server busy elsewhere (QwenPaw awaits the agent, the chat and its tracker first).
+    StoreLate,
 }
+
+/// How long after a [`PostFault::StoreLate`] POST the server stores it: past one settle
+/// window (`limits().settle`, 60 s), within two.
+pub const LATE: u64 = 90;
 
 /// Where, in the next tick, a queued operation of another process lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -118,6 +125,10 @@ pub struct State {
     /// The stop route answers 500 (nothing stopped) while this is set.
     pub stop_fault: bool,
     pub next: u64,
+    /// POSTs to be stored later (`PostFault::StoreLate`): when (unix seconds), the body.
+    pub late: Vec<(u64, Value)>,
+    /// How many of them were stored.
+    pub stored_late: u64,
 }
 
 pub struct SimServer {
@@ -226,7 +237,28 @@ impl SimServer {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // What a slow server held is stored once its time has come, before anything else.
+        if !s.late.is_empty()
+            && let Some(now) = self
+                .env
+                .get()
+                .and_then(Weak::upgrade)
+                .map(|e| e.clock.secs())
+        {
+            let due: Vec<Value> = {
+                let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut s.late)
+                    .into_iter()
+                    .partition(|(at, _)| *at <= now);
+                s.late = wait;
+                due.into_iter().map(|(_, body)| body).collect()
+            };
+            for body in due {
+                let _ = self.store_now(&mut s, &body, None);
+                s.stored_late += 1;
+            }
+        }
+        s
     }
 
     /// Before a look request: other processes may act; an armed `Decided` crash stops the
@@ -456,8 +488,37 @@ impl SimServer {
                 return answer(400, &json!({"detail": "Invalid request"}));
             }
             Some(PostFault::DropBeforeStore) => return lost(),
+            Some(PostFault::StoreLate) => {
+                let at = self
+                    .env
+                    .get()
+                    .and_then(Weak::upgrade)
+                    .map_or(0, |e| e.clock.secs())
+                    + LATE;
+                s.late.push((at, body.clone()));
+                return Err(Transport {
+                    nothing_sent: false,
+                    message: "POST http://sim/api/console/chat/task: timed out".into(),
+                });
+            }
             _ => {}
         }
+        self.store_now(s, body, fault)
+    }
+
+    /// Stores a posted turn in its chat (or a new one), and answers as `fault` says.
+    fn store_now(
+        &self,
+        s: &mut State,
+        body: &Value,
+        fault: Option<PostFault>,
+    ) -> Result<Answer, Transport> {
+        let lost = || {
+            Err(Transport {
+                nothing_sent: false,
+                message: "POST http://sim/api/console/chat/task: connection reset".into(),
+            })
+        };
         let text = |key: &str| body[key].as_str().unwrap_or("default").to_owned();
         let (session, user, channel) = (text("session_id"), text("user_id"), text("channel"));
         s.next += 1;

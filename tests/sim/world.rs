@@ -190,7 +190,7 @@ impl SimClock {
     fn advance(&self, d: Duration) {
         self.0.fetch_add(d.as_secs(), Ordering::Relaxed);
     }
-    fn secs(&self) -> u64 {
+    pub fn secs(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -232,10 +232,12 @@ pub struct Sometimes {
     pub kick_polled_unknown: u64,
     /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
     pub stop_given_up: u64,
+    /// The server stored a POST after atc had given up waiting for its answer.
+    pub stored_late: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 16] {
+    pub fn named(&self) -> [(&'static str, u64); 17] {
         [
             (
                 "cancel between claim and record",
@@ -274,6 +276,7 @@ impl Sometimes {
                 self.kick_polled_unknown,
             ),
             ("a stop given up", self.stop_given_up),
+            ("a POST the server stored late", self.stored_late),
         ]
     }
 
@@ -294,6 +297,7 @@ impl Sometimes {
         self.kick_unconcerned += other.kick_unconcerned;
         self.kick_polled_unknown += other.kick_polled_unknown;
         self.stop_given_up += other.stop_given_up;
+        self.stored_late += other.stored_late;
     }
 }
 
@@ -2092,7 +2096,8 @@ impl World {
                 ));
             }
         }
-        let sometimes = notes.sometimes;
+        let mut sometimes = notes.sometimes;
+        sometimes.stored_late += s.stored_late;
         drop(notes);
         drop(s);
         self.sometimes.add(&sometimes);
