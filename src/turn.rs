@@ -39,10 +39,12 @@ use crate::outcome::Outcome;
 use crate::time::Timestamp;
 
 mod forward;
+mod read_back;
 mod select;
 
 pub use forward::{FORWARD_ATTEMPTS, Forward, ForwardStatus, MAX_FORWARD_CHARS, forward_due};
 use forward::{channel_checked, forward_mut, forwarded, parent_polled};
+use read_back::{Absent, absent, misrouted, read_back_closed, read_back_over, recovered};
 pub use select::*;
 
 /// Which of a job's blocks a turn carries.
@@ -694,56 +696,6 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
     }
 }
 
-/// A turn of unknown outcome that a read-back did not find (`running`: the chat runs a
-/// turn, which may be ours). Absent once is not proof: a server may store a POST long after
-/// the client gave up (QwenPaw awaits the agent, the chat and its tracker first). Sure
-/// (absent for sure) only when a second look, `--settle` after the first, finds it absent
-/// too, the chat idle, the settle window since the attempt over; otherwise the turn waits.
-fn absent(mut next: Turn, running: bool, now: Timestamp, limits: &Limits) -> Absent {
-    let settled = next
-        .delivery
-        .last_attempt_at
-        .or(next.delivery.unknown_since)
-        .is_none_or(|at| at.elapsed_at(now) >= limits.settle);
-    let confirmed = next
-        .delivery
-        .absent_since
-        .is_some_and(|first| first.elapsed_at(now) >= limits.settle);
-    if running || !settled {
-        // A turn in the chat may be ours, still running (its message is stored when it
-        // ends); a request that reached the server may not have started yet.
-        next.delivery.absent_since = None;
-        Absent::Waiting(TurnTransition::to(next, vec![Outcome::Waiting]))
-    } else if !confirmed {
-        next.delivery.absent_since = next.delivery.absent_since.or(Some(now));
-        Absent::Waiting(TurnTransition::to(next, vec![Outcome::Waiting]))
-    } else {
-        next.delivery.absent_since = None;
-        Absent::Sure(next)
-    }
-}
-
-/// What [`absent`] makes of a look that did not find a turn of unknown outcome.
-enum Absent {
-    /// Absent for sure: what next is the caller's.
-    Sure(Turn),
-    /// Not yet sure: the turn waits for another look.
-    Waiting(TurnTransition),
-}
-
-/// The parent chat is not there, and the turn may not start it: given up, nothing posted.
-fn misrouted(mut next: Turn) -> TurnTransition {
-    let why = format!(
-        "no chat with {} for agent '{}' on {}",
-        next.chat.describe(),
-        next.chat.agent_id,
-        next.chat.base_url
-    );
-    next.state = TurnState::Misrouted;
-    next.delivery.error = Some(why);
-    TurnTransition::to(next, vec![Outcome::Misrouted])
-}
-
 /// The write-ahead record: the attempt is counted and marked in flight before the POST.
 /// From here on the turn is what it is.
 fn claim(mut next: Turn, now: Timestamp) -> TurnTransition {
@@ -852,61 +804,6 @@ fn defer(
         _ => None,
     };
     outcome
-}
-
-/// A turn left with a POST (or a forward) in flight by a tick that died: the outcome is
-/// unknown, so it is read back before anything is posted again (a forward is never sent
-/// again).
-fn recovered(turn: &Turn, now: Timestamp) -> TurnTransition {
-    let Some(started) = turn.delivery.attempt_started_at else {
-        if turn.forward_in_flight() {
-            let mut next = turn.clone();
-            next.updated_at = now;
-            let forward = forward_mut(&mut next);
-            forward.attempt_started_at = None;
-            forward.status = ForwardStatus::Unconfirmed;
-            forward.at = Some(now);
-            forward.reason = Some(
-                "an atc tick stopped while sending it; not sent again, so the person never gets it twice"
-                    .to_owned(),
-            );
-            return TurnTransition::to(next, vec![Outcome::ForwardUnconfirmed]);
-        }
-        return TurnTransition::ignored(turn);
-    };
-    let mut next = turn.clone();
-    next.updated_at = now;
-    let d = &mut next.delivery;
-    d.attempt_started_at = None;
-    d.unknown_since = Some(now);
-    d.last_attempt_at = Some(started);
-    d.error = Some(format!(
-        "an atc tick stopped while posting the turn (attempt started {started})"
-    ));
-    next.state = TurnState::Unconfirmed;
-    TurnTransition::to(next, vec![Outcome::RecoveredUnconfirmed])
-}
-
-/// The read-back window of a turn of unknown outcome closed (`--busy-deadline` after its
-/// outcome became unknown): recorded once, so the tick that sees it says so once, and the
-/// turn says a person must look now, not that atc will.
-fn read_back_closed(turn: &Turn, now: Timestamp, limits: &Limits) -> TurnTransition {
-    if !read_back_over(turn, now, limits) {
-        return TurnTransition::ignored(turn);
-    }
-    let mut next = turn.clone();
-    next.updated_at = now;
-    next.delivery.read_back_closed_at = Some(now);
-    TurnTransition::to(next, vec![Outcome::ReadBackClosed])
-}
-
-/// A turn of unknown outcome whose read-back window has closed and is not yet recorded
-/// as such.
-fn read_back_over(turn: &Turn, now: Timestamp, limits: &Limits) -> bool {
-    turn.state == TurnState::Unconfirmed
-        && !turn.in_flight()
-        && turn.delivery.read_back_closed_at.is_none()
-        && !reading_back(turn, now, limits)
 }
 
 /// `atc redeliver`: a turn given up with nothing of it in the chat (busy, unreachable, no

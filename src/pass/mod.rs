@@ -35,8 +35,6 @@
 //!   flight by `prepare` belongs to a tick that died.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -55,12 +53,14 @@ use crate::time::{Clock, SystemClock, Timestamp};
 
 mod heartbeat;
 mod look;
+mod parallel;
 mod stop;
 
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 pub use heartbeat::Heartbeat;
 use heartbeat::{CacheKey, Settled};
 use look::look;
+use parallel::parallel;
 pub use stop::{NotRunning, StopFailed, StopSaid, Stopped, stop_child};
 
 /// What one pass looks at.
@@ -854,55 +854,6 @@ fn registrations(file: &JobFile) -> HashMap<String, usize> {
         .iter()
         .enumerate()
         .map(|(i, job)| (job.job_id.clone(), i))
-        .collect()
-}
-
-/// Runs `work` over `items` on at most `workers` threads; results in input order.
-fn parallel<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    if items.is_empty() {
-        return Vec::new();
-    }
-    if workers <= 1 || items.len() == 1 {
-        // One worker: no thread to start (and, in the simulation, one deterministic order).
-        return items.iter().map(work).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let (next, work) = (&next, &work);
-    let done: Vec<Vec<(usize, R)>> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..workers.clamp(1, items.len()))
-            .map(|lane| {
-                scope.spawn(move || {
-                    // Each worker its own connections: no pool shared between threads.
-                    crate::qwenpaw::client::enter_lane(lane);
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, work(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    let mut results: Vec<Option<R>> = items.iter().map(|_| None).collect();
-    for (i, result) in done.into_iter().flatten() {
-        results[i] = Some(result);
-    }
-    results
-        .into_iter()
-        .map(|r| r.expect("every item was processed"))
         .collect()
 }
 
