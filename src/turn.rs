@@ -318,6 +318,15 @@ impl Turn {
         }
     }
 
+    /// The tasks whose blocks it carries besides `job_id`'s, in its order.
+    pub fn tasks_besides(&self, job_id: &str) -> Vec<&str> {
+        self.carries
+            .iter()
+            .filter(|b| b.job_id != job_id)
+            .map(|b| b.task_id.as_str())
+            .collect()
+    }
+
     /// Composed, never claimed: its members may change.
     pub fn is_open(&self) -> bool {
         self.state == TurnState::Open

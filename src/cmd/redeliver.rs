@@ -146,12 +146,7 @@ pub fn redeliver_in(
             if transition.is_ignored() {
                 return Err(refuse(job, Some(turn)));
             }
-            let others: Vec<&str> = turn
-                .carries
-                .iter()
-                .filter(|b| b.job_id != job.job_id)
-                .map(|b| b.task_id.as_str())
-                .collect();
+            let others = turn.tasks_besides(&job.job_id);
             let which = if others.is_empty() {
                 String::new()
             } else {

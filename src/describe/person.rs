@@ -57,12 +57,7 @@ pub(super) fn check_in_note(job: &Job, now: Timestamp) -> String {
 
 /// What else a turn carries besides `job`'s block: ", with task-2 and task-3".
 pub(super) fn with_others(job: &Job, turn: &Turn) -> String {
-    let others: Vec<&str> = turn
-        .carries
-        .iter()
-        .filter(|b| b.job_id != job.job_id)
-        .map(|b| b.task_id.as_str())
-        .collect();
+    let others = turn.tasks_besides(&job.job_id);
     match others.as_slice() {
         [] => String::new(),
         [one] => format!(", with {one}"),

@@ -45,6 +45,23 @@ impl Server for Running {
     }
 }
 
+/// The timer's tick over the job file at `path`, one request at a time.
+fn timer_tick(path: std::path::PathBuf) -> Tick {
+    Tick {
+        state: Setting {
+            value: path,
+            source: Source::Default,
+        },
+        limits: crate::settings::default_limits(),
+        concurrency: 1,
+        http_timeout: Duration::from_secs(5),
+        turn_timeout: None,
+        auth: Auth::default(),
+        kicked: false,
+        batch: true,
+    }
+}
+
 fn copies() -> u64 {
     crate::job::JOB_COPIES.with(|n| n.get())
 }
@@ -72,19 +89,7 @@ fn a_tick_over_running_tasks_copies_each_job_at_most_twice() {
             Ok(())
         })
         .unwrap();
-    let tick = Tick {
-        state: Setting {
-            value: path,
-            source: Source::Default,
-        },
-        limits: crate::settings::default_limits(),
-        concurrency: 1,
-        http_timeout: Duration::from_secs(5),
-        turn_timeout: None,
-        auth: Auth::default(),
-        kicked: false,
-        batch: true,
-    };
+    let tick = timer_tick(path);
     struct At(Timestamp);
     impl Clock for At {
         fn now(&self) -> Timestamp {
@@ -157,19 +162,7 @@ fn a_watch_saved_during_a_settled_pass_is_polled_by_the_next_tick() {
     watched.task_id = "task-2".into();
     watched.registered_at = now;
     let save_watch = || write(vec![ended.clone(), watched.clone()]);
-    let tick = Tick {
-        state: Setting {
-            value: path.clone(),
-            source: Source::Default,
-        },
-        limits: crate::settings::default_limits(),
-        concurrency: 1,
-        http_timeout: Duration::from_secs(5),
-        turn_timeout: None,
-        auth: Auth::default(),
-        kicked: false,
-        batch: true,
-    };
+    let tick = timer_tick(path.clone());
     let clock = Meanwhile(now, AtomicU32::new(0), &save_watch);
     let first = run_with(
         &Store::new(path.clone()),
