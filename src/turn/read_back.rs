@@ -9,11 +9,15 @@ use super::*;
 /// (absent for sure) only when a second look, `--settle` after the first, finds it absent
 /// too, the chat idle, the settle window since the attempt over; otherwise the turn waits.
 pub(super) fn absent(mut next: Turn, running: bool, now: Timestamp, limits: &Limits) -> Absent {
-    let settled = next
-        .delivery
-        .last_attempt_at
-        .or(next.delivery.unknown_since)
-        .is_none_or(|at| at.elapsed_at(now) >= limits.settle);
+    // The settle window counts from the later of the claim and the moment atc learned
+    // the outcome was unknown: a tick that stalled between its write-ahead save and the
+    // POST sent it late, and the server's clock for it starts then.
+    let d = &next.delivery;
+    let since = match (d.last_attempt_at, d.unknown_since) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let settled = since.is_none_or(|at| at.elapsed_at(now) >= limits.settle);
     let confirmed = next
         .delivery
         .absent_since

@@ -1892,3 +1892,30 @@ fn a_group_turn_redelivered_beside_a_waiting_one_keeps_each_member_once() {
         },
     ]);
 }
+
+/// The long search (seed 15 x 200,000, with late storage): a tick stalled a minute
+/// between its write-ahead save and the POST of a check-in the server then stored late:
+/// the read-back's settle window counts from when atc learned the outcome was unknown,
+/// not from the claim (it posted again, and the late copy landed too).
+#[test]
+fn a_post_sent_late_by_a_stalled_tick_and_stored_late_is_not_posted_twice() {
+    use Op::*;
+    let world = replayed(&[
+        Fault(server::PostFault::StoreLate),
+        Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        Interleave(Phase::Send, Box::new(Jump(world::Jump::Minutes(0)))),
+        Tick,
+        Tick,
+        TickNoBatch,
+    ]);
+    assert!(
+        world.server().lock().stored_late > 0,
+        "the POST was stored late"
+    );
+}
