@@ -488,6 +488,15 @@ class PluginTest(Carried, unittest.TestCase):
         self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
         self.assertEqual(line, "Stopped watching task-00000000000a (now cancelled); the task itself keeps running.")
 
+    def test_a_second_cancel_says_it_was_already_cancelled(self):
+        # Issue 36: a second cancel_task_callback said "Stopped watching" again.
+        self.listed(job("task-00000000000a", status="cancelled"))
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
+        self.assertEqual(
+            line, "task-00000000000a was already cancelled: atc no longer watches it; nothing to do.")
+        ran = (self.path / "calls.all").read_text() if (self.path / "calls.all").exists() else ""
+        self.assertNotIn("cancel", ran, "atc cancel ran")
+
     def test_watch_with_a_child_session_and_a_deadline(self):
         self.answer(json.dumps(job("task-0123456789ab")))
         run(self.plugin.tools.watch_agent_task(

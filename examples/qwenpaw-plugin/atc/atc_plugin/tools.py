@@ -401,6 +401,10 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
         return "Not cancelled %s: %s" % (task_id, problem)
     if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
         return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
+    mine = next(j for j in listed[0] if j.get("task_id") == task_id)
+    if mine.get("status") == "cancelled" and not truthy(stop):
+        # A second cancel changes nothing: say so, rather than "stopped watching" again.
+        return "%s was already cancelled: atc no longer watches it; nothing to do." % task_id
     if truthy(check_ins):
         code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
         if code is None:
