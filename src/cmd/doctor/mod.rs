@@ -55,10 +55,17 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
     let cadence = qwenpaw::cadence(&doctor.state.value);
+    // A systemd timer of atc's installed (`atc timer print systemd`), which should tick.
+    let unit = doctor
+        .home
+        .as_ref()
+        .map(|home| home.join(".config/systemd/user/atc-tick.timer"))
+        .filter(|unit| unit.exists());
     checks.push(tick(
         &heartbeat,
         &file,
         cadence.as_ref().is_some_and(|c| c.0),
+        unit.as_deref(),
     ));
     checks.push(ok(
         "cadence",
@@ -368,7 +375,12 @@ fn waiting(job: &Job, turns: &Turns) -> bool {
 /// A tick ran lately, if anything waits for one. Kicks (ticks a QwenPaw turn's end
 /// started) are no cadence: they come only when some turn ends, so they are said apart,
 /// and only the other ticks (a timer's, the plugin's cadence, a person's) count.
-fn tick(beat: &crate::pass::Heartbeat, file: &JobFile, plugin_ticks: bool) -> Check {
+fn tick(
+    beat: &crate::pass::Heartbeat,
+    file: &JobFile,
+    plugin_ticks: bool,
+    unit: Option<&std::path::Path>,
+) -> Check {
     let turns = Turns::of(&file.turns);
     let waiting = file.jobs.iter().filter(|j| waiting(j, &turns)).count();
     let now = Timestamp::now();
@@ -393,6 +405,17 @@ fn tick(beat: &crate::pass::Heartbeat, file: &JobFile, plugin_ticks: bool) -> Ch
         None => "no atc tick has run yet".to_owned(),
     };
     let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);
+    if let Some(unit) = unit
+        && last.is_none()
+        && !plugin_ticks
+    {
+        // Installed, yet never ran: a timer nobody enabled (or one that fails).
+        return bad(
+            "timer",
+            format!("{} is installed, and {said}", unit.display()),
+            "`systemctl --user enable --now atc-tick.timer` starts it; `systemctl --user status atc-tick.service` says why a tick fails".to_owned(),
+        );
+    }
     if waiting > 0 && stale {
         bad(
             "timer",

@@ -423,6 +423,47 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
     assert!(beat["last_unkicked_at"].is_string(), "{beat}");
 }
 
+/// Issue 36: an installed systemd timer that never ran is no ✓ (doctor said "no atc tick
+/// has run yet" and ✓ while no watch waited).
+#[test]
+fn doctor_marks_an_installed_timer_that_never_ran() {
+    let s = Scene::new();
+    healthy(&s.server);
+    let units = s.env.home.join(".config/systemd/user");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::write(
+        units.join("atc-tick.timer"),
+        "[Timer]\nOnUnitActiveSec=20s\n",
+    )
+    .unwrap();
+    let out = s
+        .atc(["doctor"])
+        .status(1)
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    doctor_says(
+        &stdout(&out),
+        &format!(
+            "✗ timer: {} is installed, and no atc tick has run yet",
+            units.join("atc-tick.timer").display()
+        ),
+        Some("`systemctl --user enable --now atc-tick.timer` starts it"),
+    );
+    // Once it ticks, it is fine.
+    s.tick(&[]).run();
+    let out = s
+        .atc(["doctor"])
+        .stdout_inspected()
+        .stderr_inspected()
+        .run();
+    doctor_says(
+        &stdout(&out),
+        "✓ timer: the last atc tick that was no kick ran ",
+        None,
+    );
+}
+
 fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
     let lines: Vec<&str> = said.lines().collect();
     let at = lines
