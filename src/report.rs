@@ -257,6 +257,11 @@ impl Report {
             let Some(event) = outcome.log_name() else {
                 continue;
             };
+            // A console parent's forward is the toast: the log says so, as `status` does.
+            let event = match outcome {
+                Outcome::Forwarded if turn.chat.channel == "console" => "toast_shown",
+                _ => event,
+            };
             let http_status = match outcome {
                 Outcome::Forwarded | Outcome::ForwardFailed => {
                     turn.forward.as_ref().and_then(|f| f.last_http_status)

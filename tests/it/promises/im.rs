@@ -170,6 +170,20 @@ fn a_console_parent_gets_one_toast_and_forward_never_gets_nothing() {
     s.atc(["status", "task-console"])
         .stdout_contains("the web console showed a toast")
         .run();
+    // The log says it in the same words (it said `forwarded`).
+    let log = s
+        .atc(["log", "task-console", "--json"])
+        .stdout_inspected()
+        .run();
+    let events: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    let names: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(names.contains(&"toast_shown"), "{names:?}");
+    assert!(!names.contains(&"forwarded"), "{names:?}");
     for task in ["task-quiet", "task-never"] {
         assert!(s.turn(task).get("forward").is_none(), "{task}");
     }
