@@ -145,6 +145,24 @@ impl TestEnv {
         self.write_file(&file);
     }
 
+    /// Lets the settle window of `task_id`'s turn of unknown outcome pass: its attempt, and
+    /// the moment atc learned its outcome was unknown, move 90 s into the past (within its
+    /// read-back window, past any `--http-timeout` the tests use).
+    #[allow(dead_code)]
+    pub fn settle_passed(&self, task_id: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let then = atc::time::Timestamp::from_unix(now - 90).to_string();
+        self.edit_turn(task_id, |turn| {
+            turn["delivery"]["last_attempt_at"] = serde_json::json!(then);
+            if turn["delivery"].get("unknown_since").is_some() {
+                turn["delivery"]["unknown_since"] = serde_json::json!(then);
+            }
+        });
+    }
+
     /// Moves the first absent read-back of `task_id`'s turn, if it had one, into the past:
     /// the next look that finds it absent too posts it again (the second window is over).
     #[allow(dead_code)]

@@ -55,12 +55,17 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
     let last_tick = heartbeat.last_tick_at;
     let cadence = qwenpaw::cadence(&doctor.state.value);
-    // A systemd timer of atc's installed (`atc timer print systemd`), which should tick.
+    // A systemd timer of atc's installed (`atc timer print systemd`) for longer than a
+    // tick may take to come, which should have ticked.
     let unit = doctor
         .home
         .as_ref()
         .map(|home| home.join(".config/systemd/user/atc-tick.timer"))
-        .filter(|unit| unit.exists());
+        .filter(|unit| {
+            std::fs::metadata(unit)
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > TICK_STALE))
+        });
     checks.push(tick(
         &heartbeat,
         &file,

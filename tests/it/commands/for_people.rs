@@ -423,8 +423,8 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
     assert!(beat["last_unkicked_at"].is_string(), "{beat}");
 }
 
-/// Issue 36: an installed systemd timer that never ran is no ✓ (doctor said "no atc tick
-/// has run yet" and ✓ while no watch waited).
+/// Issue 36: a systemd timer installed for a while that never ran is no ✓ (doctor said
+/// "no atc tick has run yet" and ✓ while no watch waited).
 #[test]
 fn doctor_marks_an_installed_timer_that_never_ran() {
     let s = Scene::new();
@@ -436,6 +436,13 @@ fn doctor_marks_an_installed_timer_that_never_ran() {
         "[Timer]\nOnUnitActiveSec=20s\n",
     )
     .unwrap();
+    // Installed an hour ago (one installed a moment ago has not had time to tick).
+    std::fs::File::options()
+        .write(true)
+        .open(units.join("atc-tick.timer"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
     let out = s
         .atc(["doctor"])
         .status(1)

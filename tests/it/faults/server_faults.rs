@@ -528,9 +528,7 @@ fn a_connection_cut_around_the_post_leaves_exactly_one_copy() {
                 "atc reads the parent chat back and posts again only if it is not there",
             );
         // Let the settle time (--http-timeout) pass since the attempt.
-        s.env.edit_turn(TASK, |turn| {
-            turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
-        });
+        s.env.settle_passed(TASK);
         s.tick(&[]);
         if !stored {
             // Absent once: looked at again a settle window later before it goes again.

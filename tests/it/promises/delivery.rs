@@ -268,9 +268,7 @@ fn exactly_one_copy_whatever_happens_to_the_post() {
         s.tick(&["--http-timeout", "1s"]);
         assert_eq!(s.status(TASK), "unconfirmed", "{name}");
         // Let the settle time (--http-timeout) pass since the attempt.
-        s.env.edit_turn(TASK, |turn| {
-            turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
-        });
+        s.env.settle_passed(TASK);
         s.tick(&["--http-timeout", "1s"]);
         if !stored {
             // Absent once: looked at again a settle window later before it goes again.
@@ -328,9 +326,8 @@ fn while_the_chat_runs_a_turn_an_unknown_delivery_waits_instead_of_posting_again
     finished(&s, TASK);
     s.chats.fault(PostFault::Error500);
     s.tick(&[]);
-    s.env.edit_turn(TASK, |turn| {
-        turn["delivery"]["last_attempt_at"] = json!("2026-01-01T00:00:00Z");
-    });
+    // Let the settle time (--http-timeout) pass since the attempt.
+    s.env.settle_passed(TASK);
     // A turn is running: it may be ours, whose message is stored when it ends.
     s.chats.busy_for("s-77", 1);
     s.tick(&["-vv"]).stderr_contains("tick: waiting: ").run();
