@@ -280,6 +280,19 @@ class PluginTest(Carried, unittest.TestCase):
             "id is known for: bob. If you cannot fix that, check the task with check_agent_task "
             "instead, at most once every 30 seconds."))
 
+    def test_a_refused_change_to_a_watched_task_says_it_is_still_watched(self):
+        # Issue 36: a model asking for a deadline on a task auto-watched a moment earlier
+        # was refused in atc's flags and told to poll check_agent_task.
+        self.listed(job("task-0123456789ab"))
+        self.answer("", "atc: task-0123456789ab's child session is a (QwenPaw's [SESSION: …] line, or an earlier watch's); --child-session b names another child: watch without --child-session\n", 1)
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab", child_session="b", stop_after="10m"))
+        self.assertTrue(line.startswith("Not changed task-0123456789ab: "), line)
+        self.assertIn("child_session b names another child: watch without child_session", line)
+        self.assertTrue(line.endswith(
+            "It is still watched: the result comes back into this chat by itself. "
+            "Do not poll check_agent_task for it."), line)
+        self.assertNotIn("--", line)
+
     def test_a_long_refusal_is_cut(self):
         self.answer("", "atc: " + "x" * 5000 + "\n", 1)
         line = run(self.plugin.tools.watch_agent_task("task-0123456789ab"))

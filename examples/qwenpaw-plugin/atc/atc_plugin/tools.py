@@ -112,6 +112,15 @@ def jobs_of(stdout):
     return [doc] if isinstance(doc, dict) else []
 
 
+def tool_words(text):
+    """atc's reason in this tool's words: its arguments, not atc's flags."""
+    for flag, arg in (("--child-session", "child_session"), ("--stop-after", "stop_after"),
+                      ("--check-in", "check_in"), ("--target-agent", "target_agent"),
+                      ("--group", "group")):
+        text = text.replace(flag, arg)
+    return text
+
+
 def no_chat():
     return (
         "Not watching: this call has no chat to send the result to (QwenPaw gave no "
@@ -231,9 +240,19 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
             "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
         )
     if code != 0:
+        why = tool_words(reason(err))
+        watched = {j.get("task_id") for j in listed[0]}
+        if all(t in watched for t in task_ids):
+            # Still watched (the turn's end watched it already): only the change was
+            # refused. Polling would be wasted: the result still comes back by itself.
+            return (
+                "Not changed %s: %s. %s still watched: the result comes back into this chat "
+                "by itself. Do not poll check_agent_task for it." % (
+                    shown, why, "It is" if len(task_ids) == 1 else "They are")
+            )
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
-            "check_agent_task instead, at most once every 30 seconds." % (shown, reason(err))
+            "check_agent_task instead, at most once every 30 seconds." % (shown, why)
         )
     jobs = jobs_of(out)
     ids = [j.get("task_id") for j in jobs] or list(task_ids)
