@@ -264,6 +264,11 @@ fn polled(
         } => {
             // The record's own session is the child's, whatever a watch named.
             next.child_session = child_session.or(next.child_session);
+            // A stop answered "stopped" stopped this task only if its record says so: one
+            // sent to another child's session (issue 36 H1) did not.
+            if outcome != TaskOutcome::Cancelled {
+                next.stopped_at = None;
+            }
             next.strikes = 0;
             next.last_error = None;
             next.started_at = started_at.or(next.started_at);

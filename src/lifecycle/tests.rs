@@ -1613,3 +1613,25 @@ fn a_child_session_is_the_one_qwenpaw_names() {
         (Some("s-3".into()), Some("s-4".into()))
     );
 }
+
+/// Issue 36 (H1): a stop answered "stopped" stopped this task only if its record then
+/// reads cancelled; one that finished otherwise (the stop went to another child's session)
+/// keeps no `stopped_at`, and its result says nothing of a stop.
+#[test]
+fn a_stop_counts_only_when_the_task_reads_cancelled() {
+    let mut stopped = pending();
+    stopped.stopped_at = Some(t(5));
+    let ended = |outcome| {
+        Event::Polled(Check::Finished {
+            text: "T".into(),
+            started_at: None,
+            outcome,
+            empty: false,
+            child_session: None,
+        })
+    };
+    let completed = apply(&stopped, ended(TaskOutcome::Completed), t(9)).job;
+    assert_eq!(completed.stopped_at, None, "another child was stopped");
+    let cancelled = apply(&stopped, ended(TaskOutcome::Cancelled), t(9)).job;
+    assert_eq!(cancelled.stopped_at, Some(t(5)));
+}

@@ -121,6 +121,9 @@ struct ToPoll {
     fork_branch: Option<String>,
     /// The line a result of a child atc stopped ends with.
     stop_line: Option<String>,
+    /// atc's stop of it was answered "stopped": the line says so only if the task's
+    /// record then reads cancelled (a stop that hit another child did not stop this one).
+    stopped: bool,
     /// Polled right after a turn ended that may be its child's (`Check::Running`).
     turn_ended: bool,
     /// Polled because a turn ended on its agent, its child's session unknown: once per
@@ -137,6 +140,7 @@ impl ToPoll {
             agent: job.target.poll_agent().to_owned(),
             fork_branch: job.options.fork_branch.clone(),
             stop_line: crate::describe::stop_line(job),
+            stopped: job.stopped_at.is_some(),
             turn_ended,
             unknown,
         }
@@ -526,14 +530,19 @@ fn render((job, poll): (&ToPoll, Poll)) -> Check {
                 .child_session()
                 .filter(|s| crate::validate::label(s).is_ok())
                 .map(str::to_owned);
+            let outcome = record.outcome();
+            let line = job
+                .stop_line
+                .as_ref()
+                .filter(|_| !job.stopped || outcome == crate::job::TaskOutcome::Cancelled);
             Check::Finished {
                 child_session,
-                text: match &job.stop_line {
+                text: match line {
                     Some(line) => format!("{text}\n\n{line}"),
                     None => text,
                 },
                 started_at: record.started_at,
-                outcome: record.outcome(),
+                outcome,
                 empty: render::answer(&record.payload).is_empty(),
             }
         }
