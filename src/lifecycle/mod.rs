@@ -646,9 +646,7 @@ pub fn in_unsettled_turn(job: &Job, turns: &Turns) -> bool {
 /// forward is due. (Turns to follow are chosen separately, by `turn::to_follow`.) A tick
 /// over such a file has nothing to do after its first phase.
 pub fn settled(jobs: &[Job], turns: &Turns) -> bool {
-    turns.unsettled.is_empty()
-        && turns.all.iter().all(crate::turn::is_settled)
-        && jobs.iter().all(|job| settled_job(job, turns))
+    turns.all.iter().all(crate::turn::is_settled) && jobs.iter().all(|job| settled_job(job, turns))
 }
 
 /// One job of [`settled`]: ended, owing nothing that no settled turn answers for.
