@@ -174,16 +174,28 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     message.push_str(&format!("; {}", destination(job)));
                     (message, Some("updated"))
                 }
-                Registered::Kept { old, job } => {
+                Registered::Kept {
+                    old,
+                    job,
+                    not_applied,
+                } => {
                     let moved = changes(old, job);
                     let moved = if moved.is_empty() {
                         String::new()
                     } else {
                         format!(" ({moved})")
                     };
+                    let kept = if not_applied.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; not applied: {} (its result is already rendered)",
+                            not_applied.join(", ")
+                        )
+                    };
                     (
                         format!(
-                            "Watching {} again{moved}: its result, already received, is kept and not asked for again; {}",
+                            "Watching {} again{moved}: its result, already received, is kept and not asked for again{kept}; {}",
                             subject(job),
                             destination(job)
                         ),

@@ -201,8 +201,13 @@ pub enum Registered {
         not_applied: Vec<&'static str>,
     },
     /// A record holding its result (not delivered), sent where the new watch says: the
-    /// result is kept, never polled again. `old` is the record it replaced.
-    Kept { old: Box<Job>, job: Job },
+    /// result is kept, never polled again. `old` is the record it replaced; `not_applied`:
+    /// the options the result was already rendered under (`--on-empty`), kept as they were.
+    Kept {
+        old: Box<Job>,
+        job: Job,
+        not_applied: Vec<&'static str>,
+    },
     /// A live record sent to another chat: the old record and the new.
     Retargeted { old: Box<Job>, job: Job },
     /// A record that had ended, replaced by a fresh watch.
@@ -215,7 +220,9 @@ impl Registered {
     /// The options of the watch that this registration did not take (flag names).
     pub fn not_applied(&self) -> &[&'static str] {
         match self {
-            Registered::Updated { not_applied, .. } => not_applied,
+            Registered::Updated { not_applied, .. } | Registered::Kept { not_applied, .. } => {
+                not_applied
+            }
             _ => &[],
         }
     }
@@ -426,9 +433,18 @@ pub fn watch(
                 job.outcome = old.outcome;
                 job.started_at = old.started_at;
                 job.finished_at = old.finished_at;
+                // What an empty answer came to was decided when it was rendered: a new
+                // `--on-empty` cannot apply to it (it would skip an answer already kept
+                // for delivery, or deliver one already skipped).
+                let mut not_applied = Vec::new();
+                if job.options.on_empty != old.options.on_empty {
+                    job.options.on_empty = old.options.on_empty;
+                    not_applied.push("--on-empty");
+                }
                 Registered::Kept {
                     old: Box::new(old),
                     job,
+                    not_applied,
                 }
             }
             Registration::Replace { was, same_target } => {

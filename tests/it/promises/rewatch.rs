@@ -80,6 +80,32 @@ fn a_rewatch_keeps_the_held_result_and_sends_it_to_the_new_chat() {
     }
 }
 
+/// The oracle found it (issue 35): a held empty answer, watched again from another chat
+/// with `--on-empty skip`, was posted although the record said skip. What an empty answer
+/// comes to was decided when it was rendered: the new watch keeps the old choice, says so,
+/// and the record says what will happen.
+#[test]
+fn a_rewatch_of_a_held_result_keeps_the_on_empty_it_was_rendered_under() {
+    let env = TestEnv::new();
+    watched(&env, TASK, &[]);
+    holding(&env, TASK, "misrouted", "misrouted");
+    env.atc(["watch", TASK, "--session", "s-78", "--on-empty", "skip"])
+        .chat_check_skipped()
+        .stdout_contains(format!(
+            "Watching {TASK} for agent 'default' again (session s-77 → s-78): its result, already received, is kept and not asked for again; not applied: --on-empty (its result is already rendered); the result goes to session s-78"
+        ))
+        .file(|file| {
+            let job = job_in(file, TASK);
+            assert_eq!(job["session_id"], "s-78", "{job}");
+            assert!(
+                job.get("on_empty").is_none_or(|v| v == "deliver"),
+                "the rendering's choice is kept: {job}"
+            );
+            assert_eq!(job["final"], json!(rendered(TASK)), "the result is kept");
+        })
+        .run();
+}
+
 #[test]
 fn a_rewatch_with_changed_options_applies_them_and_says_so() {
     let env = TestEnv::new();
