@@ -38,6 +38,17 @@ fn write_via(tmp: &Path, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
     let mut file = options.open(tmp)?;
     let result = (|| {
         file.write_all(bytes)?;
+        // A precise modification time, later than the version it replaces: the file's
+        // fingerprint (size, times, inode) then differs from every earlier version's,
+        // although a file system stamps writes with a coarse clock (a few milliseconds)
+        // and the inode of a version two saves back may be reused.
+        let before = fs::metadata(path).and_then(|m| m.modified()).ok();
+        let now = std::time::SystemTime::now();
+        let stamp = match before {
+            Some(before) if before >= now => before + std::time::Duration::from_micros(1),
+            _ => now,
+        };
+        file.set_modified(stamp)?;
         file.sync_all()?;
         drop(file);
         crate::crash::point("save-before-rename");
