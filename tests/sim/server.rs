@@ -129,6 +129,8 @@ pub struct State {
     pub late: Vec<(u64, Value)>,
     /// How many of them were stored.
     pub stored_late: u64,
+    /// The tasks polled since the current tick began, in order.
+    pub polled: Vec<String>,
 }
 
 pub struct SimServer {
@@ -207,6 +209,15 @@ impl SimServer {
 
     /// The operations still queued (a tick that never reached their phase): they run after
     /// it, as if they landed just then.
+    /// Whether other processes' operations wait for the next tick.
+    pub fn has_queued(&self) -> bool {
+        !self
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     pub fn take_queued(&self) -> Vec<(Phase, crate::world::Op)> {
         std::mem::take(&mut *self.queue.lock().unwrap())
     }
@@ -279,10 +290,11 @@ impl Server for SimServer {
 
     fn get_task(&self, _base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
         self.interleave(Phase::Poll);
-        let s = crash_at(self.lock(), Crash::Polled);
+        let mut s = crash_at(self.lock(), Crash::Polled);
         if s.down {
             return unreachable("GET");
         }
+        s.polled.push(task_id.to_owned());
         if let Some(status) = s.turns.get(task_id) {
             let output = json!([{"type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": "noted"}]}]);

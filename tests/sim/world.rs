@@ -21,6 +21,7 @@ use atc::state::Store;
 use atc::time::{Clock, Timestamp};
 use atc::turn::{BlockKind, Turn, TurnState};
 
+use crate::oracle::{Fact, Verdict};
 use crate::server::{Chat, Crash, End, Phase, PostFault, Proxy, SimServer, Task, delivered};
 
 pub const BASE: &str = "http://127.0.0.1:8088/api";
@@ -117,6 +118,71 @@ pub enum Jump {
     PastBusyDeadline,
     PastMaxAge,
     PastKeep,
+    /// To exactly a limit after the moment one record's clock counts from (`pick` chooses
+    /// the record), plus `delta` seconds (-1, 0 or 1), at the next tick: the boundaries
+    /// atc's `>` and `>=` are about.
+    Edge(Edge, i8, u8),
+}
+
+/// Which limit a [`Jump::Edge`] lands on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// `--keep` after an ended job (or its turn) last changed.
+    Keep,
+    /// `--max-age` after a pending job was registered.
+    MaxAge,
+    /// `--busy-deadline` after a turn's delivery began waiting.
+    BusyDeadline,
+    /// `--settle` after a turn of unknown outcome was sent, or first looked absent.
+    Settle,
+}
+
+fn unix(t: Timestamp) -> u64 {
+    Timestamp::from_unix(0).elapsed_at(t).as_secs()
+}
+
+/// The moments a [`Jump::Edge`] may count from, and the limit it adds.
+fn edges(file: &atc::state::JobFile, edge: Edge) -> (Vec<u64>, Duration) {
+    let l = limits();
+    let turns = atc::lifecycle::Turns::of(&file.turns);
+    match edge {
+        Edge::Keep => (
+            file.jobs
+                .iter()
+                .filter(|j| j.watch != atc::job::Watch::Pending)
+                .map(|j| unix(atc::lifecycle::last_change(j, &turns)))
+                .collect(),
+            l.keep,
+        ),
+        Edge::MaxAge => (
+            file.jobs
+                .iter()
+                .filter(|j| j.watch == atc::job::Watch::Pending)
+                .map(|j| unix(j.registered_at))
+                .collect(),
+            l.max_age,
+        ),
+        Edge::BusyDeadline => (
+            file.turns
+                .iter()
+                .filter_map(|t| t.delivery.waiting_since.map(unix))
+                .collect(),
+            l.busy_deadline,
+        ),
+        Edge::Settle => (
+            file.turns
+                .iter()
+                .filter(|t| t.state == TurnState::Unconfirmed)
+                .flat_map(|t| {
+                    let d = &t.delivery;
+                    [d.last_attempt_at.max(d.unknown_since), d.absent_since]
+                })
+                .flatten()
+                .map(unix)
+                .collect(),
+            l.settle,
+        ),
+    }
 }
 
 /// One thing that happens in a history. `tasks` is a bit set of task indices; `opts` bits:
@@ -234,10 +300,18 @@ pub struct Sometimes {
     pub stop_given_up: u64,
     /// The server stored a POST after atc had given up waiting for its answer.
     pub stored_late: u64,
+    /// The clock landed on a limit, or a second either side (`Jump::Edge`).
+    pub on_an_edge: u64,
+    /// A kick for a child's turn polled the watch that names its session.
+    pub kick_polled_child: u64,
+    /// A parent read a task watched for another chat (that read is not this chat's).
+    pub read_from_another_chat: u64,
+    /// A child failed with no output under a watch that skips an empty answer.
+    pub failed_under_skip: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 17] {
+    pub fn named(&self) -> [(&'static str, u64); 21] {
         [
             (
                 "cancel between claim and record",
@@ -277,6 +351,19 @@ impl Sometimes {
             ),
             ("a stop given up", self.stop_given_up),
             ("a POST the server stored late", self.stored_late),
+            ("the clock on a limit's edge", self.on_an_edge),
+            (
+                "a kick's poll of the child it named",
+                self.kick_polled_child,
+            ),
+            (
+                "a read by another chat than the watch's",
+                self.read_from_another_chat,
+            ),
+            (
+                "a failed child with no output under --on-empty skip",
+                self.failed_under_skip,
+            ),
         ]
     }
 
@@ -298,6 +385,10 @@ impl Sometimes {
         self.kick_polled_unknown += other.kick_polled_unknown;
         self.stop_given_up += other.stop_given_up;
         self.stored_late += other.stored_late;
+        self.on_an_edge += other.on_an_edge;
+        self.kick_polled_child += other.kick_polled_child;
+        self.read_from_another_chat += other.read_from_another_chat;
+        self.failed_under_skip += other.failed_under_skip;
     }
 }
 
@@ -356,6 +447,8 @@ pub struct Notes {
     pub rewatched: BTreeMap<String, Status>,
     /// Registrations that replaced a record, by new job id, with the job id replaced.
     pub replaced_by: BTreeMap<String, String>,
+    /// What the world did, for the oracle (`oracle.rs`): never atc's records.
+    pub facts: Vec<(u64, Fact)>,
     pub sometimes: Sometimes,
 }
 
@@ -481,6 +574,34 @@ impl Env {
         self.clock.now()
     }
 
+    fn fact(&self, fact: Fact) {
+        let at = self.clock.secs();
+        self.notes().facts.push((at, fact));
+    }
+
+    /// The oracle's record of what a watch registered (a refusal registers nothing).
+    fn registered(&self, registered: &[atc::lifecycle::Registered], chat: u8, agent: Option<&str>) {
+        use atc::lifecycle::Registered as R;
+        for r in registered {
+            let epoch = match r {
+                R::New(_) | R::Rewatched { .. } | R::Kept { .. } | R::Retargeted { .. } => true,
+                R::AlreadyWatching(_) | R::Updated { .. } => false,
+                R::LeftAlone { .. } => continue,
+            };
+            let job = r.job();
+            self.fact(Fact::Watched {
+                task: job.task_id.clone(),
+                chat: chat as usize % CHATS.len(),
+                epoch,
+                skip_empty: job.options.on_empty == OnEmpty::Skip,
+                agent: agent.is_none_or(|a| {
+                    let i: u8 = job.task_id.trim_start_matches("task-").parse().unwrap_or(0);
+                    a == agent_of(i)
+                }),
+            });
+        }
+    }
+
     fn notes(&self) -> std::sync::MutexGuard<'_, Notes> {
         self.notes.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -586,16 +707,34 @@ impl Env {
                         Ending::Empty => End::Empty,
                         Ending::Failed => End::Failed,
                     });
+                    drop(s);
+                    if *ending == Ending::Failed
+                        && self.store().load().ok().is_some_and(|file| {
+                            file.find(&task_id(*t)).is_some_and(|j| {
+                                j.watch == atc::job::Watch::Pending
+                                    && j.options.on_empty == OnEmpty::Skip
+                            })
+                        })
+                    {
+                        self.notes().sometimes.failed_under_skip += 1;
+                    }
+                    self.fact(Fact::Finished { task: task_id(*t) });
                 }
                 String::new()
             }
             Op::FinishAll => {
                 let mut s = self.server.lock();
+                let mut ended = Vec::new();
                 for (id, task) in s.tasks.iter_mut() {
                     if task.end.is_none() {
                         let i: u8 = id.trim_start_matches("task-").parse().unwrap_or(0);
                         task.end = Some(End::Answer(answer_of(i)));
+                        ended.push(id.clone());
                     }
+                }
+                drop(s);
+                for task in ended {
+                    self.fact(Fact::Finished { task });
                 }
                 String::new()
             }
@@ -603,6 +742,8 @@ impl Env {
                 let mut s = self.server.lock();
                 s.tasks.clear();
                 s.turns.clear();
+                drop(s);
+                self.fact(Fact::Restarted);
                 String::new()
             }
             Op::DeleteChat(c) => {
@@ -648,6 +789,24 @@ impl Env {
                     Jump::PastBusyDeadline => l.busy_deadline + Duration::from_secs(1),
                     Jump::PastMaxAge => l.max_age + Duration::from_secs(1),
                     Jump::PastKeep => l.keep + Duration::from_secs(1),
+                    Jump::Edge(edge, delta, pick) => {
+                        let Ok(file) = self.store().load() else {
+                            return " (no file)".into();
+                        };
+                        let (bases, limit) = edges(&file, *edge);
+                        let Some(base) = bases.get(*pick as usize % bases.len().max(1)) else {
+                            return " (nothing counts to it)".into();
+                        };
+                        // The next tick adds 20 s before it looks.
+                        let target =
+                            (base + limit.as_secs()).saturating_add_signed(i64::from(*delta)) - 20;
+                        let now = self.clock.secs();
+                        if target <= now {
+                            return " (already past)".into();
+                        }
+                        self.notes().sometimes.on_an_edge += 1;
+                        Duration::from_secs(target - now)
+                    }
                 });
                 String::new()
             }
@@ -768,6 +927,7 @@ impl Env {
         match result {
             Err(why) => format!(" → refused: {}", short(&why.to_string())),
             Ok(registered) => {
+                self.registered(&registered, chat, Some(agent_of(first)));
                 if options.stop_after_secs.is_some() {
                     let mut n = self.notes();
                     for r in &registered {
@@ -892,6 +1052,7 @@ impl Env {
                 Ok(done)
             })
             .expect("an automatic watch refuses nothing");
+        self.registered(&registered, chat, None);
         for r in &registered {
             let job = r.job();
             let Some(old) = before.find(&job.task_id) else {
@@ -939,7 +1100,17 @@ impl Env {
             return " (still running: nothing to read)".into();
         }
         let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
+        self.fact(Fact::Read {
+            task: id.clone(),
+            chat: chat as usize % CHATS.len(),
+        });
         let file = self.store().load().expect("the file loads");
+        if let Some(job) = file.find(&id)
+            && job.target.session_id != session
+            && atc::status::owes(job, file.turn_of(job)).is_some()
+        {
+            self.notes().sometimes.read_from_another_chat += 1;
+        }
         if let Some(job) = file.find(&id)
             && let Some(turn) = file.turn_of(job)
             && turn.carries_job(&job.job_id)
@@ -990,7 +1161,10 @@ impl Env {
             atc::cmd::cancel::cancel_in(file, &id, false, None, &path, now, &limits())
         });
         match done {
-            Ok((job, _, _)) => format!(" → {}", job.shown()),
+            Ok((job, _, _)) => {
+                self.fact(Fact::Cancelled { task: id });
+                format!(" → {}", job.shown())
+            }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
     }
@@ -1040,7 +1214,10 @@ impl Env {
             atc::cmd::cancel::cancel_in(file, &id, true, stopped, &path, now, &limits())
         });
         match done {
-            Ok((job, _, _)) => format!(" → {} (stopped)", job.shown()),
+            Ok((job, _, _)) => {
+                self.fact(Fact::Cancelled { task: id });
+                format!(" → {} (stopped)", job.shown())
+            }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
     }
@@ -1077,7 +1254,10 @@ impl Env {
             )
         });
         match done {
-            Ok(_) => " → requeued".into(),
+            Ok(_) => {
+                self.fact(Fact::Redelivered { task: id });
+                " → requeued".into()
+            }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
     }
@@ -1095,6 +1275,15 @@ impl Env {
             .store()
             .update(|file| Ok(atc::plugin::merge(file, records)))
             .expect("import");
+        for (task, _, _) in &done.added {
+            self.fact(Fact::Watched {
+                task: task.clone(),
+                chat: 0,
+                epoch: true,
+                skip_empty: false,
+                agent: true,
+            });
+        }
         let mut n = self.notes();
         for (_, _, job_id) in &done.added {
             n.fresh.insert(job_id.clone());
@@ -1146,6 +1335,10 @@ pub struct World {
     pub trail: Vec<String>,
     pub sometimes: Sometimes,
     pub queue: Queue,
+    /// The oracle's verdict (`oracle.rs`), once checked.
+    pub verdict: Verdict,
+    /// When the drain began (sim seconds).
+    drained_at: u64,
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -1226,6 +1419,8 @@ impl World {
             trail: Vec::new(),
             sometimes: Sometimes::default(),
             queue: Queue::default(),
+            verdict: Verdict::default(),
+            drained_at: 0,
         }
     }
 
@@ -1284,10 +1479,27 @@ impl World {
         let (kick, heard) = kick_of(op);
         let kicked = kick.is_some();
         self.env.clock.advance(Duration::from_secs(20));
+        // A kick for a child's turn polls the watch that names that child's session (the
+        // world asks it: nothing else may land in the tick, the server is up).
+        let must_poll = match op {
+            Op::Kick(Kick::Child(i)) if crash.is_none() && !self.env.server.has_queued() => {
+                let session = child_session_of(*i);
+                let pending = self.env.store().load().ok().is_some_and(|file| {
+                    file.find(&task_id(*i)).is_some_and(|job| {
+                        job.shown() == Status::Pending
+                            && session.is_some()
+                            && job.child_session == session
+                    })
+                });
+                (pending && !self.env.server.lock().down).then(|| task_id(*i))
+            }
+            _ => None,
+        };
         {
             let mut s = self.env.server.lock();
             s.crash = crash;
             s.posts = 0;
+            s.polled.clear();
         }
         let env = &*self.env;
         let store = env.store();
@@ -1331,6 +1543,14 @@ impl World {
                 }
                 let late: usize = reports.iter().map(|r| r.said_late().len()).sum();
                 self.env.notes().sometimes.said_late += u64::from(late > 0);
+                if let Some(task) = &must_poll {
+                    if !self.env.server.lock().polled.contains(task) {
+                        self.fail(&format!(
+                            "a kick for the end of {task}'s child turn did not poll it"
+                        ));
+                    }
+                    self.env.notes().sometimes.kick_polled_child += 1;
+                }
                 // A turn's end that concerns nothing costs the server no request.
                 if !reports.is_empty() && reports.iter().all(|r| r.is_unconcerned()) {
                     let requests = server.requests.load(Ordering::Relaxed);
@@ -1531,7 +1751,19 @@ impl World {
                             old.task_id
                         ));
                     }
-                    let ended = self.ended_at.get(&old.job_id).copied().unwrap_or(now);
+                    // From the later of when it was first seen ended and when it (or the
+                    // turn that carried it) last changed, as last seen.
+                    let changed = self
+                        .turn_when_last
+                        .get(&old.job_id)
+                        .filter(|t| t.carries_job(&old.job_id))
+                        .map_or(old.updated_at, |t| old.updated_at.max(t.updated_at));
+                    let ended = self
+                        .ended_at
+                        .get(&old.job_id)
+                        .copied()
+                        .unwrap_or(now)
+                        .max(unix(changed));
                     if now.saturating_sub(ended) <= l.keep.as_secs() {
                         self.fail(&format!(
                             "{} ({}) was pruned {}s after it ended, before --keep ({}s)",
@@ -1682,6 +1914,7 @@ impl World {
             }
         }
         self.trail.push("-- drain --".into());
+        self.drained_at = self.env.clock.secs();
         let l = limits();
         // Each tick also moves the clock 20 s on.
         let jumps = [
@@ -1707,6 +1940,53 @@ impl World {
         let notes = self.env.notes();
         let mut turns = 0u64;
         let mut batches = 0u64;
+        let heard: BTreeSet<&str> = notes
+            .heard
+            .iter()
+            .flat_map(|line| {
+                let named = line
+                    .strip_prefix("atc: gave up on ")
+                    .and_then(|rest| rest.split(' ').next())
+                    .into_iter();
+                let with = line
+                    .split("turn also carries ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(')').next())
+                    .into_iter()
+                    .flat_map(|list| list.split(", "));
+                named.chain(with).collect::<Vec<_>>()
+            })
+            .collect();
+        // The oracle's verdict, from the world alone.
+        {
+            let facts = notes.facts.clone();
+            let ends: BTreeMap<String, End> = s
+                .tasks
+                .iter()
+                .filter_map(|(id, t)| t.end.clone().map(|e| (id.clone(), e)))
+                .collect();
+            let drained_at = self.drained_at;
+            let max_age = limits().max_age.as_secs();
+            let first_watch: BTreeMap<&str, u64> =
+                facts.iter().fold(BTreeMap::new(), |mut first, (at, f)| {
+                    if let Fact::Watched { task, .. } = f {
+                        first.entry(task.as_str()).or_insert(*at);
+                    }
+                    first
+                });
+            let (verdict, wrong) =
+                crate::oracle::judge(&facts, &s.chats, &s.gone, &ends, &heard, |task| {
+                    // Short of --max-age when the drain's first polls ran (from the task's
+                    // first watch: a watch that moved it keeps its age).
+                    first_watch
+                        .get(task)
+                        .is_some_and(|at| drained_at.saturating_sub(*at) + 120 < max_age)
+                });
+            if let Some(first) = wrong.first() {
+                self.fail(&format!("the oracle: {first}"));
+            }
+            self.verdict = verdict;
+        }
         let all: Vec<(String, String)> =
             s.chats.iter().chain(&s.gone).flat_map(delivered).collect();
         let live: Vec<(String, String)> = s.chats.iter().flat_map(delivered).collect();
@@ -1798,23 +2078,6 @@ impl World {
                 }
             }
         }
-        let heard: BTreeSet<&str> = notes
-            .heard
-            .iter()
-            .flat_map(|line| {
-                let named = line
-                    .strip_prefix("atc: gave up on ")
-                    .and_then(|rest| rest.split(' ').next())
-                    .into_iter();
-                let with = line
-                    .split("turn also carries ")
-                    .nth(1)
-                    .and_then(|rest| rest.split(')').next())
-                    .into_iter()
-                    .flat_map(|list| list.split(", "));
-                named.chain(with).collect::<Vec<_>>()
-            })
-            .collect();
         // Always heard, once: each give-up the job file recorded was said exactly once by a
         // tick a person hears (kicked ticks say nothing), and after the drain (ticks a
         // person hears) none is left unsaid.
@@ -2144,7 +2407,7 @@ pub fn delivered_texts(chat: &crate::server::Chat) -> Vec<String> {
 }
 
 /// The blocks of a turn, each from its `[TASK_ID: …]` line (a batch holds several).
-fn blocks(text: &str) -> impl Iterator<Item = &str> {
+pub fn blocks(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices("[TASK_ID: ").map(move |(at, _)| {
         let rest = &text[at..];
         let end = rest[1..].find("[TASK_ID: ").map_or(rest.len(), |n| n + 1);
