@@ -99,12 +99,6 @@ pub fn run(
             _ => None,
         })
         .collect();
-    let watched = records
-        .iter()
-        .filter(
-            |r| matches!(r, plugin::Record::Job(job, _) if job.watch == crate::job::Watch::Pending),
-        )
-        .count();
 
     let Some(seed) = seed else {
         if owed.is_empty() {
@@ -129,7 +123,6 @@ pub fn run(
             replace,
             records,
             &owed,
-            watched,
             seed_text.as_deref().unwrap_or_default(),
             dry,
             now,
@@ -162,7 +155,6 @@ pub fn run(
         replace,
         records,
         &owed,
-        watched,
         seed_text.as_deref().unwrap_or_default(),
         dry,
         now,
@@ -188,7 +180,6 @@ fn import(
     replace: &Replace,
     records: Vec<plugin::Record>,
     owed: &[String],
-    watched: usize,
     seed_text: &str,
     dry: bool,
     now: Timestamp,
@@ -198,13 +189,32 @@ fn import(
     let mut text = String::new();
     if dry {
         if !seed_text.is_empty() {
+            // The import on a copy of atc's job file as it is now: the counts the real run
+            // will say, in its words.
+            let mut file = Store::new(replace.state.value.clone()).load()?;
+            let imported = plugin::merge(&mut file, records);
+            let marked = plugin::hand_over(seed_text, owed, now)
+                .map_or(owed.len(), |(_, names)| names.len());
             text.push_str(&format!(
-                "Would import {} from {} ({} to be watched) and mark {} handed over there, a copy of it beside it first.\n",
-                plural(records.len(), "record"),
+                "Would import {} from {} into {} ({} to be watched); {} already there, {}.\n",
+                plural(imported.added.len(), "job"),
                 source.display(),
-                watched,
-                plural(owed.len(), "job")
+                replace.state.value.display(),
+                imported
+                    .added
+                    .iter()
+                    .filter(|(_, s, _)| *s == crate::job::Status::Pending)
+                    .count(),
+                imported.already.len(),
+                skipped(&imported.skipped)
             ));
+            if marked > 0 {
+                text.push_str(&format!(
+                    "Would mark {} handed over to atc in {}, a copy of it beside it first.\n",
+                    plural(marked, "job"),
+                    source.display()
+                ));
+            }
         } else {
             text.push_str(&format!(
                 "No state file at {}: no jobs to import.\n",

@@ -1128,6 +1128,73 @@ fn a_rerun_after_the_seed_is_gone_imports_the_jobs_its_state_file_still_owes() {
     );
 }
 
+/// A newcomer's migration (issue 36): the dry run says the counts the real run then says,
+/// in the future tense, from atc's job file as it is (a job atc already holds is "already
+/// there" in both), and changes nothing.
+#[test]
+fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
+    let (_server, env, wd, _seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    // A second job in the seed's state file, which atc already watches.
+    let mut seed_state: Value = serde_json::from_str(&fs::read_to_string(&state).unwrap()).unwrap();
+    let mut other = seed_state["jobs"]["task-aaaaaaaaaaaa"].clone();
+    other["task_id"] = json!("task-cccccccccccc");
+    seed_state["jobs"]["task-cccccccccccc"] = other;
+    fs::write(&state, seed_state.to_string()).unwrap();
+    env.atc(["watch", "task-cccccccccccc", "--session", "s-1"])
+        .chat_check_skipped()
+        .stdout_contains("Watching")
+        .run();
+    let shown = wd.display().to_string();
+    let args = [
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &shown,
+    ];
+    let counts = format!(
+        "1 job from {} into {} (1 {{}}); 1 already there, 0 skipped.",
+        state.display(),
+        env.state.display()
+    );
+    let out = env
+        .atc(args.iter().copied().chain(["--dry-run"]))
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .file_unchanged()
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!("Would import {}", counts.replace("{}", "to be watched")),
+        format!(
+            "Would mark 2 jobs handed over to atc in {}, a copy of it beside it first.",
+            state.display()
+        ),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+    assert_eq!(
+        fs::read_to_string(&state).unwrap(),
+        seed_state.to_string(),
+        "a dry run marks nothing"
+    );
+    let out = env
+        .atc(args)
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        format!("Imported {}", counts.replace("{}", "still watched")),
+        format!(
+            "Marked 2 jobs handed over to atc in {} (as it was before: ",
+            state.display()
+        ),
+    ] {
+        assert!(said.lines().any(|l| l.starts_with(&line)), "no {line:?} in\n{said}");
+    }
+}
+
 /// atc's plugin loaded beside the seed (its zip installed first) got none of the tool
 /// names the seed held: after the replacement the server loads it again, whether or not a
 /// file changed, so every tool is offered without a restart.
