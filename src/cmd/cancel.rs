@@ -283,6 +283,10 @@ fn stop_child(job: &Job, auth: &Auth) -> Result<Stopped> {
                 Exit::Refused,
                 "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
             ),
+            Err(StopFailed::OtherChild(why)) => fail!(
+                Exit::Refused,
+                "cannot stop the child of {task_id}: {why}; the watch is kept"
+            ),
             Err(why) => why,
         };
         tries += 1;

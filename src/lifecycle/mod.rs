@@ -108,6 +108,9 @@ pub enum StopAnswer {
     /// The stop could not be made, or what came back does not say the child is not
     /// running (the task record still says it runs): why.
     Failed(String),
+    /// The stop ended a turn, but this task still runs: the session the watch named was
+    /// another task's child (issue 36 H1). Why.
+    OtherChild(String),
 }
 
 /// How many stops of one child atc makes before it gives up stopping it: `cancel --stop`
@@ -238,6 +241,23 @@ fn polled(
                 next.updated_at = job.updated_at;
             }
             outcomes.push(Outcome::Running);
+            // A stop answered "stopped" a settle ago, and this task still runs: the stop
+            // ended another child (the session a watch named was another task's, issue 36
+            // H1). It did not stop this one; atc stops no more by that session, and the
+            // tick says why.
+            if let Some(at) = next.stopped_at
+                && at.elapsed_at(now) >= limits.settle
+            {
+                let session = next.child_session.take().unwrap_or_default();
+                next.stopped_at = None;
+                next.child_chat_id = None;
+                next.stop_tries += 1;
+                next.stop_error = Some(format!(
+                    "a stop sent to the child session {session} was answered 'stopped', but this task kept running: that session is another task's; atc stops nothing more for this watch until QwenPaw names its own"
+                ));
+                next.updated_at = now;
+                outcomes.push(Outcome::StopGaveUp);
+            }
             if turn_ended {
                 return Transition::to(next, outcomes);
             }
@@ -429,6 +449,7 @@ fn stop_answered(
     if agent.is_some() && next.target.target_agent.is_none() {
         next.child_agent = agent;
     }
+    let other = matches!(answer, StopAnswer::OtherChild(_));
     let outcome = match answer {
         StopAnswer::Stopped => {
             next.stopped_at = Some(now);
@@ -445,8 +466,22 @@ fn stop_answered(
             next.last_error = Some(error);
             Outcome::StopFailed
         }
+        // That session is not this child's: atc stops nothing more by it (a session
+        // QwenPaw names later, or a watch with the right one, starts over), and says so.
+        StopAnswer::OtherChild(error) => {
+            next.stop_tries += 1;
+            next.child_session = None;
+            next.child_chat_id = None;
+            next.child_agent = None;
+            next.stop_error = Some(error);
+            Outcome::StopFailed
+        }
     };
     let mut outcomes = vec![outcome];
+    if other {
+        outcomes.push(Outcome::StopGaveUp);
+        return Transition::to(next, outcomes);
+    }
     if outcome != Outcome::Stopped && !stop_again(next.stop_tries) {
         if next.stop_error.is_none() {
             next.stop_error = Some("QwenPaw found nothing running to stop".to_owned());
@@ -467,6 +502,9 @@ pub fn to_stop(jobs: &[Job]) -> Vec<&Job> {
 /// to stay silent. A group member's notice travels in its group's turn.
 fn end_without_answer(mut job: Job, outcomes: &mut Vec<Outcome>) -> Job {
     job.finished_at = Some(job.updated_at);
+    // A stop answered "stopped" stopped this task only if its record then read cancelled;
+    // it never will now (issue 36 H1).
+    job.stopped_at = None;
     if job.options.on_no_answer == OnNoAnswer::Notify {
         job.notice = true;
         if job.options.group.is_none() {

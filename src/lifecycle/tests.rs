@@ -1255,13 +1255,24 @@ fn stop_after_rows() {
             false,
         ),
         (
-            "running, already stopped",
+            "running, stopped a moment ago",
             stopped(),
             Event::Polled(running()),
-            30,
+            14,
             &[O::Polled, O::Running],
             false,
             true,
+        ),
+        (
+            // The stop ended another task's child (the session was that task's): no
+            // stopped_at, no session to stop again, and the tick says why.
+            "running a settle after a stop answered stopped",
+            stopped(),
+            Event::Polled(running()),
+            30,
+            &[O::Polled, O::Running, O::StopGaveUp],
+            false,
+            false,
         ),
         (
             "running, no child session",
@@ -1345,6 +1356,16 @@ fn stop_after_rows() {
             false,
         ),
         (
+            // The session named was another task's child: no stop again by it.
+            "the stop ended another task's child",
+            asked(),
+            stop_answer(StopAnswer::OtherChild("another task's child".into())),
+            12,
+            &[O::StopFailed, O::StopGaveUp],
+            false,
+            false,
+        ),
+        (
             "an answer with no stop out",
             stoppable(),
             stop_answer(StopAnswer::Stopped),
@@ -1374,6 +1395,21 @@ fn stop_after_rows() {
             "{case}: to_stop"
         );
     }
+    let missed = apply(&stopped(), Event::Polled(running()), t(30)).job;
+    assert_eq!(
+        missed.child_session, None,
+        "that session is not this child's"
+    );
+    let later = apply(&missed, Event::Polled(running()), t(300));
+    assert!(!later.outcomes.contains(&O::StopDue), "no stop again");
+    assert!(
+        missed
+            .stop_error
+            .as_deref()
+            .is_some_and(|e| e.contains("another task's")),
+        "{:?}",
+        missed.stop_error
+    );
     let answered = apply(&asked(), stop_answer(failed("HTTP 500")), t(12)).job;
     assert_eq!(answered.last_error.as_deref(), Some("HTTP 500"));
     assert_eq!(answered.stop_error.as_deref(), Some("HTTP 500"));

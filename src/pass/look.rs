@@ -27,7 +27,10 @@ pub(super) fn look(client: &impl Server, due: &Due) -> Looked {
                 Err(why) => Event::StopAnswered {
                     agent: None,
                     chat_id: None,
-                    answer: StopAnswer::Failed(why.message()),
+                    answer: match why {
+                        StopFailed::OtherChild(why) => StopAnswer::OtherChild(why),
+                        why => StopAnswer::Failed(why.message()),
+                    },
                 },
             };
             Looked::Job(event)

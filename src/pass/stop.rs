@@ -53,6 +53,9 @@ pub enum StopFailed {
     /// QwenPaw found nothing to stop, but nothing says the child is not running (its task
     /// record says it runs, or cannot tell): why, and where to look.
     StillRunning(String),
+    /// The stop ended a turn, but this task still runs: the session named was another
+    /// task's child (that one was stopped). Trying again would not stop this one.
+    OtherChild(String),
 }
 
 impl StopFailed {
@@ -60,7 +63,9 @@ impl StopFailed {
         match self {
             StopFailed::NoSession => "the child's session is not known".to_owned(),
             StopFailed::Lookup(why) => format!("its chat could not be looked up ({why})"),
-            StopFailed::Stop(why) | StopFailed::StillRunning(why) => why.clone(),
+            StopFailed::Stop(why) | StopFailed::StillRunning(why) | StopFailed::OtherChild(why) => {
+                why.clone()
+            }
         }
     }
 }
@@ -170,15 +175,27 @@ pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped,
         chat_id: place.chat.clone(),
         said,
     };
-    if said == chat::Stop::Stopped {
-        return Ok(stopped(StopSaid::Stopped));
-    }
     let poll = task::classify(
         client.get_task(base, &job.task_id, job.target.poll_agent()),
         &job.task_id,
         base,
         client.auth(),
     );
+    let reached = match &place.chat {
+        Some(id) => format!("chat {id} of agent '{}'", place.agent),
+        None => format!("session {session} of agent '{}'", place.agent),
+    };
+    if said == chat::Stop::Stopped {
+        // QwenPaw marks a stopped task cancelled at once (contract §12): a record that
+        // still runs says the stop ended another task's turn (issue 36 H1: a watch named
+        // another task's child session).
+        return match poll {
+            Poll::Record(record) if !record.is_finished() => Err(StopFailed::OtherChild(format!(
+                "the stop ended the turn running in {reached}, but this task still runs: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
+            ))),
+            _ => Ok(stopped(StopSaid::Stopped)),
+        };
+    }
     let nowhere = if place.chat.is_none() && !place.searched.is_empty() {
         format!(
             "; its chat (session {session}) is on none of the agents the server lists ({}): watch it again with --target-agent AID, the agent submit_to_agent ran it on",
@@ -186,10 +203,6 @@ pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped,
         )
     } else {
         String::new()
-    };
-    let reached = match &place.chat {
-        Some(id) => format!("chat {id} of agent '{}'", place.agent),
-        None => format!("session {session} of agent '{}'", place.agent),
     };
     match poll {
         Poll::Record(record) if record.is_finished() => {

@@ -72,7 +72,7 @@ fn other(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
     let chat = 0..swarm.chats;
     prop_oneof![
-        3 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
+        3 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop_oneof![3 => Just(0u8), 1 => 0u8..128])
             .prop_map(move |(tasks, chat, group, opts)| Op::Watch { tasks, chat, group, create_session: false, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
         6 => task.clone().prop_map(Op::Cancel),
         2 => (1u8..(1u8 << swarm.tasks), chat.clone()).prop_map(|(tasks, chat)| Op::AutoWatch { tasks, chat }),
@@ -108,7 +108,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
     let chat = 0..swarm.chats;
     prop_oneof![
-        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..64])
+        6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..128])
             .prop_map(move |(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
         2 => Just(Op::TickNoBatch),
         5 => task.clone().prop_map(Op::Cancel),

@@ -308,10 +308,12 @@ pub struct Sometimes {
     pub read_from_another_chat: u64,
     /// A child failed with no output under a watch that skips an empty answer.
     pub failed_under_skip: u64,
+    /// A watch passing another task's child session was refused.
+    pub other_child_session_refused: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 21] {
+    pub fn named(&self) -> [(&'static str, u64); 22] {
         [
             (
                 "cancel between claim and record",
@@ -364,6 +366,10 @@ impl Sometimes {
                 "a failed child with no output under --on-empty skip",
                 self.failed_under_skip,
             ),
+            (
+                "a watch passing another task's child session refused",
+                self.other_child_session_refused,
+            ),
         ]
     }
 
@@ -389,6 +395,7 @@ impl Sometimes {
         self.kick_polled_child += other.kick_polled_child;
         self.read_from_another_chat += other.read_from_another_chat;
         self.failed_under_skip += other.failed_under_skip;
+        self.other_child_session_refused += other.other_child_session_refused;
     }
 }
 
@@ -902,10 +909,15 @@ impl Env {
             options: options.clone(),
             chat_id,
             // Every child's session but the last task's is known (`child-<task id>`):
-            // `--stop-after` needs it; a kick finds an unknown one by its agent.
+            // `--stop-after` needs it; a kick finds an unknown one by its agent. A stray
+            // (opts 64): a model or a person passes another task's child session (the next
+            // task's), which a stop would end.
             child_sessions: ids
                 .iter()
-                .filter_map(|&i| child_session_of(i).map(|c| (task_id(i), c)))
+                .filter_map(|&i| {
+                    let of = if opts & 64 != 0 { (i + 1) % TASKS } else { i };
+                    child_session_of(of).map(|c| (task_id(i), c))
+                })
                 .collect(),
             target_agents: Vec::new(),
             origin: Origin::Cli,
@@ -925,13 +937,26 @@ impl Env {
             Ok(done)
         });
         match result {
-            Err(why) => format!(" → refused: {}", short(&why.to_string())),
+            Err(why) => {
+                let why = why.to_string();
+                if opts & 64 != 0 && why.contains("ChildSession") {
+                    self.notes().sometimes.other_child_session_refused += 1;
+                }
+                format!(" → refused: {}", short(&why))
+            }
             Ok(registered) => {
                 self.registered(&registered, chat, Some(agent_of(first)));
                 if options.stop_after_secs.is_some() {
                     let mut n = self.notes();
                     for r in &registered {
                         n.stop_asked.insert(r.job().task_id.clone());
+                        // A session that was another task's: a stop asked for it ends
+                        // that task's child (atc cannot tell until this one runs on).
+                        if let Some(session) = &r.job().child_session
+                            && let Some(of) = session.strip_prefix("child-")
+                        {
+                            n.stop_asked.insert(of.to_owned());
+                        }
                     }
                 }
                 // A watch that exits 0 applies what it was asked, or says what it did not.
@@ -1066,6 +1091,15 @@ impl Env {
             };
             // The same registration: nothing it says changes but what it lacked.
             let mut same = job.clone();
+            // The session QwenPaw printed wins over one a watch named (a stray's: another
+            // task's), and the stops counted against the wrong one start over.
+            if job.child_session != old.child_session {
+                same.stop_tries = old.stop_tries;
+                same.stop_error = old.stop_error.clone();
+                same.stopped_at = old.stopped_at;
+                same.stop_asked_at = old.stop_asked_at;
+                same.last_error = old.last_error.clone();
+            }
             same.child_session = old.child_session.clone();
             same.child_chat_id = old.child_chat_id.clone();
             same.target.target_agent = old.target.target_agent.clone();
@@ -1200,6 +1234,15 @@ impl Env {
         };
         let stopped = if matches!(job.shown(), Status::Pending | Status::Cancelled) {
             self.notes().stop_asked.insert(id.clone());
+            // A session that was another task's (a stray watch named it): the stop ends
+            // that task's child.
+            if let Some(of) = job
+                .child_session
+                .as_deref()
+                .and_then(|s| s.strip_prefix("child-"))
+            {
+                self.notes().stop_asked.insert(of.to_owned());
+            }
             match atc::pass::stop_child(&Proxy(&self.server), &job) {
                 Ok(stopped) => Some(stopped),
                 Err(why) => return format!(" → refused: {}", short(&why.message())),

@@ -1191,7 +1191,10 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
             state.display()
         ),
     ] {
-        assert!(said.lines().any(|l| l.starts_with(&line)), "no {line:?} in\n{said}");
+        assert!(
+            said.lines().any(|l| l.starts_with(&line)),
+            "no {line:?} in\n{said}"
+        );
     }
 }
 

@@ -103,6 +103,14 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         TASK,
         &["--target-agent", "worker", "--child-session", CHILD],
     );
+    // As QwenPaw does (contract §12): once stopped, the task reads cancelled at once.
+    s.poll_replies(
+        TASK,
+        vec![support::fake::Reply::json(
+            200,
+            support::bodies::FINISHED_CANCELLED,
+        )],
+    );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
             "Cancelled the watch on {TASK}; the child was stopped.\n"
@@ -172,6 +180,35 @@ fn cancel_stop_says_the_child_was_not_running_only_when_its_record_or_its_chat_s
         .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
 }
 
+/// Issue 36 H1, met by the simulation's stray: the watch named another task's child
+/// session (nothing else held it). The stop ends that other child's turn; this task's
+/// record still runs, so atc says what happened, records no stop and keeps the watch.
+#[test]
+fn cancel_stop_that_ends_another_tasks_child_says_so_and_records_no_stop() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let chat = s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.atc(["cancel", TASK, "--stop"])
+        .status(1)
+        .stderr_contains(format!(
+            "the stop ended the turn running in chat {chat} of agent 'default', but this task still runs: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
+        ))
+        .file(|file| {
+            let job = &file["jobs"][0];
+            assert_eq!(job["status"], "pending", "{job}");
+            assert!(job.get("stopped_at").is_none(), "{job}");
+        })
+        .run();
+    assert_eq!(
+        s.chats.stops().len(),
+        1,
+        "one stop: the other child is idle now"
+    );
+}
+
 #[test]
 fn cancel_stop_that_finds_nothing_while_the_record_says_it_runs_keeps_the_watch_after_three_tries()
 {
@@ -205,6 +242,7 @@ fn cancel_stop_of_a_child_watched_without_its_agent_finds_it_where_it_runs_and_r
     // its chat is one of QA's.
     s.watch(TASK, &["--child-session", CHILD]);
     let recorded = chat.clone();
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_CANCELLED)]);
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
             "Cancelled the watch on {TASK}; the child was stopped.\n"
@@ -400,7 +438,15 @@ fn stop_after_a_failed_stop_is_asked_again_on_the_next_tick() {
     let s = Scene::new();
     s.chats.add_child("default", CHILD);
     s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    // Running, running; once stopped, cancelled at once (contract §12).
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
     s.server.on(
         "POST",
         "/api/console/chat/stop",
@@ -669,7 +715,13 @@ fn a_stop_is_logged_without_the_child_session() {
     let s = Scene::new();
     s.chats.add_child("default", CHILD);
     s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
     s.tick(&[]).run();
     let log = s
         .atc(["log", TASK])
