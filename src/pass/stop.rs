@@ -187,12 +187,17 @@ pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped,
     };
     if said == chat::Stop::Stopped {
         // QwenPaw marks a stopped task cancelled at once (contract §12): a record that
-        // still runs says the stop ended another task's turn (issue 36 H1: a watch named
-        // another task's child session).
+        // still runs, or that finished otherwise, says the stop ended another task's turn
+        // (issue 36 H1: a watch named another task's child session).
         return match poll {
             Poll::Record(record) if !record.is_finished() => Err(StopFailed::OtherChild(format!(
                 "the stop ended the turn running in {reached}, but this task still runs: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
             ))),
+            Poll::Record(record) if record.outcome() != crate::job::TaskOutcome::Cancelled => {
+                Err(StopFailed::OtherChild(format!(
+                    "the stop ended the turn running in {reached}, but this task had already finished by itself: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
+                )))
+            }
             _ => Ok(stopped(StopSaid::Stopped)),
         };
     }

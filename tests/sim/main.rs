@@ -1948,3 +1948,38 @@ fn a_post_sent_late_by_a_stalled_tick_and_stored_late_is_not_posted_twice() {
         "the POST was stored late"
     );
 }
+
+/// The stray of another task's child session (issue 36 H1), found by the long search: a
+/// watch of task-2 named task-3's child session; task-2 finished by itself, then `cancel
+/// --stop` stopped task-3's child. The task's own record (completed, not cancelled) says
+/// the stop was not this child's: no `stopped_at` on task-2.
+#[test]
+fn a_stop_by_another_tasks_session_after_the_task_finished_is_not_recorded_as_its_own() {
+    let world = replayed(&[
+        Op::Watch {
+            tasks: 4,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 64,
+        },
+        Op::Finish(2, Ending::Answer),
+        Op::CancelStop(2),
+    ]);
+    let s = world.server().lock();
+    assert_eq!(
+        s.stopped,
+        ["task-3"],
+        "the stray's stop reached task-3's child"
+    );
+    drop(s);
+    let file = world.env.store().load().unwrap();
+    let job = file.find("task-2").unwrap();
+    assert_eq!(job.stopped_at, None, "{job:?}");
+    assert!(
+        world
+            .trail
+            .iter()
+            .any(|t| t.contains("CancelStop(2) → refused"))
+    );
+}
