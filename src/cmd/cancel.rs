@@ -45,7 +45,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
                 );
             };
             if matches!(job.watch, Watch::Pending | Watch::Cancelled) {
-                Some((job.job_id.clone(), stop_child(job, auth)?))
+                Some((job.job_id.clone(), stop_child(job, auth, &store)?))
             } else {
                 None
             }
@@ -269,7 +269,21 @@ pub fn check_ins_off_in(
 
 /// Stops the child of `job` through its own base URL, trying up to
 /// `lifecycle::STOP_TRIES` times; any failure leaves the watch as it is.
-fn stop_child(job: &Job, auth: &Auth) -> Result<Stopped> {
+/// Drops `session` from the registration `job_id`, if it still holds it.
+fn forget_session(store: &Store, job_id: &str, session: &str) -> Result<()> {
+    store.update(|file| {
+        if let Some(job) = file.jobs.iter_mut().find(|j| j.job_id == job_id)
+            && job.child_session.as_deref() == Some(session)
+        {
+            job.child_session = None;
+            job.child_chat_id = None;
+            job.child_agent = None;
+        }
+        Ok(())
+    })
+}
+
+fn stop_child(job: &Job, auth: &Auth, store: &Store) -> Result<Stopped> {
     let task_id = &job.task_id;
     let mut client = Client::new(STOP_TIMEOUT, auth.clone());
     if job.options.allow_insecure_remote {
@@ -283,10 +297,17 @@ fn stop_child(job: &Job, auth: &Auth) -> Result<Stopped> {
                 Exit::Refused,
                 "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
             ),
-            Err(StopFailed::OtherChild(why)) => fail!(
-                Exit::Refused,
-                "cannot stop the child of {task_id}: {why}; the watch is kept"
-            ),
+            Err(StopFailed::OtherChild(why)) => {
+                // A session proven another task's is forgotten (the right one, given
+                // later, is then taken); the watch is otherwise kept as it was.
+                if let Some(session) = &job.child_session {
+                    forget_session(store, &job.job_id, session)?;
+                }
+                fail!(
+                    Exit::Refused,
+                    "cannot stop the child of {task_id}: {why}; the watch is kept, without that session"
+                )
+            }
             Err(why) => why,
         };
         tries += 1;

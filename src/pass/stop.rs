@@ -198,7 +198,13 @@ pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped,
                     "the stop ended the turn running in {reached}, but this task had already finished by itself: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
                 )))
             }
-            _ => Ok(stopped(StopSaid::Stopped)),
+            Poll::Record(_) => Ok(stopped(StopSaid::Stopped)),
+            Poll::NotFound { .. } => Err(StopFailed::OtherChild(format!(
+                "the stop ended the turn running in {reached}, but the server has no record of this task: that session is another task's child (that task was stopped); pass the session submit_to_agent printed for this task ([SESSION: …])"
+            ))),
+            // The record cannot be read now: the stop is taken at its word (a tick's next
+            // poll that finds this task still running corrects it).
+            Poll::Failed { .. } | Poll::Denied { .. } => Ok(stopped(StopSaid::Stopped)),
         };
     }
     let nowhere = if place.chat.is_none() && !place.searched.is_empty() {

@@ -421,3 +421,117 @@ pub fn check_in(ctx: &Ctx) -> R<()> {
     );
     Ok(())
 }
+
+/// Issue 36 H1 on a real QwenPaw: one turn submits T1 and T2; T2 is watched with its own
+/// child session. A watch of T1 that names T2's session (with a deadline) is refused: one
+/// session is one child. A `cancel --stop` of a watch given another task's session no
+/// watch held ends that task's child, and says so at once from T1's own record (which
+/// still runs): no `stopped_at`, the watch kept. Then T1 watched with its own session and
+/// `--stop-after 2s`: the stop reaches T1's child only, and its result says stopped, once.
+pub fn stop_another_session(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let (user, parent) = ("nell", ctx.uniq("h1-parent"));
+    let (c1, c2, c3) = (
+        ctx.uniq("h1-child-1"),
+        ctx.uniq("h1-child-2"),
+        ctx.uniq("h1-child-3"),
+    );
+    let before = api.make_parent("default", user, &parent)?;
+    let t1 = running_child(&api, &c1, user, "long child SLEEP=60")?;
+    let t2 = running_child(&api, &c2, user, "long child SLEEP=60")?;
+    let t3 = running_child(&api, &c3, user, "long child SLEEP=60")?;
+    let atc = fresh_atc(ctx, "stop-another-session")?;
+    atc.watch(&t2, &parent, user, &["--child-session", &c2])?;
+
+    // T2's session for T1: refused, nothing recorded for T1.
+    let refused = atc.run_env(
+        &[
+            "watch",
+            &t1,
+            "--session",
+            &parent,
+            "--user",
+            user,
+            "--child-session",
+            &c2,
+            "--stop-after",
+            "2s",
+        ],
+        &[],
+    )?;
+    ensure!(
+        refused.status.code() == Some(1)
+            && refused.stderr.contains(&c2)
+            && refused.stderr.contains(&t2),
+        "a watch naming another watch's child session: {}",
+        refused.describe()
+    );
+    ensure!(
+        atc.jobs()?.iter().all(|j| j["task_id"] != t1.as_str()),
+        "the refused watch recorded {t1}"
+    );
+
+    // T3's session (no watch holds it) for T1: believed, and a stop proves it wrong.
+    atc.watch(&t1, &parent, user, &["--child-session", &c3])?;
+    let stop = atc.run_env(&["cancel", &t1, "--stop"], &[])?;
+    ensure!(
+        stop.status.code() == Some(1)
+            && stop
+                .stderr
+                .contains("this task still runs: that session is another task's child"),
+        "cancel --stop by another task's session: {}",
+        stop.describe()
+    );
+    let third = finished_record(&api, &t3)?;
+    ensure!(
+        third["result"]["error"]["message"] == "Task cancelled",
+        "the session's own task was not the one stopped: {third}"
+    );
+    let job = atc.job(&t1)?;
+    ensure!(
+        job["status"] == "pending" && job.get("stopped_at").is_none(),
+        "T1 after a stop that ended another child: {job}"
+    );
+    ensure!(
+        api.task(&t1)?.json()?["status"] == "running",
+        "T1 must still run"
+    );
+
+    // The wrong session is forgotten: T1 watched again with its own and a deadline.
+    ensure!(
+        job.get("child_session").is_none(),
+        "a session proven another task's is kept: {job}"
+    );
+    atc.watch(
+        &t1,
+        &parent,
+        user,
+        &["--child-session", &c1, "--stop-after", "2s"],
+    )?;
+    let job = atc
+        .tick_until_terminal(&[], std::slice::from_ref(&t1), Duration::from_secs(40))?
+        .remove(0);
+    ensure!(
+        job["status"] == "done" && job["stopped_at"].is_string(),
+        "T1 after --stop-after: {job}"
+    );
+    let second = api.task(&t2)?.json()?;
+    ensure!(
+        second["status"] == "running",
+        "T2 was touched by T1's stop: {second}"
+    );
+    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
+    let ours: Vec<&crate::api::Msg> = after[before.len()..]
+        .iter()
+        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {t1}]")))
+        .collect();
+    ensure!(
+        ours.len() == 1 && ours[0].text.contains("[atc: stopped this task after 2s"),
+        "the parent holds {} turns for {t1}: {:?}",
+        ours.len(),
+        ours.iter().map(|m| &m.text).collect::<Vec<_>>()
+    );
+    // T2 stays watched; stop it so the server is left quiet.
+    atc.ok(&["cancel", &t2, "--stop"])?;
+    Ok(())
+}

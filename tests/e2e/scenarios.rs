@@ -75,6 +75,10 @@ pub const ALL: &[(&str, Scenario)] = &[
         crate::long::stop_after_elsewhere,
     ),
     ("long-stop-after", crate::long::stop_after),
+    (
+        "long-stop-another-session",
+        crate::long::stop_another_session,
+    ),
     ("long-check-in", crate::long::check_in),
     ("auto-watch-delivers", crate::auto::delivers),
     ("auto-watch-with-the-tool", crate::auto::with_the_tool),

@@ -200,6 +200,7 @@ fn cancel_stop_that_ends_another_tasks_child_says_so_and_records_no_stop() {
             let job = &file["jobs"][0];
             assert_eq!(job["status"], "pending", "{job}");
             assert!(job.get("stopped_at").is_none(), "{job}");
+            assert!(job.get("child_session").is_none(), "forgotten: {job}");
         })
         .run();
     assert_eq!(
@@ -207,6 +208,17 @@ fn cancel_stop_that_ends_another_tasks_child_says_so_and_records_no_stop() {
         1,
         "one stop: the other child is idle now"
     );
+    // The right session, given now, is taken.
+    s.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        "the-right-one",
+    ])
+    .stdout_contains("now with --child-session")
+    .run();
 }
 
 #[test]
