@@ -24,6 +24,9 @@ pub struct Where {
     pub marks: PathBuf,
     pub cadence: PathBuf,
     pub log: PathBuf,
+    /// What of the config file was left out, one line each: a tick refuses the file until
+    /// it is fixed (the plugin says so in QwenPaw's log).
+    pub config_skipped: Vec<String>,
 }
 
 impl Where {
@@ -44,6 +47,7 @@ impl Where {
             marks: store.tick_again_path(),
             cadence: store.cadence_path(),
             log: journal::path(store.path()),
+            config_skipped: paths.config_skipped.clone(),
         }
     }
 
@@ -66,9 +70,14 @@ impl Where {
             ("cadence", shown(&self.cadence)),
             ("log", shown(&self.log)),
         ];
-        rows.iter()
+        let mut lines: String = rows
+            .iter()
             .map(|(name, value)| format!("{name}: {value}\n"))
-            .collect()
+            .collect();
+        for skipped in &self.config_skipped {
+            lines.push_str(&format!("config_skipped: {skipped}\n"));
+        }
+        lines
     }
 }
 

@@ -73,6 +73,9 @@ pub struct Paths {
     /// None only without a home directory and without `XDG_CONFIG_HOME` or `ATC_CONFIG`.
     pub config_file: Option<PathBuf>,
     pub config_file_exists: bool,
+    /// What of the config file was left out (a wrong key or value other than `state`):
+    /// every tick refuses the file until it is fixed.
+    pub config_skipped: Vec<String>,
 }
 
 /// `atc log`.

@@ -157,8 +157,9 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         | Command::Qwenpaw(cli::QwenpawArgs {
             what: cli::QwenpawCommand::Zip { .. },
         }) => ConfigFile::default(),
-        // A watch is recorded whatever is wrong with the tick's knobs (it says what).
-        Command::Watch(_) => file::load_for_watch(env)?,
+        // A watch is recorded whatever is wrong with the tick's knobs (it says what), and
+        // `paths` answers (the plugin asks it before it records an automatic watch).
+        Command::Watch(_) | Command::Paths => file::load_for_watch(env)?,
         _ => file::load(env, true)?,
     };
     let file = &file;
@@ -245,6 +246,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             config_file: file.path.clone(),
             config_file_exists: file.exists,
+            config_skipped: file.skipped.clone(),
         }),
         Command::ImportPluginState(args) => Action::Import(Import {
             source: match args.path {

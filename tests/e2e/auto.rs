@@ -116,6 +116,11 @@ impl Auto {
 
 /// A server with atc's plugin, its atc a logging wrapper.
 fn server(ctx: &Ctx, name: &str) -> R<Auto> {
+    server_with(ctx, name, Vec::new())
+}
+
+/// [`server`], with more of the server's environment.
+fn server_with(ctx: &Ctx, name: &str, more: Vec<(String, String)>) -> R<Auto> {
     let dir = ctx.scratch.path().join(ctx.uniq(name));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let starts = dir.join("atc-starts.log");
@@ -132,12 +137,13 @@ fn server(ctx: &Ctx, name: &str) -> R<Auto> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     let state = dir.join("jobs.json");
-    let vars = vec![
+    let mut vars = vec![
         ("ATC_BIN".to_string(), wrapper.display().to_string()),
         ("ATC_STATE".to_string(), state.display().to_string()),
         // Only what a turn's end starts: the plugin's own cadence would tick too.
         ("ATC_CADENCE".to_string(), "off".to_string()),
     ];
+    vars.extend(more);
     let server = Server::create(
         name,
         &ctx.venv,
@@ -447,4 +453,91 @@ fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
         "auto-watch off, and the result was posted {n} times"
     );
     auto.no_plugin_warnings()
+}
+
+/// Issue 36 M2 on the real server: a typo in `config.toml` (a tick's knob) while a turn
+/// delegates. The automatic watch is recorded all the same (`atc paths` and `atc watch`
+/// answer past the typo), QwenPaw's log names the typo and the refused tick (atc's own
+/// line); nothing is delivered while every tick refuses the file. Fixed, the next tick (a
+/// timer's) delivers the result, exactly once.
+pub fn config_typo(ctx: &Ctx) -> R<()> {
+    let config = ctx
+        .scratch
+        .path()
+        .join(ctx.uniq("typo-config"))
+        .join("config.toml");
+    fs::create_dir_all(config.parent().unwrap_or(ctx.scratch.path())).map_err(|e| e.to_string())?;
+    fs::write(&config, "busy-deadlne = \"10m\"\n").map_err(|e| e.to_string())?;
+    let auto = server_with(
+        ctx,
+        "auto-typo",
+        vec![("ATC_CONFIG".to_string(), config.display().to_string())],
+    )?;
+    let target = auto.server.second_agent()?;
+    let session = "typo-parent";
+    auto.server.api().make_parent("default", USER, session)?;
+    auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "typo child SLEEP=3"}}"#
+        ),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let job = loop {
+        if let Some(job) = auto.jobs(ctx)?.into_iter().next() {
+            break job;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "a config typo lost the automatic watch; atc started: {:?}; the log: {}",
+            auto.starts(),
+            auto.server.log_text()
+        );
+        sleep(Duration::from_millis(100));
+    };
+    let task = job["task_id"].as_str().unwrap_or("").to_string();
+    ensure!(job["origin"] == "auto", "the watch recorded {job}");
+    // The child ends (its turn's end kicks a tick, which refuses the file): nothing yet.
+    let (record, _) = auto
+        .server
+        .api()
+        .wait_finished(&task, Duration::from_secs(30))?;
+    ensure!(record["status"] == "finished", "the child: {record}");
+    let refused = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = auto.server.log_text();
+        if log.contains("exited 78: atc: config file") {
+            break;
+        }
+        ensure!(
+            Instant::now() < refused,
+            "no refused tick in QwenPaw's log; atc started: {:?}",
+            auto.starts()
+        );
+        sleep(Duration::from_millis(200));
+    }
+    let log = auto.server.log_text();
+    ensure!(
+        log.contains("atc plugin: atc left part of its config file out")
+            && log.contains("unknown key \"busy-deadlne\""),
+        "QwenPaw's log does not name the typo: {log}"
+    );
+    ensure!(
+        auto.results_in(session, &task)? == 0,
+        "delivered while every tick refuses the config file"
+    );
+    // Fixed: a timer's tick delivers it, once.
+    fs::write(&config, "busy-deadline = \"10m\"\n").map_err(|e| e.to_string())?;
+    let atc = auto
+        .atc(ctx)?
+        .with_env("ATC_CONFIG", &config.display().to_string());
+    atc.ok(&["tick"])?;
+    auto.delivered_once(session, &task)?;
+    atc.ok(&["tick"])?;
+    sleep(Duration::from_secs(1));
+    ensure!(
+        auto.results_in(session, &task)? == 1,
+        "the result of {task} went twice"
+    );
+    Ok(())
 }

@@ -85,6 +85,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("auto-watch-parent-read", crate::auto::parent_read),
     ("auto-watch-foreground", crate::auto::foreground),
     ("auto-watch-off", crate::auto::off),
+    ("auto-watch-config-typo", crate::auto::config_typo),
     ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),

@@ -825,6 +825,59 @@ class KickTest(Carried, unittest.TestCase):
         self.assertIn("atc cannot say where its files are", why)
         self.assertIn("exited 78", why)
 
+    def test_a_failing_tick_is_said_with_atcs_line_once_per_breakage(self):
+        """Issue 36 M2: a tick refused (a config typo) is said in QwenPaw's log with
+        atc's own line, once while it stays broken, and again after a clean tick."""
+        self.jobs.write_text("{}")
+        typo = "atc: config file /x/config.toml: unknown key \"busy-deadlne\""
+
+        def tick(code, err):
+            (self.path / "stderr").write_text(err)
+            (self.path / "exit").write_text(str(code))
+            self.jobs.write_text('{"jobs": [], "n": %d}' % len(err + str(code)))
+            self.kicker.kick()
+            self.kicked()
+            self.kicker.reaper.join()
+
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            tick(78, typo + "\n")
+            tick(78, typo + "\n")
+            tick(0, "")
+            tick(78, typo + "\n")
+            self.plugin.where.LOG.warning("end")
+        broken = [l for l in said.output if "exited 78" in l]
+        self.assertEqual(len(broken), 2, said.output)
+        self.assertIn("atc tick --kicked --json exited 78: " + typo, broken[0])
+
+    def test_a_config_file_atc_left_part_of_is_said_once_per_breakage(self):
+        """`atc paths` answers past a typo (watches are still recorded) and names it:
+        QwenPaw's log says it once, and again once the file breaks anew."""
+        self.jobs.write_text("{}")
+        paths = {
+            "job_file": str(self.jobs), "job_dir": str(self.jobs.parent), "config_file": None,
+            "config_file_exists": False, "lock": str(self.jobs) + ".lock",
+            "tick_lock": str(self.jobs) + ".tick.lock", "marks": str(self.jobs) + ".tick.again",
+            "cadence": str(self.jobs) + ".cadence", "log": str(self.jobs) + ".log",
+            "config_skipped": ["config file /x: unknown key \"kep\""]}
+        with self.assertLogs("qwenpaw.plugins.atc", "WARNING") as said:
+            (self.path / "paths").write_text(json.dumps(paths))
+            found, _ = self.plugin.where.files()
+            self.assertEqual(found.job_file, self.jobs, "the files are answered")
+            self.plugin.where.WHERE.known = None
+            self.plugin.where.files()
+            paths["config_skipped"] = []
+            (self.path / "paths").write_text(json.dumps(paths))
+            self.plugin.where.WHERE.known = None
+            self.plugin.where.files()
+            paths["config_skipped"] = ["config file /x: unknown key \"kep\""]
+            (self.path / "paths").write_text(json.dumps(paths))
+            self.plugin.where.WHERE.known = None
+            self.plugin.where.files()
+            self.plugin.where.LOG.warning("end")
+        told = [l for l in said.output if "left part of its config file out" in l]
+        self.assertEqual(len(told), 2, said.output)
+        self.assertIn('unknown key "kep"', told[0])
+
     def test_a_kick_looks_at_the_job_file_atc_names(self):
         other = self.path / "other" / "jobs.json"
         other.parent.mkdir()

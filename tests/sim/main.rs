@@ -1983,3 +1983,29 @@ fn a_stop_by_another_tasks_session_after_the_task_finished_is_not_recorded_as_it
             .any(|t| t.contains("CancelStop(2) → refused"))
     );
 }
+
+/// The checker's own, found by the long search with the clock on `--keep`'s edge: a clock
+/// jump landing inside the tick that ended a job made it seen ended a minute after its
+/// record says, and its prune at `--keep` (by the record's clock) looked early.
+#[test]
+fn a_prune_at_keep_counts_from_the_records_own_clock() {
+    replay(vec![
+        Op::Interleave(Phase::Look, Box::new(Op::Jump(Jump::Minutes(0)))),
+        Op::Watch {
+            tasks: 17,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 31,
+        },
+        Op::Tick,
+        Op::Jump(Jump::Edge(world::Edge::Keep, 0, 0)),
+        Op::Watch {
+            tasks: 32,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 0,
+        },
+    ]);
+}

@@ -1358,8 +1358,6 @@ pub struct World {
     forgotten: BTreeSet<String>,
     /// The blocks registrations owed at some point: (job id, task id, block).
     owed: BTreeSet<(String, String, BlockKind)>,
-    /// When each registration was first seen ended (sim seconds).
-    ended_at: BTreeMap<String, u64>,
     /// Turns seen answered 409 after their claim.
     busy_after_claim: BTreeSet<String>,
     /// The registrations of each task that asked for check-ins.
@@ -1451,7 +1449,6 @@ impl World {
             replaced: BTreeSet::new(),
             forgotten: BTreeSet::new(),
             owed: BTreeSet::new(),
-            ended_at: BTreeMap::new(),
             busy_after_claim: BTreeSet::new(),
             checking_in: BTreeMap::new(),
             give_ups: BTreeMap::new(),
@@ -1794,22 +1791,18 @@ impl World {
                             old.task_id
                         ));
                     }
-                    // From the later of when it was first seen ended and when it (or the
-                    // turn that carried it) last changed, as last seen.
+                    // From when it (or the turn that carried it) last changed, as last
+                    // seen: the record's own clock (a clock jump landing inside the tick
+                    // that ended it makes the moment it was seen later than its end).
                     let changed = self
                         .turn_when_last
                         .get(&old.job_id)
                         .filter(|t| t.carries_job(&old.job_id))
                         .map_or(old.updated_at, |t| old.updated_at.max(t.updated_at));
-                    let ended = self
-                        .ended_at
-                        .get(&old.job_id)
-                        .copied()
-                        .unwrap_or(now)
-                        .max(unix(changed));
+                    let ended = unix(changed);
                     if now.saturating_sub(ended) <= l.keep.as_secs() {
                         self.fail(&format!(
-                            "{} ({}) was pruned {}s after it ended, before --keep ({}s)",
+                            "{} ({}) was pruned {}s after it last changed, before --keep ({}s)",
                             old.task_id,
                             old.shown(),
                             now - ended,
@@ -1820,9 +1813,6 @@ impl World {
             }
         }
         for job in &jobs {
-            if !matches!(job.shown(), Status::Pending | Status::Delivering) {
-                self.ended_at.entry(job.job_id.clone()).or_insert(now);
-            }
             if let Some(kind) = atc::status::owes(job, file.turn_of(job)) {
                 self.owed
                     .insert((job.job_id.clone(), job.task_id.clone(), kind));

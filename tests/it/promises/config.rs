@@ -998,6 +998,7 @@ fn paths_names_the_files_every_command_uses_and_creates_nothing() {
             "marks": format!("{jobs}.tick.again"),
             "cadence": format!("{jobs}.cadence"),
             "log": format!("{jobs}.log"),
+            "config_skipped": [],
         })
     );
     assert_eq!(tree(env.dir.path()), before, "atc paths created a file");
@@ -1025,6 +1026,46 @@ fn paths_names_the_files_every_command_uses_and_creates_nothing() {
         json!(format!("{}.tick.lock", default.display()))
     );
     assert!(!kept.parent().unwrap().exists() && !default.parent().unwrap().exists());
+}
+
+/// Issue 36 M2: a config typo in a tick's knob does not hide where atc keeps its files
+/// (the plugin asks `atc paths` before every automatic watch; refused, it recorded
+/// nothing): the files are answered, the typo named; a tick still refuses the file; a
+/// `state` that cannot be read is refused (which job file it means is unknown).
+#[test]
+fn paths_answers_past_a_typo_in_a_ticks_knob_and_names_it() {
+    let env = TestEnv::new();
+    write_config(&env, "busy-deadlne = \"10m\"\n");
+    let doc = env
+        .atc(["paths", "--json"])
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(doc["job_file"], json!(env.state));
+    let skipped = doc["config_skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{doc}");
+    assert!(
+        skipped[0]
+            .as_str()
+            .unwrap()
+            .contains("unknown key \"busy-deadlne\" (did you mean \"busy-deadline\"?)"),
+        "{doc}"
+    );
+    env.atc(["paths"])
+        .stdout_contains("\nconfig_skipped: config file ")
+        .no_file()
+        .run();
+    env.atc(["tick"])
+        .status(78)
+        .stderr_contains("unknown key \"busy-deadlne\"")
+        .no_file()
+        .run();
+    write_config(&env, "state = 3\n");
+    env.atc_default_state(["paths", "--json"])
+        .status(78)
+        .stderr_contains("state = 3: is an integer")
+        .no_file()
+        .run();
 }
 
 /// Issue 36 (L6): a zero timeout is refused wherever it is given (it failed every request

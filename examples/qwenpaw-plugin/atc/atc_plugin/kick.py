@@ -117,6 +117,9 @@ class Kicker:
         self.proc = None
         self.reaper = None
         self.warned = set()
+        # The last failed exit said in QwenPaw's log, (code, atc's line): each breakage is
+        # said once, again after a tick that ran clean.
+        self.failing = None
         # [started, ended or None] of the ticks started here, newest last.
         self.ours = []
 
@@ -177,7 +180,7 @@ class Kicker:
             [exe, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
             env=env,
@@ -195,26 +198,38 @@ class Kicker:
         # Read in this thread, never in the server's event loop: the tick's one JSON
         # report, once it exits.
         try:
-            out, _ = proc.communicate()
+            out, err = proc.communicate()
         except Exception:  # pylint: disable=broad-except
-            out = b""
+            out, err = b"", b""
         code = proc.wait()
         span[1] = time.time()
         # Its give-ups: nobody reads its stderr; QwenPaw's log is where this server's
         # people look (and the next `atc tick` a person hears says them too).
         for line in give_up_lines(out):
             where.LOG.warning("%s", line)
-        if code != 0:
-            self.warn_once(
-                "exit",
-                "atc %s exited %s; `atc tick -v` as the server's user says why" % (what, code),
-            )
+        self.exited(what, code, err)
         # A mark left while that tick was letting go (after its last look): one more tick,
         # once (a tick that cannot take the mark must not start ticks forever).
         if not chained:
             found, _ = where.files()
             if found is not None and found.marks.exists():
                 self.kick(chained=True)
+
+    def exited(self, what, code, err):
+        """Says a failed tick in QwenPaw's log with atc's own line (a kicked tick says
+        nothing else: its stderr is not a person's): once per breakage, again after a
+        clean tick."""
+        if code == 0:
+            self.failing = None
+            return
+        lines = (err or b"").decode("utf-8", "replace").strip().splitlines()
+        said = lines[-1] if lines else ""
+        if self.failing == (code, said):
+            return
+        self.failing = (code, said)
+        where.LOG.warning(
+            "atc plugin: atc %s exited %s: %s; `atc doctor` as the server's user says more",
+            what, code, said or "(it said nothing)")
 
     def started_it(self, at):
         """Was a tick that started at ``at`` (epoch seconds, as the heartbeat has it, to

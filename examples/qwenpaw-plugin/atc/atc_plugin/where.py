@@ -310,6 +310,10 @@ class Files:
             setattr(self, key, Path(doc[key]))
         config = doc.get("config_file")
         self.config_file = Path(config) if isinstance(config, str) else None
+        # What of the config file atc left out (a wrong key or value): watches are still
+        # recorded, every tick refuses the file until it is fixed.
+        skipped = doc.get("config_skipped")
+        self.config_skipped = [s for s in skipped if isinstance(s, str)] if isinstance(skipped, list) else []
 
     @classmethod
     def parse(cls, out):
@@ -354,6 +358,8 @@ class Where:
                 if found is None and time.monotonic() - at < RETRY_SECS:
                     return None, why
             found, why = self.ask()
+            if found is not None:
+                say_config(found.config_skipped)
             config = _config_seen(found.config_file) if found is not None else None
             self.known = (env, config, found, why, time.monotonic())
             return found, why
@@ -385,6 +391,19 @@ class Where:
 
 
 WHERE = Where()
+
+# The config file's problems last said in QwenPaw's log: each breakage is said once, and
+# again after the file was fixed and broken anew.
+_CONFIG_SAID = []
+
+
+def say_config(skipped):
+    if skipped != _CONFIG_SAID:
+        _CONFIG_SAID[:] = skipped
+        for line in skipped:
+            LOG.warning(
+                "atc plugin: atc left part of its config file out (watches are still "
+                "recorded; every atc tick refuses the file until it is fixed): %s", line)
 
 
 def files():
