@@ -169,7 +169,7 @@ fn main_page(cli: clap::Command, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-const ENVIRONMENT: [(&str, &str); 19] = [
+const ENVIRONMENT: [(&str, &str); 20] = [
     (
         "ATC_STATE",
         "The job file (--state; state in the config file).",
@@ -228,6 +228,10 @@ const ENVIRONMENT: [(&str, &str); 19] = [
     (
         "ATC_KICK",
         "tick --kicked: the QwenPaw turns that ended, as a JSON list of {agent_id, session_id, user_id, channel} (atc's plugin sets it in the kicked tick's environment alone); the tick looks only at what they concern. Unset: every watch.",
+    ),
+    (
+        "ATC_CADENCE_TICK",
+        "1: this tick was started by a QwenPaw plugin's cadence (atc's plugin sets it in its cadence's ticks alone). The heartbeat keeps it apart from a timer's tick, so that another server's plugin on the same job file does not stand by for it, and atc doctor does not call it a system timer.",
     ),
     (
         "XDG_STATE_HOME",

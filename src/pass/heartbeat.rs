@@ -17,10 +17,15 @@ pub struct Heartbeat {
     /// When the last tick a QwenPaw turn's end started (`tick --kicked`) started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_kick_at: Option<Timestamp>,
-    /// When the last tick that was no kick started: a timer's, the plugin's cadence, a
-    /// person's (`atc doctor` tells a cadence from kicks by it).
+    /// When the last tick that was neither a kick nor a plugin's cadence started: a
+    /// timer's, a person's (`atc doctor` tells a timer by it; a plugin's cadence stands by
+    /// while one ticks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_unkicked_at: Option<Timestamp>,
+    /// When the last tick a QwenPaw plugin's cadence started (`ATC_CADENCE_TICK=1`)
+    /// started: no timer (another server's plugin on the same job file ticks on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cadence_at: Option<Timestamp>,
     /// The job file that tick found settled, unchanged since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) settled: Option<Settled>,
@@ -64,6 +69,38 @@ impl CacheKey {
     }
 }
 
+/// When each kind of tick last started, as a tick that started now leaves it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kinds {
+    kick: Option<Timestamp>,
+    unkicked: Option<Timestamp>,
+    cadence: Option<Timestamp>,
+}
+
+impl Kinds {
+    /// `previous`'s, with this tick's own kind at `now`.
+    pub(super) fn after(
+        previous: &Heartbeat,
+        now: Timestamp,
+        kicked: bool,
+        cadence: bool,
+    ) -> Kinds {
+        let mut kinds = Kinds {
+            kick: previous.last_kick_at,
+            unkicked: previous.last_unkicked(),
+            cadence: previous.last_cadence_at,
+        };
+        if kicked {
+            kinds.kick = Some(now);
+        } else if cadence {
+            kinds.cadence = Some(now);
+        } else {
+            kinds.unkicked = Some(now);
+        }
+        kinds
+    }
+}
+
 impl Heartbeat {
     /// The heartbeat in the tick lock at `path`; an older atc wrote a bare timestamp.
     pub fn read(path: &std::path::Path) -> Heartbeat {
@@ -75,7 +112,7 @@ impl Heartbeat {
     pub fn last_unkicked(&self) -> Option<Timestamp> {
         self.last_unkicked_at.or(self
             .last_tick_at
-            .filter(|at| Some(*at) != self.last_kick_at))
+            .filter(|at| Some(*at) != self.last_kick_at && Some(*at) != self.last_cadence_at))
     }
 
     pub(super) fn parse(line: Option<String>) -> Heartbeat {
@@ -91,14 +128,15 @@ impl Heartbeat {
     /// What a tick that started at `now` leaves: `finished` once its pass is done.
     pub(super) fn of(
         now: Timestamp,
-        (last_kick_at, last_unkicked_at): (Option<Timestamp>, Option<Timestamp>),
+        kinds: Kinds,
         settled: Option<Settled>,
         finished_at: Option<Timestamp>,
     ) -> Heartbeat {
         Heartbeat {
             last_tick_at: Some(now),
-            last_kick_at,
-            last_unkicked_at,
+            last_kick_at: kinds.kick,
+            last_unkicked_at: kinds.unkicked,
+            last_cadence_at: kinds.cadence,
             settled,
             finished: Some(finished_at == Some(now)),
             finished_at,

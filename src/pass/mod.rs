@@ -58,7 +58,7 @@ mod stop;
 
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 pub use heartbeat::Heartbeat;
-use heartbeat::{CacheKey, Settled};
+use heartbeat::{CacheKey, Kinds, Settled};
 use look::look;
 use parallel::parallel;
 pub use stop::{NotRunning, StopFailed, StopSaid, Stopped, stop_child};
@@ -228,11 +228,7 @@ pub fn run_with<S: Server>(
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
     // Which kind of tick ran last, each kind's time kept.
-    let kinds = if tick.kicked {
-        (Some(now), previous.last_unkicked())
-    } else {
-        (previous.last_kick_at, Some(now))
-    };
+    let kinds = Kinds::after(&previous, now, tick.kicked, tick.cadence);
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
         && settled.file == print

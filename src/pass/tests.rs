@@ -58,6 +58,7 @@ fn timer_tick(path: std::path::PathBuf) -> Tick {
         turn_timeout: None,
         auth: Auth::default(),
         kicked: false,
+        cadence: false,
         batch: true,
     }
 }

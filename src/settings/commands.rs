@@ -219,6 +219,9 @@ pub struct Tick {
     pub auth: Auth,
     /// `--kicked`: started by the QwenPaw plugin as a turn ended.
     pub kicked: bool,
+    /// `ATC_CADENCE_TICK=1`: started by a QwenPaw plugin's cadence (not a timer's, not a
+    /// person's): another server's plugin on the same job file must not stand by for it.
+    pub cadence: bool,
     /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
     /// `ATC_NO_BATCH=1`).
     pub batch: bool,

@@ -200,7 +200,10 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         }),
         Command::Tick(args) => {
             let knobs = Knobs::resolve(Some(&args), env, file)?;
-            Action::Tick(tick::tick(&args, state()?, auth()?, &knobs))
+            let cadence = env
+                .var("ATC_CADENCE_TICK")
+                .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+            Action::Tick(tick::tick(&args, state()?, auth()?, &knobs, cadence))
         }
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,

@@ -199,6 +199,7 @@ pub(super) fn tick(
     state: Setting<PathBuf>,
     auth: Auth,
     knobs: &Knobs,
+    cadence: bool,
 ) -> Tick {
     Tick {
         state,
@@ -208,6 +209,7 @@ pub(super) fn tick(
         turn_timeout: knobs.turn_timeout.as_ref().map(|s| s.value),
         auth,
         kicked: args.kicked,
+        cadence: cadence && !args.kicked,
         batch: !knobs.no_batch.value,
     }
 }

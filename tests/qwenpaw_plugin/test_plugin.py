@@ -161,6 +161,7 @@ printf '%s\\n' "$@" > "$log.args"
 cat > "$log.stdin"
 cat "$log.stdin" >> "$log.stdin.all"
 printf 'ATC_BASE_URL=%s\\nTOKEN=%s\\nATC_KICK=%s\\n' "$ATC_BASE_URL" "$QWENPAW_RUNTIME_INTERNAL_TOKEN" "${ATC_KICK-(unset)}" > "$log.env"
+printf '%s\\n' "${ATC_CADENCE_TICK-(unset)}" > "$log.cadence"
 cat "$STUB_DIR/stdout" 2>/dev/null
 cat "$STUB_DIR/stderr" >&2 2>/dev/null
 exit "$(cat "$STUB_DIR/exit" 2>/dev/null || echo 0)"
@@ -1379,6 +1380,22 @@ class CadenceTest(Carried, unittest.TestCase):
         beat = {"last_tick_at": now, "last_kick_at": now, "last_unkicked_at": earlier}
         Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
         self.assertFalse(fresh.beat(), "a timer's tick 40 s ago: stand by")
+
+    def test_another_servers_cadence_is_no_timer_and_its_own_ticks_say_they_are_a_cadence(self):
+        # Issue 36 (M5): two servers on one job file both tick on their cadence; neither
+        # takes the other's cadence ticks (atc's heartbeat: last_cadence_at) for a timer.
+        now = self.plugin.kick.rfc3339(time.time() - 2)
+        beat = {"last_tick_at": now, "last_cadence_at": now}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+        self.assertTrue(self.cadence.beat(), "stood by for another server's cadence")
+        self.kicker.proc.wait()
+        self.kicker.reaper.join()
+        self.assertEqual((self.path / "calls.args").read_text().splitlines(), ["tick", "--json"])
+        self.assertEqual((self.path / "calls.cadence").read_text(), "1\n", "a cadence tick says so")
+        # A kick's tick does not.
+        self.kicker.kick()
+        self.kicker.proc.wait()
+        self.assertEqual((self.path / "calls.cadence").read_text(), "(unset)\n")
 
     def test_nothing_to_do_starts_nothing(self):
         self.jobs.unlink()

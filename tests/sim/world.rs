@@ -1423,6 +1423,7 @@ impl World {
             turn_timeout: None,
             auth: Auth::default(),
             kicked: false,
+            cadence: false,
             batch: true,
         };
         let env = Arc::new(Env {

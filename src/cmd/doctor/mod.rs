@@ -389,7 +389,13 @@ fn tick(
     let turns = Turns::of(&file.turns);
     let waiting = file.jobs.iter().filter(|j| waiting(j, &turns)).count();
     let now = Timestamp::now();
-    let last = beat.last_unkicked();
+    // A timer's (or a person's) tick, or a QwenPaw plugin's cadence (kept apart: another
+    // server's plugin on the same job file ticks on beside it).
+    let timer = beat.last_unkicked();
+    let cadence = beat
+        .last_cadence_at
+        .filter(|c| timer.is_none_or(|t| *c > t));
+    let last = cadence.or(timer);
     let kicks = beat
         .last_kick_at
         .map(|at| {
@@ -400,6 +406,10 @@ fn tick(
         })
         .unwrap_or_default();
     let said = match last {
+        Some(at) if cadence.is_some() => format!(
+            "the last atc tick a QwenPaw plugin's cadence started ran {} ago{kicks}",
+            age(at.elapsed_at(now))
+        ),
         Some(at) => format!(
             "the last atc tick that was no kick ran {} ago{kicks}",
             age(at.elapsed_at(now))
@@ -411,7 +421,7 @@ fn tick(
     };
     let stale = last.is_none_or(|at| at.elapsed_at(now) > TICK_STALE);
     if let Some(unit) = unit
-        && last.is_none()
+        && timer.is_none()
         && !plugin_ticks
     {
         // Installed, yet never ran: a timer nobody enabled (or one that fails).

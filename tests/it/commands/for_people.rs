@@ -423,6 +423,49 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
     assert!(beat["last_unkicked_at"].is_string(), "{beat}");
 }
 
+/// Issue 36 (M5): a tick a QwenPaw plugin's cadence started (`ATC_CADENCE_TICK=1`) is no
+/// timer: the heartbeat keeps it apart (`last_cadence_at`), so another server's plugin on
+/// the same job file ticks on, and doctor does not call it a system timer.
+#[test]
+fn a_plugins_cadence_tick_is_kept_apart_from_a_timers() {
+    let s = Scene::new();
+    healthy(&s.server);
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    let tick_lock = format!("{}.tick.lock", s.env.state.display());
+    let beat = || -> serde_json::Value {
+        serde_json::from_str(
+            std::fs::read_to_string(&tick_lock)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    s.tick(&[]).env("ATC_CADENCE_TICK", "1").run();
+    let first = beat();
+    assert!(first["last_cadence_at"].is_string(), "{first}");
+    assert!(
+        first.get("last_unkicked_at").is_none(),
+        "a cadence is no timer: {first}"
+    );
+    let out = s.atc(["doctor"]).stdout_inspected().run();
+    doctor_says(
+        &stdout(&out),
+        "✓ timer: the last atc tick a QwenPaw plugin's cadence started ran ",
+        None,
+    );
+    // A timer's tick then: both are kept.
+    s.tick(&[]).run();
+    let second = beat();
+    assert_eq!(
+        second["last_cadence_at"], first["last_cadence_at"],
+        "{second}"
+    );
+    assert!(second["last_unkicked_at"].is_string(), "{second}");
+}
+
 /// Issue 36: a systemd timer installed for a while that never ran is no ✓ (doctor said
 /// "no atc tick has run yet" and ✓ while no watch waited).
 #[test]

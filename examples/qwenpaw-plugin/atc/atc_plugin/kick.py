@@ -172,6 +172,11 @@ class Kicker:
             return False
         env = where.atc_env()
         env.pop("ATC_KICK", None)
+        env.pop("ATC_CADENCE_TICK", None)
+        if not mark:
+            # The cadence's tick: atc's heartbeat tells it from a timer's, so that another
+            # server's plugin on the same job file does not stand by for it.
+            env["ATC_CADENCE_TICK"] = "1"
         if ended is not None:
             # The environment of the child alone: not its command line, not a log.
             env["ATC_KICK"] = json.dumps(ended)
@@ -247,7 +252,8 @@ def unkicked(beat):
     if beat.get("last_unkicked_at"):
         return epoch(beat.get("last_unkicked_at"))
     tick, kick = beat.get("last_tick_at"), beat.get("last_kick_at")
-    return epoch(tick) if tick and tick != kick else None
+    cadence = beat.get("last_cadence_at")
+    return epoch(tick) if tick and tick != kick and tick != cadence else None
 
 
 def rfc3339(at):
@@ -307,9 +313,9 @@ class Cadence:
 
     def look(self):
         """Notes a tick seen in the heartbeat that this plugin did not start and that was
-        no kick: a kicked tick (this server's, or another server's plugin on the same job
-        file) is not a timer, and two servers that each took the other's kicks for one
-        both stood by."""
+        no kick and no plugin's cadence: a kicked tick or a cadence's (this server's, or
+        another server's plugin on the same job file) is not a timer, and two servers that
+        each took the other's for one both stood by."""
         found, _ = where.files()
         if found is None:
             return
