@@ -541,3 +541,58 @@ pub fn config_typo(ctx: &Ctx) -> R<()> {
     );
     Ok(())
 }
+
+/// Issue 36 M5 on real servers: two QwenPaw servers with atc's plugin share one job file,
+/// no system timer. Each plugin's cadence ticks on (neither takes the other's cadence or
+/// kicks for a timer and stands by), while a watch waits.
+pub fn two_servers_cadence(ctx: &Ctx) -> R<()> {
+    let every = ("ATC_CADENCE".to_string(), "2s".to_string());
+    let a = server_with(ctx, "cadence-a", vec![every.clone()])?;
+    let b = server_with(
+        ctx,
+        "cadence-b",
+        vec![
+            every,
+            ("ATC_STATE".to_string(), a.state.display().to_string()),
+        ],
+    )?;
+    let api = a.server.api();
+    api.make_parent("default", USER, "two-parent")?;
+    let child = api.submit(
+        Some("default"),
+        "two-child",
+        USER,
+        "long child SLEEP=40",
+        None,
+    )?;
+    let atc = a.atc(ctx)?;
+    atc.watch(
+        &child,
+        "two-parent",
+        USER,
+        &["--child-session", "two-child"],
+    )?;
+    let ticks = |auto: &Auto| {
+        auto.starts()
+            .iter()
+            .filter(|s| s.as_str() == "tick --json")
+            .count()
+    };
+    let (a0, b0) = (ticks(&a), ticks(&b));
+    sleep(Duration::from_secs(14));
+    let (a1, b1) = (ticks(&a) - a0, ticks(&b) - b0);
+    ensure!(
+        a1 >= 3 && b1 >= 3,
+        "in 14 s on a 2 s cadence, server A's plugin started {a1} ticks and B's {b1} (each must tick on)"
+    );
+    let doctor = atc.run_env(&["doctor"], &[])?;
+    ensure!(
+        doctor
+            .stdout
+            .contains("✓ timer: the last atc tick a QwenPaw plugin's cadence started ran "),
+        "doctor on two cadences: {}",
+        doctor.stdout
+    );
+    atc.ok(&["cancel", &child, "--stop"])?;
+    Ok(())
+}

@@ -86,6 +86,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("auto-watch-foreground", crate::auto::foreground),
     ("auto-watch-off", crate::auto::off),
     ("auto-watch-config-typo", crate::auto::config_typo),
+    (
+        "plugin-two-servers-cadence",
+        crate::auto::two_servers_cadence,
+    ),
     ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
