@@ -114,7 +114,7 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
         5 => task.clone().prop_map(Op::Cancel),
         3 => (1u8..(1u8 << swarm.tasks), chat.clone()).prop_map(|(tasks, chat)| Op::AutoWatch { tasks, chat }),
         3 => (task.clone(), chat.clone()).prop_map(|(t, c)| Op::ParentRead(t, c)),
-        4 => task.clone().prop_map(Op::CancelCheckIns),
+        6 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         10 => Just(Op::Tick),
@@ -136,6 +136,14 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
                 1 => Just(Phase::Pause),
             ], other(swarm))
             .prop_map(|(phase, op)| Op::Interleave(phase, Box::new(op))),
+        3 => (prop_oneof![
+                1 => Just(Phase::Poll),
+                2 => Just(Phase::Look),
+                3 => Just(Phase::Send),
+                3 => Just(Phase::Sent),
+                1 => Just(Phase::Pause),
+            ], 1u8..4, other(swarm))
+            .prop_map(|(phase, skip, op)| Op::InterleaveAt(phase, skip, Box::new(op))),
         8 => (task, prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 1 => Just(Ending::Failed)])
             .prop_map(|(t, e)| Op::Finish(t, e)),
         2 => Just(Op::FinishAll),

@@ -137,7 +137,10 @@ pub struct SimServer {
     pub state: Mutex<State>,
     auth: Auth,
     /// Operations of other processes, for a phase of the next tick.
-    queue: Mutex<Vec<(Phase, crate::world::Op)>>,
+    /// Each with how many more times its phase comes before it lands (0: the next).
+    queue: Mutex<Vec<(Phase, u8, crate::world::Op)>>,
+    /// How often a queued operation let its phase go by, to land at a later one.
+    pub deferred: std::sync::atomic::AtomicU64,
     /// The world they act on (set once it exists).
     env: OnceLock<Weak<crate::world::Env>>,
     /// An operation of another process is running: its own requests run no others.
@@ -187,6 +190,7 @@ impl SimServer {
             state: Mutex::new(State::default()),
             auth: Auth::default(),
             queue: Mutex::new(Vec::new()),
+            deferred: std::sync::atomic::AtomicU64::new(0),
             env: OnceLock::new(),
             running_other: AtomicBool::new(false),
             ticking: AtomicBool::new(false),
@@ -202,13 +206,12 @@ impl SimServer {
         let _ = self.env.set(env);
     }
 
-    /// Queues `op` for `phase` of the next tick.
-    pub fn queue(&self, phase: Phase, op: crate::world::Op) {
-        self.queue.lock().unwrap().push((phase, op));
+    /// Queues `op` for `phase` of the next tick, after `skip` times that phase came by (a
+    /// later POST of a pass, or of a kicked tick's later pass).
+    pub fn queue(&self, phase: Phase, skip: u8, op: crate::world::Op) {
+        self.queue.lock().unwrap().push((phase, skip, op));
     }
 
-    /// The operations still queued (a tick that never reached their phase): they run after
-    /// it, as if they landed just then.
     /// Whether other processes' operations wait for the next tick.
     pub fn has_queued(&self) -> bool {
         !self
@@ -218,8 +221,13 @@ impl SimServer {
             .is_empty()
     }
 
+    /// The operations still queued (a tick that never reached their phase): they run after
+    /// it, as if they landed just then.
     pub fn take_queued(&self) -> Vec<(Phase, crate::world::Op)> {
         std::mem::take(&mut *self.queue.lock().unwrap())
+            .into_iter()
+            .map(|(phase, _, op)| (phase, op))
+            .collect()
     }
 
     /// Runs the operations queued for `phase`, as other processes would while the tick
@@ -230,9 +238,16 @@ impl SimServer {
         }
         let due: Vec<crate::world::Op> = {
             let mut queue = self.queue.lock().unwrap();
-            let (now, later): (Vec<_>, Vec<_>) = queue.drain(..).partition(|(p, _)| *p == phase);
+            let (now, mut later): (Vec<_>, Vec<_>) = queue
+                .drain(..)
+                .partition(|(p, skip, _)| *p == phase && *skip == 0);
+            // The others of this phase wait for its next time.
+            for entry in later.iter_mut().filter(|(p, _, _)| *p == phase) {
+                entry.1 -= 1;
+                self.deferred.fetch_add(1, Ordering::SeqCst);
+            }
             *queue = later;
-            now.into_iter().map(|(_, op)| op).collect()
+            now.into_iter().map(|(_, _, op)| op).collect()
         };
         if due.is_empty() {
             return;

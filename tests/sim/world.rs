@@ -230,6 +230,9 @@ pub enum Op {
     Import(u8),
     /// Another process runs `op` while the next tick waits at `phase`.
     Interleave(Phase, Box<Op>),
+    /// The same, the `n`-th time after the first that the tick waits at `phase` (a later
+    /// POST of a pass, a later look, a kicked tick's later pass).
+    InterleaveAt(Phase, u8, Box<Op>),
     Finish(u8, Ending),
     /// Every running task finishes with its answer.
     FinishAll,
@@ -310,10 +313,12 @@ pub struct Sometimes {
     pub failed_under_skip: u64,
     /// A watch passing another task's child session was refused.
     pub other_child_session_refused: u64,
+    /// An operation of another process let its phase go by, to land at a later one.
+    pub landed_later: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 22] {
+    pub fn named(&self) -> [(&'static str, u64); 23] {
         [
             (
                 "cancel between claim and record",
@@ -370,6 +375,10 @@ impl Sometimes {
                 "a watch passing another task's child session refused",
                 self.other_child_session_refused,
             ),
+            (
+                "an operation landing at a later phase of a tick",
+                self.landed_later,
+            ),
         ]
     }
 
@@ -396,6 +405,7 @@ impl Sometimes {
         self.read_from_another_chat += other.read_from_another_chat;
         self.failed_under_skip += other.failed_under_skip;
         self.other_child_session_refused += other.other_child_session_refused;
+        self.landed_later += other.landed_later;
     }
 }
 
@@ -643,7 +653,9 @@ impl Env {
         }
         let said = match op {
             Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => self.nested_tick(op),
-            Op::CrashTick(_) | Op::Interleave(..) => " (not while a tick runs)".into(),
+            Op::CrashTick(_) | Op::Interleave(..) | Op::InterleaveAt(..) => {
+                " (not while a tick runs)".into()
+            }
             other => self.act(other),
         };
         self.notes()
@@ -822,7 +834,8 @@ impl Env {
             | Op::KickedTick
             | Op::Kick(_)
             | Op::CrashTick(_)
-            | Op::Interleave(..) => {
+            | Op::Interleave(..)
+            | Op::InterleaveAt(..) => {
                 unreachable!("ticks run through World::tick")
             }
         }
@@ -1481,7 +1494,11 @@ impl World {
             Op::KickedTick | Op::Kick(_) => self.tick(None, op, true),
             Op::CrashTick(at) => self.tick(Some(*at), op, true),
             Op::Interleave(phase, inner) => {
-                self.env.server.queue(*phase, (**inner).clone());
+                self.env.server.queue(*phase, 0, (**inner).clone());
+                String::new()
+            }
+            Op::InterleaveAt(phase, skip, inner) => {
+                self.env.server.queue(*phase, *skip, (**inner).clone());
                 String::new()
             }
             other => self.env.act(other),
@@ -2395,6 +2412,11 @@ impl World {
         }
         let mut sometimes = notes.sometimes;
         sometimes.stored_late += s.stored_late;
+        sometimes.landed_later += self
+            .env
+            .server
+            .deferred
+            .load(std::sync::atomic::Ordering::SeqCst);
         drop(notes);
         drop(s);
         self.sometimes.add(&sometimes);
