@@ -195,19 +195,7 @@ fn import(
             let imported = plugin::merge(&mut file, records);
             let marked = plugin::hand_over(seed_text, owed, now)
                 .map_or(owed.len(), |(_, names)| names.len());
-            text.push_str(&format!(
-                "Would import {} from {} into {} ({} to be watched); {} already there, {}.\n",
-                plural(imported.added.len(), "job"),
-                source.display(),
-                replace.state.value.display(),
-                imported
-                    .added
-                    .iter()
-                    .filter(|(_, s, _)| *s == crate::job::Status::Pending)
-                    .count(),
-                imported.already.len(),
-                skipped(&imported.skipped)
-            ));
+            text.push_str(&summary(&imported, replace, Tense::Future));
             if marked > 0 {
                 text.push_str(&format!(
                     "Would mark {} handed over to atc in {}, a copy of it beside it first.\n",
@@ -289,19 +277,7 @@ fn import(
             source.display()
         ));
     } else {
-        text.push_str(&format!(
-            "Imported {} from {} into {} ({} still watched); {} already there, {}.\n",
-            plural(imported.added.len(), "job"),
-            source.display(),
-            replace.state.value.display(),
-            imported
-                .added
-                .iter()
-                .filter(|(_, s, _)| *s == crate::job::Status::Pending)
-                .count(),
-            imported.already.len(),
-            skipped(&imported.skipped)
-        ));
+        text.push_str(&summary(&imported, replace, Tense::Past));
     }
     if let Some(removed) = &removed {
         text.push_str(&format!("Removed: {removed}\n"));
@@ -354,6 +330,33 @@ fn import(
 }
 
 /// "0 skipped", or each skipped task with its reason.
+/// Whether the import is done or what a dry run would do.
+enum Tense {
+    Past,
+    Future,
+}
+
+/// What the import did (or would do), one line, in the same counts either way.
+fn summary(imported: &plugin::Imported, replace: &Replace, tense: Tense) -> String {
+    let (verb, watched) = match tense {
+        Tense::Past => ("Imported", "still watched"),
+        Tense::Future => ("Would import", "to be watched"),
+    };
+    format!(
+        "{verb} {} from {} into {} ({} {watched}); {} already there, {}.\n",
+        plural(imported.added.len(), "job"),
+        replace.seed_state.display(),
+        replace.state.value.display(),
+        imported
+            .added
+            .iter()
+            .filter(|(_, s, _)| *s == crate::job::Status::Pending)
+            .count(),
+        imported.already.len(),
+        skipped(&imported.skipped)
+    )
+}
+
 fn skipped(skipped: &[(String, String)]) -> String {
     if skipped.is_empty() {
         return "0 skipped".to_owned();
