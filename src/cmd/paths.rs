@@ -27,6 +27,8 @@ pub struct Where {
     /// What of the config file was left out, one line each: a tick refuses the file until
     /// it is fixed (the plugin says so in QwenPaw's log).
     pub config_skipped: Vec<String>,
+    /// Whether automatic watches watch here (the `auto-watch` knob).
+    pub auto_watch: bool,
 }
 
 impl Where {
@@ -48,6 +50,7 @@ impl Where {
             cadence: store.cadence_path(),
             log: journal::path(store.path()),
             config_skipped: paths.config_skipped.clone(),
+            auto_watch: paths.auto_watch,
         }
     }
 
@@ -69,6 +72,7 @@ impl Where {
             ("marks", shown(&self.marks)),
             ("cadence", shown(&self.cadence)),
             ("log", shown(&self.log)),
+            ("auto_watch", self.auto_watch.to_string()),
         ];
         let mut lines: String = rows
             .iter()

@@ -76,6 +76,9 @@ pub struct Paths {
     /// What of the config file was left out (a wrong key or value other than `state`):
     /// every tick refuses the file until it is fixed.
     pub config_skipped: Vec<String>,
+    /// Whether automatic watches watch here (the `auto-watch` knob): atc's plugin tells the
+    /// model its result will come only when they do.
+    pub auto_watch: bool,
 }
 
 /// `atc log`.

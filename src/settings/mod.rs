@@ -250,6 +250,8 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             config_file: file.path.clone(),
             config_file_exists: file.exists,
             config_skipped: file.skipped.clone(),
+            // The knob a watch reads (a bad knob elsewhere fails every tick, not this).
+            auto_watch: knobs().map_or(true, |k| k.auto_watch.value),
         }),
         Command::ImportPluginState(args) => Action::Import(Import {
             source: match args.path {

@@ -22,6 +22,8 @@ use crate::scenarios::Ctx;
 const TURN_WAIT: Duration = Duration::from_secs(60);
 const USER: &str = "ana";
 const AUTOMATIC: &str = "automatically, at the end of the turn that submitted it";
+/// The line atc's plugin ends a background submission's result with (issue 37).
+const TOLD: &str = "[atc: this task's result will be posted into this chat when it finishes; you need not call check_agent_task]";
 
 pub struct Auto {
     pub server: Server,
@@ -103,6 +105,31 @@ impl Auto {
             "the result of {task} is in the parent chat {n} times"
         );
         Ok(())
+    }
+
+    /// Whether the tool output of the `submit_to_agent` call that started `task`, as the
+    /// parent chat's history stores it, ends with atc's line (issue 37); an error when no
+    /// such output is stored.
+    fn told(&self, session: &str, task: &str) -> R<bool> {
+        let api = self.server.api();
+        let chat = api
+            .chat_id("default", USER, session)?
+            .ok_or_else(|| format!("no chat for {session}"))?;
+        let (msgs, _) = api.chat(&chat)?;
+        let marker = format!("[TASK_ID: {task}]");
+        let outputs: Vec<String> = msgs
+            .iter()
+            .filter(|m| m.kind.ends_with("_output"))
+            .map(|m| m.raw.to_string())
+            .filter(|raw| raw.contains(&marker))
+            .collect();
+        ensure!(
+            outputs.len() == 1,
+            "{} tool outputs of {task}'s submission in {session}'s history; kinds: {:?}",
+            outputs.len(),
+            msgs.iter().map(|m| m.kind.as_str()).collect::<Vec<_>>()
+        );
+        Ok(outputs[0].contains(TOLD))
     }
 
     /// No line of the server log says the plugin failed.
@@ -224,6 +251,12 @@ pub fn delivers(ctx: &Ctx) -> R<()> {
     }
     for job in &jobs {
         auto.delivered_once(session, job["task_id"].as_str().unwrap_or(""))?;
+        // The model read, in the submission's own result, that it need not poll.
+        ensure!(
+            auto.told(session, job["task_id"].as_str().unwrap_or(""))?,
+            "the submit_to_agent result stored for {} lacks atc's line",
+            job["task_id"]
+        );
     }
     let starts = auto.starts()[before..].to_vec();
     ensure!(
@@ -447,6 +480,10 @@ fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
         .filter(|j| j["task_id"] == task.as_str())
         .collect();
     ensure!(jobs.is_empty(), "auto-watch off, and atc watched: {jobs:?}");
+    ensure!(
+        !auto.told(session, &task)?,
+        "auto-watch off, and the model was told atc posts {task}'s result"
+    );
     let n = auto.results_in(session, &task)?;
     ensure!(
         n == 0,

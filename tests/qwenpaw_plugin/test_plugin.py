@@ -1187,6 +1187,50 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertIs(yielded[0], out)
         self.assertIs(yielded[1], chunk)
 
+    def test_a_background_submission_tells_the_model_atc_posts_its_result(self):
+        """Issue 37: the submit_to_agent result the model reads ends with atc's line when
+        atc will watch the task for this chat; nothing else is changed or told."""
+        told = self.plugin.auto_watch.TOLD
+        self.jobs.write_text("{}")
+        out = ToolResponse(submitted("task-aaaaaaaaaaaa", CHILD_SE))
+        failed = ToolResponse("ERROR: Agent 'nobody' not exists")
+        chat = ToolResponse("the foreground answer")
+        shell = ToolResponse("[TASK_ID: task-bbbbbbbbbbbb]")
+        self.turn([
+            ("submit_to_agent", {"to_agent": "SE"}, out),
+            ("submit_to_agent", {"to_agent": "nobody"}, failed),
+            ("chat_with_agent", {"to_agent": "SE"}, chat),
+            ("execute_shell_command", {}, shell),
+        ])
+        self.assertTrue(out.content[0].text.endswith("check_agent_task(task_id='task-aaaaaaaaaaaa')\n\n" + told),
+                        out.content[0].text)
+        self.assertEqual(out.content[0].text.count(told), 1)
+        self.assertNotIn(told, failed.content[0].text)
+        self.assertNotIn(told, chat.content[0].text)
+        self.assertNotIn(told, shell.content[0].text)
+        self.assertNotIn("[", told[1:], "one bracket: no ids, no paths")
+        self.assertNotIn("/", told)
+        # An ACP turn (no chat to post into): not told.
+        acp = self.ctx()
+        acp.request.request_context = {"qwenpaw.ephemeral": True}
+        quiet = ToolResponse(submitted("task-cccccccccccc", CHILD_SE))
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, quiet)], ctx=acp)
+        self.assertNotIn(told, quiet.content[0].text)
+
+    def test_with_auto_watch_off_the_model_is_not_told(self):
+        told = self.plugin.auto_watch.TOLD
+        self.jobs.write_text("{}")
+        (self.path / "paths").write_text(json.dumps({
+            "job_file": str(self.jobs), "job_dir": str(self.jobs.parent), "config_file": None,
+            "config_file_exists": False, "lock": str(self.jobs) + ".lock",
+            "tick_lock": str(self.jobs) + ".tick.lock", "marks": str(self.jobs) + ".tick.again",
+            "cadence": str(self.jobs) + ".cadence", "log": str(self.jobs) + ".log",
+            "auto_watch": False}))
+        self.plugin.where.WHERE.known = None
+        out = ToolResponse(submitted("task-aaaaaaaaaaaa", CHILD_SE))
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, out)])
+        self.assertNotIn(told, out.content[0].text)
+
     def test_the_target_agent_is_the_calls_to_agent_else_the_one_the_generated_session_names(self):
         sub = self.plugin.auto_watch.background_submission
         out = submitted("task-aaaaaaaaaaaa", CHILD_SE)

@@ -975,7 +975,7 @@ fn paths_names_the_files_every_command_uses_and_creates_nothing() {
         .stdout(format!(
             "job_file: {jobs}\njob_dir: {}\nconfig_file: {}\nconfig_file_exists: false\n\
              lock: {jobs}.lock\ntick_lock: {jobs}.tick.lock\nmarks: {jobs}.tick.again\n\
-             cadence: {jobs}.cadence\nlog: {jobs}.log\n",
+             cadence: {jobs}.cadence\nlog: {jobs}.log\nauto_watch: true\n",
             env.state.parent().unwrap().display(),
             config.display(),
         ))
@@ -999,9 +999,18 @@ fn paths_names_the_files_every_command_uses_and_creates_nothing() {
             "cadence": format!("{jobs}.cadence"),
             "log": format!("{jobs}.log"),
             "config_skipped": [],
+            "auto_watch": true,
         })
     );
     assert_eq!(tree(env.dir.path()), before, "atc paths created a file");
+    // Whether automatic watches watch here: atc's plugin tells the model so only then.
+    let off = env
+        .atc(["paths", "--json"])
+        .env("ATC_AUTO_WATCH", "0")
+        .stdout_inspected()
+        .no_file()
+        .json();
+    assert_eq!(off["auto_watch"], json!(false), "{off}");
 
     // The config file's `state`, when ATC_STATE is not set; the default without either.
     let kept = env.path("kept/jobs.json");

@@ -81,6 +81,35 @@ def background_submission(name, arguments, output):
     return task.group(1), target, child
 
 
+# What the model reads at the end of a background submission's tool result when atc will
+# post that task's result into this chat (issue 37): short, stable, documented (agents and
+# prompts may match it); it holds no path and no other chat's ids.
+TOLD = ("[atc: this task's result will be posted into this chat when it finishes; "
+        "you need not call check_agent_task]")
+
+
+def tell_the_model(chat, name, arguments, response):
+    """Ends a submit_to_agent's result (a ToolResponse) with :data:`TOLD` when atc will
+    watch that task for this chat by itself: a background submission that started (not a
+    failed one, not chat_with_agent), a turn with a chat (no ACP turn), auto-watch on, the
+    seed plugin not delivering instead. Returns whether it did."""
+    if name != SUBMIT or chat[1] is None:
+        return False
+    if not background_submission(name, arguments, tool_output([response])):
+        return False
+    if where.STANDBY.now():
+        return False
+    found, _ = where.files()
+    if found is None or not found.auto_watch:
+        return False
+    blocks = [b for b in (getattr(response, "content", None) or [])
+              if isinstance(getattr(b, "text", None), str)]
+    if not blocks or TOLD in blocks[-1].text:
+        return False
+    blocks[-1].text = blocks[-1].text.rstrip("\n") + "\n\n" + TOLD
+    return True
+
+
 def finished_read(name, output):
     """The task whose finished result a check_agent_task call showed (``[STATUS:
     finished]``: completed or failed), else None. A task still running is no read."""
@@ -260,7 +289,8 @@ REPORTER = Reporter(kick.KICKER)
 def turn_middleware(reporter):
     """The middleware factory (``api.register_middleware``): one recorder per turn, kept in
     the turn's ``ctx.extras`` for the FINALLY hook. It passes every tool call's output on
-    unchanged and never raises into the turn."""
+    unchanged (but a background submission's, which ends with :data:`TOLD` when atc will
+    watch it) and never raises into the turn."""
     from agentscope.middleware import MiddlewareBase  # the host
 
     class AtcTurnRecorder(MiddlewareBase):
@@ -271,6 +301,12 @@ def turn_middleware(reporter):
             call = input_kwargs.get("tool_call")
             items = []
             async for item in next_handler(**input_kwargs):
+                if type(item).__name__ == "ToolResponse":
+                    try:
+                        tell_the_model(self.turn.chat, getattr(call, "name", ""),
+                                       getattr(call, "input", ""), item)
+                    except Exception as err:  # pylint: disable=broad-except
+                        reporter.kicker.warn_once("told", "cannot tell the model atc watches: %r" % err)
                 items.append(item)
                 yield item
             try:

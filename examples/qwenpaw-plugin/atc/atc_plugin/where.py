@@ -312,6 +312,8 @@ class Files:
         self.config_file = Path(config) if isinstance(config, str) else None
         # What of the config file atc left out (a wrong key or value): watches are still
         # recorded, every tick refuses the file until it is fixed.
+        # Whether automatic watches watch here (an older atc does not say: they do).
+        self.auto_watch = doc.get("auto_watch") is not False
         skipped = doc.get("config_skipped")
         self.config_skipped = [s for s in skipped if isinstance(s, str)] if isinstance(skipped, list) else []
 
