@@ -2017,3 +2017,17 @@ fn a_prune_at_keep_counts_from_the_records_own_clock() {
         },
     ]);
 }
+
+/// The checker's own, found once operations could land at a later pause: a timer's tick
+/// that ran between a kicked tick's later passes gave a job up and reported it in its own
+/// report; the kicked tick's report does not name it, and need not.
+#[test]
+fn a_give_up_by_a_tick_between_a_kicked_ticks_later_passes_is_in_that_ticks_report() {
+    replay(vec![
+        Op::AutoWatch { tasks: 6, chat: 0 },
+        Op::Fault(PostFault::DropBeforeStore),
+        Op::Finish(2, Ending::Answer),
+        Op::InterleaveAt(Phase::Pause, 1, Box::new(Op::Tick)),
+        Op::Kick(Kick::Child(1)),
+    ]);
+}

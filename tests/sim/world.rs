@@ -466,6 +466,8 @@ pub struct Notes {
     pub replaced_by: BTreeMap<String, String>,
     /// What the world did, for the oracle (`oracle.rs`): never atc's records.
     pub facts: Vec<(u64, Fact)>,
+    /// The reports of ticks that ran inside another tick (between a kicked tick's passes).
+    pub nested_reports: Vec<serde_json::Value>,
     pub sometimes: Sometimes,
 }
 
@@ -692,7 +694,11 @@ impl Env {
         if let Err(why) = said_as_reported(&reports, heard, &said) {
             panic!("a nested tick: {why}");
         }
-        self.notes().heard.extend(said);
+        {
+            let mut n = self.notes();
+            n.heard.extend(said);
+            n.nested_reports.extend(reports.iter().map(|r| r.to_json()));
+        }
         format!(" → {} passes", reports.len())
     }
 
@@ -1630,7 +1636,10 @@ impl World {
                     self.env.notes().sometimes.kicked_passes += 1;
                 }
                 let said = format!(" → {} passes", reports.len());
-                self.report = Some(reports.iter().map(|r| r.to_json()).collect());
+                // A tick that ran between this one's passes (its own pass) reported what it
+                // gave up itself.
+                let nested = std::mem::take(&mut self.env.notes().nested_reports);
+                self.report = Some(reports.iter().map(|r| r.to_json()).chain(nested).collect());
                 said
             }
             Err(payload) if payload.is::<crate::server::SimCrash>() => {
