@@ -289,6 +289,11 @@ fn stop_child(job: &Job, auth: &Auth, store: &Store) -> Result<Stopped> {
     if job.options.allow_insecure_remote {
         client.allow_insecure(&job.base_url);
     }
+    if job.child_session.is_some()
+        && let Some(ended) = pass::already_ended(&client, job)
+    {
+        return Ok(ended);
+    }
     let mut tries = 0;
     loop {
         let why = match pass::stop_child(&client, job) {

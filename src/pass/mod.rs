@@ -61,7 +61,7 @@ pub use heartbeat::Heartbeat;
 use heartbeat::{CacheKey, Kinds, Settled};
 use look::look;
 use parallel::parallel;
-pub use stop::{NotRunning, StopFailed, StopSaid, Stopped, stop_child};
+pub use stop::{NotRunning, StopFailed, StopSaid, Stopped, already_ended, stop_child};
 
 /// What one pass looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -161,6 +161,30 @@ fn child_chat(
 /// `console` chats). QwenPaw's `{"stopped": false}` says only that nothing runs in the chat
 /// the stop reached: the child is said not to be running only when its task record (or,
 /// when that tells nothing, its chat) says so too.
+/// Whether the task's record says its child already ended (finished, or the server has no
+/// record of it): then a stop is not sent at all. A stop sent anyway would reach whatever
+/// runs in that session now, and the record could not tell this stop's doing from an
+/// earlier end (`cancel --stop` asks this first; a tick stops only a child it just found
+/// running).
+pub fn already_ended(client: &(impl Server + ?Sized), job: &Job) -> Option<Stopped> {
+    let poll = task::classify(
+        client.get_task(&job.base_url, &job.task_id, job.target.poll_agent()),
+        &job.task_id,
+        &job.base_url,
+        client.auth(),
+    );
+    let said = match poll {
+        Poll::Record(record) if record.is_finished() => NotRunning::Finished,
+        Poll::NotFound { .. } => NotRunning::NoRecord,
+        _ => return None,
+    };
+    Some(Stopped {
+        agent: None,
+        chat_id: None,
+        said: StopSaid::NotRunning(said),
+    })
+}
+
 pub fn stop_child(client: &(impl Server + ?Sized), job: &Job) -> Result<Stopped, StopFailed> {
     let Some(session) = &job.child_session else {
         return Err(StopFailed::NoSession);

@@ -1262,7 +1262,15 @@ impl Env {
             {
                 self.notes().stop_asked.insert(of.to_owned());
             }
-            match atc::pass::stop_child(&Proxy(&self.server), &job) {
+            // As the command does: a child whose record says it ended is sent no stop.
+            let ended = job
+                .child_session
+                .as_ref()
+                .and_then(|_| atc::pass::already_ended(&Proxy(&self.server), &job));
+            match ended
+                .map(Ok)
+                .unwrap_or_else(|| atc::pass::stop_child(&Proxy(&self.server), &job))
+            {
                 Ok(stopped) => Some(stopped),
                 Err(why) => return format!(" → refused: {}", short(&why.message())),
             }

@@ -103,13 +103,13 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         TASK,
         &["--target-agent", "worker", "--child-session", CHILD],
     );
-    // As QwenPaw does (contract §12): once stopped, the task reads cancelled at once.
+    // Running before the stop; as QwenPaw does (contract §12), cancelled at once after.
     s.poll_replies(
         TASK,
-        vec![support::fake::Reply::json(
-            200,
-            support::bodies::FINISHED_CANCELLED,
-        )],
+        vec![
+            support::fake::Reply::json(200, support::bodies::RUNNING),
+            support::fake::Reply::json(200, support::bodies::FINISHED_CANCELLED),
+        ],
     );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
@@ -132,8 +132,8 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         s.chats.stops(),
         [s.job(TASK)["child_chat_id"].as_str().unwrap()]
     );
-    // A second stop finds nothing running, by the chat recorded (no second lookup), and
-    // the task record says why: it finished (stopped).
+    // A second `cancel --stop`: the task record says the child ended (stopped), so no
+    // stop goes out (one would reach whatever runs in that session now), no lookup.
     let lookups = s.server.hits("GET", "/api/chats");
     s.poll_replies(
         TASK,
@@ -148,7 +148,7 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         ))
         .file_unchanged();
     assert_eq!(s.server.hits("GET", "/api/chats"), lookups);
-    assert_eq!(s.chats.stops().len(), 2);
+    assert_eq!(s.chats.stops().len(), 1, "no stop for a child that ended");
 }
 
 #[test]
@@ -254,7 +254,13 @@ fn cancel_stop_of_a_child_watched_without_its_agent_finds_it_where_it_runs_and_r
     // its chat is one of QA's.
     s.watch(TASK, &["--child-session", CHILD]);
     let recorded = chat.clone();
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_CANCELLED)]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
             "Cancelled the watch on {TASK}; the child was stopped.\n"
@@ -287,7 +293,13 @@ fn cancel_stop_of_a_child_watched_without_its_agent_finds_it_where_it_runs_and_r
         s.server.hits("GET", "/api/agents"),
         s.server.hits("GET", "/api/chats"),
     );
-    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_CANCELLED)]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::FINISHED_CANCELLED),
+        ],
+    );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
             "{TASK} was already cancelled; the child had already finished.\n"
@@ -339,6 +351,10 @@ fn cancel_stop_refused_by_the_server_exits_5_and_keeps_the_watch() {
     let s = Scene::new();
     s.chats.add_child("default", CHILD);
     s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(
+        TASK,
+        vec![support::fake::Reply::json(200, support::bodies::RUNNING)],
+    );
     s.server.on(
         "POST",
         "/api/console/chat/stop",
