@@ -275,9 +275,7 @@ fn forget_session(store: &Store, job_id: &str, session: &str) -> Result<()> {
         if let Some(job) = file.jobs.iter_mut().find(|j| j.job_id == job_id)
             && job.child_session.as_deref() == Some(session)
         {
-            job.child_session = None;
-            job.child_chat_id = None;
-            job.child_agent = None;
+            lifecycle::forget_child(job);
         }
         Ok(())
     })

@@ -248,9 +248,9 @@ fn polled(
             if let Some(at) = next.stopped_at
                 && at.elapsed_at(now) >= limits.settle
             {
-                let session = next.child_session.take().unwrap_or_default();
+                let session = next.child_session.clone().unwrap_or_default();
+                forget_child(&mut next);
                 next.stopped_at = None;
-                next.child_chat_id = None;
                 next.stop_tries += 1;
                 next.stop_error = Some(format!(
                     "a stop sent to the child session {session} was answered 'stopped', but this task kept running: that session is another task's; atc stops nothing more for this watch until QwenPaw names its own"
@@ -470,9 +470,7 @@ fn stop_answered(
         // QwenPaw names later, or a watch with the right one, starts over), and says so.
         StopAnswer::OtherChild(error) => {
             next.stop_tries += 1;
-            next.child_session = None;
-            next.child_chat_id = None;
-            next.child_agent = None;
+            forget_child(&mut next);
             next.stop_error = Some(error);
             Outcome::StopFailed
         }
@@ -489,6 +487,15 @@ fn stop_answered(
         outcomes.push(Outcome::StopGaveUp);
     }
     Transition::to(next, outcomes)
+}
+
+/// A child session proven another task's (a stop it answered ended that task's turn, issue
+/// 36 H1): the job forgets it, and where its chat was found; a session QwenPaw names later,
+/// or a watch given the right one, starts the stops over.
+pub fn forget_child(job: &mut Job) {
+    job.child_session = None;
+    job.child_chat_id = None;
+    job.child_agent = None;
 }
 
 /// The jobs whose child a tick stops now (`--stop-after` passed).

@@ -193,24 +193,19 @@ pub fn judge(
             .filter(|(_, f)| matches!(f, Fact::Redelivered { .. }))
             .count();
         // Duplicated: more copies than watches and redeliveries could each make.
-        let copies: usize = got.results.values().sum();
-        let notices: usize = got.notices.values().sum();
         let allowed = epochs + redelivered;
-        if copies > allowed + got.gone_results {
-            verdict.duplicated += 1;
-            wrong.push(format!(
-                "duplicated: {task}'s result is stored {copies} times; {epochs} watches, {redelivered} redeliveries and {} deleted chats allow {}",
-                got.gone_results,
-                allowed + got.gone_results
-            ));
-        }
-        if notices > allowed + got.gone_notices {
-            verdict.duplicated += 1;
-            wrong.push(format!(
-                "duplicated: {task}'s notice is stored {notices} times; {epochs} watches, {redelivered} redeliveries and {} deleted chats allow {}",
-                got.gone_notices,
-                allowed + got.gone_notices
-            ));
+        for (what, by_chat, gone) in [
+            ("result", &got.results, got.gone_results),
+            ("notice", &got.notices, got.gone_notices),
+        ] {
+            let copies: usize = by_chat.values().sum();
+            if copies > allowed + gone {
+                verdict.duplicated += 1;
+                wrong.push(format!(
+                    "duplicated: {task}'s {what} is stored {copies} times; {epochs} watches, {redelivered} redeliveries and {gone} deleted chats allow {}",
+                    allowed + gone
+                ));
+            }
         }
         // Unexpected: a result in a chat no watch of the task ever named, or named only by
         // watches a cancel withdrew before the child ended, or only by watches that skip an
