@@ -140,7 +140,9 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
 
     // The members each open turn keeps: the blocks that still belong there.
     let mut kept: HashMap<&str, Vec<Block>> = HashMap::new();
-    for turn in turns.iter().filter(|t| t.is_open()) {
+    // A follow-up's turn is fixed when it opens (`lifecycle::tree`): never composed.
+    let composable = |t: &&Turn| t.is_open() && !t.is_follow_up();
+    for turn in turns.iter().filter(composable) {
         let keep: Vec<Block> = turn
             .carries
             .iter()
@@ -202,7 +204,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
         }
     }
     // An open group turn whose members all left (watched again elsewhere) is dropped.
-    for turn in turns.iter().filter(|t| t.is_open()) {
+    for turn in turns.iter().filter(composable) {
         if let Some(name) = turn.group.as_deref() {
             groups.entry((name, turn.chat.key())).or_default();
         }
@@ -211,7 +213,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
         members.sort_by_key(|j| (j.registered_at, pos[j.job_id.as_str()]));
         let open: Vec<&Turn> = turns
             .iter()
-            .filter(|t| t.is_open() && t.group.as_deref() == Some(name) && t.chat.key() == key)
+            .filter(|t| composable(t) && t.group.as_deref() == Some(name) && t.chat.key() == key)
             .collect();
         let held = members
             .iter()
@@ -293,7 +295,7 @@ fn plan_of(jobs: &[Job], turns: &[Turn], batch: bool, joining: bool, now: Timest
     type Key<'a> = (crate::job::ChatKey<'a>, ForwardMode);
     type Waiting<'a> = (Vec<&'a Turn>, Vec<(&'a Job, BlockKind)>);
     let mut chats: BTreeMap<Key, Waiting> = BTreeMap::new();
-    for turn in turns.iter().filter(|t| t.is_open() && t.group.is_none()) {
+    for turn in turns.iter().filter(|t| composable(t) && t.group.is_none()) {
         chats
             .entry((turn.chat.key(), turn.forward_mode))
             .or_default()

@@ -16,4 +16,7 @@ pub struct Limits {
     /// again (the server has had the whole request timeout to act on the first).
     pub settle: Duration,
     pub keep: Duration,
+    /// How many levels a follow-up goes up a delegation tree (`--follow-up-depth`; 0:
+    /// none). A reply past it stays in the child's chat, and its turn says why.
+    pub follow_up_depth: u32,
 }

@@ -36,6 +36,14 @@ pub enum Outcome {
     Waiting,
     /// How the parent turn a delivery started ended is now known.
     Followed,
+    /// The reply a delivery into a child's chat woke goes up to that child's parent, as a
+    /// follow-up of the child's task (issue 37).
+    WentUp,
+    /// A follow-up of a child's task was queued for its parent (its own turn).
+    FollowUp,
+    /// The reply a delivery into a child's chat woke stays there: the depth limit, an
+    /// empty reply, a failed turn (its turn's `up` says which).
+    StayedDown,
     /// The parent's reply was sent on to the person.
     Forwarded,
     /// A forward waits for a healthy channel (or a retry).
@@ -128,6 +136,9 @@ impl Outcome {
             Outcome::Confirmed => "confirmed",
             Outcome::Waiting => "waiting",
             Outcome::Followed => "followed",
+            Outcome::WentUp => "went_up",
+            Outcome::FollowUp => "follow_up",
+            Outcome::StayedDown => "stayed_down",
             Outcome::Forwarded => "forwarded",
             Outcome::ForwardHeld => "forward_held",
             Outcome::ForwardSkipped => "forward_skipped",

@@ -285,7 +285,10 @@ impl Report {
                     task_id: block.task_id.clone(),
                     job_id: block.job_id.clone(),
                     turn_id: Some(turn.turn_id.clone()),
-                    status: job_of(&block.job_id).map(|j| crate::status::status(j, Some(turn))),
+                    // A follow-up's job stands where its result landed (done).
+                    status: job_of(&block.job_id)
+                        .filter(|_| !block.kind.is_follow_up())
+                        .map(|j| crate::status::status(j, Some(turn))),
                     task_status: None,
                     outcome: None,
                     http_status,

@@ -57,6 +57,11 @@ pub enum BlockKind {
     Notice,
     /// Check-in `n` of a child still running (`--check-in`).
     CheckIn { n: u32 },
+    /// A follow-up of a child whose result was delivered: the reply its agent wrote when
+    /// a task of its own (a grandchild) finished later, sent up to the child's parent
+    /// (issue 37). `depth` counts the levels it went up (1: a grandchild's, 2: a
+    /// great-grandchild's…). Its text is fixed when its turn opens (`lifecycle::tree`).
+    FollowUp { depth: u32 },
 }
 
 impl BlockKind {
@@ -64,11 +69,16 @@ impl BlockKind {
         matches!(self, BlockKind::CheckIn { .. })
     }
 
+    pub fn is_follow_up(self) -> bool {
+        matches!(self, BlockKind::FollowUp { .. })
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             BlockKind::Result => "result",
             BlockKind::Notice => "notice",
             BlockKind::CheckIn { .. } => "check-in",
+            BlockKind::FollowUp { .. } => "follow-up",
         }
     }
 }
@@ -290,6 +300,10 @@ pub struct Turn {
     /// Sending the parent's reply on to the person (IM parents), or the console toast.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward: Option<Forward>,
+    /// For a turn into a child's chat (a background task's, whose own result was
+    /// delivered): where the reply it woke went up, or why it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<Up>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -314,8 +328,27 @@ impl Turn {
             turn_task_id: None,
             parent_turn: None,
             forward: None,
+            up: None,
             extra: Map::new(),
         }
+    }
+
+    /// A follow-up's turn (`BlockKind::FollowUp`): its one block and text are fixed when
+    /// it opens, so `compose` never joins, splits or writes it again.
+    pub fn is_follow_up(&self) -> bool {
+        self.carries.iter().any(|b| b.kind.is_follow_up())
+    }
+
+    /// How many levels the blocks it carries went up already (0: a child's own).
+    pub fn depth(&self) -> u32 {
+        self.carries
+            .iter()
+            .map(|b| match b.kind {
+                BlockKind::FollowUp { depth } => depth,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The tasks whose blocks it carries besides `job_id`'s, in its order.
@@ -408,6 +441,21 @@ impl Turn {
         turn.state = state;
         turn
     }
+}
+
+/// Where the reply a delivery into a child's chat woke went (issue 37): up to the parent
+/// of the watch whose child that chat is, as a follow-up of its task, or not, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Up {
+    /// The watch whose child's chat it is (its job and task).
+    pub job_id: String,
+    pub task_id: String,
+    /// The follow-up's turn, when it went up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    /// Why it did not go up (the depth limit, an empty reply…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not: Option<String>,
 }
 
 /// What a look at the parent chat found, just before a turn goes out (or to learn whether
@@ -512,8 +560,14 @@ pub enum TurnEvent {
     /// The POST ended.
     Posted(Posted),
     /// A tick polled the parent turn the delivery started. `toast` is what a console
-    /// parent's person is told once it ended (`describe::toast_text`, worded by the shell).
-    ParentPolled { turn: ParentTurn, toast: String },
+    /// parent's person is told once it ended (`describe::toast_text`, worded by the shell);
+    /// `up`, where its reply goes up (`lifecycle::tree::up`), when the chat is a child's:
+    /// a reply sent up is neither forwarded nor toasted here (the follow-up is, at the top).
+    ParentPolled {
+        turn: ParentTurn,
+        toast: String,
+        up: Option<Up>,
+    },
     /// A tick asked the parent's channel whether it can send (before a forward).
     ChannelChecked(Health),
     /// The forward's send ended.
@@ -587,7 +641,8 @@ pub fn step(turn: &Turn, event: TurnEvent, now: Timestamp, limits: &Limits) -> T
         TurnEvent::ParentPolled {
             turn: parent,
             toast,
-        } => parent_polled(turn, parent, toast, now),
+            up,
+        } => parent_polled(turn, parent, toast, up, now),
         TurnEvent::ChannelChecked(health) => channel_checked(turn, health, now, limits),
         TurnEvent::Forwarded(sent) => forwarded(turn, sent, now),
         TurnEvent::Recovered => recovered(turn, now),

@@ -229,6 +229,8 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
 pub const CONCURRENCY: std::ops::RangeInclusive<u32> = 1..=256;
 /// `tick --max-strikes`: failed checks in a row before a job is abandoned.
 pub const STRIKES: std::ops::RangeInclusive<u32> = 1..=u32::MAX;
+/// `tick --follow-up-depth`: levels a follow-up goes up a delegation tree (0: none).
+pub const FOLLOW_UP_DEPTH: std::ops::RangeInclusive<u32> = 0..=16;
 
 /// A whole number in `range`, written in decimal.
 pub fn count(text: &str, range: &std::ops::RangeInclusive<u32>) -> Result<u32, String> {

@@ -730,6 +730,13 @@ pub struct TickArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub keep: Option<Duration>,
 
+    /// How many levels a child's later reply goes up a delegation tree: a result delivered
+    /// into a watched child's chat (its own answer already delivered) wakes it, and its
+    /// reply goes to the child's parent as a follow-up; 0 keeps it there [env:
+    /// ATC_FOLLOW_UP_DEPTH] [config: follow-up-depth] [default: 5]
+    #[arg(long, value_name = "N", value_parser = parse_follow_up_depth)]
+    pub follow_up_depth: Option<u32>,
+
     /// Ask QwenPaw to stop the parent's resumed turn after this long [env: ATC_TURN_TIMEOUT]
     /// [config: turn-timeout] [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_timeout)]
@@ -770,6 +777,10 @@ fn parse_concurrency(text: &str) -> Result<u32, String> {
 /// `--max-strikes`: the validator the environment and the config file use too.
 fn parse_strikes(text: &str) -> Result<u32, String> {
     crate::validate::count(text, &crate::validate::STRIKES)
+}
+
+fn parse_follow_up_depth(text: &str) -> Result<u32, String> {
+    crate::validate::count(text, &crate::validate::FOLLOW_UP_DEPTH)
 }
 
 /// Parses the process's arguments; on a usage error (or `--help`, `--version`) prints

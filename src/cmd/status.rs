@@ -18,6 +18,9 @@ use crate::turn::{Turn, TurnState};
 /// How many jobs `status` lists without `--all`.
 pub const RECENT: usize = 20;
 
+/// Levels of a delegation tree `status` names above a watch.
+const CHAIN_MAX: usize = 16;
+
 /// Lines of a finished job's text shown in the full view.
 const FINAL_LINES: usize = 12;
 
@@ -36,8 +39,12 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
         if out.json {
             let turns = turns_of(&file, &[job]);
             let give_ups = give_ups_of(&file, &[job]);
+            let chain: Vec<&str> = crate::lifecycle::tree::chain(&file.jobs, job, CHAIN_MAX)
+                .iter()
+                .map(|j| j.task_id.as_str())
+                .collect();
             crate::cmd::print_json(
-                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups }),
+                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups, "chain": chain }),
             )?;
         } else {
             crate::cmd::emit(&full(job, &file, now))?;
@@ -359,6 +366,17 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         );
     }
     field("delivers to", job.target.describe_chat());
+    // A watch for a child's chat (a task a child delegated further): the chain up to the
+    // chat that asked, where follow-ups go (issue 37).
+    let chain = crate::lifecycle::tree::chain(&file.jobs, job, CHAIN_MAX);
+    if let Some(top) = chain.last() {
+        let mut said = job.task_id.clone();
+        for above in &chain {
+            let _ = write!(said, " → {}'s chat", above.task_id);
+        }
+        let _ = write!(said, " → {}", top.target.describe_chat());
+        field("chain", said);
+    }
     if let Some(id) = &job.chat_id {
         field("chat id", id.clone());
     }
@@ -488,6 +506,19 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
                 .map_or(String::new(), |status| format!(" ({status})"));
             field("parent turn", format!("{parent}{ended}"));
         }
+        if let Some(up) = &t.up {
+            let said = match (&up.turn, &up.not) {
+                (Some(id), _) => format!(
+                    "the reply it woke went up as a follow-up of {} (turn {id})",
+                    up.task_id
+                ),
+                (None, not) => format!(
+                    "the reply it woke stayed in this chat: {}",
+                    not.as_deref().unwrap_or("no reason recorded")
+                ),
+            };
+            field("went up", said);
+        }
         if let Some(f) = &t.forward {
             let sends = if f.attempts == 1 { "send" } else { "sends" };
             let mut said = format!("{} ({} {sends}", f.status.as_str(), f.attempts);
@@ -503,6 +534,15 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
                 field("forward note", reason.clone());
             }
         }
+    }
+    let follow_ups: Vec<String> = file
+        .turns
+        .iter()
+        .filter(|t| t.is_follow_up() && t.carries_job(&job.job_id))
+        .map(|t| format!("{} ({})", t.turn_id, t.state))
+        .collect();
+    if !follow_ups.is_empty() {
+        field("follow-ups", follow_ups.join(", "));
     }
     let shown = match (&job.final_text, turn.and_then(|t| t.text.as_ref())) {
         (Some(text), _) => Some(("result", text)),

@@ -36,6 +36,7 @@ pub(super) fn label(job: &Job, kind: BlockKind) -> &'static str {
         BlockKind::CheckIn { .. } => "running",
         BlockKind::Notice => job.watch.shown().as_str(),
         BlockKind::Result => job.outcome.unwrap_or(TaskOutcome::Other).as_str(),
+        BlockKind::FollowUp { .. } => "follow-up",
     }
 }
 
@@ -48,7 +49,26 @@ pub fn block_text(job: &Job, kind: BlockKind) -> String {
         BlockKind::CheckIn { n } => {
             check_in_text(job, n, job.last_check_in_at.unwrap_or(job.updated_at))
         }
+        // Its text is fixed in its own turn when it opens (`follow_up_text`); never
+        // composed with others.
+        BlockKind::FollowUp { .. } => follow_up_line(&job.task_id, "a task of its own"),
     }
+}
+
+/// The line a follow-up block starts with after its `[TASK_ID: …]`: stable, for agents
+/// and prompts to match.
+fn follow_up_line(task: &str, after: &str) -> String {
+    format!(
+        "[TASK_ID: {task}]\n[atc: follow-up to this task's earlier answer, after {after} finished]"
+    )
+}
+
+/// A follow-up block (issue 37): the child task `task`'s agent replied again after its own
+/// task `after` finished and its result reached the child's chat; that reply goes up to
+/// the child's parent, under the child's task id.
+pub fn follow_up_text(task: &str, after: &str, reply: &str) -> String {
+    let reply = crate::text::truncate_chars(reply.to_owned(), crate::qwenpaw::render::MAX_CHARS);
+    format!("{}\n\n{reply}", follow_up_line(task, after))
 }
 
 /// A group's one turn: `[ATC_GROUP: name] 3 tasks: 2 completed, 1 failed`, then each
@@ -162,6 +182,7 @@ pub fn toast_text(turn: &Turn, status: &str) -> String {
     let what = match answers.as_slice() {
         [] => "A check-in".to_owned(),
         [one] if one.kind == BlockKind::Notice => "A notice".to_owned(),
+        [one] if one.kind.is_follow_up() => "A follow-up".to_owned(),
         [_] => "A result".to_owned(),
         many => format!("{} results", many.len()),
     };

@@ -21,6 +21,7 @@
 
 pub mod kick;
 mod register;
+pub mod tree;
 
 use std::time::Duration;
 

@@ -15,6 +15,7 @@ const LIMITS: Limits = Limits {
     busy_deadline: Duration::from_secs(600),
     settle: Duration::from_secs(5),
     keep: Duration::from_secs(7 * 86400),
+    follow_up_depth: 5,
 };
 
 fn t(secs: u64) -> Timestamp {

@@ -34,7 +34,7 @@
 //! - The tick lock is held for the whole pass: one tick at a time, so a turn found in
 //!   flight by `prepare` belongs to a tick that died.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -637,6 +637,7 @@ fn decide(
             }
         }
         let turns = turn_index(file);
+        let mut went_up: HashSet<String> = HashSet::new();
         for (turn, parent) in work.follow.iter().zip(parents) {
             if let (Some(&i), Some(parent)) = (turns.get(&turn.turn_id), parent) {
                 let status = match &parent {
@@ -644,11 +645,31 @@ fn decide(
                     _ => "unknown".to_owned(),
                 };
                 let toast = crate::describe::toast_text(&file.turns[i], &status);
+                // A reply woken in a watched child's chat goes up to its parent (issue 37),
+                // opened in the same save as the end that decides it: at most once.
+                let (up, opened) = lifecycle::tree::up(
+                    &file.jobs,
+                    &lifecycle::Turns::of(&file.turns),
+                    &file.turns[i],
+                    &parent,
+                    now,
+                    limits,
+                )
+                .map_or((None, None), |(up, opened)| (Some(up), opened));
                 let event = TurnEvent::ParentPolled {
                     turn: parent,
                     toast,
+                    up,
                 };
                 apply_turn(file, i, event, now, limits, report);
+                if let Some(mut opened) = opened {
+                    while file.turns.iter().any(|t| t.turn_id == opened.turn_id) {
+                        opened.turn_id.push_str("-2");
+                    }
+                    report.record_turn(&opened, &file.jobs, &[Outcome::FollowUp], now);
+                    went_up.insert(opened.turn_id.clone());
+                    file.turns.push(opened);
+                }
             }
         }
         composed(file, now, tick, report);
@@ -662,7 +683,7 @@ fn decide(
         };
         let turns = turn::deliveries(&file.turns, now, limits, freed)
             .into_iter()
-            .filter(|t| concerned(work, t))
+            .filter(|t| concerned(work, t) || went_up.contains(&t.turn_id))
             .map(|t| Due::Turn(t.clone()));
         let forwards = turn::forwards(&file.turns)
             .into_iter()

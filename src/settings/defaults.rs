@@ -16,6 +16,8 @@ pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 pub const BUSY_RETRY: Duration = Duration::from_secs(20);
 /// Long enough for a parent agent's longest turns; the seed gave up after 10 minutes.
 pub const BUSY_DEADLINE: Duration = Duration::from_secs(6 * 3600);
+/// Levels a follow-up goes up a delegation tree: P → child → … five levels down.
+pub const FOLLOW_UP_DEPTH: u32 = 5;
 pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// `atc wait` polls this often.
 pub const WAIT_INTERVAL: Duration = Duration::from_secs(3);

@@ -37,7 +37,7 @@ pub struct Key {
 }
 
 /// Every key the config file may hold, in the order `config show` lists them.
-pub const KEYS: [Key; 12] = [
+pub const KEYS: [Key; 13] = [
     Key {
         name: "state",
         env: "ATC_STATE",
@@ -86,6 +86,13 @@ pub const KEYS: [Key; 12] = [
         flag: Some("--max-strikes"),
         kind: Kind::Count(&validate::STRIKES),
         about: "failed checks in a row before a job is abandoned",
+    },
+    Key {
+        name: "follow-up-depth",
+        env: "ATC_FOLLOW_UP_DEPTH",
+        flag: Some("--follow-up-depth"),
+        kind: Kind::Count(&validate::FOLLOW_UP_DEPTH),
+        about: "levels a child's later reply goes up a delegation tree as a follow-up (0: none)",
     },
     Key {
         name: "concurrency",

@@ -23,6 +23,7 @@ pub fn default_limits() -> Limits {
         busy_deadline: defaults::BUSY_DEADLINE,
         settle: defaults::HTTP_TIMEOUT,
         keep: defaults::KEEP,
+        follow_up_depth: defaults::FOLLOW_UP_DEPTH,
     }
 }
 
@@ -34,6 +35,7 @@ pub struct Knobs {
     pub busy_retry: Setting<Duration>,
     pub keep: Setting<Duration>,
     pub max_strikes: Setting<u32>,
+    pub follow_up_depth: Setting<u32>,
     pub concurrency: Setting<u32>,
     pub http_timeout: Setting<Duration>,
     /// None: QwenPaw's own (1h).
@@ -140,6 +142,11 @@ impl Knobs {
                 flags.and_then(|a| a.max_strikes),
                 defaults::MAX_STRIKES,
             )?,
+            follow_up_depth: count(
+                "follow-up-depth",
+                flags.and_then(|a| a.follow_up_depth),
+                defaults::FOLLOW_UP_DEPTH,
+            )?,
             concurrency: count(
                 "concurrency",
                 flags.and_then(|a| a.concurrency),
@@ -167,6 +174,7 @@ impl Knobs {
             // start its turn before the same turn is posted again.
             settle: self.http_timeout.value,
             keep: self.keep.value,
+            follow_up_depth: self.follow_up_depth.value,
         }
     }
 
@@ -182,6 +190,7 @@ impl Knobs {
             d("busy-retry", &self.busy_retry),
             d("keep", &self.keep),
             n("max-strikes", &self.max_strikes),
+            n("follow-up-depth", &self.follow_up_depth),
             n("concurrency", &self.concurrency),
             d("http-timeout", &self.http_timeout),
             match &self.turn_timeout {

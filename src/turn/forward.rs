@@ -74,6 +74,7 @@ pub(super) fn parent_polled(
     turn: &Turn,
     parent: ParentTurn,
     toast: String,
+    up: Option<Up>,
     now: Timestamp,
 ) -> TurnTransition {
     if turn.state != TurnState::Delivered || turn.parent_turn.is_some() {
@@ -106,7 +107,19 @@ pub(super) fn parent_polled(
         since: Some(now),
         attempt_started_at: None,
     };
-    if next.forwards() && next.forward.is_none() {
+    // A reply that goes up as a follow-up is neither forwarded nor toasted here: the person
+    // hears of it at the top, where it lands, not from a chat nobody reads.
+    let went_up = up.as_ref().is_some_and(|u| u.turn.is_some());
+    if up.is_some() {
+        outcomes.push(if went_up {
+            Outcome::WentUp
+        } else {
+            Outcome::StayedDown
+        });
+    }
+    if went_up {
+        // nothing to forward or toast
+    } else if next.forwards() && next.forward.is_none() {
         let forward = match (status.as_str(), reply) {
             ("completed", Some(reply)) if !reply.is_empty() => {
                 pending(crate::text::truncate_chars(reply, MAX_FORWARD_CHARS))
@@ -129,6 +142,7 @@ pub(super) fn parent_polled(
         outcomes.push(Outcome::Claimed);
     }
     next.parent_turn = Some(status);
+    next.up = up;
     next.updated_at = now;
     TurnTransition::to(next, outcomes)
 }

@@ -12,6 +12,7 @@ const LIMITS: Limits = Limits {
     busy_deadline: Duration::from_secs(600),
     settle: Duration::from_secs(5),
     keep: Duration::from_secs(7 * 86400),
+    follow_up_depth: 5,
 };
 
 fn t(secs: u64) -> Timestamp {
@@ -209,6 +210,7 @@ fn event(kind: Kind) -> TurnEvent {
                 reply: "R".into(),
             },
             toast: "A result for s-77: the agent answered; open the chat to read it".into(),
+            up: None,
         },
         Kind::Healthy => TurnEvent::ChannelChecked(Health::Healthy),
         Kind::Unhealthy => TurnEvent::ChannelChecked(Health::Unhealthy {
@@ -784,6 +786,7 @@ fn the_parent_turn_is_followed_until_it_ends_and_a_console_parent_gets_one_toast
     let parent = |turn| TurnEvent::ParentPolled {
         turn,
         toast: "TOAST".into(),
+        up: None,
     };
     assert!(apply(&done, parent(ParentTurn::Running), t(5)).is_ignored());
     let ended = apply(
@@ -836,6 +839,40 @@ fn the_parent_turn_is_followed_until_it_ends_and_a_console_parent_gets_one_toast
     );
 }
 
+/// A reply woken in a child's chat that goes up (issue 37) is neither toasted nor
+/// forwarded there: the follow-up is, where it lands. One that stays (the depth limit…)
+/// is toasted as any other, and the turn says why it stayed.
+#[test]
+fn a_reply_that_goes_up_is_not_toasted_where_it_was_woken() {
+    let done = turn(TurnState::Delivered);
+    let ended = |up| TurnEvent::ParentPolled {
+        turn: ParentTurn::Ended {
+            status: "completed".into(),
+            reply: "R".into(),
+        },
+        toast: "TOAST".into(),
+        up: Some(up),
+    };
+    let up = |turn: Option<&str>, not: Option<&str>| Up {
+        job_id: "jc".into(),
+        task_id: "task-c".into(),
+        turn: turn.map(str::to_owned),
+        not: not.map(str::to_owned),
+    };
+    let went = apply(&done, ended(up(Some("atc-j1-up"), None)), t(5));
+    assert_eq!(went.outcomes, [Outcome::Followed, Outcome::WentUp]);
+    assert_eq!(went.turn.forward, None);
+    assert_eq!(went.turn.up, Some(up(Some("atc-j1-up"), None)));
+    assert_eq!(went.turn.parent_turn.as_deref(), Some("completed"));
+    let stayed = apply(&done, ended(up(None, Some("depth"))), t(5));
+    assert_eq!(
+        stayed.outcomes,
+        [Outcome::Followed, Outcome::StayedDown, Outcome::Claimed]
+    );
+    assert_eq!(stayed.turn.forward.unwrap().text.as_deref(), Some("TOAST"));
+    assert!(apply(&went.turn, ended(up(Some("x"), None)), t(6)).is_ignored());
+}
+
 #[test]
 fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_one() {
     let ended = |reply: &str, status: &str| TurnEvent::ParentPolled {
@@ -844,6 +881,7 @@ fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_o
             reply: reply.into(),
         },
         toast: "TOAST".into(),
+        up: None,
     };
     let im = im_parent(None, false);
     let pending = apply(&im, ended("FINAL", "completed"), t(5)).turn;

@@ -154,6 +154,10 @@ log="$STUB_DIR/calls"
 [ -n "$STUB_SLEEP" ] && sleep "$STUB_SLEEP"
 printf '%s\\n' "$*" >> "$log.all"
 if [ "$1" = status ]; then
+    if [ -f "$STUB_DIR/status.exit" ]; then
+        cat "$STUB_DIR/status.stderr" >&2 2>/dev/null
+        exit "$(cat "$STUB_DIR/status.exit")"
+    fi
     cat "$STUB_DIR/status" 2>/dev/null || echo '{"jobs": []}'
     exit 0
 fi
@@ -1158,10 +1162,12 @@ class AutoWatchTest(Carried, unittest.TestCase):
             ("check_agent_task", {"task_id": "task-aaaaaaaaaaaa"}, checked("task-aaaaaaaaaaaa")),
         ])
         # The read went out during the turn (the parent's chat still busy): atc cannot
-        # have claimed a turn into it meanwhile.
+        # have claimed a turn into it meanwhile. (The running task's check asked atc
+        # whether it watches that task for this chat.)
         self.assertEqual(self.during, [
+            "status task-bbbbbbbbbbbb --json",
             "parent-read task-aaaaaaaaaaaa --json --session s-1 --user carol --channel console --agent default"])
-        self.assertEqual(self.started()[1:], [
+        self.assertEqual(self.started()[2:], [
             "watch --origin auto --json --from - --session s-1 --user carol --channel console --agent default"])
         self.assertEqual((self.path / "calls.stdin").read_text(),
                          "[TASK_ID: task-bbbbbbbbbbbb]\n[SESSION: %s]\n[TARGET_AGENT: QA]\n" % CHILD_QA)
@@ -1230,6 +1236,132 @@ class AutoWatchTest(Carried, unittest.TestCase):
         out = ToolResponse(submitted("task-aaaaaaaaaaaa", CHILD_SE))
         self.turn([("submit_to_agent", {"to_agent": "SE"}, out)])
         self.assertNotIn(told, out.content[0].text)
+
+    def watches(self, *jobs):
+        """What the stub `atc status TASK --json` answers: these watches."""
+        (self.path / "status").write_text(json.dumps({"jobs": list(jobs), "turns": [], "give_ups": []}))
+
+    def check(self, text, ctx=None):
+        """One turn whose check_agent_task answered ``text``: what the model reads of it."""
+        out = ToolResponse(text)
+        yielded = self.turn([("check_agent_task", {"task_id": "task-aaaaaaaaaaaa"}, out)], ctx=ctx)
+        self.assertIs(yielded[0], out)
+        return out.content[0].text
+
+    def test_a_check_of_a_running_task_atc_watches_for_this_chat_says_so(self):
+        """Issue 37: check_agent_task on a task still running that atc watches for this
+        chat ends with atc's line, whatever made the watch (auto-watch, a tool, the command
+        line, auto-watch on or off); atc is asked (`atc status TASK --json`), once."""
+        told = self.plugin.auto_watch.TOLD_WATCHED
+        running = checked("task-aaaaaaaaaaaa", "running")
+        for origin in ("auto", "plugin", "cli"):
+            self.watches(dict(job("task-aaaaaaaaaaaa", target="SE"), origin=origin))
+            text = self.check(running)
+            self.assertEqual(text, running + "\n\n" + told)
+        self.assertEqual(self.started(), ["status task-aaaaaaaaaaaa --json"] * 3)
+        # QwenPaw's other words for a task not finished yet: in its queue, not started.
+        for status, words in (("pending", "Task is pending in queue..."),
+                              ("submitted", "Task submitted, waiting to start...")):
+            text = self.check("[TASK_ID: task-aaaaaaaaaaaa]\n[STATUS: %s]\n\n%s" % (status, words))
+            self.assertTrue(text.endswith(words + "\n\n" + told), text)
+        # A chat QwenPaw gives no user or channel for: its session and agent decide.
+        ctx = self.ctx(user=None, channel=None)
+        self.assertTrue(self.check(running, ctx=ctx).endswith(told))
+        # Stable, short, no ids, no path; consistent with the submission's line.
+        self.assertEqual(told, "[atc: atc watches this task for this chat; its result will be posted "
+                               "into this chat when it finishes; you need not call check_agent_task again]")
+        self.assertNotIn("[", told[1:])
+        self.assertNotIn("/", told)
+        self.assertNotIn("task-", told)
+        self.assertEqual(self.warned, [])
+
+    def test_a_check_of_a_finished_task_gets_no_line_and_asks_atc_nothing(self):
+        told = self.plugin.auto_watch.TOLD_WATCHED
+        self.watches(job("task-aaaaaaaaaaaa"))
+        done = checked("task-aaaaaaaaaaaa")
+        failed = "[TASK_ID: task-aaaaaaaaaaaa]\n[STATUS: finished]\n\nTask failed.\n\nError: boom"
+        self.assertEqual(self.check(done), done)
+        self.assertEqual(self.check(failed), failed)
+        self.assertNotIn("status task-aaaaaaaaaaaa --json", self.started())
+        # QwenPaw still said running, but atc's watch already ended (the task finished in
+        # between, or the watch was cancelled, lost, ...): no line either.
+        running = checked("task-aaaaaaaaaaaa", "running")
+        for status in ("delivering", "done", "cancelled", "skipped", "lost", "expired"):
+            self.watches(job("task-aaaaaaaaaaaa", status=status))
+            self.assertNotIn(told, self.check(running), status)
+        # Not a check at all, or a check that failed: nothing asked, nothing added.
+        shell = ToolResponse(running)
+        self.turn([("execute_shell_command", {}, shell),
+                   ("check_agent_task", {}, "ERROR: 'task_id' is required to check task status")])
+        self.assertEqual(shell.content[0].text, running)
+        self.assertEqual(self.started().count("status task-aaaaaaaaaaaa --json"), 6)
+
+    def test_a_check_of_a_task_watched_for_another_chat_gets_no_line(self):
+        told = self.plugin.auto_watch.TOLD_WATCHED
+        running = checked("task-aaaaaaaaaaaa", "running")
+        for other in (dict(session="s-2"), dict(user="dave"), dict(channel="mqtt"), dict(agent="SE")):
+            self.watches(job("task-aaaaaaaaaaaa", **other))
+            text = self.check(running)
+            self.assertEqual(text, running, other)
+        # The watch is this chat's, but the check ran in another chat's turn.
+        self.watches(job("task-aaaaaaaaaaaa"))
+        self.assertEqual(self.check(running, ctx=self.ctx(session="s-2")), running)
+        self.assertNotIn(told, self.check(running, ctx=self.ctx(agent="QA")))
+        # Another task's watch for this chat says nothing of this one.
+        self.watches(job("task-bbbbbbbbbbbb"))
+        self.assertEqual(self.check(running), running)
+
+    def test_a_check_of_a_task_atc_does_not_watch_gets_no_line(self):
+        running = checked("task-aaaaaaaaaaaa", "running")
+        # atc's refusal (exit 1: "no watch for TASK in <its job file>"), or no job at all.
+        (self.path / "status.exit").write_text("1")
+        (self.path / "status.stderr").write_text("atc: no watch for task-aaaaaaaaaaaa in %s\n" % self.jobs)
+        self.assertEqual(self.check(running), running)
+        (self.path / "status.exit").unlink()
+        self.watches()
+        self.assertEqual(self.check(running), running)
+        self.assertEqual(self.started(), ["status task-aaaaaaaaaaaa --json"] * 2)
+        # No chat to post into (no session, an ACP turn): atc is not even asked.
+        self.watches(job("task-aaaaaaaaaaaa"))
+        self.assertEqual(self.check(running, ctx=self.ctx(session=None)), running)
+        acp = self.ctx()
+        acp.request.request_context = {"qwenpaw.ephemeral": True}
+        self.assertEqual(self.check(running, ctx=acp), running)
+        # Beside the seed plugin (it delivers instead): no line.
+        seed = self.path / "wd" / "plugins" / "agent-task-callback"
+        seed.mkdir(parents=True)
+        (seed / "plugin.json").write_text('{"id": "agent-task-callback", "version": "0.1.5"}')
+        self.plugin.where.STANDBY_LOOK_SECS = 0
+        self.assertEqual(self.check(running), running)
+        self.assertEqual(self.started(), ["status task-aaaaaaaaaaaa --json"] * 2)
+        self.assertEqual(self.warned, [])
+
+    def test_when_atc_fails_the_check_is_left_as_it_is_and_the_turn_goes_on(self):
+        running = checked("task-aaaaaaaaaaaa", "running")
+        self.watches(job("task-aaaaaaaaaaaa"))
+        # atc failing (a job file it cannot read, say).
+        (self.path / "status.exit").write_text("3")
+        (self.path / "status.stderr").write_text("atc: cannot read %s\n" % self.jobs)
+        self.assertEqual(self.check(running), running)
+        (self.path / "status.exit").unlink()
+        # An answer it cannot read.
+        (self.path / "status").write_text("not json")
+        self.assertEqual(self.check(running), running)
+        (self.path / "status").write_text('["a list"]')
+        self.assertEqual(self.check(running), running)
+        # Too slow: the turn waits no longer than the bound, then goes on unchanged.
+        self.watches(job("task-aaaaaaaaaaaa"))
+        self.plugin.auto_watch.WATCHED_TIMEOUT = 0.3
+        os.environ["STUB_SLEEP"] = "3"
+        began = time.monotonic()
+        self.assertEqual(self.check(running), running)
+        self.assertLess(time.monotonic() - began, 2.5)
+        del os.environ["STUB_SLEEP"]
+        # No atc at all.
+        self.no_bundled()
+        os.environ["ATC_BIN"] = str(self.path / "nope")
+        self.assertEqual(self.check(running), running)
+        self.assertEqual(self.warned, [])
 
     def test_the_target_agent_is_the_calls_to_agent_else_the_one_the_generated_session_names(self):
         sub = self.plugin.auto_watch.background_submission
@@ -1327,6 +1459,17 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertEqual(jobs["task-aaaaaaaaaaaa"]["status"], "skipped")
         self.assertIn("read_by_parent_at", jobs["task-aaaaaaaaaaaa"])
         self.assertEqual(jobs["task-bbbbbbbbbbbb"]["status"], "pending")
+        # A check of the one still running: the real `atc status --json` says atc watches it
+        # for this chat, and the model reads so; not in another chat, not for a task atc
+        # does not watch, not for the one already read.
+        told = self.plugin.auto_watch.TOLD_WATCHED
+        for task, ctx, says in (("task-bbbbbbbbbbbb", None, True),
+                                ("task-bbbbbbbbbbbb", self.ctx(session="s-2"), False),
+                                ("task-cccccccccccc", None, False),
+                                ("task-aaaaaaaaaaaa", None, False)):
+            out = ToolResponse(checked(task, "running"))
+            self.turn([("check_agent_task", {}, out)], ctx=ctx)
+            self.assertEqual(out.content[0].text.endswith("\n\n" + told), says, (task, ctx))
         self.assertEqual(self.warned, [])
 
 

@@ -41,6 +41,7 @@ pub fn limits() -> Limits {
         busy_deadline: Duration::from_secs(600),
         settle: Duration::from_secs(60),
         keep: Duration::from_secs(3 * 3600),
+        follow_up_depth: 5,
     }
 }
 

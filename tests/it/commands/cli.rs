@@ -610,7 +610,7 @@ fn status_of_one_task_shows_it_in_full() {
     let shown = env.atc(["--json", "status", TASK]).json();
     assert_eq!(
         shown,
-        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": []})
+        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": [], "chain": []})
     );
     env.atc(["status", "task-unknown"])
         .status(1)

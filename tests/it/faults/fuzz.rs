@@ -201,6 +201,7 @@ fn limits() -> Limits {
         busy_deadline: Duration::from_secs(6 * 3600),
         settle: Duration::from_secs(30),
         keep: Duration::from_secs(7 * 24 * 3600),
+        follow_up_depth: 5,
     }
 }
 

@@ -11,4 +11,5 @@ mod long;
 mod render;
 mod rewatch;
 mod seed_parity;
+mod tree;
 mod turns;

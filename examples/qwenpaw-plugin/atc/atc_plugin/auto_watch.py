@@ -7,7 +7,9 @@ A middleware the plugin registers (QwenPaw builds one per turn, ``runtime/builde
 ``_build_middlewares``) sees each tool call of that turn return (``on_acting``): exactly
 this turn's calls, none of the earlier turns the agent's memory holds. At the turn's end a
 ``FINALLY`` hook runs one ``atc watch --origin auto --json`` for the turn's submissions,
-detached; atc decides (auto-watch on or off, a task already watched, ACP)."""
+detached; atc decides (auto-watch on or off, a task already watched, ACP). The model is
+told where it reads: a background submission's result ends with :data:`TOLD`, a check of a
+running task atc watches for this chat with :data:`TOLD_WATCHED` (``atc status``, bounded)."""
 
 import json
 import re
@@ -23,6 +25,11 @@ CANCEL = "cancel_task_callback"
 _TASK_LINE = re.compile(r"\A\s*\[TASK_ID:\s*([^\]\s]+)\s*\]")
 _SESSION_LINE = re.compile(r"^\[SESSION:\s*(.*?)\s*\]\s*$", re.M)
 _FINISHED = re.compile(r"\A\s*\[TASK_ID:\s*([^\]\s]+)\s*\]\s*\n\[STATUS:\s*finished\s*\]")
+# A task check_agent_task found not finished yet: QwenPaw's ``format_background_status_text``
+# says ``[STATUS: running]`` ("Task is still running..."), or ``pending`` (in its queue) or
+# ``submitted`` (waiting to start).
+_RUNNING = re.compile(
+    r"\A\s*\[TASK_ID:\s*([^\]\s]+)\s*\]\s*\n\[STATUS:\s*(?:running|pending|submitted)\s*\]")
 # The child session QwenPaw generates: "<from>:to:<to>:<milliseconds>:<8 hex>".
 _GENERATED_SESSION = re.compile(r"\A[^:\s]+:to:([^:\s]+):\d+:[0-9a-f]{8}\Z")
 
@@ -86,6 +93,14 @@ def background_submission(name, arguments, output):
 # prompts may match it); it holds no path and no other chat's ids.
 TOLD = ("[atc: this task's result will be posted into this chat when it finishes; "
         "you need not call check_agent_task]")
+# What the model reads at the end of a check_agent_task's result on a task still running
+# that atc watches for this chat (issue 37), whatever started the watch: as short, stable
+# and documented as TOLD; it holds no path and no other chat's ids.
+TOLD_WATCHED = ("[atc: atc watches this task for this chat; its result will be posted into "
+                "this chat when it finishes; you need not call check_agent_task again]")
+# How long the check_agent_task result waits for ``atc status`` (it reads only the job
+# file): past it, the model reads QwenPaw's answer unchanged.
+WATCHED_TIMEOUT = 5.0
 
 
 def tell_the_model(chat, name, arguments, response):
@@ -102,12 +117,55 @@ def tell_the_model(chat, name, arguments, response):
     found, _ = where.files()
     if found is None or not found.auto_watch:
         return False
+    return append_line(response, TOLD)
+
+
+def append_line(response, line):
+    """Ends the last text block of ``response`` with ``line`` (once); whether it did."""
     blocks = [b for b in (getattr(response, "content", None) or [])
               if isinstance(getattr(b, "text", None), str)]
-    if not blocks or TOLD in blocks[-1].text:
+    if not blocks or line in blocks[-1].text:
         return False
-    blocks[-1].text = blocks[-1].text.rstrip("\n") + "\n\n" + TOLD
+    blocks[-1].text = blocks[-1].text.rstrip("\n") + "\n\n" + line
     return True
+
+
+def running_check(name, output):
+    """The task a check_agent_task call found still running (not finished), else None."""
+    if name != CHECK:
+        return None
+    found = _RUNNING.match(output or "")
+    return found.group(1) if found else None
+
+
+async def watched_here(chat, task):
+    """Whether atc has a pending watch of ``task`` for ``chat`` (its session, and its user,
+    channel and agent where the turn has them), as ``atc status <task> --json`` says within
+    :data:`WATCHED_TIMEOUT`; False when it has none, watches it for another chat, the
+    watch ended, or atc cannot say (missing, failing, slow, an answer it cannot read)."""
+    code, out, _ = await tools.run_atc(["status", task, "--json"], timeout=WATCHED_TIMEOUT)
+    if code != 0:
+        return False
+    return any(
+        job.get("task_id") == task and job.get("status") == "pending" and tools.mine(job, chat)
+        for job in tools.jobs_of(out)
+    )
+
+
+async def tell_the_model_watched(chat, name, response):
+    """Ends a check_agent_task's result (a ToolResponse) with :data:`TOLD_WATCHED` when the
+    task still runs and atc watches it for this chat (a pending watch, whatever made it:
+    auto-watch, a tool, the command line); never for a finished task, one not watched or
+    watched for another chat, an ACP turn, or with the seed plugin delivering instead.
+    Returns whether it did."""
+    if name != CHECK or chat[1] is None:
+        return False
+    task = running_check(name, tool_output([response]))
+    if task is None or where.STANDBY.now():
+        return False
+    if not await watched_here(chat, task):
+        return False
+    return append_line(response, TOLD_WATCHED)
 
 
 def finished_read(name, output):
@@ -290,7 +348,8 @@ def turn_middleware(reporter):
     """The middleware factory (``api.register_middleware``): one recorder per turn, kept in
     the turn's ``ctx.extras`` for the FINALLY hook. It passes every tool call's output on
     unchanged (but a background submission's, which ends with :data:`TOLD` when atc will
-    watch it) and never raises into the turn."""
+    watch it, and a check of a running task atc watches for this chat, which ends with
+    :data:`TOLD_WATCHED`) and never raises into the turn."""
     from agentscope.middleware import MiddlewareBase  # the host
 
     class AtcTurnRecorder(MiddlewareBase):
@@ -307,6 +366,11 @@ def turn_middleware(reporter):
                                        getattr(call, "input", ""), item)
                     except Exception as err:  # pylint: disable=broad-except
                         reporter.kicker.warn_once("told", "cannot tell the model atc watches: %r" % err)
+                    try:
+                        await tell_the_model_watched(self.turn.chat, getattr(call, "name", ""), item)
+                    except Exception as err:  # pylint: disable=broad-except
+                        reporter.kicker.warn_once(
+                            "told-watched", "cannot tell the model atc watches a running task: %r" % err)
                 items.append(item)
                 yield item
             try:

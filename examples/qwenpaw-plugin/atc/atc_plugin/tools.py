@@ -5,7 +5,9 @@ chat's session or user."""
 
 import asyncio
 import json
+import os
 import re
+import signal
 
 from . import where
 
@@ -49,8 +51,9 @@ def chat_args(chat):
     return args
 
 
-async def run_atc(args):
-    """Runs ``atc <args>``: (exit code, stdout, stderr), or (None, "", why it could not)."""
+async def run_atc(args, timeout=RUN_TIMEOUT):
+    """Runs ``atc <args>``: (exit code, stdout, stderr), or (None, "", why it could not);
+    a run longer than ``timeout`` seconds is killed."""
     exe, problem = where.find_atc()
     if exe is None:
         return None, "", problem
@@ -62,15 +65,21 @@ async def run_atc(args):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=where.atc_env(),
+            # Its own process group: a run past the timeout is killed with whatever it
+            # started (an open pipe would keep the wait for it going).
+            start_new_session=True,
         )
     except OSError as err:
         return None, "", "cannot run %s: %s. %s" % (exe, err, where.NOT_INSTALLED)
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except asyncio.TimeoutError:
-        proc.kill()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (AttributeError, OSError):
+            proc.kill()
         await proc.wait()
-        return None, "", "atc did not answer within %d s; try again later" % RUN_TIMEOUT
+        return None, "", "atc did not answer within %g s; try again later" % timeout
     return (
         proc.returncode,
         out.decode("utf-8", "replace"),

@@ -1,0 +1,227 @@
+//! Delegation trees (issue 37): a result delivered into a watched child's chat (its own
+//! answer already delivered) wakes the child, and the reply goes up to the child's
+//! parent as a follow-up of the child's task, exactly once, level by level.
+
+use crate::support;
+
+use support::bodies;
+use support::chats::ParentReply;
+use support::fake::Reply;
+use support::scene::Scene;
+
+/// The line a follow-up of `task` starts with, after `after` finished.
+fn head(task: &str, after: &str) -> String {
+    format!(
+        "[TASK_ID: {task}]\n[atc: follow-up to this task's earlier answer, after {after} finished]"
+    )
+}
+
+/// P (`s-77`) watches `task-child`, whose chat is `s-child`; it finished ("delegated")
+/// and its result is delivered. Then the child's own task `task-grand` is watched for
+/// `s-child`, and the child answers `reply` when its result arrives there.
+fn tree(reply: &str) -> Scene {
+    let s = Scene::new();
+    s.watch("task-child", &[]);
+    s.poll_replies(
+        "task-child",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("s-child", "CHILD: delegated to task-grand"),
+        )],
+    );
+    s.tick(&[]);
+    assert_eq!(s.status("task-child"), "done");
+    s.watch("task-grand", &["--session", "s-child"]);
+    s.chats
+        .reply("s-child", ParentReply::ToolThenFinal(reply.to_owned()));
+    s.poll_replies(
+        "task-grand",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("s-grand", "GRAND: 42"),
+        )],
+    );
+    s
+}
+
+fn follow_ups(s: &Scene, session: &str) -> Vec<String> {
+    s.delivered(session)
+        .into_iter()
+        .filter(|t| t.contains("[atc: follow-up"))
+        .collect()
+}
+
+#[test]
+fn a_grandchilds_result_goes_up_as_the_childs_follow_up_once() {
+    let s = tree("CHILD: the grandchild says 42");
+    s.tick(&[]);
+    assert_eq!(s.delivered("s-child").len(), 1, "the grandchild's result");
+    s.tick(&[]);
+    s.tick(&[]);
+    assert_eq!(
+        follow_ups(&s, "s-77"),
+        [format!(
+            "{}\n\nCHILD: the grandchild says 42",
+            head("task-child", "task-grand")
+        )],
+        "the child's woken reply, once, under the child's task"
+    );
+    for _ in 0..3 {
+        s.tick(&[]);
+    }
+    assert_eq!(follow_ups(&s, "s-77").len(), 1, "never posted again");
+    assert_eq!(
+        s.delivered("s-77").len(),
+        2,
+        "the result, then the follow-up"
+    );
+    // The person at the console hears of the follow-up in P's chat, never of the
+    // background session.
+    let toasts: Vec<String> = s
+        .chats
+        .sends("console")
+        .into_iter()
+        .map(|(_, _, t)| t)
+        .collect();
+    assert!(
+        toasts.iter().any(|t| t.starts_with("A follow-up for s-77")),
+        "{toasts:?}"
+    );
+    assert!(!toasts.iter().any(|t| t.contains("s-child")), "{toasts:?}");
+    let turn = s.turn("task-grand");
+    assert_eq!(turn["up"]["task_id"], "task-child");
+    assert_eq!(
+        turn["up"]["turn"],
+        "atc-".to_owned() + s.job("task-grand")["job_id"].as_str().unwrap() + "-up"
+    );
+    assert!(turn.get("forward").is_none(), "{turn}");
+    s.atc(["status", "task-grand"])
+        .stdout_contains(
+            "chain           task-grand → task-child's chat → session s-77 (user default, channel console)",
+        )
+        .stdout_contains("went up         the reply it woke went up as a follow-up of task-child")
+        .run();
+    s.atc(["status", "task-child"])
+        .stdout_contains("follow-ups      atc-")
+        .stdout_contains("(delivered)")
+        .run();
+    let json = s
+        .atc(["status", "task-grand", "--json"])
+        .stdout_inspected()
+        .run();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["chain"], serde_json::json!(["task-child"]));
+    let events = |task: &str| -> Vec<String> {
+        let log = s.atc(["log", task, "--json"]).stdout_inspected().run();
+        let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+        log["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["event"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(events("task-grand").contains(&"went_up".to_owned()));
+    let child = events("task-child");
+    assert!(child.contains(&"follow_up".to_owned()), "{child:?}");
+    assert_eq!(
+        child.iter().filter(|e| *e == "delivered").count(),
+        2,
+        "its result and its follow-up: {child:?}"
+    );
+}
+
+#[test]
+fn past_the_depth_limit_the_reply_stays_and_says_why() {
+    let s = tree("CHILD: the grandchild says 42");
+    for _ in 0..4 {
+        s.tick(&["--follow-up-depth", "0"]);
+    }
+    assert!(follow_ups(&s, "s-77").is_empty());
+    assert_eq!(s.delivered("s-77").len(), 1, "the child's result only");
+    let up = &s.turn("task-grand")["up"];
+    assert_eq!(up["task_id"], "task-child");
+    assert!(up.get("turn").is_none(), "{up}");
+    assert!(
+        up["not"].as_str().unwrap().contains("follow-up-depth"),
+        "{up}"
+    );
+    s.atc(["status", "task-grand"])
+        .stdout_contains("the reply it woke stayed in this chat: the follow-up depth limit is reached (0 levels, follow-up-depth)")
+        .run();
+}
+
+#[test]
+fn a_child_still_running_gets_the_result_and_nothing_goes_up() {
+    let s = Scene::new();
+    s.watch("task-child", &["--child-session", "s-child"]);
+    s.poll_replies("task-child", vec![Reply::json(200, bodies::RUNNING)]);
+    s.watch("task-grand", &["--session", "s-child"]);
+    s.chats
+        .reply("s-child", ParentReply::ToolThenFinal("CHILD: noted".into()));
+    s.poll_replies(
+        "task-grand",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("s-grand", "GRAND: 42"),
+        )],
+    );
+    for _ in 0..3 {
+        s.tick(&[]);
+    }
+    assert_eq!(s.delivered("s-child").len(), 1);
+    assert!(s.delivered("s-77").is_empty());
+    assert!(s.turn("task-grand").get("up").is_none());
+}
+
+#[test]
+fn three_levels_go_up_level_by_level() {
+    let s = tree("CHILD: unused");
+    // The grandchild delegated further too: its own result (the first tick) names
+    // `s-grand` as its chat; the great-grandchild is watched for that chat.
+    s.tick(&[]);
+    s.watch("task-great", &["--session", "s-grand"]);
+    s.chats.reply(
+        "s-grand",
+        ParentReply::ToolThenFinal("GRAND: the great one says 7".into()),
+    );
+    s.chats.reply(
+        "s-child",
+        ParentReply::ToolThenFinal("CHILD: all of it: 7".into()),
+    );
+    s.poll_replies(
+        "task-great",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("s-great", "GREAT: 7"),
+        )],
+    );
+    for _ in 0..8 {
+        s.tick(&[]);
+    }
+    assert_eq!(
+        follow_ups(&s, "s-child"),
+        [format!(
+            "{}\n\nGRAND: the great one says 7",
+            head("task-grand", "task-great")
+        )]
+    );
+    let top = follow_ups(&s, "s-77");
+    assert_eq!(
+        top.last().map(String::as_str),
+        Some(
+            format!(
+                "{}\n\nCHILD: all of it: 7",
+                head("task-child", "task-grand")
+            )
+            .as_str()
+        ),
+        "{top:?}"
+    );
+    // The first follow-up (the child's reply to the grandchild's result) and the second
+    // (its reply to the grandchild's follow-up), each once.
+    assert_eq!(top.len(), 2, "{top:?}");
+    s.atc(["status", "task-great"])
+        .stdout_contains("task-great → task-grand's chat → task-child's chat → session s-77")
+        .run();
+}
