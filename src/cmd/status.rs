@@ -62,8 +62,20 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     if out.json {
         let turns = turns_of(&file, &jobs);
         let give_ups = give_ups_of(&file, &jobs);
+        // Each watch for a child's chat, with the tasks above it (nearest first): the
+        // plugin lets a top parent's model watch a task of its own tree (issue 37).
+        let chains: serde_json::Map<String, serde_json::Value> = jobs
+            .iter()
+            .filter_map(|job| {
+                let chain = crate::lifecycle::tree::chain(&file.jobs, job, CHAIN_MAX);
+                (!chain.is_empty()).then(|| {
+                    let above: Vec<&str> = chain.iter().map(|j| j.task_id.as_str()).collect();
+                    (job.task_id.clone(), json!(above))
+                })
+            })
+            .collect();
         return crate::cmd::print_json(
-            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups }),
+            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups, "chains": chains }),
         );
     }
     if jobs.is_empty() {

@@ -129,3 +129,207 @@ pub fn up(
         Some(turn),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Status;
+    use crate::turn::Chat;
+
+    const LIMITS: Limits = Limits {
+        max_strikes: 3,
+        max_age: std::time::Duration::from_secs(86400),
+        busy_retry: std::time::Duration::from_secs(20),
+        busy_deadline: std::time::Duration::from_secs(600),
+        settle: std::time::Duration::from_secs(30),
+        keep: std::time::Duration::from_secs(86400),
+        follow_up_depth: 2,
+    };
+
+    fn t(secs: u64) -> Timestamp {
+        Timestamp::from_unix(1_800_000_000 + secs)
+    }
+
+    /// A finished watch `task` from chat `parent`, its child in `child`, its result
+    /// delivered in turn `atc-<job>` (returned beside it).
+    fn finished(job_id: &str, task: &str, parent: &str, child: &str) -> (Job, Turn) {
+        let mut job = Job::sample(Watch::Finished);
+        job.job_id = job_id.into();
+        job.task_id = task.into();
+        job.target.session_id = parent.into();
+        job.child_session = Some(child.into());
+        job.shown = Status::Done;
+        let mut turn = Turn::new(format!("atc-{job_id}"), crate::compose::chat_of(&job), t(0));
+        turn.carries = vec![Block {
+            job_id: job_id.into(),
+            task_id: task.into(),
+            kind: BlockKind::Result,
+        }];
+        turn.state = TurnState::Delivered;
+        turn.turn_task_id = Some("parent-turn".into());
+        job.turn = Some(turn.turn_id.clone());
+        (job, turn)
+    }
+
+    /// A delivered turn into `chat`'s session `session`, carrying `task`'s `kind`.
+    fn woken(session: &str, task: &str, kind: BlockKind) -> Turn {
+        let chat = Chat {
+            base_url: "http://h/api".into(),
+            agent_id: "default".into(),
+            session_id: session.into(),
+            user_id: "u".into(),
+            channel: "console".into(),
+        };
+        let mut turn = Turn::new(format!("atc-w-{task}"), chat, t(0));
+        turn.carries = vec![Block {
+            job_id: format!("j-{task}"),
+            task_id: task.into(),
+            kind,
+        }];
+        turn.state = TurnState::Delivered;
+        turn.turn_task_id = Some("woken-turn".into());
+        turn
+    }
+
+    fn replied(text: &str) -> ParentTurn {
+        ParentTurn::Ended {
+            status: "completed".into(),
+            reply: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_reply_woken_in_a_finished_childs_chat_goes_up_once_under_its_task() {
+        let (mut child, result) = finished("jc", "task-c", "s-p", "s-c");
+        child.base_url = "http://h/api".into();
+        let turns = [result];
+        let jobs = [child];
+        let g = woken("s-c", "task-g", BlockKind::Result);
+        let (up_, opened) =
+            up(&jobs, &Turns::of(&turns), &g, &replied("R"), t(9), &LIMITS).unwrap();
+        let opened = opened.unwrap();
+        assert_eq!(up_.turn.as_deref(), Some("atc-w-task-g-up"));
+        assert_eq!(opened.turn_id, "atc-w-task-g-up");
+        assert_eq!(opened.chat.session_id, "s-p");
+        assert_eq!(opened.carries[0].kind, BlockKind::FollowUp { depth: 1 });
+        assert_eq!(opened.carries[0].task_id, "task-c");
+        assert_eq!(
+            opened.text.as_deref(),
+            Some(
+                "[TASK_ID: task-c]\n[atc: follow-up to this task's earlier answer, after task-g finished]\n\nR"
+            )
+        );
+        // Followed once: a turn whose end is recorded sends nothing up again.
+        let mut again = g.clone();
+        again.parent_turn = Some("completed".into());
+        assert!(
+            up(
+                &jobs,
+                &Turns::of(&turns),
+                &again,
+                &replied("R"),
+                t(9),
+                &LIMITS
+            )
+            .is_none()
+        );
+        // Not a child's chat, another server, another agent: nothing.
+        for (session, base, agent) in [
+            ("s-x", "http://h/api", "default"),
+            ("s-c", "http://other/api", "default"),
+        ] {
+            let mut w = woken(session, "task-g", BlockKind::Result);
+            w.chat.base_url = base.into();
+            w.chat.agent_id = agent.into();
+            assert!(up(&jobs, &Turns::of(&turns), &w, &replied("R"), t(9), &LIMITS).is_none());
+        }
+        let mut on = jobs.clone();
+        on[0].child_agent = Some("QA".into());
+        assert!(up(&on, &Turns::of(&turns), &g, &replied("R"), t(9), &LIMITS).is_none());
+    }
+
+    #[test]
+    fn nothing_goes_up_from_a_child_whose_result_has_not_landed() {
+        let (mut child, mut result) = finished("jc", "task-c", "s-p", "s-c");
+        child.base_url = "http://h/api".into();
+        let g = woken("s-c", "task-g", BlockKind::Result);
+        for state in [TurnState::Open, TurnState::Claimed, TurnState::Unconfirmed] {
+            result.state = state;
+            let turns = [result.clone()];
+            assert!(
+                up(
+                    &[child.clone()],
+                    &Turns::of(&turns),
+                    &g,
+                    &replied("R"),
+                    t(9),
+                    &LIMITS
+                )
+                .is_none()
+            );
+        }
+        result.state = TurnState::Delivered;
+        child.watch = Watch::Pending;
+        let turns = [result];
+        assert!(
+            up(
+                &[child],
+                &Turns::of(&turns),
+                &g,
+                &replied("R"),
+                t(9),
+                &LIMITS
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn an_empty_or_failed_reply_or_the_depth_limit_stays_and_says_why() {
+        let (mut child, result) = finished("jc", "task-c", "s-p", "s-c");
+        child.base_url = "http://h/api".into();
+        let jobs = [child];
+        let turns = [result];
+        let turns = Turns::of(&turns);
+        let stays = |w: &Turn, ended: ParentTurn| {
+            let (u, opened) = up(&jobs, &turns, w, &ended, t(9), &LIMITS).unwrap();
+            assert!(opened.is_none() && u.turn.is_none());
+            u.not.unwrap()
+        };
+        let g = woken("s-c", "task-g", BlockKind::Result);
+        assert!(stays(&g, replied("")).contains("empty"));
+        let failed = ParentTurn::Ended {
+            status: "failed".into(),
+            reply: "x".into(),
+        };
+        assert!(stays(&g, failed).contains("failed"));
+        assert!(stays(&g, ParentTurn::Gone).contains("no record"));
+        assert!(up(&jobs, &turns, &g, &ParentTurn::Running, t(9), &LIMITS).is_none());
+        let deep = woken("s-c", "task-g", BlockKind::FollowUp { depth: 2 });
+        assert!(stays(&deep, replied("R")).contains("depth limit is reached (2 levels"));
+        let within = woken("s-c", "task-g", BlockKind::FollowUp { depth: 1 });
+        let (_, opened) = up(&jobs, &turns, &within, &replied("R"), t(9), &LIMITS).unwrap();
+        assert_eq!(
+            opened.unwrap().carries[0].kind,
+            BlockKind::FollowUp { depth: 2 }
+        );
+    }
+
+    #[test]
+    fn a_chain_names_each_watch_above_and_ends_at_a_loop() {
+        let (c, _) = finished("jc", "task-c", "s-p", "s-c");
+        let (g, _) = finished("jg", "task-g", "s-c", "s-g");
+        let (mut gg, _) = finished("jgg", "task-gg", "s-g", "s-gg");
+        let jobs = [c.clone(), g.clone(), gg.clone()];
+        let above: Vec<&str> = chain(&jobs, &gg, 16)
+            .iter()
+            .map(|j| j.task_id.as_str())
+            .collect();
+        assert_eq!(above, ["task-g", "task-c"]);
+        assert_eq!(chain(&jobs, &gg, 1).len(), 1);
+        // A watch whose chat is its own child's: no endless chain.
+        gg.child_session = Some("s-g".into());
+        let jobs = [gg.clone()];
+        assert!(chain(&jobs, &gg, 16).is_empty());
+    }
+}

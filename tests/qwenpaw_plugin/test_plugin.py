@@ -584,6 +584,31 @@ class PluginTest(Carried, unittest.TestCase):
         self.assertEqual(line, "Not cancelled task-00000000000a: this chat watches no such task (callback_task_status lists its watches).")
         self.assertEqual(self.calls(), ["status --all --json", "status --all --json"])
 
+    def test_a_task_of_this_chats_delegation_tree_is_watched_in_place(self):
+        # task-grand was delegated by this chat's child (task-child): atc watches it for
+        # the child's chat, and says so in `chains`.
+        child = job("task-00000000000c")
+        grand = job("task-00000000000g", session="s-child", user="default", agent="SE")
+        (self.path / "status").write_text(json.dumps({
+            "jobs": [child, grand], "chains": {"task-00000000000g": ["task-00000000000c"]}}))
+        self.answer(json.dumps(dict(grand, stop_after_secs=600)))
+        line = run(self.plugin.tools.watch_agent_task("task-00000000000g", stop_after="10m"))
+        self.assertEqual(self.args(), [
+            "watch", "task-00000000000g", "--json", "--origin", "plugin", "--session", "s-child",
+            "--user", "default", "--channel", "console", "--agent", "SE", "--stop-after", "10m"])
+        self.assertEqual(line, (
+            "Watching task-00000000000g (stops it after 10m if it is still running): a task "
+            "your delegate started. Its result goes to that agent, and its follow-up comes back "
+            "into this chat by itself. Do not poll check_agent_task for it; tell the user and "
+            "end your turn."))
+        self.assertNotIn("s-child", line)
+        # Another chat's tree is still another chat's.
+        (self.path / "status").write_text(json.dumps({
+            "jobs": [job("task-00000000000c", session="s-other"), grand],
+            "chains": {"task-00000000000g": ["task-00000000000c"]}}))
+        line = run(self.plugin.tools.watch_agent_task("task-00000000000g"))
+        self.assertIn("another chat already watches task-00000000000g", line)
+
     def test_refusals_name_no_file_and_no_other_chat(self):
         state = self.path / "state" / "jobs.json"
         os.environ["ATC_STATE"] = str(state)

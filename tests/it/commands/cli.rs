@@ -622,7 +622,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
     env.atc(["status"]).stdout("No jobs.\n").no_file();
     env.atc(["--json", "status"])
-        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": []\n}\n")
+        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"chains\": {}\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
 }

@@ -111,6 +111,17 @@ fn a_grandchilds_result_goes_up_as_the_childs_follow_up_once() {
         .run();
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(json["chain"], serde_json::json!(["task-child"]));
+    // The list says each watch's chain too: the plugin lets the top parent's model watch
+    // a task of its own tree in place.
+    let all = s
+        .atc(["status", "--all", "--json"])
+        .stdout_inspected()
+        .run();
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(
+        all["chains"],
+        serde_json::json!({"task-grand": ["task-child"]})
+    );
     let events = |task: &str| -> Vec<String> {
         let log = s.atc(["log", task, "--json"]).stdout_inspected().run();
         let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();

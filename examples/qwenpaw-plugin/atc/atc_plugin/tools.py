@@ -137,8 +137,9 @@ def no_chat():
     )
 
 
-def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in=""):
-    chat = chat_context()
+def watch_args(task_ids, target_agent, group, child_session="", stop_after="", check_in="",
+               chat=None):
+    chat = chat or chat_context()
     agent, session = chat[0], chat[1]
     if not session:
         return None
@@ -204,7 +205,8 @@ def mine(job, chat):
 
 
 async def chat_jobs(chat):
-    """(this chat's jobs, every other chat's task ids), or None with why not."""
+    """(this chat's jobs, every other chat's task ids, the other chats' jobs that belong
+    to this chat's delegation tree by task id), or None with why not."""
     code, out, err = await run_atc(["status", "--all", "--json"])
     if code is None:
         return None, err
@@ -213,7 +215,24 @@ async def chat_jobs(chat):
     jobs = jobs_of(out)
     own = [j for j in jobs if mine(j, chat)]
     others = {j.get("task_id") for j in jobs if not mine(j, chat)}
-    return (own, others), None
+    return (own, others, in_tree(out, jobs, own)), None
+
+
+def in_tree(stdout, jobs, own):
+    """The other chats' watches whose chain (atc's ``chains``: the watches above each, the
+    nearest first) ends at a watch of this chat: a task a child of this chat delegated
+    further, whose result atc sends up to this chat (issue 37). By task id."""
+    try:
+        chains = json.loads(stdout).get("chains") or {}
+    except (ValueError, AttributeError):
+        return {}
+    ours = {j.get("task_id") for j in own}
+    by_task = {j.get("task_id"): j for j in jobs}
+    return {
+        task: by_task[task]
+        for task, above in chains.items()
+        if isinstance(above, list) and above and above[-1] in ours and task in by_task
+    }
 
 
 async def watch(task_ids, target_agent="", group=None, child_session="", stop_after="", check_in=""):
@@ -227,6 +246,12 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     if listed is None:
         return "Not watching %s: %s" % (shown, problem)
     taken = [t for t in task_ids if t in listed[1]]
+    tree = listed[2].get(task_ids[0]) if len(task_ids) == 1 and taken else None
+    if tree is not None:
+        # A task of this chat's delegation tree (a child delegated it further): its
+        # options apply to the same watch, which still goes to the child's chat; what the
+        # child makes of the result comes up here as a follow-up.
+        return await watch_in_tree(tree, task_ids, target_agent, child_session, stop_after, check_in)
     if taken:
         # Watching it here would take another chat's watch away from it.
         return (
@@ -272,6 +297,29 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         "Watching %s%s: the result comes back into this chat%s by itself when it "
         "finishes. Do not poll check_agent_task for it; tell the user and end your turn."
         % (", ".join(i for i in ids if i), confirmed, together)
+    )
+
+
+async def watch_in_tree(job, task_ids, target_agent, child_session, stop_after, check_in):
+    shown = ", ".join(task_ids)
+    chat = (job.get("agent_id"), job.get("session_id"), job.get("user_id"), job.get("channel"))
+    target = (target_agent or "").strip() or job.get("target_agent") or ""
+    args = watch_args(task_ids, target, None, child_session, stop_after, check_in, chat=chat)
+    code, out, err = await run_atc(args)
+    if code is None or code != 0:
+        why = err if code is None else tool_words(reason(err))
+        return (
+            "Not changed %s: %s. It is still watched: its result reaches the agent you "
+            "delegated to, and what that agent makes of it comes back into this chat by "
+            "itself. Do not poll check_agent_task for it." % (shown, why)
+        )
+    jobs = jobs_of(out)
+    options = applied(jobs[0] if jobs else {}, target, None, child_session, stop_after, check_in)
+    confirmed = (" (%s)" % "; ".join(options)) if options else ""
+    return (
+        "Watching %s%s: a task your delegate started. Its result goes to that agent, and "
+        "its follow-up comes back into this chat by itself. Do not poll check_agent_task "
+        "for it; tell the user and end your turn." % (shown, confirmed)
     )
 
 
