@@ -588,7 +588,7 @@ _atc() {
             return 0
             ;;
         atc__subcmd__tick)
-            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --follow-up-depth --turn-timeout --kicked --no-batch --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
+            opts="-q -v -h -V --concurrency --http-timeout --max-strikes --max-age --busy-retry --busy-deadline --keep --follow-up-depth --poll-ceiling --turn-timeout --kicked --no-batch --state --base-url --json --allow-insecure-remote --quiet --verbose --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -623,6 +623,10 @@ _atc() {
                     return 0
                     ;;
                 --follow-up-depth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --poll-ceiling)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

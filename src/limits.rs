@@ -19,4 +19,8 @@ pub struct Limits {
     /// How many levels a follow-up goes up a delegation tree (`--follow-up-depth`; 0:
     /// none). A reply past it stays in the child's chat, and its turn says why.
     pub follow_up_depth: u32,
+    /// The longest wait between two polls of a watch on its back-off (`--poll-ceiling`):
+    /// a child whose turn's end atc's plugin kicks is polled then, and otherwise at 20 s,
+    /// 40 s, 80 s… up to this (`lifecycle::backoff`).
+    pub poll_ceiling: Duration,
 }

@@ -737,6 +737,13 @@ pub struct TickArgs {
     #[arg(long, value_name = "N", value_parser = parse_follow_up_depth)]
     pub follow_up_depth: Option<u32>,
 
+    /// The longest wait between two polls of a child whose turn's end atc's QwenPaw plugin
+    /// kicks (it is polled when that turn ends; otherwise at 20s, 40s, 80s… up to this);
+    /// other watches are polled every tick [env: ATC_POLL_CEILING] [config: poll-ceiling]
+    /// [default: 5m]
+    #[arg(long, value_name = "D", value_parser = parse_timeout)]
+    pub poll_ceiling: Option<Duration>,
+
     /// Ask QwenPaw to stop the parent's resumed turn after this long [env: ATC_TURN_TIMEOUT]
     /// [config: turn-timeout] [default: QwenPaw's own, 1h]
     #[arg(long, value_name = "D", value_parser = parse_timeout)]

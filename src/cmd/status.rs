@@ -18,6 +18,43 @@ use crate::turn::{Turn, TurnState};
 /// How many jobs `status` lists without `--all`.
 pub const RECENT: usize = 20;
 
+/// The `next poll` line of a pending watch (issue 38): on its back-off (when, and whether
+/// for its own time), or by every tick, and why; by the configured `poll-ceiling` (a
+/// tick's own flag may differ).
+fn next_poll(
+    job: &Job,
+    beat: &crate::pass::Heartbeat,
+    now: Timestamp,
+    limits: &crate::lifecycle::Limits,
+) -> Option<String> {
+    use crate::lifecycle::backoff::{Polling, polling};
+    if job.watch != crate::job::Watch::Pending {
+        return None;
+    }
+    let ceiling = limits.poll_ceiling;
+    let kicking = beat.kicking(&job.base_url, now, ceiling);
+    let said = match polling(job, kicking, beat.last_scheduled(), now, limits) {
+        Polling::EveryTick(why) => format!("by every tick: {}", why.says()),
+        Polling::BackOff { next, own } => {
+            let when = if next <= now {
+                "by the next tick".to_owned()
+            } else {
+                format!("at {next} (in {})", age(now.elapsed_at(next)))
+            };
+            let why = if own {
+                "its own time (a check-in, its stop or its expiry)"
+            } else {
+                "its back-off: atc's plugin kicks when the child's turn ends, so a tick polls it only now and then"
+            };
+            format!(
+                "{when}, for {why}; at the latest {} after the last",
+                human(ceiling)
+            )
+        }
+    };
+    Some(format!("{:<15} {said}", "next poll"))
+}
+
 /// Levels of a delegation tree `status` names above a watch.
 const CHAIN_MAX: usize = 16;
 
@@ -47,7 +84,12 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
                 &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups, "chain": chain }),
             )?;
         } else {
-            crate::cmd::emit(&full(job, &file, now))?;
+            let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
+            let mut text = full(job, &file, now);
+            if let Some(line) = next_poll(job, &beat, now, &args.limits) {
+                text = text.replacen("\nregistered ", &format!("\n{line}\nregistered "), 1);
+            }
+            crate::cmd::emit(&text)?;
         }
         return Ok(());
     }

@@ -19,6 +19,7 @@
 //! ([`to_poll`], [`to_stop`]), which ended jobs are pruned ([`prunable`]); and, in
 //! `register`, what `watch` does with the records the file already holds.
 
+pub mod backoff;
 pub mod kick;
 mod register;
 pub mod tree;
@@ -260,6 +261,10 @@ fn polled(
                 outcomes.push(Outcome::StopGaveUp);
             }
             if turn_ended {
+                // The kick found it still running: a sign of life, its back-off starts
+                // again (`backoff`).
+                next.alive_at = Some(now);
+                next.updated_at = now;
                 return Transition::to(next, outcomes);
             }
             if stop_due(&next, now) {

@@ -144,6 +144,7 @@ mod tests {
         settle: std::time::Duration::from_secs(30),
         keep: std::time::Duration::from_secs(86400),
         follow_up_depth: 2,
+        poll_ceiling: std::time::Duration::from_secs(300),
     };
 
     fn t(secs: u64) -> Timestamp {

@@ -10,7 +10,7 @@ use crate::time::Timestamp;
 
 /// What a tick leaves in `<job file>.tick.lock` (one JSON line), for the next tick and for
 /// `atc doctor`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// When the last tick started.
     pub last_tick_at: Option<Timestamp>,
@@ -37,11 +37,16 @@ pub struct Heartbeat {
     /// When a tick last finished its pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// The servers whose atc plugin ticks this job file (a kick or a cadence tick whose
+    /// `ATC_BASE_URL` named it), each with its last such tick: their children are polled
+    /// on a back-off (`lifecycle::backoff`). Kept a day.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub plugins: std::collections::BTreeMap<String, Timestamp>,
 }
 
 /// A job file with nothing to do: which version (its fingerprint), under which limits,
 /// and until when (its first prune; `None`: never, it holds no job).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Settled {
     pub(super) file: Fingerprint,
     pub(super) key: CacheKey,
@@ -54,7 +59,7 @@ pub(super) struct Settled {
 
 /// The limits a settled verdict depends on (`--keep` prunes; `--busy-deadline` says which
 /// delivered turns are followed).
-#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct CacheKey {
     keep_secs: u64,
     busy_deadline_secs: u64,
@@ -70,12 +75,16 @@ impl CacheKey {
 }
 
 /// When each kind of tick last started, as a tick that started now leaves it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Kinds {
     kick: Option<Timestamp>,
     unkicked: Option<Timestamp>,
     cadence: Option<Timestamp>,
+    pub(super) plugins: std::collections::BTreeMap<String, Timestamp>,
 }
+
+/// How long a server's plugin is remembered after its last kick or cadence tick.
+const PLUGIN_KEPT: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 impl Kinds {
     /// `previous`'s, with this tick's own kind at `now`.
@@ -84,12 +93,20 @@ impl Kinds {
         now: Timestamp,
         kicked: bool,
         cadence: bool,
+        server: Option<&str>,
     ) -> Kinds {
         let mut kinds = Kinds {
             kick: previous.last_kick_at,
             unkicked: previous.last_unkicked(),
             cadence: previous.last_cadence_at,
+            plugins: previous.plugins.clone(),
         };
+        kinds
+            .plugins
+            .retain(|_, at| at.elapsed_at(now) <= PLUGIN_KEPT);
+        if let Some(server) = server.filter(|_| kicked || cadence) {
+            kinds.plugins.insert(server.to_owned(), now);
+        }
         if kicked {
             kinds.kick = Some(now);
         } else if cadence {
@@ -128,7 +145,7 @@ impl Heartbeat {
     /// What a tick that started at `now` leaves: `finished` once its pass is done.
     pub(super) fn of(
         now: Timestamp,
-        kinds: Kinds,
+        kinds: &Kinds,
         settled: Option<Settled>,
         finished_at: Option<Timestamp>,
     ) -> Heartbeat {
@@ -137,10 +154,25 @@ impl Heartbeat {
             last_kick_at: kinds.kick,
             last_unkicked_at: kinds.unkicked,
             last_cadence_at: kinds.cadence,
+            plugins: kinds.plugins.clone(),
             settled,
             finished: Some(finished_at == Some(now)),
             finished_at,
         }
+    }
+
+    /// When the last scheduled tick (a timer's, a person's, a plugin's cadence: not a
+    /// kick) started.
+    pub fn last_scheduled(&self) -> Option<Timestamp> {
+        self.last_unkicked().max(self.last_cadence_at)
+    }
+
+    /// Whether the atc plugin of the server at `base_url` ticks this job file now: a kick
+    /// or cadence tick from it within three ceilings.
+    pub fn kicking(&self, base_url: &str, now: Timestamp, ceiling: std::time::Duration) -> bool {
+        self.plugins
+            .get(base_url)
+            .is_some_and(|at| at.elapsed_at(now) <= ceiling * 3)
     }
 
     pub(super) fn to_line(&self) -> String {

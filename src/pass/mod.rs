@@ -42,7 +42,7 @@ use anyhow::Result;
 use crate::compose::{self, Seen};
 use crate::job::{Job, Watch};
 use crate::lifecycle::kick::{self, Concern, TurnEnd};
-use crate::lifecycle::{self, Check, Event, Limits, StopAnswer};
+use crate::lifecycle::{self, Check, Event, Limits, StopAnswer, backoff};
 use crate::qwenpaw::chat::{self, ReadBack};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, Server, render};
@@ -228,7 +228,13 @@ pub fn run_with<S: Server>(
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
     // Which kind of tick ran last, each kind's time kept.
-    let kinds = Kinds::after(&previous, now, tick.kicked, tick.cadence);
+    let kinds = Kinds::after(
+        &previous,
+        now,
+        tick.kicked,
+        tick.cadence,
+        tick.server.as_deref(),
+    );
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())
         && settled.file == print
@@ -236,14 +242,14 @@ pub fn run_with<S: Server>(
         && settled.until.is_none_or(|until| now <= until)
         && !(settled.unsaid && intent.heard)
     {
-        let beat = Heartbeat::of(now, kinds, previous.settled, Some(now));
+        let beat = Heartbeat::of(now, &kinds, previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(&Heartbeat::of(now, kinds, None, previous.finished_at).to_line())?;
+    single_flight.stamp(&Heartbeat::of(now, &kinds, None, previous.finished_at).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
     let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, kinds, None, Some(now)).to_line())
+        lock.stamp(&Heartbeat::of(now, &kinds, None, Some(now)).to_line())
     };
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -269,7 +275,13 @@ pub fn run_with<S: Server>(
             settle();
         }
     }
-    let work = prepare(store, limits, clock, intent, &mut report)?;
+    // The servers whose plugin ticks (this tick's own included), and when the last
+    // scheduled tick ran: what a watch's back-off counts from. A kicked tick has none.
+    let schedule = (!tick.kicked).then(|| Heartbeat {
+        plugins: kinds.plugins.clone(),
+        ..previous.clone()
+    });
+    let work = prepare(store, limits, clock, intent, schedule.as_ref(), &mut report)?;
     announce(&mut report);
     lap(&mut report, "prepare");
     store.log(&report.take_log())?;
@@ -285,7 +297,7 @@ pub fn run_with<S: Server>(
                 until: work.first_prune,
                 unsaid: work.unsaid,
             };
-            let beat = Heartbeat::of(now, kinds, Some(settled), Some(now));
+            let beat = Heartbeat::of(now, &kinds, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;
@@ -413,6 +425,7 @@ fn prepare(
     limits: &Limits,
     clock: &dyn Clock,
     intent: Intent<'_>,
+    schedule: Option<&Heartbeat>,
     report: &mut Report,
 ) -> Result<Work> {
     store.update(|file| {
@@ -474,6 +487,15 @@ fn prepare(
         let again = *intent.scope == Scope::AnyTurnAgain;
         let poll = lifecycle::to_poll(jobs)
             .into_iter()
+            // A scheduled pass polls a child whose turn's end the plugin kicks only on its
+            // back-off (or at its own times); a kick polls what it concerns.
+            .filter(|job| {
+                turn_ended
+                    || schedule.is_none_or(|s| {
+                        let kicking = s.kicking(&job.base_url, now, limits.poll_ceiling);
+                        backoff::due(job, kicking, s.last_scheduled(), now, limits)
+                    })
+            })
             .filter(|job| {
                 !again
                     && concern

@@ -59,6 +59,7 @@ fn timer_tick(path: std::path::PathBuf) -> Tick {
         auth: Auth::default(),
         kicked: false,
         cadence: false,
+        server: None,
         batch: true,
     }
 }

@@ -188,6 +188,9 @@ pub struct Status {
     pub state: Setting<PathBuf>,
     pub task_id: Option<String>,
     pub all: bool,
+    /// The tick's limits from the environment and the config file (`next poll` counts by
+    /// its `poll-ceiling`).
+    pub limits: Limits,
 }
 
 #[derive(Debug)]
@@ -225,6 +228,9 @@ pub struct Tick {
     /// `ATC_CADENCE_TICK=1`: started by a QwenPaw plugin's cadence (not a timer's, not a
     /// person's): another server's plugin on the same job file must not stand by for it.
     pub cadence: bool,
+    /// The server whose atc plugin started this tick (a kick's or a cadence's
+    /// `ATC_BASE_URL`): its children are polled on a back-off.
+    pub server: Option<String>,
     /// Gather everything due for one parent chat into one turn (off: `--no-batch`,
     /// `ATC_NO_BATCH=1`).
     pub batch: bool,

@@ -18,6 +18,8 @@ pub const BUSY_RETRY: Duration = Duration::from_secs(20);
 pub const BUSY_DEADLINE: Duration = Duration::from_secs(6 * 3600);
 /// Levels a follow-up goes up a delegation tree: P → child → … five levels down.
 pub const FOLLOW_UP_DEPTH: u32 = 5;
+/// The longest wait between two polls of a child whose turn's end atc's plugin kicks.
+pub const POLL_CEILING: Duration = Duration::from_secs(300);
 pub const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// `atc wait` polls this often.
 pub const WAIT_INTERVAL: Duration = Duration::from_secs(3);

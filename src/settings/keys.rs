@@ -37,7 +37,7 @@ pub struct Key {
 }
 
 /// Every key the config file may hold, in the order `config show` lists them.
-pub const KEYS: [Key; 13] = [
+pub const KEYS: [Key; 14] = [
     Key {
         name: "state",
         env: "ATC_STATE",
@@ -93,6 +93,13 @@ pub const KEYS: [Key; 13] = [
         flag: Some("--follow-up-depth"),
         kind: Kind::Count(&validate::FOLLOW_UP_DEPTH),
         about: "levels a child's later reply goes up a delegation tree as a follow-up (0: none)",
+    },
+    Key {
+        name: "poll-ceiling",
+        env: "ATC_POLL_CEILING",
+        flag: Some("--poll-ceiling"),
+        kind: Kind::Timeout,
+        about: "the longest wait between two polls of a child whose turn's end atc's QwenPaw plugin kicks",
     },
     Key {
         name: "concurrency",

@@ -190,6 +190,8 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
             all: args.all,
             state: state()?,
+            // Only for its `next poll` line: a typo in a tick's knob never stops `status`.
+            limits: knobs().map_or_else(|_| default_limits(), |k| k.limits()),
         }),
         Command::Cancel(args) => Action::Cancel(Cancel {
             task_id: parse_task_id(&args.task_id)?,
@@ -203,7 +205,18 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             let cadence = env
                 .var("ATC_CADENCE_TICK")
                 .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
-            Action::Tick(tick::tick(&args, state()?, auth()?, &knobs, cadence))
+            // The plugin names its server (`ATC_BASE_URL`) to the ticks it starts.
+            let server = env
+                .var("ATC_BASE_URL")
+                .and_then(|url| crate::validate::base_url(&url).ok());
+            Action::Tick(tick::tick(
+                &args,
+                state()?,
+                auth()?,
+                &knobs,
+                cadence,
+                server,
+            ))
         }
         Command::Wait(args) => Action::Wait(Wait {
             task_id: parse_task_id(&args.task_id)?,

@@ -24,6 +24,7 @@ pub fn default_limits() -> Limits {
         settle: defaults::HTTP_TIMEOUT,
         keep: defaults::KEEP,
         follow_up_depth: defaults::FOLLOW_UP_DEPTH,
+        poll_ceiling: defaults::POLL_CEILING,
     }
 }
 
@@ -36,6 +37,7 @@ pub struct Knobs {
     pub keep: Setting<Duration>,
     pub max_strikes: Setting<u32>,
     pub follow_up_depth: Setting<u32>,
+    pub poll_ceiling: Setting<Duration>,
     pub concurrency: Setting<u32>,
     pub http_timeout: Setting<Duration>,
     /// None: QwenPaw's own (1h).
@@ -142,6 +144,11 @@ impl Knobs {
                 flags.and_then(|a| a.max_strikes),
                 defaults::MAX_STRIKES,
             )?,
+            poll_ceiling: duration(
+                "poll-ceiling",
+                f(|a| a.poll_ceiling),
+                defaults::POLL_CEILING,
+            )?,
             follow_up_depth: count(
                 "follow-up-depth",
                 flags.and_then(|a| a.follow_up_depth),
@@ -175,6 +182,7 @@ impl Knobs {
             settle: self.http_timeout.value,
             keep: self.keep.value,
             follow_up_depth: self.follow_up_depth.value,
+            poll_ceiling: self.poll_ceiling.value,
         }
     }
 
@@ -191,6 +199,7 @@ impl Knobs {
             d("keep", &self.keep),
             n("max-strikes", &self.max_strikes),
             n("follow-up-depth", &self.follow_up_depth),
+            d("poll-ceiling", &self.poll_ceiling),
             n("concurrency", &self.concurrency),
             d("http-timeout", &self.http_timeout),
             match &self.turn_timeout {
@@ -209,6 +218,7 @@ pub(super) fn tick(
     auth: Auth,
     knobs: &Knobs,
     cadence: bool,
+    server: Option<String>,
 ) -> Tick {
     Tick {
         state,
@@ -219,6 +229,7 @@ pub(super) fn tick(
         auth,
         kicked: args.kicked,
         cadence: cadence && !args.kicked,
+        server: server.filter(|_| args.kicked || cadence),
         batch: !knobs.no_batch.value,
     }
 }

@@ -13,6 +13,7 @@ const LIMITS: Limits = Limits {
     settle: Duration::from_secs(5),
     keep: Duration::from_secs(7 * 86400),
     follow_up_depth: 5,
+    poll_ceiling: Duration::from_secs(300),
 };
 
 fn t(secs: u64) -> Timestamp {

@@ -34,7 +34,7 @@ pub struct Auto {
 }
 
 impl Auto {
-    fn starts(&self) -> Vec<String> {
+    pub(crate) fn starts(&self) -> Vec<String> {
         fs::read_to_string(&self.starts)
             .unwrap_or_default()
             .lines()
@@ -42,13 +42,13 @@ impl Auto {
             .collect()
     }
 
-    fn atc(&self, ctx: &Ctx) -> R<Atc> {
+    pub(crate) fn atc(&self, ctx: &Ctx) -> R<Atc> {
         let dir = self.dir.join(ctx.uniq("reader"));
         fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         Atc::new(&ctx.atc_bin, &dir, self.state.clone(), &self.server.root())
     }
 
-    fn jobs(&self, ctx: &Ctx) -> R<Vec<Value>> {
+    pub(crate) fn jobs(&self, ctx: &Ctx) -> R<Vec<Value>> {
         if !self.state.exists() {
             return Ok(Vec::new());
         }
@@ -133,7 +133,7 @@ impl Auto {
     }
 
     /// No line of the server log says the plugin failed.
-    fn no_plugin_warnings(&self) -> R<()> {
+    pub(crate) fn no_plugin_warnings(&self) -> R<()> {
         let log = self.server.log_text();
         let said: Vec<&str> = log.lines().filter(|l| l.contains("atc plugin:")).collect();
         ensure!(said.is_empty(), "the plugin warned: {said:?}");
@@ -147,7 +147,7 @@ fn server(ctx: &Ctx, name: &str) -> R<Auto> {
 }
 
 /// [`server`], with more of the server's environment.
-fn server_with(ctx: &Ctx, name: &str, more: Vec<(String, String)>) -> R<Auto> {
+pub(crate) fn server_with(ctx: &Ctx, name: &str, more: Vec<(String, String)>) -> R<Auto> {
     let dir = ctx.scratch.path().join(ctx.uniq(name));
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let starts = dir.join("atc-starts.log");

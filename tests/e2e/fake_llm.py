@@ -37,6 +37,18 @@ What it answers depends on the *last user text* of the request (see
                                   last ``[TASK_ID: …]``/``[SESSION: …]`` a tool of this
                                   turn returned, ``$TASK_ID1``, ``$TASK_ID2``… for each
                                   in the order they came
+  contains ``DELEGATE: <json object>`` (``to_agent``, ``text``; optional ``woken``,
+  ``sleep``)                   -> a delegation tree's node: a tool call
+                                  ``submit_to_agent(to_agent, text)`` (``text`` may hold
+                                  the next level's ``DELEGATE:``); after its result, the
+                                  interim final text "Delegated to <agent> as <task id>;
+                                  its answer comes back here." (after ``sleep`` seconds).
+                                  Later, in the same chat, a delivered result (a text with
+                                  a ``[TASK_ID: …]`` line) wakes it: with ``woken`` set,
+                                  the reply is ``<woken> wake <n> (woken by <task id>;
+                                  heard: <the MARK_… words of that text>)`` (n counts the
+                                  delivered texts of the chat so far); without, the usual
+                                  echo
   anything else                -> ``ECHO: <last user text>``
 
 A text that starts with ``[TASK_ID:`` is a background-task result delivered into
@@ -202,11 +214,71 @@ def calltools(messages, text):
     return 200, "call", (name, fill(args)), 0.0
 
 
+_DELEGATE = re.compile(r"DELEGATE:\s*(\{.*\})\s*$", re.S)
+_TASK_LINE = re.compile(r"^\[TASK_ID:\s*([^\]\s]+)\s*\]", re.M)
+_MARK = re.compile(r"\bMARK_\w+")
+
+
+def _delegate_spec(text):
+    """The JSON object of a ``DELEGATE:`` directive in ``text`` (a dict), else None."""
+    m = _DELEGATE.search(text)
+    if not m:
+        return None
+    try:
+        spec = json.loads(m.group(1))
+    except ValueError as err:
+        return {"bad": str(err)}
+    return spec if isinstance(spec, dict) else {"bad": "not an object"}
+
+
+def _delivered(text):
+    """Whether a user text is a delivered result (a ``[TASK_ID: …]`` line), not a directive."""
+    return "DELEGATE:" not in text and _TASK_LINE.search(text) is not None
+
+
+def delegate(messages, last, text):
+    """A node of a delegation tree (``DELEGATE:``, see the module doc): (status, kind,
+    payload, delay), or None when neither this turn's text nor the chat's first directive
+    is one."""
+    users = [i for i, msg in enumerate(messages) if msg.get("role") == "user"]
+    if not users:
+        return None
+    texts = [last_user_text([messages[i]]) for i in users]
+    if _delivered(text):
+        spec = next((s for s in map(_delegate_spec, texts[:-1]) if s is not None), None)
+        if not spec or not isinstance(spec.get("woken"), str):
+            return None
+        woken = spec["woken"]
+        heard = []
+        for mark in _MARK.findall(text):
+            if mark != woken and mark not in heard:
+                heard.append(mark)
+        wake = sum(1 for t in texts if _delivered(t))
+        return 200, "text", "%s wake %d (woken by %s; heard: %s)" % (
+            woken, wake, _TASK_LINE.search(text).group(1), ", ".join(heard) or "nothing"), 0.0
+    spec = _delegate_spec(text)
+    if spec is None or text.startswith("[TASK_ID:"):
+        return None
+    if "bad" in spec or not isinstance(spec.get("to_agent"), str) \
+            or not isinstance(spec.get("text"), str):
+        return 200, "text", "DELEGATE: bad directive: %s" % spec, 0.0
+    results = [msg for msg in messages[users[-1] + 1:] if msg.get("role") == "tool"]
+    if not results:
+        return 200, "call", ("submit_to_agent",
+                             {"to_agent": spec["to_agent"], "text": spec["text"]}), 0.0
+    task = re.search(r"\[TASK_ID:\s*([^\]\s]+)\s*\]", _text_of(results[-1].get("content")))
+    return 200, "text", "Delegated to %s as %s; its answer comes back here." % (
+        spec["to_agent"], task.group(1) if task else "(no task id)"), float(spec.get("sleep") or 0)
+
+
 def decide(body):
     """Return (http_status, kind, payload, delay_seconds)."""
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}
     text = last_user_text(messages)
+    tree = delegate(messages, last, text)
+    if tree is not None:
+        return tree
     skill = skilltest(messages, last, text)
     if skill is not None:
         return skill

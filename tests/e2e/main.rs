@@ -36,6 +36,7 @@ mod scenarios;
 #[path = "../support/shape.rs"]
 mod shape;
 mod skill;
+mod tree;
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -90,6 +90,8 @@ pub const ALL: &[(&str, Scenario)] = &[
         "plugin-two-servers-cadence",
         crate::auto::two_servers_cadence,
     ),
+    ("tree-two-levels", crate::tree::two_levels),
+    ("tree-three-levels", crate::tree::three_levels),
     ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
@@ -128,6 +130,8 @@ pub struct Ctx {
     im: RefCell<Option<Rc<Im>>>,
     /// The server of the auto-watch scenarios, made by the first of them.
     auto: RefCell<Option<Rc<crate::auto::Auto>>>,
+    /// The server of the delegation-tree scenarios, made by the first of them.
+    tree: RefCell<Option<Rc<crate::auto::Auto>>>,
     /// The console page in Chromium and its server, made by the first console scenario.
     pub front: RefCell<Option<Rc<crate::console::Front>>>,
 }
@@ -191,6 +195,7 @@ impl Ctx {
             seq: Cell::new(0),
             im: RefCell::new(None),
             auto: RefCell::new(None),
+            tree: RefCell::new(None),
             front: RefCell::new(None),
         })
     }
@@ -203,6 +208,17 @@ impl Ctx {
         let auto = Rc::new(crate::auto::shared(self)?);
         *self.auto.borrow_mut() = Some(Rc::clone(&auto));
         Ok(auto)
+    }
+
+    /// The delegation-tree scenarios' server (atc's plugin, a short cadence), started on
+    /// first use.
+    pub(crate) fn tree(&self) -> R<Rc<crate::auto::Auto>> {
+        if let Some(tree) = self.tree.borrow().as_ref() {
+            return Ok(Rc::clone(tree));
+        }
+        let tree = Rc::new(crate::tree::shared(self)?);
+        *self.tree.borrow_mut() = Some(Rc::clone(&tree));
+        Ok(tree)
     }
 
     /// The MQTT broker and server, started on first use.

@@ -42,6 +42,7 @@ pub fn limits() -> Limits {
         settle: Duration::from_secs(60),
         keep: Duration::from_secs(3 * 3600),
         follow_up_depth: 5,
+        poll_ceiling: Duration::from_secs(300),
     }
 }
 
@@ -1452,6 +1453,7 @@ impl World {
             auth: Auth::default(),
             kicked: false,
             cadence: false,
+            server: None,
             batch: true,
         };
         let env = Arc::new(Env {

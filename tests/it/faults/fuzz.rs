@@ -202,6 +202,7 @@ fn limits() -> Limits {
         settle: Duration::from_secs(30),
         keep: Duration::from_secs(7 * 24 * 3600),
         follow_up_depth: 5,
+        poll_ceiling: Duration::from_secs(300),
     }
 }
 

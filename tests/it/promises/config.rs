@@ -261,6 +261,7 @@ fn config_show_names_where_each_value_came_from() {
             "keep 30d ATC_KEEP".to_owned(),
             "max-strikes 90 default".to_owned(),
             "follow-up-depth 5 default".to_owned(),
+            "poll-ceiling 5m default".to_owned(),
             "concurrency 8 default".to_owned(),
             "http-timeout 30s default".to_owned(),
             "turn-timeout (QwenPaw's own, 1h) default".to_owned(),
@@ -292,7 +293,7 @@ fn config_show_names_where_each_value_came_from() {
         json!({"path": file, "exists": true, "located_by": "XDG_CONFIG_HOME"})
     );
     let settings = &doc["settings"];
-    assert_eq!(settings.as_object().unwrap().len(), 13);
+    assert_eq!(settings.as_object().unwrap().len(), 14);
     assert_eq!(settings["state"]["value"], json!(flag_state));
     assert_eq!(settings["state"]["source"], "flag");
     assert_eq!(settings["base-url"]["value"], "http://127.0.0.1:10/api");
@@ -491,7 +492,7 @@ fn config_unset_removes_a_key_and_mends_a_typo() {
     assert_eq!(read_config(&env), "max-age = \"3d\"\n");
     env.atc(["config", "unset", "colour"])
         .status(2)
-        .stderr("atc: unknown key \"colour\" (the keys: state, base-url, max-age, busy-deadline, busy-retry, keep, max-strikes, follow-up-depth, concurrency, http-timeout, turn-timeout, no-batch, auto-watch)\n")
+        .stderr("atc: unknown key \"colour\" (the keys: state, base-url, max-age, busy-deadline, busy-retry, keep, max-strikes, follow-up-depth, poll-ceiling, concurrency, http-timeout, turn-timeout, no-batch, auto-watch)\n")
         .no_file()
         .run();
 }

@@ -1,6 +1,7 @@
 //! The promises: each is kept by the tests named under it in TESTING.md.
 
 mod autowatch;
+mod backoff;
 mod batch;
 mod config;
 mod delivery;
