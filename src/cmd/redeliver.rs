@@ -131,6 +131,19 @@ pub fn redeliver_in(
             .into()
     };
     let where_to = job.target.describe_chat();
+    // Its result landed, and a follow-up of it (issue 37) was given up: that turn goes
+    // again (the newest such).
+    let follow_up = (landed == Some(TurnState::Delivered))
+        .then(|| {
+            file.turns.iter().rposition(|t| {
+                t.is_follow_up()
+                    && t.carries_job(&job.job_id)
+                    && !turn::step(t, TurnEvent::Redeliver { create_session }, now, limits)
+                        .is_ignored()
+            })
+        })
+        .flatten();
+    let own = follow_up.or(own);
     let (unknown, which) = match own {
         Some(t) => {
             let turn = &file.turns[t];
@@ -147,7 +160,9 @@ pub fn redeliver_in(
                 return Err(refuse(job, Some(turn)));
             }
             let others = turn.tasks_besides(&job.job_id);
-            let which = if others.is_empty() {
+            let which = if follow_up.is_some() {
+                format!("'s follow-up (turn {})", turn.turn_id)
+            } else if others.is_empty() {
                 String::new()
             } else {
                 format!(

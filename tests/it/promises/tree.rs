@@ -236,3 +236,38 @@ fn three_levels_go_up_level_by_level() {
         .stdout_contains("task-great → task-grand's chat → task-child's chat → session s-77")
         .run();
 }
+
+#[test]
+fn a_follow_up_given_up_is_said_and_redelivered_alone() {
+    let s = tree("CHILD: the grandchild says 42");
+    s.tick(&[]);
+    // P's chat is gone by the time the follow-up goes: misrouted, said, given up.
+    s.chats.delete("s-77");
+    let said: String = (0..2)
+        .map(|_| {
+            let out = s.tick(&[]).stderr_inspected().run();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+        .collect();
+    assert_eq!(
+        said.matches("atc: gave up on task-child (misrouted)")
+            .count(),
+        1,
+        "{said}"
+    );
+    assert!(follow_ups(&s, "s-77").is_empty());
+    s.add_chat("s-77", "default", "console");
+    s.atc(["redeliver", "task-child"])
+        .stdout_contains("task-child's follow-up (turn atc-")
+        .stdout_contains("goes to session s-77 (user default, channel console) again")
+        .run();
+    s.tick(&[]);
+    s.tick(&[]);
+    assert_eq!(follow_ups(&s, "s-77").len(), 1, "the follow-up, once");
+    assert!(
+        !s.delivered("s-77")
+            .iter()
+            .any(|t| t == "CHILD: delegated to task-grand"),
+        "the result it already delivered is not posted again"
+    );
+}
