@@ -1,6 +1,7 @@
 //! `cargo bench --bench tick [-- --json]`: how close `atc tick` comes to the floor, as
-//! ratios (`-- kick-load`: the kick-load case alone, case 10, and case 8 beside it). It starts a multi-threaded keep-alive fake QwenPaw in this process, writes job
-//! files, runs the real `atc` binary as a process (min and median of several runs), and
+//! ratios (`-- kick-load`: the kick-load case alone, case 10, and case 8 beside it;
+//! `-- long-child`: case 11 alone, a 30-minute child on a simulated clock). It starts a
+//! multi-threaded keep-alive fake QwenPaw in this process, writes job files, runs the real `atc` binary as a process (min and median of several runs), and
 //! compares it with the floor: the very requests atc made, replayed by a tight loop with the
 //! same concurrency over kept-alive connections to the same server. Times are printed, never
 //! asserted (machines are noisy); each goal gets a verdict line, `ok` or `MISS`.
@@ -8,6 +9,10 @@
 #[path = "../tests/support/fake.rs"]
 #[allow(dead_code)]
 mod fake;
+
+// Case 11, `long-child`: the real pass on a simulated clock against a counting fake server.
+#[path = "tick/long_child.rs"]
+mod long_child;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -494,6 +499,13 @@ fn main() {
         finish(as_json, &verdicts);
         return;
     }
+    // `-- long-child`: case 11 alone (no process, no socket: a second or so).
+    if args.iter().any(|a| a == "long-child") {
+        say("atc tick benchmark, the long-child case (11) alone".to_owned());
+        long_child_case(&say, &mut verdicts);
+        finish(as_json, &verdicts);
+        return;
+    }
     say(format!(
         "atc tick benchmark: min / median of {RUNS} runs, --concurrency {CONCURRENCY}; ratios against the floor"
     ));
@@ -914,7 +926,79 @@ fn main() {
     // 10. Kick load: 1,000 watches of long children; turn ends that concern none of them,
     // and one turn end of one watched child.
     kick_case(&env, &say, &mut verdicts);
+    // 11. One child running 30 minutes, the plugin loaded: its polls on the back-off beside
+    // today's 20 s cadence, and the delay from its end to the POST.
+    long_child_case(&say, &mut verdicts);
     finish(as_json, &verdicts);
+}
+
+/// Case 11, `long-child` (issue 38): one child running 30 minutes on a server whose atc
+/// plugin is loaded (`long_child`). Scenario A: the plugin's ticks name their server, so the
+/// watch is polled on its back-off and at its end by the kick; scenario B, in the same run:
+/// they name none (today's 20 s cadence: every tick polls).
+fn long_child_case(say: &dyn Fn(String), verdicts: &mut Verdicts) {
+    const POLLS_GOAL: usize = 10;
+    const POST_GOAL_S: f64 = 2.0;
+    let backoff = long_child::run(true);
+    let cadence = long_child::run(false);
+    let end_s = long_child::END_MS as f64 / 1e3;
+    let shown = |s: Option<f64>| s.map_or("none".to_owned(), |s| format!("{s:.2} s"));
+    let times: Vec<String> = backoff.polls.iter().map(|t| format!("{t}")).collect();
+    say(format!(
+        "11. long-child: one child running {:.0} minutes, the plugin loaded, cadence ticks every 20 s, its turn's end kicked at {end_s:.0} s (simulated clock, the real pass, a counting fake server): with the back-off {} polls of the task, today's cadence {} (same run); posted {} / {} after the child's end",
+        end_s / 60.0,
+        backoff.polls.len(),
+        cadence.polls.len(),
+        shown(backoff.post_after_end_s),
+        shown(cadence.post_after_end_s),
+    ));
+    say(format!(
+        "    with the back-off, polled at (s): {}; the kicked tick ran {} pass(es); {} delivery POST(s), {} other requests; {} ticks in {:.0} ms of wall time (today's cadence: {} POST(s), {:.0} ms)",
+        times.join(", "),
+        backoff.kicked_passes,
+        backoff.posts,
+        backoff.others,
+        backoff.ticks,
+        ms(backoff.wall),
+        cadence.posts,
+        ms(cadence.wall),
+    ));
+    let polls_ok = backoff.polls.len() <= POLLS_GOAL;
+    let post_ok = backoff.post_after_end_s.is_some_and(|s| s <= POST_GOAL_S);
+    verdicts.lines.push(format!(
+        "{:<4} long-child polls of a 30-minute child, plugin loaded: {} (goal ≤ {POLLS_GOAL}); today's 20 s cadence, same run: {}",
+        if polls_ok { "ok" } else { "MISS" },
+        backoff.polls.len(),
+        cadence.polls.len(),
+    ));
+    verdicts.lines.push(format!(
+        "{:<4} long-child its result posted after the child's turn ended: {} (goal ≤ {POST_GOAL_S} s); today's cadence: {}",
+        if post_ok { "ok" } else { "MISS" },
+        shown(backoff.post_after_end_s),
+        shown(cadence.post_after_end_s),
+    ));
+    verdicts.json.push(json!({
+        "case": "long-child",
+        "polls": backoff.polls.len(),
+        "polls_cadence": cadence.polls.len(),
+        "post_after_end_s": backoff.post_after_end_s,
+        "post_after_end_s_cadence": cadence.post_after_end_s,
+        "ok": polls_ok && post_ok,
+        "goal": {"polls": POLLS_GOAL, "post_after_end_s": POST_GOAL_S},
+        "detail": {
+            "child_runs_s": end_s,
+            "cadence_s": 20,
+            "poll_ceiling_s": atc::settings::defaults::POLL_CEILING.as_secs(),
+            "poll_times_s": backoff.polls,
+            "kicked_passes": backoff.kicked_passes,
+            "posts": backoff.posts,
+            "posts_cadence": cadence.posts,
+            "other_requests": backoff.others,
+            "ticks": backoff.ticks,
+            "wall_ms": ms(backoff.wall),
+            "wall_ms_cadence": ms(cadence.wall),
+        },
+    }));
 }
 
 /// Prints the verdicts (or, with `--json`, the one JSON document).

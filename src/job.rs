@@ -442,10 +442,6 @@ pub struct Job {
     /// When the last check-in became due: the next one is due `--check-in` later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check_in_at: Option<Timestamp>,
-    /// When a kick (the child's turn ended) polled the child and found it still running: a
-    /// sign of life that starts its back-off again (`lifecycle::backoff`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alive_at: Option<Timestamp>,
     /// Who made the watch (its current options).
     #[serde(default, skip_serializing_if = "is_default")]
     pub origin: Origin,
@@ -520,7 +516,6 @@ impl Job {
             shown_check_in: None,
             check_ins: 0,
             last_check_in_at: None,
-            alive_at: None,
             origin: Origin::Cli,
             read_by_parent_at: None,
             extra: Map::new(),

@@ -52,13 +52,12 @@ impl Why {
     }
 }
 
-/// The back-off's anchor: the last sign of life (the child seen starting, a check-in, a
-/// kick that found it still running).
+/// The back-off's anchor: the last sign of life the job records (the child seen
+/// starting, its last check-in). A kick that finds the child still running is no sign:
+/// its record says `finished` a few ms after the hook, or the plugin kicked as it watched
+/// a child that had just started.
 fn anchor(job: &Job) -> Option<Timestamp> {
-    [job.started_at, job.last_check_in_at, job.alive_at]
-        .into_iter()
-        .flatten()
-        .max()
+    job.started_at.max(job.last_check_in_at)
 }
 
 /// The first back-off time after `after`: anchor + 20 s, + 60 s, + 140 s… (waits doubling
@@ -221,8 +220,8 @@ mod tests {
         job.options.stop_after_secs = Some(90);
         assert!(polls(&job, true, 200).contains(&100), "the stop at 90 s");
         job.options.stop_after_secs = None;
-        // A kick found it running at 1,000 s: 20 s, 40 s, 80 s from there.
-        job.alive_at = Some(t(1000));
+        // A check-in at 1,000 s: 20 s, 40 s, 80 s from there.
+        job.last_check_in_at = Some(t(1000));
         assert_eq!(polls(&job, true, 1200), [1020, 1060, 1140]);
     }
 

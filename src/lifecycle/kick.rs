@@ -58,6 +58,11 @@ pub struct TurnEnd {
     pub user_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
+    /// Not a turn's end: the plugin's kick after it watched this child (auto-watch), so a
+    /// child that finished during its parent's turn goes at once. A child that reads
+    /// running then has only just started: polled once, never looked at again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub watched: bool,
 }
 
 impl TurnEnd {
@@ -77,6 +82,7 @@ impl TurnEnd {
             session_id: text("session_id")??,
             user_id: text("user_id")?,
             channel: text("channel")?,
+            watched: value.get("watched").and_then(Value::as_bool) == Some(true),
         })
     }
 
@@ -165,8 +171,9 @@ pub struct Concern {
     /// The watches to poll (by `job_id`): a child of an ended session, or one on an ended
     /// turn's agent whose child's session is unknown, for a chat not seen while it waited.
     pub poll: HashSet<String>,
-    /// Of `poll`, those whose child's session is unknown: polled once for that chat, never
-    /// again in the look-again window.
+    /// Of `poll`, those polled once, never again in the look-again window: a watch whose
+    /// child's session is unknown (once for that chat), or one the plugin just watched
+    /// (`TurnEnd::watched`: its child has only just started).
     pub unknown: HashSet<String>,
     /// The chats this concern polls unknown-session watches for: to remember ([`remember`]).
     pub seen: Vec<ChatSeen>,
@@ -187,10 +194,15 @@ pub fn concern(jobs: &[Job], seen: &[ChatSeen], ends: &[TurnEnd], now: Timestamp
     let mut found = Concern::default();
     let mut chats: Vec<&TurnEnd> = Vec::new();
     for job in jobs.iter().filter(|j| j.watch == Watch::Pending) {
-        let known = match &job.child_session {
-            Some(session) => ends.iter().any(|end| end.session_id == *session),
-            None => false,
+        let ended: Vec<&TurnEnd> = match &job.child_session {
+            Some(session) => ends
+                .iter()
+                .filter(|end| end.session_id == *session)
+                .collect(),
+            None => Vec::new(),
         };
+        let known = !ended.is_empty();
+        let just_watched = known && ended.iter().all(|end| end.watched);
         let mut maybe = false;
         if job.child_session.is_none() {
             for end in ends.iter().filter(|end| may_be_its_child(job, end, seen)) {
@@ -203,7 +215,7 @@ pub fn concern(jobs: &[Job], seen: &[ChatSeen], ends: &[TurnEnd], now: Timestamp
         if known || maybe {
             found.poll.insert(job.job_id.clone());
         }
-        if maybe && !known {
+        if (maybe && !known) || just_watched {
             found.unknown.insert(job.job_id.clone());
         }
     }
@@ -257,6 +269,7 @@ mod tests {
             session_id: session.into(),
             user_id: Some("u".into()),
             channel: Some("console".into()),
+            watched: false,
         }
     }
 
@@ -315,6 +328,25 @@ mod tests {
             Ended::Known(vec![end("w", "c-1"), end("d", "p")])
         );
         assert_eq!(both.join(Ended::Unknown), Ended::Unknown);
+    }
+
+    /// The plugin's kick after an auto-watch names the new children `watched`: each is
+    /// polled once (a child reading running has only just started), unless a real end of
+    /// its session is in the same kick.
+    #[test]
+    fn a_just_watched_child_is_polled_once_not_looked_at_again() {
+        let text = r#"[{"agent_id": "w", "session_id": "c-1", "watched": true}]"#;
+        let Ended::Known(ends) = Ended::from_kick(text) else {
+            panic!("a known end")
+        };
+        assert!(ends[0].watched);
+        let jobs = vec![job("a", Some("w"), Some("c-1"))];
+        let found = concern(&jobs, &[], &ends, Timestamp::from_unix(1));
+        assert!(found.poll.contains("a") && found.unknown.contains("a"));
+        let both = [ends[0].clone(), end("w", "c-1")];
+        let found = concern(&jobs, &[], &both, Timestamp::from_unix(1));
+        assert!(found.poll.contains("a") && !found.unknown.contains("a"));
+        assert!(!end("w", "c-1").watched, "a turn's end is no watch");
     }
 
     #[test]

@@ -261,10 +261,6 @@ fn polled(
                 outcomes.push(Outcome::StopGaveUp);
             }
             if turn_ended {
-                // The kick found it still running: a sign of life, its back-off starts
-                // again (`backoff`).
-                next.alive_at = Some(now);
-                next.updated_at = now;
                 return Transition::to(next, outcomes);
             }
             if stop_due(&next, now) {

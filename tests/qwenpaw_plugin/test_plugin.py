@@ -1424,8 +1424,8 @@ class AutoWatchTest(Carried, unittest.TestCase):
             {"auto_watch": {"on": True, "from": "the default"}, "jobs": jobs, "left_alone": []}))
         self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
         self.assertEqual(self.kicks, [[
-            {"agent_id": "SE", "session_id": CHILD_SE},
-            {"agent_id": "default", "session_id": "own"},
+            {"agent_id": "SE", "session_id": CHILD_SE, "watched": True},
+            {"agent_id": "default", "session_id": "own", "watched": True},
         ]])
 
     def test_a_refusal_is_said_once_and_nothing_raises_into_the_turn(self):
@@ -1475,9 +1475,9 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertEqual((b["target_agent"], b["child_session"]), (None, "mine"))
         self.assertEqual((a["session_id"], a["user_id"], a["channel"], a["agent_id"]),
                          ("s-1", "carol", "console", "default"))
-        # The kick after it: as if those two children had just ended their turns.
-        self.assertEqual(self.kicks, [[{"agent_id": "SE", "session_id": CHILD_SE},
-                                       {"agent_id": "default", "session_id": "mine"}]])
+        # The kick after it: those two children, just watched (polled once each).
+        self.assertEqual(self.kicks, [[{"agent_id": "SE", "session_id": CHILD_SE, "watched": True},
+                                       {"agent_id": "default", "session_id": "mine", "watched": True}]])
         # The parent reads one itself: atc records it and will not post it.
         self.turn([("check_agent_task", {}, checked("task-aaaaaaaaaaaa"))])
         jobs = {j["task_id"]: j for j in json.loads(self.jobs.read_text())["jobs"]}

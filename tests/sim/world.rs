@@ -86,6 +86,7 @@ impl Kick {
             session_id: session.into(),
             user_id: Some(user.into()),
             channel: Some(channel.into()),
+            watched: false,
         };
         match self {
             Kick::Child(i) => end(

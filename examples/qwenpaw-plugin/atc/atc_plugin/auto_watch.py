@@ -337,7 +337,8 @@ def children_of(jobs):
         agent = job.get("target_agent") or job.get("agent_id")
         if not agent:
             return None
-        ends.append({"agent_id": agent, "session_id": job["child_session"]})
+        # Not a turn's end: atc polls the child once and does not look again.
+        ends.append({"agent_id": agent, "session_id": job["child_session"], "watched": True})
     return ends or None
 
 
