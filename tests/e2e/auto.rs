@@ -42,6 +42,12 @@ impl Auto {
             .collect()
     }
 
+    /// The atc the server's plugin starts (`ATC_BIN`): a shell script that logs its
+    /// arguments, then runs the built atc.
+    pub(crate) fn wrapper(&self) -> PathBuf {
+        self.dir.join("atc-wrapper")
+    }
+
     pub(crate) fn atc(&self, ctx: &Ctx) -> R<Atc> {
         let dir = self.dir.join(ctx.uniq("reader"));
         fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

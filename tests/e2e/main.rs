@@ -17,6 +17,7 @@
 mod api;
 mod atc;
 mod auto;
+mod backoff;
 mod browser;
 mod config;
 mod console;

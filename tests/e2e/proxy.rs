@@ -2,12 +2,13 @@
 //! really sends (QwenPaw's GET of a task record ignores `X-Agent-Id`, so the server
 //! alone cannot tell whether `--target-agent` was honoured), and can lose the answer to
 //! a POST the server did act on (`drop_next_posts`): the fault exactly-once is about.
+//! Each request keeps when it arrived (`at`), so a scenario can count and time polls.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::R;
 
@@ -19,6 +20,8 @@ pub struct Seen {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub status: u16,
+    /// When its request line arrived.
+    pub at: Instant,
 }
 
 impl Seen {
@@ -85,6 +88,7 @@ fn serve(
     if reader.read_line(&mut request_line)? == 0 {
         return Ok(());
     }
+    let at = Instant::now();
     let mut headers = Vec::new();
     loop {
         let mut line = String::new();
@@ -136,6 +140,7 @@ fn serve(
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         status,
+        at,
     });
     let drop_it = is_post
         && drops

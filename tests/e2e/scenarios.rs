@@ -92,6 +92,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ),
     ("tree-two-levels", crate::tree::two_levels),
     ("tree-three-levels", crate::tree::three_levels),
+    ("long-child-backoff", crate::backoff::long_child_backoff),
     ("demo-keep", crate::demo::demo_keep),
     // Benchmarks run only when a filter names them (`-- bench-kick`).
     ("bench-kick", crate::kick::bench_kick),
