@@ -107,18 +107,14 @@ pub(super) fn parent_polled(
         since: Some(now),
         attempt_started_at: None,
     };
-    // A reply that goes up as a follow-up is neither forwarded nor toasted here: the person
-    // hears of it at the top, where it lands, not from a chat nobody reads.
-    let went_up = up.as_ref().is_some_and(|u| u.turn.is_some());
-    if up.is_some() {
-        outcomes.push(if went_up {
+    // A turn into a child's chat (a background task's) is neither forwarded nor toasted:
+    // nobody reads that chat; a reply that goes up is heard at the top, where it lands.
+    if let Some(up) = &up {
+        outcomes.push(if up.turn.is_some() {
             Outcome::WentUp
         } else {
             Outcome::StayedDown
         });
-    }
-    if went_up {
-        // nothing to forward or toast
     } else if next.forwards() && next.forward.is_none() {
         let forward = match (status.as_str(), reply) {
             ("completed", Some(reply)) if !reply.is_empty() => {

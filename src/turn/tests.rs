@@ -840,9 +840,9 @@ fn the_parent_turn_is_followed_until_it_ends_and_a_console_parent_gets_one_toast
     );
 }
 
-/// A reply woken in a child's chat that goes up (issue 37) is neither toasted nor
-/// forwarded there: the follow-up is, where it lands. One that stays (the depth limit…)
-/// is toasted as any other, and the turn says why it stayed.
+/// A reply woken in a child's chat (issue 37) is neither toasted nor forwarded there,
+/// whether it goes up (the follow-up is toasted where it lands) or stays (the depth
+/// limit…: the turn says why).
 #[test]
 fn a_reply_that_goes_up_is_not_toasted_where_it_was_woken() {
     let done = turn(TurnState::Delivered);
@@ -866,11 +866,9 @@ fn a_reply_that_goes_up_is_not_toasted_where_it_was_woken() {
     assert_eq!(went.turn.up, Some(up(Some("atc-j1-up"), None)));
     assert_eq!(went.turn.parent_turn.as_deref(), Some("completed"));
     let stayed = apply(&done, ended(up(None, Some("depth"))), t(5));
-    assert_eq!(
-        stayed.outcomes,
-        [Outcome::Followed, Outcome::StayedDown, Outcome::Claimed]
-    );
-    assert_eq!(stayed.turn.forward.unwrap().text.as_deref(), Some("TOAST"));
+    assert_eq!(stayed.outcomes, [Outcome::Followed, Outcome::StayedDown]);
+    assert_eq!(stayed.turn.forward, None, "nobody reads a child's chat");
+    assert_eq!(stayed.turn.up.unwrap().not.as_deref(), Some("depth"));
     assert!(apply(&went.turn, ended(up(Some("x"), None)), t(6)).is_ignored());
 }
 

@@ -157,6 +157,16 @@ fn past_the_depth_limit_the_reply_stays_and_says_why() {
         up["not"].as_str().unwrap().contains("follow-up-depth"),
         "{up}"
     );
+    let toasted: Vec<String> = s
+        .chats
+        .sends("console")
+        .into_iter()
+        .map(|(_, session, _)| session)
+        .collect();
+    assert!(
+        !toasted.contains(&"s-child".to_owned()),
+        "nobody reads a child's chat: {toasted:?}"
+    );
     s.atc(["status", "task-grand"])
         .stdout_contains("the reply it woke stayed in this chat: the follow-up depth limit is reached (0 levels, follow-up-depth)")
         .run();
