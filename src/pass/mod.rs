@@ -454,7 +454,7 @@ fn prepare(
             file.jobs.iter().map(|j| j.job_id.as_str()).collect();
         file.turns = turns
             .into_iter()
-            .filter(|t| !turn::prunable(t, |id| jobs.contains(id)))
+            .filter(|t| !turn::prunable(t, now, limits, |id| jobs.contains(id)))
             .collect();
         if intent.heard {
             let late = crate::heard::say_unsaid(file, now);

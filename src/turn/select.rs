@@ -131,9 +131,17 @@ pub fn new_id(first: &Block, taken: impl Fn(&str) -> bool) -> String {
 /// Settled turns none of whose jobs remain are removed (their record said all it could),
 /// once the job whose block named the turn (`atc-<job id>…`, [`new_id`]) is gone too: a
 /// block that left the open turn named for it (the parent read it) and was redelivered
-/// later must not get the same id again, which is in the chat already.
-pub fn prunable(turn: &Turn, job_exists: impl Fn(&str) -> bool) -> bool {
+/// later must not get the same id again, which is in the chat already. A delivered turn
+/// whose woken turn is still followed stays until that ends (its reply may go up a tree,
+/// or on to the person), or `--busy-deadline` after delivery.
+pub fn prunable(
+    turn: &Turn,
+    now: Timestamp,
+    limits: &Limits,
+    job_exists: impl Fn(&str) -> bool,
+) -> bool {
     is_settled(turn)
+        && to_follow(std::slice::from_ref(turn), now, limits).is_empty()
         && !turn.carries.iter().any(|b| job_exists(&b.job_id))
         && !named_for(&turn.turn_id).is_some_and(&job_exists)
 }

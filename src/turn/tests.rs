@@ -990,24 +990,39 @@ fn ids_tell_turns_apart_and_settled_turns_without_jobs_are_pruned() {
             || id == "atc-j1-2"),
         "atc-j1-3"
     );
-    let delivered = turn(TurnState::Delivered);
-    assert!(!prunable(&delivered, |id| id == "j1"), "its job remains");
-    assert!(prunable(&delivered, |_| false));
+    let mut delivered = turn(TurnState::Delivered);
+    delivered.parent_turn = Some("completed".into());
+    assert!(
+        !prunable(&delivered, t(0), &LIMITS, |id| id == "j1"),
+        "its job remains"
+    );
+    assert!(prunable(&delivered, t(0), &LIMITS, |_| false));
     // Named for a job that remains (its block left the turn before it was claimed): kept,
     // so that job's next turn gets another id.
-    let mut named = turn(TurnState::Delivered);
+    let mut named = delivered.clone();
     named.turn_id = "atc-j0".into();
     assert!(
-        !prunable(&named, |id| id == "j0"),
+        !prunable(&named, t(0), &LIMITS, |id| id == "j0"),
         "the job it was named for remains"
     );
     named.turn_id = "atc-j0-c2-3".into();
-    assert!(!prunable(&named, |id| id == "j0"));
-    assert!(prunable(&named, |id| id == "j9"));
+    assert!(!prunable(&named, t(0), &LIMITS, |id| id == "j0"));
+    assert!(prunable(&named, t(0), &LIMITS, |id| id == "j9"));
     assert!(
-        !prunable(&turn(TurnState::Claimed), |_| false),
+        !prunable(&turn(TurnState::Claimed), t(0), &LIMITS, |_| false),
         "not settled"
+    ); // The turn it woke is still followed (its reply may go up a tree, or on to the
+    // person): kept until that ends, or --busy-deadline after delivery.
+    let mut woke = turn(TurnState::Delivered);
+    woke.turn_task_id = Some("parent-turn".into());
+    woke.delivered_at = Some(t(0));
+    assert!(!prunable(&woke, t(1), &LIMITS, |_| false), "still followed");
+    assert!(
+        prunable(&woke, t(700), &LIMITS, |_| false),
+        "past the busy deadline"
     );
+    woke.parent_turn = Some("completed".into());
+    assert!(prunable(&woke, t(1), &LIMITS, |_| false), "followed");
 }
 
 /// One rule for "was it claimed?": a turn that may be in the chat, carrying the job.

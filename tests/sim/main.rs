@@ -31,7 +31,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
 use oracle::Verdict;
-use server::{Crash, Phase, PostFault};
+use server::{Crash, Phase, PostFault, Wake};
 use world::{Ending, Jump, Kick, Op, Queue, Sometimes, World};
 
 /// What a search checked, added up over its histories. Per thread: the search runs its
@@ -65,12 +65,52 @@ struct Swarm {
     chats: u8,
     /// Every watch asks for `--check-in`: check-ins meet results in one chat's turns.
     check_ins: bool,
+    /// Delegation trees (issue 37): watches, reads, busy and deleted chats may name a
+    /// task's own child chat too, so a result lands in a watched child's chat and the
+    /// reply it wakes goes up (two levels, three, a loop up to the depth limit).
+    tree: bool,
+}
+
+/// A chat of the swarm's: one of its parent chats, or (in a tree) one of its tasks' own
+/// child chats (an index past the parent chats, `world::chat_index`).
+fn chat(swarm: Swarm) -> BoxedStrategy<u8> {
+    let parents = 0..swarm.chats;
+    if swarm.tree {
+        let children = world::CHATS.len() as u8..world::CHATS.len() as u8 + swarm.tasks;
+        prop_oneof![1 => parents, 1 => children].boxed()
+    } else {
+        parents.boxed()
+    }
+}
+
+/// What the next POST suffers.
+fn fault() -> BoxedStrategy<PostFault> {
+    prop_oneof![
+        Just(PostFault::DropBeforeStore),
+        Just(PostFault::DropAfterStore),
+        Just(PostFault::Error500AfterStore),
+        Just(PostFault::Error500),
+        Just(PostFault::Busy),
+        Just(PostFault::Refused),
+        Just(PostFault::StoreLate),
+    ]
+    .boxed()
+}
+
+/// How the turn the next stored POST wakes ends.
+fn wake() -> BoxedStrategy<Wake> {
+    prop_oneof![
+        3 => (1u8..=3).prop_map(Wake::Slow),
+        1 => Just(Wake::Empty),
+        1 => Just(Wake::Failed),
+    ]
+    .boxed()
 }
 
 /// The operations of another process, for a phase of the next tick.
 fn other(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
-    let chat = 0..swarm.chats;
+    let chat = chat(swarm);
     prop_oneof![
         3 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop_oneof![3 => Just(0u8), 1 => 0u8..128])
             .prop_map(move |(tasks, chat, group, opts)| Op::Watch { tasks, chat, group, create_session: false, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
@@ -87,6 +127,9 @@ fn other(swarm: Swarm) -> BoxedStrategy<Op> {
         2 => task.prop_map(|t| Op::Finish(t, Ending::Answer)),
         1 => chat.clone().prop_map(Op::DeleteChat),
         1 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
+        1 => wake().prop_map(Op::Woken),
+        // At `Send`, the POST going out meets it.
+        1 => fault().prop_map(Op::Fault),
         1 => (0u8..10).prop_map(|m| Op::Jump(Jump::Minutes(m))),
     ]
     .boxed()
@@ -106,7 +149,7 @@ fn kick(swarm: Swarm) -> BoxedStrategy<Kick> {
 
 fn op(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
-    let chat = 0..swarm.chats;
+    let chat = chat(swarm);
     prop_oneof![
         6 => (1u8..(1u8 << swarm.tasks), chat.clone(), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..128])
             .prop_map(move |(tasks, chat, group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
@@ -144,24 +187,21 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
                 1 => Just(Phase::Pause),
             ], 1u8..4, other(swarm))
             .prop_map(|(phase, skip, op)| Op::InterleaveAt(phase, skip, Box::new(op))),
-        8 => (task, prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 1 => Just(Ending::Failed)])
+        8 => (task, prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 2 => Just(Ending::Failed)])
             .prop_map(|(t, e)| Op::Finish(t, e)),
         2 => Just(Op::FinishAll),
         1 => Just(Op::Restart),
         2 => chat.clone().prop_map(Op::DeleteChat),
         2 => chat.clone().prop_map(Op::CreateChat),
         4 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
-        3 => prop_oneof![
-            Just(PostFault::DropBeforeStore),
-            Just(PostFault::DropAfterStore),
-            Just(PostFault::Error500AfterStore),
-            Just(PostFault::Error500),
-            Just(PostFault::Busy),
-            Just(PostFault::Refused),
-            Just(PostFault::StoreLate),
-        ].prop_map(Op::Fault),
+        3 => fault().prop_map(Op::Fault),
+        // A fault that meets a later POST: a follow-up's comes right after the delivery
+        // that woke it.
+        2 => (1u8..3, fault()).prop_map(|(skip, fault)| Op::FaultLater(skip, fault)),
+        1 => any::<bool>().prop_map(Op::Flaky),
         1 => any::<bool>().prop_map(Op::Down),
         2 => any::<bool>().prop_map(Op::StopFault),
+        2 => wake().prop_map(Op::Woken),
         3 => prop_oneof![
             3 => (0u8..10).prop_map(Jump::Minutes),
             1 => Just(Jump::PastBusyDeadline),
@@ -188,11 +228,13 @@ impl ReferenceStateMachine for Histories {
             prop_oneof![Just(3u8), Just(4), Just(world::TASKS)],
             prop_oneof![Just(1u8), Just(world::CHATS.len() as u8)],
             prop::bool::weighted(0.25),
+            prop::bool::weighted(0.4),
         )
-            .prop_map(|(tasks, chats, check_ins)| Swarm {
+            .prop_map(|(tasks, chats, check_ins, tree)| Swarm {
                 tasks,
                 chats,
                 check_ins,
+                tree,
             })
             .boxed()
     }
@@ -300,7 +342,7 @@ fn search(cases: u32, seed: u64) -> (Totals, String, Result<(), String>) {
         .map(|(name, n)| format!("{name} {n}"))
         .collect();
     let summary = format!(
-        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked; the world (oracle): {} results owed, {} ok, {} given up and heard, {} recovered, {} lost, {} unexpected, {} duplicated, {} notices and {} check-ins stored; atc's records: {} blocks owed, {} delivered once, {} given up ({} heard), {} withdrawn, {} read by the parent, {} lost, {} duplicated; check-ins: {} owed, {} in a chat; reached: {}",
+        "simulation (seed {seed}): {} histories, {} operations, {} delivered turns ({} batches) and {} reported give-ups checked; the world (oracle): {} results owed, {} ok, {} given up and heard, {} recovered, {} lost, {} unexpected, {} duplicated, {} notices and {} check-ins stored; follow-ups: {} woken turns followed, {} owed, {} ok, {} given up and heard, {} recovered, {} lost, {} stored ({} of them not owed, {} three levels up), {} unexpected, {} duplicated; atc's records: {} blocks owed, {} delivered once, {} given up ({} heard), {} withdrawn, {} read by the parent, {} lost, {} duplicated; check-ins: {} owed, {} in a chat; reached: {}",
         t.histories,
         t.operations,
         t.turns,
@@ -315,6 +357,17 @@ fn search(cases: u32, seed: u64) -> (Totals, String, Result<(), String>) {
         verdict.duplicated,
         verdict.notices,
         verdict.check_ins,
+        verdict.follow_ups.followed,
+        verdict.follow_ups.owed,
+        verdict.follow_ups.ok,
+        verdict.follow_ups.given_up,
+        verdict.follow_ups.recovered,
+        verdict.follow_ups.lost,
+        verdict.follow_ups.stored,
+        verdict.follow_ups.allowed,
+        verdict.follow_ups.deep,
+        verdict.follow_ups.unexpected,
+        verdict.follow_ups.duplicated,
         queue.owed,
         queue.delivered_once,
         queue.given_up,
@@ -2047,5 +2100,232 @@ fn cancel_stop_of_a_task_whose_record_ended_sends_no_stop() {
         world.server().lock().stopped,
         ["task-2"],
         "task-3 untouched"
+    );
+}
+
+/// Delegation trees (issue 37): the follow-ups `chat` holds, by (task, reply).
+fn follow_ups_in(world: &World, session: &str) -> Vec<(String, String)> {
+    let s = world.server().lock();
+    s.chats
+        .iter()
+        .filter(|c| c.session == session)
+        .flat_map(server::delivered)
+        .flat_map(|(_, text)| {
+            world::blocks(&text)
+                .filter_map(|b| oracle::follow_up_of(b).map(|(t, _, r)| (t.into(), r.into())))
+                .collect::<Vec<(String, String)>>()
+        })
+        .collect()
+}
+
+/// A watch of `tasks` (a bit set) for chat `chat` (past the parent chats: a task's child
+/// chat, `world::chat_index`).
+fn watch(tasks: u8, chat: u8) -> Op {
+    Op::Watch {
+        tasks,
+        chat,
+        group: false,
+        create_session: false,
+        opts: 0,
+    }
+}
+
+/// task-0 is watched for s1 and its result delivered; task-1 (which task-0 delegated) is
+/// watched for task-0's chat. Its result lands there, the reply it wakes goes up to s1 as
+/// task-0's follow-up, once; the oracle owed it.
+#[test]
+fn a_grandchilds_result_goes_up_once_as_the_childs_follow_up() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(1, 0),
+        Op::Finish(0, Ending::Answer),
+        Op::Tick,
+        watch(2, child),
+        Op::Finish(1, Ending::Answer),
+        Op::Tick,
+        Op::Tick,
+        Op::Tick,
+    ]);
+    let ups = follow_ups_in(&world, "s1");
+    assert_eq!(ups.len(), 1, "{ups:?}");
+    assert_eq!(ups[0].0, "task-0");
+    assert!(follow_ups_in(&world, "child-task-0").is_empty());
+    let f = world.verdict.follow_ups;
+    assert_eq!((f.owed, f.ok, f.stored), (1, 1, 1));
+}
+
+/// Three levels: task-2's result lands in task-1's chat, whose reply goes up to task-0's
+/// chat as task-1's follow-up, whose reply goes up to s1 as task-0's (two levels up).
+#[test]
+fn three_levels_go_up_level_by_level() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(1, 0),
+        watch(2, child),
+        watch(4, child + 1),
+        Op::FinishAll,
+        Op::Tick,
+        Op::Tick,
+        Op::Tick,
+        Op::Tick,
+    ]);
+    assert_eq!(follow_ups_in(&world, "child-task-0").len(), 1);
+    let top = follow_ups_in(&world, "s1");
+    assert_eq!(
+        top.len(),
+        2,
+        "task-1's result's reply, then task-2's: {top:?}"
+    );
+    assert!(top.iter().all(|(t, _)| t == "task-0"));
+    let f = world.verdict.follow_ups;
+    assert_eq!((f.owed, f.ok, f.deep), (3, 3, 1));
+}
+
+/// A child whose own result has not landed (its parent chat busy) when its grandchild's
+/// result lands in its chat gets the result there, and the reply it wakes stays down; its
+/// own result goes up later, as usual, and nothing after it.
+#[test]
+fn a_child_whose_result_has_not_landed_gets_the_result_and_nothing_goes_up() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(1, 0),
+        watch(2, child),
+        Op::Busy(0, true),
+        Op::Finish(0, Ending::Answer),
+        Op::Finish(1, Ending::Answer),
+        Op::Tick,
+        Op::Tick,
+        Op::Tick,
+        Op::Busy(0, false),
+        Op::Tick,
+        Op::Tick,
+    ]);
+    assert!(follow_ups_in(&world, "s1").is_empty());
+    assert_eq!(world.sometimes.child_running, 1);
+    assert_eq!(world.verdict.follow_ups.owed, 0);
+    let s = world.server().lock();
+    let s1: Vec<String> = s
+        .chats
+        .iter()
+        .filter(|c| c.session == "s1")
+        .flat_map(world::delivered_texts)
+        .collect();
+    assert_eq!(s1.len(), 1, "task-0's result, once: {s1:?}");
+}
+
+/// A woken turn that fails (its output a partial text) or replies nothing sends nothing up.
+#[test]
+fn a_woken_turn_that_failed_or_said_nothing_sends_nothing_up() {
+    let child = world::CHATS.len() as u8;
+    for wake in [server::Wake::Failed, server::Wake::Empty] {
+        let world = replayed(&[
+            watch(1, 0),
+            Op::Finish(0, Ending::Answer),
+            Op::Tick,
+            watch(2, child),
+            Op::Finish(1, Ending::Answer),
+            Op::Woken(wake),
+            Op::Tick,
+            Op::Tick,
+        ]);
+        assert!(follow_ups_in(&world, "s1").is_empty(), "{wake:?}");
+    }
+}
+
+/// A task watched for its own child's chat: each reply its result wakes goes up into the
+/// same chat, and wakes the next, until `--follow-up-depth` (5) keeps one down.
+#[test]
+fn a_loop_in_the_tree_stops_at_the_depth_limit() {
+    let child = world::CHATS.len() as u8;
+    let mut ops = vec![watch(1, child), Op::Finish(0, Ending::Answer)];
+    // One level a tick (the drain's jumps pass --busy-deadline before a sixth).
+    ops.extend(std::iter::repeat_n(Op::Tick, 8));
+    let world = replayed(&ops);
+    let ups = follow_ups_in(&world, "child-task-0");
+    assert_eq!(
+        ups.len(),
+        world::limits().follow_up_depth as usize,
+        "{ups:?}"
+    );
+    assert_eq!(world.sometimes.depth_limit, 1);
+}
+
+/// Found by the long search (seed 11, 20,000 histories): a task watched for its own child's
+/// chat loops, level by level; with other turns for that chat in the way (one a tick), the
+/// drain's last tick opened a follow-up and ended. The drain ticks on while one is due.
+#[test]
+fn a_loop_of_follow_ups_behind_other_turns_for_its_chat_goes_out_before_the_drain_ends() {
+    replay(vec![
+        Op::Finish(0, Ending::Answer),
+        Op::Interleave(
+            Phase::Poll,
+            Box::new(Op::Watch {
+                tasks: 4,
+                chat: 3,
+                group: true,
+                create_session: false,
+                opts: 32,
+            }),
+        ),
+        Op::Watch {
+            tasks: 1,
+            chat: 0,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+        Op::Watch {
+            tasks: 23,
+            chat: 3,
+            group: false,
+            create_session: false,
+            opts: 32,
+        },
+    ]);
+}
+
+/// A follow-up whose parent chat was deleted is given up (misrouted) and said; once the
+/// chat is back, `redeliver` of the child's task sends that follow-up again (never the
+/// result it follows), once.
+#[test]
+fn a_given_up_follow_up_is_redelivered_once_and_never_its_result() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(1, 0),
+        Op::Finish(0, Ending::Answer),
+        Op::Tick,
+        watch(2, child),
+        Op::Finish(1, Ending::Answer),
+        Op::Tick,
+        Op::DeleteChat(0),
+        Op::Tick,
+        Op::CreateChat(0),
+        Op::Redeliver {
+            task: 0,
+            create_session: false,
+        },
+        Op::Tick,
+    ]);
+    assert!(
+        world
+            .trail
+            .iter()
+            .any(|line| line.contains("→ its follow-up requeued")),
+        "{:#?}",
+        world.trail
+    );
+    assert_eq!(follow_ups_in(&world, "s1").len(), 1);
+    let s = world.server().lock();
+    let results = s
+        .chats
+        .iter()
+        .chain(&s.gone)
+        .filter(|c| c.session == "s1")
+        .flat_map(world::delivered_texts)
+        .filter(|t| t.contains("«answer of task-0»"))
+        .count();
+    assert_eq!(
+        results, 1,
+        "task-0's result went once, before the chat was deleted"
     );
 }

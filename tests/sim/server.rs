@@ -2,8 +2,13 @@
 //! history says (with an answer, an empty answer or a failure) and vanish when the server
 //! restarts; chats that exist, vanish, come back and turn busy and idle; delivery POSTs
 //! that are stored with their metadata (so read-back finds them), dropped before or after
-//! storing, answered 500, 409 or refused; a crash armed for one tick, which stops the pass
-//! at one of `src/crash.rs`'s points by unwinding out of a request; and other processes:
+//! storing, answered 500, 409 or refused, or over a flaky network; the turn each stored
+//! POST wakes (its own task record, running for a while or not, ending with a reply, an
+//! empty one or a failure, forgotten on a restart; the chat is busy while it runs), logged
+//! for the oracle with every poll of it served; each task's own chat (`child-<task id>`,
+//! listed, busy while the task runs), where a delegation tree's results land; a crash
+//! armed for one tick, which stops the pass at one of `src/crash.rs`'s points by unwinding
+//! out of a request; and other processes:
 //! operations queued for a phase of the next tick run when the pass reaches it (the pass
 //! holds no job-file lock while it waits on the network, so a `watch`, a `cancel` or
 //! another tick may land right there). Bodies are the shapes the fake server pins to the
@@ -68,6 +73,70 @@ pub enum PostFault {
 /// window (`limits().settle`, 60 s), within two.
 pub const LATE: u64 = 90;
 
+/// How the turn the next stored POST wakes ends (by default: at once, with a reply of its
+/// own, which names the turn, so a copy of it anywhere is found).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// It runs `n` × 40 s first (the chat is busy meanwhile), then replies.
+    Slow(u8),
+    /// It completes with no reply.
+    Empty,
+    /// It fails; its output holds a partial text, which is no reply.
+    Failed,
+}
+
+/// How a woken turn ended (or will, at `ends_at`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Woken {
+    Reply(String),
+    Empty,
+    /// Failed, with the partial text its output holds.
+    Failed(String),
+}
+
+/// The record of the turn a stored POST woke (`turn-<n>`), kept for the oracle after a
+/// restart forgot it.
+#[derive(Clone, Debug)]
+pub struct Woke {
+    /// Its task id (`turn-<n>`): what the POST's answer names.
+    pub id: String,
+    /// When it was stored: the world's order (`SimServer::seq`), and the simulated second.
+    pub seq: u64,
+    pub at: u64,
+    /// The chat it is in: its id and (session, user, channel).
+    pub chat_id: String,
+    pub chat: (String, String, String),
+    /// The POST's delivery id (`qwenpaw_client_message_id`) and text.
+    pub delivery: String,
+    pub text: String,
+    pub ends_at: u64,
+    pub end: Woken,
+    /// The POST's answer reached atc (200, naming this record): not dropped, not a 500,
+    /// not stored late.
+    pub answered: bool,
+    /// The tick (`SimServer::tick`) that posted it; 0: none (a late store).
+    pub tick: u64,
+}
+
+/// What a poll of a woken turn's record was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    Running,
+    Ended,
+    /// 404: the server restarted since.
+    Gone,
+}
+
+/// A poll of a woken turn's record, as served: (order, second, turn id, what, tick).
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub seq: u64,
+    pub at: u64,
+    pub turn: String,
+    pub seen: Seen,
+    pub tick: u64,
+}
+
 /// Where, in the next tick, a queued operation of another process lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
@@ -110,10 +179,24 @@ pub struct State {
     pub chats: Vec<Chat>,
     /// Chats deleted during the history, with what they held.
     pub gone: Vec<Chat>,
-    /// Parent turns the POSTs started (task ids): lost on restart like any task record.
-    pub turns: BTreeMap<String, String>,
+    /// Parent turns the POSTs started (task id → its record in `woken`): lost on restart
+    /// like any task record.
+    pub turns: BTreeMap<String, usize>,
+    /// Every turn a stored POST woke, in order (kept after a restart).
+    pub woken: Vec<Woke>,
+    /// Every poll of a woken turn's record the server answered, in order.
+    pub served: Vec<Served>,
+    /// How the turn the next stored POST wakes ends.
+    pub next_wake: Option<Wake>,
+    /// The drain: a child's chat is idle even while its task runs (as every chat is).
+    pub quiet: bool,
     pub down: bool,
     pub post_fault: Option<PostFault>,
+    /// How many POSTs go by before `post_fault` meets one.
+    pub fault_skip: u8,
+    /// A flaky network: every other POST's answer is lost after the server stored it.
+    pub flaky: bool,
+    flaky_posts: u64,
     pub crash: Option<Crash>,
     pub posts: u32,
     /// Forwards sent to people: (channel, text).
@@ -147,6 +230,10 @@ pub struct SimServer {
     running_other: AtomicBool,
     /// A tick of the history is running: only its requests meet other processes.
     ticking: AtomicBool,
+    /// The world's order of events: stores, polls served, facts (shared with the world).
+    pub seq: std::sync::atomic::AtomicU64,
+    /// The history's tick running now, counted from 1 (0: none has started yet).
+    pub tick: std::sync::atomic::AtomicU64,
 }
 
 fn answer(status: u16, body: &Value) -> Result<Answer, Transport> {
@@ -179,9 +266,24 @@ fn crash_at(mut s: MutexGuard<'_, State>, point: Crash) -> MutexGuard<'_, State>
     s
 }
 
-fn chat_json(chat: &Chat) -> Value {
+fn chat_json(chat: &Chat, busy: bool) -> Value {
     json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
-           "channel": chat.channel, "status": if chat.busy { "running" } else { "idle" }})
+           "channel": chat.channel, "status": if busy { "running" } else { "idle" }})
+}
+
+/// A chat is busy while the world says so, while a turn a POST woke there still runs, or,
+/// a child's chat, while the child's task runs (its one turn).
+fn busy(s: &State, chat: &Chat, now: u64) -> bool {
+    let task = chat
+        .session
+        .strip_prefix("child-")
+        .and_then(|task| s.tasks.get(task));
+    chat.busy
+        || (!s.quiet && task.is_some_and(|t| t.end.is_none()))
+        || s.turns.values().any(|&i| {
+            let w = &s.woken[i];
+            w.chat_id == chat.id && w.ends_at > now
+        })
 }
 
 impl SimServer {
@@ -194,7 +296,22 @@ impl SimServer {
             env: OnceLock::new(),
             running_other: AtomicBool::new(false),
             ticking: AtomicBool::new(false),
+            seq: std::sync::atomic::AtomicU64::new(0),
+            tick: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The next number in the world's order.
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// The simulated second.
+    fn now(&self) -> u64 {
+        self.env
+            .get()
+            .and_then(Weak::upgrade)
+            .map_or(0, |e| e.clock.secs())
     }
 
     /// A tick of the history starts (or ends): queued operations land in its phases.
@@ -280,7 +397,7 @@ impl SimServer {
                 due.into_iter().map(|(_, body)| body).collect()
             };
             for body in due {
-                let _ = self.store_now(&mut s, &body, None);
+                let _ = self.store_now(&mut s, &body, None, false);
                 s.stored_late += 1;
             }
         }
@@ -310,14 +427,60 @@ impl Server for SimServer {
             return unreachable("GET");
         }
         s.polled.push(task_id.to_owned());
-        if let Some(status) = s.turns.get(task_id) {
-            let output = json!([{"type": "message", "role": "assistant",
-                "content": [{"type": "text", "text": "noted"}]}]);
-            return answer(
-                200,
-                &json!({"status": "finished", "started_at": 1796003454.67,
-                    "result": {"status": status, "session_id": "parent", "output": output}}),
+        if task_id.starts_with("turn-") {
+            let (seq, at, tick) = (
+                self.next_seq(),
+                self.now(),
+                self.tick.load(Ordering::SeqCst),
             );
+            let Some(&i) = s.turns.get(task_id) else {
+                s.served.push(Served {
+                    seq,
+                    at,
+                    turn: task_id.to_owned(),
+                    seen: Seen::Gone,
+                    tick,
+                });
+                return answer(
+                    404,
+                    &json!({"detail": format!("Task not found: {task_id}")}),
+                );
+            };
+            let w = s.woken[i].clone();
+            let message = |text: &str| {
+                json!([{"type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": text}]}])
+            };
+            let (seen, body) = if at < w.ends_at {
+                (
+                    Seen::Running,
+                    json!({"status": "running", "started_at": 1796003454.67}),
+                )
+            } else {
+                let result = match &w.end {
+                    Woken::Reply(text) => {
+                        json!({"status": "completed", "session_id": w.chat.0, "output": message(text)})
+                    }
+                    Woken::Empty => {
+                        json!({"status": "completed", "session_id": w.chat.0, "output": []})
+                    }
+                    Woken::Failed(partial) => json!({"status": "failed", "session_id": w.chat.0,
+                        "output": message(partial),
+                        "error": {"code": "MODEL_EXECUTION_ERROR", "message": "Model execution failed."}}),
+                };
+                (
+                    Seen::Ended,
+                    json!({"status": "finished", "started_at": 1796003454.67, "result": result}),
+                )
+            };
+            s.served.push(Served {
+                seq,
+                at,
+                turn: task_id.to_owned(),
+                seen,
+                tick,
+            });
+            return answer(200, &body);
         }
         let Some(task) = s.tasks.get(task_id).filter(|t| t.agent == agent) else {
             return answer(
@@ -354,11 +517,12 @@ impl Server for SimServer {
             return down;
         }
         let s = self.lock();
+        let now = self.now();
         let listed: Vec<Value> = s
             .chats
             .iter()
             .filter(|c| filter.is_none_or(|(u, ch)| c.user == u && c.channel == ch))
-            .map(chat_json)
+            .map(|c| chat_json(c, busy(&s, c, now)))
             .collect();
         answer(200, &Value::Array(listed))
     }
@@ -369,7 +533,8 @@ impl Server for SimServer {
         }
         let s = self.lock();
         // QwenPaw's status route asks the task tracker only: any id is "idle".
-        let busy = s.chats.iter().any(|c| c.id == chat_id && c.busy);
+        let now = self.now();
+        let busy = s.chats.iter().any(|c| c.id == chat_id && busy(&s, c, now));
         answer(
             200,
             &json!({"status": if busy { "running" } else { "idle" }}),
@@ -388,7 +553,7 @@ impl Server for SimServer {
             ),
             Some(c) => answer(
                 200,
-                &json!({"messages": c.messages, "status": if c.busy { "running" } else { "idle" }}),
+                &json!({"messages": c.messages, "status": if busy(&s, c, self.now()) { "running" } else { "idle" }}),
             ),
         };
         let _s = crash_at(s, Crash::ReadBack);
@@ -445,13 +610,21 @@ impl Server for SimServer {
         )
     }
 
-    /// A child's chat is not listed: atc stops it by its session, `child-<task id>`.
+    /// Stops what runs in a child's chat, `child-<task id>`: named by the uuid a lookup
+    /// found (`GET /chats` lists it), or by its session (a chat deleted since, or one atc
+    /// did not look up).
     fn stop_chat(&self, _base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
         if let Some(down) = self.look() {
             return down;
         }
         let mut s = self.lock();
-        let task_id = chat_id.strip_prefix("child-").unwrap_or("").to_owned();
+        let session = s
+            .chats
+            .iter()
+            .find(|c| c.id == chat_id)
+            .map_or(chat_id, |c| c.session.as_str())
+            .to_owned();
+        let task_id = session.strip_prefix("child-").unwrap_or("").to_owned();
         *s.stops.entry(task_id.clone()).or_default() += 1;
         if s.stop_fault {
             return answer(500, &json!({"detail": "Internal Server Error"}));
@@ -494,7 +667,17 @@ impl Server for SimServer {
 
 impl SimServer {
     fn store_turn(&self, s: &mut State, body: &Value) -> Result<Answer, Transport> {
-        let fault = s.post_fault.take();
+        let flaky = s.flaky && {
+            s.flaky_posts += 1;
+            s.flaky_posts % 2 == 1
+        };
+        let fault = if s.fault_skip > 0 && s.post_fault.is_some() {
+            s.fault_skip -= 1;
+            None
+        } else {
+            s.post_fault.take()
+        };
+        let fault = fault.or(flaky.then_some(PostFault::DropAfterStore));
         let lost = || {
             Err(Transport {
                 nothing_sent: false,
@@ -530,15 +713,17 @@ impl SimServer {
             }
             _ => {}
         }
-        self.store_now(s, body, fault)
+        self.store_now(s, body, fault, true)
     }
 
-    /// Stores a posted turn in its chat (or a new one), and answers as `fault` says.
+    /// Stores a posted turn in its chat (or a new one), wakes a turn there, and answers as
+    /// `fault` says. `live`: atc is waiting for the answer (not a late store).
     fn store_now(
         &self,
         s: &mut State,
         body: &Value,
         fault: Option<PostFault>,
+        live: bool,
     ) -> Result<Answer, Transport> {
         let lost = || {
             Err(Transport {
@@ -569,7 +754,8 @@ impl SimServer {
                 s.chats.len() - 1
             }
         };
-        if s.chats[i].busy {
+        let now = self.now();
+        if busy(s, &s.chats[i], now) {
             return answer(
                 409,
                 &json!({"detail": "A task is already running for this chat. Wait for it to finish or use a different session_id."}),
@@ -577,16 +763,63 @@ impl SimServer {
         }
         let input = &body["input"][0];
         let mut metadata = input["metadata"].clone();
+        let delivery = metadata["qwenpaw_client_message_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let posted = input["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
         metadata["qwenpaw_tag"] = json!("external_user_query");
         metadata["qwenpaw_turn_state"] = json!({"status": "completed"});
+        // The turn it wakes: the next one's end as the world set it, or a reply at once.
+        let turn = format!("turn-{n}");
+        let (ends_at, end) = match s.next_wake.take() {
+            None => (now, Woken::Reply(format!("«reply of {turn}»"))),
+            Some(Wake::Slow(k)) => (
+                now + 40 * u64::from(k.clamp(1, 3)),
+                Woken::Reply(format!("«reply of {turn}»")),
+            ),
+            Some(Wake::Empty) => (now, Woken::Empty),
+            Some(Wake::Failed) => (now, Woken::Failed(format!("«partial of {turn}»"))),
+        };
         let chat = &mut s.chats[i];
         chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
             "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata}}));
-        chat.messages
-            .push(json!({"role": "assistant", "type": "message",
-            "content": [{"type": "text", "text": "noted"}]}));
-        let turn = format!("turn-{n}");
-        s.turns.insert(turn.clone(), "completed".into());
+        if let Woken::Reply(reply) = &end {
+            chat.messages
+                .push(json!({"role": "assistant", "type": "message",
+                "content": [{"type": "text", "text": reply}]}));
+        }
+        let woke = Woke {
+            id: turn.clone(),
+            seq: self.next_seq(),
+            at: now,
+            chat_id: chat.id.clone(),
+            chat: (
+                chat.session.clone(),
+                chat.user.clone(),
+                chat.channel.clone(),
+            ),
+            delivery,
+            text: posted,
+            ends_at,
+            end,
+            answered: live
+                && !matches!(
+                    fault,
+                    Some(PostFault::DropAfterStore | PostFault::Error500AfterStore)
+                ),
+            tick: if live {
+                self.tick.load(Ordering::SeqCst)
+            } else {
+                0
+            },
+        };
+        s.woken.push(woke);
+        let at = s.woken.len() - 1;
+        s.turns.insert(turn.clone(), at);
         match fault {
             Some(PostFault::DropAfterStore) => lost(),
             Some(PostFault::Error500AfterStore) => {

@@ -22,7 +22,7 @@ use atc::time::{Clock, Timestamp};
 use atc::turn::{BlockKind, Turn, TurnState};
 
 use crate::oracle::{Fact, Verdict};
-use crate::server::{Chat, Crash, End, Phase, PostFault, Proxy, SimServer, Task, delivered};
+use crate::server::{Chat, Crash, End, Phase, PostFault, Proxy, SimServer, Task, Wake, delivered};
 
 pub const BASE: &str = "http://127.0.0.1:8088/api";
 pub const TASKS: u8 = 6;
@@ -32,6 +32,48 @@ pub const CHATS: [(&str, &str, &str); 3] = [
     ("s2", "u", "console"),
     ("s3", "u", "imsg"),
 ];
+
+/// Every chat a watch can name: the parent chats ([`CHATS`]), then each task's own child
+/// chat (a background task's session, `child-<task id>`, on the task's agent), for watches
+/// of a delegation tree (issue 37).
+pub const NCHATS: usize = CHATS.len() + TASKS as usize;
+
+/// The chat a drawn index names (one of [`NCHATS`]): a parent chat below `CHATS.len()`,
+/// a child's chat above.
+pub fn chat_index(c: u8) -> usize {
+    let c = c as usize;
+    if c < CHATS.len() {
+        c
+    } else {
+        CHATS.len() + (c - CHATS.len()) % TASKS as usize
+    }
+}
+
+/// The (session, user, channel) of chat `c` (an index below [`NCHATS`]).
+pub fn chat_at(c: usize) -> (String, &'static str, &'static str) {
+    match CHATS.get(c) {
+        Some((session, user, channel)) => ((*session).to_owned(), user, channel),
+        None => (
+            child_chat_of(c as u8 - CHATS.len() as u8),
+            "default",
+            "console",
+        ),
+    }
+}
+
+/// The agent chat `c` belongs to: a child's chat, its task's.
+pub fn agent_at(c: usize) -> &'static str {
+    if c < CHATS.len() {
+        "default"
+    } else {
+        agent_of((c - CHATS.len()) as u8)
+    }
+}
+
+/// Task `i`'s own chat, the session its record names.
+pub fn child_chat_of(i: u8) -> String {
+    format!("child-{}", task_id(i))
+}
 
 pub fn limits() -> Limits {
     Limits {
@@ -247,6 +289,13 @@ pub enum Op {
     Down(bool),
     /// The server's stop route fails (500) from now on, or no more.
     StopFault(bool),
+    /// The same fault for a later POST: `.0` POSTs go by first.
+    FaultLater(u8, PostFault),
+    /// How the turn the next stored POST wakes ends (by default: a reply, at once).
+    Woken(Wake),
+    /// The network turns flaky (every other POST's answer lost after the server stored
+    /// it: read-back's work), or steady again.
+    Flaky(bool),
     Jump(Jump),
 }
 
@@ -318,10 +367,21 @@ pub struct Sometimes {
     pub other_child_session_refused: u64,
     /// An operation of another process let its phase go by, to land at a later one.
     pub landed_later: u64,
+    /// A follow-up (issue 37) stored in a chat.
+    pub follow_up: u64,
+    /// A follow-up of a follow-up (three levels: a great-grandchild's result went up twice).
+    pub three_levels: u64,
+    /// A result landed in a child's chat before the child's own result had landed anywhere
+    /// (the child still running, as far as atc can know).
+    pub child_running: u64,
+    /// A follow-up whose POST's outcome was unknown, read back and found.
+    pub follow_up_read_back: u64,
+    /// A woken reply that stayed down at the depth limit.
+    pub depth_limit: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 23] {
+    pub fn named(&self) -> [(&'static str, u64); 28] {
         [
             (
                 "cancel between claim and record",
@@ -382,6 +442,20 @@ impl Sometimes {
                 "an operation landing at a later phase of a tick",
                 self.landed_later,
             ),
+            ("a follow-up delivered", self.follow_up),
+            ("three levels", self.three_levels),
+            (
+                "a child still running when its grandchild's result landed",
+                self.child_running,
+            ),
+            (
+                "a follow-up read back after an unknown POST outcome",
+                self.follow_up_read_back,
+            ),
+            (
+                "a woken reply kept down by the depth limit",
+                self.depth_limit,
+            ),
         ]
     }
 
@@ -409,6 +483,11 @@ impl Sometimes {
         self.failed_under_skip += other.failed_under_skip;
         self.other_child_session_refused += other.other_child_session_refused;
         self.landed_later += other.landed_later;
+        self.follow_up += other.follow_up;
+        self.three_levels += other.three_levels;
+        self.child_running += other.child_running;
+        self.follow_up_read_back += other.follow_up_read_back;
+        self.depth_limit += other.depth_limit;
     }
 }
 
@@ -469,6 +548,12 @@ pub struct Notes {
     pub replaced_by: BTreeMap<String, String>,
     /// What the world did, for the oracle (`oracle.rs`): never atc's records.
     pub facts: Vec<(u64, Fact)>,
+    /// Where each fact falls in the world's order (`SimServer::seq`), beside `facts`.
+    pub fact_seqs: Vec<u64>,
+    /// Give-up lines heard, with where each falls in the world's order.
+    pub heard_at: Vec<(u64, String)>,
+    /// The ticks (`SimServer::tick`) that crashed.
+    pub crashed: BTreeSet<u64>,
     /// The reports of ticks that ran inside another tick (between a kicked tick's passes).
     pub nested_reports: Vec<serde_json::Value>,
     pub sometimes: Sometimes,
@@ -598,11 +683,31 @@ impl Env {
 
     fn fact(&self, fact: Fact) {
         let at = self.clock.secs();
-        self.notes().facts.push((at, fact));
+        let seq = self.server.next_seq();
+        let mut n = self.notes();
+        n.facts.push((at, fact));
+        n.fact_seqs.push(seq);
+    }
+
+    /// Give-up lines a person heard, in the world's order.
+    fn hear(&self, lines: &[String]) {
+        let mut n = self.notes();
+        for line in lines {
+            let seq = self.server.next_seq();
+            n.heard.push(line.clone());
+            n.heard_at.push((seq, line.clone()));
+        }
     }
 
     /// The oracle's record of what a watch registered (a refusal registers nothing).
-    fn registered(&self, registered: &[atc::lifecycle::Registered], chat: u8, agent: Option<&str>) {
+    /// `named`: the child sessions the request named, by task.
+    fn registered(
+        &self,
+        registered: &[atc::lifecycle::Registered],
+        chat: u8,
+        agent: Option<&str>,
+        named: &[(String, String)],
+    ) {
         use atc::lifecycle::Registered as R;
         for r in registered {
             let epoch = match r {
@@ -613,7 +718,11 @@ impl Env {
             let job = r.job();
             self.fact(Fact::Watched {
                 task: job.task_id.clone(),
-                chat: chat as usize % CHATS.len(),
+                chat: chat_index(chat),
+                child: named
+                    .iter()
+                    .find(|(t, _)| *t == job.task_id)
+                    .map(|(_, session)| session.clone()),
                 epoch,
                 skip_empty: job.options.on_empty == OnEmpty::Skip,
                 agent: agent.is_none_or(|a| {
@@ -697,11 +806,10 @@ impl Env {
         if let Err(why) = said_as_reported(&reports, heard, &said) {
             panic!("a nested tick: {why}");
         }
-        {
-            let mut n = self.notes();
-            n.heard.extend(said);
-            n.nested_reports.extend(reports.iter().map(|r| r.to_json()));
-        }
+        self.hear(&said);
+        self.notes()
+            .nested_reports
+            .extend(reports.iter().map(|r| r.to_json()));
         format!(" → {} passes", reports.len())
     }
 
@@ -775,7 +883,7 @@ impl Env {
                 String::new()
             }
             Op::DeleteChat(c) => {
-                let (session, user, channel) = CHATS[*c as usize];
+                let (session, user, channel) = chat_at(chat_index(*c));
                 let mut s = self.server.lock();
                 let (gone, kept): (Vec<Chat>, Vec<Chat>) = s
                     .chats
@@ -790,7 +898,7 @@ impl Env {
                 String::new()
             }
             Op::Busy(c, busy) => {
-                let (session, ..) = CHATS[*c as usize];
+                let (session, ..) = chat_at(chat_index(*c));
                 for x in self.server.lock().chats.iter_mut() {
                     if x.session == session {
                         x.busy = *busy;
@@ -799,7 +907,15 @@ impl Env {
                 String::new()
             }
             Op::Fault(fault) => {
-                self.server.lock().post_fault = Some(*fault);
+                let mut s = self.server.lock();
+                s.post_fault = Some(*fault);
+                s.fault_skip = 0;
+                String::new()
+            }
+            Op::FaultLater(skip, fault) => {
+                let mut s = self.server.lock();
+                s.post_fault = Some(*fault);
+                s.fault_skip = *skip;
                 String::new()
             }
             Op::Down(down) => {
@@ -808,6 +924,14 @@ impl Env {
             }
             Op::StopFault(on) => {
                 self.server.lock().stop_fault = *on;
+                String::new()
+            }
+            Op::Woken(wake) => {
+                self.server.lock().next_wake = Some(*wake);
+                String::new()
+            }
+            Op::Flaky(on) => {
+                self.server.lock().flaky = *on;
                 String::new()
             }
             Op::Jump(jump) => {
@@ -851,7 +975,7 @@ impl Env {
     }
 
     pub fn create_chat(&self, c: u8) {
-        let (session, user, channel) = CHATS[c as usize];
+        let (session, user, channel) = chat_at(chat_index(c));
         let mut s = self.server.lock();
         if s.chats
             .iter()
@@ -863,7 +987,7 @@ impl Env {
         let id = format!("chat-{session}-{}", s.next);
         s.chats.push(Chat {
             id,
-            session: session.into(),
+            session,
             user: user.into(),
             channel: channel.into(),
             messages: Vec::new(),
@@ -876,10 +1000,13 @@ impl Env {
         let Some(&first) = ids.first() else {
             return " (no task)".into();
         };
-        let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
+        let c = chat_index(chat);
+        let (session, user, channel) = chat_at(c);
+        let session = session.as_str();
+        // A child's chat is its agent's: a task on another agent is its `--target-agent`.
         let target = Target {
-            agent_id: "default".into(),
-            target_agent: (agent_of(first) != "default").then(|| agent_of(first).into()),
+            agent_id: agent_at(c).into(),
+            target_agent: (agent_of(first) != agent_at(c)).then(|| agent_of(first).into()),
             session_id: session.into(),
             user_id: user.into(),
             channel: channel.into(),
@@ -967,7 +1094,12 @@ impl Env {
                 format!(" → refused: {}", short(&why))
             }
             Ok(registered) => {
-                self.registered(&registered, chat, Some(agent_of(first)));
+                self.registered(
+                    &registered,
+                    chat,
+                    Some(agent_of(first)),
+                    &request.child_sessions,
+                );
                 if options.stop_after_secs.is_some() {
                     let mut n = self.notes();
                     for r in &registered {
@@ -1043,8 +1175,11 @@ impl Env {
         if ids.is_empty() {
             return " (no task)".into();
         }
-        let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
-        // The turn ran in that chat: it exists, unless it was deleted since.
+        let c = chat_index(chat);
+        let (session, user, channel) = chat_at(c);
+        let session = session.as_str();
+        // The turn ran in that chat (a child's own, for a task it delegated): it exists,
+        // unless it was deleted since.
         let chat_id = {
             let s = self.server.lock();
             if s.down {
@@ -1063,7 +1198,7 @@ impl Env {
         let request = WatchRequest {
             task_ids: ids.iter().map(|&i| task_id(i)).collect(),
             target: Target {
-                agent_id: "default".into(),
+                agent_id: agent_at(c).into(),
                 target_agent: None,
                 session_id: session.into(),
                 user_id: user.into(),
@@ -1099,7 +1234,7 @@ impl Env {
                 Ok(done)
             })
             .expect("an automatic watch refuses nothing");
-        self.registered(&registered, chat, None);
+        self.registered(&registered, chat, None, &request.child_sessions);
         for r in &registered {
             let job = r.job();
             let Some(old) = before.find(&job.task_id) else {
@@ -1114,8 +1249,10 @@ impl Env {
             // The same registration: nothing it says changes but what it lacked.
             let mut same = job.clone();
             // The session QwenPaw printed wins over one a watch named (a stray's: another
-            // task's), and the stops counted against the wrong one start over.
+            // task's), and the stops counted against the wrong one start over; where the
+            // wrong one's chat was found (its agent) is forgotten with it.
             if job.child_session != old.child_session {
+                same.child_agent = old.child_agent.clone();
                 same.stop_tries = old.stop_tries;
                 same.stop_error = old.stop_error.clone();
                 same.stopped_at = old.stopped_at;
@@ -1155,10 +1292,12 @@ impl Env {
         if !finished {
             return " (still running: nothing to read)".into();
         }
-        let (session, user, channel) = CHATS[chat as usize % CHATS.len()];
+        let c = chat_index(chat);
+        let (session, user, channel) = chat_at(c);
+        let session = session.as_str();
         self.fact(Fact::Read {
             task: id.clone(),
-            chat: chat as usize % CHATS.len(),
+            chat: c,
         });
         let file = self.store().load().expect("the file loads");
         if let Some(job) = file.find(&id)
@@ -1189,7 +1328,7 @@ impl Env {
                 Ok(atc::cmd::parent_read::parent_read_in(
                     file,
                     std::slice::from_ref(&id),
-                    ("default", session, user, channel),
+                    (agent_at(c), session, user, channel),
                     now,
                     &limits(),
                 ))
@@ -1327,8 +1466,11 @@ impl Env {
             )
         });
         match done {
-            Ok(_) => {
+            Ok((_, said)) => {
                 self.fact(Fact::Redelivered { task: id });
+                if said.contains("'s follow-up (turn ") {
+                    return " → its follow-up requeued".into();
+                }
                 " → requeued".into()
             }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
@@ -1352,6 +1494,7 @@ impl Env {
             self.fact(Fact::Watched {
                 task: task.clone(),
                 chat: 0,
+                child: None,
                 epoch: true,
                 skip_empty: false,
                 agent: true,
@@ -1408,8 +1551,9 @@ pub struct World {
     pub queue: Queue,
     /// The oracle's verdict (`oracle.rs`), once checked.
     pub verdict: Verdict,
-    /// When the drain began (sim seconds).
+    /// When the drain began (sim seconds), and where in the world's order.
     drained_at: u64,
+    drain_seq: u64,
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -1466,7 +1610,9 @@ impl World {
             ids: AtomicU64::new(0xa00000000000),
         });
         env.server.set_env(Arc::downgrade(&env));
-        for c in 0..CHATS.len() as u8 {
+        // The parent chats, then each task's own chat (it exists while the task runs, and
+        // after: a background task's session).
+        for c in 0..NCHATS as u8 {
             env.create_chat(c);
         }
         World {
@@ -1493,6 +1639,7 @@ impl World {
             queue: Queue::default(),
             verdict: Verdict::default(),
             drained_at: 0,
+            drain_seq: 0,
         }
     }
 
@@ -1577,6 +1724,7 @@ impl World {
             s.posts = 0;
             s.polled.clear();
         }
+        let tick_no = self.env.server.tick.fetch_add(1, Ordering::SeqCst) + 1;
         let env = &*self.env;
         let store = env.store();
         let mut tick = env.tick.clone();
@@ -1609,7 +1757,10 @@ impl World {
         }));
         env.server.ticking(false);
         let crashed = env.server.lock().crash.take().is_none() && crash.is_some();
-        self.env.notes().heard.extend(said.iter().cloned());
+        self.env.hear(&said);
+        if ran.is_err() {
+            self.env.notes().crashed.insert(tick_no);
+        }
         match ran {
             Ok(reports) => {
                 let reports = reports.expect("a tick never fails on a good file");
@@ -1905,8 +2056,9 @@ impl World {
                 self.owed
                     .insert((block.job_id.clone(), block.task_id.clone(), block.kind));
             }
-            // One rule of membership: an open turn carries only blocks that belong there.
-            if turn.is_open() {
+            // One rule of membership: an open turn carries only blocks that belong there (a
+            // follow-up's is fixed when it opens: below).
+            if turn.is_open() && !turn.is_follow_up() {
                 for block in &turn.carries {
                     let belongs = jobs
                         .iter()
@@ -1925,7 +2077,27 @@ impl World {
             // Claimed, a turn is what it is, until it settles (given up with nothing
             // posted, `redeliver` may open it again, to be composed anew).
             let what = (turn.carries.clone(), turn.text.clone());
-            if turn.is_open() {
+            if turn.is_follow_up() {
+                // A follow-up's turn is one block, fixed when it opens: never composed.
+                if turn.carries.len() != 1 || turn.text.is_none() {
+                    self.fail(&format!(
+                        "follow-up turn {} carries {} blocks (text kept: {})",
+                        turn.turn_id,
+                        turn.carries.len(),
+                        turn.text.is_some()
+                    ));
+                }
+                match self.claimed.get(&turn.turn_id) {
+                    Some(before) if *before != what => self.fail(&format!(
+                        "follow-up turn {} changed what it carries or says: {:?} → {:?}",
+                        turn.turn_id, before, what
+                    )),
+                    None => {
+                        self.claimed.insert(turn.turn_id.clone(), what);
+                    }
+                    _ => {}
+                }
+            } else if turn.is_open() {
                 self.claimed.remove(&turn.turn_id);
             } else if turn.state == TurnState::Claimed || turn.state == TurnState::Unconfirmed {
                 match self.claimed.get(&turn.turn_id) {
@@ -1955,6 +2127,20 @@ impl World {
             if newly(TurnState::Refused) && turn.carries.len() > 1 {
                 self.sometimes.refused_batch += 1;
             }
+            if newly(TurnState::Delivered)
+                && turn.is_follow_up()
+                && turn.delivery.confirmed.is_some()
+            {
+                self.sometimes.follow_up_read_back += 1;
+            }
+            let depth_limit = |t: &Turn| {
+                t.up.as_ref()
+                    .and_then(|u| u.not.as_deref())
+                    .is_some_and(|why| why.contains("follow-up-depth"))
+            };
+            if depth_limit(turn) && !before.is_some_and(depth_limit) {
+                self.sometimes.depth_limit += 1;
+            }
             self.last_turns.insert(turn.turn_id.clone(), turn.clone());
         }
         self.jobs = jobs;
@@ -1979,14 +2165,17 @@ impl World {
             let mut s = self.env.server.lock();
             s.down = false;
             s.post_fault = None;
+            s.flaky = false;
             s.stop_fault = false;
             s.crash = None;
+            s.quiet = true;
             for c in s.chats.iter_mut() {
                 c.busy = false;
             }
         }
         self.trail.push("-- drain --".into());
         self.drained_at = self.env.clock.secs();
+        self.drain_seq = self.env.server.next_seq();
         let l = limits();
         // Each tick also moves the clock 20 s on.
         let jumps = [
@@ -2002,6 +2191,19 @@ impl World {
             for _ in 0..2 {
                 self.apply(&Op::Tick);
             }
+        }
+        // A delegation tree's follow-ups go up one level a tick, and one turn a tick goes
+        // into each chat: tick on (20 s apart) while a turn is due or a delivered one waits
+        // to be followed.
+        for _ in 0..60 {
+            let file = self.env.store().load().expect("the file loads");
+            let now = self.now();
+            let waiting = file.turns.iter().any(|t| !atc::turn::is_settled(t))
+                || !atc::turn::to_follow(&file.turns, now, &l).is_empty();
+            if !waiting {
+                break;
+            }
+            self.apply(&Op::Tick);
         }
     }
 
@@ -2058,6 +2260,28 @@ impl World {
                 self.fail(&format!("the oracle: {first}"));
             }
             self.verdict = verdict;
+            // Delegation trees: the follow-ups, judged from the same world.
+            let l = limits();
+            let gone: BTreeSet<String> = s.gone.iter().map(|c| c.id.clone()).collect();
+            let (follow_ups, wrong) = crate::oracle::judge_follow_ups(&crate::oracle::Tree {
+                facts: &notes.facts,
+                seqs: &notes.fact_seqs,
+                woken: &s.woken,
+                served: &s.served,
+                gone: &gone,
+                crashed: &notes.crashed,
+                stopped: &s.stopped,
+                heard: &notes.heard_at,
+                drain_seq: self.drain_seq,
+                drain_tick_at: self.drained_at + 20,
+                keep: l.keep.as_secs(),
+                busy_deadline: l.busy_deadline.as_secs(),
+                depth: l.follow_up_depth,
+            });
+            if let Some(first) = wrong.first() {
+                self.fail(&format!("the oracle: {first}"));
+            }
+            self.verdict.follow_ups = follow_ups;
         }
         let all: Vec<(String, String)> =
             s.chats.iter().chain(&s.gone).flat_map(delivered).collect();
@@ -2126,7 +2350,8 @@ impl World {
             }
         }
         for (_, text) in &all {
-            for block in blocks(text) {
+            // A follow-up (issue 37) is no result, notice or check-in: the oracle judges it.
+            for block in blocks(text).filter(|b| crate::oracle::follow_up_of(b).is_none()) {
                 let task = block
                     .strip_prefix("[TASK_ID: ")
                     .and_then(|rest| rest.split(']').next())
@@ -2350,8 +2575,11 @@ impl World {
                 Some(TurnState::Delivered) => {
                     let turns = turns_in(job);
                     if !turns.iter().any(|(_, t)| {
-                        blocks(t)
-                            .any(|b| b.starts_with(&marker) && !b.contains("[STATUS: running]"))
+                        blocks(t).any(|b| {
+                            b.starts_with(&marker)
+                                && !b.contains("[STATUS: running]")
+                                && crate::oracle::follow_up_of(b).is_none()
+                        })
                     }) {
                         self.fail(&format!(
                             "{} says delivered, but its chat has no turn for it",
@@ -2433,6 +2661,9 @@ impl World {
         }
         let mut sometimes = notes.sometimes;
         sometimes.stored_late += s.stored_late;
+        sometimes.child_running += self.verdict.follow_ups.early;
+        sometimes.follow_up += self.verdict.follow_ups.stored;
+        sometimes.three_levels += self.verdict.follow_ups.deep;
         sometimes.landed_later += self
             .env
             .server
