@@ -642,39 +642,13 @@ pub fn judge_follow_ups(t: &Tree) -> (FollowUps, Vec<String>) {
             v.followed += 1;
         }
         // Followed: a woken turn atc knew of, within --busy-deadline when the drain began.
-        // (Unless a task it carries was watched more than once, cancelled or redelivered,
-        // or last watched more than --keep before the drain: atc prunes a delivered turn
-        // whose jobs are gone, followed or not, and a claimed turn goes out after its job
-        // was replaced.)
-        let replaced = crate::world::blocks(&w.text).map(task_of).any(|task| {
-            let watched = t
-                .facts
-                .iter()
-                .filter_map(|(at, f)| match f {
-                    Fact::Watched { task: t, .. } if t == task => Some(*at),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(0);
-            if t.drain_tick_at.saturating_sub(watched) + 60 > t.keep {
-                return true;
-            }
-            let changes = facts.iter().filter(|(_, f)| match f {
-                Fact::Watched { task: t, .. } => t == task,
-                Fact::Redelivered { task: t } | Fact::Cancelled { task: t } => t == task,
-                _ => false,
-            });
-            changes.count() > 1
-                || facts.iter().any(|(_, f)| {
-                    matches!(f, Fact::Redelivered { task: t } | Fact::Cancelled { task: t } if t == task)
-                })
-        });
+        // (A delivered turn is kept until it is followed, whatever happened to its jobs:
+        // `turn::prunable`; this once exempted re-watched and pruned jobs.)
         if w.answered
             && w.tick != 0
             && !crashed(w.tick)
             && w.seq < t.drain_seq
             && w.at + t.busy_deadline >= t.drain_tick_at + 20
-            && !replaced
             && polls.is_empty()
         {
             v.lost += 1;
