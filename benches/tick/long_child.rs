@@ -40,9 +40,6 @@ pub const END_MS: u64 = 1_800_000;
 const RECORD_LAG_MS: u64 = 10;
 /// The cadence goes on this long after the end (nothing more may be polled).
 const AFTER_MS: u64 = 120_000;
-/// `atc::cmd::tick`'s pauses between a kicked tick's looks again (`KICK_PAUSES`, private
-/// there), in simulated time.
-const KICK_PAUSES_MS: [u64; 4] = [100, 250, 500, 800];
 
 /// Milliseconds since [`EPOCH`]; the pass reads whole seconds, as the job file holds them.
 struct SimClock(AtomicU64);
@@ -69,17 +66,17 @@ impl Clock for SimClock {
 /// look, then looks again after the same pauses as the real one.
 struct SimWindow<'a> {
     clock: &'a SimClock,
-    left: std::slice::Iter<'static, u64>,
+    left: std::slice::Iter<'static, Duration>,
 }
 
 impl Window for SimWindow<'_> {
     fn restart(&mut self) {
-        self.left = KICK_PAUSES_MS.iter();
+        self.left = atc::cmd::tick::KICK_PAUSES.iter();
     }
     fn pause(&mut self, _store: &Store) -> bool {
         match self.left.next() {
-            Some(ms) => {
-                self.clock.advance(Duration::from_millis(*ms));
+            Some(pause) => {
+                self.clock.advance(*pause);
                 true
             }
             None => false,
@@ -315,7 +312,7 @@ pub fn run(plugin: bool) -> Scenario {
     let run_tick = |tick: &Tick, kick: Option<Ended>, server: &mut FakeServer<'_>| {
         let mut window = SimWindow {
             clock: &clock,
-            left: KICK_PAUSES_MS.iter(),
+            left: atc::cmd::tick::KICK_PAUSES.iter(),
         };
         // Started by the plugin with stderr to /dev/null: nobody hears it.
         let reports = atc::cmd::tick::passes(

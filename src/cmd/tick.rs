@@ -54,7 +54,7 @@ pub const KICK_WINDOW: Duration = Duration::from_secs(2);
 /// usually sees it, where one at once usually sees `running`.
 pub const SETTLE: Duration = Duration::from_millis(100);
 /// The pauses between a kicked tick's passes (they add up to less than the window).
-static KICK_PAUSES: [Duration; 4] = [
+pub static KICK_PAUSES: [Duration; 4] = [
     Duration::from_millis(100),
     Duration::from_millis(250),
     Duration::from_millis(500),
