@@ -461,6 +461,19 @@ pub fn off(ctx: &Ctx) -> R<()> {
     result
 }
 
+/// Auto-watch off by the server's environment (`ATC_AUTO_WATCH=0` where QwenPaw starts,
+/// which every atc the plugin starts inherits): a server of its own, and the same as
+/// [`off`]: the plugin asks at the turn's end, atc watches nothing, the `submit_to_agent`
+/// result the model read carries no line from atc, and nothing comes back by itself.
+pub fn off_by_env(ctx: &Ctx) -> R<()> {
+    let auto = server_with(
+        ctx,
+        "auto-env-off",
+        vec![("ATC_AUTO_WATCH".to_string(), "0".to_string())],
+    )?;
+    off_with(ctx, &auto)
+}
+
 fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
     let target = auto.server.second_agent()?;
     let session = "auto-off";

@@ -85,6 +85,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("auto-watch-parent-read", crate::auto::parent_read),
     ("auto-watch-foreground", crate::auto::foreground),
     ("auto-watch-off", crate::auto::off),
+    ("auto-watch-off-by-env", crate::auto::off_by_env),
     ("auto-watch-config-typo", crate::auto::config_typo),
     (
         "plugin-two-servers-cadence",
