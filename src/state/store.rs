@@ -707,6 +707,8 @@ fn culprit<T: serde::de::DeserializeOwned>(job: &serde_json::Value) -> Option<St
 /// onto a terminal. The problem names the job and the field, never a credential.
 fn checked(file: JobFile) -> Result<JobFile, Problem> {
     use crate::validate;
+    // The jobs of a file name a server or two: each base URL is checked once.
+    let mut good_url: Option<&str> = None;
     for job in &file.jobs {
         let bad = |field: &str, why: String| -> Problem {
             let who = if validate::job_id(&job.job_id).is_ok() {
@@ -723,7 +725,10 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
         };
         validate::job_id(&job.job_id).map_err(|why| bad("job_id", why))?;
         crate::ids::stored_task_id(&job.task_id).map_err(|why| bad("task_id", why))?;
-        validate::base_url(&job.base_url).map_err(|why| bad("base_url", why))?;
+        if good_url != Some(job.base_url.as_str()) {
+            validate::base_url(&job.base_url).map_err(|why| bad("base_url", why))?;
+            good_url = Some(&job.base_url);
+        }
         let t = &job.target;
         for (field, value) in [
             ("agent_id", Some(&t.agent_id)),
@@ -767,7 +772,10 @@ fn checked(file: JobFile) -> Result<JobFile, Problem> {
             format!("has {who} with a bad {field}: {why}").into()
         };
         validate::label(&turn.turn_id).map_err(|why| bad("turn_id", why))?;
-        validate::base_url(&turn.chat.base_url).map_err(|why| bad("base_url", why))?;
+        if good_url != Some(turn.chat.base_url.as_str()) {
+            validate::base_url(&turn.chat.base_url).map_err(|why| bad("base_url", why))?;
+            good_url = Some(&turn.chat.base_url);
+        }
         let c = &turn.chat;
         for (field, value) in [
             ("agent_id", Some(&c.agent_id)),

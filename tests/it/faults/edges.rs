@@ -376,6 +376,19 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
             "has job {job_id} (task {TASK}) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
         ),
     );
+    // Each base URL is checked once: a bad one after a good one is still found.
+    let mut second = good.clone();
+    let mut other = good["jobs"][0].clone();
+    other["job_id"] = json!("0123456789ab");
+    other["task_id"] = json!("task-0123456789ab");
+    other["base_url"] = json!("http://user:pw@127.0.0.1:8088/api");
+    second["jobs"].as_array_mut().unwrap().push(other);
+    refused(
+        &second,
+        format!(
+            "has job 0123456789ab (task task-0123456789ab) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
+        ),
+    );
     let mut typed = good.clone();
     typed["jobs"][0]["strikes"] = json!("3");
     refused(
