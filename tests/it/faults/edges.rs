@@ -385,9 +385,8 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
     second["jobs"].as_array_mut().unwrap().push(other);
     refused(
         &second,
-        format!(
-            "has job 0123456789ab (task task-0123456789ab) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
-        ),
+        "has job 0123456789ab (task task-0123456789ab) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
+            .to_owned(),
     );
     let mut typed = good.clone();
     typed["jobs"][0]["strikes"] = json!("3");
