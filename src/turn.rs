@@ -647,7 +647,7 @@ pub fn step(turn: &Turn, event: TurnEvent, now: Timestamp, limits: &Limits) -> T
         TurnEvent::Forwarded(sent) => forwarded(turn, sent, now),
         TurnEvent::Recovered => recovered(turn, now),
         TurnEvent::ReadBackClosed => read_back_closed(turn, now, limits),
-        TurnEvent::Redeliver { create_session } => redeliver(turn, create_session, now),
+        TurnEvent::Redeliver { create_session } => read_back::redeliver(turn, create_session, now),
     }
 }
 
@@ -868,36 +868,6 @@ fn defer(
         _ => None,
     };
     outcome
-}
-
-/// `atc redeliver`: a turn given up with nothing of it in the chat (busy, unreachable, no
-/// such chat, refused) is open again, composed anew from the jobs that still follow it
-/// and through every check again; one of unknown outcome is read back again first, so it
-/// is never posted twice; an open one without leave to start its chat gets it.
-fn redeliver(turn: &Turn, create_session: bool, now: Timestamp) -> TurnTransition {
-    let state = match turn.state {
-        s if s.is_given_up() => TurnState::Open,
-        TurnState::Unconfirmed => TurnState::Unconfirmed,
-        TurnState::Open | TurnState::Claimed if create_session && !turn.create_session => {
-            turn.state
-        }
-        _ => return TurnTransition::ignored(turn),
-    };
-    if turn.in_flight() {
-        return TurnTransition::ignored(turn);
-    }
-    let mut next = turn.clone();
-    next.state = state;
-    next.create_session |= create_session;
-    next.updated_at = now;
-    let d = &mut next.delivery;
-    d.waiting_since = None;
-    d.next_attempt_at = None;
-    if state == TurnState::Unconfirmed {
-        d.unknown_since = Some(now);
-        d.read_back_closed_at = None;
-    }
-    TurnTransition::to(next, vec![Outcome::Requeued])
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ use crate::time::{Clock, SystemClock, Timestamp};
 mod heartbeat;
 mod look;
 mod parallel;
+mod poll;
 mod stop;
 
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
@@ -312,8 +313,8 @@ pub fn run_with<S: Server>(
         let answer = client.get_task(&job.base_url, &job.task_id, &job.agent);
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
-    let parents = parallel(&work.follow, workers, |turn| follow(client, turn));
-    let checks: Vec<Check> = work.poll.iter().zip(polls).map(render).collect();
+    let parents = parallel(&work.follow, workers, |turn| poll::follow(client, turn));
+    let checks: Vec<Check> = work.poll.iter().zip(polls).map(poll::render).collect();
     // A child the ended turn may be still reads running (the record says `finished` a few
     // ms after the hook), or the parent turn it ended is not over yet: look again soon.
     let running = |c: &Check| matches!(c, Check::Running { .. });
@@ -332,7 +333,7 @@ pub fn run_with<S: Server>(
     }
     if work.only_watching
         && work.follow.is_empty()
-        && no_news(store, &work.poll, &checks, limits, clock, &mut report)
+        && poll::no_news(store, &work.poll, &checks, limits, clock, &mut report)
     {
         // Every task is still running and nothing else is on its way: the file stays as it
         // is, and the tick is done.
@@ -535,107 +536,6 @@ fn prepare(
             follow,
         })
     })
-}
-
-/// What a poll means for the job: a finished task is rendered exactly as QwenPaw's
-/// `check_agent_task` would show it (and names the fork branch when it has one); a child
-/// atc stopped ends with the line that says so.
-fn render((job, poll): (&ToPoll, Poll)) -> Check {
-    match poll {
-        Poll::Record(record) if record.is_finished() => {
-            let text = render::render_delivery(&job.task_id, &record, job.fork_branch.as_deref());
-            let child_session = record
-                .child_session()
-                .filter(|s| crate::validate::label(s).is_ok())
-                .map(str::to_owned);
-            let outcome = record.outcome();
-            let line = job
-                .stop_line
-                .as_ref()
-                .filter(|_| !job.stopped || outcome == crate::job::TaskOutcome::Cancelled);
-            Check::Finished {
-                child_session,
-                text: match line {
-                    Some(line) => format!("{text}\n\n{line}"),
-                    None => text,
-                },
-                started_at: record.started_at,
-                outcome,
-                empty: render::answer(&record.payload).is_empty(),
-            }
-        }
-        Poll::Record(record) => Check::Running {
-            started_at: record.started_at,
-            turn_ended: job.turn_ended,
-        },
-        Poll::NotFound { detail } => Check::Lost { detail },
-        Poll::Failed { error } | Poll::Denied { error } => Check::Failed { error },
-    }
-}
-
-/// How the parent turn a delivery started is doing (its own task record). `None`: the
-/// server did not say; ask again next tick.
-fn follow(client: &impl Server, turn: &Turn) -> Option<ParentTurn> {
-    let task_id = turn.turn_task_id.as_deref()?;
-    let base = &turn.chat.base_url;
-    let answer = client.get_task(base, task_id, &turn.chat.agent_id);
-    match task::classify(answer, task_id, base, client.auth()) {
-        Poll::Record(record) if record.is_finished() => Some(ParentTurn::Ended {
-            status: record
-                .result_status()
-                .unwrap_or(record.status.as_str())
-                .to_owned(),
-            reply: record.final_reply(),
-        }),
-        Poll::Record(_) => Some(ParentTurn::Running),
-        Poll::NotFound { .. } => Some(ParentTurn::Gone),
-        Poll::Failed { .. } | Poll::Denied { .. } => None,
-    }
-}
-
-/// True when applying `checks` to the jobs as `prepare` saw them changes none of them
-/// (every task is still running, as before). Then the report gets what the polls said,
-/// and nothing needs the lock: a job that another command changed meanwhile would take
-/// the same polls as no change either. The jobs are looked at where the store keeps
-/// them (the file as `prepare` read it, if it is still what is on disk): no copy.
-fn no_news(
-    store: &Store,
-    polled: &[ToPoll],
-    checks: &[Check],
-    limits: &Limits,
-    clock: &dyn Clock,
-    report: &mut Report,
-) -> bool {
-    if !checks.iter().all(|c| matches!(c, Check::Running { .. })) {
-        return false;
-    }
-    let now = clock.now();
-    let seen = store.with_known(|file| {
-        let index: HashMap<&str, &Job> = file.jobs.iter().map(|j| (j.job_id.as_str(), j)).collect();
-        let mut steps = Vec::with_capacity(polled.len());
-        for (p, check) in polled.iter().zip(checks) {
-            let job = index.get(p.job_id.as_str())?;
-            let step = lifecycle::step(
-                job,
-                file.turn_of(job),
-                Event::Polled(check.clone()),
-                now,
-                limits,
-            );
-            if step.job != **job {
-                return None;
-            }
-            steps.push(step);
-        }
-        Some(steps)
-    });
-    let Some(Some(steps)) = seen else {
-        return false;
-    };
-    for step in &steps {
-        report.record(&step.job, false, &step.outcomes, now);
-    }
-    true
 }
 
 /// Applies the polls and the followed parent turns, composes the turns, and picks what is

@@ -1,5 +1,6 @@
 //! Reading a turn of unknown outcome back: absent once is not proof, a turn recovered
-//! from a tick that died mid-POST, a read-back window that closed.
+//! from a tick that died mid-POST, a read-back window that closed, and `atc redeliver`
+//! (which reads one of unknown outcome back again before anything is posted).
 
 use super::*;
 
@@ -110,4 +111,34 @@ pub(super) fn read_back_over(turn: &Turn, now: Timestamp, limits: &Limits) -> bo
         && !turn.in_flight()
         && turn.delivery.read_back_closed_at.is_none()
         && !reading_back(turn, now, limits)
+}
+
+/// `atc redeliver`: a turn given up with nothing of it in the chat (busy, unreachable, no
+/// such chat, refused) is open again, composed anew from the jobs that still follow it
+/// and through every check again; one of unknown outcome is read back again first, so it
+/// is never posted twice; an open one without leave to start its chat gets it.
+pub(super) fn redeliver(turn: &Turn, create_session: bool, now: Timestamp) -> TurnTransition {
+    let state = match turn.state {
+        s if s.is_given_up() => TurnState::Open,
+        TurnState::Unconfirmed => TurnState::Unconfirmed,
+        TurnState::Open | TurnState::Claimed if create_session && !turn.create_session => {
+            turn.state
+        }
+        _ => return TurnTransition::ignored(turn),
+    };
+    if turn.in_flight() {
+        return TurnTransition::ignored(turn);
+    }
+    let mut next = turn.clone();
+    next.state = state;
+    next.create_session |= create_session;
+    next.updated_at = now;
+    let d = &mut next.delivery;
+    d.waiting_since = None;
+    d.next_attempt_at = None;
+    if state == TurnState::Unconfirmed {
+        d.unknown_since = Some(now);
+        d.read_back_closed_at = None;
+    }
+    TurnTransition::to(next, vec![Outcome::Requeued])
 }
