@@ -76,13 +76,23 @@ impl Serialize for Timestamp {
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Timestamp::parse(&text).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "invalid RFC 3339 timestamp {}",
-                crate::text::preview(&text)
-            ))
-        })
+        // Read in place (no copy of the text): a job file holds thousands of them.
+        struct Rfc3339;
+        impl serde::de::Visitor<'_> for Rfc3339 {
+            type Value = Timestamp;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Timestamp, E> {
+                Timestamp::parse(text).ok_or_else(|| {
+                    E::custom(format!(
+                        "invalid RFC 3339 timestamp {}",
+                        crate::text::preview(text)
+                    ))
+                })
+            }
+        }
+        deserializer.deserialize_str(Rfc3339)
     }
 }
 

@@ -78,10 +78,12 @@ pub(super) fn no_news(
     }
     let now = clock.now();
     let seen = store.with_known(|file| {
-        let index: HashMap<&str, &Job> = file.jobs.iter().map(|j| (j.job_id.as_str(), j)).collect();
+        // The polls are in the file's order (`prepare` chose them from this very file): one
+        // walk finds each job, no index.
+        let mut jobs = file.jobs.iter();
         let mut steps = Vec::with_capacity(polled.len());
         for (p, check) in polled.iter().zip(checks) {
-            let job = index.get(p.job_id.as_str())?;
+            let job = jobs.find(|j| j.job_id == p.job_id)?;
             let step = lifecycle::step(
                 job,
                 file.turn_of(job),
@@ -89,7 +91,7 @@ pub(super) fn no_news(
                 now,
                 limits,
             );
-            if step.job != **job {
+            if step.job != *job {
                 return None;
             }
             steps.push(step);
