@@ -37,9 +37,12 @@ use crate::scenarios::Ctx;
 const USER: &str = "bea";
 /// The plugin's cadence.
 const CADENCE: Duration = Duration::from_secs(2);
-/// How long the child's model call sleeps: past the back-off's 60 s poll, well before its
-/// 140 s one.
-const CHILD_SECS: u64 = 70;
+/// How long the child's model call sleeps: past the back-off's 60 s poll, before its 140 s
+/// one (both counted from the first poll), and long enough that a 20 s timer would poll
+/// it more often than the back-off and the kicks do (7 times to the back-off's 6).
+const CHILD_SECS: u64 = 125;
+/// The cadence of a system timer (and of the plugin's cadence by default).
+const TIMER: Duration = Duration::from_secs(20);
 /// From the child's end to atc's delivery POST, at most.
 const WITHIN: Duration = Duration::from_secs(2);
 /// After the delivery: many beats of the cadence, for a copy to show up if one would.
@@ -316,9 +319,10 @@ pub fn long_child_backoff(ctx: &Ctx) -> R<()> {
         part(Some(ending), None),
     );
     eprintln!(
-        "e2e backoff: the child {task} ran {:.1} s after the parent's turn (its end: its record first read finished); atc polled it {} times (cadence alone: {cadence_only}; {cadence_during} cadence ticks started meanwhile), at [{}] s at the watch's start, [{}] s on the back-off, [{}] s at the end; delivery POST {delay:.2} s after the end, stored in the chat {:.2} s after it",
+        "e2e backoff: the child {task} ran {:.1} s after the parent's turn (its end: its record first read finished); atc polled it {} times (the 2 s cadence alone: {cadence_only}; a 20 s timer: {}; {cadence_during} cadence ticks started meanwhile), at [{}] s at the watch's start, [{}] s on the back-off, [{}] s at the end; delivery POST {delay:.2} s after the end, stored in the chat {:.2} s after it",
         run.as_secs_f64(),
         polls.len(),
+        (run.as_secs_f64() / TIMER.as_secs_f64()).floor() as usize + 1,
         shown(submitted, &start),
         shown(submitted, &backed),
         shown(submitted, &ended),
@@ -369,6 +373,15 @@ pub fn long_child_backoff(ctx: &Ctx) -> R<()> {
         "while the child ran, atc polled it at {} s: the back-off polls 20 s and 60 s after the first poll ({:.1} s); {}",
         shown(submitted, &backed),
         secs(submitted, first),
+        why()
+    );
+    // A 20 s timer polls at the watch and every 20 s after until the child's end.
+    let timer_only = (run.as_secs_f64() / TIMER.as_secs_f64()).floor() as usize + 1;
+    ensure!(
+        polls.len() < timer_only,
+        "atc polled the child {} times in its {:.0} s: not fewer than a 20 s timer's {timer_only}; {}",
+        polls.len(),
+        run.as_secs_f64(),
         why()
     );
     ensure!(
