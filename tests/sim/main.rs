@@ -2,7 +2,9 @@
 //! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
 //! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
 //! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
-//! that crash at each crash point), server restarts, chats vanishing and coming back, busy parents, POST faults and clock jumps, run through
+//! that crash at each crash point), server restarts, chats vanishing and coming back, busy parents, POST faults and clock jumps
+//! (and, in half the histories, atc's plugin on the server, whose kicks and cadence name
+//! it: a watch is polled on a back-off, and a kick is sometimes missed: issue 38), run through
 //! the real pass (`atc::pass::run_with`, inside `atc::cmd::tick::passes`), the real
 //! `lifecycle::step` and `turn::step`, the commands' own cores and the real job file,
 //! against a simulated QwenPaw (`server.rs`) and a simulated clock. Operations also
@@ -69,6 +71,32 @@ struct Swarm {
     /// task's own child chat too, so a result lands in a watched child's chat and the
     /// reply it wakes goes up (two levels, three, a loop up to the depth limit).
     tree: bool,
+    /// atc's plugin (issue 38): on the simulated server in half the histories, its kicks
+    /// (and its cadence's ticks) naming it, so a watch of a known child session is polled
+    /// on a back-off; `--poll-ceiling` 20 s, 1 min or 5 min.
+    plugin: world::Plugin,
+}
+
+/// Where atc's plugin runs, whether its cadence runs the scheduled ticks, the ceiling.
+fn plugin() -> BoxedStrategy<world::Plugin> {
+    use world::On;
+    (
+        prop_oneof![4 => Just(On::Nowhere), 5 => Just(On::Here), 1 => Just(On::Elsewhere)],
+        any::<bool>(),
+        prop_oneof![Just(20u64), Just(60), Just(300)],
+    )
+        .prop_map(|(on, cadence, ceiling)| world::Plugin {
+            on,
+            cadence,
+            ceiling,
+        })
+        .boxed()
+}
+
+/// How a child ends.
+fn ending() -> BoxedStrategy<Ending> {
+    prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 2 => Just(Ending::Failed)]
+        .boxed()
 }
 
 /// A chat of the swarm's: one of its parent chats, or (in a tree) one of its tasks' own
@@ -187,8 +215,9 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
                 1 => Just(Phase::Pause),
             ], 1u8..4, other(swarm))
             .prop_map(|(phase, skip, op)| Op::InterleaveAt(phase, skip, Box::new(op))),
-        8 => (task, prop_oneof![6 => Just(Ending::Answer), 1 => Just(Ending::Empty), 2 => Just(Ending::Failed)])
-            .prop_map(|(t, e)| Op::Finish(t, e)),
+        // A child's end whose kick was missed, and one the plugin kicks for.
+        8 => (task.clone(), ending()).prop_map(|(t, e)| Op::Finish(t, e)),
+        5 => (task, ending()).prop_map(|(t, e)| Op::FinishKicked(t, e)),
         2 => Just(Op::FinishAll),
         1 => Just(Op::Restart),
         2 => chat.clone().prop_map(Op::DeleteChat),
@@ -214,6 +243,9 @@ fn op(swarm: Swarm) -> BoxedStrategy<Op> {
                     Just(world::Edge::Settle),
                 ], -1i8..=1, any::<u8>())
                 .prop_map(|(edge, delta, pick)| Jump::Edge(edge, delta, pick)),
+            // A watch's next back-off poll (issue 38), or a second either side.
+            6 => (-1i8..=1, any::<u8>())
+                .prop_map(|(delta, pick)| Jump::Edge(world::Edge::Backoff, delta, pick)),
         ].prop_map(Op::Jump),
     ]
     .boxed()
@@ -229,12 +261,14 @@ impl ReferenceStateMachine for Histories {
             prop_oneof![Just(1u8), Just(world::CHATS.len() as u8)],
             prop::bool::weighted(0.25),
             prop::bool::weighted(0.4),
+            plugin(),
         )
-            .prop_map(|(tasks, chats, check_ins, tree)| Swarm {
+            .prop_map(|(tasks, chats, check_ins, tree, plugin)| Swarm {
                 tasks,
                 chats,
                 check_ins,
                 tree,
+                plugin,
             })
             .boxed()
     }
@@ -252,8 +286,8 @@ impl StateMachineTest for Histories {
     type SystemUnderTest = World;
     type Reference = Histories;
 
-    fn init_test(_: &Swarm) -> World {
-        World::new()
+    fn init_test(swarm: &Swarm) -> World {
+        World::with(swarm.plugin)
     }
 
     fn apply(mut world: World, _: &Swarm, op: Op) -> World {
@@ -382,8 +416,9 @@ fn search(cases: u32, seed: u64) -> (Totals, String, Result<(), String>) {
     );
     let result = match result {
         Ok(()) => Ok(()),
-        Err(TestError::Fail(why, (_, ops, _))) => Err(format!(
-            "seed {seed}: a history broke a promise: {why}\nshrunk history (replay with `replay(vec![...])`):\n{ops:?}"
+        Err(TestError::Fail(why, (swarm, ops, _))) => Err(format!(
+            "seed {seed}: a history broke a promise: {why}\nshrunk history (replay with `replay_with({:?}, vec![...])`):\n{ops:?}",
+            swarm.plugin
         )),
         Err(TestError::Abort(why)) => Err(format!("seed {seed}: aborted: {why}")),
     };
@@ -430,13 +465,19 @@ fn a_seed_replays_to_the_same_totals() {
 /// Runs one history, drains and checks it: how the regression tests below replay what
 /// the search found.
 fn replay(ops: Vec<Op>) {
+    replay_with(world::Plugin::NONE, ops);
+}
+
+/// The same, in a world with atc's plugin (issue 38).
+fn replay_with(plugin: world::Plugin, ops: Vec<Op>) -> World {
     quiet_crashes();
-    let mut world = World::new();
+    let mut world = World::with(plugin);
     for op in &ops {
         world.apply(op);
     }
     world.drain();
     world.check();
+    world
 }
 
 /// Runs `ops`, drains and checks, and hands the world over for more checks.
@@ -2328,4 +2369,46 @@ fn a_given_up_follow_up_is_redelivered_once_and_never_its_result() {
         results, 1,
         "task-0's result went once, before the chat was deleted"
     );
+}
+
+/// Issue 38: with atc's plugin on the server (its cadence runs the ticks), a running child
+/// whose session is known is polled on a back-off (20 s after it started, then 40 s, then
+/// every ceiling); its end, the kick for it missed, is found by the back-off within a
+/// ceiling and delivered once. A plugin on another server changes nothing: every tick
+/// polls.
+#[test]
+fn a_missed_kick_is_delivered_by_the_back_off_within_a_ceiling() {
+    use world::On;
+    quiet_crashes();
+    let mut ops = vec![watch(1, 0)];
+    // Ticks at 20 s … 200 s after the child started (`world::started_at`).
+    ops.extend(std::iter::repeat_n(Op::Tick, 10));
+    ops.push(Op::Finish(0, Ending::Answer));
+    ops.extend(std::iter::repeat_n(Op::Tick, 3));
+    for (on, polls) in [(On::Here, 5), (On::Elsewhere, 11), (On::Nowhere, 11)] {
+        let mut world = World::with(world::Plugin {
+            on,
+            cadence: true,
+            ceiling: 60,
+        });
+        for op in &ops {
+            world.apply(op);
+        }
+        // Here: at 20 s (not seen running yet), 60 s, 120 s, 180 s; the end at 200 s is
+        // found at 240 s, a ceiling after the last poll, within one of the end.
+        let s = world.server().lock();
+        assert_eq!(s.polls.get("task-0"), Some(&polls), "{on:?}");
+        let results: usize = s
+            .chats
+            .iter()
+            .flat_map(world::delivered_texts)
+            .filter(|t| t.contains(&world::answer_of(0)))
+            .count();
+        assert_eq!(results, 1, "{on:?}: delivered before the drain, once");
+        drop(s);
+        let found = world.sometimes.backoff_found;
+        assert_eq!(found, u64::from(on == On::Here), "{on:?}");
+        world.drain();
+        world.check();
+    }
 }

@@ -21,6 +21,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use atc::job::Job;
+use atc::lifecycle::Limits;
+use atc::time::Timestamp;
+
 use crate::server::{Chat, End, Seen, Served, Woke, Woken, delivered};
 use crate::world::{CHATS, NCHATS, chat_at, task_id};
 
@@ -52,6 +56,102 @@ pub enum Fact {
     Finished { task: String },
     /// The server restarted: it forgot every task.
     Restarted,
+}
+
+impl Fact {
+    /// The task it is about (`None`: every task, a restart).
+    pub fn task(&self) -> Option<&str> {
+        match self {
+            Fact::Watched { task, .. }
+            | Fact::Cancelled { task }
+            | Fact::Read { task, .. }
+            | Fact::Redelivered { task }
+            | Fact::Finished { task } => Some(task),
+            Fact::Restarted => None,
+        }
+    }
+}
+
+/// Why a scheduled tick owes a pending watch a poll (issue 38), whether its server's plugin
+/// kicks or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owed {
+    /// Its child ended a ceiling ago and nothing polled it since: a missed kick costs at
+    /// most the ceiling.
+    Ceiling,
+    /// One of its own times came: a check-in, its stop (`--stop-after`), its expiry
+    /// (`--max-age`).
+    OwnTime,
+}
+
+/// Whether a scheduled tick at `now` (its second) owes the pending watch `job` a poll, and
+/// why. `ended`: its child ended and no poll of its record was served since; then, the
+/// second from which a missed kick counts: the latest of the end, of anything done to the
+/// task since (a watch, a cancel, a read, a redelivery may have moved the watch on or off
+/// its back-off) and of a tick that had a crash armed (it stamped its start as the last
+/// scheduled tick, and may have polled nothing).
+///
+/// The bound: a watch on its back-off is polled at the first scheduled tick that finds a
+/// back-off time (anchor + 20 s, + 40 s, … each wait at most the ceiling) come since the
+/// last scheduled tick. Some back-off time falls within a ceiling after `ended`, so the
+/// first scheduled tick a ceiling after it (or one before) polls the watch; a watch not on
+/// its back-off is polled by every tick. The own times come from the watch's options and
+/// what its record says of the child (started, the last check-in, stops asked and given
+/// up): a check-in `--check-in` after the child started or after the last one (at most
+/// five, never a group member's, none while one is on its way or once stopped), its stop
+/// `--stop-after` after it started (until one is out, it stopped, or atc gave up), its
+/// expiry a second past `--max-age` after the watch.
+pub fn poll_owed(
+    job: &Job,
+    now: u64,
+    limits: &Limits,
+    ended: Option<u64>,
+) -> Option<(Owed, String)> {
+    let secs = |t: Timestamp| Timestamp::from_unix(0).elapsed_at(t).as_secs();
+    let ceiling = limits.poll_ceiling.as_secs();
+    if let Some(from) = ended
+        && from + ceiling <= now
+    {
+        return Some((
+            Owed::Ceiling,
+            format!(
+                "its child ended, unpolled since {from}s, and the ceiling ({ceiling}s) has passed"
+            ),
+        ));
+    }
+    let expiry = secs(job.registered_at) + limits.max_age.as_secs() + 1;
+    if expiry <= now {
+        return Some((
+            Owed::OwnTime,
+            format!("its expiry (--max-age) came at {expiry}s"),
+        ));
+    }
+    if let Some(every) = job.options.check_in_secs
+        && !job.check_in
+        && job.check_ins < atc::lifecycle::MAX_CHECK_INS
+        && job.options.group.is_none()
+        && job.stopped_at.is_none()
+        && let Some(since) = job.last_check_in_at.or(job.started_at)
+        && secs(since) + every <= now
+    {
+        return Some((
+            Owed::OwnTime,
+            format!("its check-in came at {}s", secs(since) + every),
+        ));
+    }
+    if let Some(after) = job.options.stop_after_secs
+        && job.stop_asked_at.is_none()
+        && job.stopped_at.is_none()
+        && job.stop_tries < atc::lifecycle::STOP_TRIES
+        && let Some(started) = job.started_at
+        && secs(started) + after <= now
+    {
+        return Some((
+            Owed::OwnTime,
+            format!("its stop (--stop-after) came at {}s", secs(started) + after),
+        ));
+    }
+    None
 }
 
 /// The oracle's verdict over one history.

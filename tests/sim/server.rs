@@ -35,7 +35,23 @@ pub enum End {
 #[derive(Clone, Debug)]
 pub struct Task {
     pub agent: String,
+    /// When it started (its record's `started_at`, the back-off's anchor: issue 38).
+    pub started_at: u64,
     pub end: Option<End>,
+    /// When it ended: the simulated second, and where in the world's order.
+    pub ended: Option<(u64, u64)>,
+}
+
+impl Task {
+    /// It ends now (unless it already has).
+    pub fn finish(&mut self, end: End, at: u64, seq: u64) -> bool {
+        if self.end.is_some() {
+            return false;
+        }
+        self.end = Some(end);
+        self.ended = Some((at, seq));
+        true
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -214,6 +230,10 @@ pub struct State {
     pub stored_late: u64,
     /// The tasks polled since the current tick began, in order.
     pub polled: Vec<String>,
+    /// Where in the world's order each task's record was last served (any answer), and
+    /// how often it was.
+    pub last_poll: BTreeMap<String, u64>,
+    pub polls: BTreeMap<String, u64>,
 }
 
 pub struct SimServer {
@@ -427,6 +447,9 @@ impl Server for SimServer {
             return unreachable("GET");
         }
         s.polled.push(task_id.to_owned());
+        let seq = self.next_seq();
+        s.last_poll.insert(task_id.to_owned(), seq);
+        *s.polls.entry(task_id.to_owned()).or_default() += 1;
         if task_id.starts_with("turn-") {
             let (seq, at, tick) = (
                 self.next_seq(),
@@ -488,19 +511,21 @@ impl Server for SimServer {
                 &json!({"detail": format!("Task not found: {task_id}")}),
             );
         };
-        // The record names the child's own session, as QwenPaw's does.
+        // The record names the child's own session, as QwenPaw's does, and when it
+        // started (a float, as QwenPaw's does).
         let child = format!("child-{task_id}");
+        let started = task.started_at as f64 + 0.67;
         let body = match &task.end {
-            None => json!({"status": "running", "started_at": 1796003454.67}),
-            Some(End::Answer(text)) => json!({"status": "finished", "started_at": 1796003454.67,
+            None => json!({"status": "running", "started_at": started}),
+            Some(End::Answer(text)) => json!({"status": "finished", "started_at": started,
                 "result": {"status": "completed", "session_id": child, "output": [
                     {"type": "message", "role": "assistant",
                      "content": [{"type": "text", "text": text}]}]}}),
-            Some(End::Empty) => json!({"status": "finished", "started_at": 1796003454.67,
+            Some(End::Empty) => json!({"status": "finished", "started_at": started,
                 "result": {"status": "completed", "session_id": child, "output": []}}),
-            Some(End::Cancelled) => json!({"status": "finished", "started_at": 1796003454.67,
+            Some(End::Cancelled) => json!({"status": "finished", "started_at": started,
                 "result": {"status": "failed", "error": {"message": "Task cancelled"}}}),
-            Some(End::Failed) => json!({"status": "finished", "started_at": 1796003454.83,
+            Some(End::Failed) => json!({"status": "finished", "started_at": started + 0.16,
                 "result": {"status": "failed", "session_id": child, "output": [],
                     "error": {"code": "MODEL_EXECUTION_ERROR", "message": "Model execution failed."}}}),
         };
@@ -629,17 +654,12 @@ impl Server for SimServer {
         if s.stop_fault {
             return answer(500, &json!({"detail": "Internal Server Error"}));
         }
-        let running = s
+        let (now, seq) = (self.now(), self.next_seq());
+        let stopped = s
             .tasks
             .get_mut(&task_id)
-            .filter(|t| t.agent == agent && t.end.is_none());
-        let stopped = match running {
-            Some(task) => {
-                task.end = Some(End::Cancelled);
-                true
-            }
-            None => false,
-        };
+            .filter(|t| t.agent == agent)
+            .is_some_and(|task| task.finish(End::Cancelled, now, seq));
         if stopped {
             s.stopped.push(task_id);
         }

@@ -14,17 +14,23 @@ use std::time::Duration;
 
 use atc::cmd::tick::Window;
 use atc::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Options, Origin, Status, Target};
+use atc::lifecycle::backoff::{self, Polling};
 use atc::lifecycle::kick::{Ended, TurnEnd};
 use atc::lifecycle::{Limits, WatchRequest};
+use atc::pass::Heartbeat;
 use atc::settings::{Auth, Setting, Source, Tick};
 use atc::state::Store;
 use atc::time::{Clock, Timestamp};
 use atc::turn::{BlockKind, Turn, TurnState};
 
-use crate::oracle::{Fact, Verdict};
+use crate::oracle::{Fact, Owed, Verdict};
 use crate::server::{Chat, Crash, End, Phase, PostFault, Proxy, SimServer, Task, Wake, delivered};
 
 pub const BASE: &str = "http://127.0.0.1:8088/api";
+/// Another server, whose plugin may tick the same job file (issue 38).
+pub const OTHER: &str = "http://127.0.0.1:9099/api";
+/// The simulated second every history starts at; the tasks started about then.
+pub const EPOCH: u64 = 1_800_000_000;
 pub const TASKS: u8 = 6;
 /// The parent chats a watch can name: (session, user, channel).
 pub const CHATS: [(&str, &str, &str); 3] = [
@@ -86,6 +92,52 @@ pub fn limits() -> Limits {
         follow_up_depth: 5,
         poll_ceiling: Duration::from_secs(300),
     }
+}
+
+/// Where atc's QwenPaw plugin runs, as a history draws it (issue 38).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum On {
+    /// No plugin names its server: every tick polls every watch.
+    Nowhere,
+    /// On the simulated server: its kicks (and its cadence's ticks) name it, and a watch
+    /// of a known child session is polled on a back-off.
+    Here,
+    /// On another server that ticks the same job file: it changes nothing here.
+    Elsewhere,
+}
+
+/// atc's plugin in a history (issue 38): where it runs, whether its cadence runs the
+/// scheduled ticks (else a timer does, naming no server), and the ticks' `--poll-ceiling`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plugin {
+    pub on: On,
+    pub cadence: bool,
+    pub ceiling: u64,
+}
+
+impl Plugin {
+    /// No plugin names its server (the histories before issue 38, and the named tests).
+    pub const NONE: Plugin = Plugin {
+        on: On::Nowhere,
+        cadence: false,
+        ceiling: 300,
+    };
+
+    /// The server its ticks name (`ATC_BASE_URL`, as the tick reads it).
+    fn server(self) -> Option<String> {
+        let url = match self.on {
+            On::Nowhere => return None,
+            On::Here => BASE,
+            On::Elsewhere => OTHER,
+        };
+        Some(atc::validate::base_url(url).expect("a good URL"))
+    }
+}
+
+/// When task `i`'s child started (its record's `started_at`): about when the history
+/// began, some of them off the ticks' 20 s grid.
+pub fn started_at(i: u8) -> u64 {
+    EPOCH - 10 * u64::from(i)
 }
 
 pub fn task_id(i: u8) -> String {
@@ -180,6 +232,8 @@ pub enum Edge {
     BusyDeadline,
     /// `--settle` after a turn of unknown outcome was sent, or first looked absent.
     Settle,
+    /// A pending watch's next back-off poll (issue 38): the limit is nothing.
+    Backoff,
 }
 
 fn unix(t: Timestamp) -> u64 {
@@ -227,6 +281,8 @@ fn edges(file: &atc::state::JobFile, edge: Edge) -> (Vec<u64>, Duration) {
                 .collect(),
             l.settle,
         ),
+        // The world's own: `Env::backoff_times`.
+        Edge::Backoff => (Vec::new(), Duration::ZERO),
     }
 }
 
@@ -281,6 +337,10 @@ pub enum Op {
     Finish(u8, Ending),
     /// Every running task finishes with its answer.
     FinishAll,
+    /// The child's turn ends as `Finish` says, and the plugin's kick for that turn's end
+    /// runs (a tick, `Kick::Child`). A plain `Finish` is a kick missed: only a scheduled
+    /// tick finds the result (issue 38: the back-off's poll, in a world with a plugin).
+    FinishKicked(u8, Ending),
     Restart,
     DeleteChat(u8),
     CreateChat(u8),
@@ -378,10 +438,23 @@ pub struct Sometimes {
     pub follow_up_read_back: u64,
     /// A woken reply that stayed down at the depth limit.
     pub depth_limit: u64,
+    /// A scheduled tick left a pending watch on its back-off unpolled (issue 38).
+    pub backoff_skipped: u64,
+    /// A scheduled tick polled a watch on its back-off (not at its own time) whose child
+    /// had ended unpolled: a missed kick's result, found by the back-off.
+    pub backoff_found: u64,
+    /// A scheduled tick polled a watch on its back-off at its own time (a check-in, its
+    /// stop, its expiry).
+    pub backoff_own_time: u64,
+    /// A watch on its back-off whose child ended a ceiling ago, unpolled since, was owed
+    /// a poll by a scheduled tick (and the tick is checked to have polled it).
+    pub backoff_ceiling: u64,
+    /// The clock landed on a watch's back-off time, or a second either side.
+    pub on_a_backoff_time: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 28] {
+    pub fn named(&self) -> [(&'static str, u64); 33] {
         [
             (
                 "cancel between claim and record",
@@ -456,6 +529,23 @@ impl Sometimes {
                 "a woken reply kept down by the depth limit",
                 self.depth_limit,
             ),
+            (
+                "a scheduled tick skipped a watch on its back-off",
+                self.backoff_skipped,
+            ),
+            (
+                "a missed kick's result found by the back-off",
+                self.backoff_found,
+            ),
+            (
+                "a watch on back-off polled at its own time",
+                self.backoff_own_time,
+            ),
+            (
+                "a poll owed a ceiling after a missed kick",
+                self.backoff_ceiling,
+            ),
+            ("the clock on a back-off time", self.on_a_backoff_time),
         ]
     }
 
@@ -488,6 +578,11 @@ impl Sometimes {
         self.child_running += other.child_running;
         self.follow_up_read_back += other.follow_up_read_back;
         self.depth_limit += other.depth_limit;
+        self.backoff_skipped += other.backoff_skipped;
+        self.backoff_found += other.backoff_found;
+        self.backoff_own_time += other.backoff_own_time;
+        self.backoff_ceiling += other.backoff_ceiling;
+        self.on_a_backoff_time += other.on_a_backoff_time;
     }
 }
 
@@ -566,6 +661,8 @@ pub struct Env {
     pub server: SimServer,
     pub notes: Mutex<Notes>,
     tick: Tick,
+    /// atc's plugin in this history (issue 38).
+    pub plugin: Plugin,
     /// The next job id: counted, not drawn from `/dev/urandom`, so that one seed gives one
     /// history and one set of totals (turn ids, and `compose`'s ties between open turns,
     /// follow from the job ids).
@@ -668,6 +765,47 @@ fn kick_of(op: &Op) -> (Option<Ended>, bool) {
 }
 
 impl Env {
+    /// The limits the world's ticks run with (`--poll-ceiling` drawn per history).
+    pub fn limits(&self) -> &Limits {
+        &self.tick.limits
+    }
+
+    /// A tick as the world starts it: kicked (by the plugin), or scheduled (by the
+    /// plugin's cadence, which names its server, or by a timer, which names none).
+    fn tick_for(&self, kicked: bool) -> Tick {
+        let mut tick = self.tick.clone();
+        tick.kicked = kicked;
+        tick.cadence = !kicked && self.plugin.cadence && self.plugin.on != On::Nowhere;
+        tick.server = self.plugin.server().filter(|_| kicked || tick.cadence);
+        tick
+    }
+
+    /// Whether `tick`, starting at `now` after the heartbeat `beat`, counts the plugin of
+    /// `base_url` as ticking (its own mark included), as the pass does.
+    fn kicking(&self, beat: &Heartbeat, tick: &Tick, base_url: &str, now: Timestamp) -> bool {
+        tick.server.as_deref() == Some(base_url)
+            || beat.kicking(base_url, now, self.limits().poll_ceiling)
+    }
+
+    /// The next back-off poll of each pending watch on one, for the next scheduled tick
+    /// (a [`Jump::Edge`] to [`Edge::Backoff`]).
+    fn backoff_times(&self, file: &atc::state::JobFile) -> Vec<u64> {
+        let beat = Heartbeat::read(&self.store().tick_lock_path());
+        let tick = self.tick_for(false);
+        let now = self.now().saturating_add(Duration::from_secs(20));
+        file.jobs
+            .iter()
+            .filter(|j| j.watch == atc::job::Watch::Pending)
+            .filter_map(|j| {
+                let kicking = self.kicking(&beat, &tick, &j.base_url, now);
+                match backoff::polling(j, kicking, beat.last_scheduled(), now, self.limits()) {
+                    Polling::BackOff { next, own: false } => Some(unix(next)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// A fresh job id (12 hex digits), the same in every run of a history.
     fn job_id(&self) -> String {
         format!("{:012x}", self.ids.fetch_add(1, Ordering::Relaxed))
@@ -781,8 +919,7 @@ impl Env {
     /// exits; a kicked one leaves its mark for the running tick's next pass.
     fn nested_tick(&self, op: &Op) -> String {
         let (kick, heard) = kick_of(op);
-        let mut tick = self.tick.clone();
-        tick.kicked = kick.is_some();
+        let tick = self.tick_for(kick.is_some());
         let store = self.store();
         let mut proxy = Proxy(&self.server);
         let mut said = Vec::new();
@@ -834,15 +971,16 @@ impl Env {
             } => self.redeliver(*task, *create_session),
             Op::Import(t) => self.import(*t),
             Op::Finish(t, ending) => {
+                let (at, seq) = (self.clock.secs(), self.server.next_seq());
                 let mut s = self.server.lock();
+                let end = match ending {
+                    Ending::Answer => End::Answer(answer_of(*t)),
+                    Ending::Empty => End::Empty,
+                    Ending::Failed => End::Failed,
+                };
                 if let Some(task) = s.tasks.get_mut(&task_id(*t))
-                    && task.end.is_none()
+                    && task.finish(end, at, seq)
                 {
-                    task.end = Some(match ending {
-                        Ending::Answer => End::Answer(answer_of(*t)),
-                        Ending::Empty => End::Empty,
-                        Ending::Failed => End::Failed,
-                    });
                     drop(s);
                     if *ending == Ending::Failed
                         && self.store().load().ok().is_some_and(|file| {
@@ -859,12 +997,12 @@ impl Env {
                 String::new()
             }
             Op::FinishAll => {
+                let (at, seq) = (self.clock.secs(), self.server.next_seq());
                 let mut s = self.server.lock();
                 let mut ended = Vec::new();
                 for (id, task) in s.tasks.iter_mut() {
-                    if task.end.is_none() {
-                        let i: u8 = id.trim_start_matches("task-").parse().unwrap_or(0);
-                        task.end = Some(End::Answer(answer_of(i)));
+                    let i: u8 = id.trim_start_matches("task-").parse().unwrap_or(0);
+                    if task.finish(End::Answer(answer_of(i)), at, seq) {
                         ended.push(id.clone());
                     }
                 }
@@ -945,7 +1083,10 @@ impl Env {
                         let Ok(file) = self.store().load() else {
                             return " (no file)".into();
                         };
-                        let (bases, limit) = edges(&file, *edge);
+                        let (bases, limit) = match edge {
+                            Edge::Backoff => (self.backoff_times(&file), Duration::ZERO),
+                            _ => edges(&file, *edge),
+                        };
                         let Some(base) = bases.get(*pick as usize % bases.len().max(1)) else {
                             return " (nothing counts to it)".into();
                         };
@@ -956,7 +1097,9 @@ impl Env {
                         if target <= now {
                             return " (already past)".into();
                         }
-                        self.notes().sometimes.on_an_edge += 1;
+                        let mut n = self.notes();
+                        n.sometimes.on_an_edge += 1;
+                        n.sometimes.on_a_backoff_time += u64::from(*edge == Edge::Backoff);
                         Duration::from_secs(target - now)
                     }
                 });
@@ -966,6 +1109,7 @@ impl Env {
             | Op::TickNoBatch
             | Op::KickedTick
             | Op::Kick(_)
+            | Op::FinishKicked(..)
             | Op::CrashTick(_)
             | Op::Interleave(..)
             | Op::InterleaveAt(..) => {
@@ -1508,6 +1652,17 @@ impl Env {
     }
 }
 
+/// A pending watch as a scheduled tick about to run finds it (issue 38).
+struct Expected {
+    task: String,
+    /// The poll the world owes it, and why.
+    owed: Option<(Owed, String)>,
+    /// How atc's back-off says it is polled.
+    polling: Polling,
+    /// Its child ended, and no poll of its record was served since (a kick missed).
+    ended: bool,
+}
+
 pub struct World {
     _dir: tempfile::TempDir,
     pub env: Arc<Env>,
@@ -1554,6 +1709,9 @@ pub struct World {
     /// When the drain began (sim seconds), and where in the world's order.
     drained_at: u64,
     drain_seq: u64,
+    /// When the last tick that had a crash armed ran (sim seconds): it may have stamped the
+    /// heartbeat as a scheduled tick and polled nothing (issue 38).
+    last_crash: u64,
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -1570,7 +1728,12 @@ fn scratch() -> tempfile::TempDir {
 }
 
 impl World {
+    /// A world with no plugin naming its server (every tick polls every watch).
     pub fn new() -> World {
+        World::with(Plugin::NONE)
+    }
+
+    pub fn with(plugin: Plugin) -> World {
         let dir = scratch();
         let path = dir.path().join("state").join("jobs.json");
         let server = SimServer::new();
@@ -1581,7 +1744,9 @@ impl World {
                     task_id(i),
                     Task {
                         agent: agent_of(i).into(),
+                        started_at: started_at(i),
                         end: None,
+                        ended: None,
                     },
                 );
             }
@@ -1591,7 +1756,10 @@ impl World {
                 value: path.clone(),
                 source: Source::Default,
             },
-            limits: limits(),
+            limits: Limits {
+                poll_ceiling: Duration::from_secs(plugin.ceiling),
+                ..limits()
+            },
             concurrency: 1,
             http_timeout: Duration::from_secs(60),
             turn_timeout: None,
@@ -1603,10 +1771,11 @@ impl World {
         };
         let env = Arc::new(Env {
             path,
-            clock: SimClock(AtomicU64::new(1_800_000_000)),
+            clock: SimClock(AtomicU64::new(EPOCH)),
             server,
             notes: Mutex::new(Notes::default()),
             tick,
+            plugin,
             ids: AtomicU64::new(0xa00000000000),
         });
         env.server.set_env(Arc::downgrade(&env));
@@ -1634,12 +1803,17 @@ impl World {
             ops: 0,
             reported: 0,
             report: None,
-            trail: Vec::new(),
+            trail: if plugin == Plugin::NONE {
+                Vec::new()
+            } else {
+                vec![format!("-- {plugin:?} --")]
+            },
             sometimes: Sometimes::default(),
             queue: Queue::default(),
             verdict: Verdict::default(),
             drained_at: 0,
             drain_seq: 0,
+            last_crash: 0,
         }
     }
 
@@ -1657,6 +1831,12 @@ impl World {
             Op::Tick => self.tick(None, op, true),
             Op::TickNoBatch => self.tick(None, op, false),
             Op::KickedTick | Op::Kick(_) => self.tick(None, op, true),
+            Op::FinishKicked(t, ending) => {
+                let ended = self.env.act(&Op::Finish(*t, *ending));
+                let kick = Op::Kick(Kick::Child(*t));
+                let said = self.tick(None, &kick, true);
+                format!("{ended} → {kick:?}{said}")
+            }
             Op::CrashTick(at) => self.tick(Some(*at), op, true),
             Op::Interleave(phase, inner) => {
                 self.env.server.queue(*phase, 0, (**inner).clone());
@@ -1675,7 +1855,12 @@ impl World {
         self.observe();
         if matches!(
             op,
-            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) | Op::CrashTick(_)
+            Op::Tick
+                | Op::TickNoBatch
+                | Op::KickedTick
+                | Op::Kick(_)
+                | Op::FinishKicked(..)
+                | Op::CrashTick(_)
         ) {
             self.leftovers();
         }
@@ -1718,6 +1903,22 @@ impl World {
             }
             _ => None,
         };
+        let mut tick = self.env.tick_for(kicked);
+        tick.batch = batch;
+        // What a scheduled tick owes each pending watch (issue 38), judged where nothing
+        // else may land in the tick (no crash armed, nothing queued, the server up).
+        let expected = if !kicked
+            && crash.is_none()
+            && !self.env.server.has_queued()
+            && !self.env.server.lock().down
+        {
+            self.expected_polls(&tick)
+        } else {
+            Vec::new()
+        };
+        if crash.is_some() {
+            self.last_crash = self.env.clock.secs();
+        }
         {
             let mut s = self.env.server.lock();
             s.crash = crash;
@@ -1727,9 +1928,6 @@ impl World {
         let tick_no = self.env.server.tick.fetch_add(1, Ordering::SeqCst) + 1;
         let env = &*self.env;
         let store = env.store();
-        let mut tick = env.tick.clone();
-        tick.kicked = kicked;
-        tick.batch = batch;
         let mut said = Vec::new();
         let mut server = Counting {
             server: Proxy(&env.server),
@@ -1798,6 +1996,7 @@ impl World {
                 if kicked && reports.len() > 1 {
                     self.env.notes().sometimes.kicked_passes += 1;
                 }
+                self.judge_polls(&expected);
                 let said = format!(" → {} passes", reports.len());
                 // A tick that ran between this one's passes (its own pass) reported what it
                 // gave up itself.
@@ -1813,6 +2012,103 @@ impl World {
                 " → crashed".into()
             }
             Err(payload) => std::panic::resume_unwind(payload),
+        }
+    }
+
+    /// Each pending watch as a scheduled tick about to run finds it (issue 38): the poll
+    /// the world owes it (`oracle::poll_owed`), and how atc's back-off says it is polled
+    /// (for the branches a run must reach).
+    fn expected_polls(&self, tick: &Tick) -> Vec<Expected> {
+        let Ok(file) = self.env.store().load() else {
+            return Vec::new();
+        };
+        let beat = Heartbeat::read(&self.env.store().tick_lock_path());
+        let now = self.now();
+        let s = self.env.server.lock();
+        let notes = self.env.notes();
+        file.jobs
+            .iter()
+            .filter(|job| job.watch == atc::job::Watch::Pending)
+            .map(|job| {
+                let task = job.task_id.as_str();
+                // Its child ended, and no poll of its record was served since.
+                let ended = s
+                    .tasks
+                    .get(task)
+                    .and_then(|t| t.ended)
+                    .filter(|(_, seq)| s.last_poll.get(task).is_none_or(|p| p < seq));
+                let from = ended.map(|(at, _)| {
+                    let touched = notes
+                        .facts
+                        .iter()
+                        .filter(|(_, f)| f.task() == Some(task))
+                        .map(|(at, _)| *at)
+                        .max()
+                        .unwrap_or(0);
+                    at.max(touched).max(self.last_crash)
+                });
+                let kicking = self.env.kicking(&beat, tick, &job.base_url, now);
+                Expected {
+                    task: task.to_owned(),
+                    owed: crate::oracle::poll_owed(
+                        job,
+                        self.env.clock.secs(),
+                        self.env.limits(),
+                        from,
+                    ),
+                    polling: backoff::polling(
+                        job,
+                        kicking,
+                        beat.last_scheduled(),
+                        now,
+                        self.env.limits(),
+                    ),
+                    ended: ended.is_some(),
+                }
+            })
+            .collect()
+    }
+
+    /// After a scheduled tick: it polled every watch it owed a poll.
+    fn judge_polls(&mut self, expected: &[Expected]) {
+        if expected.is_empty() {
+            return;
+        }
+        let polled = self.env.server.lock().polled.clone();
+        let now = self.now();
+        for e in expected {
+            let was = polled.contains(&e.task);
+            if let Some((owed, why)) = &e.owed {
+                if !was {
+                    let how = match e.polling {
+                        Polling::EveryTick(why) => format!("polled every tick: {}", why.says()),
+                        Polling::BackOff { next, own } => format!(
+                            "on its back-off, next at {}s{}",
+                            unix(next),
+                            if own { " (its own time)" } else { "" }
+                        ),
+                    };
+                    self.fail(&format!(
+                        "a scheduled tick at {}s did not poll {} ({how}): {why}",
+                        self.env.clock.secs(),
+                        e.task,
+                    ));
+                }
+                if *owed == Owed::Ceiling && matches!(e.polling, Polling::BackOff { .. }) {
+                    self.sometimes.backoff_ceiling += 1;
+                }
+            }
+            match e.polling {
+                Polling::EveryTick(_) => {}
+                Polling::BackOff { .. } if !was => self.sometimes.backoff_skipped += 1,
+                Polling::BackOff { own: true, next } if next <= now => {
+                    self.sometimes.backoff_own_time += 1;
+                }
+                Polling::BackOff { own: false, .. } if e.ended => {
+                    self.sometimes.backoff_found += 1;
+                }
+                Polling::BackOff { .. } => {}
+            }
         }
     }
 
@@ -2176,11 +2472,14 @@ impl World {
         self.trail.push("-- drain --".into());
         self.drained_at = self.env.clock.secs();
         self.drain_seq = self.env.server.next_seq();
-        let l = limits();
-        // Each tick also moves the clock 20 s on.
+        let l = *self.env.limits();
+        // Each tick also moves the clock 20 s on. A ceiling after the drain began, a
+        // scheduled tick polls every watch on its back-off (a kick the drain never sends:
+        // `judge_polls` checks that it did).
         let jumps = [
             Duration::ZERO,
             l.settle,
+            l.poll_ceiling,
             l.busy_deadline + l.settle,
             l.max_age,
             l.settle,
