@@ -76,15 +76,7 @@ pub fn next_after(anchor: Timestamp, after: Timestamp, ceiling: Duration) -> Tim
 /// The watch's own next time, if it has one: a check-in, its stop, its expiry.
 fn own_time(job: &Job, now: Timestamp, limits: &Limits) -> Option<Timestamp> {
     let check_in = super::next_check_in(job, now);
-    let stop = job
-        .options
-        .stop_after_secs
-        .filter(|_| job.stop_asked_at.is_none() && job.stopped_at.is_none())
-        .filter(|_| super::stop_again(job.stop_tries))
-        .and_then(|secs| {
-            job.started_at
-                .map(|at| at.saturating_add(Duration::from_secs(secs)))
-        });
+    let stop = super::stop_at(job);
     let expiry = job
         .registered_at
         .saturating_add(limits.max_age)

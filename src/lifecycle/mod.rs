@@ -409,16 +409,20 @@ fn check_ins_off(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition {
 /// has passed since it started, its session is known, no stop is out already, and atc has
 /// not given up stopping it ([`STOP_TRIES`]).
 fn stop_due(job: &Job, now: Timestamp) -> bool {
-    let Some(secs) = job.options.stop_after_secs else {
-        return false;
-    };
-    job.child_session.is_some()
+    stop_at(job).is_some_and(|at| at <= now)
+}
+
+/// When `--stop-after` stops the child: that long after it started, once its session is
+/// known, unless a stop is out, it was stopped, or atc gave up stopping it. The tick's
+/// stop and the back-off's own times both read it.
+pub fn stop_at(job: &Job) -> Option<Timestamp> {
+    let secs = job.options.stop_after_secs?;
+    let stoppable = job.child_session.is_some()
         && job.stop_asked_at.is_none()
         && job.stopped_at.is_none()
-        && stop_again(job.stop_tries)
-        && job
-            .started_at
-            .is_some_and(|at| at.elapsed_at(now) >= Duration::from_secs(secs))
+        && stop_again(job.stop_tries);
+    let started = job.started_at.filter(|_| stoppable)?;
+    Some(started.saturating_add(Duration::from_secs(secs)))
 }
 
 /// Whether atc gave up stopping the child (`--stop-after`): [`STOP_TRIES`] stops did not
