@@ -91,6 +91,9 @@ pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Optio
         (_, BlockKind::Notice, Some(job)) => {
             format!("{}, notice {state}", crate::status::status(job, Some(turn)))
         }
+        // The task's own result landed before: what was given up is the reply that
+        // followed it (issue 37).
+        (_, BlockKind::FollowUp { .. }, _) => format!("done, follow-up {state}"),
         _ => state,
     };
     let (reason, next) = match outcome {

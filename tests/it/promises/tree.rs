@@ -260,7 +260,7 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
         })
         .collect();
     assert_eq!(
-        said.matches("atc: gave up on task-child (misrouted)")
+        said.matches("atc: gave up on task-child (done, follow-up misrouted)")
             .count(),
         1,
         "{said}"
