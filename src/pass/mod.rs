@@ -521,7 +521,10 @@ fn prepare(
             concern: ends.map(<[TurnEnd]>::to_vec).zip(concern),
             heard: intent.heard,
             insecure_ok,
-            settled: lifecycle::settled(jobs, &index),
+            // A delivered turn still to be followed keeps the file unsettled, even when
+            // this pass (a kick for another chat) does not follow it.
+            settled: lifecycle::settled(jobs, &index)
+                && turn::to_follow(turns, now, limits).is_empty(),
             only_watching: turns.iter().all(turn::is_settled)
                 && jobs.iter().all(|job| {
                     (job.watch == Watch::Pending && !job.check_in)
