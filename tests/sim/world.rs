@@ -108,11 +108,15 @@ pub enum On {
 
 /// atc's plugin in a history (issue 38): where it runs, whether its cadence runs the
 /// scheduled ticks (else a timer does, naming no server), and the ticks' `--poll-ceiling`.
+/// `other`: a plugin on another server ticks the same job file too (issue 36 M5), its
+/// kicks and its cadence's ticks naming that server ([`Op::OtherServer`]), beside this
+/// server's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plugin {
     pub on: On,
     pub cadence: bool,
     pub ceiling: u64,
+    pub other: bool,
 }
 
 impl Plugin {
@@ -121,6 +125,7 @@ impl Plugin {
         on: On::Nowhere,
         cadence: false,
         ceiling: 300,
+        other: false,
     };
 
     /// The server its ticks name (`ATC_BASE_URL`, as the tick reads it).
@@ -234,6 +239,69 @@ pub enum Edge {
     Settle,
     /// A pending watch's next back-off poll (issue 38): the limit is nothing.
     Backoff,
+}
+
+/// How a history breaks atc's config file (issue 36 M2). Whether a command refuses the
+/// file is atc's own decision (`atc::settings::resolve`, asked for every command the world
+/// runs while the file is there): a tick refuses it whole (exit 78); a watch leaves out
+/// the tick's knobs it does not read, and says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typo {
+    /// A tick's knob misspelt: an unknown key (`max-agee`).
+    Key,
+    /// A tick's knob with a value atc cannot read (`busy-deadline = "soon"`).
+    Value,
+    /// A key a watch reads, wrong (`base-url = "ftp://…"`): a watch refuses the file too.
+    WatchKey,
+}
+
+impl Typo {
+    fn line(self) -> &'static str {
+        match self {
+            Typo::Key => "max-agee = \"2h\"\n",
+            Typo::Value => "busy-deadline = \"soon\"\n",
+            Typo::WatchKey => "base-url = \"ftp://127.0.0.1:8088/api\"\n",
+        }
+    }
+}
+
+/// atc's config file in a history: never written, broken, or fixed (a good file).
+#[derive(Clone, Copy, Debug, Default)]
+struct Config {
+    written: bool,
+    broken: Option<Typo>,
+}
+
+/// The command line a person or the plugin runs for `op` (what atc's settings see of it:
+/// which command, which flags; the task and the chat change no refusal).
+fn command_line(op: &Op) -> Option<Vec<&'static str>> {
+    let chat = ["--session", "s1", "--user", "u", "--channel", "console"];
+    let line: Vec<&str> = match op {
+        Op::Tick | Op::CrashTick(_) | Op::OtherServer(None) => vec!["tick"],
+        Op::TickNoBatch => vec!["tick", "--no-batch"],
+        Op::KickedTick | Op::Kick(_) | Op::OtherServer(Some(_)) => vec!["tick", "--kicked"],
+        Op::Watch { .. } => [&["watch", "task-0", "--base-url", BASE][..], &chat].concat(),
+        Op::AutoWatch { .. } => [
+            &["watch", "task-0", "--origin", "auto", "--base-url", BASE][..],
+            &chat,
+        ]
+        .concat(),
+        Op::ParentRead(..) => [&["parent-read", "task-0"][..], &chat].concat(),
+        Op::Cancel(_) => vec!["cancel", "task-0"],
+        Op::CancelCheckIns(_) => vec!["cancel", "task-0", "--check-ins"],
+        Op::CancelStop(_) => vec!["cancel", "task-0", "--stop"],
+        Op::Redeliver { .. } => vec!["redeliver", "task-0"],
+        Op::Import(_) => vec!["import-plugin-state", "/dev/null"],
+        _ => return None,
+    };
+    Some(line)
+}
+
+fn is_tick(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) | Op::OtherServer(_)
+    )
 }
 
 fn unix(t: Timestamp) -> u64 {
@@ -357,6 +425,14 @@ pub enum Op {
     /// it: read-back's work), or steady again.
     Flaky(bool),
     Jump(Jump),
+    /// A person (or a model) breaks atc's config file (issue 36 M2): from now on every
+    /// command atc refuses the file for exits 78 and does nothing.
+    BreakConfig(Typo),
+    /// The config file is fixed (the drain fixes it first, if need be).
+    FixConfig,
+    /// A tick the plugin on another server starts (issue 36 M5), naming that server: its
+    /// kick for the end of a turn there (`Some`), or its cadence's tick (`None`).
+    OtherServer(Option<Kick>),
 }
 
 pub struct SimClock(AtomicU64);
@@ -451,10 +527,21 @@ pub struct Sometimes {
     pub backoff_ceiling: u64,
     /// The clock landed on a watch's back-off time, or a second either side.
     pub on_a_backoff_time: u64,
+    /// A tick refused the broken config file (exit 78): no pass ran, nothing changed.
+    pub config_refused_tick: u64,
+    /// A watch (or an automatic one) recorded while the config file was broken.
+    pub config_broken_watch: u64,
+    /// A result watched while the config file was broken, delivered once it was fixed.
+    pub config_fixed_delivered: u64,
+    /// A tick another server's plugin started (its kick or its cadence) ran among this
+    /// server's own (its plugin here too).
+    pub other_server_tick: u64,
+    /// Another server's tick started while a tick ran (between its phases).
+    pub other_server_mid_pass: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 33] {
+    pub fn named(&self) -> [(&'static str, u64); 38] {
         [
             (
                 "cancel between claim and record",
@@ -546,6 +633,26 @@ impl Sometimes {
                 self.backoff_ceiling,
             ),
             ("the clock on a back-off time", self.on_a_backoff_time),
+            (
+                "a tick refused by a broken config",
+                self.config_refused_tick,
+            ),
+            (
+                "a watch recorded while the config was broken",
+                self.config_broken_watch,
+            ),
+            (
+                "a result delivered after the config was fixed",
+                self.config_fixed_delivered,
+            ),
+            (
+                "a tick another server's plugin started",
+                self.other_server_tick,
+            ),
+            (
+                "another server's tick during a tick",
+                self.other_server_mid_pass,
+            ),
         ]
     }
 
@@ -583,6 +690,11 @@ impl Sometimes {
         self.backoff_own_time += other.backoff_own_time;
         self.backoff_ceiling += other.backoff_ceiling;
         self.on_a_backoff_time += other.on_a_backoff_time;
+        self.config_refused_tick += other.config_refused_tick;
+        self.config_broken_watch += other.config_broken_watch;
+        self.config_fixed_delivered += other.config_fixed_delivered;
+        self.other_server_tick += other.other_server_tick;
+        self.other_server_mid_pass += other.other_server_mid_pass;
     }
 }
 
@@ -651,6 +763,9 @@ pub struct Notes {
     pub crashed: BTreeSet<u64>,
     /// The reports of ticks that ran inside another tick (between a kicked tick's passes).
     pub nested_reports: Vec<serde_json::Value>,
+    /// Registrations made while the config file was broken, by job id, until their result
+    /// is delivered (issue 36 M2).
+    pub broken_watches: BTreeSet<String>,
     pub sometimes: Sometimes,
 }
 
@@ -663,6 +778,9 @@ pub struct Env {
     tick: Tick,
     /// atc's plugin in this history (issue 38).
     pub plugin: Plugin,
+    /// atc's config file (issue 36 M2): where it is (`ATC_CONFIG`), and what it holds.
+    config_path: PathBuf,
+    config: Mutex<Config>,
     /// The next job id: counted, not drawn from `/dev/urandom`, so that one seed gives one
     /// history and one set of totals (turn ids, and `compose`'s ties between open turns,
     /// follow from the job ids).
@@ -759,7 +877,9 @@ type Reply = Result<atc::qwenpaw::Answer, atc::qwenpaw::Transport>;
 fn kick_of(op: &Op) -> (Option<Ended>, bool) {
     match op {
         Op::KickedTick => (Some(Ended::Unknown), false),
-        Op::Kick(kick) => (Some(Ended::Known(vec![kick.ended()])), false),
+        Op::Kick(kick) | Op::OtherServer(Some(kick)) => {
+            (Some(Ended::Known(vec![kick.ended()])), false)
+        }
         _ => (None, true),
     }
 }
@@ -778,6 +898,117 @@ impl Env {
         tick.cadence = !kicked && self.plugin.cadence && self.plugin.on != On::Nowhere;
         tick.server = self.plugin.server().filter(|_| kicked || tick.cadence);
         tick
+    }
+
+    /// The tick `op` starts: this server's (as [`Env::tick_for`] says), or one another
+    /// server's plugin started (its kick or its cadence's), naming that server.
+    fn tick_of(&self, op: &Op) -> Tick {
+        match op {
+            Op::OtherServer(kick) => {
+                let mut tick = self.tick.clone();
+                tick.kicked = kick.is_some();
+                tick.cadence = kick.is_none();
+                tick.server = Some(atc::validate::base_url(OTHER).expect("a good URL"));
+                tick
+            }
+            _ => self.tick_for(kick_of(op).0.is_some()),
+        }
+    }
+
+    /// Whether the config file is broken now.
+    pub fn config_broken(&self) -> bool {
+        self.config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .broken
+            .is_some()
+    }
+
+    /// Writes the config file (0600): broken by `typo`, or good (`None`).
+    fn write_config(&self, typo: Option<Typo>) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let text = match typo {
+            Some(typo) => format!("# atc\nkeep = \"3h\"\n{}", typo.line()),
+            None => "# atc\nkeep = \"3h\"\nmax-age = \"2h\"\n".to_owned(),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&self.config_path)
+            .expect("the config file");
+        std::io::Write::write_all(&mut file, text.as_bytes()).expect("the config file");
+        *self.config.lock().unwrap_or_else(|p| p.into_inner()) = Config {
+            written: true,
+            broken: typo,
+        };
+    }
+
+    /// Whether atc refuses `op` for the config file as it is (issue 36 M2): atc's own
+    /// settings decide (`atc::settings::resolve`, as the command would run). A refusal is
+    /// said (exit 78, naming the file); a good file is refused by nothing; a tick never
+    /// goes on past a broken file; a watch that does names what it left out. `None`: the
+    /// command runs.
+    fn refusal(&self, op: &Op) -> Option<String> {
+        let config = *self.config.lock().unwrap_or_else(|p| p.into_inner());
+        if !config.written {
+            return None;
+        }
+        let line = command_line(op)?;
+        let cli = atc::cli::parse_from(line.iter().copied())
+            .unwrap_or_else(|why| panic!("the world's command line {line:?}: {why}"));
+        let env = atc::settings::VarsEnv::new([
+            format!("ATC_CONFIG={}", self.config_path.display()),
+            format!("ATC_STATE={}", self.path.display()),
+            format!(
+                "HOME={}",
+                self.config_path.parent().expect("a dir").display()
+            ),
+        ]);
+        match atc::settings::resolve(cli, &env) {
+            Ok(settings) => {
+                if let Some(typo) = config.broken {
+                    match settings.action {
+                        atc::settings::Action::Watch(watch) => assert!(
+                            !watch.config_skipped.is_empty(),
+                            "{line:?} went on past a broken config file ({typo:?}) and says nothing of it"
+                        ),
+                        atc::settings::Action::Tick(_) => {
+                            panic!("a tick went on past a broken config file ({typo:?})")
+                        }
+                        _ => {}
+                    }
+                }
+                None
+            }
+            Err(failure) => {
+                // Recording a watch does not depend on the tick's knobs: a broken file
+                // loses a watch only where the watch reads it.
+                assert!(
+                    !matches!(op, Op::Watch { .. } | Op::AutoWatch { .. })
+                        || config.broken == Some(Typo::WatchKey),
+                    "{line:?} refused a config file broken in a tick's knob ({:?}): {}",
+                    config.broken,
+                    failure.message
+                );
+                let file = self.config_path.display().to_string();
+                assert!(
+                    config.broken.is_some()
+                        && failure.exit == atc::exit::Exit::Config
+                        && failure.message.contains(&file),
+                    "{line:?} refused ({:?}) a config file {:?}: {}",
+                    failure.exit,
+                    config.broken,
+                    failure.message
+                );
+                if is_tick(op) || matches!(op, Op::CrashTick(_)) {
+                    self.notes().sometimes.config_refused_tick += 1;
+                }
+                let why = failure.message.replace(&file, "config.toml");
+                Some(format!(" → refused (exit 78): {}", short(&why)))
+            }
+        }
     }
 
     /// Whether `tick`, starting at `now` after the heartbeat `beat`, counts the plugin of
@@ -871,12 +1102,34 @@ impl Env {
         }
     }
 
+    /// A watch recorded while the config file is broken (issue 36 M2): its result is
+    /// followed until it is delivered.
+    fn recorded_while_broken(&self, registered: &[atc::lifecycle::Registered]) {
+        if !self.config_broken() {
+            return;
+        }
+        let mut n = self.notes();
+        for r in registered {
+            if !matches!(r, atc::lifecycle::Registered::LeftAlone { .. }) {
+                n.sometimes.config_broken_watch += 1;
+                n.broken_watches.insert(r.job().job_id.clone());
+            }
+        }
+    }
+
     fn notes(&self) -> std::sync::MutexGuard<'_, Notes> {
         self.notes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// An operation of another process, landing while a tick waits at `phase`.
     pub fn run_other(&self, phase: Phase, op: &Op) {
+        // A command atc refuses for a broken config file does nothing (issue 36 M2).
+        if let Some(refused) = self.refusal(op) {
+            self.notes()
+                .others
+                .push(format!("[{phase:?}] {op:?}{refused}"));
+            return;
+        }
         // What it meets, for the branches a run must reach.
         let file = self.store().load().ok();
         let turn_of = |t: u8| {
@@ -898,17 +1151,21 @@ impl Env {
                     }
                 }
             }
-            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => {
-                self.notes().sometimes.second_tick_during_a_tick += 1;
+            op if is_tick(op) => {
+                let mut n = self.notes();
+                n.sometimes.second_tick_during_a_tick += 1;
+                if matches!(op, Op::OtherServer(_)) {
+                    n.sometimes.other_server_mid_pass += 1;
+                }
             }
             _ => {}
         }
         let said = match op {
-            Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => self.nested_tick(op),
+            op if is_tick(op) => self.nested_tick(op),
             Op::CrashTick(_) | Op::Interleave(..) | Op::InterleaveAt(..) => {
                 " (not while a tick runs)".into()
             }
-            other => self.act(other),
+            other => self.act_now(other),
         };
         self.notes()
             .others
@@ -919,7 +1176,7 @@ impl Env {
     /// exits; a kicked one leaves its mark for the running tick's next pass.
     fn nested_tick(&self, op: &Op) -> String {
         let (kick, heard) = kick_of(op);
-        let tick = self.tick_for(kick.is_some());
+        let tick = self.tick_of(op);
         let store = self.store();
         let mut proxy = Proxy(&self.server);
         let mut said = Vec::new();
@@ -950,8 +1207,13 @@ impl Env {
         format!(" → {} passes", reports.len())
     }
 
-    /// Every operation but a tick: what the command (or the world) does.
+    /// Every operation but a tick: what the command (or the world) does, unless atc
+    /// refuses the config file for it.
     fn act(&self, op: &Op) -> String {
+        self.refusal(op).unwrap_or_else(|| self.act_now(op))
+    }
+
+    fn act_now(&self, op: &Op) -> String {
         match op {
             Op::Watch {
                 tasks,
@@ -1105,10 +1367,22 @@ impl Env {
                 });
                 String::new()
             }
+            Op::BreakConfig(typo) => {
+                self.write_config(Some(*typo));
+                String::new()
+            }
+            Op::FixConfig => {
+                if !self.config_broken() {
+                    return " (not broken)".into();
+                }
+                self.write_config(None);
+                String::new()
+            }
             Op::Tick
             | Op::TickNoBatch
             | Op::KickedTick
             | Op::Kick(_)
+            | Op::OtherServer(_)
             | Op::FinishKicked(..)
             | Op::CrashTick(_)
             | Op::Interleave(..)
@@ -1225,7 +1499,7 @@ impl Env {
                 .collect();
             let done =
                 atc::lifecycle::watch(&mut file.jobs, &file.turns, &request, || self.job_id(), now)
-                    .map_err(|why| anyhow::anyhow!("{why:?}"))?;
+                    .map_err(|why| anyhow::anyhow!("{}", refused(&why)))?;
             atc::compose::tidy(file, now, &limits());
             Ok(done)
         });
@@ -1244,6 +1518,7 @@ impl Env {
                     Some(agent_of(first)),
                     &request.child_sessions,
                 );
+                self.recorded_while_broken(&registered);
                 if options.stop_after_secs.is_some() {
                     let mut n = self.notes();
                     for r in &registered {
@@ -1379,6 +1654,7 @@ impl Env {
             })
             .expect("an automatic watch refuses nothing");
         self.registered(&registered, chat, None, &request.child_sessions);
+        self.recorded_while_broken(&registered);
         for r in &registered {
             let job = r.job();
             let Some(old) = before.find(&job.task_id) else {
@@ -1673,6 +1949,8 @@ pub struct World {
     last: BTreeMap<String, Job>,
     /// Every turn's last state, by turn id.
     last_turns: BTreeMap<String, Turn>,
+    /// The states each turn was seen in, in order (each once in a row), by turn id.
+    turn_states: BTreeMap<String, Vec<TurnState>>,
     /// The turn each registration pointed at, as it was when the registration was last
     /// seen: a pruned job's give-up is judged by its turn then, not by a later redelivery
     /// of that turn for another job it carried.
@@ -1776,6 +2054,8 @@ impl World {
             notes: Mutex::new(Notes::default()),
             tick,
             plugin,
+            config_path: dir.path().join("config.toml"),
+            config: Mutex::new(Config::default()),
             ids: AtomicU64::new(0xa00000000000),
         });
         env.server.set_env(Arc::downgrade(&env));
@@ -1791,6 +2071,7 @@ impl World {
             turns: Vec::new(),
             last: BTreeMap::new(),
             last_turns: BTreeMap::new(),
+            turn_states: BTreeMap::new(),
             turn_when_last: BTreeMap::new(),
             claimed: BTreeMap::new(),
             replaced: BTreeSet::new(),
@@ -1821,6 +2102,31 @@ impl World {
         &self.env.server
     }
 
+    /// Every turn the history saw, as last seen (pruned ones too), by turn id.
+    pub fn turns_seen(&self) -> impl Iterator<Item = &Turn> {
+        self.last_turns.values()
+    }
+
+    /// The states turn `id` was seen in, in order.
+    pub fn states_of(&self, id: &str) -> &[TurnState] {
+        self.turn_states.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every registration the history saw, as last seen (replaced and pruned ones too).
+    pub fn jobs_seen(&self) -> impl Iterator<Item = &Job> {
+        self.last.values()
+    }
+
+    /// The job file as it is now.
+    pub fn file(&self) -> atc::state::JobFile {
+        self.env.store().load().expect("the file loads")
+    }
+
+    /// When the drain began (sim seconds; 0 before it).
+    pub fn drained_at(&self) -> u64 {
+        self.drained_at
+    }
+
     fn now(&self) -> Timestamp {
         self.env.clock.now()
     }
@@ -1830,7 +2136,7 @@ impl World {
         let said = match op {
             Op::Tick => self.tick(None, op, true),
             Op::TickNoBatch => self.tick(None, op, false),
-            Op::KickedTick | Op::Kick(_) => self.tick(None, op, true),
+            Op::KickedTick | Op::Kick(_) | Op::OtherServer(_) => self.tick(None, op, true),
             Op::FinishKicked(t, ending) => {
                 let ended = self.env.act(&Op::Finish(*t, *ending));
                 let kick = Op::Kick(Kick::Child(*t));
@@ -1853,15 +2159,7 @@ impl World {
         self.trail
             .extend(others.into_iter().map(|o| format!("  {o}")));
         self.observe();
-        if matches!(
-            op,
-            Op::Tick
-                | Op::TickNoBatch
-                | Op::KickedTick
-                | Op::Kick(_)
-                | Op::FinishKicked(..)
-                | Op::CrashTick(_)
-        ) {
+        if is_tick(op) || matches!(op, Op::FinishKicked(..) | Op::CrashTick(_)) {
             self.leftovers();
         }
     }
@@ -1871,7 +2169,7 @@ impl World {
     fn leftovers(&mut self) {
         for (phase, op) in self.env.server.take_queued() {
             match op {
-                Op::Tick | Op::TickNoBatch | Op::KickedTick | Op::Kick(_) => self.apply(&op),
+                op if is_tick(&op) => self.apply(&op),
                 other => {
                     self.env.run_other(phase, &other);
                     let others = std::mem::take(&mut self.env.notes().others);
@@ -1887,6 +2185,15 @@ impl World {
         let (kick, heard) = kick_of(op);
         let kicked = kick.is_some();
         self.env.clock.advance(Duration::from_secs(20));
+        // A broken config file (issue 36 M2): the tick exits 78 before it reads anything;
+        // no pass runs, no crash point is reached, nothing changes on disk.
+        let before = self.on_disk();
+        if let Some(refused) = self.env.refusal(op) {
+            if self.on_disk() != before {
+                self.fail("a tick refused by a broken config file changed what is on disk");
+            }
+            return refused;
+        }
         // A kick for a child's turn polls the watch that names that child's session (the
         // world asks it: nothing else may land in the tick, the server is up).
         let must_poll = match op {
@@ -1903,7 +2210,7 @@ impl World {
             }
             _ => None,
         };
-        let mut tick = self.env.tick_for(kicked);
+        let mut tick = self.env.tick_of(op);
         tick.batch = batch;
         // What a scheduled tick owes each pending watch (issue 38), judged where nothing
         // else may land in the tick (no crash armed, nothing queued, the server up).
@@ -1986,7 +2293,7 @@ impl World {
                     }
                     self.env.notes().sometimes.kick_unconcerned += 1;
                 }
-                if let Op::Kick(Kick::Elsewhere) = op
+                if let Op::Kick(Kick::Elsewhere) | Op::OtherServer(Some(Kick::Elsewhere)) = op
                     && !marked
                     && server.requests.load(Ordering::Relaxed) > 0
                     && reports.len() == 1
@@ -1995,6 +2302,9 @@ impl World {
                 }
                 if kicked && reports.len() > 1 {
                     self.env.notes().sometimes.kicked_passes += 1;
+                }
+                if matches!(op, Op::OtherServer(_)) && self.env.plugin.on == On::Here {
+                    self.sometimes.other_server_tick += 1;
                 }
                 self.judge_polls(&expected);
                 let said = format!(" → {} passes", reports.len());
@@ -2013,6 +2323,17 @@ impl World {
             }
             Err(payload) => std::panic::resume_unwind(payload),
         }
+    }
+
+    /// What a tick may change on disk: the job file, the tick lock's heartbeat, the mark a
+    /// kicked tick leaves.
+    fn on_disk(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>, bool) {
+        let store = self.env.store();
+        (
+            std::fs::read(&self.env.path).ok(),
+            std::fs::read(store.tick_lock_path()).ok(),
+            store.tick_again_path().exists(),
+        )
     }
 
     /// Each pending watch as a scheduled tick about to run finds it (issue 38): the poll
@@ -2420,6 +2741,14 @@ impl World {
                     self.sometimes.busy_then_delivered += 1;
                 }
             }
+            if newly(TurnState::Delivered) && !self.env.config_broken() {
+                let mut n = self.env.notes();
+                for block in &turn.carries {
+                    if block.kind == BlockKind::Result && n.broken_watches.remove(&block.job_id) {
+                        self.sometimes.config_fixed_delivered += 1;
+                    }
+                }
+            }
             if newly(TurnState::Refused) && turn.carries.len() > 1 {
                 self.sometimes.refused_batch += 1;
             }
@@ -2436,6 +2765,10 @@ impl World {
             };
             if depth_limit(turn) && !before.is_some_and(depth_limit) {
                 self.sometimes.depth_limit += 1;
+            }
+            let states = self.turn_states.entry(turn.turn_id.clone()).or_default();
+            if states.last() != Some(&turn.state) {
+                states.push(turn.state);
             }
             self.last_turns.insert(turn.turn_id.clone(), turn.clone());
         }
@@ -2457,6 +2790,10 @@ impl World {
         // What other processes still had queued lands first: the drain then makes the
         // world quiet.
         self.leftovers();
+        // The config file is fixed before the drain (issue 36 M2): its ticks run.
+        if self.env.config_broken() {
+            self.apply(&Op::FixConfig);
+        }
         {
             let mut s = self.env.server.lock();
             s.down = false;
@@ -3105,6 +3442,23 @@ fn kind(r: &atc::lifecycle::Registered) -> String {
     let name = format!("{r:?}");
     let name = name.split([' ', '(', '{']).next().unwrap_or("");
     format!("{} {}", r.job().task_id, name)
+}
+
+/// Why a watch was refused, in a few words (the trail's).
+fn refused(why: &atc::lifecycle::WatchRefused) -> String {
+    use atc::lifecycle::WatchRefused as R;
+    match why {
+        R::GroupWentOut { group } => format!("GroupWentOut {group}"),
+        R::Task { job, turn, was } => format!(
+            "Task {} was {was} (turn {})",
+            job.task_id,
+            turn.as_ref().map_or("none", |t| t.state.as_str())
+        ),
+        R::OtherChildSession { task_id, .. } => format!("OtherChildSession of {task_id}"),
+        R::ChildSessionTaken { task_id, of, .. } => {
+            format!("ChildSessionTaken of {task_id} (by {of})")
+        }
+    }
 }
 
 fn short(text: &str) -> String {
