@@ -998,52 +998,34 @@ fn a_group_members_notice_waits_for_its_group_however_long() {
 fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     use Op::*;
     use server::PostFault::Error500;
-    replay(vec![
-        Watch {
-            tasks: 13,
-            chat: 2,
-            group: false,
-            create_session: true,
-            opts: 0,
-        },
-        Finish(0, Ending::Answer),
-        DeleteChat(2),
-        Fault(Error500),
-        Tick,
-        Tick,
-        Cancel(0),
-        Watch {
-            tasks: 3,
-            chat: 2,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-    ]);
+    let history = |create_session| {
+        vec![
+            Watch {
+                tasks: 13,
+                chat: 2,
+                group: false,
+                create_session: true,
+                opts: 0,
+            },
+            Finish(0, Ending::Answer),
+            DeleteChat(2),
+            Fault(Error500),
+            Tick,
+            Tick,
+            Cancel(0),
+            Watch {
+                tasks: 3,
+                chat: 2,
+                group: false,
+                create_session,
+                opts: 0,
+            },
+        ]
+    };
+    replay(history(false));
     // Its chat deleted, the re-watch above is refused for want of a chat before it meets
     // the cancelled record: the same with leave to start the chat reaches the record.
-    let w = replay(vec![
-        Watch {
-            tasks: 13,
-            chat: 2,
-            group: false,
-            create_session: true,
-            opts: 0,
-        },
-        Finish(0, Ending::Answer),
-        DeleteChat(2),
-        Fault(Error500),
-        Tick,
-        Tick,
-        Cancel(0),
-        Watch {
-            tasks: 3,
-            chat: 2,
-            group: false,
-            create_session: true,
-            opts: 0,
-        },
-    ]);
+    let w = replay(history(true));
     reaches(
         &w,
         "the re-watch of a result cancelled after its POST, refused",
@@ -1487,65 +1469,44 @@ fn the_jobs_of_a_batch_cancelled_in_flight_follow_where_it_may_have_landed() {
 #[test]
 fn a_rewatch_of_a_job_whose_cancelled_batch_may_have_arrived_is_refused() {
     use Op::*;
-    replay(vec![
-        Watch {
-            tasks: 9,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        DeleteChat(0),
-        FinishAll,
-        Tick,
-        Redeliver {
-            task: 0,
-            create_session: true,
-        },
-        CrashTick(Crash::Claimed),
-        Tick,
-        Cancel(0),
-        Tick,
-        Cancel(3),
-        Watch {
+    let history = |chat_back: bool| {
+        let mut ops = vec![
+            Watch {
+                tasks: 9,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 0,
+            },
+            DeleteChat(0),
+            FinishAll,
+            Tick,
+            Redeliver {
+                task: 0,
+                create_session: true,
+            },
+            CrashTick(Crash::Claimed),
+            Tick,
+            Cancel(0),
+            Tick,
+            Cancel(3),
+        ];
+        if chat_back {
+            ops.push(CreateChat(0));
+        }
+        ops.push(Watch {
             tasks: 14,
             chat: 0,
             group: false,
             create_session: false,
             opts: 0,
-        },
-    ]);
+        });
+        ops
+    };
+    replay(history(false));
     // Its chat deleted, the re-watch above is refused for want of a chat before it meets
     // the cancelled records: the same with the chat back reaches them.
-    let w = replay(vec![
-        Watch {
-            tasks: 9,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        DeleteChat(0),
-        FinishAll,
-        Tick,
-        Redeliver {
-            task: 0,
-            create_session: true,
-        },
-        CrashTick(Crash::Claimed),
-        Tick,
-        Cancel(0),
-        Tick,
-        Cancel(3),
-        CreateChat(0),
-        Watch {
-            tasks: 14,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-    ]);
+    let w = replay(history(true));
     reaches(
         &w,
         "the re-watch of a job of a cancelled batch that may have arrived, refused",
@@ -2045,36 +2006,32 @@ fn a_tick_between_a_kicked_ticks_passes_runs_its_own_pass_and_is_heard() {
 #[test]
 fn operations_queued_for_a_tick_land_in_the_tick() {
     use Op::*;
-    replay(vec![
-        Finish(0, Ending::Answer),
-        Fault(PostFault::Refused),
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Import(0),
-        Interleave(Phase::Look, Box::new(Tick)),
-        CancelStop(0),
-    ]);
+    let history = |ended: bool| {
+        let mut ops = if ended {
+            vec![Finish(0, Ending::Answer)]
+        } else {
+            Vec::new()
+        };
+        ops.extend([
+            Fault(PostFault::Refused),
+            Watch {
+                tasks: 7,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 0,
+            },
+            Import(0),
+            Interleave(Phase::Look, Box::new(Tick)),
+            CancelStop(0),
+        ]);
+        ops
+    };
+    replay(history(true));
     // Since a child whose record says it ended is sent no stop, that `cancel --stop` makes
     // no request at the queued phase: the same with the child still running does (it
     // looks for the child's chat), and the queued tick lands after it, not inside it.
-    let w = replay(vec![
-        Fault(PostFault::Refused),
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Import(0),
-        Interleave(Phase::Look, Box::new(Tick)),
-        CancelStop(0),
-    ]);
+    let w = replay(history(false));
     reaches(
         &w,
         "a `cancel --stop` looking for the child's chat while a tick was queued for a look",
@@ -2166,48 +2123,32 @@ fn a_job_settled_and_pruned_within_one_ticks_passes_is_no_early_prune() {
 #[test]
 fn each_registration_of_a_task_checks_in_on_its_own() {
     use Op::*;
-    replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
-        Interleave(
-            Phase::Send,
-            Box::new(Watch {
-                tasks: 7,
+    let history = |tick: Op| {
+        vec![
+            Watch {
+                tasks: 1,
                 chat: 0,
-                group: true,
+                group: false,
                 create_session: false,
-                opts: 0,
-            }),
-        ),
-        KickedTick,
-    ]);
+                opts: 32,
+            },
+            Interleave(
+                Phase::Send,
+                Box::new(Watch {
+                    tasks: 7,
+                    chat: 0,
+                    group: true,
+                    create_session: false,
+                    opts: 0,
+                }),
+            ),
+            tick,
+        ]
+    };
+    replay(history(KickedTick));
     // (That kicked tick posts no check-in, and the queued re-watch lands after it: the
     // same with a timer's tick meets the check-in's POST.)
-    let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
-        Interleave(
-            Phase::Send,
-            Box::new(Watch {
-                tasks: 7,
-                chat: 0,
-                group: true,
-                create_session: false,
-                opts: 0,
-            }),
-        ),
-        Tick,
-    ]);
+    let w = replay(history(Tick));
     reaches(
         &w,
         "a re-watch landing while the task's check-in was posted",
@@ -2349,45 +2290,33 @@ fn a_refused_result_redelivered_then_cancelled_during_a_tick_is_two_steps() {
 #[test]
 fn a_result_read_by_the_parent_leaves_the_refused_turn_redeliver_opens_again() {
     use Op::*;
-    replay(vec![
-        Finish(0, Ending::Answer),
-        Watch {
-            tasks: 21,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        CrashTick(Crash::Claimed),
-        Tick,
-        Tick,
-        Fault(PostFault::Refused),
-        Tick,
-        ParentRead(0, 0),
-        Redeliver {
-            task: 4,
-            create_session: false,
-        },
-    ]);
+    let history = |before: &[Op]| {
+        let mut ops = vec![
+            Finish(0, Ending::Answer),
+            Watch {
+                tasks: 21,
+                chat: 0,
+                group: false,
+                create_session: false,
+                opts: 0,
+            },
+        ];
+        ops.extend_from_slice(before);
+        ops.extend([
+            Fault(PostFault::Refused),
+            Tick,
+            ParentRead(0, 0),
+            Redeliver {
+                task: 4,
+                create_session: false,
+            },
+        ]);
+        ops
+    };
+    replay(history(&[CrashTick(Crash::Claimed), Tick, Tick]));
     // That history no longer reaches a refused batch (the fault is cleared by the drain
     // before any POST meets it): the same, with the refusal first.
-    let w = replay(vec![
-        Finish(0, Ending::Answer),
-        Watch {
-            tasks: 21,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Fault(PostFault::Refused),
-        Tick,
-        ParentRead(0, 0),
-        Redeliver {
-            task: 4,
-            create_session: false,
-        },
-    ]);
+    let w = replay(history(&[]));
     reaches(
         &w,
         "a refused batch's task read by the parent, then the batch redelivered for another",
