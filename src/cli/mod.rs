@@ -135,7 +135,10 @@ pub enum Command {
     /// it; `atc status TASK_ID` shows one job in full, with the start of its result text.
     /// A status marked * was given up by a tick nobody heard (a QwenPaw kick): the next
     /// `atc tick` says why. With --json: {"jobs": [...], "turns": [...], "give_ups":
-    /// [...]}, the records as they are in the job file.
+    /// [...], "chains": {...}, "config_skipped": [...]}, the records as they are in the
+    /// job file ("chain" for one task). A config file with a wrong tick knob does not stop
+    /// it: each such line is a warning (and in config_skipped), since every tick refuses
+    /// the file until it is fixed.
     Status(StatusArgs),
     /// Stop watching a task (the child task keeps running)
     ///

@@ -62,6 +62,20 @@ const CHAIN_MAX: usize = 16;
 const FINAL_LINES: usize = 12;
 
 pub fn run(args: &settings::Status, out: Output) -> Result<()> {
+    let shown = shown(args, out);
+    // After what it shows (or refuses): a typo in a tick's knob never hides the jobs, and
+    // is said.
+    if !out.quiet {
+        for line in &args.config_skipped {
+            crate::term::say(&format!(
+                "atc: warning: {line}. Every atc tick refuses that file until it is fixed: nothing is polled or posted meanwhile"
+            ));
+        }
+    }
+    shown
+}
+
+fn shown(args: &settings::Status, out: Output) -> Result<()> {
     let store = Store::new(args.state.value.clone());
     let file = store.load()?;
     let now = Timestamp::now();
@@ -81,7 +95,8 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
                 .map(|j| j.task_id.as_str())
                 .collect();
             crate::cmd::print_json(
-                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups, "chain": chain }),
+                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups, "chain": chain,
+                    "config_skipped": args.config_skipped }),
             )?;
         } else {
             let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
@@ -117,7 +132,8 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
             })
             .collect();
         return crate::cmd::print_json(
-            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups, "chains": chains }),
+            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups, "chains": chains,
+                "config_skipped": args.config_skipped }),
         );
     }
     if jobs.is_empty() {

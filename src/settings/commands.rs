@@ -191,6 +191,9 @@ pub struct Status {
     /// The tick's limits from the environment and the config file (`next poll` counts by
     /// its `poll-ceiling`).
     pub limits: Limits,
+    /// What of the config file was left out (a wrong tick knob): said as warnings, and in
+    /// `--json` as `config_skipped`; every tick refuses the file until it is fixed.
+    pub config_skipped: Vec<String>,
 }
 
 #[derive(Debug)]

@@ -157,9 +157,16 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         | Command::Qwenpaw(cli::QwenpawArgs {
             what: cli::QwenpawCommand::Zip { .. },
         }) => ConfigFile::default(),
-        // A watch is recorded whatever is wrong with the tick's knobs (it says what), and
-        // `paths` answers (the plugin asks it before it records an automatic watch).
-        Command::Watch(_) | Command::Paths => file::load_for_watch(env)?,
+        // A watch is recorded whatever is wrong with the tick's knobs (it says what); `paths`
+        // answers (the plugin asks it before it records an automatic watch), and so does
+        // `parent-read` (the plugin's word that a parent read a result: refused, the result
+        // would be posted all the same); `status` and `doctor` show the job file and say
+        // what is wrong with the config file instead of refusing to (issue 36).
+        Command::Watch(_)
+        | Command::Paths
+        | Command::ParentRead(_)
+        | Command::Status(_)
+        | Command::Doctor => file::load_for_watch(env)?,
         _ => file::load(env, true)?,
     };
     let file = &file;
@@ -192,6 +199,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             state: state()?,
             // Only for its `next poll` line: a typo in a tick's knob never stops `status`.
             limits: knobs().map_or_else(|_| default_limits(), |k| k.limits()),
+            config_skipped: file.skipped.clone(),
         }),
         Command::Cancel(args) => Action::Cancel(Cancel {
             task_id: parse_task_id(&args.task_id)?,

@@ -427,7 +427,7 @@ fn bad_knob_values_name_where_they_came_from() {
     let config = home.path().join(".config/atc/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "keep = \"7 parsecs\"\n").unwrap();
-    let err = resolve_args(&["status"], &env(&[], Some(home.path()))).unwrap_err();
+    let err = resolve_args(&["tick"], &env(&[], Some(home.path()))).unwrap_err();
     assert_eq!(err.exit, Exit::Config);
     assert!(
         err.message.starts_with(&format!(
@@ -436,6 +436,14 @@ fn bad_knob_values_name_where_they_came_from() {
         )),
         "{err}"
     );
+    // `status` shows the jobs past it, and carries the line to say (issue 36).
+    match resolve_args(&["status"], &env(&[], Some(home.path())))
+        .unwrap()
+        .action
+    {
+        Action::Status(status) => assert_eq!(status.config_skipped, [err.message]),
+        other => panic!("{other:?}"),
+    }
     // A file ATC_CONFIG names beats the one in the config directory.
     let named = home.path().join("named.toml");
     std::fs::write(&named, "keep = \"2d\"\n").unwrap();

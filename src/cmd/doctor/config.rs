@@ -11,8 +11,30 @@ use super::check::Check;
 use crate::settings::file::{self, ConfigFile};
 use crate::settings::{Doctor, Environment, Source, VarsEnv, keys, state_path};
 
-/// The config file this shell reads, and how many keys it sets.
+/// The config file this shell reads, and how many keys it sets; ✗ when it holds a wrong
+/// tick knob (a watch is recorded past it, but every tick refuses the file).
 pub fn config_line(config: &ConfigFile) -> Check {
+    if let (Some(path), false) = (&config.path, config.skipped.is_empty()) {
+        let prefix = format!("config file {}: ", path.display());
+        let lines: Vec<&str> = config
+            .skipped
+            .iter()
+            .map(|line| line.strip_prefix(prefix.as_str()).unwrap_or(line))
+            .collect();
+        return Check {
+            name: "config",
+            ok: false,
+            detail: format!(
+                "{path}{by}: every atc tick refuses it (a watch is still recorded): {lines}",
+                path = path.display(),
+                by = located(config),
+                lines = lines.join("; "),
+            ),
+            fix: Some(
+                "fix what it says (`atc config unset KEY`, `atc config set KEY VALUE`): until then nothing is polled or posted".to_owned(),
+            ),
+        };
+    }
     let detail = match (&config.path, config.exists) {
         (None, _) => {
             "none: no home directory (ATC_CONFIG names one); every setting is a flag's, the environment's or the default".to_owned()

@@ -610,7 +610,7 @@ fn status_of_one_task_shows_it_in_full() {
     let shown = env.atc(["--json", "status", TASK]).json();
     assert_eq!(
         shown,
-        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": [], "chain": []})
+        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": [], "chain": [], "config_skipped": []})
     );
     env.atc(["status", "task-unknown"])
         .status(1)
@@ -622,7 +622,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
     env.atc(["status"]).stdout("No jobs.\n").no_file();
     env.atc(["--json", "status"])
-        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"chains\": {}\n}\n")
+        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"chains\": {},\n  \"config_skipped\": []\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
 }
