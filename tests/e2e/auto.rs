@@ -598,6 +598,107 @@ pub fn config_typo(ctx: &Ctx) -> R<()> {
     Ok(())
 }
 
+/// Issue 36 M2 on a real server, the file not even TOML: the automatic watch itself is
+/// refused (exit 78, which job file it names is unknown). The plugin says so once, keeps
+/// it, and tries it again at each beat of its cadence: fixed, the watch lands and the
+/// result is delivered once.
+pub fn config_broken(ctx: &Ctx) -> R<()> {
+    let config = ctx
+        .scratch
+        .path()
+        .join(ctx.uniq("broken-config"))
+        .join("config.toml");
+    fs::create_dir_all(config.parent().unwrap_or(ctx.scratch.path())).map_err(|e| e.to_string())?;
+    fs::write(&config, "busy-deadline = \"10m\n").map_err(|e| e.to_string())?;
+    let auto = server_with(
+        ctx,
+        "auto-broken",
+        vec![
+            ("ATC_CONFIG".to_string(), config.display().to_string()),
+            ("ATC_CADENCE".to_string(), "2s".to_string()),
+        ],
+    )?;
+    let target = auto.server.second_agent()?;
+    let session = "broken-parent";
+    auto.server.api().make_parent("default", USER, session)?;
+    auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "broken child SLEEP=3"}}"#
+        ),
+    )?;
+    let refused = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = auto.server.log_text();
+        if log.contains("(from the end of a turn) exited 78: atc: config file")
+            && log.contains("tried again at each beat of the cadence")
+        {
+            break;
+        }
+        ensure!(
+            Instant::now() < refused,
+            "no refused automatic watch in QwenPaw's log; atc started: {:?}",
+            auto.starts()
+        );
+        sleep(Duration::from_millis(200));
+    }
+    ensure!(
+        auto.jobs(ctx)?.is_empty(),
+        "a watch recorded under a config file atc cannot read"
+    );
+    // The child ends meanwhile; nothing is posted while the file is broken.
+    sleep(Duration::from_secs(5));
+    ensure!(
+        auto.results_in(session, &find_task(&auto, session)?)? == 0,
+        "delivered while every command refuses the config file"
+    );
+    // Fixed: a beat of the cadence lands the watch, and its result comes, once.
+    fs::write(&config, "busy-deadline = \"10m\"\n").map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let job = loop {
+        if let Some(job) = auto.jobs(ctx)?.into_iter().next() {
+            break job;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the refused automatic watch never landed after the fix; atc started: {:?}; the log: {}",
+            auto.starts(),
+            auto.server.log_text()
+        );
+        sleep(Duration::from_millis(200));
+    };
+    let task = job["task_id"].as_str().unwrap_or("").to_string();
+    ensure!(job["origin"] == "auto", "the watch recorded {job}");
+    ensure!(
+        auto.server.log_text().contains(&format!(
+            "atc watch of {task} (from the end of a turn) landed on try"
+        )),
+        "the landing is not in QwenPaw's log"
+    );
+    auto.delivered_once(session, &task)?;
+    sleep(Duration::from_secs(5));
+    ensure!(
+        auto.results_in(session, &task)? == 1,
+        "the result of {task} went twice"
+    );
+    Ok(())
+}
+
+/// The task the parent's turn submitted, as its chat shows it (`[TASK_ID: …]`).
+fn find_task(auto: &Auto, session: &str) -> R<String> {
+    let api = auto.server.api();
+    let chat = api
+        .chat_id("default", USER, session)?
+        .ok_or_else(|| format!("no chat {session}"))?;
+    let (msgs, _) = api.chat(&chat)?;
+    let text: String = msgs.iter().map(|m| m.raw.to_string()).collect();
+    let at = text
+        .find("[TASK_ID: ")
+        .ok_or_else(|| format!("no task id in the parent's chat: {text}"))?;
+    let rest = &text[at + "[TASK_ID: ".len()..];
+    Ok(rest.split(']').next().unwrap_or("").trim().to_string())
+}
+
 /// Issue 36 M5 on real servers: two QwenPaw servers with atc's plugin share one job file,
 /// no system timer. Each plugin's cadence ticks on (neither takes the other's cadence or
 /// kicks for a timer and stands by), while a watch waits.

@@ -87,6 +87,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("auto-watch-off", crate::auto::off),
     ("auto-watch-off-by-env", crate::auto::off_by_env),
     ("auto-watch-config-typo", crate::auto::config_typo),
+    ("auto-watch-config-broken", crate::auto::config_broken),
     (
         "plugin-two-servers-cadence",
         crate::auto::two_servers_cadence,

@@ -1430,10 +1430,18 @@ class AutoWatchTest(Carried, unittest.TestCase):
 
     def test_a_refusal_is_said_once_and_nothing_raises_into_the_turn(self):
         (self.path / "exit").write_text("1")
+        (self.path / "stderr").write_text("atc: no chat s-1 for user carol\n")
         for _ in range(2):
             self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
-        self.assertEqual([w[0] for w in self.warned], ["exit-watch", "exit-watch"])
-        self.assertIn("atc watch (from the end of a turn) exited 1", self.warned[0][1])
+        # Said per task (the real Kicker says a key once); a refusal no later try gets past
+        # is not tried again, and atc's line (it may name a chat) is not logged.
+        self.assertEqual([w[0] for w in self.warned], ["exit-watch task-aaaaaaaaaaaa"] * 2)
+        self.assertEqual(
+            self.warned[0][1],
+            "atc watch of task-aaaaaaaaaaaa (from the end of a turn) exited 1; `atc log` and "
+            "`atc doctor` as the server's user say more")
+        self.assertEqual(self.reporter.retries, [])
+        (self.path / "stderr").unlink()
         self.no_bundled()
         os.environ["ATC_BIN"] = str(self.path / "nope")
         self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
@@ -1441,6 +1449,82 @@ class AutoWatchTest(Carried, unittest.TestCase):
         # A context QwenPaw could not describe: no recorder, no error.
         self.assertIsNone(self.factory(None, None))
         run(self.hook.run(types.SimpleNamespace()))
+
+    def test_a_watch_refused_for_the_config_file_is_tried_again_until_it_lands(self):
+        """Issue 36 (M2): a config file atc cannot use (exit 78) never loses an automatic
+        watch: it is tried again at each turn's end and each beat of the cadence, said
+        once when refused and once when it lands."""
+        line = 'atc: config file /h/.config/atc/config.toml: line 1, column 14: invalid basic string'
+        (self.path / "exit").write_text("78")
+        (self.path / "stderr").write_text(line + "\n")
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual(self.warned, [(
+            "exit-watch task-aaaaaaaaaaaa",
+            "atc watch of task-aaaaaaaaaaaa (from the end of a turn) exited 78: %s; tried again at "
+            "each beat of the cadence and each turn's end until it lands (for a day); `atc doctor` "
+            "as the server's user says more" % line)])
+        self.assertEqual(len(self.reporter.retries), 1)
+        # The parent then reads another task's result itself: refused too, kept too (and
+        # that turn's end tried both again: try 2).
+        self.turn([("check_agent_task", {}, checked("task-bbbbbbbbbbbb"))])
+        self.assertEqual(len(self.reporter.retries), 2)
+        # A beat while the file is still broken (try 3): nothing said again.
+        self.reporter.retry()
+        self.settle()
+        self.assertEqual(len(self.reporter.retries), 2)
+        self.assertEqual([w[0] for w in self.warned],
+                         ["exit-watch task-aaaaaaaaaaaa", "exit-parent-read task-bbbbbbbbbbbb"])
+        # The file fixed: the next beat (try 4) lands both, each said, and the watch kicks
+        # its tick.
+        (self.path / "exit").unlink()
+        (self.path / "stderr").unlink()
+        (self.path / "stdout").write_text(json.dumps(
+            {"auto_watch": {"on": True, "from": "the default"},
+             "jobs": [{"task_id": "task-aaaaaaaaaaaa", "agent_id": "default", "target_agent": "SE",
+                       "child_session": CHILD_SE}], "left_alone": []}))
+        before = len(self.started())
+        self.reporter.retry()
+        self.settle()
+        self.assertEqual(self.reporter.retries, [])
+        self.assertEqual(sorted(self.started()[before:]), [
+            "parent-read task-bbbbbbbbbbbb --json --session s-1 --user carol --channel console --agent default",
+            "watch --origin auto --json --from - --session s-1 --user carol --channel console --agent default",
+        ])
+        self.assertIn("[TASK_ID: task-aaaaaaaaaaaa]", (self.path / "calls.stdin.all").read_text())
+        landed = sorted(w for w in self.warned if w[0].startswith("landed-"))
+        self.assertEqual(landed, [
+            ("landed-parent-read task-bbbbbbbbbbbb",
+             "atc parent-read of task-bbbbbbbbbbbb (from the end of a turn) landed on try 4, after exit 78"),
+            ("landed-watch task-aaaaaaaaaaaa",
+             "atc watch of task-aaaaaaaaaaaa (from the end of a turn) landed on try 4, after exit 78"),
+        ])
+        self.assertEqual(self.kicks, [[{"agent_id": "SE", "session_id": CHILD_SE, "watched": True}]])
+        # Nothing left to try: a beat starts nothing.
+        before = len(self.started())
+        self.reporter.retry()
+        self.assertEqual(len(self.started()), before)
+
+    def test_a_refused_watch_is_given_up_after_a_day_and_said(self):
+        (self.path / "exit").write_text("75")
+        self.turn([("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE))])
+        self.assertEqual(len(self.reporter.retries), 1)
+        since = self.reporter.retries[0].since
+        before = len(self.started())
+        self.reporter.retry(now=since + self.plugin.auto_watch.RETRY_FOR_SECS + 1)
+        self.settle()
+        self.assertEqual(self.reporter.retries, [])
+        self.assertEqual(len(self.started()), before, "not tried again")
+        self.assertEqual(self.warned[-1], (
+            "gave-up-watch task-aaaaaaaaaaaa",
+            "atc watch of task-aaaaaaaaaaaa (from the end of a turn): refused for a day after 1 tries "
+            "(exit 75: it said nothing); not watched: watch them by hand (`atc watch`)"))
+
+    def test_the_cadence_tries_the_refused_commands_again_at_each_beat(self):
+        tried = []
+        cadence = self.plugin.kick.Cadence(types.SimpleNamespace(tick=lambda: False), 20)
+        cadence.also.append(lambda: tried.append(True))
+        cadence.beat()
+        self.assertEqual(tried, [True])
 
     def test_a_turn_in_no_chat_or_an_acp_session_starts_nothing(self):
         calls = [("submit_to_agent", {"to_agent": "SE"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),

@@ -97,6 +97,8 @@ class AtcPlugin:
         try:
             api.register_middleware(auto_watch.turn_middleware(auto_watch.REPORTER), priority=100)
             api.register_runtime_hook(auto_watch.auto_watch_hook(auto_watch.REPORTER))
+            # A refused automatic watch (a config file being fixed) is tried again each beat.
+            kick.CADENCE.also.append(auto_watch.REPORTER.retry)
         except Exception as err:  # pylint: disable=broad-except
             where.LOG.warning(
                 "atc plugin: no auto-watch (call watch_agent_task after submit_to_agent): %r", err

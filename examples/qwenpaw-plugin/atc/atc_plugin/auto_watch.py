@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 
 from . import kick, tools, where
 
@@ -250,21 +251,60 @@ def parent_read_args(chat, task):
     return ["parent-read", task, "--json", *tools.chat_args(chat)]
 
 
+# The exits a later try of an automatic watch (or parent-read) may get past: the config
+# file (78: a person fixes it), the job file locked (75), unwritable (4) or unreadable (3).
+# Any other refusal (a chat that does not exist, a task the server never had) stays one.
+RETRY_EXITS = (3, 4, 75, 78)
+# How long such a command is tried again (each beat of the cadence and each turn's end),
+# and how many wait at most (the oldest goes first, said in QwenPaw's log).
+RETRY_FOR_SECS = 24 * 3600
+RETRY_MAX = 64
+_TASK_IDS = re.compile(r"^\[TASK_ID:\s*([^\]\s]+)\s*\]", re.M)
+
+
+class Retry:
+    """A command atc refused for a reason a later try may get past."""
+
+    def __init__(self, args, stdin_text, done, code, said):
+        self.args = args
+        self.stdin_text = stdin_text
+        self.done = done
+        self.since = time.time()
+        self.tries = 1
+        self.code = code
+        self.said = said
+
+
+def tasks_of(args, stdin_text):
+    """The task ids a command started by the :class:`Reporter` names, for QwenPaw's log."""
+    if args and args[0] == "parent-read":
+        return args[1:2]
+    return _TASK_IDS.findall(stdin_text or "")
+
+
 class Reporter:
     """Starts the auto-watch and parent-read commands, detached (own session, stdin fed and
     output read by a reaper thread), never waiting and never raising; after an auto-watch
     that watched something, a kick (results that finished during the turn are then
-    delivered at once, not at the next turn's end or beat of the cadence)."""
+    delivered at once, not at the next turn's end or beat of the cadence). A command atc
+    refused for a reason a later try may get past (a config file it cannot use, say) is
+    tried again at each beat of the cadence and each turn's end until it lands (for a day):
+    a typo in the config file never loses a watch. Each refusal is said in QwenPaw's log,
+    naming its tasks, and so is its landing or its end."""
 
     def __init__(self, kicker):
         self.kicker = kicker
         # The reaper threads of the last few commands (the tests wait on them).
         self.reapers = []
+        self.lock = threading.Lock()
+        # The commands waiting for another try (none of them running).
+        self.retries = []
 
     def turn_ended(self, turn):
         try:
             if where.STANDBY.now():
                 return  # the seed watches what this turn submitted (its own tool, if called)
+            self.retry()
             asked = auto_watch_args(turn)
             if asked is not None:
                 self.start(asked[0], asked[1], self.watched)
@@ -279,7 +319,35 @@ class Reporter:
         except Exception as err:  # pylint: disable=broad-except
             self.kicker.warn_once("parent-read", "cannot tell atc the parent read a result: %r" % err)
 
-    def start(self, args, stdin_text, done):
+    def retry(self, now=None):
+        """The refused commands tried again (the cadence's beat and each turn's end call
+        this); one waiting longer than :data:`RETRY_FOR_SECS` is given up, and said."""
+        try:
+            if where.STANDBY.now():
+                return
+            now = time.time() if now is None else now
+            with self.lock:
+                due, self.retries = self.retries, []
+            for r in due:
+                if now - r.since > RETRY_FOR_SECS:
+                    self.gave_up(r, "refused for a day")
+                    continue
+                r.tries += 1
+                self.start(r.args, r.stdin_text, r.done, r)
+        except Exception as err:  # pylint: disable=broad-except
+            self.kicker.warn_once("retry", "cannot try a refused atc command again: %r" % err)
+
+    def gave_up(self, r, why):
+        what, tasks = r.args[0], ", ".join(tasks_of(r.args, r.stdin_text)) or "its tasks"
+        lost = "not watched: watch them by hand (`atc watch`)" if what == "watch" else (
+            "atc may still post the result the parent read")
+        self.kicker.warn_once(
+            "gave-up-%s %s" % (what, tasks),
+            "atc %s of %s (from the end of a turn): %s after %d tries (exit %s: %s); %s"
+            % (what, tasks, why, r.tries, r.code, r.said or "it said nothing", lost),
+        )
+
+    def start(self, args, stdin_text, done, retry=None):
         exe, problem = where.find_atc()
         if exe is None:
             self.kicker.warn_once("missing-auto", "auto-watch cannot start atc: " + problem)
@@ -294,25 +362,57 @@ class Reporter:
             env=where.atc_env(),
         )
         reaper = threading.Thread(
-            target=self.reap, args=(proc, stdin_text, done, args[0]),
+            target=self.reap, args=(proc, stdin_text, done, args, retry),
             name="atc-auto-reaper", daemon=True,
         )
         reaper.start()
         self.reapers = self.reapers[-7:] + [reaper]
         return proc
 
-    def reap(self, proc, stdin_text, done, what):
+    def reap(self, proc, stdin_text, done, args, retry):
+        what = args[0]
         try:
             data = stdin_text.encode("utf-8") if stdin_text is not None else None
-            out, _ = proc.communicate(data)
-            if proc.returncode != 0:
+            out, err = proc.communicate(data)
+            tasks = ", ".join(tasks_of(args, stdin_text)) or "its tasks"
+            if proc.returncode == 0:
+                if retry is not None:
+                    self.kicker.warn_once(
+                        "landed-%s %s" % (what, tasks),
+                        "atc %s of %s (from the end of a turn) landed on try %d, after exit %s"
+                        % (what, tasks, retry.tries, retry.code),
+                    )
+                if done is not None:
+                    done(out)
+                return
+            code = proc.returncode
+            if code not in RETRY_EXITS:
+                # atc's own line is left out: it may name a chat (a session id).
                 self.kicker.warn_once(
-                    "exit-" + what,
-                    "atc %s (from the end of a turn) exited %s; `atc log` and `atc doctor` as "
-                    "the server's user say more" % (what, proc.returncode),
+                    "exit-%s %s" % (what, tasks),
+                    "atc %s of %s (from the end of a turn) exited %s; `atc log` and `atc doctor` "
+                    "as the server's user say more" % (what, tasks, code),
                 )
-            elif done is not None:
-                done(out)
+                return
+            # atc's line names a file and what to do (a config file's key, a lock).
+            lines = (err or b"").decode("utf-8", "replace").strip().splitlines()
+            said = lines[-1] if lines else ""
+            if retry is None:
+                self.kicker.warn_once(
+                    "exit-%s %s" % (what, tasks),
+                    "atc %s of %s (from the end of a turn) exited %s: %s; tried again at each "
+                    "beat of the cadence and each turn's end until it lands (for a day); "
+                    "`atc doctor` as the server's user says more"
+                    % (what, tasks, code, said or "(it said nothing)"),
+                )
+                retry = Retry(args, stdin_text, done, code, said)
+            retry.code, retry.said = code, said
+            with self.lock:
+                self.retries.append(retry)
+                over = self.retries[:-RETRY_MAX] if len(self.retries) > RETRY_MAX else []
+                self.retries = self.retries[len(over):]
+            for old in over:
+                self.gave_up(old, "%d other refused commands came after it" % RETRY_MAX)
         except Exception as err:  # pylint: disable=broad-except
             self.kicker.warn_once("reap-" + what, "atc %s: %r" % (what, err))
 

@@ -295,6 +295,8 @@ class Cadence:
         self.stop = threading.Event()
         self.thread = None
         self.timer_seen_at = None
+        # Run at each beat, before the tick (the auto-watch's refused commands, tried again).
+        self.also = []
 
     def start(self):
         if self.period <= 0 or (self.thread is not None and self.thread.is_alive()):
@@ -336,6 +338,8 @@ class Cadence:
         )
 
     def beat(self):
+        for also in list(self.also):
+            also()
         self.look()
         now = time.time()
         standing_by = self.timer_ticks(now)
