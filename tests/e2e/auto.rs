@@ -538,40 +538,18 @@ pub fn config_typo(ctx: &Ctx) -> R<()> {
             r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "typo child SLEEP=3"}}"#
         ),
     )?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let job = loop {
-        if let Some(job) = auto.jobs(ctx)?.into_iter().next() {
-            break job;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "a config typo lost the automatic watch; atc started: {:?}; the log: {}",
-            auto.starts(),
-            auto.server.log_text()
-        );
-        sleep(Duration::from_millis(100));
-    };
-    let task = job["task_id"].as_str().unwrap_or("").to_string();
-    ensure!(job["origin"] == "auto", "the watch recorded {job}");
+    let task = first_auto_watch(&auto, ctx, "a config typo lost the automatic watch")?;
     // The child ends (its turn's end kicks a tick, which refuses the file): nothing yet.
     let (record, _) = auto
         .server
         .api()
         .wait_finished(&task, Duration::from_secs(30))?;
     ensure!(record["status"] == "finished", "the child: {record}");
-    let refused = Instant::now() + Duration::from_secs(20);
-    loop {
-        let log = auto.server.log_text();
-        if log.contains("exited 78: atc: config file") {
-            break;
-        }
-        ensure!(
-            Instant::now() < refused,
-            "no refused tick in QwenPaw's log; atc started: {:?}",
-            auto.starts()
-        );
-        sleep(Duration::from_millis(200));
-    }
+    log_says(
+        &auto,
+        &["exited 78: atc: config file"],
+        "no refused tick in QwenPaw's log",
+    )?;
     let log = auto.server.log_text();
     ensure!(
         log.contains("atc plugin: atc left part of its config file out")
@@ -627,21 +605,14 @@ pub fn config_broken(ctx: &Ctx) -> R<()> {
             r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "broken child SLEEP=3"}}"#
         ),
     )?;
-    let refused = Instant::now() + Duration::from_secs(20);
-    loop {
-        let log = auto.server.log_text();
-        if log.contains("(from the end of a turn) exited 78: atc: config file")
-            && log.contains("tried again at each beat of the cadence")
-        {
-            break;
-        }
-        ensure!(
-            Instant::now() < refused,
-            "no refused automatic watch in QwenPaw's log; atc started: {:?}",
-            auto.starts()
-        );
-        sleep(Duration::from_millis(200));
-    }
+    log_says(
+        &auto,
+        &[
+            "(from the end of a turn) exited 78: atc: config file",
+            "tried again at each beat of the cadence",
+        ],
+        "no refused automatic watch in QwenPaw's log",
+    )?;
     ensure!(
         auto.jobs(ctx)?.is_empty(),
         "a watch recorded under a config file atc cannot read"
@@ -654,27 +625,18 @@ pub fn config_broken(ctx: &Ctx) -> R<()> {
     );
     // Fixed: a beat of the cadence lands the watch, and its result comes, once.
     fs::write(&config, "busy-deadline = \"10m\"\n").map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let job = loop {
-        if let Some(job) = auto.jobs(ctx)?.into_iter().next() {
-            break job;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the refused automatic watch never landed after the fix; atc started: {:?}; the log: {}",
-            auto.starts(),
-            auto.server.log_text()
-        );
-        sleep(Duration::from_millis(200));
-    };
-    let task = job["task_id"].as_str().unwrap_or("").to_string();
-    ensure!(job["origin"] == "auto", "the watch recorded {job}");
-    ensure!(
-        auto.server.log_text().contains(&format!(
+    let task = first_auto_watch(
+        &auto,
+        ctx,
+        "the refused automatic watch never landed after the fix",
+    )?;
+    log_says(
+        &auto,
+        &[&format!(
             "atc watch of {task} (from the end of a turn) landed on try"
-        )),
-        "the landing is not in QwenPaw's log"
-    );
+        )],
+        "the landing is not in QwenPaw's log",
+    )?;
     auto.delivered_once(session, &task)?;
     sleep(Duration::from_secs(5));
     ensure!(
@@ -682,6 +644,43 @@ pub fn config_broken(ctx: &Ctx) -> R<()> {
         "the result of {task} went twice"
     );
     Ok(())
+}
+
+/// The first watch recorded in `auto`'s job file, waited for up to 20 s: it must be an
+/// automatic one. Returns its task id.
+fn first_auto_watch(auto: &Auto, ctx: &Ctx, missing: &str) -> R<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let job = loop {
+        if let Some(job) = auto.jobs(ctx)?.into_iter().next() {
+            break job;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{missing}; atc started: {:?}; the log: {}",
+            auto.starts(),
+            auto.server.log_text()
+        );
+        sleep(Duration::from_millis(100));
+    };
+    ensure!(job["origin"] == "auto", "the watch recorded {job}");
+    Ok(job["task_id"].as_str().unwrap_or("").to_string())
+}
+
+/// Waits up to 20 s for QwenPaw's log to hold every one of `needles`.
+fn log_says(auto: &Auto, needles: &[&str], missing: &str) -> R<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = auto.server.log_text();
+        if needles.iter().all(|n| log.contains(n)) {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{missing}; atc started: {:?}",
+            auto.starts()
+        );
+        sleep(Duration::from_millis(200));
+    }
 }
 
 /// The task the parent's turn submitted, as its chat shows it (`[TASK_ID: …]`).
