@@ -309,11 +309,13 @@ pub fn run_with<S: Server>(
         server.allow_insecure(base_url);
     }
     let client = &*server;
-    let polls = parallel(&work.poll, workers, |job| {
+    let polls = parallel(client, &work.poll, workers, |job| {
         let answer = client.get_task(&job.base_url, &job.task_id, &job.agent);
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
-    let parents = parallel(&work.follow, workers, |turn| poll::follow(client, turn));
+    let parents = parallel(client, &work.follow, workers, |turn| {
+        poll::follow(client, turn)
+    });
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(poll::render).collect();
     // A child the ended turn may be still reads running (the record says `finished` a few
     // ms after the hook), or the parent turn it ended is not over yet: look again soon.
@@ -346,7 +348,7 @@ pub fn run_with<S: Server>(
     announce(&mut report);
     store.log(&report.take_log())?;
     lap(&mut report, "decide");
-    let looked = parallel(&due, workers, |due| look(client, due));
+    let looked = parallel(client, &due, workers, |due| look(client, due));
     if looked.iter().any(|l| {
         matches!(
             l,
@@ -366,7 +368,7 @@ pub fn run_with<S: Server>(
     if !claims.is_empty() {
         crate::crash::point("claimed");
     }
-    let sent = parallel(&claims, workers, |claim| send(client, claim, tick));
+    let sent = parallel(client, &claims, workers, |claim| send(client, claim, tick));
     if !claims.is_empty() {
         crate::crash::point("posted");
     }

@@ -4,8 +4,22 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
-/// Runs `work` over `items` on at most `workers` threads; results in input order.
+use crate::qwenpaw::Server;
+
+/// Tells `server` a lane ended when dropped: after its last item, or while a panic
+/// unwinds it (a server that orders its lanes must not wait for it then).
+struct LaneEnd<'a>(&'a dyn Server, usize);
+
+impl Drop for LaneEnd<'_> {
+    fn drop(&mut self) {
+        self.0.lane_ended(self.1);
+    }
+}
+
+/// Runs `work` over `items` on at most `workers` threads (as many as `server` says:
+/// [`Server::lanes`]); results in input order.
 pub(super) fn parallel<T: Sync, R: Send>(
+    server: &dyn Server,
     items: &[T],
     workers: usize,
     work: impl Fn(&T) -> R + Sync,
@@ -13,18 +27,22 @@ pub(super) fn parallel<T: Sync, R: Send>(
     if items.is_empty() {
         return Vec::new();
     }
-    if workers <= 1 || items.len() == 1 {
-        // One worker: no thread to start (and, in the simulation, one deterministic order).
+    let lanes = server.lanes(workers, items.len());
+    if lanes <= 1 || items.len() == 1 {
+        // One worker: no thread to start.
         return items.iter().map(work).collect();
     }
     let next = AtomicUsize::new(0);
     let (next, work) = (&next, &work);
     let done: Vec<Vec<(usize, R)>> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..workers.clamp(1, items.len()))
+        let workers: Vec<_> = (0..lanes.min(items.len()))
             .map(|lane| {
                 scope.spawn(move || {
                     // Each worker its own connections: no pool shared between threads.
                     crate::qwenpaw::client::enter_lane(lane);
+                    // Its end is said even if its start unwinds.
+                    let _end = LaneEnd(server, lane);
+                    server.lane_started(lane);
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);

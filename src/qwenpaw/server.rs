@@ -37,6 +37,18 @@ pub trait Server: Sync {
     ) -> Result<Answer, Transport>;
     fn stop_chat(&self, base_url: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport>;
     fn list_agents(&self, base_url: &str) -> Result<Answer, Transport>;
+
+    /// How many threads (lanes) a parallel phase of `items` requests runs on, given
+    /// `--concurrency` `workers`: one per item, at most `workers`.
+    fn lanes(&self, workers: usize, items: usize) -> usize {
+        workers.clamp(1, items.max(1))
+    }
+    /// A lane of a parallel phase starts, before its first request, and ends (after its
+    /// last, or unwinding). The network needs neither; a server that orders its lanes'
+    /// requests does (the simulation runs them one at a time, in an order its seed draws,
+    /// so that a history with `--concurrency` above 1 replays from its seed).
+    fn lane_started(&self, _lane: usize) {}
+    fn lane_ended(&self, _lane: usize) {}
 }
 
 impl Server for Client {

@@ -90,13 +90,19 @@ fn plugin() -> BoxedStrategy<world::Plugin> {
         any::<bool>(),
         prop_oneof![Just(20u64), Just(60), Just(300)],
         prop::bool::weighted(0.3),
+        prop_oneof![3 => Just(1usize), 1 => 2usize..=4],
+        any::<u64>(),
     )
-        .prop_map(|(on, cadence, ceiling, other)| world::Plugin {
-            on,
-            cadence,
-            ceiling,
-            other,
-        })
+        .prop_map(
+            |(on, cadence, ceiling, other, lanes, order)| world::Plugin {
+                on,
+                cadence,
+                ceiling,
+                other,
+                lanes,
+                order,
+            },
+        )
         .boxed()
 }
 
@@ -3091,7 +3097,7 @@ fn a_missed_kick_is_delivered_by_the_back_off_within_a_ceiling() {
             on,
             cadence: true,
             ceiling: 60,
-            other: false,
+            ..world::Plugin::NONE
         });
         for op in &ops {
             world.apply(op);
@@ -3231,6 +3237,7 @@ fn another_servers_ticks_leave_this_servers_back_off_as_it_was() {
         cadence: true,
         ceiling: 60,
         other: true,
+        ..world::Plugin::NONE
     };
     // The first tick polls the child (not seen running yet): another server's cadence
     // tick lands there, finds the lock held, and does nothing.

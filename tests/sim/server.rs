@@ -14,9 +14,10 @@
 //! another tick may land right there). Bodies are the shapes the fake server pins to the
 //! real one (`tests/support/bodies.rs`, `chats.rs`).
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use atc::qwenpaw::{Answer, Server, Transport};
 use atc::settings::Auth;
@@ -254,6 +255,9 @@ pub struct SimServer {
     pub seq: std::sync::atomic::AtomicU64,
     /// The history's tick running now, counted from 1 (0: none has started yet).
     pub tick: std::sync::atomic::AtomicU64,
+    /// The lanes of the parallel phase running now, and their turns.
+    pub lanes: Mutex<Lanes>,
+    turns: Condvar,
 }
 
 fn answer(status: u16, body: &Value) -> Result<Answer, Transport> {
@@ -272,7 +276,59 @@ fn unreachable(method: &str) -> Result<Answer, Transport> {
 }
 
 fn crash() -> ! {
+    // A lane of a parallel phase that crashes takes the process with it: its other
+    // lanes stop at their next request (`Lanes::park`).
+    CRASHED.with(|c| c.set(LANE.with(Cell::get).is_some()));
     std::panic::panic_any(SimCrash)
+}
+
+thread_local! {
+    /// The lane of a parallel phase this thread is (`Server::lane_started`).
+    static LANE: Cell<Option<usize>> = const { Cell::new(None) };
+    /// This lane crashed (a simulated crash, not a bug's panic).
+    static CRASHED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The lanes of a parallel phase (`--concurrency` above 1), run one at a time: where a
+/// lane starts or makes a request it parks, and once every lane of the phase is parked
+/// (or has ended) the seed draws which goes on. So requests of a pass's several lanes
+/// interleave in an order the history's seed decides, and a history replays from it
+/// (a thread scheduler's order would not: issue 35).
+#[derive(Default)]
+pub struct Lanes {
+    /// Lanes of the phase running now that have not ended.
+    live: usize,
+    parked: BTreeSet<usize>,
+    /// The lane whose turn it is.
+    turn: Option<usize>,
+    /// A lane crashed: the others stop at their next request.
+    crashed: bool,
+    /// The draws: `seed` and how many were drawn.
+    pub seed: u64,
+    draws: u64,
+    /// How often another lane went on where one parked (the lanes interleaved).
+    pub switched: u64,
+}
+
+impl Lanes {
+    /// Gives the turn to a parked lane, drawn from the seed, once no lane runs.
+    fn dispatch(&mut self, from: Option<usize>) {
+        if self.turn.is_some() || self.live == 0 || self.parked.len() < self.live {
+            return;
+        }
+        self.draws += 1;
+        let mut x = self.seed ^ self.draws.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        // splitmix64
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        let pick = (x % self.parked.len() as u64) as usize;
+        let next = *self.parked.iter().nth(pick).expect("a parked lane");
+        if from.is_some_and(|f| f != next) {
+            self.switched += 1;
+        }
+        self.turn = Some(next);
+    }
 }
 
 /// Crashes here when the tick's armed crash is `point` (disarmed first, the lock let go);
@@ -318,6 +374,55 @@ impl SimServer {
             ticking: AtomicBool::new(false),
             seq: std::sync::atomic::AtomicU64::new(0),
             tick: std::sync::atomic::AtomicU64::new(0),
+            lanes: Mutex::new(Lanes::default()),
+            turns: Condvar::new(),
+        }
+    }
+
+    fn lanes_lock(&self) -> MutexGuard<'_, Lanes> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where a lane of a parallel phase starts a request: it waits for its turn (the
+    /// requests of another process's operation, run inside a lane's, do not).
+    fn gate(&self) {
+        if let Some(lane) = LANE.with(Cell::get)
+            && !self.running_other.load(Ordering::SeqCst)
+        {
+            self.park(lane);
+        }
+    }
+
+    fn park(&self, lane: usize) {
+        let mut l = self.lanes_lock();
+        // A lane that ran stops for a request (one that starts had no turn yet: the order
+        // lanes start in is the threads', and counts for nothing).
+        let ran = l.turn == Some(lane);
+        if ran {
+            l.turn = None;
+        }
+        l.parked.insert(lane);
+        l.dispatch(ran.then_some(lane));
+        self.turns.notify_all();
+        while l.turn != Some(lane) {
+            let (next, waited) = self
+                .turns
+                .wait_timeout(l, std::time::Duration::from_secs(30))
+                .unwrap_or_else(|p| p.into_inner());
+            l = next;
+            assert!(
+                !waited.timed_out() || l.turn == Some(lane),
+                "lane {lane} waited 30 s for its turn: live {}, parked {:?}, turn {:?}",
+                l.live,
+                l.parked,
+                l.turn
+            );
+        }
+        l.parked.remove(&lane);
+        let crashed = l.crashed;
+        drop(l);
+        if crashed {
+            crash();
         }
     }
 
@@ -438,9 +543,47 @@ impl Server for SimServer {
         &self.auth
     }
 
+    fn lanes(&self, workers: usize, items: usize) -> usize {
+        // A pass inside a lane (another process's tick, run by an operation there) runs
+        // its phases on one thread.
+        if LANE.with(Cell::get).is_some() || self.running_other.load(Ordering::SeqCst) {
+            return 1;
+        }
+        let n = workers.clamp(1, items.max(1));
+        if n > 1 {
+            let mut l = self.lanes_lock();
+            l.live = n;
+            l.parked.clear();
+            l.turn = None;
+            l.crashed = false;
+        }
+        n
+    }
+
+    fn lane_started(&self, lane: usize) {
+        LANE.with(|l| l.set(Some(lane)));
+        CRASHED.with(|c| c.set(false));
+        self.park(lane);
+    }
+
+    fn lane_ended(&self, lane: usize) {
+        LANE.with(|l| l.set(None));
+        let mut l = self.lanes_lock();
+        l.live -= 1;
+        if CRASHED.with(Cell::take) {
+            l.crashed = true;
+        }
+        if l.turn == Some(lane) {
+            l.turn = None;
+        }
+        l.dispatch(None);
+        self.turns.notify_all();
+    }
+
     fn allow_insecure(&mut self, _base_url: &str) {}
 
     fn get_task(&self, _base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {
+        self.gate();
         self.interleave(Phase::Poll);
         let mut s = crash_at(self.lock(), Crash::Polled);
         if s.down {
@@ -538,6 +681,7 @@ impl Server for SimServer {
         _agent: &str,
         filter: Option<(&str, &str)>,
     ) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -553,6 +697,7 @@ impl Server for SimServer {
     }
 
     fn chat_status(&self, _base: &str, _agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -567,6 +712,7 @@ impl Server for SimServer {
     }
 
     fn chat_history(&self, _base: &str, _agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -586,6 +732,7 @@ impl Server for SimServer {
     }
 
     fn post_turn(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
+        self.gate();
         let s = crash_at(self.lock(), Crash::Claimed);
         drop(s);
         self.interleave(Phase::Send);
@@ -603,6 +750,7 @@ impl Server for SimServer {
     }
 
     fn send_message(&self, _base: &str, _agent: &str, body: &Value) -> Result<Answer, Transport> {
+        self.gate();
         drop(crash_at(self.lock(), Crash::Claimed));
         self.interleave(Phase::Send);
         let mut s = self.lock();
@@ -626,6 +774,7 @@ impl Server for SimServer {
         _agent: &str,
         channel: &str,
     ) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -639,6 +788,7 @@ impl Server for SimServer {
     /// found (`GET /chats` lists it), or by its session (a chat deleted since, or one atc
     /// did not look up).
     fn stop_chat(&self, _base: &str, agent: &str, chat_id: &str) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -668,6 +818,7 @@ impl Server for SimServer {
 
     /// `default` and every agent a task runs on.
     fn list_agents(&self, _base: &str) -> Result<Answer, Transport> {
+        self.gate();
         if let Some(down) = self.look() {
             return down;
         }
@@ -856,6 +1007,15 @@ pub struct Proxy<'a>(pub &'a SimServer);
 impl Server for Proxy<'_> {
     fn auth(&self) -> &Auth {
         self.0.auth()
+    }
+    fn lanes(&self, workers: usize, items: usize) -> usize {
+        self.0.lanes(workers, items)
+    }
+    fn lane_started(&self, lane: usize) {
+        self.0.lane_started(lane);
+    }
+    fn lane_ended(&self, lane: usize) {
+        self.0.lane_ended(lane);
     }
     fn allow_insecure(&mut self, _base_url: &str) {}
     fn get_task(&self, base: &str, task_id: &str, agent: &str) -> Result<Answer, Transport> {

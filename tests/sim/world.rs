@@ -110,13 +110,17 @@ pub enum On {
 /// scheduled ticks (else a timer does, naming no server), and the ticks' `--poll-ceiling`.
 /// `other`: a plugin on another server ticks the same job file too (issue 36 M5), its
 /// kicks and its cadence's ticks naming that server ([`Op::OtherServer`]), beside this
-/// server's own.
+/// server's own. With it, the ticks' `--concurrency` (`lanes`, issue 35): above 1, a
+/// pass's parallel phases run on that many threads, whose requests interleave in an order
+/// `order` (a seed) draws ([`crate::server::Lanes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plugin {
     pub on: On,
     pub cadence: bool,
     pub ceiling: u64,
     pub other: bool,
+    pub lanes: usize,
+    pub order: u64,
 }
 
 impl Plugin {
@@ -126,6 +130,8 @@ impl Plugin {
         cadence: false,
         ceiling: 300,
         other: false,
+        lanes: 1,
+        order: 0,
     };
 
     /// The server its ticks name (`ATC_BASE_URL`, as the tick reads it).
@@ -538,10 +544,13 @@ pub struct Sometimes {
     pub other_server_tick: u64,
     /// Another server's tick started while a tick ran (between its phases).
     pub other_server_mid_pass: u64,
+    /// A tick's parallel phase ran on several lanes whose requests interleaved (another
+    /// lane went on where one stopped for a request: `--concurrency` above 1).
+    pub lanes_interleaved: u64,
 }
 
 impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 38] {
+    pub fn named(&self) -> [(&'static str, u64); 39] {
         [
             (
                 "cancel between claim and record",
@@ -653,6 +662,7 @@ impl Sometimes {
                 "another server's tick during a tick",
                 self.other_server_mid_pass,
             ),
+            ("a tick's lanes interleaved", self.lanes_interleaved),
         ]
     }
 
@@ -695,6 +705,7 @@ impl Sometimes {
         self.config_fixed_delivered += other.config_fixed_delivered;
         self.other_server_tick += other.other_server_tick;
         self.other_server_mid_pass += other.other_server_mid_pass;
+        self.lanes_interleaved += other.lanes_interleaved;
     }
 }
 
@@ -828,6 +839,15 @@ impl Counting<'_> {
 impl atc::qwenpaw::Server for Counting<'_> {
     fn auth(&self) -> &Auth {
         self.server.auth()
+    }
+    fn lanes(&self, workers: usize, items: usize) -> usize {
+        self.server.lanes(workers, items)
+    }
+    fn lane_started(&self, lane: usize) {
+        self.server.lane_started(lane);
+    }
+    fn lane_ended(&self, lane: usize) {
+        self.server.lane_ended(lane);
     }
     fn allow_insecure(&mut self, base_url: &str) {
         self.server.allow_insecure(base_url);
@@ -2038,7 +2058,7 @@ impl World {
                 poll_ceiling: Duration::from_secs(plugin.ceiling),
                 ..limits()
             },
-            concurrency: 1,
+            concurrency: plugin.lanes,
             http_timeout: Duration::from_secs(60),
             turn_timeout: None,
             auth: Auth::default(),
@@ -2059,6 +2079,7 @@ impl World {
             ids: AtomicU64::new(0xa00000000000),
         });
         env.server.set_env(Arc::downgrade(&env));
+        env.server.lanes.lock().unwrap().seed = plugin.order;
         // The parent chats, then each task's own chat (it exists while the task runs, and
         // after: a background task's session).
         for c in 0..NCHATS as u8 {
@@ -2243,6 +2264,7 @@ impl World {
         // A mark another tick left (a turn's end it let go, or a bare one): a kick that
         // names its turn takes it, and what it concerns is that kick's too.
         let marked = store.tick_again_path().exists();
+        let switched = env.server.lanes.lock().unwrap().switched;
         env.server.ticking(true);
         let ran = catch_unwind(AssertUnwindSafe(|| {
             atc::cmd::tick::passes(
@@ -2261,6 +2283,9 @@ impl World {
             )
         }));
         env.server.ticking(false);
+        if env.server.lanes.lock().unwrap().switched > switched {
+            self.env.notes().sometimes.lanes_interleaved += 1;
+        }
         let crashed = env.server.lock().crash.take().is_none() && crash.is_some();
         self.env.hear(&said);
         if ran.is_err() {
