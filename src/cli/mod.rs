@@ -181,7 +181,8 @@ pub enum Command {
     /// One line per check, ✓ or ✗, each ✗ with what to do. Starts from "nothing arrived":
     /// where the base URL comes from, whether the server answers, whether it wants a token
     /// and takes this one, whether the agents the watches name exist, whether the job file
-    /// is sound and private, and whether a tick has run lately; then the give-ups of the
+    /// is sound and private, whether the config file holds a wrong tick knob (every tick
+    /// refuses it meanwhile), and whether a tick has run lately; then the give-ups of the
     /// last day, marking those no tick has said to a person yet. Exit status 0 when all is
     /// well, 1 otherwise; --json for scripts.
     Doctor,
