@@ -188,10 +188,17 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     let kept = if not_applied.is_empty() {
                         String::new()
                     } else {
-                        format!(
-                            "; not applied: {} (its result is already rendered)",
-                            not_applied.join(", ")
-                        )
+                        let said: Vec<String> = not_applied
+                            .iter()
+                            .map(|flag| match *flag {
+                                "--target-agent" => format!(
+                                    "--target-agent (its result came from agent {})",
+                                    job.target.poll_agent()
+                                ),
+                                other => format!("{other} (its result is already rendered)"),
+                            })
+                            .collect();
+                        format!("; not applied: {}", said.join(", "))
                     };
                     (
                         format!(

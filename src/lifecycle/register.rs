@@ -441,6 +441,15 @@ pub fn watch(
                     job.options.on_empty = old.options.on_empty;
                     not_applied.push("--on-empty");
                 }
+                // The agent the child runs on is a fact its result proved (the poll that
+                // found it finished asked that agent): a re-watch naming another keeps it,
+                // or the child's own chat would be looked for on the wrong agent (a reply
+                // woken there, in a delegation tree, would never go up).
+                if job.target.poll_agent() != old.target.poll_agent() {
+                    let on = old.target.poll_agent().to_owned();
+                    job.target.target_agent = (on != job.target.agent_id).then_some(on);
+                    not_applied.push("--target-agent");
+                }
                 Registered::Kept {
                     old: Box::new(old),
                     job,

@@ -3274,3 +3274,38 @@ fn another_servers_ticks_leave_this_servers_back_off_as_it_was() {
         "polled on its back-off: {polls:?}"
     );
 }
+
+/// Found by the 200,000-history search (seed 15, the first with `--concurrency` drawn;
+/// this history runs on one lane): task 5, auto-watched for task 0's chat, finishes; a
+/// person's watch of tasks 0 and 5 for task 5's own chat (a loop, within the depth limit)
+/// names task 0's agent as the one both run on. Task 5's held result was kept, but with
+/// that agent: atc looked for task 5's own chat on the wrong agent, and the reply its
+/// result woke there never went up. The agent its result came from is kept, and said.
+#[test]
+fn a_rewatch_naming_another_agent_keeps_the_one_the_held_result_came_from() {
+    let w = replay(vec![
+        Op::AutoWatch { tasks: 32, chat: 3 },
+        Op::FinishAll,
+        Op::Interleave(
+            Phase::Look,
+            Box::new(Op::Watch {
+                tasks: 33,
+                chat: 8,
+                group: false,
+                create_session: false,
+                opts: 0,
+            }),
+        ),
+        Op::Import(0),
+        Op::Tick,
+        Op::AutoWatch { tasks: 32, chat: 8 },
+    ]);
+    reaches(
+        &w,
+        "task 5's held result kept for its own chat, and the reply it woke there sent up",
+        ran(&w, "Watch { tasks: 33, chat: 8", "task-5 Kept")
+            && w.turns_seen().any(|t| {
+                t.turn_id.ends_with("-up") && t.carries.iter().any(|b| b.task_id == "task-5")
+            }),
+    );
+}

@@ -1566,6 +1566,8 @@ impl Env {
                             "--create-session" => wanted.create_session = got.create_session,
                             "--stop-after" => wanted.stop_after_secs = got.stop_after_secs,
                             "--check-in" => wanted.check_in_secs = got.check_in_secs,
+                            // Not an option: the agent its held result came from is kept.
+                            "--target-agent" => {}
                             other => panic!("unknown option {other}"),
                         }
                     }

@@ -106,6 +106,38 @@ fn a_rewatch_of_a_held_result_keeps_the_on_empty_it_was_rendered_under() {
         .run();
 }
 
+/// Found by the simulation (issue 36): a held result watched again for another chat with
+/// another `--target-agent` (a person's or a model's stray) took that agent as the one the
+/// child runs on, so a reply the result woke in the child's own chat (a delegation tree)
+/// was never sent up. The agent its result came from is kept, and said.
+#[test]
+fn a_rewatch_of_a_held_result_keeps_the_agent_it_came_from() {
+    let env = TestEnv::new();
+    watched(&env, TASK, &["--target-agent", "SE"]);
+    holding(&env, TASK, "misrouted", "misrouted");
+    env.atc(["watch", TASK, "--session", "s-78", "--target-agent", "QA"])
+        .chat_check_skipped()
+        .stdout_contains(
+            "its result, already received, is kept and not asked for again; not applied: --target-agent (its result came from agent SE); the result goes to session s-78",
+        )
+        .file(|file| {
+            let job = job_in(file, TASK);
+            assert_eq!(job["session_id"], "s-78", "{job}");
+            assert_eq!(job["target_agent"], "SE", "{job}");
+        })
+        .run();
+    // Naming the agent it came from changes nothing and says nothing of it.
+    let env = TestEnv::new();
+    watched(&env, TASK, &["--target-agent", "SE"]);
+    holding(&env, TASK, "misrouted", "misrouted");
+    env.atc(["watch", TASK, "--session", "s-78", "--target-agent", "SE"])
+        .chat_check_skipped()
+        .never_shows("not applied")
+        .stdout_inspected()
+        .file(|file| assert_eq!(job_in(file, TASK)["target_agent"], "SE"))
+        .run();
+}
+
 #[test]
 fn a_rewatch_with_changed_options_applies_them_and_says_so() {
     let env = TestEnv::new();
