@@ -17,10 +17,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::describe::GiveUp;
-use crate::state::JobFile;
+pub use crate::job_file::GiveUpRecord;
+use crate::job_file::JobFile;
 use crate::time::Timestamp;
 
 /// How far back `atc doctor` lists give-ups.
@@ -29,35 +28,6 @@ pub const RECENT: Duration = Duration::from_secs(24 * 3600);
 /// The most give-ups kept unsaid (with atc's plugin alone, nobody may run a tick a person
 /// hears for months); past it the oldest unsaid ones go, as said ones do after `--keep`.
 pub const MAX_UNSAID: usize = 500;
-
-/// One give-up, as the job file keeps it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GiveUpRecord {
-    /// When the tick gave up.
-    pub at: Timestamp,
-    /// The task it is named after (a group's or a batch's turn: its first block's).
-    pub task_id: String,
-    /// The other tasks that turn carried, given up with it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub with: Vec<String>,
-    /// The line, exactly as the tick that decided it says it (no server text, no session
-    /// or user ids: `describe::GiveUp`).
-    pub line: String,
-    /// When a tick said it on a stderr a person reads. `None`: nobody has heard it yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub said_at: Option<Timestamp>,
-}
-
-impl GiveUpRecord {
-    pub fn is_unsaid(&self) -> bool {
-        self.said_at.is_none()
-    }
-
-    /// Whether it names `task_id` (as its own, or as one its turn also carried).
-    pub fn names(&self, task_id: &str) -> bool {
-        self.task_id == task_id || self.with.iter().any(|t| t == task_id)
-    }
-}
 
 /// Records the give-ups a tick just decided, in the save that records the decisions:
 /// said now when `heard` (the caller says each line once that save is made), unsaid

@@ -8,7 +8,6 @@
 
 pub mod cli;
 pub mod cmd;
-pub mod compose;
 pub mod crash;
 pub mod describe;
 pub mod exit;
@@ -16,6 +15,7 @@ pub mod heard;
 pub mod ids;
 pub mod install;
 pub mod job;
+pub mod job_file;
 pub mod lifecycle;
 pub mod limits;
 pub mod outcome;

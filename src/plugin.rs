@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::ids::{new_job_id, parse_task_id};
 use crate::job::{Job, Target, Watch};
-use crate::state::JobFile;
+use crate::job_file::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{Block, BlockKind, Delivery, Turn, TurnState};
 
@@ -254,7 +254,7 @@ fn record(
 /// The turn an imported job's delivery by the plugin was (its id and block are set when
 /// it is merged).
 fn imported_turn(job: &Job, state: TurnState, now: Timestamp) -> Turn {
-    let mut turn = Turn::new(String::new(), crate::compose::chat_of(job), now);
+    let mut turn = Turn::new(String::new(), crate::lifecycle::compose::chat_of(job), now);
     turn.state = state;
     turn.text = job.final_text.clone();
     turn.forward_mode = job.options.forward;

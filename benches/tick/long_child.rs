@@ -276,7 +276,7 @@ pub fn run(plugin: bool) -> Scenario {
                 now,
             )
             .map_err(|why| anyhow::anyhow!("{why:?}"))?;
-            atc::compose::tidy(file, now, &limits);
+            atc::lifecycle::compose::tidy(file, now, &limits);
             Ok(())
         })
         .unwrap();

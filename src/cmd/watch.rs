@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cmd::{emit, print_json};
-use crate::compose;
 use crate::exit::{Exit, Failure};
 use crate::fail;
 use crate::ids::new_job_id;
 use crate::job::{Job, Origin, Status};
+use crate::lifecycle::compose;
 use crate::lifecycle::{self, LeftAlone, Registered, WatchRefused, WatchRequest};
 use crate::qwenpaw::{Client, chat, task};
 use crate::report::LogEntry;

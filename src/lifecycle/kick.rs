@@ -29,22 +29,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::{Job, Watch};
+pub use crate::job_file::ChatSeen;
 use crate::time::Timestamp;
 use crate::turn::Chat;
 
 /// The most chats the job file remembers ([`ChatSeen`]); past it the oldest go (each then
 /// costs at most one more poll per watch).
 pub const MAX_SEEN: usize = 256;
-
-/// A chat whose turn's end a kick has polled its agent's watches of unknown child session
-/// for: its later turns do not concern the watches registered before `at` (they were
-/// waiting then, and were polled). Kept while such a watch waits.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatSeen {
-    pub agent_id: String,
-    pub session_id: String,
-    pub at: Timestamp,
-}
 
 /// One QwenPaw turn that ended, as the plugin's hook saw it (`ctx.agent_id`,
 /// `ctx.session_id`, `ctx.request.user_id`, `ctx.request.channel`). It holds a session id

@@ -20,8 +20,13 @@
 //! `register`, what `watch` does with the records the file already holds.
 
 pub mod backoff;
+pub mod cancel;
+pub mod compose;
 pub mod kick;
+pub mod read;
+pub mod redeliver;
 mod register;
+pub mod stop;
 pub mod tree;
 
 use std::time::Duration;

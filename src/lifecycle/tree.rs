@@ -33,7 +33,7 @@ pub fn child_of<'a>(jobs: &'a [Job], chat: &crate::turn::Chat) -> Option<&'a Job
 /// then the one above that, and so on (at most `max` levels; a loop ends it).
 pub fn chain<'a>(jobs: &'a [Job], job: &Job, max: usize) -> Vec<&'a Job> {
     let mut up: Vec<&Job> = Vec::new();
-    let mut chat = crate::compose::chat_of(job);
+    let mut chat = crate::lifecycle::compose::chat_of(job);
     while up.len() < max {
         let Some(parent) = child_of(jobs, &chat) else {
             break;
@@ -41,7 +41,7 @@ pub fn chain<'a>(jobs: &'a [Job], job: &Job, max: usize) -> Vec<&'a Job> {
         if parent.job_id == job.job_id || up.iter().any(|j| j.job_id == parent.job_id) {
             break;
         }
-        chat = crate::compose::chat_of(parent);
+        chat = crate::lifecycle::compose::chat_of(parent);
         up.push(parent);
     }
     up
@@ -109,7 +109,7 @@ pub fn up(
         .map_or(String::new(), |b| b.task_id.clone());
     let mut turn = Turn::new(
         format!("{}-up", woken.turn_id),
-        crate::compose::chat_of(job),
+        crate::lifecycle::compose::chat_of(job),
         now,
     );
     turn.forward_mode = job.options.forward;
@@ -160,7 +160,11 @@ mod tests {
         job.target.session_id = parent.into();
         job.child_session = Some(child.into());
         job.shown = Status::Done;
-        let mut turn = Turn::new(format!("atc-{job_id}"), crate::compose::chat_of(&job), t(0));
+        let mut turn = Turn::new(
+            format!("atc-{job_id}"),
+            crate::lifecycle::compose::chat_of(&job),
+            t(0),
+        );
         turn.carries = vec![Block {
             job_id: job_id.into(),
             task_id: task.into(),

@@ -39,8 +39,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::compose::{self, Seen};
 use crate::job::{Job, Watch};
+use crate::job_file::JobFile;
+use crate::lifecycle::compose::{self, Seen};
 use crate::lifecycle::kick::{self, Concern, TurnEnd};
 use crate::lifecycle::{self, Check, Event, Limits, StopAnswer, backoff};
 use crate::qwenpaw::chat::{self, ReadBack};
@@ -48,7 +49,7 @@ use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, Server, render};
 use crate::report::{GiveUp, LogEntry, Outcome, Report};
 use crate::settings::Tick;
-use crate::state::{JobFile, Store};
+use crate::state::Store;
 use crate::time::{Clock, SystemClock, Timestamp};
 
 mod heartbeat;
@@ -57,12 +58,13 @@ mod parallel;
 mod poll;
 mod stop;
 
+pub use crate::lifecycle::stop::{NotRunning, StopSaid, Stopped};
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 pub use heartbeat::Heartbeat;
 use heartbeat::{CacheKey, Kinds, Settled};
 use look::look;
 use parallel::parallel;
-pub use stop::{NotRunning, StopFailed, StopSaid, Stopped, already_ended, stop_child};
+pub use stop::{StopFailed, already_ended, stop_child};
 
 /// What one pass looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]

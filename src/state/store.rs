@@ -18,55 +18,14 @@ use super::guard::{self, Access, Opened, Role};
 use super::lock;
 use crate::exit::{Exit, Failure, OrExit};
 use crate::job::{Job, Status};
+use crate::job_file::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{Block, BlockKind, Turn, TurnState};
 
-/// The schema version this atc reads and writes. Version 1 (turns kept on the job that
-/// carried them), written only by development builds before 0.2, is refused.
-pub const VERSION: u32 = 2;
+pub use crate::job_file::VERSION;
 
 /// How long a command waits for another atc process to finish its read-modify-write.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobFile {
-    pub version: u32,
-    pub jobs: Vec<Job>,
-    /// The turns: one POST into one parent chat each, carrying the jobs' blocks.
-    #[serde(default)]
-    pub turns: Vec<Turn>,
-    /// Every give-up of the last `--keep`, and whether a person has heard it (`heard`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub give_ups: Vec<crate::heard::GiveUpRecord>,
-    /// The chats whose turn's end kicks polled watches of unknown child session for
-    /// (`lifecycle::kick`): their later turns do not concern those watches.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kick_chats: Vec<crate::lifecycle::kick::ChatSeen>,
-}
-
-impl JobFile {
-    /// The turn with id `turn_id`.
-    pub fn turn(&self, turn_id: &str) -> Option<&Turn> {
-        self.turns.iter().find(|t| t.turn_id == turn_id)
-    }
-
-    /// The turn `job` points at.
-    pub fn turn_of(&self, job: &Job) -> Option<&Turn> {
-        job.turn.as_deref().and_then(|id| self.turn(id))
-    }
-
-    /// A copy of `job` as the file would show it now (`--json`): its words projected from
-    /// its turn (`status::show`).
-    pub fn shown(&self, job: &Job) -> Job {
-        let mut job = job.clone();
-        crate::status::show(std::slice::from_mut(&mut job), &self.turns);
-        job
-    }
-
-    pub fn find(&self, task_id: &str) -> Option<&Job> {
-        self.jobs.iter().find(|job| job.task_id == task_id)
-    }
-}
 
 /// Which version of a file is on disk, from its metadata alone: a save (a new inode), an
 /// edit in place (mtime, size) or a chmod (ctime) all change it. Lets a process reuse what
@@ -625,7 +584,7 @@ fn settled_without_record(
     };
     let mut turn = Turn::new(
         crate::turn::new_id(&block, taken),
-        crate::compose::chat_of(job),
+        crate::lifecycle::compose::chat_of(job),
         job.updated_at,
     );
     turn.carries.push(block);

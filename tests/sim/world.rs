@@ -315,7 +315,7 @@ fn unix(t: Timestamp) -> u64 {
 }
 
 /// The moments a [`Jump::Edge`] may count from, and the limit it adds.
-fn edges(file: &atc::state::JobFile, edge: Edge) -> (Vec<u64>, Duration) {
+fn edges(file: &atc::job_file::JobFile, edge: Edge) -> (Vec<u64>, Duration) {
     let l = limits();
     let turns = atc::lifecycle::Turns::of(&file.turns);
     match edge {
@@ -1040,7 +1040,7 @@ impl Env {
 
     /// The next back-off poll of each pending watch on one, for the next scheduled tick
     /// (a [`Jump::Edge`] to [`Edge::Backoff`]).
-    fn backoff_times(&self, file: &atc::state::JobFile) -> Vec<u64> {
+    fn backoff_times(&self, file: &atc::job_file::JobFile) -> Vec<u64> {
         let beat = Heartbeat::read(&self.store().tick_lock_path());
         let tick = self.tick_for(false);
         let now = self.now().saturating_add(Duration::from_secs(20));
@@ -1520,7 +1520,7 @@ impl Env {
             let done =
                 atc::lifecycle::watch(&mut file.jobs, &file.turns, &request, || self.job_id(), now)
                     .map_err(|why| anyhow::anyhow!("{}", refused(&why)))?;
-            atc::compose::tidy(file, now, &limits());
+            atc::lifecycle::compose::tidy(file, now, &limits());
             Ok(done)
         });
         match result {
@@ -1671,7 +1671,7 @@ impl Env {
                     now,
                 )
                 .map_err(|why| anyhow::anyhow!("{why:?}"))?;
-                atc::compose::tidy(file, now, &limits());
+                atc::lifecycle::compose::tidy(file, now, &limits());
                 Ok(done)
             })
             .expect("an automatic watch refuses nothing");
@@ -1767,7 +1767,7 @@ impl Env {
         let reads = self
             .store()
             .update(|file| {
-                Ok(atc::cmd::parent_read::parent_read_in(
+                Ok(atc::lifecycle::read::parent_read_in(
                     file,
                     std::slice::from_ref(&id),
                     (agent_at(c), session, user, channel),
@@ -1795,7 +1795,7 @@ impl Env {
         }
         let path = self.path.clone();
         let done = self.store().update(|file| {
-            atc::cmd::cancel::cancel_in(file, &id, false, None, &path, now, &limits())
+            atc::lifecycle::cancel::cancel_in(file, &id, false, None, &path, now, &limits())
         });
         match done {
             Ok((job, _, _)) => {
@@ -1818,9 +1818,9 @@ impl Env {
             self.notes().sometimes.batched_check_in_turned_off += 1;
         }
         let path = self.path.clone();
-        let done = self
-            .store()
-            .update(|file| atc::cmd::cancel::check_ins_off_in(file, &id, &path, now, &limits()));
+        let done = self.store().update(|file| {
+            atc::lifecycle::cancel::check_ins_off_in(file, &id, &path, now, &limits())
+        });
         match done {
             Ok((_, claimed)) => format!(" → off (claimed: {claimed})"),
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
@@ -1865,7 +1865,7 @@ impl Env {
         let path = self.path.clone();
         let done = self.store().update(|file| {
             let stopped = stopped.as_ref().map(|s| (job.job_id.as_str(), s));
-            atc::cmd::cancel::cancel_in(file, &id, true, stopped, &path, now, &limits())
+            atc::lifecycle::cancel::cancel_in(file, &id, true, stopped, &path, now, &limits())
         });
         match done {
             Ok((job, _, _)) => {
@@ -1886,18 +1886,18 @@ impl Env {
                 let s = self.server.lock();
                 let t = &job.target;
                 if s.down {
-                    atc::cmd::redeliver::Chat::Unknown("connection refused".into())
+                    atc::lifecycle::redeliver::ChatLookup::Unknown("connection refused".into())
                 } else if s.chats.iter().any(|c| {
                     c.session == t.session_id && c.user == t.user_id && c.channel == t.channel
                 }) {
-                    atc::cmd::redeliver::Chat::Found
+                    atc::lifecycle::redeliver::ChatLookup::Found
                 } else {
-                    atc::cmd::redeliver::Chat::Absent
+                    atc::lifecycle::redeliver::ChatLookup::Absent
                 }
             });
         let path = self.path.clone();
         let done = self.store().update(|file| {
-            atc::cmd::redeliver::redeliver_in(
+            atc::lifecycle::redeliver::redeliver_in(
                 file,
                 &id,
                 chat.as_ref(),
@@ -2141,7 +2141,7 @@ impl World {
     }
 
     /// The job file as it is now.
-    pub fn file(&self) -> atc::state::JobFile {
+    pub fn file(&self) -> atc::job_file::JobFile {
         self.env.store().load().expect("the file loads")
     }
 
@@ -2707,7 +2707,7 @@ impl World {
                     let belongs = jobs
                         .iter()
                         .find(|j| j.job_id == block.job_id)
-                        .is_some_and(|j| atc::compose::belongs(j, turn, block.kind));
+                        .is_some_and(|j| atc::lifecycle::compose::belongs(j, turn, block.kind));
                     if !belongs {
                         self.fail(&format!(
                             "open turn {} carries {}'s {} block, which no longer belongs there",

@@ -210,7 +210,7 @@ fn limits() -> Limits {
 /// a claimed turn after 409s, done with a forward, unconfirmed, a lost job's open notice, a
 /// group's open turn, an unknown field, cancelled), cut to the first `n` jobs and the turns
 /// that carry only them, as this atc reads it.
-fn varied_file(path: &Path, n: usize) -> atc::state::store::JobFile {
+fn varied_file(path: &Path, n: usize) -> atc::job_file::JobFile {
     let mut file: Value =
         serde_json::from_str(include_str!("../../data/jobs.varied.json")).expect("the fixture");
     let jobs = file["jobs"].as_array_mut().unwrap();
@@ -232,7 +232,7 @@ fn varied_file(path: &Path, n: usize) -> atc::state::store::JobFile {
 }
 
 /// A job file written by atc's own save, holding what `file` holds.
-fn real_job_file(path: &Path, file: &atc::state::store::JobFile) -> Vec<u8> {
+fn real_job_file(path: &Path, file: &atc::job_file::JobFile) -> Vec<u8> {
     let store = Store::new(path.to_path_buf());
     store
         .update(|on_disk| {
@@ -247,7 +247,7 @@ fn real_job_file(path: &Path, file: &atc::state::store::JobFile) -> Vec<u8> {
 /// Loads `bytes` as the job file at `path`: a refusal exits 3, names the file, and leaves
 /// it byte for byte; an accepted file survives a save, and the code that reads jobs copes
 /// with whatever it holds.
-fn load(path: &Path, bytes: &[u8]) -> Result<atc::state::store::JobFile, String> {
+fn load(path: &Path, bytes: &[u8]) -> Result<atc::job_file::JobFile, String> {
     fs::write(path, bytes).unwrap();
     let loaded = Store::new(path.to_path_buf()).load();
     assert!(fs::read(path).unwrap() == bytes, "load changed the file");
@@ -263,7 +263,7 @@ fn load(path: &Path, bytes: &[u8]) -> Result<atc::state::store::JobFile, String>
         }
         Ok(file) => {
             let saved = serde_json::to_value(&file).expect("an accepted file serialises");
-            let again: atc::state::store::JobFile =
+            let again: atc::job_file::JobFile =
                 serde_json::from_value(saved.clone()).expect("what atc saves, it reads");
             assert_eq!(
                 serde_json::to_value(&again).unwrap(),
@@ -277,7 +277,7 @@ fn load(path: &Path, bytes: &[u8]) -> Result<atc::state::store::JobFile, String>
 }
 
 /// What `status` and a tick's first phases do with loaded jobs and turns.
-fn read_jobs(file: &atc::state::store::JobFile) {
+fn read_jobs(file: &atc::job_file::JobFile) {
     let now = Timestamp::from_unix(NOW);
     let limits = limits();
     let (jobs, turns) = (&file.jobs, &file.turns);
@@ -304,8 +304,8 @@ fn read_jobs(file: &atc::state::store::JobFile) {
     let _ = atc::turn::deliveries(turns, now, &limits, |_| false);
     let _ = atc::turn::to_follow(turns, now, &limits);
     let _ = atc::turn::forwards(turns);
-    let _ = atc::compose::plan(jobs, turns, true, now);
-    let _ = atc::compose::plan(jobs, turns, false, now);
+    let _ = atc::lifecycle::compose::plan(jobs, turns, true, now);
+    let _ = atc::lifecycle::compose::plan(jobs, turns, false, now);
 }
 
 /// A random edit of a JSON value in place: some node replaced, removed, or added to.

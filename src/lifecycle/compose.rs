@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::describe;
 use crate::job::{ForwardMode, Job};
+use crate::job_file::JobFile;
 use crate::lifecycle::{self, Event, Limits};
 use crate::outcome::Outcome;
-use crate::state::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{self, Block, BlockKind, Chat, Turn, TurnEvent};
 
@@ -605,7 +605,7 @@ mod tests {
 
     fn file(jobs: Vec<Job>) -> JobFile {
         JobFile {
-            version: crate::state::store::VERSION,
+            version: crate::job_file::VERSION,
             jobs,
             ..JobFile::default()
         }

@@ -1,0 +1,191 @@
+//! The core of `atc cancel` (the simulation runs it too): what a cancel, or a
+//! `cancel --check-ins`, does to the job file once the stop (`--stop`) has said what it
+//! found. The command (`cmd::cancel`) sends the stop and takes the lock.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::compose;
+use super::stop::{NotRunning, StopSaid, Stopped};
+use super::{Event, Limits};
+use crate::exit::Exit;
+use crate::fail;
+use crate::job::{Job, Status, Watch};
+use crate::job_file::JobFile;
+use crate::outcome::Outcome;
+use crate::time::Timestamp;
+use crate::turn::TurnState;
+
+/// What `cancel` does to the file (the simulation runs it too): the watch of `task_id`
+/// cancelled, its block taken out of an open turn (a claimed one keeps it). `stopped`: what
+/// the stop asked for before (`--stop`) said, for the registration it was sent for.
+/// Returns the job, the message, and whether anything changed.
+pub fn cancel_in(
+    file: &mut JobFile,
+    task_id: &str,
+    stop_asked: bool,
+    stopped: Option<(&str, &Stopped)>,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Job, String, bool)> {
+    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        fail!(
+            Exit::Refused,
+            "no watch for {task_id} in {}",
+            path.display()
+        );
+    };
+    // Its block travels in a turn that was claimed (being posted, or may have been):
+    // once claimed, a turn is what it is, and the cancel cannot take the block out.
+    let turn = file.turn_of(&file.jobs[i]).cloned();
+    let job = &mut file.jobs[i];
+    // What the stop learned belongs to the registration it was sent for (a re-watch
+    // meanwhile is another child's record).
+    let stop = stopped
+        .filter(|(job_id, _)| *job_id == job.job_id)
+        .map(|(_, stop)| stop);
+    let finished = job.outcome.is_some();
+    let transition = super::step(job, turn.as_ref(), Event::Cancelled, now, limits);
+    let chat = transition.job.target.describe_chat();
+    let keeps_running = match stop.map(|s| s.said) {
+        Some(StopSaid::Stopped) => "the child was stopped",
+        Some(StopSaid::NotRunning(NotRunning::Finished)) => "the child had already finished",
+        Some(StopSaid::NotRunning(NotRunning::NoRecord)) => {
+            "the child was not running (the server has no record of the task)"
+        }
+        Some(StopSaid::NotRunning(NotRunning::ChatIdle)) => {
+            "the child was not running (its chat is idle)"
+        }
+        None if finished => {
+            "the child had already finished; its result is not delivered (check_agent_task still shows it)"
+        }
+        None if stop_asked => "the child had already finished",
+        None => "the child task keeps running (check_agent_task still shows its result)",
+    };
+    // What of it is on its way: its result, or a check-in (then the result itself never
+    // comes: the watch is cancelled), and with what else.
+    let on_its_way = || {
+        let t = turn.as_ref().expect("a claimed turn");
+        let check_in = t
+            .carries
+            .iter()
+            .find(|b| b.job_id == job.job_id)
+            .is_some_and(|b| b.kind.is_check_in());
+        let (what, may) = if check_in {
+            (
+                "its check-in",
+                "that check-in may already be on its way; its result will not come, the watch is cancelled",
+            )
+        } else {
+            ("its result", "it may already be on its way")
+        };
+        let how = if t.in_flight() || t.state == TurnState::Unconfirmed {
+            "was being posted"
+        } else {
+            "is claimed to be posted (it goes out as it is)"
+        };
+        match t.carries.len() {
+            1 => format!("{what} {how} to {chat} at that moment: {may}"),
+            n => format!(
+                "{what} travels in a turn of {n} blocks ({}) that {how} to {chat} at that moment: {may}",
+                t.turn_id
+            ),
+        }
+    };
+    let message = match transition.outcomes.as_slice() {
+        [Outcome::CancelledInFlight] => {
+            format!("Cancelled the watch on {task_id}, but {}.", on_its_way())
+        }
+        [Outcome::Cancelled] => {
+            format!("Cancelled the watch on {task_id}; {keeps_running}.")
+        }
+        [Outcome::AlreadyCancelled] if stop.is_some() => {
+            format!("{task_id} was already cancelled; {keeps_running}.")
+        }
+        [Outcome::AlreadyCancelled] => format!("{task_id} was already cancelled."),
+        _ if crate::status::status(job, turn.as_ref()) == Status::Done => {
+            let when = turn
+                .as_ref()
+                .and_then(|t| t.delivered_at)
+                .map(|t| format!(" at {t}"))
+                .unwrap_or_default();
+            fail!(
+                Exit::Refused,
+                "{task_id} was already delivered to {chat}{when}; nothing to cancel"
+            );
+        }
+        _ => fail!(
+            Exit::Refused,
+            "the watch on {task_id} already ended ({}); nothing to cancel",
+            crate::status::status(job, turn.as_ref())
+        ),
+    };
+    let mut changed = !transition.is_ignored()
+        && !matches!(transition.outcomes.as_slice(), [Outcome::AlreadyCancelled]);
+    *job = transition.job;
+    // Where the stop found the child's chat, and that it stopped it, are facts the job
+    // keeps (the next stop goes straight there; `status` says atc stopped it).
+    if let Some(stop) = stop {
+        let mut next = job.clone();
+        if stop.chat_id.is_some() {
+            next.child_chat_id = stop.chat_id.clone();
+        }
+        if stop.agent.is_some() && next.target.target_agent.is_none() {
+            next.child_agent = stop.agent.clone();
+        }
+        if stop.said == StopSaid::Stopped && next.stopped_at.is_none() {
+            next.stopped_at = Some(now);
+        }
+        if next != *job {
+            next.updated_at = now;
+            *job = next;
+            changed = true;
+        }
+    }
+    // An open turn goes on without it.
+    compose::tidy(file, now, limits);
+    Ok((file.shown(&file.jobs[i]), message, changed))
+}
+
+/// What `cancel --check-ins` does to the file (the simulation runs it too): no more
+/// check-ins; one not yet claimed leaves its turn. Returns the job, and whether the current
+/// one was claimed (it still arrives).
+pub fn check_ins_off_in(
+    file: &mut JobFile,
+    task_id: &str,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Job, bool)> {
+    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
+        fail!(
+            Exit::Refused,
+            "no watch for {task_id} in {}",
+            path.display()
+        );
+    };
+    let turn = file.turn_of(&file.jobs[i]).cloned();
+    let claimed =
+        crate::turn::claimed(turn.as_ref(), &file.jobs[i].job_id) && file.jobs[i].check_in;
+    let job = &mut file.jobs[i];
+    let transition = super::step(job, turn.as_ref(), Event::CheckInsOff, now, limits);
+    if transition.is_ignored() {
+        if job.watch != Watch::Pending {
+            fail!(
+                Exit::Refused,
+                "the watch on {task_id} already ended ({}); no check-ins to stop",
+                crate::status::status(job, turn.as_ref())
+            );
+        }
+        fail!(
+            Exit::Refused,
+            "{task_id} has no check-ins to stop (it was watched without --check-in)"
+        );
+    }
+    *job = transition.job;
+    // A check-in not yet claimed leaves its turn.
+    compose::tidy(file, now, limits);
+    Ok((file.shown(&file.jobs[i]), claimed))
+}
