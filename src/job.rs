@@ -326,6 +326,17 @@ impl Target {
         self.target_agent.as_deref().unwrap_or(&self.agent_id)
     }
 
+    /// The parent chat on the server at `base_url`.
+    pub fn chat_key<'a>(&'a self, base_url: &'a str) -> ChatKey<'a> {
+        (
+            base_url,
+            &self.agent_id,
+            &self.session_id,
+            &self.user_id,
+            &self.channel,
+        )
+    }
+
     /// "session s-77 (user default, channel console)": where a result goes, for people.
     pub fn describe_chat(&self) -> String {
         format!(
@@ -554,13 +565,7 @@ impl Job {
     /// The parent chat the result goes to. Two jobs with the same key must never be
     /// delivered concurrently: the second POST would only meet 409.
     pub fn chat_key(&self) -> ChatKey<'_> {
-        (
-            &self.base_url,
-            &self.target.agent_id,
-            &self.target.session_id,
-            &self.target.user_id,
-            &self.target.channel,
-        )
+        self.target.chat_key(&self.base_url)
     }
 }
 

@@ -296,13 +296,7 @@ pub fn watch(
     // `atc watch … --group G` per `--target-agent`): a member joining after the group's
     // turn was composed would be held for it forever.
     if let Some(name) = group {
-        let chat = (
-            base_url.as_str(),
-            target.agent_id.as_str(),
-            target.session_id.as_str(),
-            target.user_id.as_str(),
-            target.channel.as_str(),
-        );
+        let chat = target.chat_key(base_url);
         let group_turns: Vec<&Turn> = turns
             .iter()
             .filter(|t| t.group.as_deref() == Some(name) && t.chat.key() == chat)
