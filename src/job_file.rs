@@ -3,8 +3,12 @@
 //! and the chats a kick has seen (`lifecycle::kick`). How it is read, checked and saved is
 //! `state::store`'s.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
+use crate::exit::Exit;
+use crate::fail;
 use crate::job::Job;
 use crate::time::Timestamp;
 use crate::turn::Turn;
@@ -50,6 +54,19 @@ impl JobFile {
 
     pub fn find(&self, task_id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| job.task_id == task_id)
+    }
+
+    /// Where the watch of `task_id` is in `jobs`, or the refusal every command gives for a
+    /// task it does not watch (`path`: the job file, which the line names).
+    pub fn watched(&self, task_id: &str, path: &Path) -> anyhow::Result<usize> {
+        match self.jobs.iter().position(|job| job.task_id == task_id) {
+            Some(i) => Ok(i),
+            None => fail!(
+                Exit::Refused,
+                "no watch for {task_id} in {}",
+                path.display()
+            ),
+        }
     }
 }
 

@@ -35,13 +35,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     let stopped = match &cancel.stop {
         Some(auth) => {
             let file = store.load()?;
-            let Some(job) = file.find(task_id) else {
-                fail!(
-                    Exit::Refused,
-                    "no watch for {task_id} in {}",
-                    store.path().display()
-                );
-            };
+            let job = &file.jobs[file.watched(task_id, store.path())?];
             if matches!(job.watch, Watch::Pending | Watch::Cancelled) {
                 Some((job.job_id.clone(), stop_child(job, auth, &store)?))
             } else {

@@ -6,8 +6,6 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::describe::{brief, explain};
-use crate::exit::Exit;
-use crate::fail;
 use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer};
 use crate::job_file::JobFile;
 use crate::settings::{self, Output};
@@ -81,13 +79,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     let file = store.load()?;
     let now = Timestamp::now();
     if let Some(task_id) = &args.task_id {
-        let Some(job) = file.find(task_id) else {
-            fail!(
-                Exit::Refused,
-                "no watch for {task_id} in {}",
-                store.path().display()
-            );
-        };
+        let job = &file.jobs[file.watched(task_id, store.path())?];
         if out.json {
             let turns = turns_of(&file, &[job]);
             let give_ups = give_ups_of(&file, &[job]);

@@ -30,13 +30,7 @@ pub fn cancel_in(
     now: Timestamp,
     limits: &Limits,
 ) -> Result<(Job, String, bool)> {
-    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
-        fail!(
-            Exit::Refused,
-            "no watch for {task_id} in {}",
-            path.display()
-        );
-    };
+    let i = file.watched(task_id, path)?;
     // Its block travels in a turn that was claimed (being posted, or may have been):
     // once claimed, a turn is what it is, and the cancel cannot take the block out.
     let turn = file.turn_of(&file.jobs[i]).cloned();
@@ -159,13 +153,7 @@ pub fn check_ins_off_in(
     now: Timestamp,
     limits: &Limits,
 ) -> Result<(Job, bool)> {
-    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
-        fail!(
-            Exit::Refused,
-            "no watch for {task_id} in {}",
-            path.display()
-        );
-    };
+    let i = file.watched(task_id, path)?;
     let turn = file.turn_of(&file.jobs[i]).cloned();
     let claimed =
         crate::turn::claimed(turn.as_ref(), &file.jobs[i].job_id) && file.jobs[i].check_in;

@@ -37,13 +37,7 @@ pub fn redeliver_in(
     now: Timestamp,
     limits: &Limits,
 ) -> Result<(Job, String)> {
-    let Some(i) = file.jobs.iter().position(|j| j.task_id == *task_id) else {
-        fail!(
-            Exit::Refused,
-            "no watch for {task_id} in {}",
-            path.display()
-        );
-    };
+    let i = file.watched(task_id, path)?;
     let job = &file.jobs[i];
     // Its own turn goes again, when that turn went to its chat and carries its block;
     // otherwise its block goes in a new turn.
