@@ -4,7 +4,8 @@
 //! - **Membership.** A block belongs to an open turn while its job still owes it, points
 //!   at that turn, and still goes where the turn goes ([`belongs`]). A cancel, a re-watch or
 //!   a re-target takes a job out; a claimed turn is what it is whatever happens to its
-//!   jobs (`turn`), and each job it carries follows where it lands ([`follow`]).
+//!   jobs (`turn`), and each job it carries reads where it landed from that turn
+//!   (`status`).
 //! - **Groups** (`atc watch T1 T2 --group G`): once none of a group's members is pending,
 //!   every block its members owe goes in one turn, in registration order, under the
 //!   group's header (`describe::group_text`).

@@ -16,8 +16,12 @@
 //! copied onto the job: `step` is given the turn and reads it (`status`).
 //!
 //! Also here, because they are decisions about jobs: which jobs a tick polls and stops
-//! ([`to_poll`], [`to_stop`]), which ended jobs are pruned ([`prunable`]); and, in
-//! `register`, what `watch` does with the records the file already holds.
+//! ([`to_poll`], [`to_stop`]), which ended jobs are pruned ([`prunable`]); in `register`,
+//! what `watch` does with the records the file already holds; in `cancel`, `redeliver`
+//! and `read`, what those commands (and `parent-read`) do to the file; in `compose`, which
+//! turn carries which block; in `stop`, what a stop of the child found; in `tree`,
+//! `backoff` and `kick`, delegation trees, when a watch is polled, and what a turn's end
+//! concerns.
 
 pub mod backoff;
 pub mod cancel;

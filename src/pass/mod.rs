@@ -316,7 +316,7 @@ pub fn run_with<S: Server>(
         task::classify(answer, &job.task_id, &job.base_url, client.auth())
     });
     let parents = parallel(client, &work.follow, workers, |turn| {
-        poll::follow(client, turn)
+        poll::parent_turn(client, turn)
     });
     let checks: Vec<Check> = work.poll.iter().zip(polls).map(poll::render).collect();
     // A child the ended turn may be still reads running (the record says `finished` a few

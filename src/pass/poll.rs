@@ -42,7 +42,7 @@ pub(super) fn render((job, poll): (&ToPoll, Poll)) -> Check {
 
 /// How the parent turn a delivery started is doing (its own task record). `None`: the
 /// server did not say; ask again next tick.
-pub(super) fn follow(client: &impl Server, turn: &Turn) -> Option<ParentTurn> {
+pub(super) fn parent_turn(client: &impl Server, turn: &Turn) -> Option<ParentTurn> {
     let task_id = turn.turn_task_id.as_deref()?;
     let base = &turn.chat.base_url;
     let answer = client.get_task(base, task_id, &turn.chat.agent_id);
