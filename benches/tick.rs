@@ -95,7 +95,7 @@ fn ago(secs: u64) -> String {
 
 /// A job file of the version this atc reads and writes.
 fn write_file(path: &Path, jobs: Vec<Value>) {
-    let file = json!({"version": atc::state::store::VERSION, "jobs": jobs, "turns": []});
+    let file = json!({"version": atc::job_file::VERSION, "jobs": jobs, "turns": []});
     let bytes = serde_json::to_vec_pretty(&file).unwrap();
     std::fs::write(path, bytes).unwrap();
     #[cfg(unix)]

@@ -18,8 +18,7 @@
 use std::time::Duration;
 
 use crate::describe::GiveUp;
-pub use crate::job_file::GiveUpRecord;
-use crate::job_file::JobFile;
+use crate::job_file::{GiveUpRecord, JobFile};
 use crate::time::Timestamp;
 
 /// How far back `atc doctor` lists give-ups.

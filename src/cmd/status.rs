@@ -153,7 +153,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
 const UNSAID_NOTE: &str = "* given up by a tick nobody heard (a QwenPaw kick, or a tick whose stderr goes to /dev/null): the next `atc tick` says why; `atc status TASK` shows it now";
 
 /// The give-ups that name `jobs`, in the file's order.
-fn give_ups_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<&'a crate::heard::GiveUpRecord> {
+fn give_ups_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<&'a crate::job_file::GiveUpRecord> {
     file.give_ups
         .iter()
         .filter(|r| jobs.iter().any(|j| r.names(&j.task_id)))

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::{Job, Watch};
-pub use crate::job_file::ChatSeen;
+use crate::job_file::ChatSeen;
 use crate::time::Timestamp;
 use crate::turn::Chat;
 

@@ -58,7 +58,6 @@ mod parallel;
 mod poll;
 mod stop;
 
-pub use crate::lifecycle::stop::{NotRunning, StopSaid, Stopped};
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 pub use heartbeat::Heartbeat;
 use heartbeat::{CacheKey, Kinds, Settled};

@@ -3,6 +3,7 @@
 //! the chat and the task's own record.
 
 use super::*;
+use crate::lifecycle::stop::{NotRunning, StopSaid, Stopped};
 
 /// Why the child could not be stopped.
 pub enum StopFailed {

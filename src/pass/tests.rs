@@ -133,7 +133,7 @@ fn a_watch_saved_during_a_settled_pass_is_polled_by_the_next_tick() {
     let now = Timestamp::from_unix(1_800_000_000);
     let write = |jobs: Vec<Job>| {
         let mut file = JobFile {
-            version: crate::state::store::VERSION,
+            version: crate::job_file::VERSION,
             jobs,
             ..JobFile::default()
         };

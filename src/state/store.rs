@@ -22,7 +22,7 @@ use crate::job_file::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{Block, BlockKind, Turn, TurnState};
 
-pub use crate::job_file::VERSION;
+use crate::job_file::VERSION;
 
 /// How long a command waits for another atc process to finish its read-modify-write.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
