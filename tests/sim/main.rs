@@ -682,13 +682,7 @@ fn carried(turn: &atc::turn::Turn) -> Vec<(String, atc::turn::BlockKind)> {
 fn an_expired_notice_states_the_real_age() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 0),
         Tick,
         Jump(world::Jump::PastMaxAge),
         Tick,
@@ -712,22 +706,10 @@ fn a_rewatch_keeps_a_held_result_and_never_polls_for_it_again() {
     use Op::*;
     let w = replay(vec![
         Finish(2, Ending::Answer),
-        Watch {
-            tasks: 28,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(28, 0),
         Tick,
         Restart,
-        Watch {
-            tasks: 28,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(28, 0),
     ]);
     reaches(
         &w,
@@ -741,23 +723,11 @@ fn a_rewatch_keeps_a_held_result_and_never_polls_for_it_again() {
     // And a result misrouted (its chat gone), watched again to another chat.
     let w = replay(vec![
         Finish(0, Ending::Answer),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 0),
         DeleteChat(0),
         Tick,
         Restart,
-        Watch {
-            tasks: 1,
-            chat: 1,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 1),
     ]);
     reaches(
         &w,
@@ -772,29 +742,11 @@ fn a_rewatch_keeps_a_held_result_and_never_polls_for_it_again() {
 fn a_rewatch_with_other_options_applies_them() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: true,
-            opts: 15,
-        },
+        watch(3, 0),
+        watch(3, 0).create_session().opts(15),
         Finish(0, Ending::Answer),
         Tick,
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 1,
-        },
+        watch(3, 0).opts(1),
     ]);
     reaches(
         &w,
@@ -813,24 +765,7 @@ fn a_rewatch_with_other_options_applies_them() {
 #[test]
 fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on() {
     use Op::*;
-    let w = replay(vec![
-        Restart,
-        Watch {
-            tasks: 1,
-            chat: 2,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-        Tick,
-        Watch {
-            tasks: 16,
-            chat: 2,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-    ]);
+    let w = replay(vec![Restart, group_watch(1, 2), Tick, group_watch(16, 2)]);
     reaches(
         &w,
         "the late member (on the worker agent) refused",
@@ -845,25 +780,13 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
     use Op::*;
     let w = replay(vec![
         Finish(0, Ending::Answer),
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 7,
-        },
+        group_watch(7, 0).opts(7),
         Tick,
         Down(true),
         Tick,
         Tick,
         Tick,
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(7, 0),
     ]);
     reaches(
         &w,
@@ -888,20 +811,11 @@ fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
         Restart,
         Fault(DropAfterStore),
         Busy(1, true),
-        Watch {
-            tasks: 28,
-            chat: 1,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(28, 1),
         Tick,
         Jump(world::Jump::PastBusyDeadline),
         Tick,
-        Redeliver {
-            task: 2,
-            create_session: true,
-        },
+        redeliver(2, true),
         DeleteChat(1),
         Tick,
     ]);
@@ -920,34 +834,16 @@ fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
     );
     let w = replay(vec![
         Fault(DropBeforeStore),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 63,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 0),
+        group_watch(63, 0),
         Jump(world::Jump::PastMaxAge),
         Tick,
         Fault(DropAfterStore),
         DeleteChat(0),
         Tick,
-        Redeliver {
-            task: 0,
-            create_session: false,
-        },
+        redeliver(0, false),
         Tick,
-        Redeliver {
-            task: 0,
-            create_session: true,
-        },
+        redeliver(0, true),
     ]);
     reaches(
         &w,
@@ -972,17 +868,7 @@ fn a_vanished_chat_is_looked_up_again_and_nothing_goes_twice() {
 #[test]
 fn a_group_members_notice_waits_for_its_group_however_long() {
     use Op::*;
-    let w = replay(vec![
-        Watch {
-            tasks: 17,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-        Tick,
-        Jump(world::Jump::PastKeep),
-    ]);
+    let w = replay(vec![group_watch(17, 0), Tick, Jump(world::Jump::PastKeep)]);
     // task-4 (on another agent than the watch names) is lost at the first tick; its
     // notice waits for task-0, which expires past --keep after that.
     let keep = world::limits().keep.as_secs();
@@ -1006,13 +892,7 @@ fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
     use server::PostFault::Error500;
     let history = |create_session| {
         vec![
-            Watch {
-                tasks: 13,
-                chat: 2,
-                group: false,
-                create_session: true,
-                opts: 0,
-            },
+            watch(13, 2).create_session(),
             Finish(0, Ending::Answer),
             DeleteChat(2),
             Fault(Error500),
@@ -1050,13 +930,7 @@ fn a_rewatch_after_a_cancel_met_the_post_is_refused() {
 fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(7, 0),
         FinishAll,
         Busy(0, true),
         Tick,
@@ -1082,28 +956,13 @@ fn a_group_whose_carrier_is_cancelled_still_delivers_its_live_members_once() {
 fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 13,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(13, 0),
         FinishAll,
         CrashTick(Crash::Claimed),
         Cancel(2),
-        Redeliver {
-            task: 0,
-            create_session: false,
-        },
+        redeliver(0, false),
         Cancel(3),
-        Watch {
-            tasks: 6,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(6, 0),
     ]);
     reaches(
         &w,
@@ -1117,26 +976,14 @@ fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
     // The carrier watched again first, in the same command.
     let w = replay(vec![
         Finish(3, Ending::Answer),
-        Watch {
-            tasks: 42,
-            chat: 0,
-            group: true,
-            create_session: true,
-            opts: 0,
-        },
+        group_watch(42, 0).create_session(),
         Jump(world::Jump::PastMaxAge),
         Busy(0, true),
         Tick,
         Cancel(3),
         DeleteChat(0),
         Tick,
-        Watch {
-            tasks: 58,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(58, 0),
     ]);
     reaches(
         &w,
@@ -1147,23 +994,11 @@ fn a_member_cancelled_after_its_group_was_sealed_is_not_watched_again_alone() {
     let w = replay(vec![
         FinishAll,
         Fault(server::PostFault::DropAfterStore),
-        Watch {
-            tasks: 5,
-            chat: 1,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(5, 1),
         Tick,
         Cancel(0),
         Cancel(2),
-        Watch {
-            tasks: 4,
-            chat: 1,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(4, 1),
     ]);
     reaches(
         &w,
@@ -1185,13 +1020,7 @@ fn a_carrier_cancelled_during_its_post_still_carries_its_group() {
     let w = replay(vec![
         Finish(2, Ending::Answer),
         Finish(0, Ending::Answer),
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(5, 0),
         CrashTick(Crash::Posted(1)),
         Cancel(0),
     ]);
@@ -1216,40 +1045,16 @@ fn a_carrier_cancelled_during_its_post_still_carries_its_group() {
 fn a_member_of_a_turn_of_unknown_outcome_is_not_watched_again_alone() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 2,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(2, 0),
         Fault(server::PostFault::DropAfterStore),
         FinishAll,
-        Watch {
-            tasks: 3,
-            chat: 2,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 1,
-            chat: 2,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(3, 2),
+        group_watch(1, 2),
         Tick,
         Jump(world::Jump::PastKeep),
         Tick,
         Cancel(1),
-        Watch {
-            tasks: 2,
-            chat: 2,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(2, 2),
     ]);
     reaches(
         &w,
@@ -1269,17 +1074,7 @@ fn a_child_past_its_deadline_is_stopped_and_its_result_says_so() {
     use Op::*;
     quiet_crashes();
     let mut world = World::new();
-    for op in [
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 16,
-        },
-        Tick,
-        Tick,
-    ] {
+    for op in [watch(1, 0).opts(16), Tick, Tick] {
         world.apply(&op);
     }
     world.drain();
@@ -1310,13 +1105,7 @@ fn a_running_child_checks_in_then_its_result_arrives_once() {
     use Op::*;
     quiet_crashes();
     let mut world = World::new();
-    let mut ops = vec![Watch {
-        tasks: 1,
-        chat: 0,
-        group: false,
-        create_session: false,
-        opts: 32,
-    }];
+    let mut ops = vec![watch(1, 0).opts(32)];
     ops.extend(std::iter::repeat_n(Tick, 8));
     ops.push(FinishAll);
     for op in &ops {
@@ -1353,24 +1142,12 @@ fn a_running_child_checks_in_then_its_result_arrives_once() {
 fn a_group_member_cancelled_before_the_claim_leaves_the_turn() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(5, 0),
         FinishAll,
         Busy(0, true),
         Tick,
         Cancel(2),
-        Watch {
-            tasks: 6,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(6, 0),
     ]);
     reaches(
         &w,
@@ -1391,29 +1168,14 @@ fn a_redelivered_group_turn_keeps_its_members() {
     use Op::*;
     let w = replay(vec![
         Finish(2, Ending::Answer),
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(3, 0),
         Finish(1, Ending::Answer),
         Finish(0, Ending::Answer),
         DeleteChat(0),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(1, 0),
         Tick,
         CreateChat(0),
-        Redeliver {
-            task: 0,
-            create_session: false,
-        },
+        redeliver(0, false),
     ]);
     reaches(
         &w,
@@ -1436,23 +1198,11 @@ fn the_jobs_of_a_batch_cancelled_in_flight_follow_where_it_may_have_landed() {
     use Op::*;
     let w = replay(vec![
         FinishAll,
-        Watch {
-            tasks: 26,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 5,
-        },
+        watch(26, 0).opts(5),
         Cancel(0),
         Cancel(0),
         Tick,
-        Watch {
-            tasks: 21,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(21, 0),
         CrashTick(Crash::Posted(1)),
         Cancel(0),
     ]);
@@ -1477,20 +1227,11 @@ fn a_rewatch_of_a_job_whose_cancelled_batch_may_have_arrived_is_refused() {
     use Op::*;
     let history = |chat_back: bool| {
         let mut ops = vec![
-            Watch {
-                tasks: 9,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 0,
-            },
+            watch(9, 0),
             DeleteChat(0),
             FinishAll,
             Tick,
-            Redeliver {
-                task: 0,
-                create_session: true,
-            },
+            redeliver(0, true),
             CrashTick(Crash::Claimed),
             Tick,
             Cancel(0),
@@ -1500,13 +1241,7 @@ fn a_rewatch_of_a_job_whose_cancelled_batch_may_have_arrived_is_refused() {
         if chat_back {
             ops.push(CreateChat(0));
         }
-        ops.push(Watch {
-            tasks: 14,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        });
+        ops.push(watch(14, 0));
         ops
     };
     replay(history(false));
@@ -1532,29 +1267,14 @@ fn a_redelivered_batch_and_a_waiting_one_become_one() {
     use Op::*;
     let w = replay(vec![
         Busy(0, true),
-        Watch {
-            tasks: 62,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(62, 0),
         FinishAll,
         Tick,
         Jump(world::Jump::PastBusyDeadline),
         Tick,
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(5, 0),
         CrashTick(Crash::Decided),
-        Redeliver {
-            task: 3,
-            create_session: false,
-        },
+        redeliver(3, false),
     ]);
     reaches(
         &w,
@@ -1579,30 +1299,12 @@ fn a_cancelled_member_watched_into_its_sealed_group_again_is_refused() {
     use Op::*;
     let w = replay(vec![
         FinishAll,
-        Watch {
-            tasks: 6,
-            chat: 1,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(6, 1),
         DeleteChat(2),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 0),
         CrashTick(Crash::Decided),
         Cancel(2),
-        Watch {
-            tasks: 6,
-            chat: 1,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(6, 1),
     ]);
     reaches(
         &w,
@@ -1625,13 +1327,7 @@ fn a_check_in_never_carries_another_jobs_result() {
     let w = replay(vec![
         Finish(2, Ending::Answer),
         CreateChat(0),
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        watch(5, 0).opts(32),
     ]);
     let check_in = |t: &atc::turn::Turn| {
         t.carries
@@ -1664,13 +1360,7 @@ fn a_check_in_and_a_result_due_together_are_one_turn() {
     for op in [
         Finish(2, Ending::Answer),
         CreateChat(0),
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        watch(5, 0).opts(32),
         Tick,
         Tick,
         Tick,
@@ -1732,28 +1422,13 @@ fn a_member_watched_again_leaves_a_redelivered_batch() {
     let w = replay(vec![
         Finish(2, Ending::Answer),
         Finish(1, Ending::Answer),
-        Watch {
-            tasks: 6,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(6, 0),
         CrashTick(Crash::Claimed),
         DeleteChat(0),
         Tick,
         CreateChat(0),
-        Redeliver {
-            task: 1,
-            create_session: false,
-        },
-        Watch {
-            tasks: 4,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        redeliver(1, false),
+        watch(4, 0),
     ]);
     reaches(
         &w,
@@ -1778,13 +1453,7 @@ fn a_read_back_whose_chat_vanished_looks_for_the_chat_the_triple_names_now() {
     let w = replay(vec![
         Busy(0, true),
         Fault(PostFault::DropAfterStore),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: true,
-            opts: 0,
-        },
+        watch(1, 0).create_session(),
         Jump(world::Jump::PastMaxAge),
         Interleave(Phase::Send, Box::new(DeleteChat(0))),
         Tick,
@@ -1808,24 +1477,12 @@ fn a_read_back_whose_chat_vanished_looks_for_the_chat_the_triple_names_now() {
 fn an_open_group_turn_whose_members_all_left_is_dropped() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(1, 0),
         Down(true),
         Tick,
         Tick,
         Tick,
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(7, 0),
     ]);
     let now: Vec<String> = w.file().turns.into_iter().map(|t| t.turn_id).collect();
     reaches(
@@ -1844,13 +1501,7 @@ fn an_open_group_turn_whose_members_all_left_is_dropped() {
 fn an_open_turn_left_with_nothing_to_carry_is_dropped() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 33,
-        },
+        watch(1, 0).opts(33),
         CrashTick(Crash::Decided),
         Down(true),
         Tick,
@@ -1886,13 +1537,7 @@ fn a_claim_a_409_let_go_goes_on_without_the_job_cancelled_meanwhile() {
     let world = replayed(&[
         FinishAll,
         Fault(PostFault::Busy),
-        Watch {
-            tasks: 8,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(8, 0),
         Interleave(Phase::Send, Box::new(Cancel(3))),
         Tick,
     ]);
@@ -1916,13 +1561,7 @@ fn a_batch_whose_first_job_is_cancelled_between_the_post_and_the_record_goes_onc
     use Op::*;
     let world = replayed(&[
         FinishAll,
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(7, 0),
         Interleave(Phase::Sent, Box::new(Cancel(0))),
         Tick,
         Tick,
@@ -1946,18 +1585,7 @@ fn a_batch_whose_first_job_is_cancelled_between_the_post_and_the_record_goes_onc
 #[test]
 fn a_refused_batch_gives_up_every_result_it_carries() {
     use Op::*;
-    let world = replayed(&[
-        FinishAll,
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Fault(PostFault::Refused),
-        Tick,
-    ]);
+    let world = replayed(&[FinishAll, watch(3, 0), Fault(PostFault::Refused), Tick]);
     assert_eq!(world.sometimes.refused_batch, 1);
     let heard = &world.env.notes.lock().unwrap().heard;
     assert_eq!(
@@ -1975,23 +1603,8 @@ fn a_refused_batch_gives_up_every_result_it_carries() {
 fn a_tick_between_a_kicked_ticks_passes_runs_its_own_pass_and_is_heard() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Interleave(
-            Phase::Poll,
-            Box::new(Watch {
-                tasks: 6,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 8,
-            }),
-        ),
+        watch(3, 0),
+        Interleave(Phase::Poll, Box::new(watch(6, 0).opts(8))),
         Tick,
         Finish(1, Ending::Answer),
         Finish(0, Ending::Answer),
@@ -2020,13 +1633,7 @@ fn operations_queued_for_a_tick_land_in_the_tick() {
         };
         ops.extend([
             Fault(PostFault::Refused),
-            Watch {
-                tasks: 7,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 0,
-            },
+            watch(7, 0),
             Import(0),
             Interleave(Phase::Look, Box::new(Tick)),
             CancelStop(0),
@@ -2054,27 +1661,9 @@ fn operations_queued_for_a_tick_land_in_the_tick() {
 fn what_other_processes_left_queued_lands_before_the_drain() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 6,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 16,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(6, 0),
+        watch(1, 0),
+        watch(16, 0),
         TickNoBatch,
         Interleave(Phase::Poll, Box::new(Busy(0, true))),
     ]);
@@ -2091,20 +1680,8 @@ fn what_other_processes_left_queued_lands_before_the_drain() {
 fn a_job_settled_and_pruned_within_one_ticks_passes_is_no_early_prune() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 2,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 1,
-            chat: 2,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 2),
+        watch(1, 2),
         FinishAll,
         Tick,
         CrashTick(Crash::Decided),
@@ -2131,23 +1708,8 @@ fn each_registration_of_a_task_checks_in_on_its_own() {
     use Op::*;
     let history = |tick: Op| {
         vec![
-            Watch {
-                tasks: 1,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 32,
-            },
-            Interleave(
-                Phase::Send,
-                Box::new(Watch {
-                    tasks: 7,
-                    chat: 0,
-                    group: true,
-                    create_session: false,
-                    opts: 0,
-                }),
-            ),
+            watch(1, 0).opts(32),
+            Interleave(Phase::Send, Box::new(group_watch(7, 0))),
             tick,
         ]
     };
@@ -2162,35 +1724,11 @@ fn each_registration_of_a_task_checks_in_on_its_own() {
             && check_ins_in(&w, "task-0", "s1") == 1,
     );
     let w = replay(vec![
-        Interleave(
-            Phase::Poll,
-            Box::new(Watch {
-                tasks: 4,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 32,
-            }),
-        ),
+        Interleave(Phase::Poll, Box::new(watch(4, 0).opts(32))),
         Tick,
         Interleave(Phase::Poll, Box::new(KickedTick)),
-        Interleave(
-            Phase::Send,
-            Box::new(Watch {
-                tasks: 4,
-                chat: 1,
-                group: false,
-                create_session: false,
-                opts: 32,
-            }),
-        ),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        Interleave(Phase::Send, Box::new(watch(4, 1).opts(32))),
+        watch(1, 0).opts(32),
         TickNoBatch,
     ]);
     reaches(
@@ -2214,26 +1752,11 @@ fn a_result_cancelled_and_watched_again_during_a_tick_is_a_fresh_watch() {
     use Op::*;
     let w = replay(vec![
         Finish(3, Ending::Answer),
-        Watch {
-            tasks: 8,
-            chat: 2,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(8, 2),
         Busy(2, true),
         Tick,
         Interleave(Phase::Look, Box::new(Cancel(3))),
-        Interleave(
-            Phase::Look,
-            Box::new(Watch {
-                tasks: 8,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 0,
-            }),
-        ),
+        Interleave(Phase::Look, Box::new(watch(8, 0))),
         Tick,
     ]);
     reaches(
@@ -2257,28 +1780,10 @@ fn a_refused_result_redelivered_then_cancelled_during_a_tick_is_two_steps() {
     let w = replay(vec![
         Finish(2, Ending::Answer),
         Fault(PostFault::Refused),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
-        Watch {
-            tasks: 5,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 16,
-        },
+        watch(1, 0),
+        watch(5, 0).opts(16),
         Tick,
-        Interleave(
-            Phase::Send,
-            Box::new(Redeliver {
-                task: 2,
-                create_session: false,
-            }),
-        ),
+        Interleave(Phase::Send, Box::new(redeliver(2, false))),
         Interleave(Phase::Send, Box::new(CancelStop(2))),
         Tick,
     ]);
@@ -2297,25 +1802,13 @@ fn a_refused_result_redelivered_then_cancelled_during_a_tick_is_two_steps() {
 fn a_result_read_by_the_parent_leaves_the_refused_turn_redeliver_opens_again() {
     use Op::*;
     let history = |before: &[Op]| {
-        let mut ops = vec![
-            Finish(0, Ending::Answer),
-            Watch {
-                tasks: 21,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 0,
-            },
-        ];
+        let mut ops = vec![Finish(0, Ending::Answer), watch(21, 0)];
         ops.extend_from_slice(before);
         ops.extend([
             Fault(PostFault::Refused),
             Tick,
             ParentRead(0, 0),
-            Redeliver {
-                task: 4,
-                create_session: false,
-            },
+            redeliver(4, false),
         ]);
         ops
     };
@@ -2344,13 +1837,7 @@ fn a_result_read_by_the_parent_leaves_the_refused_turn_redeliver_opens_again() {
 #[test]
 fn a_read_while_the_turn_is_posted_goes_out_once_and_one_before_never() {
     use Op::*;
-    let watch = Watch {
-        tasks: 1,
-        chat: 0,
-        group: false,
-        create_session: false,
-        opts: 0,
-    };
+    let watch = watch(1, 0);
     for (read, status, copies) in [
         (
             Interleave(Phase::Send, Box::new(ParentRead(0, 0))),
@@ -2382,29 +1869,11 @@ fn a_group_watched_again_while_its_turn_waits_keeps_one_membership() {
     use Op::*;
     let w = replay(vec![
         FinishAll,
-        Watch {
-            tasks: 32,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 32,
-        },
+        group_watch(32, 0).opts(32),
         Busy(0, true),
-        Watch {
-            tasks: 4,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 32,
-        },
+        group_watch(4, 0).opts(32),
         Tick,
-        Watch {
-            tasks: 36,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 32,
-        },
+        group_watch(36, 0).opts(32),
         Tick,
     ]);
     reaches(
@@ -2427,28 +1896,10 @@ fn a_result_read_by_the_parent_then_redelivered_is_posted_once() {
     let w = replay(vec![
         Finish(0, Ending::Answer),
         Interleave(Phase::Look, Box::new(ParentRead(0, 0))),
-        Watch {
-            tasks: 3,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        watch(3, 0).opts(32),
         Tick,
-        Watch {
-            tasks: 10,
-            chat: 0,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
-        Interleave(
-            Phase::Poll,
-            Box::new(Redeliver {
-                task: 0,
-                create_session: false,
-            }),
-        ),
+        group_watch(10, 0),
+        Interleave(Phase::Poll, Box::new(redeliver(0, false))),
     ]);
     reaches(
         &w,
@@ -2466,13 +1917,7 @@ fn a_result_read_by_the_parent_then_redelivered_is_posted_once() {
 fn a_kick_elsewhere_takes_the_mark_a_crashed_ticks_kick_left() {
     use Op::*;
     let w = replay(vec![
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(1, 0),
         Finish(0, Ending::Answer),
         Interleave(Phase::Poll, Box::new(KickedTick)),
         CrashTick(Crash::Polled),
@@ -2496,25 +1941,10 @@ fn a_delivered_result_auto_watched_elsewhere_then_watched_again() {
     use Op::*;
     let w = replay(vec![
         Finish(0, Ending::Answer),
-        Watch {
-            tasks: 7,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(7, 0),
         Tick,
         Interleave(Phase::Poll, Box::new(AutoWatch { tasks: 9, chat: 1 })),
-        Interleave(
-            Phase::Poll,
-            Box::new(Watch {
-                tasks: 15,
-                chat: 0,
-                group: false,
-                create_session: false,
-                opts: 0,
-            }),
-        ),
+        Interleave(Phase::Poll, Box::new(watch(15, 0))),
         Op::Jump(world::Jump::PastKeep),
         CrashTick(Crash::Polled),
     ]);
@@ -2545,10 +1975,7 @@ fn a_given_up_batch_goes_again_after_one_of_its_jobs_was_pruned() {
         Interleave(Phase::Poll, Box::new(ParentRead(1, 0))),
         Kick(world::Kick::Child(0)),
         CrashTick(Crash::Polled),
-        Redeliver {
-            task: 1,
-            create_session: false,
-        },
+        redeliver(1, false),
     ]);
     reaches(
         &w,
@@ -2575,13 +2002,7 @@ fn a_stop_given_up_by_a_kicked_tick_after_two_crashes_is_heard() {
         Finish(0, Ending::Answer),
         Busy(0, true),
         StopFault(true),
-        Watch {
-            tasks: 2,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 16,
-        },
+        watch(2, 0).opts(16),
         TickNoBatch,
         CrashTick(Crash::ReadBack),
         CrashTick(Crash::Decided),
@@ -2604,13 +2025,7 @@ fn a_stop_given_up_by_a_kicked_tick_after_two_crashes_is_heard() {
 #[test]
 fn a_rewatch_after_the_parent_read_a_held_result_keeps_it() {
     use Op::*;
-    let watch = Watch {
-        tasks: 8,
-        chat: 0,
-        group: false,
-        create_session: false,
-        opts: 0,
-    };
+    let watch = watch(8, 0);
     let world = replayed(&[
         FinishAll,
         watch.clone(),
@@ -2645,27 +2060,15 @@ fn a_group_turn_redelivered_beside_a_waiting_one_keeps_each_member_once() {
     use server::PostFault::Refused;
     let w = replay(vec![
         Finish(3, Ending::Answer),
-        Watch {
-            tasks: 9,
-            chat: 1,
-            group: true,
-            create_session: false,
-            opts: 0,
-        },
+        group_watch(9, 1),
         Finish(0, Ending::Answer),
         Fault(Refused),
         Tick,
         ParentRead(3, 1),
-        Redeliver {
-            task: 3,
-            create_session: false,
-        },
+        redeliver(3, false),
         Busy(1, true),
         Tick,
-        Redeliver {
-            task: 0,
-            create_session: false,
-        },
+        redeliver(0, false),
     ]);
     reaches(
         &w,
@@ -2688,13 +2091,7 @@ fn a_post_sent_late_by_a_stalled_tick_and_stored_late_is_not_posted_twice() {
     use Op::*;
     let world = replayed(&[
         Fault(server::PostFault::StoreLate),
-        Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        watch(1, 0).opts(32),
         Interleave(Phase::Send, Box::new(Jump(world::Jump::Minutes(0)))),
         Tick,
         Tick,
@@ -2713,13 +2110,7 @@ fn a_post_sent_late_by_a_stalled_tick_and_stored_late_is_not_posted_twice() {
 #[test]
 fn a_stop_by_another_tasks_session_after_the_task_finished_is_not_recorded_as_its_own() {
     let world = replayed(&[
-        Op::Watch {
-            tasks: 4,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 64,
-        },
+        watch(4, 0).opts(64),
         Op::Finish(2, Ending::Answer),
         Op::CancelStop(2),
     ]);
@@ -2749,22 +2140,10 @@ fn a_stop_by_another_tasks_session_after_the_task_finished_is_not_recorded_as_it
 fn a_prune_at_keep_counts_from_the_records_own_clock() {
     let w = replay(vec![
         Op::Interleave(Phase::Look, Box::new(Op::Jump(Jump::Minutes(0)))),
-        Op::Watch {
-            tasks: 17,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 31,
-        },
+        watch(17, 0).opts(31),
         Op::Tick,
         Op::Jump(Jump::Edge(world::Edge::Keep, 0, 0)),
-        Op::Watch {
-            tasks: 32,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 0,
-        },
+        watch(32, 0),
     ]);
     let file = w.file();
     reaches(
@@ -2806,13 +2185,7 @@ fn a_give_up_by_a_tick_between_a_kicked_ticks_later_passes_is_in_that_ticks_repo
 #[test]
 fn cancel_stop_of_a_task_whose_record_ended_sends_no_stop() {
     let world = replayed(&[
-        Op::Watch {
-            tasks: 6,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 64,
-        },
+        watch(6, 0).opts(64),
         Op::Fault(PostFault::DropBeforeStore),
         Op::CancelStop(1),
         Op::Tick,
@@ -2850,6 +2223,67 @@ fn watch(tasks: u8, chat: u8) -> Op {
         group: false,
         create_session: false,
         opts: 0,
+    }
+}
+
+/// The same tasks watched as one group (`--group`).
+fn group_watch(tasks: u8, chat: u8) -> Op {
+    Op::Watch {
+        tasks,
+        chat,
+        group: true,
+        create_session: false,
+        opts: 0,
+    }
+}
+
+/// `atc redeliver` of `task` (with `--create-session`: `create_session`).
+fn redeliver(task: u8, create_session: bool) -> Op {
+    Op::Redeliver {
+        task,
+        create_session,
+    }
+}
+
+impl Op {
+    /// This watch with `--create-session`.
+    fn create_session(self) -> Op {
+        match self {
+            Op::Watch {
+                tasks,
+                chat,
+                group,
+                opts,
+                ..
+            } => Op::Watch {
+                tasks,
+                chat,
+                group,
+                create_session: true,
+                opts,
+            },
+            other => panic!("{other:?} is not a watch"),
+        }
+    }
+
+    /// This watch with the options `opts` (`Op::Watch`'s bits).
+    fn opts(self, opts: u8) -> Op {
+        match self {
+            Op::Watch {
+                tasks,
+                chat,
+                group,
+                create_session,
+                ..
+            } => Op::Watch {
+                tasks,
+                chat,
+                group,
+                create_session,
+                opts,
+            },
+            other => panic!("{other:?} is not a watch"),
+        }
     }
 }
 
@@ -2995,30 +2429,9 @@ fn a_loop_in_the_tree_stops_at_the_depth_limit() {
 fn a_loop_of_follow_ups_behind_other_turns_for_its_chat_goes_out_before_the_drain_ends() {
     let w = replay(vec![
         Op::Finish(0, Ending::Answer),
-        Op::Interleave(
-            Phase::Poll,
-            Box::new(Op::Watch {
-                tasks: 4,
-                chat: 3,
-                group: true,
-                create_session: false,
-                opts: 32,
-            }),
-        ),
-        Op::Watch {
-            tasks: 1,
-            chat: 0,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
-        Op::Watch {
-            tasks: 23,
-            chat: 3,
-            group: false,
-            create_session: false,
-            opts: 32,
-        },
+        Op::Interleave(Phase::Poll, Box::new(group_watch(4, 3).opts(32))),
+        watch(1, 0).opts(32),
+        watch(23, 3).opts(32),
     ]);
     reaches(
         &w,
@@ -3048,10 +2461,7 @@ fn a_given_up_follow_up_is_redelivered_once_and_never_its_result() {
         Op::DeleteChat(0),
         Op::Tick,
         Op::CreateChat(0),
-        Op::Redeliver {
-            task: 0,
-            create_session: false,
-        },
+        redeliver(0, false),
         Op::Tick,
     ]);
     assert!(
@@ -3286,16 +2696,7 @@ fn a_rewatch_naming_another_agent_keeps_the_one_the_held_result_came_from() {
     let w = replay(vec![
         Op::AutoWatch { tasks: 32, chat: 3 },
         Op::FinishAll,
-        Op::Interleave(
-            Phase::Look,
-            Box::new(Op::Watch {
-                tasks: 33,
-                chat: 8,
-                group: false,
-                create_session: false,
-                opts: 0,
-            }),
-        ),
+        Op::Interleave(Phase::Look, Box::new(watch(33, 8))),
         Op::Import(0),
         Op::Tick,
         Op::AutoWatch { tasks: 32, chat: 8 },
