@@ -665,25 +665,33 @@ pub fn to_poll(jobs: &[Job]) -> Vec<&Job> {
         .collect()
 }
 
-/// A file's turns, looked up by id, and which jobs a turn that is not settled carries:
-/// built once per pass (or command), so that the questions below cost one lookup a job,
-/// not a scan of every turn.
+/// A file's turns, looked up by id, and the turns that carry each job's blocks: built once
+/// per pass (or command), so that the questions below cost one lookup a job, not a scan of
+/// every turn.
 pub struct Turns<'a> {
     pub all: &'a [Turn],
     by_id: std::collections::HashMap<&'a str, &'a Turn>,
-    unsettled: std::collections::HashSet<&'a str>,
+    /// Every turn that carries a block of a job, by job id: its result or notice, its
+    /// check-ins, and the follow-ups that went up for it.
+    carrying: std::collections::HashMap<&'a str, Vec<&'a Turn>>,
 }
 
 impl<'a> Turns<'a> {
     pub fn of(all: &'a [Turn]) -> Turns<'a> {
+        let mut carrying: std::collections::HashMap<&str, Vec<&Turn>> =
+            std::collections::HashMap::new();
+        for turn in all {
+            for block in &turn.carries {
+                let of_job = carrying.entry(block.job_id.as_str()).or_default();
+                if !of_job.iter().any(|t| std::ptr::eq(*t, turn)) {
+                    of_job.push(turn);
+                }
+            }
+        }
         Turns {
             all,
             by_id: all.iter().map(|t| (t.turn_id.as_str(), t)).collect(),
-            unsettled: all
-                .iter()
-                .filter(|t| !crate::turn::is_settled(t))
-                .flat_map(|t| t.carries.iter().map(|b| b.job_id.as_str()))
-                .collect(),
+            carrying,
         }
     }
 
@@ -693,12 +701,21 @@ impl<'a> Turns<'a> {
             .as_deref()
             .and_then(|id| self.by_id.get(id).copied())
     }
+
+    /// Every turn that carries a block of `job`.
+    fn carrying(&self, job: &Job) -> impl Iterator<Item = &'a Turn> + '_ {
+        self.carrying
+            .get(job.job_id.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+    }
 }
 
 /// Whether some turn that is not settled carries a block of `job` (it may still land
 /// there, and the job's record says for whom).
 pub fn in_unsettled_turn(job: &Job, turns: &Turns) -> bool {
-    turns.unsettled.contains(job.job_id.as_str())
+    turns.carrying(job).any(|t| !crate::turn::is_settled(t))
 }
 
 /// True when no job or turn can change in this tick unless the server says something new:
@@ -717,18 +734,24 @@ pub fn settled_job(job: &Job, turns: &Turns) -> bool {
 }
 
 /// Ended jobs are kept for `keep` after their last change, then pruned; never while they
-/// owe their parent something, or a turn that is not settled carries them.
+/// owe their parent something, a turn that is not settled carries them, or a delivered
+/// turn that carries them is still followed (what its woken turn does may go up a tree or
+/// on to the person, and the job's record says for whom).
 pub fn prunable(job: &Job, turns: &Turns, now: Timestamp, limits: &Limits) -> bool {
-    settled_job(job, turns) && last_change(job, turns).elapsed_at(now) > limits.keep
+    settled_job(job, turns)
+        && last_change(job, turns).elapsed_at(now) > limits.keep
+        && !turns
+            .carrying(job)
+            .any(|t| crate::turn::still_followed(t, now, limits))
 }
 
-/// When the job or the turn that carries its block last changed (its delivery landing
-/// is its turn's change): `--keep` counts from there.
+/// When the job or a turn that carries one of its blocks last changed (a delivery landing
+/// is its turn's change; a follow-up that went up for the job long after its result is
+/// one): `--keep` counts from there.
 pub fn last_change(job: &Job, turns: &Turns) -> Timestamp {
     turns
-        .of_job(job)
-        .filter(|t| t.carries_job(&job.job_id))
-        .map_or(job.updated_at, |t| job.updated_at.max(t.updated_at))
+        .carrying(job)
+        .fold(job.updated_at, |at, t| at.max(t.updated_at))
 }
 
 #[cfg(test)]

@@ -1161,6 +1161,53 @@ fn pruning_keeps_live_and_recent_jobs_and_those_an_unsettled_turn_carries() {
     ));
 }
 
+/// Seed 20 of the simulation: a job's result landed long ago, then a follow-up went up for
+/// it (a turn the job does not point at). `--keep` counts from that follow-up's last
+/// change, and the job stays while the follow-up is still followed, even past `--keep`.
+#[test]
+fn a_follow_up_turn_keeps_its_job_like_its_own_turn() {
+    let week = LIMITS.keep.as_secs();
+    let done = job(Watch::Finished);
+    let mut own = turn_in(&done, TurnState::Delivered);
+    own.updated_at = t(0);
+    let mut up = carrying(
+        &done,
+        BlockKind::FollowUp { depth: 1 },
+        TurnState::Delivered,
+    );
+    up.turn_id = format!("{TURN}-up");
+    up.delivered_at = Some(t(week));
+    up.updated_at = t(week);
+    up.turn_task_id = Some("turn-12".into());
+    let mut job = done.clone();
+    job.turn = Some(own.turn_id.clone());
+    job.updated_at = t(0);
+    let both = [own.clone(), up.clone()];
+    let turns = Turns::of(&both);
+    assert_eq!(
+        last_change(&job, &turns),
+        t(week),
+        "the follow-up's change counts"
+    );
+    assert!(
+        !prunable(&job, &turns, t(week + 20), &LIMITS),
+        "20 s after its follow-up landed, --keep after its own result"
+    );
+    assert!(prunable(&job, &turns, t(2 * week + 1), &LIMITS));
+    // With a `--keep` shorter than `--busy-deadline`: kept while the follow-up is followed.
+    let short = Limits {
+        keep: Duration::from_secs(60),
+        ..LIMITS
+    };
+    assert!(
+        !prunable(&job, &turns, t(week + 120), &short),
+        "still followed"
+    );
+    up.parent_turn = Some("completed".into());
+    let followed = [own, up];
+    assert!(prunable(&job, &Turns::of(&followed), t(week + 120), &short));
+}
+
 /// A watch with `--stop-after 10s` on a child whose session is known, started at t(1).
 fn stoppable() -> Job {
     let mut job = pending();

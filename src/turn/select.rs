@@ -75,14 +75,19 @@ pub fn deliveries<'a>(
 pub fn to_follow<'a>(turns: &'a [Turn], now: Timestamp, limits: &Limits) -> Vec<&'a Turn> {
     turns
         .iter()
-        .filter(|t| {
-            t.state == TurnState::Delivered
-                && t.turn_task_id.is_some()
-                && t.parent_turn.is_none()
-                && t.delivered_at
-                    .is_some_and(|at| at.elapsed_at(now) <= limits.busy_deadline)
-        })
+        .filter(|t| still_followed(t, now, limits))
         .collect()
+}
+
+/// One turn of [`to_follow`]: delivered, its woken turn's end not known yet, and within
+/// `--busy-deadline` of its delivery.
+pub fn still_followed(turn: &Turn, now: Timestamp, limits: &Limits) -> bool {
+    turn.state == TurnState::Delivered
+        && turn.turn_task_id.is_some()
+        && turn.parent_turn.is_none()
+        && turn
+            .delivered_at
+            .is_some_and(|at| at.elapsed_at(now) <= limits.busy_deadline)
 }
 
 /// The turns (by position) a tick recovers first: a POST or a forward in flight. The tick
@@ -141,7 +146,7 @@ pub fn prunable(
     job_exists: impl Fn(&str) -> bool,
 ) -> bool {
     is_settled(turn)
-        && to_follow(std::slice::from_ref(turn), now, limits).is_empty()
+        && !still_followed(turn, now, limits)
         && !turn.carries.iter().any(|b| job_exists(&b.job_id))
         && !named_for(&turn.turn_id).is_some_and(&job_exists)
 }

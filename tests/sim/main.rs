@@ -2710,3 +2710,39 @@ fn a_rewatch_naming_another_agent_keeps_the_one_the_held_result_came_from() {
             }),
     );
 }
+
+/// Found by the long search (seed 20): task-0's result went to s1 long ago; the group it
+/// asked of its own child (task-2, task-3) ended three hours later, and the reply it woke
+/// went up to s1 as task-0's follow-up. The next tick, `--keep` after task-0's own result
+/// but 20 s after that follow-up, pruned task-0 while the follow-up was still followed: the
+/// forward that followed it then carried a job no longer in the file. `--keep` counts from
+/// the last change of any turn that carries a job's block, and a job stays while one is
+/// still followed.
+#[test]
+fn a_follow_up_delivered_near_the_keep_edge_keeps_its_job() {
+    use Op::*;
+    let w = replay_with(
+        world::Plugin {
+            ceiling: 20,
+            ..world::Plugin::NONE
+        },
+        vec![
+            group_watch(12, 3),
+            watch(3, 0),
+            Cancel(1),
+            FinishKicked(2, Ending::Answer),
+            Tick,
+            FinishKicked(0, Ending::Answer),
+            Jump(world::Jump::Edge(world::Edge::Keep, 1, 150)),
+            Tick,
+            Tick,
+            CrashTick(Crash::Claimed),
+        ],
+    );
+    reaches(
+        &w,
+        "task-0's follow-up went up to s1 and was followed before task-0 was pruned",
+        w.turns_seen()
+            .any(|t| t.turn_id == "atc-a00000000000-up" && t.parent_turn.is_some()),
+    );
+}

@@ -2625,14 +2625,16 @@ impl World {
                             old.task_id
                         ));
                     }
-                    // From when it (or the turn that carried it) last changed, as last
+                    // From when it (or a turn that carried one of its blocks: its result,
+                    // its check-ins, a follow-up that went up for it) last changed, as last
                     // seen: the record's own clock (a clock jump landing inside the tick
                     // that ended it makes the moment it was seen later than its end).
                     let changed = self
-                        .turn_when_last
-                        .get(&old.job_id)
+                        .last_turns
+                        .values()
+                        .chain(self.turn_when_last.get(&old.job_id))
                         .filter(|t| t.carries_job(&old.job_id))
-                        .map_or(old.updated_at, |t| old.updated_at.max(t.updated_at));
+                        .fold(old.updated_at, |at, t| at.max(t.updated_at));
                     let ended = unix(changed);
                     if now.saturating_sub(ended) <= l.keep.as_secs() {
                         self.fail(&format!(
