@@ -458,255 +458,115 @@ impl SimClock {
     }
 }
 
-/// The branches a run must reach ("sometimes" assertions, as Antithesis has them): each
-/// is counted, and a run that never reached one fails.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sometimes {
-    /// A cancel landed while its job's turn was claimed and in flight (between the claim
-    /// and the record of what the POST did).
-    pub cancel_between_claim_and_record: u64,
-    /// A claimed turn's only job was cancelled.
-    pub claimed_turn_lost_its_only_job: u64,
-    /// A tick died after a POST was served and before its outcome was saved.
-    pub crash_between_post_and_save: u64,
-    /// A turn of several blocks was read back and found.
-    pub batch_read_back: u64,
-    /// A turn answered 409 after its claim, then was delivered.
-    pub busy_then_delivered: u64,
-    /// `cancel --check-ins` of a job whose check-in rode in a turn of several blocks.
-    pub batched_check_in_turned_off: u64,
-    /// A turn of several blocks was refused.
-    pub refused_batch: u64,
-    /// A second tick started while a tick was between its phases.
-    pub second_tick_during_a_tick: u64,
-    /// A kicked tick made more than one pass.
-    pub kicked_passes: u64,
-    /// The parent read a result whose turn was claimed (it went out as it was).
-    pub read_in_flight: u64,
-    /// The parent read a result that sat in an open turn (it left the turn).
-    pub read_out_of_an_open_turn: u64,
-    /// An automatic watch met a live watch of the same task (the model's own).
-    pub auto_watch_met_a_watch: u64,
-    /// A give-up a tick nobody heard decided was said by a later tick.
-    pub said_late: u64,
-    /// A kick whose turn concerned nothing: no request, no write.
-    pub kick_unconcerned: u64,
-    /// A kick polled a watch whose child's session is unknown (once per chat).
-    pub kick_polled_unknown: u64,
-    /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
-    pub stop_given_up: u64,
-    /// The server stored a POST after atc had given up waiting for its answer.
-    pub stored_late: u64,
-    /// The clock landed on a limit, or a second either side (`Jump::Edge`).
-    pub on_an_edge: u64,
-    /// A kick for a child's turn polled the watch that names its session.
-    pub kick_polled_child: u64,
-    /// A parent read a task watched for another chat (that read is not this chat's).
-    pub read_from_another_chat: u64,
-    /// A child failed with no output under a watch that skips an empty answer.
-    pub failed_under_skip: u64,
-    /// A watch passing another task's child session was refused.
-    pub other_child_session_refused: u64,
-    /// An operation of another process let its phase go by, to land at a later one.
-    pub landed_later: u64,
-    /// A follow-up (issue 37) stored in a chat.
-    pub follow_up: u64,
-    /// A follow-up of a follow-up (three levels: a great-grandchild's result went up twice).
-    pub three_levels: u64,
-    /// A result landed in a child's chat before the child's own result had landed anywhere
-    /// (the child still running, as far as atc can know).
-    pub child_running: u64,
-    /// A follow-up whose POST's outcome was unknown, read back and found.
-    pub follow_up_read_back: u64,
-    /// A woken reply that stayed down at the depth limit.
-    pub depth_limit: u64,
-    /// A scheduled tick left a pending watch on its back-off unpolled (issue 38).
-    pub backoff_skipped: u64,
-    /// A scheduled tick polled a watch on its back-off (not at its own time) whose child
-    /// had ended unpolled: a missed kick's result, found by the back-off.
-    pub backoff_found: u64,
-    /// A scheduled tick polled a watch on its back-off at its own time (a check-in, its
-    /// stop, its expiry).
-    pub backoff_own_time: u64,
-    /// A watch on its back-off whose child ended a ceiling ago, unpolled since, was owed
-    /// a poll by a scheduled tick (and the tick is checked to have polled it).
-    pub backoff_ceiling: u64,
-    /// The clock landed on a watch's back-off time, or a second either side.
-    pub on_a_backoff_time: u64,
-    /// A tick refused the broken config file (exit 78): no pass ran, nothing changed.
-    pub config_refused_tick: u64,
-    /// A watch (or an automatic one) recorded while the config file was broken.
-    pub config_broken_watch: u64,
-    /// A result watched while the config file was broken, delivered once it was fixed.
-    pub config_fixed_delivered: u64,
-    /// A tick another server's plugin started (its kick or its cadence) ran among this
-    /// server's own (its plugin here too).
-    pub other_server_tick: u64,
-    /// Another server's tick started while a tick ran (between its phases).
-    pub other_server_mid_pass: u64,
-    /// A tick's parallel phase ran on several lanes whose requests interleaved (another
-    /// lane went on where one stopped for a request: `--concurrency` above 1).
-    pub lanes_interleaved: u64,
+/// `Sometimes`, one counter a branch, with `named` (each counter beside the words a failing
+/// run prints) and `add`, written from one list.
+macro_rules! sometimes {
+    ($($(#[$doc:meta])* $field:ident: $label:literal,)*) => {
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct Sometimes {
+            $($(#[$doc])* pub $field: u64,)*
+        }
+
+        impl Sometimes {
+            pub fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![$(($label, self.$field)),*]
+            }
+
+            pub fn add(&mut self, other: &Sometimes) {
+                $(self.$field += other.$field;)*
+            }
+        }
+    };
 }
 
-impl Sometimes {
-    pub fn named(&self) -> [(&'static str, u64); 39] {
-        [
-            (
-                "cancel between claim and record",
-                self.cancel_between_claim_and_record,
-            ),
-            (
-                "claimed turn lost its only job",
-                self.claimed_turn_lost_its_only_job,
-            ),
-            (
-                "crash between POST and save",
-                self.crash_between_post_and_save,
-            ),
-            ("read-back of a batch", self.batch_read_back),
-            ("409 then delivered", self.busy_then_delivered),
-            (
-                "cancel --check-ins of a batched check-in",
-                self.batched_check_in_turned_off,
-            ),
-            ("refused batch", self.refused_batch),
-            (
-                "a second tick during a tick",
-                self.second_tick_during_a_tick,
-            ),
-            ("a kicked tick's extra passes", self.kicked_passes),
-            ("a read of a claimed turn", self.read_in_flight),
-            ("a read out of an open turn", self.read_out_of_an_open_turn),
-            (
-                "an auto-watch of a watched task",
-                self.auto_watch_met_a_watch,
-            ),
-            ("a give-up said by a later tick", self.said_late),
-            ("a kick that concerned nothing", self.kick_unconcerned),
-            (
-                "a kick's poll of a child of unknown session",
-                self.kick_polled_unknown,
-            ),
-            ("a stop given up", self.stop_given_up),
-            ("a POST the server stored late", self.stored_late),
-            ("the clock on a limit's edge", self.on_an_edge),
-            (
-                "a kick's poll of the child it named",
-                self.kick_polled_child,
-            ),
-            (
-                "a read by another chat than the watch's",
-                self.read_from_another_chat,
-            ),
-            (
-                "a failed child with no output under --on-empty skip",
-                self.failed_under_skip,
-            ),
-            (
-                "a watch passing another task's child session refused",
-                self.other_child_session_refused,
-            ),
-            (
-                "an operation landing at a later phase of a tick",
-                self.landed_later,
-            ),
-            ("a follow-up delivered", self.follow_up),
-            ("three levels", self.three_levels),
-            (
-                "a child still running when its grandchild's result landed",
-                self.child_running,
-            ),
-            (
-                "a follow-up read back after an unknown POST outcome",
-                self.follow_up_read_back,
-            ),
-            (
-                "a woken reply kept down by the depth limit",
-                self.depth_limit,
-            ),
-            (
-                "a scheduled tick skipped a watch on its back-off",
-                self.backoff_skipped,
-            ),
-            (
-                "a missed kick's result found by the back-off",
-                self.backoff_found,
-            ),
-            (
-                "a watch on back-off polled at its own time",
-                self.backoff_own_time,
-            ),
-            (
-                "a poll owed a ceiling after a missed kick",
-                self.backoff_ceiling,
-            ),
-            ("the clock on a back-off time", self.on_a_backoff_time),
-            (
-                "a tick refused by a broken config",
-                self.config_refused_tick,
-            ),
-            (
-                "a watch recorded while the config was broken",
-                self.config_broken_watch,
-            ),
-            (
-                "a result delivered after the config was fixed",
-                self.config_fixed_delivered,
-            ),
-            (
-                "a tick another server's plugin started",
-                self.other_server_tick,
-            ),
-            (
-                "another server's tick during a tick",
-                self.other_server_mid_pass,
-            ),
-            ("a tick's lanes interleaved", self.lanes_interleaved),
-        ]
-    }
-
-    pub fn add(&mut self, other: &Sometimes) {
-        self.cancel_between_claim_and_record += other.cancel_between_claim_and_record;
-        self.claimed_turn_lost_its_only_job += other.claimed_turn_lost_its_only_job;
-        self.crash_between_post_and_save += other.crash_between_post_and_save;
-        self.batch_read_back += other.batch_read_back;
-        self.busy_then_delivered += other.busy_then_delivered;
-        self.batched_check_in_turned_off += other.batched_check_in_turned_off;
-        self.refused_batch += other.refused_batch;
-        self.second_tick_during_a_tick += other.second_tick_during_a_tick;
-        self.kicked_passes += other.kicked_passes;
-        self.read_in_flight += other.read_in_flight;
-        self.read_out_of_an_open_turn += other.read_out_of_an_open_turn;
-        self.auto_watch_met_a_watch += other.auto_watch_met_a_watch;
-        self.said_late += other.said_late;
-        self.kick_unconcerned += other.kick_unconcerned;
-        self.kick_polled_unknown += other.kick_polled_unknown;
-        self.stop_given_up += other.stop_given_up;
-        self.stored_late += other.stored_late;
-        self.on_an_edge += other.on_an_edge;
-        self.kick_polled_child += other.kick_polled_child;
-        self.read_from_another_chat += other.read_from_another_chat;
-        self.failed_under_skip += other.failed_under_skip;
-        self.other_child_session_refused += other.other_child_session_refused;
-        self.landed_later += other.landed_later;
-        self.follow_up += other.follow_up;
-        self.three_levels += other.three_levels;
-        self.child_running += other.child_running;
-        self.follow_up_read_back += other.follow_up_read_back;
-        self.depth_limit += other.depth_limit;
-        self.backoff_skipped += other.backoff_skipped;
-        self.backoff_found += other.backoff_found;
-        self.backoff_own_time += other.backoff_own_time;
-        self.backoff_ceiling += other.backoff_ceiling;
-        self.on_a_backoff_time += other.on_a_backoff_time;
-        self.config_refused_tick += other.config_refused_tick;
-        self.config_broken_watch += other.config_broken_watch;
-        self.config_fixed_delivered += other.config_fixed_delivered;
-        self.other_server_tick += other.other_server_tick;
-        self.other_server_mid_pass += other.other_server_mid_pass;
-        self.lanes_interleaved += other.lanes_interleaved;
-    }
+/// The branches a run must reach ("sometimes" assertions, as Antithesis has them): each
+/// is counted, and a run that never reached one fails.
+sometimes! {
+    /// A cancel landed while its job's turn was claimed and in flight (between the claim
+    /// and the record of what the POST did).
+    cancel_between_claim_and_record: "cancel between claim and record",
+    /// A claimed turn's only job was cancelled.
+    claimed_turn_lost_its_only_job: "claimed turn lost its only job",
+    /// A tick died after a POST was served and before its outcome was saved.
+    crash_between_post_and_save: "crash between POST and save",
+    /// A turn of several blocks was read back and found.
+    batch_read_back: "read-back of a batch",
+    /// A turn answered 409 after its claim, then was delivered.
+    busy_then_delivered: "409 then delivered",
+    /// `cancel --check-ins` of a job whose check-in rode in a turn of several blocks.
+    batched_check_in_turned_off: "cancel --check-ins of a batched check-in",
+    /// A turn of several blocks was refused.
+    refused_batch: "refused batch",
+    /// A second tick started while a tick was between its phases.
+    second_tick_during_a_tick: "a second tick during a tick",
+    /// A kicked tick made more than one pass.
+    kicked_passes: "a kicked tick's extra passes",
+    /// The parent read a result whose turn was claimed (it went out as it was).
+    read_in_flight: "a read of a claimed turn",
+    /// The parent read a result that sat in an open turn (it left the turn).
+    read_out_of_an_open_turn: "a read out of an open turn",
+    /// An automatic watch met a live watch of the same task (the model's own).
+    auto_watch_met_a_watch: "an auto-watch of a watched task",
+    /// A give-up a tick nobody heard decided was said by a later tick.
+    said_late: "a give-up said by a later tick",
+    /// A kick whose turn concerned nothing: no request, no write.
+    kick_unconcerned: "a kick that concerned nothing",
+    /// A kick polled a watch whose child's session is unknown (once per chat).
+    kick_polled_unknown: "a kick's poll of a child of unknown session",
+    /// A tick gave up stopping a child (`--stop-after`): its stops kept failing.
+    stop_given_up: "a stop given up",
+    /// The server stored a POST after atc had given up waiting for its answer.
+    stored_late: "a POST the server stored late",
+    /// The clock landed on a limit, or a second either side (`Jump::Edge`).
+    on_an_edge: "the clock on a limit's edge",
+    /// A kick for a child's turn polled the watch that names its session.
+    kick_polled_child: "a kick's poll of the child it named",
+    /// A parent read a task watched for another chat (that read is not this chat's).
+    read_from_another_chat: "a read by another chat than the watch's",
+    /// A child failed with no output under a watch that skips an empty answer.
+    failed_under_skip: "a failed child with no output under --on-empty skip",
+    /// A watch passing another task's child session was refused.
+    other_child_session_refused: "a watch passing another task's child session refused",
+    /// An operation of another process let its phase go by, to land at a later one.
+    landed_later: "an operation landing at a later phase of a tick",
+    /// A follow-up (issue 37) stored in a chat.
+    follow_up: "a follow-up delivered",
+    /// A follow-up of a follow-up (three levels: a great-grandchild's result went up twice).
+    three_levels: "three levels",
+    /// A result landed in a child's chat before the child's own result had landed anywhere
+    /// (the child still running, as far as atc can know).
+    child_running: "a child still running when its grandchild's result landed",
+    /// A follow-up whose POST's outcome was unknown, read back and found.
+    follow_up_read_back: "a follow-up read back after an unknown POST outcome",
+    /// A woken reply that stayed down at the depth limit.
+    depth_limit: "a woken reply kept down by the depth limit",
+    /// A scheduled tick left a pending watch on its back-off unpolled (issue 38).
+    backoff_skipped: "a scheduled tick skipped a watch on its back-off",
+    /// A scheduled tick polled a watch on its back-off (not at its own time) whose child
+    /// had ended unpolled: a missed kick's result, found by the back-off.
+    backoff_found: "a missed kick's result found by the back-off",
+    /// A scheduled tick polled a watch on its back-off at its own time (a check-in, its
+    /// stop, its expiry).
+    backoff_own_time: "a watch on back-off polled at its own time",
+    /// A watch on its back-off whose child ended a ceiling ago, unpolled since, was owed
+    /// a poll by a scheduled tick (and the tick is checked to have polled it).
+    backoff_ceiling: "a poll owed a ceiling after a missed kick",
+    /// The clock landed on a watch's back-off time, or a second either side.
+    on_a_backoff_time: "the clock on a back-off time",
+    /// A tick refused the broken config file (exit 78): no pass ran, nothing changed.
+    config_refused_tick: "a tick refused by a broken config",
+    /// A watch (or an automatic one) recorded while the config file was broken.
+    config_broken_watch: "a watch recorded while the config was broken",
+    /// A result watched while the config file was broken, delivered once it was fixed.
+    config_fixed_delivered: "a result delivered after the config was fixed",
+    /// A tick another server's plugin started (its kick or its cadence) ran among this
+    /// server's own (its plugin here too).
+    other_server_tick: "a tick another server's plugin started",
+    /// Another server's tick started while a tick ran (between its phases).
+    other_server_mid_pass: "another server's tick during a tick",
+    /// A tick's parallel phase ran on several lanes whose requests interleaved (another
+    /// lane went on where one stopped for a request: `--concurrency` above 1).
+    lanes_interleaved: "a tick's lanes interleaved",
 }
 
 /// What the blocks of a history came to, as a queue checker counts them.
