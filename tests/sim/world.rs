@@ -462,6 +462,7 @@ impl SimClock {
 /// run prints) and `add`, written from one list.
 macro_rules! sometimes {
     ($($(#[$doc:meta])* $field:ident: $label:literal,)*) => {
+        /// The branches a run must reach, each counted.
         #[derive(Clone, Copy, Debug, Default)]
         pub struct Sometimes {
             $($(#[$doc])* pub $field: u64,)*
@@ -479,8 +480,8 @@ macro_rules! sometimes {
     };
 }
 
-/// The branches a run must reach ("sometimes" assertions, as Antithesis has them): each
-/// is counted, and a run that never reached one fails.
+// The branches a run must reach ("sometimes" assertions, as Antithesis has them): each
+// is counted, and a run that never reached one fails.
 sometimes! {
     /// A cancel landed while its job's turn was claimed and in flight (between the claim
     /// and the record of what the POST did).
