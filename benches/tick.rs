@@ -831,11 +831,7 @@ fn main() {
             ))
         }),
     );
-    server.on(
-        "POST",
-        "/api/console/chat/task",
-        vec![Reply::json(200, SUBMIT_OK)],
-    );
+    server.answer("POST", "/api/console/chat/task", 200, SUBMIT_OK);
     let chats = 200;
     let finished = || {
         (0..chats)
@@ -1149,11 +1145,7 @@ fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
             ))
         }),
     );
-    server.on(
-        "POST",
-        "/api/console/chat/task",
-        vec![Reply::json(200, SUBMIT_OK)],
-    );
+    server.answer("POST", "/api/console/chat/task", 200, SUBMIT_OK);
     let watches = || {
         (0..WATCHES)
             .map(|i| {
@@ -1184,7 +1176,7 @@ fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
 
     // (b) one watched child's turn ends: its record says finished.
     let child_path = format!("/api/console/chat/task/task-{CHILD:012x}");
-    server.on("GET", &child_path, vec![Reply::json(200, FINISHED)]);
+    server.answer("GET", &child_path, 200, FINISHED);
     let before = requests();
     kick(env, Some(&turn_ended("worker", &format!("child-{CHILD}"))));
     let finished = requests() - before;

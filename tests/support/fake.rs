@@ -372,6 +372,11 @@ impl FakeQwenPaw {
             .insert((method.to_ascii_uppercase(), path.to_string()), script);
     }
 
+    /// [`on`](Self::on) with one JSON reply, which repeats forever.
+    pub fn answer(&self, method: &str, path: &str, status: u16, body: &str) {
+        self.on(method, path, vec![Reply::json(status, body)]);
+    }
+
     /// The next `method path` (exact) request gets `reply`, before any script; the route
     /// answers as before afterwards. For a request a command makes once in passing (the
     /// task check of `watch`), whatever the test scripted for later.

@@ -29,7 +29,7 @@ fn chat_server(prefix: &str, hits: usize) -> FakeQwenPaw {
     let server = FakeQwenPaw::start();
     let chats = r#"[{"id":"6f1c0e1a-0000-4000-8000-000000000001","session_id":"s","user_id":"default","channel":"console","status":"idle"}]"#;
     let path = format!("{prefix}/api/chats");
-    server.on("GET", &path, vec![Reply::json(200, chats)]);
+    server.answer("GET", &path, 200, chats);
     server.expect_hits("GET", &path, hits);
     // It has every task asked for (`watch` checks).
     server.on_prefix(

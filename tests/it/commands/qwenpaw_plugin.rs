@@ -258,23 +258,18 @@ fn an_unknown_agent_is_a_usage_error() {
 #[test]
 fn a_running_server_loads_the_plugin_without_a_restart() {
     let server = FakeQwenPaw::start();
-    server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
-    );
-    server.on(
+    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
+    server.answer(
         "GET",
         "/api/plugins/atc/status",
-        vec![Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#)],
+        404,
+        r#"{"detail":"Plugin 'atc' not found."}"#,
     );
-    server.on(
+    server.answer(
         "POST",
         "/api/plugins/install",
-        vec![Reply::json(
-            200,
-            r#"{"id":"atc","name":"atc (Agent Task Callback)","loaded":true}"#,
-        )],
+        200,
+        r#"{"id":"atc","name":"atc (Agent Task Callback)","loaded":true}"#,
     );
     let env = TestEnv::new();
     let wd = working_dir(&env, Some(server.port()));
@@ -299,18 +294,12 @@ fn a_running_server_loads_the_plugin_without_a_restart() {
     );
 
     // --dry-run against a running server asks, and posts nothing.
-    server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
-    );
-    server.on(
+    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
+    server.answer(
         "GET",
         "/api/plugins/atc/status",
-        vec![Reply::json(
-            200,
-            r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.1.0"}"#,
-        )],
+        200,
+        r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.1.0"}"#,
     );
     env.atc([
         "qwenpaw",
@@ -472,13 +461,11 @@ fn doctor_says_whether_the_console_frontend_is_loaded() {
         ),
     ] {
         let server = FakeQwenPaw::start();
-        server.on(
+        server.answer(
             "GET",
             "/api/plugins/atc/status",
-            vec![Reply::json(
-                200,
-                r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.2.0"}"#,
-            )],
+            200,
+            r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.2.0"}"#,
         );
         server.on("GET", "/api/frontend_plugin", vec![list]);
         let env = TestEnv::new();
@@ -814,28 +801,19 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
 #[test]
 fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() {
     let server = FakeQwenPaw::start();
-    server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
-    );
-    server.on(
+    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
+    server.answer(
         "GET",
         "/api/plugins/atc/status",
-        vec![Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#)],
+        404,
+        r#"{"detail":"Plugin 'atc' not found."}"#,
     );
-    server.on(
-        "DELETE",
-        "/api/plugins/agent-task-callback",
-        vec![Reply::json(
-            200,
-            r#"{"id":"agent-task-callback","message":"Plugin 'agent-task-callback' uninstalled successfully."}"#,
-        )],
-    );
-    server.on(
+    server.answer("DELETE", "/api/plugins/agent-task-callback", 200, r#"{"id":"agent-task-callback","message":"Plugin 'agent-task-callback' uninstalled successfully."}"#);
+    server.answer(
         "POST",
         "/api/plugins/install",
-        vec![Reply::json(200, r#"{"id":"atc","loaded":true}"#)],
+        200,
+        r#"{"id":"atc","loaded":true}"#,
     );
     let env = TestEnv::new();
     let wd = working_dir(&env, Some(server.port()));
@@ -965,11 +943,7 @@ fn seed_in_place(
     atc_loaded: bool,
 ) -> (FakeQwenPaw, TestEnv, PathBuf, PathBuf, PathBuf) {
     let server = FakeQwenPaw::start();
-    server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, r#"{"version":"2.2.2.post1"}"#)],
-    );
+    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
     server.on(
         "GET",
         "/api/plugins/atc/status",
@@ -980,10 +954,11 @@ fn seed_in_place(
         }],
     );
     server.on("DELETE", "/api/plugins/agent-task-callback", vec![delete]);
-    server.on(
+    server.answer(
         "POST",
         "/api/plugins/install",
-        vec![Reply::json(200, r#"{"id":"atc","loaded":true}"#)],
+        200,
+        r#"{"id":"atc","loaded":true}"#,
     );
     let env = TestEnv::new();
     let wd = working_dir(&env, Some(server.port()));

@@ -233,7 +233,7 @@ fn an_unscripted_request_left_untaken_fails_the_test_on_drop() {
 #[test]
 fn expected_hits_are_checked_on_drop() {
     let fake = FakeQwenPaw::start();
-    fake.on("GET", "/api/version", vec![Reply::json(200, r#""2.2.2""#)]);
+    fake.answer("GET", "/api/version", 200, r#""2.2.2""#);
     fake.expect_hits("GET", "/api/version", 2);
     get(&agent(), &format!("{}/version", fake.api()));
     let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(fake)));
@@ -245,7 +245,7 @@ fn expected_hits_are_checked_on_drop() {
     assert!(message.contains("hit 1 times, expected 2"), "{message}");
 
     let fake = FakeQwenPaw::start();
-    fake.on("GET", "/api/version", vec![Reply::json(200, r#""2.2.2""#)]);
+    fake.answer("GET", "/api/version", 200, r#""2.2.2""#);
     fake.expect_hits("GET", "/api/version", 1);
     get(&agent(), &format!("{}/version", fake.api()));
     drop(fake);
@@ -334,7 +334,7 @@ fn delayed_request_is_recorded_on_receipt_and_a_hangup_mid_delay_is_harmless() {
 #[test]
 fn keep_alive_serves_several_requests_and_drop_closes_idle_connections() {
     let fake = FakeQwenPaw::start();
-    fake.on("GET", "/api/version", vec![Reply::json(200, r#""2.2.2""#)]);
+    fake.answer("GET", "/api/version", 200, r#""2.2.2""#);
     let s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut w = s.try_clone().unwrap();

@@ -234,10 +234,11 @@ fn a_burst_of_5xx_is_strikes_that_reset_on_success_then_delivered_once() {
     assert!(struck(&s, 1).starts_with("HTTP 504 with text/plain"));
 
     // The chat check meets a 503 when the result is due: it waits, posts nothing.
-    s.server.on(
+    s.server.answer(
         "GET",
         "/api/chats",
-        vec![Reply::json(503, r#"{"detail":"Service Unavailable"}"#)],
+        503,
+        r#"{"detail":"Service Unavailable"}"#,
     );
     s.tick(&limit);
     assert_eq!(s.status(TASK), "delivering");

@@ -53,7 +53,7 @@ fn healthy(s: &Scene) {
         ("/api/healthz", bodies::HEALTH_OK),
         ("/api/agents", bodies::AGENTS),
     ] {
-        s.server.on("GET", path, vec![Reply::json(200, body)]);
+        s.server.answer("GET", path, 200, body);
     }
 }
 
@@ -894,11 +894,8 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
     let s = Scene::new();
     s.watch(TASK, &[]);
     healthy(&s);
-    s.server.on(
-        "GET",
-        "/api/plugins/atc/status",
-        vec![Reply::json(200, r#"{"loaded": true}"#)],
-    );
+    s.server
+        .answer("GET", "/api/plugins/atc/status", 200, r#"{"loaded": true}"#);
     s.server.on(
         "GET",
         "/api/frontend_plugin",

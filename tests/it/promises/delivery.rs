@@ -350,10 +350,11 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
     s.chats.fault(PostFault::DropAfterStore);
     s.tick(&[]);
     let chat = s.turn(TASK)["chat_id"].as_str().unwrap().to_owned();
-    s.server.on(
+    s.server.answer(
         "GET",
         &format!("/api/chats/{chat}"),
-        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+        500,
+        r#"{"detail":"Internal Server Error"}"#,
     );
     s.tick(&[]);
     assert_eq!(s.status(TASK), "unconfirmed");
@@ -390,10 +391,11 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
     );
     assert!(!shown.contains("atc reads the parent chat back"), "{shown}");
     // `redeliver` opens a new read-back window; the chat reads again, the turn is there.
-    s.server.on(
+    s.server.answer(
         "GET",
         &format!("/api/chats/{chat}"),
-        vec![Reply::json(200, r#"{"status":"idle","messages":[]}"#)],
+        200,
+        r#"{"status":"idle","messages":[]}"#,
     );
     s.atc(["redeliver", TASK])
         .stdout_contains("reads session s-77 (user default, channel console) back");

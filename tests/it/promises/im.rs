@@ -197,13 +197,11 @@ fn an_unconfigured_channel_fails_the_forward_at_once() {
     let s = im_scene(ParentReply::Echo);
     s.tick(&[]);
     // The channel went away after the watch.
-    s.server.on(
+    s.server.answer(
         "GET",
         "/api/config/channels/mqtt/health",
-        vec![Reply::json(
-            404,
-            r#"{"detail":"Channel 'mqtt' not available"}"#,
-        )],
+        404,
+        r#"{"detail":"Channel 'mqtt' not available"}"#,
     );
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt; `atc status {TASK}` says more\n"
@@ -224,10 +222,11 @@ fn an_unconfigured_channel_fails_the_forward_at_once() {
 fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
     let s = im_scene(ParentReply::Echo);
     s.tick(&[]);
-    s.server.on(
+    s.server.answer(
         "POST",
         "/api/messages/send",
-        vec![Reply::json(404, r#"{"detail":"Channel not found: mqtt"}"#)],
+        404,
+        r#"{"detail":"Channel not found: mqtt"}"#,
     );
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (done, forward failed): the parent's reply was delivered but could not be sent on to the person on mqtt (HTTP 404); `atc status {TASK}` says more\n"

@@ -475,10 +475,11 @@ fn stop_after_a_failed_stop_is_asked_again_on_the_next_tick() {
             Reply::json(200, bodies::FINISHED_CANCELLED),
         ],
     );
-    s.server.on(
+    s.server.answer(
         "POST",
         "/api/console/chat/stop",
-        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+        500,
+        r#"{"detail":"Internal Server Error"}"#,
     );
     s.tick(&[])
         .file(|file| assert!(file["jobs"][0].get("stopped_at").is_none()));
@@ -500,10 +501,11 @@ fn stop_after_a_stop_that_keeps_failing_is_tried_three_times_then_given_up_in_on
     s.chats.add_child("default", CHILD);
     s.watch(TASK, &["--child-session", CHILD, "--stop-after", "1s"]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
-    s.server.on(
+    s.server.answer(
         "POST",
         "/api/console/chat/stop",
-        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+        500,
+        r#"{"detail":"Internal Server Error"}"#,
     );
     // Two ticks try, silently (the next tick tries again); the third gives up, saying so.
     s.tick(&[]).run();
