@@ -44,35 +44,35 @@ pub struct LogEntry {
 }
 
 impl LogEntry {
-    /// What a tick as a whole did (no job): `kicked`, a tick started by a QwenPaw turn's end.
-    pub fn tick(event: &str, reason: Option<String>, at: Timestamp) -> LogEntry {
+    /// An event about one task (or none: empty ids), nothing else said.
+    pub fn about(event: &str, task_id: &str, job_id: &str, at: Timestamp) -> LogEntry {
         LogEntry {
             at,
             event: event.to_owned(),
-            task_id: String::new(),
-            job_id: String::new(),
+            task_id: task_id.to_owned(),
+            job_id: job_id.to_owned(),
             turn_id: None,
             status: None,
             task_status: None,
             outcome: None,
             http_status: None,
+            reason: None,
+        }
+    }
+
+    /// What a tick as a whole did (no job): `kicked`, a tick started by a QwenPaw turn's end.
+    pub fn tick(event: &str, reason: Option<String>, at: Timestamp) -> LogEntry {
+        LogEntry {
             reason,
+            ..LogEntry::about(event, "", "", at)
         }
     }
 
     /// What a command did to `job`, as the file shows it after (`JobFile::shown`).
     pub fn of(event: &str, job: &Job, at: Timestamp) -> LogEntry {
         LogEntry {
-            at,
-            event: event.to_owned(),
-            task_id: job.task_id.clone(),
-            job_id: job.job_id.clone(),
-            turn_id: None,
             status: Some(job.shown),
-            task_status: None,
-            outcome: None,
-            http_status: None,
-            reason: None,
+            ..LogEntry::about(event, &job.task_id, &job.job_id, at)
         }
     }
 }
@@ -173,18 +173,13 @@ impl Report {
                 .then(|| error.as_deref().map(failure_kind))
                 .flatten();
             self.log.push(LogEntry {
-                at,
-                event: event.to_owned(),
-                task_id: job.task_id.clone(),
-                job_id: job.job_id.clone(),
-                turn_id: None,
                 // A job's own event: where its watch stands (a result's turn, if any, logs
                 // where the result stands).
                 status: Some(crate::status::status(job, None)),
                 task_status: task_status.map(str::to_owned),
                 outcome: task_outcome,
-                http_status: None,
                 reason,
+                ..LogEntry::about(event, &job.task_id, &job.job_id, at)
             });
         }
     }
@@ -280,19 +275,14 @@ impl Report {
                     continue;
                 }
                 self.log.push(LogEntry {
-                    at,
-                    event: event.to_owned(),
-                    task_id: block.task_id.clone(),
-                    job_id: block.job_id.clone(),
                     turn_id: Some(turn.turn_id.clone()),
                     // A follow-up's job stands where its result landed (done).
                     status: job_of(&block.job_id)
                         .filter(|_| !block.kind.is_follow_up())
                         .map(|j| crate::status::status(j, Some(turn))),
-                    task_status: None,
-                    outcome: None,
                     http_status,
                     reason: reason.clone(),
+                    ..LogEntry::about(event, &block.task_id, &block.job_id, at)
                 });
             }
         }

@@ -258,16 +258,8 @@ fn import(
         .added
         .iter()
         .map(|(task_id, status, job_id)| LogEntry {
-            at: now,
-            event: "imported".into(),
-            task_id: task_id.clone(),
-            job_id: job_id.clone(),
-            turn_id: None,
             status: Some(*status),
-            task_status: None,
-            outcome: None,
-            http_status: None,
-            reason: None,
+            ..LogEntry::about("imported", task_id, job_id, now)
         })
         .collect();
     store.log(&entries)?;
