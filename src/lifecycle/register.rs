@@ -80,65 +80,30 @@ fn reoption(
 ) -> (Job, Vec<&'static str>, Vec<&'static str>) {
     let mut next = job.clone();
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
-    let have = job.options.clone();
+    let have = &job.options;
     let rendered = job.watch != Watch::Pending;
-    let mut take = |flag: &'static str, changed: bool, frozen: bool| {
-        if changed {
-            if frozen {
-                not_applied.push(flag);
-            } else {
-                applied.push(flag);
+    // A flag that changed is applied unless it is frozen (then it is named as not taken).
+    macro_rules! take {
+        ($($flag:literal $field:ident $frozen:expr;)*) => {$(
+            if have.$field != wanted.$field {
+                if $frozen {
+                    not_applied.push($flag);
+                } else {
+                    applied.push($flag);
+                    next.options.$field = Clone::clone(&wanted.$field);
+                }
             }
-        }
-        changed && !frozen
-    };
-    if take(
-        "--on-no-answer",
-        have.on_no_answer != wanted.on_no_answer,
-        rendered,
-    ) {
-        next.options.on_no_answer = wanted.on_no_answer;
+        )*};
     }
-    if take("--on-empty", have.on_empty != wanted.on_empty, rendered) {
-        next.options.on_empty = wanted.on_empty;
-    }
-    if take(
-        "--fork-branch",
-        have.fork_branch != wanted.fork_branch,
-        rendered,
-    ) {
-        next.options.fork_branch = wanted.fork_branch.clone();
-    }
-    if take(
-        "--create-session",
-        have.create_session != wanted.create_session,
-        claimed,
-    ) {
-        next.options.create_session = wanted.create_session;
-    }
-    if take("--forward", have.forward != wanted.forward, claimed) {
-        next.options.forward = wanted.forward;
-    }
-    if take(
-        "--allow-insecure-remote",
-        have.allow_insecure_remote != wanted.allow_insecure_remote,
-        false,
-    ) {
-        next.options.allow_insecure_remote = wanted.allow_insecure_remote;
-    }
-    if take(
-        "--check-in",
-        have.check_in_secs != wanted.check_in_secs,
-        rendered,
-    ) {
-        next.options.check_in_secs = wanted.check_in_secs;
-    }
-    if take(
-        "--stop-after",
-        have.stop_after_secs != wanted.stop_after_secs,
-        rendered,
-    ) {
-        next.options.stop_after_secs = wanted.stop_after_secs;
+    take! {
+        "--on-no-answer" on_no_answer rendered;
+        "--on-empty" on_empty rendered;
+        "--fork-branch" fork_branch rendered;
+        "--create-session" create_session claimed;
+        "--forward" forward claimed;
+        "--allow-insecure-remote" allow_insecure_remote false;
+        "--check-in" check_in_secs rendered;
+        "--stop-after" stop_after_secs rendered;
     }
     (next, applied, not_applied)
 }
@@ -538,5 +503,71 @@ fn auto_existing(
         job: next,
         applied,
         not_applied: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{ForwardMode, OnEmpty, OnNoAnswer};
+
+    const ALL: [&str; 8] = [
+        "--on-no-answer",
+        "--on-empty",
+        "--fork-branch",
+        "--create-session",
+        "--forward",
+        "--allow-insecure-remote",
+        "--check-in",
+        "--stop-after",
+    ];
+
+    /// Every option other than the default a watch starts with.
+    fn every_other() -> Options {
+        Options {
+            create_session: true,
+            on_no_answer: OnNoAnswer::Silent,
+            on_empty: OnEmpty::Skip,
+            fork_branch: Some("b".into()),
+            group: None,
+            forward: ForwardMode::Never,
+            allow_insecure_remote: true,
+            stop_after_secs: Some(60),
+            check_in_secs: Some(30),
+        }
+    }
+
+    #[test]
+    fn a_rewatch_takes_each_changed_flag_unless_its_result_is_rendered_or_its_turn_claimed() {
+        let wanted = every_other();
+        let pending = Job::sample(Watch::Pending);
+        // Running, turn open: every flag is taken.
+        let (next, applied, not_applied) = reoption(&pending, &wanted, false);
+        assert_eq!((applied, not_applied), (ALL.to_vec(), vec![]));
+        assert_eq!(next.options, wanted);
+        // The same flags again: nothing changed, nothing named.
+        let (same, applied, not_applied) = reoption(&next, &wanted, false);
+        assert!(applied.is_empty() && not_applied.is_empty());
+        assert_eq!(same.options, wanted);
+        // Its result rendered: how it is rendered and when the child is checked on or
+        // stopped is settled; where and how it is posted is not, until its turn is claimed.
+        let rendered = Job::sample(Watch::Finished);
+        let (next, applied, not_applied) = reoption(&rendered, &wanted, false);
+        let posting = ["--create-session", "--forward", "--allow-insecure-remote"];
+        assert_eq!(applied, posting);
+        let frozen: Vec<_> = ALL.into_iter().filter(|f| !posting.contains(f)).collect();
+        assert_eq!(not_applied, frozen);
+        assert_eq!(next.options.on_empty, rendered.options.on_empty);
+        assert_eq!(next.options.check_in_secs, rendered.options.check_in_secs);
+        assert!(next.options.create_session && next.options.forward == ForwardMode::Never);
+        // Its turn claimed too: only the token's permission is still taken.
+        let (next, applied, not_applied) = reoption(&rendered, &wanted, true);
+        assert_eq!(applied, ["--allow-insecure-remote"]);
+        assert_eq!(not_applied.len(), ALL.len() - 1);
+        assert!(!next.options.create_session && next.options.forward == ForwardMode::Auto);
+        // Claimed while still running (a check-in's turn): the child's options are taken.
+        let (_, applied, not_applied) = reoption(&pending, &wanted, true);
+        assert_eq!(not_applied, ["--create-session", "--forward"]);
+        assert_eq!(applied.len(), ALL.len() - 2);
     }
 }
