@@ -942,6 +942,60 @@ fn an_automatic_watch_is_the_same_registration_as_the_models_own_either_way() {
 }
 
 #[test]
+fn a_watch_elsewhere_keeps_the_childs_session_with_its_chat_and_agent() {
+    use crate::job::Origin;
+    let mut ids = || "job2".to_owned();
+    let mut known = pending();
+    known.task_id = "task-1".into();
+    known.child_session = Some("child-1".into());
+    known.child_chat_id = Some("chat-1".into());
+    known.child_agent = Some("QA".into());
+    // To another chat (a new record replaces this one), the session named again or not:
+    // the child is the same, and so are its chat and the agent it was found on.
+    for named in [false, true] {
+        let mut jobs = vec![known.clone()];
+        let mut elsewhere = request(&["task-1"], Origin::Plugin, Options::default());
+        elsewhere.target.session_id = "s-other".into();
+        if named {
+            elsewhere.child_sessions = vec![("task-1".into(), "child-1".into())];
+        }
+        let done = watch(&mut jobs, &[], &elsewhere, &mut ids, t(5)).unwrap();
+        let [Registered::Retargeted { job, .. }] = done.as_slice() else {
+            panic!("{done:?}");
+        };
+        assert_eq!(
+            (
+                job.target.session_id.as_str(),
+                job.child_session.as_deref(),
+                job.child_chat_id.as_deref(),
+                job.child_agent.as_deref()
+            ),
+            ("s-other", Some("child-1"), Some("chat-1"), Some("QA")),
+            "named again: {named}"
+        );
+    }
+    // A session named for a child whose session was not known: none of another's chat.
+    let mut unknown = known.clone();
+    unknown.child_session = None;
+    let mut jobs = vec![unknown];
+    let mut elsewhere = request(&["task-1"], Origin::Plugin, Options::default());
+    elsewhere.target.session_id = "s-other".into();
+    elsewhere.child_sessions = vec![("task-1".into(), "child-9".into())];
+    let done = watch(&mut jobs, &[], &elsewhere, &mut ids, t(5)).unwrap();
+    let [Registered::Retargeted { job, .. }] = done.as_slice() else {
+        panic!("{done:?}");
+    };
+    assert_eq!(
+        (
+            job.child_session.as_deref(),
+            job.child_chat_id.as_deref(),
+            job.child_agent.as_deref()
+        ),
+        (Some("child-9"), None, None)
+    );
+}
+
+#[test]
 fn an_automatic_watch_leaves_another_chats_watch_and_an_ended_one_alone() {
     use crate::job::Origin;
     let auto = request(&["task-1"], Origin::Auto, Options::default());
