@@ -942,6 +942,53 @@ fn an_automatic_watch_is_the_same_registration_as_the_models_own_either_way() {
 }
 
 #[test]
+fn a_watch_that_changes_options_takes_its_origin_and_dates_the_record() {
+    use crate::job::Origin;
+    let mut ids = || "job2".to_owned();
+    let check_in = Options {
+        check_in_secs: Some(300),
+        ..Options::default()
+    };
+    let mut auto = job(Watch::Pending);
+    auto.task_id = "task-1".into();
+    auto.target.target_agent = None;
+    auto.origin = Origin::Auto;
+    // A person's options on the plugin's automatic watch: the watch is the person's now,
+    // and its record changed then.
+    let mut jobs = vec![auto.clone()];
+    let by_hand = request(&["task-1"], Origin::Cli, check_in.clone());
+    let done = watch(&mut jobs, &[], &by_hand, &mut ids, t(7)).unwrap();
+    let [Registered::Updated { job, applied, .. }] = done.as_slice() else {
+        panic!("{done:?}");
+    };
+    assert_eq!(applied, &["--check-in"]);
+    assert_eq!((job.origin, job.updated_at), (Origin::Cli, t(7)));
+    // Only options it can no longer take (its result is rendered): nothing changed, so
+    // neither its origin nor its date.
+    let mut rendered = auto.clone();
+    rendered.watch = Watch::Finished;
+    rendered.final_text = Some("T".into());
+    rendered.outcome = Some(TaskOutcome::Completed);
+    let mut jobs = vec![rendered.clone()];
+    let done = watch(&mut jobs, &[], &by_hand, &mut ids, t(7)).unwrap();
+    let [
+        Registered::Updated {
+            job,
+            applied,
+            not_applied,
+        },
+    ] = done.as_slice()
+    else {
+        panic!("{done:?}");
+    };
+    assert!(applied.is_empty() && not_applied == &["--check-in"]);
+    assert_eq!(
+        (job.origin, job.updated_at),
+        (Origin::Auto, rendered.updated_at)
+    );
+}
+
+#[test]
 fn a_watch_elsewhere_keeps_the_childs_session_with_its_chat_and_agent() {
     use crate::job::Origin;
     let mut ids = || "job2".to_owned();
