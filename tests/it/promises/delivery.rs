@@ -167,6 +167,15 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
         ))
         .file(|file| assert_eq!(turn_of(file, TASK)["create_session"], true))
         .run();
+    // The leave stays with its turn: a plain redeliver now is not refused as a misroute
+    // (that turn starts the chat), only as queued already.
+    s.atc(["redeliver", TASK])
+        .status(1)
+        .stderr(format!(
+            "atc: {TASK} is queued for delivery already; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n"
+        ))
+        .file_unchanged()
+        .run();
     s.tick(&[]);
     assert_eq!(s.status(TASK), "done");
     assert_eq!(s.chats.ghosts().len(), 1);
