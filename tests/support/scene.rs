@@ -109,6 +109,19 @@ impl Scene {
         out
     }
 
+    /// The fake answers doctor's questions (version, health, agents) as a healthy 2.2.2
+    /// server does.
+    pub fn healthy(&self) {
+        use super::bodies;
+        for (path, body) in [
+            ("/api/version", bodies::VERSION),
+            ("/api/healthz", bodies::HEALTH_OK),
+            ("/api/agents", bodies::AGENTS),
+        ] {
+            self.server.answer("GET", path, 200, body);
+        }
+    }
+
     /// Scripts the GET replies for a task.
     pub fn poll_replies(&self, task_id: &str, replies: Vec<Reply>) {
         self.server.on("GET", &Self::task_path(task_id), replies);

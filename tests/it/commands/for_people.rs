@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use support::atc::{TestEnv, stderr, stdout};
 use support::bodies;
-use support::fake::{FakeQwenPaw, Reply};
+use support::fake::Reply;
 use support::hermetic::NOWHERE;
 use support::scene::Scene;
 
@@ -233,25 +233,10 @@ fn wait_json_has_one_shape_for_every_exit_and_tells_a_child_timeout_from_ours() 
 // ---------------------------------------------------------------------------------------
 // doctor
 
-/// A fake that answers doctor's questions as a healthy 2.2.2 server does.
-fn healthy(server: &FakeQwenPaw) {
-    server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, bodies::VERSION)],
-    );
-    server.on(
-        "GET",
-        "/api/healthz",
-        vec![Reply::json(200, bodies::HEALTH_OK)],
-    );
-    server.on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
-}
-
 #[test]
 fn doctor_passes_every_check_on_a_sound_setup() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&[]).run();
@@ -369,7 +354,7 @@ fn doctor_says_which_cadence_is_in_effect() {
 #[test]
 fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     s.watch(TASK, &[]);
     // What kicked ticks leave (the plugin's end-of-turn hook), no timer installed: the
     // last tick was a kick, and no other tick ever ran.
@@ -429,7 +414,7 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
 #[test]
 fn a_plugins_cadence_tick_is_kept_apart_from_a_timers() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     let tick_lock = format!("{}.tick.lock", s.env.state.display());
@@ -471,7 +456,7 @@ fn a_plugins_cadence_tick_is_kept_apart_from_a_timers() {
 #[test]
 fn doctor_marks_an_installed_timer_that_never_ran() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     let units = s.env.home.join(".config/systemd/user");
     std::fs::create_dir_all(&units).unwrap();
     std::fs::write(
@@ -533,7 +518,7 @@ fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
 #[test]
 fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_given_up() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     // The timer's environment has no token: every poll is refused, while doctor (run with
     // the token, by a person) sees the server take it.
     s.watch(TASK, &[]);
@@ -621,7 +606,7 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
 #[test]
 fn doctor_sees_a_tick_that_beats_but_cannot_save_and_trusts_an_old_heartbeat() {
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     s.watch(TASK, &[]);
     let mut file = s.env.file();
     // Enough jobs that the file outgrows `ulimit -f 1` when the tick saves it.
@@ -715,7 +700,7 @@ fn doctor_names_a_refused_token_an_unknown_agent_and_a_readable_file() {
     );
 
     let s = Scene::new();
-    healthy(&s.server);
+    s.healthy();
     s.watch(TASK, &["--agent", "ghost"]);
     #[cfg(unix)]
     {

@@ -46,17 +46,6 @@ fn ago(secs: u64) -> String {
     atc::time::Timestamp::from_unix(now - secs).to_string()
 }
 
-/// A fake that answers doctor's questions as a healthy 2.2.2 server does.
-fn healthy(s: &Scene) {
-    for (path, body) in [
-        ("/api/version", bodies::VERSION),
-        ("/api/healthz", bodies::HEALTH_OK),
-        ("/api/agents", bodies::AGENTS),
-    ] {
-        s.server.answer("GET", path, 200, body);
-    }
-}
-
 /// A watch of a still-running child registered two days ago.
 fn two_days_old(s: &Scene) {
     s.watch(TASK, &[]);
@@ -828,7 +817,7 @@ fn the_example_units_run_bare_atc_tick() {
 #[test]
 fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
     let s = Scene::new();
-    healthy(&s);
+    s.healthy();
     write_config(&s.env, "max-age = \"3d\"\nkeep = \"30d\"\n");
     let out = s
         .atc(["doctor"])
@@ -893,7 +882,7 @@ fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
 fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    healthy(&s);
+    s.healthy();
     s.server
         .answer("GET", "/api/plugins/atc/status", 200, r#"{"loaded": true}"#);
     s.server.on(

@@ -76,18 +76,7 @@ fn a_kicked_ticks_give_up_is_left_unsaid_then_said_once_by_the_next_tick() {
         .stdout_contains("* given up by a tick nobody heard")
         .file_unchanged();
     // doctor lists it, not yet said.
-    s.server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, bodies::VERSION)],
-    );
-    s.server.on(
-        "GET",
-        "/api/healthz",
-        vec![Reply::json(200, bodies::HEALTH_OK)],
-    );
-    s.server
-        .on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+    s.healthy();
     let out = s
         .atc(["doctor"])
         .status(1)

@@ -162,18 +162,7 @@ fn a_refused_batch_gives_up_every_result_it_carries() {
     assert_eq!(s.status("task-b"), "error");
     assert_eq!(s.turn("task-b")["state"], "refused");
     s.tick(&[]).file_unchanged();
-    s.server.on(
-        "GET",
-        "/api/version",
-        vec![Reply::json(200, bodies::VERSION)],
-    );
-    s.server.on(
-        "GET",
-        "/api/healthz",
-        vec![Reply::json(200, bodies::HEALTH_OK)],
-    );
-    s.server
-        .on("GET", "/api/agents", vec![Reply::json(200, bodies::AGENTS)]);
+    s.healthy();
     let out = s
         .atc(["doctor"])
         .status(1)
