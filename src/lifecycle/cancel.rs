@@ -177,3 +177,41 @@ pub fn check_ins_off_in(
     compose::tidy(file, now, limits);
     Ok((file.shown(&file.jobs[i]), claimed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `cancel --stop` sends no stop to a watch that had ended when the command looked
+    /// (its child had finished); watched again before the lock, the watch is cancelled
+    /// and the line says the child had finished, not that it keeps running.
+    #[test]
+    fn a_stop_asked_but_not_sent_says_the_child_had_finished() {
+        let limits = crate::settings::default_limits();
+        let now = Timestamp::from_unix(1_800_000_100);
+        for (stop_asked, said) in [
+            (true, "the child had already finished"),
+            (
+                false,
+                "the child task keeps running (check_agent_task still shows its result)",
+            ),
+        ] {
+            let mut file = JobFile {
+                jobs: vec![Job::sample(Watch::Pending)],
+                ..JobFile::default()
+            };
+            let (job, message, changed) = cancel_in(
+                &mut file,
+                "task-1",
+                stop_asked,
+                None,
+                Path::new("j"),
+                now,
+                &limits,
+            )
+            .unwrap();
+            assert_eq!(message, format!("Cancelled the watch on task-1; {said}."));
+            assert_eq!((job.watch, changed), (Watch::Cancelled, true));
+        }
+    }
+}

@@ -550,6 +550,51 @@ fn parent_read_of_a_task_not_watched_or_watched_elsewhere_changes_nothing() {
         .run();
 }
 
+/// A watch that already ended is left alone, and its line says how it ended: cancelled;
+/// skipped (an empty answer under `--on-empty skip`); read already while its POST's
+/// outcome is unknown (that turn goes out as it is).
+#[test]
+fn parent_read_of_an_ended_watch_says_how_it_ended() {
+    let s = Scene::new();
+    s.watch(A, &[]);
+    s.watch(B, &["--on-empty", "skip"]);
+    s.poll_replies(A, vec![Reply::json(200, bodies::RUNNING)]);
+    s.poll_replies(
+        B,
+        vec![Reply::json(200, &bodies::finished_completed("x", "   "))],
+    );
+    s.atc(["cancel", A]).stdout_contains("Cancelled").run();
+    s.tick(&[]).run();
+    assert_eq!(s.status(B), "skipped");
+    s.atc(["parent-read", A, B, "--session", "s-77"])
+        .stdout(format!(
+            "{A}: the watch already ended (cancelled); nothing to do.\n{B}: the watch already ended (skipped); nothing to do.\n"
+        ))
+        .file_unchanged()
+        .run();
+    let s = Scene::new();
+    s.watch(A, &[]);
+    finishes(&s, A, "answer A");
+    s.chats.fault(PostFault::DropAfterStore);
+    s.tick(&[]).run();
+    assert_eq!(s.status(A), "unconfirmed");
+    s.atc(["parent-read", A, "--session", "s-77"])
+        .stdout(format!(
+            "{A}: the parent read its result itself, but its turn was already claimed: it goes out as it is.\n"
+        ))
+        .run();
+    s.atc(["parent-read", A, "--session", "s-77"])
+        .stdout(format!(
+            "{A}: already read by the parent (its turn goes out as it is); nothing to do.\n"
+        ))
+        .file_unchanged()
+        .run();
+    s.env.settle_passed(A);
+    s.tick(&[]).run();
+    assert_eq!(s.status(A), "done");
+    assert_eq!((s.posts().len(), s.delivered("s-77").len()), (1, 1));
+}
+
 #[test]
 fn the_plumbing_is_hidden_from_the_main_help() {
     let env = TestEnv::new();

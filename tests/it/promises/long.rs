@@ -118,6 +118,8 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
         .file(move |file| {
             assert_eq!(file["jobs"][0]["status"], "cancelled");
             assert_eq!(file["jobs"][0]["child_chat_id"], chat.as_str());
+            // Where it runs is --target-agent's to say: the stop learns no agent.
+            assert!(file["jobs"][0].get("child_agent").is_none(), "{file}");
         });
     let stops: Vec<_> = s
         .server

@@ -533,6 +533,14 @@ fn a_tick_killed_during_the_post_never_posts_twice() {
         "delivering",
         "the write-ahead record is on disk"
     );
+    // Its turn was claimed: a redeliver now is refused as being posted.
+    s.atc(["redeliver", TASK])
+        .status(1)
+        .stderr(format!(
+            "atc: {TASK} is being posted (its turn was claimed); only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n"
+        ))
+        .file_unchanged()
+        .run();
     s.tick(&[]);
     let job = s.job(TASK);
     assert_eq!(job["status"], "done", "{job}");

@@ -267,6 +267,12 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
     );
     assert!(follow_ups(&s, "s-77").is_empty());
     s.add_chat("s-77", "default", "console");
+    // That follow-up is task-child's: another task's redeliver leaves it alone.
+    s.atc(["redeliver", "task-grand"])
+        .status(1)
+        .stderr("atc: task-grand was already delivered; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n")
+        .file_unchanged()
+        .run();
     s.atc(["redeliver", "task-child"])
         .stdout_contains("task-child's follow-up (turn atc-")
         .stdout_contains("goes to session s-77 (user default, channel console) again")
