@@ -320,3 +320,28 @@ fn a_redelivered_turn_and_one_still_waiting_become_one() {
             .all(|j| j.turn.as_deref() == Some("atc-job-t1"))
     );
 }
+
+/// The cap counts each block with its separator, the blocks already in the open turn
+/// included: a block that brings the turn to the cap exactly joins; one character more
+/// waits for the next turn.
+#[test]
+fn a_block_joins_an_open_turn_up_to_the_cap_to_the_character() {
+    let sized = |task: &str, finished: u64, len: usize| {
+        let mut job = due(task, finished);
+        job.final_text = Some("x".repeat(len));
+        assert_eq!(chars(&job, BlockKind::Result), len);
+        job
+    };
+    for (extra, joins) in [(0, true), (1, false)] {
+        let mut f = file((0..4).map(|i| sized(&format!("t{i}"), i, 7_000)).collect());
+        compose_all(&mut f, true);
+        assert_eq!(tasks(&f.turns[0]), ["t0", "t1", "t2", "t3"]);
+        let used = describe::BATCH_HEADER_MAX + 4 * (7_000 + 2);
+        f.jobs.push(sized("t4", 4, TURN_CHARS - used - 2 + extra));
+        compose_all(&mut f, true);
+        let first = tasks(&f.turns[0]);
+        assert_eq!(first.contains(&"t4"), joins, "{extra}: {first:?}");
+        assert_eq!(f.turns.len(), 1, "what does not fit waits");
+        assert_eq!(f.jobs[4].turn.is_some(), joins);
+    }
+}
