@@ -345,3 +345,19 @@ fn a_block_joins_an_open_turn_up_to_the_cap_to_the_character() {
         assert_eq!(f.jobs[4].turn.is_some(), joins);
     }
 }
+
+/// A cancelled job whose turn is opened again (`redeliver` of another block it carried)
+/// leaves it: the turn goes on without its block, and the job no longer names the turn
+/// (its status would otherwise say the result went out with it).
+#[test]
+fn a_cancelled_job_leaves_a_turn_opened_again_and_names_it_no_more() {
+    let limits = crate::settings::default_limits();
+    let mut f = file(vec![due("t1", 1), due("t2", 2), due("t3", 3)]);
+    compose_all(&mut f, true);
+    assert_eq!(tasks(&f.turns[0]), ["t1", "t2", "t3"]);
+    f.jobs[1].watch = Watch::Cancelled;
+    tidy(&mut f, at(60), &limits);
+    assert_eq!(tasks(&f.turns[0]), ["t1", "t3"]);
+    assert_eq!(f.jobs[1].turn, None);
+    assert!(f.jobs[0].turn.is_some() && f.jobs[2].turn.is_some());
+}
