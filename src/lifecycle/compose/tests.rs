@@ -361,3 +361,21 @@ fn a_cancelled_job_leaves_a_turn_opened_again_and_names_it_no_more() {
     assert_eq!(f.jobs[1].turn, None);
     assert!(f.jobs[0].turn.is_some() && f.jobs[2].turn.is_some());
 }
+
+/// A job that names a turn which does not carry what it owes now (a landed check-in's
+/// turn, its result due since) is free: its result goes in a turn of its own.
+#[test]
+fn a_job_naming_a_landed_turn_that_lacks_its_block_is_composed_again() {
+    let mut f = file(vec![checking_in("c1", 2)]);
+    compose_all(&mut f, true);
+    f.turns[0].state = TurnState::Delivered;
+    let landed = f.turns[0].turn_id.clone();
+    let mut finished = due("c1", 5);
+    finished.turn = Some(landed.clone());
+    f.jobs[0] = finished;
+    compose_all(&mut f, true);
+    assert_eq!(f.turns.len(), 2);
+    assert_eq!(f.turns[1].carries[0].kind, BlockKind::Result);
+    assert_eq!(f.jobs[0].turn.as_ref(), Some(&f.turns[1].turn_id));
+    assert_ne!(f.jobs[0].turn, Some(landed));
+}
