@@ -379,3 +379,24 @@ fn a_job_naming_a_landed_turn_that_lacks_its_block_is_composed_again() {
     assert_eq!(f.jobs[0].turn.as_ref(), Some(&f.turns[1].turn_id));
     assert_ne!(f.jobs[0].turn, Some(landed));
 }
+
+/// `redeliver --create-session` of a block waiting in an open turn: it leaves and joins
+/// again, the turn's blocks and text unchanged, and the turn takes the leave to start
+/// the chat (else its POST would be misrouted again).
+#[test]
+fn a_member_given_leave_to_start_the_chat_gives_it_to_its_open_turn() {
+    let mut f = file(vec![due("t1", 1), due("t2", 2)]);
+    compose_all(&mut f, true);
+    let before = f.turns[0].clone();
+    assert!(!before.create_session);
+    f.jobs[1].options.create_session = true;
+    f.jobs[1].turn = None;
+    compose_all(&mut f, true);
+    assert_eq!(f.turns.len(), 1);
+    assert_eq!(
+        (&f.turns[0].carries, &f.turns[0].text),
+        (&before.carries, &before.text)
+    );
+    assert!(f.turns[0].create_session);
+    assert_eq!(f.jobs[1].turn.as_ref(), Some(&before.turn_id));
+}
