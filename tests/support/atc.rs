@@ -577,6 +577,17 @@ impl<'a> Run<'a> {
         output
     }
 
+    /// For `atc doctor`: runs it; it must exit `status` (1: a check failed, and stderr
+    /// counts them) and leave the job file as it was. Returns what it printed.
+    pub fn doctor_said(self, status: i32) -> String {
+        let run = self.status(status).stdout_inspected().file_unchanged();
+        let run = match status {
+            1 => run.stderr_contains("checks failed\n"),
+            _ => run.stderr_inspected(),
+        };
+        stdout(&run.run())
+    }
+
     /// Runs, checks, and parses stdout as the one JSON document it must be.
     pub fn json(self) -> Value {
         let context = self.context();

@@ -172,6 +172,16 @@ impl Scene {
         super::atc::carried_tasks(&self.turn(task_id))
     }
 
+    /// `task_id`'s job gave up as `error`: its turn was refused, with an error that names
+    /// `cause`.
+    pub fn assert_refused(&self, task_id: &str, cause: &str) {
+        assert_eq!(self.status(task_id), "error", "{}", self.job(task_id));
+        let turn = self.turn(task_id);
+        assert_eq!(turn["state"], "refused", "{turn}");
+        let error = turn["delivery"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains(cause), "{turn}");
+    }
+
     pub fn status(&self, task_id: &str) -> String {
         self.job(task_id)["status"].as_str().unwrap().to_owned()
     }

@@ -338,14 +338,7 @@ fn doctor_says_which_cadence_is_in_effect() {
         ),
     ] {
         std::fs::write(&cadence, said.to_string()).unwrap();
-        let out = env
-            .atc(["doctor"])
-            .status(1)
-            .stdout_inspected()
-            .stderr_inspected()
-            .file_unchanged()
-            .run();
-        let text = stdout(&out);
+        let text = env.atc(["doctor"]).doctor_said(1);
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
 }
@@ -368,15 +361,9 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
         )
         .as_bytes(),
     );
-    let out = s
-        .atc(["doctor"])
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .file_unchanged()
-        .run();
+    let said = s.atc(["doctor"]).doctor_said(1);
     doctor_says(
-        &stdout(&out),
+        &said,
         "✗ timer: 1 watch waits, and no atc tick but kicks has run yet (kicks, the ticks a turn's end starts, are apart: the last ran ",
         Some(
             "load atc's QwenPaw plugin (it ticks by itself while QwenPaw runs), or install a timer",
@@ -471,14 +458,9 @@ fn doctor_marks_an_installed_timer_that_never_ran() {
         .unwrap()
         .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
         .unwrap();
-    let out = s
-        .atc(["doctor"])
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .run();
+    let said = s.atc(["doctor"]).doctor_said(1);
     doctor_says(
-        &stdout(&out),
+        &said,
         &format!(
             "✗ timer: {} is installed, and no atc tick has run yet",
             units.join("atc-tick.timer").display()

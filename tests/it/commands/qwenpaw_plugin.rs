@@ -593,11 +593,11 @@ fn a_kicked_tick_finding_a_tick_running_leaves_a_mark_it_honours_with_one_more_p
 // ---------------------------------------------------------------------------------------
 // `atc qwenpaw zip`: the bundle QwenPaw's own installer takes.
 
-/// Python's zipfile reads the zip: (name, mode, date, bytes) of each entry, in order.
-fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
+/// What `python3 -c script args…` prints; it must succeed.
+fn python(script: &str, args: &[&Path]) -> Vec<u8> {
     let out = Command::new("python3")
-        .args(["-c", "import json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))"])
-        .arg(path)
+        .args(["-c", script])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -605,46 +605,39 @@ fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let listed: Vec<(String, u32, String, Vec<u8>)> = serde_json::from_slice(&out.stdout).unwrap();
-    listed
+    out.stdout
+}
+
+/// Python's zipfile reads the zip: (name, mode, date, bytes) of each entry, in order.
+fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
+    let script = "import json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))";
+    serde_json::from_slice(&python(script, &[path])).unwrap()
 }
 
 /// Python's zipfile reads a big zip: (name, mode, sha256 hex) of each entry, in order.
 fn unzip_digests(path: &Path) -> Vec<(String, u32, String)> {
-    let out = Command::new("python3")
-        .args(["-c", "import hashlib,json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, hashlib.sha256(z.read(i)).hexdigest()] for i in z.infolist()]))"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let script = "import hashlib,json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, hashlib.sha256(z.read(i)).hexdigest()] for i in z.infolist()]))";
+    serde_json::from_slice(&python(script, &[path])).unwrap()
 }
 
+/// The file's sha256, in hex, as Python's hashlib computes it.
 fn sha256_of(path: &Path) -> String {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import hashlib,sys\nprint(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())",
-        ])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    let script =
+        "import hashlib,sys\nprint(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())";
+    String::from_utf8(python(script, &[path]))
+        .unwrap()
+        .trim()
+        .to_owned()
 }
 
 /// The platform as the zip names it: Python's view of this machine, mapped as the plugin
 /// maps it (`plugin.py` `this_platform`).
 fn python_platform() -> String {
-    let out = Command::new("python3")
-        .args(["-c", "import platform,sys\nos_='macos' if sys.platform=='darwin' else sys.platform\nm=platform.machine().lower()\nm={'amd64':'x86_64','arm64':'aarch64'}.get(m,m)\nprint(os_+'-'+m)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    let script = "import platform,sys\nos_='macos' if sys.platform=='darwin' else sys.platform\nm=platform.machine().lower()\nm={'amd64':'x86_64','arm64':'aarch64'}.get(m,m)\nprint(os_+'-'+m)";
+    String::from_utf8(python(script, &[]))
+        .unwrap()
+        .trim()
+        .to_owned()
 }
 
 /// `atc qwenpaw zip [--thin]` twice, into two folders, the second with `--json`: both
@@ -676,6 +669,27 @@ fn zip_twice(env: &TestEnv, thin: bool, name: &str) -> (PathBuf, Value) {
     (first.join(name), out)
 }
 
+/// The plugin's own entries, first in every zip.
+const PLUGIN_FILES: [&str; 10] = [
+    "atc/",
+    "atc/plugin.json",
+    "atc/plugin.py",
+    "atc/atc_plugin/",
+    "atc/atc_plugin/__init__.py",
+    "atc/atc_plugin/where.py",
+    "atc/atc_plugin/tools.py",
+    "atc/atc_plugin/kick.py",
+    "atc/atc_plugin/auto_watch.py",
+    "atc/frontend.mjs",
+];
+
+/// The skill's entries, last in every zip.
+const SKILL_FILES: [&str; 3] = [
+    "atc/skills/",
+    "atc/skills/atc-callback/",
+    "atc/skills/atc-callback/SKILL.md",
+];
+
 #[test]
 fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time() {
     let env = TestEnv::new();
@@ -689,23 +703,11 @@ fn the_default_zip_carries_this_atc_for_this_platform_the_same_bytes_every_time(
     assert_eq!(
         names,
         [
-            "atc/",
-            "atc/plugin.json",
-            "atc/plugin.py",
-            "atc/atc_plugin/",
-            "atc/atc_plugin/__init__.py",
-            "atc/atc_plugin/where.py",
-            "atc/atc_plugin/tools.py",
-            "atc/atc_plugin/kick.py",
-            "atc/atc_plugin/auto_watch.py",
-            "atc/frontend.mjs",
-            "atc/bin/",
-            "atc/bin/atc",
-            "atc/bin/atc.platform",
-            "atc/skills/",
-            "atc/skills/atc-callback/",
-            "atc/skills/atc-callback/SKILL.md"
-        ],
+            &PLUGIN_FILES[..],
+            &["atc/bin/", "atc/bin/atc", "atc/bin/atc.platform"],
+            &SKILL_FILES
+        ]
+        .concat(),
         "no requirements.txt: nothing for pip to fetch"
     );
     let entry = |name: &str| entries.iter().find(|e| e.0 == name).unwrap();
@@ -732,22 +734,7 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
     let names: Vec<&str> = entries.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "atc/",
-            "atc/plugin.json",
-            "atc/plugin.py",
-            "atc/atc_plugin/",
-            "atc/atc_plugin/__init__.py",
-            "atc/atc_plugin/where.py",
-            "atc/atc_plugin/tools.py",
-            "atc/atc_plugin/kick.py",
-            "atc/atc_plugin/auto_watch.py",
-            "atc/frontend.mjs",
-            "atc/requirements.txt",
-            "atc/skills/",
-            "atc/skills/atc-callback/",
-            "atc/skills/atc-callback/SKILL.md"
-        ]
+        [&PLUGIN_FILES[..], &["atc/requirements.txt"], &SKILL_FILES].concat()
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (name, mode, date, bytes) in &entries {
@@ -800,32 +787,14 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
 
 #[test]
 fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() {
-    let server = FakeQwenPaw::start();
-    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
-    server.answer(
-        "GET",
-        "/api/plugins/atc/status",
-        404,
-        r#"{"detail":"Plugin 'atc' not found."}"#,
+    let (server, env, wd, seed, state) = seed_in_place(
+        Reply::json(
+            200,
+            r#"{"id":"agent-task-callback","message":"Plugin 'agent-task-callback' uninstalled successfully."}"#,
+        ),
+        false,
     );
-    server.answer("DELETE", "/api/plugins/agent-task-callback", 200, r#"{"id":"agent-task-callback","message":"Plugin 'agent-task-callback' uninstalled successfully."}"#);
-    server.answer(
-        "POST",
-        "/api/plugins/install",
-        200,
-        r#"{"id":"atc","loaded":true}"#,
-    );
-    let env = TestEnv::new();
-    let wd = working_dir(&env, Some(server.port()));
-    // The seed, its tools enabled for QA only.
-    let seed = wd.join("plugins/agent-task-callback");
-    fs::create_dir_all(&seed).unwrap();
-    fs::write(
-        seed.join("plugin.json"),
-        json!({"id": "agent-task-callback", "name": "Agent Task Callback", "version": "0.1.5"})
-            .to_string(),
-    )
-    .unwrap();
+    // The seed's tools enabled for QA only.
     let qa = wd.join("workspaces/QA/agent.json");
     let mut agent: Value = serde_json::from_str(&fs::read_to_string(&qa).unwrap()).unwrap();
     for tool in [
@@ -836,12 +805,7 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
         agent["tools"]["builtin_tools"][tool] = json!({"name": tool, "enabled": true});
     }
     fs::write(&qa, agent.to_string()).unwrap();
-    let recent = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        - 60;
-    let state = wd.join("agent-task-callback.json");
+    let recent = seconds_ago(60);
     let seed_state = json!({"jobs": {
         "task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent},
         "task-bbbbbbbbbbbb": {"task_id": "task-bbbbbbbbbbbb", "status": "done", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent, "final": "T", "completed_at": recent}
@@ -935,6 +899,15 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
     .run();
 }
 
+/// Unix seconds `secs` ago, as the seed's state file stores its times.
+fn seconds_ago(secs: u64) -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - secs
+}
+
 /// A working dir with the seed installed and its state file holding one pending job (on
 /// agent QA, chat s-1), and a fake server for it: (server, env, working dir, seed folder,
 /// state file).
@@ -970,11 +943,7 @@ fn seed_in_place(
             .to_string(),
     )
     .unwrap();
-    let recent = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        - 60;
+    let recent = seconds_ago(60);
     let state = wd.join("agent-task-callback.json");
     fs::write(
         &state,

@@ -298,16 +298,7 @@ fn a_refused_delivery_is_an_error_with_the_detail_and_an_unreachable_chat_waits(
     s.tick(&[]).stderr(format!(
         "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
     ));
-    assert_eq!(s.status(TASK), "error");
-    let turn = s.turn(TASK);
-    assert_eq!(turn["state"], "refused", "{turn}");
-    assert!(
-        turn["delivery"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("Agent 'ghost' not found"),
-        "{turn}"
-    );
+    s.assert_refused(TASK, "Agent 'ghost' not found");
     s.atc(["status", TASK])
         .stdout_contains("the server refused the delivery (404: Agent 'ghost' not found)");
 

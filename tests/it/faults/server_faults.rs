@@ -442,17 +442,7 @@ fn redirects_are_never_followed_and_the_tokens_never_leave() {
             "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 308); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
         ),
     );
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "error", "{job}");
-    let turn = s.turn(TASK);
-    assert_eq!(turn["state"], "refused", "{turn}");
-    assert!(
-        turn["delivery"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("Permanent Redirect"),
-        "{turn}"
-    );
+    s.assert_refused(TASK, "Permanent Redirect");
     s.atc(["status", TASK])
         .stdout_contains("the server refused the delivery (308: Permanent Redirect)")
         .never_shows(RUNTIME)

@@ -100,17 +100,7 @@ fn an_unknown_agent_is_refused_at_watch_and_ends_a_delivery_as_error() {
         "atc: gave up on {TASK} (error): the server refused the delivery (HTTP 404); `atc status {TASK}` shows its answer; `atc redeliver {TASK}` tries again once that is fixed\n"
     ));
     s.tick(&[]).file_unchanged();
-    let job = s.job(TASK);
-    assert_eq!(job["status"], "error", "{job}");
-    let turn = s.turn(TASK);
-    assert_eq!(turn["state"], "refused", "{turn}");
-    assert!(
-        turn["delivery"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("Agent 'ghost' not found"),
-        "{turn}"
-    );
+    s.assert_refused(TASK, "Agent 'ghost' not found");
     assert!(s.posts().is_empty());
 }
 

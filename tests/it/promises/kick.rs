@@ -77,14 +77,7 @@ fn a_kicked_ticks_give_up_is_left_unsaid_then_said_once_by_the_next_tick() {
         .file_unchanged();
     // doctor lists it, not yet said.
     s.healthy();
-    let out = s
-        .atc(["doctor"])
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .file_unchanged()
-        .run();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = s.atc(["doctor"]).doctor_said(1);
     let at = said
         .lines()
         .position(|l| {
@@ -104,14 +97,7 @@ fn a_kicked_ticks_give_up_is_left_unsaid_then_said_once_by_the_next_tick() {
     s.atc(["status"])
         .stdout_contains(format!("{TASK}  misrouted "))
         .file_unchanged();
-    let out = s
-        .atc(["doctor"])
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .file_unchanged()
-        .run();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = s.atc(["doctor"]).doctor_said(1);
     assert!(
         said.lines().any(|l| l == "✓ give-ups: 1 in the last day"),
         "{said}"

@@ -163,13 +163,7 @@ fn a_refused_batch_gives_up_every_result_it_carries() {
     assert_eq!(s.turn("task-b")["state"], "refused");
     s.tick(&[]).file_unchanged();
     s.healthy();
-    let out = s
-        .atc(["doctor"])
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .run();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = s.atc(["doctor"]).doctor_said(1);
     assert!(
         said.contains("results that need a person: 2 refused (error) (in 1 turn)"),
         "{said}"
