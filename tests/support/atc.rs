@@ -150,11 +150,7 @@ impl TestEnv {
     /// read-back window, past any `--http-timeout` the tests use).
     #[allow(dead_code)]
     pub fn settle_passed(&self, task_id: &str) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let then = atc::time::Timestamp::from_unix(now - 90).to_string();
+        let then = super::ago(90);
         self.edit_turn(task_id, |turn| {
             turn["delivery"]["last_attempt_at"] = serde_json::json!(then);
             if turn["delivery"].get("unknown_since").is_some() {

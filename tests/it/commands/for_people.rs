@@ -317,11 +317,7 @@ fn doctor_says_which_cadence_is_in_effect() {
         .stdout_inspected()
         .run();
     let cadence = env.state.with_file_name("jobs.json.cadence");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let ago = |secs: u64| atc::time::Timestamp::from_unix(now - secs).to_string();
+    let ago = support::ago;
     for (said, line) in [
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(3), "ticking": true, "timer_seen_at": null}),
@@ -846,11 +842,7 @@ fn the_log_never_holds_message_text_session_ids_user_ids_or_tokens() {
 // import-plugin-state
 
 fn plugin_state(dir: &Path) -> std::path::PathBuf {
-    let recent = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        - 600.0;
+    let recent = support::unix_secs_ago(600) as f64;
     let state = json!({"jobs": [
         {"task_id": "task-aaaaaaaaaaaa", "job_id": "pj1", "agent_id": "default", "target_agent": "researcher",
          "session_id": "s-1", "user_id": "alice", "channel": "console", "registered_at": recent, "status": "pending"},

@@ -805,7 +805,7 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
         agent["tools"]["builtin_tools"][tool] = json!({"name": tool, "enabled": true});
     }
     fs::write(&qa, agent.to_string()).unwrap();
-    let recent = seconds_ago(60);
+    let recent = support::unix_secs_ago(60);
     let seed_state = json!({"jobs": {
         "task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent},
         "task-bbbbbbbbbbbb": {"task_id": "task-bbbbbbbbbbbb", "status": "done", "agent_id": "QA", "session_id": "s-1", "user_id": "u", "channel": "console", "registered_at": recent, "final": "T", "completed_at": recent}
@@ -899,15 +899,6 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
     .run();
 }
 
-/// Unix seconds `secs` ago, as the seed's state file stores its times.
-fn seconds_ago(secs: u64) -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        - secs
-}
-
 /// A working dir with the seed installed and its state file holding one pending job (on
 /// agent QA, chat s-1), and a fake server for it: (server, env, working dir, seed folder,
 /// state file).
@@ -943,7 +934,7 @@ fn seed_in_place(
             .to_string(),
     )
     .unwrap();
-    let recent = seconds_ago(60);
+    let recent = support::unix_secs_ago(60);
     let state = wd.join("agent-task-callback.json");
     fs::write(
         &state,

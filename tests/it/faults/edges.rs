@@ -269,11 +269,7 @@ fn huge_durations_are_refused_never_a_panic() {
 #[test]
 fn import_refuses_bad_records_one_by_one_and_gives_fresh_job_ids() {
     let env = TestEnv::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        - 60.0;
+    let now = support::unix_secs_ago(60) as f64;
     let long = "s".repeat(300);
     let record = |task: &str, session: &str| {
         json!({"task_id": task, "job_id": "same", "session_id": session,

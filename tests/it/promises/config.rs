@@ -11,6 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use support::ago;
 use support::atc::{TestEnv, stderr, stdout, write_private};
 use support::bodies;
 use support::fake::Reply;
@@ -35,15 +36,6 @@ fn read_config(env: &TestEnv) -> String {
 
 fn mode(path: &Path) -> u32 {
     fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
-
-/// An RFC 3339 time `secs` ago.
-fn ago(secs: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    atc::time::Timestamp::from_unix(now - secs).to_string()
 }
 
 /// A watch of a still-running child registered two days ago.

@@ -192,16 +192,8 @@ fn a_watch_whose_child_session_is_unknown_is_polled_once_per_chat_of_its_agent()
     s.watch(TASK, &["--target-agent", "worker"]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     // Registered an hour ago: every chat a kick sees from now on is seen after it.
-    let hour_ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        - 3600;
     s.env.edit_job(TASK, |job| {
-        job.insert(
-            "registered_at".into(),
-            json!(atc::time::Timestamp::from_unix(hour_ago).to_string()),
-        );
+        job.insert("registered_at".into(), json!(support::ago(3600)));
     });
     // A turn of another agent does not concern it.
     kicked(&s, &ended("default", "elsewhere"), &[]).file_unchanged();
