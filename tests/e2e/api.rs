@@ -27,6 +27,14 @@ impl Resp {
         serde_json::from_str(&self.body)
             .map_err(|e| format!("not JSON ({e}): HTTP {} {:?}", self.status, self.body))
     }
+
+    /// Checks that the answer's HTTP status is `want`; `what` names the request.
+    pub fn expect(&self, want: u16, what: &str) -> R<()> {
+        if self.status != want {
+            return Err(format!("{what}: HTTP {} {}", self.status, self.body));
+        }
+        Ok(())
+    }
 }
 
 /// One stored chat message, flattened to what the scenarios check.
@@ -43,6 +51,19 @@ impl Msg {
     pub fn inner_meta(&self, key: &str) -> Option<&Value> {
         self.raw.get("metadata")?.get("metadata")?.get(key)
     }
+
+    /// The delivery id atc stamped on a stored user turn (`qwenpaw_client_message_id`).
+    pub fn delivery_id(&self) -> Option<&str> {
+        self.inner_meta("qwenpaw_client_message_id")?.as_str()
+    }
+}
+
+/// The user turns of `msgs` that carry `task`'s result (its `[TASK_ID: …]` line).
+pub fn carrying<'a>(msgs: &'a [Msg], task: &str) -> Vec<&'a Msg> {
+    let marker = format!("[TASK_ID: {task}]");
+    msgs.iter()
+        .filter(|m| m.role == "user" && m.text.contains(&marker))
+        .collect()
 }
 
 /// The text parts of a message's `content`, one per line.
@@ -57,6 +78,15 @@ pub fn text_of(content: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join("\n")
         })
+        .unwrap_or_default()
+}
+
+/// The text of the last output message of a finished task's record.
+pub fn answer_of(payload: &Value) -> String {
+    payload["result"]["output"]
+        .as_array()
+        .and_then(|o| o.last())
+        .map(|m| text_of(&m["content"]))
         .unwrap_or_default()
 }
 
@@ -114,44 +144,39 @@ impl Api {
         })
     }
 
-    /// GET `<root><path>` (path starts with `/api/`).
-    pub fn get(&self, path: &str, agent: Option<&str>) -> R<Resp> {
-        let url = format!("{}{path}", self.root);
-        let mut req = self.agent.get(&url);
+    /// `req` with the agent's header (when `agent` is given) and the runtime token's.
+    fn headers<B>(
+        &self,
+        mut req: ureq::RequestBuilder<B>,
+        agent: Option<&str>,
+    ) -> ureq::RequestBuilder<B> {
         if let Some(a) = agent {
             req = req.header("X-Agent-Id", a);
         }
         if let Some(t) = &self.token {
             req = req.header("X-QwenPaw-Runtime-Token", t);
         }
+        req
+    }
+
+    /// GET `<root><path>` (path starts with `/api/`).
+    pub fn get(&self, path: &str, agent: Option<&str>) -> R<Resp> {
+        let url = format!("{}{path}", self.root);
+        let req = self.headers(self.agent.get(&url), agent);
         self.finish(req.call(), &format!("GET {url}"))
     }
 
     pub fn post(&self, path: &str, agent: Option<&str>, body: &Value) -> R<Resp> {
         let url = format!("{}{path}", self.root);
-        let mut req = self
-            .agent
-            .post(&url)
-            .header("Content-Type", "application/json");
-        if let Some(a) = agent {
-            req = req.header("X-Agent-Id", a);
-        }
-        if let Some(t) = &self.token {
-            req = req.header("X-QwenPaw-Runtime-Token", t);
-        }
+        let req = self.headers(self.agent.post(&url), agent);
+        let req = req.header("Content-Type", "application/json");
         self.finish(req.send(body.to_string()), &format!("POST {url}"))
     }
 
     /// DELETE `<root><path>` (a chat: `/api/chats/<uuid>`, with the agent's header).
     pub fn delete(&self, path: &str, agent: Option<&str>) -> R<Resp> {
         let url = format!("{}{path}", self.root);
-        let mut req = self.agent.delete(&url);
-        if let Some(a) = agent {
-            req = req.header("X-Agent-Id", a);
-        }
-        if let Some(t) = &self.token {
-            req = req.header("X-QwenPaw-Runtime-Token", t);
-        }
+        let req = self.headers(self.agent.delete(&url), agent);
         self.finish(req.call(), &format!("DELETE {url}"))
     }
 
@@ -191,12 +216,7 @@ impl Api {
         timeout: Option<u64>,
     ) -> R<String> {
         let resp = self.submit_raw(agent, session, user, text, timeout)?;
-        if resp.status != 200 {
-            return Err(format!(
-                "submit to {session}: HTTP {} {}",
-                resp.status, resp.body
-            ));
-        }
+        resp.expect(200, &format!("submit to {session}"))?;
         let v = resp.json()?;
         v["task_id"]
             .as_str()
@@ -213,12 +233,7 @@ impl Api {
         let deadline = Instant::now() + timeout;
         loop {
             let resp = self.task(task_id)?;
-            if resp.status != 200 {
-                return Err(format!(
-                    "GET task {task_id}: HTTP {} {}",
-                    resp.status, resp.body
-                ));
-            }
+            resp.expect(200, &format!("GET task {task_id}"))?;
             let v = resp.json()?;
             if v["status"] == "finished" {
                 return Ok((v, resp.body));
@@ -239,9 +254,7 @@ impl Api {
             &format!("/api/chats?user_id={}&channel=console", enc(user)),
             Some(agent),
         )?;
-        if resp.status != 200 {
-            return Err(format!("GET chats: HTTP {} {}", resp.status, resp.body));
-        }
+        resp.expect(200, "GET chats")?;
         match resp.json()? {
             Value::Array(list) => Ok(list),
             other => Err(format!("GET chats: not a list: {other}")),
@@ -268,12 +281,7 @@ impl Api {
     /// (messages, status) of one chat.
     pub fn chat(&self, chat_id: &str) -> R<(Vec<Msg>, String)> {
         let resp = self.get(&format!("/api/chats/{}", enc(chat_id)), None)?;
-        if resp.status != 200 {
-            return Err(format!(
-                "GET chat {chat_id}: HTTP {} {}",
-                resp.status, resp.body
-            ));
-        }
+        resp.expect(200, &format!("GET chat {chat_id}"))?;
         let v = resp.json()?;
         let msgs = v["messages"]
             .as_array()
@@ -313,6 +321,22 @@ impl Api {
             }
             sleep(Duration::from_millis(100));
         }
+    }
+
+    /// How many user turns of the chat of (`user`, `session`) on `default` carry `task`'s
+    /// result (none when there is no such chat).
+    pub fn results_in(&self, user: &str, session: &str, task: &str) -> R<usize> {
+        let Some(chat) = self.chat_id("default", user, session)? else {
+            return Ok(0);
+        };
+        Ok(carrying(&self.chat(&chat)?.0, task).len())
+    }
+
+    /// [`Api::make_parent`], then the new parent chat's id.
+    pub fn parent_chat(&self, agent: &str, user: &str, session: &str) -> R<String> {
+        self.make_parent(agent, user, session)?;
+        self.chat_id(agent, user, session)?
+            .ok_or_else(|| format!("no parent chat {session}"))
     }
 
     /// Posts a first turn into a new parent chat and waits until it is idle.

@@ -35,6 +35,22 @@ pub fn is_terminal(job: &Value) -> bool {
         && !notice_pending
 }
 
+/// Writes at `path` an executable shell script that logs its arguments to `starts`, one
+/// line a start, then runs `real` with them.
+pub fn logging_wrapper(path: &Path, starts: &Path, real: &Path) -> R<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(
+        path,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            real.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())
+}
+
 /// One atc "installation": its HOME, job file and base URL.
 #[derive(Clone)]
 pub struct Atc {
@@ -232,6 +248,17 @@ impl Atc {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// [`Atc::tick_until_terminal`] for the one job of `task_id`.
+    pub fn tick_one_until_terminal(
+        &self,
+        args: &[&str],
+        task_id: &str,
+        timeout: Duration,
+    ) -> R<Value> {
+        let mut jobs = self.tick_until_terminal(args, &[task_id.to_string()], timeout)?;
+        Ok(jobs.remove(0))
     }
 
     /// Ticks (with `args`) until every job of `task_ids` is terminal.

@@ -16,7 +16,7 @@ use crate::R;
 use crate::api::Api;
 use crate::atc::Atc;
 use crate::ensure;
-use crate::qwenpaw::{Server, ServerOptions};
+use crate::qwenpaw::Server;
 use crate::scenarios::Ctx;
 
 const TURN_WAIT: Duration = Duration::from_secs(60);
@@ -71,25 +71,12 @@ impl Auto {
             payload["result"]["status"] == "completed",
             "the parent's turn did not complete: {payload}"
         );
-        Ok(payload["result"]["output"]
-            .as_array()
-            .and_then(|o| o.last())
-            .map(|m| crate::api::text_of(&m["content"]))
-            .unwrap_or_default())
+        Ok(crate::api::answer_of(&payload))
     }
 
     /// The atc turns in the parent chat carrying `task`'s result.
     fn results_in(&self, session: &str, task: &str) -> R<usize> {
-        let api = self.server.api();
-        let Some(chat) = api.chat_id("default", USER, session)? else {
-            return Ok(0);
-        };
-        let (msgs, _) = api.chat(&chat)?;
-        let marker = format!("[TASK_ID: {task}]");
-        Ok(msgs
-            .iter()
-            .filter(|m| m.role == "user" && m.text.contains(&marker))
-            .count())
+        self.server.api().results_in(USER, session, task)
     }
 
     /// Waits until the parent chat holds `task`'s result, then a little longer: it must be
@@ -154,43 +141,11 @@ fn server(ctx: &Ctx, name: &str) -> R<Auto> {
 
 /// [`server`], with more of the server's environment.
 pub(crate) fn server_with(ctx: &Ctx, name: &str, more: Vec<(String, String)>) -> R<Auto> {
-    let dir = ctx.scratch.path().join(ctx.uniq(name));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let starts = dir.join("atc-starts.log");
-    let wrapper = dir.join("atc-wrapper");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-            starts.display(),
-            ctx.atc_bin.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-    let state = dir.join("jobs.json");
-    let mut vars = vec![
-        ("ATC_BIN".to_string(), wrapper.display().to_string()),
-        ("ATC_STATE".to_string(), state.display().to_string()),
-        // Only what a turn's end starts: the plugin's own cadence would tick too.
-        ("ATC_CADENCE".to_string(), "off".to_string()),
-    ];
-    vars.extend(more);
-    let server = Server::create(
-        name,
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            env: vars,
-            ..ServerOptions::default()
-        },
-    )?;
-    crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
+    let (server, dir) = crate::kick::wrapped_server(ctx, name, more)?;
     Ok(Auto {
         server,
-        starts,
-        state,
+        starts: dir.join("atc-starts.log"),
+        state: dir.join("jobs.json"),
         dir,
     })
 }

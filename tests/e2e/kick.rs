@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::R;
 use crate::api::Api;
-use crate::atc::Atc;
+use crate::atc::{Atc, logging_wrapper};
 use crate::ensure;
 use crate::qwenpaw::{Server, ServerOptions};
 use crate::scenarios::Ctx;
@@ -43,8 +43,7 @@ impl Kick {
     }
 
     pub(crate) fn atc(&self, ctx: &Ctx) -> R<Atc> {
-        let dir = ctx.scratch.path().join(ctx.uniq("kick-atc"));
-        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let dir = ctx.fresh_dir("kick-atc")?;
         Atc::new(&ctx.atc_bin, &dir, self.state.clone(), &self.server.root())
     }
 }
@@ -56,51 +55,80 @@ pub fn server(ctx: &Ctx, name: &str) -> R<Kick> {
 
 /// [`server`], with more in the server's environment.
 fn server_with(ctx: &Ctx, name: &str, more: &[(&str, &str)]) -> R<Kick> {
-    let dir = ctx.scratch.path().join(ctx.uniq(name));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let starts = dir.join("atc-starts.log");
-    let wrapper = dir.join("atc-wrapper");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-            starts.display(),
-            ctx.atc_bin.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-    let state = dir.join("jobs.json");
-    let server = Server::create(
-        name,
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            token: None,
-            path_prepend: None,
-            env: [
-                ("ATC_BIN".into(), wrapper.display().to_string()),
-                ("ATC_STATE".into(), state.display().to_string()),
-                // Only kicks here: the plugin's own cadence would start plain ticks.
-                ("ATC_CADENCE".into(), "off".into()),
-            ]
-            .into_iter()
-            .chain(more.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())))
-            .collect(),
-            mqtt_port: None,
-            ..ServerOptions::default()
-        },
-    )?;
-    crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
-    // The install itself started no atc from the server.
-    let kick = Kick {
+    let more = more.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+    let (server, dir) = wrapped_server(ctx, name, more.collect())?;
+    Ok(Kick {
         server,
-        starts,
-        wrapper,
-        state,
+        starts: dir.join("atc-starts.log"),
+        wrapper: dir.join("atc-wrapper"),
+        state: dir.join("jobs.json"),
+    })
+}
+
+/// A server with atc's plugin installed by `atc qwenpaw install`, its atc (ATC_BIN) a
+/// wrapper that logs every start, its cadence off, `more` in its environment; and its
+/// directory (`atc-wrapper`, its log `atc-starts.log`, the job file `jobs.json`).
+pub(crate) fn wrapped_server(
+    ctx: &Ctx,
+    name: &str,
+    more: Vec<(String, String)>,
+) -> R<(Server, PathBuf)> {
+    let dir = ctx.fresh_dir(name)?;
+    let wrapper = dir.join("atc-wrapper");
+    logging_wrapper(&wrapper, &dir.join("atc-starts.log"), &ctx.atc_bin)?;
+    let mut env = vec![
+        ("ATC_BIN".into(), wrapper.display().to_string()),
+        (
+            "ATC_STATE".into(),
+            dir.join("jobs.json").display().to_string(),
+        ),
+        // Only what a turn's end starts: the plugin's own cadence would tick too.
+        ("ATC_CADENCE".into(), "off".into()),
+    ];
+    env.extend(more);
+    let options = ServerOptions {
+        env,
+        ..ServerOptions::default()
     };
-    Ok(kick)
+    let server = Server::create(name, &ctx.venv, &ctx.llm, options)?;
+    crate::plugin::install(ctx, &server, &format!("{name}-install"))?;
+    Ok((server, dir))
+}
+
+/// `atc watch <child>` from (`session`, `user`) on `default`, the child on `target`, with
+/// `more` arguments.
+fn watch_on(
+    atc: &Atc,
+    child: &str,
+    session: &str,
+    user: &str,
+    target: &str,
+    more: &[&str],
+) -> R<()> {
+    let mut args = vec![
+        "watch",
+        child,
+        "--session",
+        session,
+        "--user",
+        user,
+        "--agent",
+        "default",
+        "--target-agent",
+        target,
+    ];
+    args.extend_from_slice(more);
+    atc.ok(&args).map(drop)
+}
+
+/// Checks that atc was started, and only as `atc tick --kicked --json`.
+fn only_kicked(kick: &Kick) -> R<()> {
+    let starts = kick.starts();
+    ensure!(
+        starts.iter().all(|s| s == "tick --kicked --json") && !starts.is_empty(),
+        "atc was started with {starts:?}, expected only `tick --kicked --json`"
+    );
+    Ok(())
 }
 
 /// When the task's record first says `finished` (polled every 20 ms).
@@ -153,39 +181,25 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
     let target = kick.server.second_agent()?;
 
     // No watches: a turn's end starts no atc (there is no job file at all).
-    api.make_parent("default", "gina", "kick-parent")?;
+    let chat = api.parent_chat("default", "gina", "kick-parent")?;
     sleep(Duration::from_secs(1));
     ensure!(
         kick.starts().is_empty(),
         "turns ended without any watch, and atc was started: {:?}",
         kick.starts()
     );
-    let chat = api
-        .chat_id("default", "gina", "kick-parent")?
-        .ok_or("no parent chat")?;
 
     // A watched child finishes: its result is in the parent chat within 3 s, no tick run
     // by the test, no timer.
     let atc = kick.atc(ctx)?;
-    let child = api.submit(
-        Some(&target),
-        &ctx.uniq("kick-child"),
+    let child = ctx.child(
+        &api,
+        &target,
+        "kick-child",
         "default",
         "kicked child SLEEP=2",
-        None,
     )?;
-    atc.ok(&[
-        "watch",
-        &child,
-        "--session",
-        "kick-parent",
-        "--user",
-        "gina",
-        "--agent",
-        "default",
-        "--target-agent",
-        &target,
-    ])?;
+    watch_on(&atc, &child, "kick-parent", "gina", &target, &[])?;
     let took = latency(&kick.server, &chat, &child, Duration::from_secs(30))?;
     eprintln!(
         "e2e: kick: delivered {:.2} s after the child finished",
@@ -195,11 +209,7 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
         took <= WITHIN,
         "the result arrived {took:?} after the child finished (want ≤ {WITHIN:?})"
     );
-    let starts = kick.starts();
-    ensure!(
-        starts.iter().all(|s| s == "tick --kicked --json") && !starts.is_empty(),
-        "atc was started with {starts:?}, expected only `tick --kicked --json`"
-    );
+    only_kicked(&kick)?;
     let log = atc.ok(&["log"])?;
     ensure!(
         log.stdout
@@ -209,10 +219,7 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
     );
 
     // A result held for a busy parent: delivered within 3 s of the parent's turn ending.
-    api.make_parent("default", "gina", "kick-busy")?;
-    let busy_chat = api
-        .chat_id("default", "gina", "kick-busy")?
-        .ok_or("no busy chat")?;
+    let busy_chat = api.parent_chat("default", "gina", "kick-busy")?;
     let slow = api.submit(
         Some("default"),
         "kick-busy",
@@ -220,25 +227,8 @@ pub fn kick_delivers(ctx: &Ctx) -> R<()> {
         "the parent is busy SLEEP=6",
         None,
     )?;
-    let quick = api.submit(
-        Some(&target),
-        &ctx.uniq("kick-quick"),
-        "default",
-        "quick child",
-        None,
-    )?;
-    atc.ok(&[
-        "watch",
-        &quick,
-        "--session",
-        "kick-busy",
-        "--user",
-        "gina",
-        "--agent",
-        "default",
-        "--target-agent",
-        &target,
-    ])?;
+    let quick = ctx.child(&api, &target, "kick-quick", "default", "quick child")?;
+    watch_on(&atc, &quick, "kick-busy", "gina", &target, &[])?;
     api.wait_finished(&quick, TURN_WAIT)?;
     let (a, b) = (kick.server.api(), kick.server.api());
     let took = std::thread::scope(|scope| -> R<Duration> {
@@ -272,10 +262,7 @@ pub fn kick_give_up_heard(ctx: &Ctx) -> R<()> {
     let target = kick.server.second_agent()?;
     let atc = kick.atc(ctx)?;
     let parent = ctx.uniq("kick-gone");
-    api.make_parent("default", "ida", &parent)?;
-    let chat = api
-        .chat_id("default", "ida", &parent)?
-        .ok_or("no parent chat")?;
+    let chat = api.parent_chat("default", "ida", &parent)?;
     let child_session = ctx.uniq("kick-gone-child");
     let child = api.submit(
         Some(&target),
@@ -284,27 +271,16 @@ pub fn kick_give_up_heard(ctx: &Ctx) -> R<()> {
         "a child whose parent goes away SLEEP=4",
         None,
     )?;
-    atc.ok(&[
-        "watch",
+    watch_on(
+        &atc,
         &child,
-        "--session",
         &parent,
-        "--user",
         "ida",
-        "--agent",
-        "default",
-        "--target-agent",
         &target,
-        "--child-session",
-        &child_session,
-    ])?;
+        &["--child-session", &child_session],
+    )?;
     let gone = api.delete(&format!("/api/chats/{chat}"), Some("default"))?;
-    ensure!(
-        gone.status == 200,
-        "deleting the parent chat: HTTP {} {}",
-        gone.status,
-        gone.body
-    );
+    gone.expect(200, "deleting the parent chat")?;
     api.wait_finished(&child, TURN_WAIT)?;
     // The kick decides it: no tick of the test's, no timer.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -340,11 +316,7 @@ pub fn kick_give_up_heard(ctx: &Ctx) -> R<()> {
         "QwenPaw's log says the give-up {logged} times (want once): {}",
         kick.server.log_tail()
     );
-    let starts = kick.starts();
-    ensure!(
-        !starts.is_empty() && starts.iter().all(|s| s == "tick --kicked --json"),
-        "atc was started with {starts:?}"
-    );
+    only_kicked(&kick)?;
     // The next tick with a real stderr says it, once; the one after, nothing.
     let first = atc.ok(&["tick"])?;
     ensure!(
@@ -395,22 +367,8 @@ pub fn kick_unrelated_turns_cost_nothing(ctx: &Ctx) -> R<()> {
             "a long child SLEEP=600",
             Some(3600),
         )?;
-        atc.ok(&[
-            "watch",
-            &child,
-            "--session",
-            &parent,
-            "--user",
-            "jo",
-            "--agent",
-            "default",
-            "--target-agent",
-            &target,
-            "--child-session",
-            &session,
-            "--base-url",
-            &proxy.url(),
-        ])?;
+        let more = ["--child-session", &session, "--base-url", &proxy.url()];
+        watch_on(&atc, &child, &parent, "jo", &target, &more)?;
         children.push(child);
     }
     let polls = || {
@@ -470,12 +428,12 @@ pub fn kick_without_atc(ctx: &Ctx) -> R<()> {
     // A watch that waits (its child sleeps), so every turn's end has work to announce.
     let atc = kick.atc(ctx)?;
     api.make_parent("default", "hugo", "kick-missing")?;
-    let child = api.submit(
-        Some("default"),
-        &ctx.uniq("kick-long"),
+    let child = ctx.child(
+        &api,
+        "default",
+        "kick-long",
         "default",
         "long child SLEEP=30",
-        None,
     )?;
     atc.ok(&[
         "watch",
@@ -538,11 +496,7 @@ pub fn bench_kick(ctx: &Ctx) -> R<()> {
     let mut chats = Vec::new();
     for i in 0..CHILDREN {
         let session = format!("bench-{i}");
-        api.make_parent("default", "ines", &session)?;
-        chats.push(
-            api.chat_id("default", "ines", &session)?
-                .ok_or("no parent chat")?,
-        );
+        chats.push(api.parent_chat("default", "ines", &session)?);
     }
     let stop = std::sync::atomic::AtomicBool::new(false);
     let timer_env = [
@@ -578,25 +532,10 @@ pub fn bench_kick(ctx: &Ctx) -> R<()> {
                 }
                 let mut children = Vec::new();
                 for (i, chat) in chats.iter().enumerate() {
-                    let child = api.submit(
-                        Some(&target),
-                        &ctx.uniq("bench-child"),
-                        "default",
-                        &format!("bench child SLEEP={}", 1 + 2 * i),
-                        None,
-                    )?;
-                    atc.ok(&[
-                        "watch",
-                        &child,
-                        "--session",
-                        &format!("bench-{i}"),
-                        "--user",
-                        "ines",
-                        "--agent",
-                        "default",
-                        "--target-agent",
-                        &target,
-                    ])?;
+                    let text = format!("bench child SLEEP={}", 1 + 2 * i);
+                    let child = ctx.child(&api, &target, "bench-child", "default", &text)?;
+                    let session = format!("bench-{i}");
+                    watch_on(&atc, &child, &session, "ines", &target, &[])?;
                     children.push((chat.clone(), child));
                 }
                 let mut took: Vec<Duration> = std::thread::scope(|inner| {

@@ -7,15 +7,56 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::R;
-use crate::api::Api;
+use crate::api::{Api, Msg, carrying};
 use crate::atc::Atc;
 use crate::ensure;
 use crate::scenarios::Ctx;
 
+/// A fresh atc aimed at the main server.
 fn fresh_atc(ctx: &Ctx, name: &str) -> R<Atc> {
-    let dir = ctx.scratch.path().join(ctx.uniq(name));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    Atc::new(&ctx.atc_bin, &dir, dir.join("jobs.json"), &ctx.main.root())
+    ctx.atc(name, &ctx.main.root())
+}
+
+/// `atc cancel <tid> --stop` of a watch whose child runs: it says the child was stopped.
+fn cancel_stopping(atc: &Atc, tid: &str) -> R<()> {
+    let out = atc.ok(&["cancel", tid, "--stop"])?;
+    ensure!(
+        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
+        "cancel --stop said {:?}",
+        out.stdout
+    );
+    Ok(())
+}
+
+/// A second `atc cancel <tid> --stop`: it says the watch and the child had already ended.
+fn cancel_again(atc: &Atc, tid: &str) -> R<()> {
+    let again = atc.ok(&["cancel", tid, "--stop"])?;
+    ensure!(
+        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
+        "a second cancel --stop said {:?}",
+        again.stdout
+    );
+    Ok(())
+}
+
+/// The parent's chat still holds only its `before` messages.
+fn parent_untouched(api: &Api, user: &str, parent: &str, before: &[Msg]) -> R<()> {
+    let after = api.history("default", user, parent, Duration::from_secs(10))?;
+    ensure!(
+        after.len() == before.len(),
+        "the parent got {} new messages after cancel --stop",
+        after.len() - before.len()
+    );
+    Ok(())
+}
+
+/// The parent's user turns after its first `before` messages that carry `tid`'s result.
+fn results_after(api: &Api, user: &str, parent: &str, before: &[Msg], tid: &str) -> R<Vec<Msg>> {
+    let after = api.history("default", user, parent, Duration::from_secs(60))?;
+    Ok(carrying(&after[before.len()..], tid)
+        .into_iter()
+        .cloned()
+        .collect())
 }
 
 /// Submits a child on `default` and waits until its record says running.
@@ -48,13 +89,8 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
     let atc = fresh_atc(ctx, "cancel-stop")?;
     atc.watch(&tid, &parent, user, &["--child-session", &child])?;
 
-    let out = atc.ok(&["cancel", &tid, "--stop"])?;
+    cancel_stopping(&atc, &tid)?;
     let stopped_at = Instant::now();
-    ensure!(
-        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
-        "cancel --stop said {:?}",
-        out.stdout
-    );
     let record = loop {
         let v = api.task(&tid)?.json()?;
         if v["status"] == "finished" {
@@ -89,12 +125,7 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
         atc.ok(&["tick"])?;
         sleep(Duration::from_millis(300));
     }
-    let after = api.history("default", user, &parent, Duration::from_secs(10))?;
-    ensure!(
-        after.len() == before.len(),
-        "the parent got {} new messages after cancel --stop",
-        after.len() - before.len()
-    );
+    parent_untouched(&api, user, &parent, &before)?;
     let turns = atc.turns()?;
     ensure!(
         turns.is_empty(),
@@ -102,12 +133,7 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
     );
 
     // Again: nothing running → stopped:false; the task record says it finished.
-    let again = atc.ok(&["cancel", &tid, "--stop"])?;
-    ensure!(
-        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
-        "a second cancel --stop said {:?}",
-        again.stdout
-    );
+    cancel_again(&atc, &tid)?;
     let unknown = api.post(
         "/api/console/chat/stop?chat_id=no-such-chat",
         Some("default"),
@@ -147,12 +173,7 @@ pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
     let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
     let atc = fresh_atc(ctx, "cancel-stop-elsewhere")?;
     atc.watch(&tid, &parent, user, &["--child-session", &child])?;
-    let out = atc.ok(&["cancel", &tid, "--stop"])?;
-    ensure!(
-        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
-        "cancel --stop said {:?}",
-        out.stdout
-    );
+    cancel_stopping(&atc, &tid)?;
     let record = finished_record(&api, &tid)?;
     ensure!(
         record["result"]["status"] == "failed"
@@ -172,20 +193,9 @@ pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
         "job after cancel --stop: {job}"
     );
     // A second stop goes straight there, finds nothing, and the record says why.
-    let again = atc.ok(&["cancel", &tid, "--stop"])?;
-    ensure!(
-        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
-        "a second cancel --stop said {:?}",
-        again.stdout
-    );
+    cancel_again(&atc, &tid)?;
     atc.ok(&["tick"])?;
-    let after = api.history("default", user, &parent, Duration::from_secs(10))?;
-    ensure!(
-        after.len() == before.len(),
-        "the parent got {} new messages after cancel --stop",
-        after.len() - before.len()
-    );
-    Ok(())
+    parent_untouched(&api, user, &parent, &before)
 }
 
 /// `--stop-after 3s` of a child on the second agent, watched without `--target-agent`:
@@ -202,15 +212,7 @@ pub fn stop_after_elsewhere(ctx: &Ctx) -> R<()> {
     let before = api.make_parent("default", user, &parent)?;
     let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
     let atc = fresh_atc(ctx, "stop-after-elsewhere")?;
-    atc.watch(
-        &tid,
-        &parent,
-        user,
-        &["--child-session", &child, "--stop-after", "3s"],
-    )?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(40))?
-        .remove(0);
+    let job = stopped_after_3s(&atc, &api, &tid, &parent, user, &child)?;
     ensure!(
         job["status"] == "done"
             && job["stopped_at"].is_string()
@@ -218,16 +220,7 @@ pub fn stop_after_elsewhere(ctx: &Ctx) -> R<()> {
             && job.get("stop_tries").is_none(),
         "job after --stop-after: {job}"
     );
-    let record = api.task(&tid)?.json()?;
-    ensure!(
-        record["result"]["error"]["message"] == "Task cancelled",
-        "the child was not stopped: {record}"
-    );
-    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
-    let ours: Vec<&crate::api::Msg> = after[before.len()..]
-        .iter()
-        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
-        .collect();
+    let ours = results_after(&api, user, &parent, &before, &tid)?;
     ensure!(
         ours.len() == 1
             && ours[0].text.ends_with(
@@ -238,6 +231,31 @@ pub fn stop_after_elsewhere(ctx: &Ctx) -> R<()> {
         ours.iter().map(|m| &m.text).collect::<Vec<_>>()
     );
     Ok(())
+}
+
+/// Watches `tid` (its child session `child`) with `--stop-after 3s` and ticks until its
+/// job ends: the job, once the child's record says it was cancelled.
+fn stopped_after_3s(
+    atc: &Atc,
+    api: &Api,
+    tid: &str,
+    parent: &str,
+    user: &str,
+    child: &str,
+) -> R<serde_json::Value> {
+    atc.watch(
+        tid,
+        parent,
+        user,
+        &["--child-session", child, "--stop-after", "3s"],
+    )?;
+    let job = atc.tick_one_until_terminal(&[], tid, Duration::from_secs(40))?;
+    let record = api.task(tid)?.json()?;
+    ensure!(
+        record["result"]["error"]["message"] == "Task cancelled",
+        "the child was not stopped: {record}; the job: {job}"
+    );
+    Ok(job)
 }
 
 /// The task record once it says finished (a stopped child's does at once; the wait is a
@@ -269,31 +287,14 @@ pub fn stop_after(ctx: &Ctx) -> R<()> {
     let before = api.make_parent("default", user, &parent)?;
     let tid = running_child(&api, &child, user, "long child SLEEP=60")?;
     let atc = fresh_atc(ctx, "stop-after")?;
-    atc.watch(
-        &tid,
-        &parent,
-        user,
-        &["--child-session", &child, "--stop-after", "3s"],
-    )?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(40))?
-        .remove(0);
+    let job = stopped_after_3s(&atc, &api, &tid, &parent, user, &child)?;
     ensure!(
         job["status"] == "done"
             && job["stopped_at"].is_string()
             && job["child_chat_id"].is_string(),
         "job after --stop-after: {job}"
     );
-    let record = api.task(&tid)?.json()?;
-    ensure!(
-        record["result"]["error"]["message"] == "Task cancelled",
-        "the child was not stopped: {record}"
-    );
-    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
-    let ours: Vec<&crate::api::Msg> = after[before.len()..]
-        .iter()
-        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
-        .collect();
+    let ours = results_after(&api, user, &parent, &before, &tid)?;
     ensure!(
         ours.len() == 1,
         "the parent holds {} turns for {tid}",
@@ -304,10 +305,7 @@ pub fn stop_after(ctx: &Ctx) -> R<()> {
     ensure!(
         turn["state"] == "delivered"
             && turn["text"] == text.as_str()
-            && ours[0]
-                .inner_meta("qwenpaw_client_message_id")
-                .and_then(|v| v.as_str())
-                == turn["turn_id"].as_str(),
+            && ours[0].delivery_id() == turn["turn_id"].as_str(),
         "the chat's turn is not the job's turn {turn}"
     );
     ensure!(
@@ -341,35 +339,24 @@ pub fn check_in(ctx: &Ctx) -> R<()> {
         user,
         &["--child-session", &child, "--check-in", "2s"],
     )?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), Duration::from_secs(60))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &tid, Duration::from_secs(60))?;
     ensure!(job["status"] == "done", "job: {job}");
     let check_ins = job["check_ins"].as_u64().unwrap_or(0);
     ensure!(check_ins >= 1, "no check-in went out: {job}");
-    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
-    let ours: Vec<&crate::api::Msg> = after[before.len()..]
-        .iter()
-        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {tid}]")))
-        .collect();
+    let ours = results_after(&api, user, &parent, &before, &tid)?;
     let ids: Vec<String> = ours
         .iter()
-        .map(|m| {
-            m.inner_meta("qwenpaw_client_message_id")
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_owned()
-        })
+        .map(|m| m.delivery_id().unwrap_or("").to_owned())
         .collect();
     let mut unique = ids.clone();
     unique.sort();
     unique.dedup();
     ensure!(unique.len() == ids.len(), "a turn arrived twice: {ids:?}");
-    let running: Vec<&&crate::api::Msg> = ours
+    let running: Vec<&Msg> = ours
         .iter()
         .filter(|m| m.text.contains("[STATUS: running]"))
         .collect();
-    let finished: Vec<&&crate::api::Msg> = ours
+    let finished: Vec<&Msg> = ours
         .iter()
         .filter(|m| m.text.contains("[STATUS: finished]"))
         .collect();
@@ -508,9 +495,7 @@ pub fn stop_another_session(ctx: &Ctx) -> R<()> {
         user,
         &["--child-session", &c1, "--stop-after", "2s"],
     )?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&t1), Duration::from_secs(40))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &t1, Duration::from_secs(40))?;
     ensure!(
         job["status"] == "done" && job["stopped_at"].is_string(),
         "T1 after --stop-after: {job}"
@@ -520,11 +505,7 @@ pub fn stop_another_session(ctx: &Ctx) -> R<()> {
         second["status"] == "running",
         "T2 was touched by T1's stop: {second}"
     );
-    let after = api.history("default", user, &parent, Duration::from_secs(60))?;
-    let ours: Vec<&crate::api::Msg> = after[before.len()..]
-        .iter()
-        .filter(|m| m.role == "user" && m.text.contains(&format!("[TASK_ID: {t1}]")))
-        .collect();
+    let ours = results_after(&api, user, &parent, &before, &t1)?;
     ensure!(
         ours.len() == 1 && ours[0].text.contains("[atc: stopped this task after 2s"),
         "the parent holds {} turns for {t1}: {:?}",

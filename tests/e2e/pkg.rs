@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::R;
-use crate::atc::Atc;
+use crate::atc::{Atc, logging_wrapper};
 use crate::ensure;
-use crate::plugin::call_tool;
+use crate::plugin::{ATC_TOOLS, builtin_tools, call_tool, watch_by_tool, watched_child};
+use crate::procs::Output;
 use crate::qwenpaw::{Server, ServerOptions, e2e_dir};
-use crate::scenarios::{Ctx, check_delivered_once, wait_turn};
+use crate::scenarios::{Ctx, delivered_into};
 
 const TURN_WAIT: Duration = Duration::from_secs(60);
 /// The plugin's cadence on the zip server (ATC_CADENCE; 20 s by default).
@@ -67,10 +68,107 @@ fn wheel() -> R<PathBuf> {
     Ok(PathBuf::from(path))
 }
 
-fn private_dir(path: &Path) -> R<()> {
+/// The job file `<dir>/state/jobs.json`, its directory made (private, 0700).
+fn private_state(dir: &Path) -> R<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    fs::create_dir_all(path).map_err(|e| e.to_string())?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o700)).map_err(|e| e.to_string())
+    let state_dir = dir.join("state");
+    fs::create_dir_all(&state_dir).map_err(|e| e.to_string())?;
+    fs::set_permissions(&state_dir, fs::Permissions::from_mode(0o700))
+        .map_err(|e| e.to_string())?;
+    Ok(state_dir.join("jobs.json"))
+}
+
+/// A server started by its absolute path, PATH [`CLEAN_PATH`], its job file `state`, pip
+/// offline (`PIP_NO_INDEX`), the plugin's cadence [`PERIOD`]; `python` and `more` as given.
+fn offline_server(
+    ctx: &Ctx,
+    name: &str,
+    state: &Path,
+    python: Option<PathBuf>,
+    more: Vec<(String, String)>,
+) -> R<Server> {
+    let mut env = vec![
+        ("ATC_STATE".into(), state.display().to_string()),
+        ("PIP_NO_INDEX".into(), "1".into()),
+        ("ATC_CADENCE".into(), format!("{}s", PERIOD.as_secs())),
+    ];
+    env.extend(more);
+    let options = ServerOptions {
+        python,
+        path: Some(CLEAN_PATH.into()),
+        by_absolute_path: true,
+        env,
+        ..ServerOptions::default()
+    };
+    Server::create(name, &ctx.venv, &ctx.llm, options)
+}
+
+/// A server for the Agent Task Callback stand-in (it polls every 2 s), its job file
+/// `state`, the plugin's cadence 5 s; the rest as `options` say.
+fn seed_server(ctx: &Ctx, name: &str, state: &Path, mut options: ServerOptions) -> R<Server> {
+    options.env.extend([
+        ("ATC_STATE".into(), state.display().to_string()),
+        ("SEED_POLL_SECONDS".into(), "2".into()),
+        ("ATC_CADENCE".into(), "5s".into()),
+    ]);
+    Server::create(name, &ctx.venv, &ctx.llm, options)
+}
+
+/// `result`, with the tail of `server`'s log on stderr when it is an error.
+fn with_log(server: &Server, result: R<()>) -> R<()> {
+    if result.is_err() {
+        eprintln!("e2e: {} server log: {}", server.name, server.log_tail());
+    }
+    result
+}
+
+/// Enables the Agent Task Callback plugin's tools for `default` in working dir `wd`.
+fn enable_seed_tools(wd: &Path) -> R<()> {
+    let agent_json = wd.join("workspaces/default/agent.json");
+    let mut agent: Value =
+        serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    for tool in [
+        "watch_agent_task",
+        "callback_task_status",
+        "cancel_task_callback",
+    ] {
+        agent["tools"]["builtin_tools"][tool]["enabled"] = json!(true);
+        agent["tools"]["builtin_tools"][tool]["name"] = json!(tool);
+    }
+    fs::write(&agent_json, agent.to_string()).map_err(|e| e.to_string())
+}
+
+/// The model in (`user`, `session`) has the old plugin's `watch_agent_task` watch `task`
+/// on `target`: it must say it watches it.
+fn seed_watch(server: &Server, user: &str, session: &str, task: &str, target: &str) -> R<()> {
+    let said = watch_by_tool(server, session, user, task, target)?;
+    ensure!(
+        said.starts_with(&format!("Watching task {task}")),
+        "the old plugin's watch_agent_task answered {said:?}"
+    );
+    Ok(())
+}
+
+/// `atc qwenpaw install --replace-agent-task-callback` for working dir `wd`: it must
+/// print a line starting with each of `lines`.
+fn replace_seed(atc: &Atc, wd: &Path, lines: &[String]) -> R<Output> {
+    let wd_shown = wd.display().to_string();
+    let out = atc.ok(&[
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &wd_shown,
+    ])?;
+    for line in lines {
+        ensure!(
+            out.stdout.lines().any(|l| l.starts_with(line.as_str())),
+            "no {line:?} in: {}",
+            out.describe()
+        );
+    }
+    Ok(out)
 }
 
 /// Waits until the job of `task` in `atc`'s file is `done`.
@@ -165,24 +263,11 @@ fn readme_enable_line() -> R<String> {
         })
 }
 
-/// The parent chat's user turns that carry `task`'s result.
-fn results_in(server: &Server, user: &str, session: &str, task: &str) -> R<usize> {
-    let api = server.api();
-    let Some(chat) = api.chat_id("default", user, session)? else {
-        return Ok(0);
-    };
-    let (msgs, _) = api.chat(&chat)?;
-    let marker = format!("[TASK_ID: {task}]");
-    Ok(msgs
-        .iter()
-        .filter(|m| m.role == "user" && m.text.contains(&marker))
-        .count())
-}
-
 /// Waits for `task`'s result in the parent chat, then a little longer: exactly once.
 fn arrives_once(server: &Server, user: &str, session: &str, task: &str) -> R<()> {
+    let api = server.api();
     let deadline = Instant::now() + TURN_WAIT;
-    while results_in(server, user, session, task)? == 0 {
+    while api.results_in(user, session, task)? == 0 {
         ensure!(
             Instant::now() < deadline,
             "the result of {task} never arrived in the parent chat"
@@ -190,7 +275,7 @@ fn arrives_once(server: &Server, user: &str, session: &str, task: &str) -> R<()>
         sleep(Duration::from_millis(200));
     }
     sleep(Duration::from_secs(4));
-    let n = results_in(server, user, session, task)?;
+    let n = api.results_in(user, session, task)?;
     ensure!(
         n == 1,
         "the result of {task} is in the parent chat {n} times"
@@ -198,13 +283,21 @@ fn arrives_once(server: &Server, user: &str, session: &str, task: &str) -> R<()>
     Ok(())
 }
 
-/// The model's turn in (`user`, `session`) on `default`: `text` is what the fake LLM
-/// obeys (`CALLTOOL:` makes the real tool call). Returns the task it submitted.
-fn submitting_turn(server: &Server, user: &str, session: &str, text: &str) -> R<String> {
+/// The model's turn in (`user`, `session`) on `default` that calls `submit_to_agent` (the
+/// fake LLM's `CALLTOOL:`) with `child` for agent `target`. Returns the task it submitted.
+fn submitting_turn(
+    server: &Server,
+    user: &str,
+    session: &str,
+    target: &str,
+    child: &str,
+) -> R<String> {
     let api = server.api();
+    let text =
+        format!(r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "{child}"}}"#);
     // A result delivered a moment ago may still be running its turn: wait for idle.
     api.history("default", user, session, TURN_WAIT)?;
-    let turn = api.submit(Some("default"), session, user, text, None)?;
+    let turn = api.submit(Some("default"), session, user, &text, None)?;
     let (payload, _) = api.wait_finished(&turn, TURN_WAIT)?;
     ensure!(
         payload["result"]["status"] == "completed",
@@ -229,8 +322,7 @@ fn submitting_turn(server: &Server, user: &str, session: &str, text: &str) -> R<
 /// into its chat exactly once with no tick by the test; `atc doctor` names the atc the
 /// plugin carries; the plugin's cadence works; QwenPaw's uninstall leaves the job file.
 pub fn plugin_zip(ctx: &Ctx) -> R<()> {
-    let dir = ctx.scratch.path().join(ctx.uniq("zip"));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let dir = ctx.fresh_dir("zip")?;
     let zip = make_zip(ctx, &dir, false)?;
     ensure!(
         zip.file_name()
@@ -261,29 +353,10 @@ pub fn plugin_zip(ctx: &Ctx) -> R<()> {
         "atc is on the clean PATH already: {}",
         String::from_utf8_lossy(&found.stdout)
     );
-    let state_dir = dir.join("state");
-    private_dir(&state_dir)?;
-    let state = state_dir.join("jobs.json");
-    let mut server = Server::create(
-        "zip",
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            path: Some(CLEAN_PATH.into()),
-            by_absolute_path: true,
-            env: vec![
-                ("ATC_STATE".into(), state.display().to_string()),
-                ("PIP_NO_INDEX".into(), "1".into()),
-                ("ATC_CADENCE".into(), format!("{}s", PERIOD.as_secs())),
-            ],
-            ..ServerOptions::default()
-        },
-    )?;
+    let state = private_state(&dir)?;
+    let mut server = offline_server(ctx, "zip", &state, None, Vec::new())?;
     let result = zip_route(ctx, &mut server, &zip, &bin, &state, &dir);
-    if result.is_err() {
-        eprintln!("e2e: zip server log: {}", server.log_tail());
-    }
-    result
+    with_log(&server, result)
 }
 
 fn zip_route(
@@ -365,9 +438,8 @@ fn zip_route(
         server,
         user,
         parent,
-        &format!(
-            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child of the zip's plugin SLEEP=3"}}"#
-        ),
+        &target,
+        "child of the zip's plugin SLEEP=3",
     )?;
     arrives_once(server, user, parent, &child)?;
     let atc = Atc::new(&carried, dir, state.to_path_buf(), &server.root())?;
@@ -393,17 +465,7 @@ fn zip_route(
     let real = carried.with_file_name("atc.real");
     let starts = dir.join("plugin-starts.log");
     fs::rename(&carried, &real).map_err(|e| e.to_string())?;
-    fs::write(
-        &carried,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-            starts.display(),
-            real.display()
-        ),
-    )
-    .map_err(|e| e.to_string())?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&carried, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    logging_wrapper(&carried, &starts, &real)?;
     let by_hand = Atc::new(&ctx.atc_bin, dir, state.to_path_buf(), &server.root())?;
     let cadence = cadence_part(ctx, &by_hand, state, &starts);
     fs::rename(&real, &carried).map_err(|e| e.to_string())?;
@@ -458,40 +520,19 @@ fn uninstall(server: &mut Server, bin: &Path, state: &Path, wd: &Path) -> R<()> 
 /// the model's `watch_agent_task` gets the child's result into the parent chat exactly
 /// once; `atc doctor` (the pip-installed one) is green.
 pub fn plugin_zip_thin(ctx: &Ctx) -> R<()> {
-    let dir = ctx.scratch.path().join(ctx.uniq("thin"));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let dir = ctx.fresh_dir("thin")?;
     let wheel = wheel()?;
     let zip = make_zip(ctx, &dir, true)?;
 
     // The server's own venv, by absolute path, nothing of atc on its PATH.
     let python = ctx.venv.layered(&dir.join("venv"))?;
     let bin = python.parent().ok_or("no bin")?.to_path_buf();
-    let state_dir = dir.join("state");
-    private_dir(&state_dir)?;
-    let state = state_dir.join("jobs.json");
+    let state = private_state(&dir)?;
     let wheels = wheel.parent().ok_or("no wheel dir")?;
-    let mut server = Server::create(
-        "thin",
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            python: Some(python.clone()),
-            path: Some(CLEAN_PATH.into()),
-            by_absolute_path: true,
-            env: vec![
-                ("ATC_STATE".into(), state.display().to_string()),
-                ("PIP_FIND_LINKS".into(), wheels.display().to_string()),
-                ("PIP_NO_INDEX".into(), "1".into()),
-                ("ATC_CADENCE".into(), format!("{}s", PERIOD.as_secs())),
-            ],
-            ..ServerOptions::default()
-        },
-    )?;
+    let links = ("PIP_FIND_LINKS".into(), wheels.display().to_string());
+    let mut server = offline_server(ctx, "thin", &state, Some(python), vec![links])?;
     let result = thin_route(ctx, &mut server, &zip, &bin, &state, &dir);
-    if result.is_err() {
-        eprintln!("e2e: thin server log: {}", server.log_tail());
-    }
-    result
+    with_log(&server, result)
 }
 
 fn thin_route(
@@ -537,38 +578,13 @@ fn thin_route(
     let (user, parent) = ("zoe", "thin-parent");
     api.make_parent("default", user, parent)?;
     let child_text = "child watched from the thin zip's plugin";
-    let child = api.submit(
-        Some(&target),
-        &ctx.uniq("thin-child"),
-        "default",
-        &format!("{child_text} SLEEP=4"),
-        None,
-    )?;
-    let said = call_tool(
-        server,
-        parent,
-        user,
-        "watch_agent_task",
-        &json!({"task_id": child, "target_agent": target}),
-    )?;
-    ensure!(
-        said.starts_with(&format!(
-            "Watching {child} (polled as agent {target}): the result comes back into this chat"
-        )),
-        "watch_agent_task answered {said:?}"
-    );
+    let text = format!("{child_text} SLEEP=4");
+    let child = watched_child(ctx, server, (parent, user), &target, "thin-child", &text)?;
     let before = api.history("default", user, parent, TURN_WAIT)?.len();
     let job = until_done(&atc, &child, TURN_WAIT)?;
     let text = job["final"].as_str().unwrap_or_default().to_string();
     ensure!(text.contains(child_text), "delivered {text:?}");
-    let turn = atc.turn_of(&job)?;
-    wait_turn(&api, &turn)?;
-    check_delivered_once(
-        &api.history("default", user, parent, TURN_WAIT)?,
-        before,
-        &text,
-        &turn,
-    )?;
+    delivered_into(&api, user, parent, before, &text, &atc.turn_of(&job)?)?;
     // The schema the model was offered: every list has typed items.
     let offered: Vec<Value> = ctx
         .llm
@@ -605,17 +621,14 @@ fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
     let main = &ctx.main;
     let api = main.api();
     let (user, parent) = ("yan", "zip-cadence");
-    api.make_parent("default", user, parent)?;
-    let chat = api
-        .chat_id("default", user, parent)?
-        .ok_or("no parent chat")?;
+    let chat = api.parent_chat("default", user, parent)?;
     let by_hand = Atc::new(&ctx.atc_bin, &atc.home, state.to_path_buf(), &main.root())?;
-    let child = api.submit(
-        Some("default"),
-        &ctx.uniq("cadence-child"),
+    let child = ctx.child(
+        &api,
+        "default",
+        "cadence-child",
         "default",
         "cadence child SLEEP=2",
-        None,
     )?;
     by_hand.ok(&["watch", &child, "--session", parent, "--user", user])?;
     let took = crate::kick::latency(main, &chat, &child, Duration::from_secs(60))?;
@@ -640,12 +653,12 @@ fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
     );
 
     // A timer ticks (every 2 s, the test's): the plugin stands by, with work waiting.
-    let long = api.submit(
-        Some("default"),
-        &ctx.uniq("cadence-long"),
+    let long = ctx.child(
+        &api,
+        "default",
+        "cadence-long",
         "default",
         "long child SLEEP=40",
-        None,
     )?;
     by_hand.ok(&["watch", &long, "--session", parent, "--user", user])?;
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -685,29 +698,15 @@ fn cadence_part(ctx: &Ctx, atc: &Atc, state: &Path, starts: &Path) -> R<()> {
 }
 
 pub fn seed_migration(ctx: &Ctx) -> R<()> {
-    let dir = ctx.scratch.path().join(ctx.uniq("seed"));
-    let state_dir = dir.join("state");
-    private_dir(&state_dir)?;
-    let state = state_dir.join("jobs.json");
-    let server = Server::create(
-        "seed",
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            env: vec![
-                ("ATC_BIN".into(), ctx.atc_bin.display().to_string()),
-                ("ATC_STATE".into(), state.display().to_string()),
-                ("SEED_POLL_SECONDS".into(), "2".into()),
-                ("ATC_CADENCE".into(), "5s".into()),
-            ],
-            ..ServerOptions::default()
-        },
-    )?;
-    let result = migrate(ctx, &server, &dir, &state);
-    if result.is_err() {
-        eprintln!("e2e: seed server log: {}", server.log_tail());
-    }
-    result
+    let dir = ctx.fresh_dir("seed")?;
+    let state = private_state(&dir)?;
+    let atc_bin = ("ATC_BIN".into(), ctx.atc_bin.display().to_string());
+    let options = ServerOptions {
+        env: vec![atc_bin],
+        ..ServerOptions::default()
+    };
+    let server = seed_server(ctx, "seed", &state, options)?;
+    with_log(&server, migrate(ctx, &server, &dir, &state))
 }
 
 fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
@@ -718,12 +717,12 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
     api.make_parent("default", user, parent)?;
 
     // A job the old plugin delivered already (its child really finished).
-    let done = api.submit(
-        Some(&target),
-        &ctx.uniq("seed-done"),
+    let done = ctx.child(
+        &api,
+        &target,
+        "seed-done",
         "default",
         "seed child already delivered",
-        None,
     )?;
     api.wait_finished(&done, TURN_WAIT)?;
     let now = std::time::SystemTime::now()
@@ -744,85 +743,34 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
     .map_err(|e| e.to_string())?;
 
     // The old plugin, installed by QwenPaw's CLI; its tools enabled for `default` only.
-    let out = server.python(
-        "qwenpaw plugin install <seed>",
-        &[
-            ctx.venv.bin().join("qwenpaw").into(),
-            "plugin".into(),
-            "install".into(),
-            e2e_dir().join("seed/agent-task-callback").into(),
-        ],
-        None,
-        Duration::from_secs(120),
-    )?;
-    ensure!(
-        out.stdout.contains("installed and loaded (hot reload)"),
-        "installing the stand-in: {}",
-        out.describe()
-    );
-    let agent_json = wd.join("workspaces/default/agent.json");
-    let mut agent: Value =
-        serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-    for tool in [
-        "watch_agent_task",
-        "callback_task_status",
-        "cancel_task_callback",
-    ] {
-        agent["tools"]["builtin_tools"][tool]["enabled"] = json!(true);
-        agent["tools"]["builtin_tools"][tool]["name"] = json!(tool);
-    }
-    fs::write(&agent_json, agent.to_string()).map_err(|e| e.to_string())?;
+    let seed = e2e_dir().join("seed/agent-task-callback");
+    plugin_install(server, &ctx.venv.bin(), &seed, Duration::from_secs(120))?;
+    enable_seed_tools(&wd)?;
 
     // A pending job: the model watches a running child through the old tool.
-    let pending = api.submit(
-        Some(&target),
-        &ctx.uniq("seed-pending"),
-        "default",
-        "seed child still running SLEEP=12",
-        None,
-    )?;
-    let said = call_tool(
-        server,
-        parent,
-        user,
-        "watch_agent_task",
-        &json!({"task_id": pending, "target_agent": target}),
-    )?;
-    ensure!(
-        said.starts_with(&format!("Watching task {pending}")),
-        "the old plugin's watch_agent_task answered {said:?}"
-    );
+    let text = "seed child still running SLEEP=12";
+    let pending = ctx.child(&api, &target, "seed-pending", "default", text)?;
+    seed_watch(server, user, parent, &pending, &target)?;
 
     // The one command.
     let atc = Atc::new(&ctx.atc_bin, dir, state.to_path_buf(), &server.root())?;
-    let wd_shown = wd.display().to_string();
-    let out = atc.ok(&[
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &wd_shown,
-    ])?;
-    for line in [
-        "Its tools are enabled for: default".to_owned(),
-        format!(
-            "Removed: through the QwenPaw at {}/api: it no longer watches or delivers",
-            server.root()
-        ),
-        "Marked 1 job handed over to atc in".to_owned(),
-        "Tools enabled for: default (".to_owned(),
-        format!(
-            "No restart needed: the QwenPaw at {}/api loaded the plugin.",
-            server.root()
-        ),
-    ] {
-        ensure!(
-            out.stdout.lines().any(|l| l.starts_with(&line)),
-            "no {line:?} in: {}",
-            out.describe()
-        );
-    }
+    let out = replace_seed(
+        &atc,
+        &wd,
+        &[
+            "Its tools are enabled for: default".to_owned(),
+            format!(
+                "Removed: through the QwenPaw at {}/api: it no longer watches or delivers",
+                server.root()
+            ),
+            "Marked 1 job handed over to atc in".to_owned(),
+            "Tools enabled for: default (".to_owned(),
+            format!(
+                "No restart needed: the QwenPaw at {}/api loaded the plugin.",
+                server.root()
+            ),
+        ],
+    )?;
     ensure!(
         out.stdout.contains("(1 still watched)"),
         "the pending job was not imported as watched: {}",
@@ -834,25 +782,14 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
         "the old plugin is still there: {}",
         gone.body
     );
-    let tools = |agent: &str| -> R<Value> {
-        let path = wd.join("workspaces").join(agent).join("agent.json");
-        let v: Value = serde_json::from_str(&fs::read_to_string(&path).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-        Ok(v["tools"]["builtin_tools"].clone())
-    };
-    let default_tools = tools("default")?;
-    for tool in [
-        "watch_agent_task",
-        "watch_agent_tasks",
-        "callback_task_status",
-        "cancel_task_callback",
-    ] {
+    let default_tools = builtin_tools(&wd, "default")?;
+    for tool in ATC_TOOLS {
         ensure!(
             default_tools[tool]["enabled"] == true,
             "default: {tool} not enabled: {default_tools}"
         );
         ensure!(
-            tools(&target)?[tool]["enabled"] != true,
+            builtin_tools(&wd, &target)?[tool]["enabled"] != true,
             "{target}: {tool} enabled, but it never had the old tools"
         );
     }
@@ -886,31 +823,15 @@ fn migrate(ctx: &Ctx, server: &Server, dir: &Path, state: &Path) -> R<()> {
 /// running moves to atc, atc's tools are offered without a restart, and every result,
 /// before and after the move, is in the parent chat exactly once.
 pub fn seed_beside_zip(ctx: &Ctx) -> R<()> {
-    let dir = ctx.scratch.path().join(ctx.uniq("beside"));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let dir = ctx.fresh_dir("beside")?;
     let zip = make_zip(ctx, &dir, false)?;
-    let state_dir = dir.join("state");
-    private_dir(&state_dir)?;
-    let state = state_dir.join("jobs.json");
-    let server = Server::create(
-        "beside",
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            path: Some(CLEAN_PATH.into()),
-            env: vec![
-                ("ATC_STATE".into(), state.display().to_string()),
-                ("SEED_POLL_SECONDS".into(), "2".into()),
-                ("ATC_CADENCE".into(), "5s".into()),
-            ],
-            ..ServerOptions::default()
-        },
-    )?;
-    let result = beside(ctx, &server, &zip, &state);
-    if result.is_err() {
-        eprintln!("e2e: beside server log: {}", server.log_tail());
-    }
-    result
+    let state = private_state(&dir)?;
+    let options = ServerOptions {
+        path: Some(CLEAN_PATH.into()),
+        ..ServerOptions::default()
+    };
+    let server = seed_server(ctx, "beside", &state, options)?;
+    with_log(&server, beside(ctx, &server, &zip, &state))
 }
 
 fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
@@ -928,44 +849,22 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
         &e2e_dir().join("seed/agent-task-callback"),
         Duration::from_secs(120),
     )?;
-    let agent_json = wd.join("workspaces/default/agent.json");
-    let mut agent: Value =
-        serde_json::from_str(&fs::read_to_string(&agent_json).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-    for tool in [
-        "watch_agent_task",
-        "callback_task_status",
-        "cancel_task_callback",
-    ] {
-        agent["tools"]["builtin_tools"][tool]["enabled"] = json!(true);
-        agent["tools"]["builtin_tools"][tool]["name"] = json!(tool);
-    }
-    fs::write(&agent_json, agent.to_string()).map_err(|e| e.to_string())?;
-    let seed_watch = |task: &str| -> R<()> {
+    enable_seed_tools(&wd)?;
+    // A result delivered a moment ago may still be running its turn: wait for idle.
+    let watch = |task: &str| -> R<()> {
         api.history("default", user, parent, TURN_WAIT)?;
-        let said = call_tool(
-            server,
-            parent,
-            user,
-            "watch_agent_task",
-            &json!({"task_id": task, "target_agent": target}),
-        )?;
-        ensure!(
-            said.starts_with(&format!("Watching task {task}")),
-            "the old plugin's watch_agent_task answered {said:?}"
-        );
-        Ok(())
+        seed_watch(server, user, parent, task, &target)
     };
 
     // A child the seed watches, then atc's zip, as the README installs it.
-    let a = api.submit(
-        Some(&target),
-        &ctx.uniq("beside-a"),
+    let a = ctx.child(
+        &api,
+        &target,
+        "beside-a",
         "default",
         "child A, the seed's SLEEP=6",
-        None,
     )?;
-    seed_watch(&a)?;
+    watch(&a)?;
     plugin_install(server, &bin, zip, Duration::from_secs(300))?;
     ensure!(
         server
@@ -976,15 +875,8 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
 
     // The model submits B in the background (atc's turn end watches nothing) and has the
     // seed watch it.
-    let b = submitting_turn(
-        server,
-        user,
-        parent,
-        &format!(
-            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child B SLEEP=2"}}"#
-        ),
-    )?;
-    seed_watch(&b)?;
+    let b = submitting_turn(server, user, parent, &target, "child B SLEEP=2")?;
+    watch(&b)?;
     arrives_once(server, user, parent, &a)?;
     arrives_once(server, user, parent, &b)?;
     let carried = wd.join("plugins/atc/bin/atc");
@@ -1001,35 +893,25 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
     );
 
     // C still runs, the seed's, when the move happens.
-    let c = api.submit(
-        Some(&target),
-        &ctx.uniq("beside-c"),
+    let c = ctx.child(
+        &api,
+        &target,
+        "beside-c",
         "default",
         "child C, moved to atc SLEEP=20",
-        None,
     )?;
-    seed_watch(&c)?;
-    let wd_shown = wd.display().to_string();
-    let moved = atc.ok(&[
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &wd_shown,
-    ])?;
-    for line in [
-        "Tools enabled for: default (".to_owned(),
-        format!(
-            "No restart needed: the QwenPaw at {}/api loaded the plugin.",
-            server.root()
-        ),
-    ] {
-        ensure!(
-            moved.stdout.lines().any(|l| l.starts_with(&line)),
-            "no {line:?} in: {}",
-            moved.describe()
-        );
-    }
+    watch(&c)?;
+    let moved = replace_seed(
+        &atc,
+        &wd,
+        &[
+            "Tools enabled for: default (".to_owned(),
+            format!(
+                "No restart needed: the QwenPaw at {}/api loaded the plugin.",
+                server.root()
+            ),
+        ],
+    )?;
     ensure!(
         moved.stdout.contains("(1 still watched)"),
         "C was not moved to atc as watched: {}",
@@ -1066,17 +948,10 @@ fn beside(ctx: &Ctx, server: &Server, zip: &Path, state: &Path) -> R<()> {
     );
     arrives_once(server, user, parent, &c)?;
     // A child submitted after the move: atc watches it by itself.
-    let d = submitting_turn(
-        server,
-        user,
-        parent,
-        &format!(
-            r#"CALLTOOL: submit_to_agent {{"to_agent": "{target}", "text": "child D SLEEP=2"}}"#
-        ),
-    )?;
+    let d = submitting_turn(server, user, parent, &target, "child D SLEEP=2")?;
     arrives_once(server, user, parent, &d)?;
     for task in [&a, &b] {
-        let n = results_in(server, user, parent, task)?;
+        let n = api.results_in(user, parent, task)?;
         ensure!(
             n == 1,
             "the result of {task} is in the parent chat {n} times"

@@ -15,16 +15,32 @@ use crate::atc::Atc;
 use crate::ensure;
 use crate::mqtt::Person;
 use crate::qwenpaw::Server;
-use crate::scenarios::{Ctx, check_delivered_once, mqtt_chat, own_turn, wait_turn};
+use crate::scenarios::{
+    Ctx, delivered_into, job_fields, mqtt_chat, own_turn, require_status, until_forwarded,
+};
 
 const TURN_WAIT: Duration = Duration::from_secs(60);
+
+/// The tools atc's plugin offers.
+pub(crate) const ATC_TOOLS: [&str; 4] = [
+    "watch_agent_task",
+    "watch_agent_tasks",
+    "callback_task_status",
+    "cancel_task_callback",
+];
+
+/// The `tools.builtin_tools` of `agent`'s `agent.json` in the working dir `wd`.
+pub(crate) fn builtin_tools(wd: &Path, agent: &str) -> R<Value> {
+    let path = wd.join("workspaces").join(agent).join("agent.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok(config["tools"]["builtin_tools"].clone())
+}
 
 /// `atc qwenpaw install --all` into `server`'s working dir, with the server running.
 pub fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
     let wd = server.dir.path().join("home/.qwenpaw");
-    let dir = ctx.scratch.path().join(ctx.uniq(name));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let atc = Atc::new(&ctx.atc_bin, &dir, dir.join("jobs.json"), &server.root())?;
+    let atc = ctx.atc(name, &server.root())?;
     let wd_shown = wd.display().to_string();
     let out = atc.ok(&["qwenpaw", "install", "--all", "--working-dir", &wd_shown])?;
     let loaded = format!(
@@ -44,20 +60,11 @@ pub fn install(ctx: &Ctx, server: &Server, name: &str) -> R<()> {
         status.body
     );
     for agent in &server.agents {
-        let path = wd.join("workspaces").join(agent).join("agent.json");
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let config: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        for tool in [
-            "watch_agent_task",
-            "watch_agent_tasks",
-            "callback_task_status",
-            "cancel_task_callback",
-        ] {
+        let tools = builtin_tools(&wd, agent)?;
+        for tool in ATC_TOOLS {
             ensure!(
-                config["tools"]["builtin_tools"][tool]["enabled"] == true,
-                "agent {agent}: {tool} not enabled after install: {}",
-                config["tools"]["builtin_tools"]
+                tools[tool]["enabled"] == true,
+                "agent {agent}: {tool} not enabled after install: {tools}"
             );
         }
     }
@@ -96,16 +103,45 @@ pub(crate) fn call_tool(
         output.contains("plugin_call") || output.contains(tool),
         "the turn did not call the tool {tool}: {output}"
     );
-    Ok(payload["result"]["output"]
-        .as_array()
-        .and_then(|o| o.last())
-        .map(|m| crate::api::text_of(&m["content"]))
-        .unwrap_or_default())
+    Ok(crate::api::answer_of(&payload))
+}
+
+/// [`call_tool`] of `watch_agent_task` for `task` on `target`: the tool's line.
+pub(crate) fn watch_by_tool(
+    server: &Server,
+    session: &str,
+    user: &str,
+    task: &str,
+    target: &str,
+) -> R<String> {
+    let args = json!({"task_id": task, "target_agent": target});
+    call_tool(server, session, user, "watch_agent_task", &args)
+}
+
+/// Submits `text` on `target` (a fresh session named after `prefix`) and has the model in
+/// (session, user) `chat` watch it with `watch_agent_task`, which must say so: the task.
+pub(crate) fn watched_child(
+    ctx: &Ctx,
+    server: &Server,
+    chat: (&str, &str),
+    target: &str,
+    prefix: &str,
+    text: &str,
+) -> R<String> {
+    let (session, user) = chat;
+    let tid = ctx.child(&server.api(), target, prefix, "default", text)?;
+    let said = watch_by_tool(server, session, user, &tid, target)?;
+    ensure!(
+        said.starts_with(&format!(
+            "Watching {tid} (polled as agent {target}): the result comes back into this chat"
+        )),
+        "watch_agent_task answered {said:?}"
+    );
+    Ok(tid)
 }
 
 fn job_in(state: &Path, ctx: &Ctx, server: &Server, task: &str) -> R<(Atc, Value)> {
-    let dir = ctx.scratch.path().join(ctx.uniq("plugin-reader"));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let dir = ctx.fresh_dir("plugin-reader")?;
     let atc = Atc::new(&ctx.atc_bin, &dir, state.to_path_buf(), &server.root())?;
     let job = atc.job(task)?;
     Ok((atc, job))
@@ -123,46 +159,22 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
     // seconds, so that the chat's own turns below are over before its result comes (the
     // plugin's end-of-turn kick delivers it the moment it is ready).
     let child_text = "child work watched through the plugin tool";
-    let tid = api.submit(
-        Some(&target),
-        &ctx.uniq("plugin-child"),
-        "default",
-        &format!("{child_text} SLEEP=8"),
-        None,
-    )?;
-    let said = call_tool(
-        server,
-        parent,
-        user,
-        "watch_agent_task",
-        &json!({"task_id": tid, "target_agent": target}),
-    )?;
-    ensure!(
-        said.starts_with(&format!(
-            "Watching {tid} (polled as agent {target}): the result comes back into this chat"
-        )),
-        "watch_agent_task answered {said:?}"
-    );
+    let text = format!("{child_text} SLEEP=8");
+    let tid = watched_child(ctx, server, (parent, user), &target, "plugin-child", &text)?;
     let (atc, job) = job_in(&ctx.agent_state, ctx, server, &tid)?;
-    for (key, want) in [
-        ("origin", "plugin"),
-        ("agent_id", "default"),
-        ("session_id", parent),
-        ("user_id", user),
-        ("channel", "console"),
-        ("target_agent", target.as_str()),
-    ] {
-        ensure!(
-            job[key] == want,
-            "job {key} is {}, expected {want}: {job}",
-            job[key]
-        );
-    }
-    ensure!(
-        job["base_url"] == format!("{}/api", server.root()),
-        "the plugin's atc recorded base_url {}, expected this server's",
-        job["base_url"]
-    );
+    let base_url = format!("{}/api", server.root());
+    job_fields(
+        &job,
+        &[
+            ("origin", "plugin"),
+            ("agent_id", "default"),
+            ("session_id", parent),
+            ("user_id", user),
+            ("channel", "console"),
+            ("target_agent", target.as_str()),
+            ("base_url", &base_url),
+        ],
+    )?;
 
     // A task id the server never had is refused at once, through the tool as on the
     // command line (QwenPaw's own 404), with no "poll check_agent_task" fallback.
@@ -209,14 +221,8 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
 
     // A tick (the test's, or one the plugin's end-of-turn hook started) delivers into the
     // chat that asked, once.
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), TURN_WAIT)?
-        .remove(0);
-    ensure!(
-        job["status"] == "done",
-        "job {tid} ended {}: {job}",
-        job["status"]
-    );
+    let job = atc.tick_one_until_terminal(&[], &tid, TURN_WAIT)?;
+    require_status(&job, "done")?;
     let text = job["final"].as_str().unwrap_or_default().to_string();
     ensure!(
         text.starts_with(&format!(
@@ -224,26 +230,17 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
         )) && text.contains(child_text),
         "the delivered text is not the child's result: {text:?}"
     );
-    let turn = own_turn(&atc, &job)?;
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, parent, TURN_WAIT)?;
-    check_delivered_once(&after, before, &text, &turn)?;
+    delivered_into(&api, user, parent, before, &text, &own_turn(&atc, &job)?)?;
 
     // cancel_task_callback from the same chat.
-    let slow = api.submit(
-        Some(&target),
-        &ctx.uniq("plugin-slow"),
+    let slow = ctx.child(
+        &api,
+        &target,
+        "plugin-slow",
         "default",
         "slow child SLEEP=20",
-        None,
     )?;
-    let said = call_tool(
-        server,
-        parent,
-        user,
-        "watch_agent_task",
-        &json!({"task_id": slow, "target_agent": target}),
-    )?;
+    let said = watch_by_tool(server, parent, user, &slow, &target)?;
     ensure!(
         said.starts_with(&format!("Watching {slow}")),
         "watch_agent_task answered {said:?}"
@@ -296,13 +293,7 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
     let (person, _) = mqtt_chat(ctx, &im, "pat")?;
     let api = im.server.api();
     let child_text = "child for pat through the plugin";
-    let tid = api.submit(
-        Some("default"),
-        &ctx.uniq("plugin-im-child"),
-        "pat",
-        child_text,
-        None,
-    )?;
+    let tid = ctx.child(&api, "default", "plugin-im-child", "pat", child_text)?;
     api.wait_finished(&tid, TURN_WAIT)?;
     // The person's own message makes the model call the tool, in the MQTT chat.
     person.say(
@@ -321,36 +312,17 @@ pub fn tools_mqtt(ctx: &Ctx) -> R<()> {
         .position(|m| m.starts_with(&watching))
         .map_or(heard.len(), |at| at + 1);
     let (atc, job) = job_in(&ctx.im_agent_state(), ctx, &im.server, &tid)?;
-    for (key, want) in [
-        ("agent_id", "default"),
-        ("session_id", "mqtt:pat"),
-        ("user_id", "pat"),
-        ("channel", "mqtt"),
-    ] {
-        ensure!(
-            job[key] == want,
-            "job {key} is {}, expected {want}: {job}",
-            job[key]
-        );
-    }
+    job_fields(
+        &job,
+        &[
+            ("agent_id", "default"),
+            ("session_id", "mqtt:pat"),
+            ("user_id", "pat"),
+            ("channel", "mqtt"),
+        ],
+    )?;
     // Ticks deliver into the MQTT chat; the woken parent's reply is forwarded to pat.
-    let deadline = std::time::Instant::now() + TURN_WAIT;
-    let (job, turn) = loop {
-        atc.ok(&["tick"])?;
-        let job = atc.job(&tid)?;
-        if let Some(turn) = atc.turn_if_any(&job)?
-            && turn["forward"]["status"]
-                .as_str()
-                .is_some_and(|s| s != "pending")
-        {
-            break (job, turn);
-        }
-        ensure!(
-            std::time::Instant::now() < deadline,
-            "the forward did not settle: {job}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    };
+    let (job, turn) = until_forwarded(&atc, &tid, TURN_WAIT)?;
     ensure!(
         job["status"] == "done"
             && turn["state"] == "delivered"

@@ -72,6 +72,14 @@ impl Proxy {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    /// The POSTs seen so far (atc's deliveries), in order.
+    pub fn posts(&self) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect()
+    }
 }
 
 /// One request per client connection: forwarded with `Connection: close`, the

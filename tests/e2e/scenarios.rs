@@ -279,11 +279,40 @@ impl Ctx {
         format!("{prefix}-{}", self.seq.get())
     }
 
-    /// A fresh atc installation (own HOME and job file) aimed at `base_url`.
-    fn atc(&self, name: &str, base_url: &str) -> R<Atc> {
+    /// A fresh directory in the scratch space, named after `name`.
+    pub(crate) fn fresh_dir(&self, name: &str) -> R<PathBuf> {
         let dir = self.scratch.path().join(self.uniq(name));
         fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Ok(dir)
+    }
+
+    /// A fresh atc installation (own HOME and job file) aimed at `base_url`.
+    pub(crate) fn atc(&self, name: &str, base_url: &str) -> R<Atc> {
+        let dir = self.fresh_dir(name)?;
         Atc::new(&self.atc_bin, &dir, dir.join("jobs.json"), base_url)
+    }
+
+    /// Submits `text` as `user` to `agent` in a fresh session named after `prefix`: the task.
+    pub(crate) fn child(
+        &self,
+        api: &Api,
+        agent: &str,
+        prefix: &str,
+        user: &str,
+        text: &str,
+    ) -> R<String> {
+        api.submit(Some(agent), &self.uniq(prefix), user, text, None)
+    }
+
+    /// The atc the main server's agents run (their `ATC_STATE`), to read their job file.
+    pub(crate) fn agent_atc(&self) -> R<Atc> {
+        let root = self.main.root();
+        Atc::new(
+            &self.atc_bin,
+            self.scratch.path(),
+            self.agent_state.clone(),
+            &root,
+        )
     }
 
     /// Keeps the first real body seen under `name` (for the fixture).
@@ -346,7 +375,8 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or("")
 }
 
-fn final_text(job: &Value) -> R<String> {
+/// The job's rendered result (`final`).
+pub(crate) fn final_text(job: &Value) -> R<String> {
     job["final"]
         .as_str()
         .map(str::to_string)
@@ -390,7 +420,8 @@ fn shared_turn(atc: &Atc, jobs: &[Value]) -> R<Value> {
     Ok(turn)
 }
 
-fn require_status(job: &Value, want: &str) -> R<()> {
+/// Checks that `job`'s status is `want`.
+pub(crate) fn require_status(job: &Value, want: &str) -> R<()> {
     ensure!(
         job["status"] == want,
         "job {} is {} (last_error: {}), expected {want}: {job}",
@@ -478,9 +509,7 @@ pub(crate) fn check_delivered_once(
         "turn id {want_id:?} is not atc's"
     );
     ensure!(
-        msg.inner_meta("qwenpaw_client_message_id")
-            .and_then(Value::as_str)
-            == Some(want_id),
+        msg.delivery_id() == Some(want_id),
         "stored turn lacks metadata qwenpaw_client_message_id={want_id}: {}",
         msg.raw["metadata"]
     );
@@ -492,10 +521,7 @@ pub(crate) fn check_delivered_once(
     // The fake LLM echoes a delivered result back verbatim.
     ensure_same("assistant reply", &reply.text, &format!("ECHO: {text}"))?;
     // Anything from the child appears exactly once in the whole history.
-    let copies = after
-        .iter()
-        .filter(|m| m.role == "user" && m.text == text)
-        .count();
+    let copies = copies(after, text);
     ensure!(
         copies == 1,
         "the delivered text appears {copies} times in the parent history"
@@ -503,12 +529,86 @@ pub(crate) fn check_delivered_once(
     Ok(())
 }
 
-fn new_user_turns(after: &[Msg], before: usize) -> usize {
+/// Waits for the parent turn `turn` started, reads the parent's history and checks it with
+/// [`check_delivered_once`]: the history.
+pub(crate) fn delivered_into(
+    api: &Api,
+    user: &str,
+    parent: &str,
+    before: usize,
+    text: &str,
+    turn: &Value,
+) -> R<Vec<Msg>> {
+    wait_turn(api, turn)?;
+    let after = api.history("default", user, parent, USER_TURN_WAIT)?;
+    check_delivered_once(&after, before, text, turn)?;
+    Ok(after)
+}
+
+/// How many user turns of `msgs` are exactly `text`.
+fn copies(msgs: &[Msg], text: &str) -> usize {
+    msgs.iter()
+        .filter(|m| m.role == "user" && m.text == text)
+        .count()
+}
+
+/// The user turns of the parent's history after its first `before` messages.
+fn new_user_msgs(after: &[Msg], before: usize) -> Vec<&Msg> {
     after
         .iter()
         .skip(before)
         .filter(|m| m.role == "user")
-        .count()
+        .collect()
+}
+
+fn new_user_turns(after: &[Msg], before: usize) -> usize {
+    new_user_msgs(after, before).len()
+}
+
+/// The one user turn the parent's history gained after `before` messages (`what` says
+/// what it carries).
+fn one_new_turn<'a>(after: &'a [Msg], before: usize, what: &str) -> R<&'a Msg> {
+    let turns = new_user_msgs(after, before);
+    ensure!(
+        turns.len() == 1,
+        "expected one turn for {what}, got {}",
+        turns.len()
+    );
+    Ok(turns[0])
+}
+
+/// Checks each (field, value) of `want` against `job`.
+pub(crate) fn job_fields(job: &Value, want: &[(&str, &str)]) -> R<()> {
+    for (key, want) in want {
+        ensure!(
+            job[*key] == *want,
+            "job {key} is {}, expected {want}: {job}",
+            job[*key]
+        );
+    }
+    Ok(())
+}
+
+/// Ticks until the turn that carries `task`'s result has settled its forward (sent or
+/// skipped): the job and that turn.
+pub(crate) fn until_forwarded(atc: &Atc, task: &str, timeout: Duration) -> R<(Value, Value)> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        atc.ok(&["tick"])?;
+        let job = atc.job(task)?;
+        if let Some(turn) = atc.turn_if_any(&job)?
+            && turn["forward"]["status"]
+                .as_str()
+                .is_some_and(|s| s != "pending")
+        {
+            return Ok((job, turn));
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the forward did not settle within {timeout:?}: {job}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -520,12 +620,7 @@ fn happy_path(ctx: &Ctx) -> R<()> {
     let before = api.make_parent("default", user, &parent)?;
 
     let submitted = api.submit_raw(Some("default"), &child, user, "child says hello", None)?;
-    ensure!(
-        submitted.status == 200,
-        "child submit: HTTP {} {}",
-        submitted.status,
-        submitted.body
-    );
+    submitted.expect(200, "child submit")?;
     ctx.record("submit_ok", &submitted.body);
     let tid = s(&submitted.json()?, "task_id").to_string();
 
@@ -564,9 +659,7 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         "a refused watch wrote {}",
         ghost.state.display()
     );
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &tid, SECS(60))?;
     require_status(&job, "done")?;
     ensure!(
         job["base_url"] == format!("{}/api", ctx.main.root()),
@@ -590,17 +683,16 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         &oracle,
     )?;
 
+    // Byte for byte: the stored user turn is exactly what QwenPaw's formatter says.
     let turn = own_turn(&atc, &job)?;
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
+    let after = delivered_into(&api, user, &parent, before.len(), &oracle, &turn)?;
     for (a, b) in before.iter().zip(&after) {
         ensure!(
             a.text == b.text && a.role == b.role,
             "parent history was rewritten: {a:?} vs {b:?}"
         );
     }
-    // Byte for byte: the stored user turn is exactly what QwenPaw's formatter says.
-    check_delivered_once(&after, before.len(), &oracle, &turn)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -629,9 +721,7 @@ fn cross_agent(ctx: &Ctx) -> R<()> {
         user,
         &["--agent", "default", "--target-agent", &second],
     )?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &tid, SECS(60))?;
     require_status(&job, "done")?;
     ensure!(
         job["target_agent"] == second.as_str(),
@@ -653,7 +743,7 @@ fn cross_agent(ctx: &Ctx) -> R<()> {
             p.header("x-agent-id")
         );
     }
-    let posts: Vec<_> = seen.iter().filter(|r| r.method == "POST").collect();
+    let posts = proxy.posts();
     ensure!(
         posts.len() == 1,
         "expected one delivery POST, saw {}: {posts:?}",
@@ -705,9 +795,7 @@ fn cross_agent(ctx: &Ctx) -> R<()> {
             && text.ends_with("ECHO: child on the second agent"),
         "unexpected delivered text {text:?}"
     );
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before.len(), &text, &turn)?;
+    delivered_into(&api, user, &parent, before.len(), &text, &turn)?;
     // The child really ran on the second agent, and nothing landed there by mistake.
     ensure!(
         api.chat_id(&second, user, &child)?.is_some(),
@@ -734,13 +822,7 @@ fn failed_and_timed_out_child(ctx: &Ctx) -> R<()> {
     let before_fail = api.make_parent("default", user, &p_fail)?.len();
     let before_slow = api.make_parent("default", user, &p_slow)?.len();
 
-    let t_fail = api.submit(
-        Some("default"),
-        &ctx.uniq("fail-child"),
-        user,
-        "please FAIL",
-        None,
-    )?;
+    let t_fail = ctx.child(&api, "default", "fail-child", user, "please FAIL")?;
     let t_slow = api.submit(
         Some("default"),
         &ctx.uniq("timeout-child"),
@@ -799,10 +881,7 @@ fn failed_and_timed_out_child(ctx: &Ctx) -> R<()> {
             "delivered text lacks `Task failed.` with the server's message: {text:?}"
         );
         ensure_same("job.final vs QwenPaw's formatter", &text, want)?;
-        let turn = own_turn(&atc, job)?;
-        wait_turn(&api, &turn)?;
-        let after = api.history("default", user, parent, USER_TURN_WAIT)?;
-        check_delivered_once(&after, before, &text, &turn)?;
+        delivered_into(&api, user, parent, before, &text, &own_turn(&atc, job)?)?;
     }
     Ok(())
 }
@@ -831,12 +910,7 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
         None,
     )?;
     let refused = api.submit_raw(Some("default"), &parent, user, "should be refused", None)?;
-    ensure!(
-        refused.status == 409,
-        "second turn into a busy chat: HTTP {} {}",
-        refused.status,
-        refused.body
-    );
+    refused.expect(409, "second turn into a busy chat")?;
     ctx.record("busy_409", &refused.body);
 
     for _ in 0..2 {
@@ -863,11 +937,7 @@ fn busy_parent(ctx: &Ctx) -> R<()> {
     atc.ok(&["tick"])?;
     let job = atc.job(&tid)?;
     require_status(&job, "done")?;
-    let posts: Vec<_> = proxy
-        .seen()
-        .into_iter()
-        .filter(|r| r.method == "POST")
-        .collect();
+    let posts = proxy.posts();
     ensure!(
         posts.len() == 1 && posts[0].status == 200,
         "expected one POST, answered 200, and no 409 at all: {:?}",
@@ -929,13 +999,7 @@ fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
         "a POST whose answer was lost leaves its turn unconfirmed: {turn}"
     );
 
-    let job = atc
-        .tick_until_terminal(
-            &["--http-timeout", "1s"],
-            std::slice::from_ref(&tid),
-            SECS(60),
-        )?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&["--http-timeout", "1s"], &tid, SECS(60))?;
     require_status(&job, "done")?;
     let turn = own_turn(&atc, &job)?;
     ensure!(
@@ -944,19 +1008,12 @@ fn dropped_post_read_back(ctx: &Ctx) -> R<()> {
             && turn["delivery"]["attempts"] == 1,
         "not confirmed by reading the chat back: {turn}"
     );
-    let posts = proxy
-        .seen()
-        .into_iter()
-        .filter(|r| r.method == "POST")
-        .count();
+    let posts = proxy.posts().len();
     ensure!(posts == 1, "{posts} POSTs: the turn was posted again");
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
     let text = final_text(&job)?;
     ensure_same("turn.text vs job.final", s(&turn, "text"), &text)?;
-    let copies = after
-        .iter()
-        .filter(|m| m.role == "user" && m.text == text)
-        .count();
+    let copies = copies(&after, &text);
     ensure!(copies == 1, "the parent holds {copies} copies");
     ensure!(
         new_user_turns(&after, before) == 1,
@@ -974,15 +1031,7 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
     let before = api.make_parent("default", user, &parent)?.len();
     let children: Vec<String> = ["first child", "second child SLEEP=3", "third child FAIL"]
         .iter()
-        .map(|prompt| {
-            api.submit(
-                Some("default"),
-                &ctx.uniq("group-child"),
-                user,
-                prompt,
-                None,
-            )
-        })
+        .map(|prompt| ctx.child(&api, "default", "group-child", user, prompt))
         .collect::<R<_>>()?;
 
     let atc = ctx.atc("group", &ctx.main.root())?;
@@ -1015,16 +1064,8 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
     );
     wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    let turns: Vec<&Msg> = after[before..]
-        .iter()
-        .filter(|m| m.role == "user")
-        .collect();
-    ensure!(
-        turns.len() == 1,
-        "expected one turn for the group, got {}",
-        turns.len()
-    );
-    let text = &turns[0].text;
+    let delivered = one_new_turn(&after, before, "the group")?;
+    let text = &delivered.text;
     ensure!(
         text.starts_with("[ATC_GROUP: trio] 3 tasks: 2 completed, 1 failed\n\n"),
         "group header: {:?}",
@@ -1040,10 +1081,7 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
     );
     ensure_same("the group turn vs the turn's text", text, s(&turn, "text"))?;
     ensure!(
-        turns[0]
-            .inner_meta("qwenpaw_client_message_id")
-            .and_then(Value::as_str)
-            == turn["turn_id"].as_str(),
+        delivered.delivery_id() == turn["turn_id"].as_str(),
         "the group carries one delivery id, {}",
         turn["turn_id"]
     );
@@ -1062,15 +1100,7 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
     let before = api.make_parent("default", user, &parent)?.len();
     let children: Vec<String> = ["first batched", "second batched FAIL", "third batched"]
         .iter()
-        .map(|prompt| {
-            api.submit(
-                Some("default"),
-                &ctx.uniq("batch-child"),
-                user,
-                prompt,
-                None,
-            )
-        })
+        .map(|prompt| ctx.child(&api, "default", "batch-child", user, prompt))
         .collect::<R<_>>()?;
     for t in &children {
         api.wait_finished(t, USER_TURN_WAIT)?;
@@ -1092,14 +1122,8 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
     );
     wait_turn(&api, &turn)?;
     let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    let new = &after[before..];
-    let turns: Vec<&Msg> = new.iter().filter(|m| m.role == "user").collect();
-    ensure!(
-        turns.len() == 1,
-        "expected one turn for the three results, got {}",
-        turns.len()
-    );
-    let text = &turns[0].text;
+    let delivered = one_new_turn(&after, before, "the three results")?;
+    let text = &delivered.text;
     ensure!(
         text.starts_with("[ATC_RESULTS] 3 tasks: 2 completed, 1 failed\n\n"),
         "batch header: {:?}",
@@ -1122,13 +1146,10 @@ fn batch_of_three(ctx: &Ctx) -> R<()> {
         turn["turn_id"]
     );
     ensure!(
-        turns[0]
-            .inner_meta("qwenpaw_client_message_id")
-            .and_then(Value::as_str)
-            == Some(want_id.as_str()),
+        delivered.delivery_id() == Some(want_id.as_str()),
         "the batch carries one delivery id, {want_id}"
     );
-    let replies = new
+    let replies = after[before..]
         .iter()
         .filter(|m| m.role == "assistant" && m.kind == "message")
         .count();
@@ -1145,13 +1166,7 @@ fn console_toast(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     let (user, parent) = ("tina", ctx.uniq("toast-parent"));
     api.make_parent("default", user, &parent)?;
-    let child = api.submit(
-        Some("default"),
-        &ctx.uniq("toast-child"),
-        user,
-        "toast child",
-        None,
-    )?;
+    let child = ctx.child(&api, "default", "toast-child", user, "toast child")?;
     let atc = ctx.atc("toast", &ctx.main.root())?;
     atc.watch(&child, &parent, user, &[])?;
     let jobs = atc.tick_until_terminal(&[], std::slice::from_ref(&child), SECS(60))?;
@@ -1186,18 +1201,7 @@ fn console_toast(ctx: &Ctx) -> R<()> {
 // 5. server restart
 
 fn server_restart(ctx: &Ctx) -> R<()> {
-    let mut server = Server::create(
-        "restart",
-        &ctx.venv,
-        &ctx.llm,
-        ServerOptions {
-            token: None,
-            path_prepend: None,
-            env: Vec::new(),
-            mqtt_port: None,
-            ..ServerOptions::default()
-        },
-    )?;
+    let mut server = Server::create("restart", &ctx.venv, &ctx.llm, ServerOptions::default())?;
     let api = server.api();
     let before = api.make_parent("default", "frank", "restart-parent")?.len();
     let tid = api.submit(
@@ -1208,12 +1212,7 @@ fn server_restart(ctx: &Ctx) -> R<()> {
         None,
     )?;
     let running = api.task(&tid)?;
-    ensure!(
-        running.status == 200,
-        "GET running task: HTTP {} {}",
-        running.status,
-        running.body
-    );
+    running.expect(200, "GET running task")?;
     ctx.record("running", &running.body);
 
     let atc = ctx.atc("restart", &server.root())?;
@@ -1224,12 +1223,7 @@ fn server_restart(ctx: &Ctx) -> R<()> {
 
     server.restart()?;
     let gone = api.task(&tid)?;
-    ensure!(
-        gone.status == 404,
-        "after restart GET {tid}: HTTP {} {}",
-        gone.status,
-        gone.body
-    );
+    gone.expect(404, &format!("after restart GET {tid}"))?;
     ctx.record("not_found", &gone.body);
 
     atc.ok(&["tick"])?;
@@ -1287,20 +1281,12 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
         &ctx.llm,
         ServerOptions {
             token: Some(token.clone()),
-            path_prepend: None,
-            env: Vec::new(),
-            mqtt_port: None,
             ..ServerOptions::default()
         },
     )?;
     let api = server.api();
     let denied = api.with_token(None).get("/api/version", None)?;
-    ensure!(
-        denied.status == 401,
-        "GET /api/version without the token: HTTP {} {}",
-        denied.status,
-        denied.body
-    );
+    denied.expect(401, "GET /api/version without the token")?;
     ensure!(
         denied.content_type.starts_with("application/json"),
         "401 content-type {}",
@@ -1363,14 +1349,10 @@ fn runtime_token(ctx: &Ctx) -> R<()> {
         "doctor with the token: {}",
         doctor.describe()
     );
-    let job = with_token
-        .tick_until_terminal(&["-v"], std::slice::from_ref(&tid), SECS(30))?
-        .remove(0);
+    let job = with_token.tick_one_until_terminal(&["-v"], &tid, SECS(30))?;
     require_status(&job, "done")?;
     let turn = own_turn(&with_token, &job)?;
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before, &final_text(&job)?, &turn)?;
+    delivered_into(&api, user, parent, before, &final_text(&job)?, &turn)?;
 
     let file = fs::read_to_string(&atc.state).map_err(|e| e.to_string())?;
     ensure!(
@@ -1393,12 +1375,12 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
 
     // wait prints exactly what QwenPaw's own formatter shows for the task, exit 0.
     let user = "wendy";
-    let tid = api.submit(
-        Some("default"),
-        &ctx.uniq("wait-child"),
+    let tid = ctx.child(
+        &api,
+        "default",
+        "wait-child",
         user,
         "SLEEP=2 child for wait",
-        None,
     )?;
     let waited = atc.run_env(
         &["wait", &tid, "--timeout", "60s", "--interval", "500ms"],
@@ -1419,13 +1401,7 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
     ensure!(!atc.state.exists(), "wait wrote a job file");
 
     // A slow child and a short --timeout: 124, and the task keeps running.
-    let slow = api.submit(
-        Some("default"),
-        &ctx.uniq("wait-slow"),
-        user,
-        "SLEEP=8 slow child",
-        None,
-    )?;
+    let slow = ctx.child(&api, "default", "wait-slow", user, "SLEEP=8 slow child")?;
     let timed_out = atc.run_env(
         &["wait", &slow, "--timeout", "1s", "--interval", "300ms"],
         &[],
@@ -1444,13 +1420,7 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
         lost.describe()
     );
     // A failed child: 1, with QwenPaw's failure text.
-    let failing = api.submit(
-        Some("default"),
-        &ctx.uniq("wait-fail"),
-        user,
-        "FAIL please",
-        None,
-    )?;
+    let failing = ctx.child(&api, "default", "wait-fail", user, "FAIL please")?;
     let failed = atc.run_env(
         &["wait", &failing, "--timeout", "60s", "--interval", "500ms"],
         &[],
@@ -1470,12 +1440,12 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
     // doctor: every check passes once a watch is recorded and a tick ran.
     let parent = ctx.uniq("doctor-parent");
     api.make_parent("default", user, &parent)?;
-    let watched = api.submit(
-        Some("default"),
-        &ctx.uniq("doctor-child"),
+    let watched = ctx.child(
+        &api,
+        "default",
+        "doctor-child",
         user,
         "SLEEP=15 watched child",
-        None,
     )?;
     atc.watch(&watched, &parent, user, &["--target-agent", "default"])?;
     atc.ok(&["tick"])?;
@@ -1570,9 +1540,7 @@ fn wait_and_doctor(ctx: &Ctx) -> R<()> {
         "doctor with an unknown agent: {}",
         said.describe()
     );
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&watched), SECS(60))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &watched, SECS(60))?;
     require_status(&job, "done")
 }
 
@@ -1630,45 +1598,30 @@ fn agent_registers_itself(ctx: &Ctx) -> R<()> {
         "the agent's system prompt did not show the session/user/channel/agent used"
     );
 
-    let atc = Atc::new(
-        &ctx.atc_bin,
-        ctx.scratch.path(),
-        ctx.agent_state.clone(),
-        &ctx.main.root(),
-    )?;
+    let atc = ctx.agent_atc()?;
     let job = atc
         .job(&tid)
         .map_err(|e| format!("{e}; the agent's turn answered {answer}"))?;
     require_status(&job, "pending")?;
-    for (key, want) in [
-        ("session_id", parent.as_str()),
-        ("user_id", user),
-        ("channel", "console"),
-        ("agent_id", "default"),
-    ] {
-        ensure!(
-            job[key] == want,
-            "job {key} is {}, expected {want}",
-            job[key]
-        );
-    }
     // The agent's atc found the server by itself (last_api in QwenPaw's config.json).
-    ensure!(
-        job["base_url"] == format!("{}/api", ctx.main.root()),
-        "atc inside the agent recorded base_url {}, expected {}/api",
-        job["base_url"],
-        ctx.main.root()
-    );
+    let base_url = format!("{}/api", ctx.main.root());
+    job_fields(
+        &job,
+        &[
+            ("session_id", parent.as_str()),
+            ("user_id", user),
+            ("channel", "console"),
+            ("agent_id", "default"),
+            ("base_url", &base_url),
+        ],
+    )?;
 
     let before = api.history("default", user, &parent, USER_TURN_WAIT)?.len();
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(60))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &tid, SECS(60))?;
     require_status(&job, "done")?;
     let turn = own_turn(&atc, &job)?;
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, &parent, USER_TURN_WAIT)?;
-    check_delivered_once(&after, before, &final_text(&job)?, &turn)
+    delivered_into(&api, user, &parent, before, &final_text(&job)?, &turn)?;
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1702,13 +1655,8 @@ fn many_at_once(ctx: &Ctx) -> R<()> {
     }
     let children: Vec<String> = (0..N)
         .map(|i| {
-            api.submit(
-                Some("default"),
-                &ctx.uniq(&format!("many-child-{i:02}")),
-                user,
-                &format!("child {i:02} of many"),
-                None,
-            )
+            let text = format!("child {i:02} of many");
+            ctx.child(&api, "default", &format!("many-child-{i:02}"), user, &text)
         })
         .collect::<R<_>>()?;
 
@@ -1759,21 +1707,10 @@ fn many_at_once(ctx: &Ctx) -> R<()> {
 fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     let (user, parent) = ("kim", ctx.uniq("nobody-parent"));
-    let tid = api.submit(
-        Some("default"),
-        &ctx.uniq("nobody-child"),
-        user,
-        "child of nobody",
-        None,
-    )?;
+    let tid = ctx.child(&api, "default", "nobody-child", user, "child of nobody")?;
     api.wait_finished(&tid, SECS(30))?;
     let refused = api.submit_raw(Some("no-such-agent"), &parent, user, "probe", None)?;
-    ensure!(
-        refused.status == 404,
-        "POST as an unknown agent: HTTP {} {}",
-        refused.status,
-        refused.body
-    );
+    refused.expect(404, "POST as an unknown agent")?;
     ctx.record("unknown_agent_404", &refused.body);
 
     let atc = ctx.atc("nobody", &ctx.main.root())?;
@@ -1810,9 +1747,7 @@ fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
         "user_id": user, "channel": "console", "registered_at": "2026-12-01T00:00:00Z",
         "updated_at": "2026-12-01T00:00:00Z", "status": "pending"}]});
     fs::write(&atc.state, job.to_string()).map_err(|e| e.to_string())?;
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), SECS(30))?
-        .remove(0);
+    let job = atc.tick_one_until_terminal(&[], &tid, SECS(30))?;
     require_status(&job, "error")?;
     ensure!(
         job["final"].is_string(),
@@ -1875,13 +1810,7 @@ pub(crate) fn mqtt_chat(ctx: &Ctx, im: &Im, client: &str) -> R<(Person, usize)> 
 /// the turn that carries its result.
 fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value, Value)> {
     let api = im.server.api();
-    let tid = api.submit(
-        Some("default"),
-        &ctx.uniq("im-child"),
-        client,
-        child_says,
-        None,
-    )?;
+    let tid = ctx.child(&api, "default", "im-child", client, child_says)?;
     api.wait_finished(&tid, SECS(30))?;
     let atc = ctx.atc("im", &im.server.root())?;
     let session = format!("mqtt:{client}");
@@ -1895,25 +1824,8 @@ fn im_watch(ctx: &Ctx, im: &Im, client: &str, child_says: &str) -> R<(Atc, Value
         "--channel",
         "mqtt",
     ])?;
-    let deadline = std::time::Instant::now() + SECS(90);
-    loop {
-        atc.ok(&["tick"])?;
-        let job = atc.job(&tid)?;
-        let turn = atc.turn_if_any(&job)?;
-        let settled = turn.as_ref().is_some_and(|t| {
-            t["forward"]["status"]
-                .as_str()
-                .is_some_and(|s| s != "pending")
-        });
-        if let (true, Some(turn)) = (settled, turn) {
-            return Ok((atc, job, turn));
-        }
-        ensure!(
-            std::time::Instant::now() < deadline,
-            "the forward did not settle within 90 s: {job}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let (job, turn) = until_forwarded(&atc, &tid, SECS(90))?;
+    Ok((atc, job, turn))
 }
 
 /// The woken parent first says "I will inspect…" with a tool call, then its final text:
@@ -2006,12 +1918,7 @@ fn contract_pinning(ctx: &Ctx) -> R<()> {
         Some("default"),
         &json!({}),
     )?;
-    ensure!(
-        stop.status == 200,
-        "POST chat/stop: HTTP {} {}",
-        stop.status,
-        stop.body
-    );
+    stop.expect(200, "POST chat/stop")?;
     let (_, raw) = api.wait_finished(&tid, SECS(30))?;
     ctx.record("finished_cancelled", &raw);
     if !ctx.bodies.borrow().contains_key("not_found") {

@@ -13,10 +13,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::R;
-use crate::atc::Atc;
+use crate::api::answer_of;
 use crate::ensure;
 use crate::procs::{Output, clip};
-use crate::scenarios::{Ctx, check_delivered_once, own_turn, wait_turn};
+use crate::scenarios::{Ctx, delivered_into, final_text, job_fields, own_turn, require_status};
 
 const SKILL: &str = "atc-callback";
 /// What the fake LLM's `SKILLTEST:` directive answers once `atc watch` ran.
@@ -180,15 +180,6 @@ fn bracketed(text: &str, label: &str) -> Option<String> {
     Some(text[start..end].trim().to_string())
 }
 
-/// Text of the last output message of a finished task.
-fn answer_of(payload: &Value) -> String {
-    payload["result"]["output"]
-        .as_array()
-        .and_then(|o| o.last())
-        .map(|m| crate::api::text_of(&m["content"]))
-        .unwrap_or_default()
-}
-
 pub fn registers_callback(ctx: &Ctx) -> R<()> {
     let result = run(ctx);
     // Leave the default agent as the other scenarios found it.
@@ -298,53 +289,31 @@ fn run(ctx: &Ctx) -> R<()> {
     );
 
     // The agent's atc wrote the job where the server's environment said (ATC_STATE).
-    let atc = Atc::new(
-        &ctx.atc_bin,
-        ctx.scratch.path(),
-        ctx.agent_state.clone(),
-        &ctx.main.root(),
-    )?;
+    let atc = ctx.agent_atc()?;
     let job = atc.job(&tid)?;
     ensure!(
         matches!(job["status"].as_str(), Some("pending" | "delivering")),
         "job {tid} is {}, expected pending (or delivering): {job}",
         job["status"]
     );
-    for (key, want) in [
-        ("session_id", parent),
-        ("user_id", user),
-        ("channel", "console"),
-        ("agent_id", "default"),
-        ("target_agent", target.as_str()),
-    ] {
-        ensure!(
-            job[key] == want,
-            "job {key} is {}, expected {want}",
-            job[key]
-        );
-    }
-    ensure!(
-        job["base_url"] == format!("{}/api", ctx.main.root()),
-        "atc inside the agent recorded base_url {}, expected {}/api",
-        job["base_url"],
-        ctx.main.root()
-    );
+    let base_url = format!("{}/api", ctx.main.root());
+    job_fields(
+        &job,
+        &[
+            ("session_id", parent),
+            ("user_id", user),
+            ("channel", "console"),
+            ("agent_id", "default"),
+            ("target_agent", target.as_str()),
+            ("base_url", &base_url),
+        ],
+    )?;
 
     // The timer's tick delivers; the parent wakes up with the result, once.
     let before = api.history("default", user, parent, TURN_WAIT)?.len();
-    let job = atc
-        .tick_until_terminal(&[], std::slice::from_ref(&tid), TURN_WAIT)?
-        .remove(0);
-    ensure!(
-        job["status"] == "done",
-        "job {tid} ended {} (last_error: {}): {job}",
-        job["status"],
-        job["last_error"]
-    );
-    let text = job["final"]
-        .as_str()
-        .ok_or_else(|| format!("job has no `final` text: {job}"))?
-        .to_string();
+    let job = atc.tick_one_until_terminal(&[], &tid, TURN_WAIT)?;
+    require_status(&job, "done")?;
+    let text = final_text(&job)?;
     ensure!(
         text.starts_with(&format!(
             "[TASK_ID: {tid}]\n[STATUS: finished]\n\nTask completed."
@@ -352,7 +321,6 @@ fn run(ctx: &Ctx) -> R<()> {
         "the delivered text is not the child's completed result: {text:?}"
     );
     let turn = own_turn(&atc, &job)?;
-    wait_turn(&api, &turn)?;
-    let after = api.history("default", user, parent, TURN_WAIT)?;
-    check_delivered_once(&after, before, &text, &turn)
+    delivered_into(&api, user, parent, before, &text, &turn)?;
+    Ok(())
 }
