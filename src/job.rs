@@ -298,12 +298,19 @@ impl Origin {
     }
 }
 
-fn is_false(b: &bool) -> bool {
+// What the job file leaves out (`skip_serializing_if`): a value that is its default is
+// not written, so the file every tick reads stays small. For jobs and turns alike.
+
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 
-fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
+}
+
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where a result must go: the exact chat triple plus the agent that owns it, and the agent
@@ -344,10 +351,6 @@ impl Target {
             self.session_id, self.user_id, self.channel
         )
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// A parent chat: (base URL, agent, session, user, channel).

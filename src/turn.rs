@@ -33,7 +33,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::job::{ChatKey, ForwardMode};
+use crate::job::{ChatKey, ForwardMode, is_default, is_false, is_zero};
 use crate::limits::Limits;
 use crate::outcome::Outcome;
 use crate::time::Timestamp;
@@ -245,18 +245,6 @@ impl Delivery {
     pub fn deferrals(&self) -> u32 {
         self.busy + self.unreachable
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-fn is_default<T: Default + PartialEq>(value: &T) -> bool {
-    *value == T::default()
 }
 
 /// One POST into one parent chat. Fields this version does not know are kept as they are

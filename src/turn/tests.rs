@@ -3,6 +3,7 @@
 //! the rules that need more than one step.
 
 use super::*;
+use serde_json::json;
 use std::time::Duration;
 
 const LIMITS: Limits = Limits {
@@ -520,6 +521,16 @@ fn a_409_after_the_claim_backs_off_and_lets_the_claim_go_unless_it_was_ever_unkn
     assert_eq!(unreachable.outcomes, [Outcome::Undelivered]);
     let d = &unreachable.turn.delivery;
     assert_eq!((d.attempts, d.busy, d.unreachable), (2, 1, 1));
+    assert_eq!(
+        d.last_http_status, None,
+        "an answer that never came clears the status of the one before"
+    );
+    let looked = apply(&j, TurnEvent::Probed(busy()), t(27)).turn;
+    assert_eq!(
+        (looked.delivery.busy, looked.delivery.last_http_status),
+        (2, Some(409)),
+        "a look that found the chat running is no HTTP answer: the 409 stays"
+    );
     // Once a POST of it had an unknown outcome, it may be in a chat: a 409 on the next
     // POST keeps it what it is.
     let mut was_unknown = in_flight();
@@ -684,6 +695,92 @@ fn a_missing_chat_is_misrouted_unless_a_new_one_was_asked_for() {
     create.create_session = true;
     let tr = apply(&create, TurnEvent::Probed(Probe::NoChat), t(10));
     assert!(matches!(tr.effect, Effect::Post { .. }));
+    // Of unknown outcome, its chat absent for sure (a second look a settle window after
+    // the first): misrouted too, never posted again into a chat it may not start (the
+    // POST would make a ghost session), unless a new chat was asked for.
+    for create_session in [false, true] {
+        let mut unknown = turn(TurnState::Unconfirmed);
+        unknown.create_session = create_session;
+        let once = apply(&unknown, TurnEvent::Probed(Probe::NoChat), t(10));
+        assert_eq!(once.outcomes, [Outcome::Waiting], "one look is not proof");
+        let settle = LIMITS.settle.as_secs();
+        let sure = apply(&once.turn, TurnEvent::Probed(Probe::NoChat), t(10 + settle));
+        if create_session {
+            assert_eq!(sure.effect, Effect::Post { text: "T".into() });
+            assert_eq!(sure.turn.state, TurnState::Claimed);
+        } else {
+            assert_eq!(sure.effect, Effect::None);
+            assert_eq!(sure.turn.state, TurnState::Misrouted);
+            assert_eq!(sure.outcomes, [Outcome::Misrouted]);
+        }
+    }
+}
+
+/// Only an open turn is composed again, and only when its members, its text or its leave to
+/// start the chat changed; the same again is no step at all (the composer relies on it).
+#[test]
+fn an_open_turn_is_composed_again_only_when_something_of_it_changed() {
+    let open = apply(&turn(TurnState::Open), event(Kind::Composed), t(10)).turn;
+    assert!(
+        apply(&open, event(Kind::Composed), t(11)).is_ignored(),
+        "the same members, text and leave: unchanged"
+    );
+    let TurnEvent::Composed { carries, text, .. } = event(Kind::Composed) else {
+        unreachable!()
+    };
+    let changes = [
+        (carries[..1].to_vec(), text.clone(), false, "a member left"),
+        (carries.clone(), format!("{text}!"), false, "the text alone"),
+        (
+            carries.clone(),
+            text.clone(),
+            true,
+            "the leave to start the chat",
+        ),
+    ];
+    for (carries, text, create_session, what) in changes {
+        let event = TurnEvent::Composed {
+            carries: carries.clone(),
+            text: text.clone(),
+            create_session,
+        };
+        let tr = apply(&open, event, t(12));
+        assert_eq!(tr.outcomes, [Outcome::Batched], "{what}");
+        assert_eq!(
+            (tr.turn.carries, tr.turn.text, tr.turn.create_session),
+            (carries, Some(text), create_session),
+            "{what}"
+        );
+        assert_eq!(tr.turn.updated_at, t(12), "{what}");
+    }
+}
+
+/// A turn's record leaves out what is its default (the file every tick reads stays
+/// small) and writes what is not.
+#[test]
+fn a_turns_record_leaves_out_its_defaults() {
+    let mut turn = Turn::sample(TurnState::Open);
+    let written = serde_json::to_value(&turn).unwrap();
+    for key in ["create_session", "forward_mode"] {
+        assert!(written.get(key).is_none(), "{key} in {written}");
+    }
+    assert!(
+        written["delivery"].get("unreachable").is_none(),
+        "{written}"
+    );
+    turn.create_session = true;
+    turn.forward_mode = ForwardMode::Never;
+    turn.delivery.unreachable = 2;
+    let written = serde_json::to_value(&turn).unwrap();
+    assert_eq!(
+        (
+            &written["create_session"],
+            &written["forward_mode"],
+            &written["delivery"]["unreachable"]
+        ),
+        (&json!(true), &json!("never"), &json!(2))
+    );
+    assert_eq!(serde_json::from_value::<Turn>(written).unwrap(), turn);
 }
 
 #[test]
@@ -883,7 +980,13 @@ fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_o
         up: None,
     };
     let im = im_parent(None, false);
-    let pending = apply(&im, ended("FINAL", "completed"), t(5)).turn;
+    let claimed = apply(&im, ended("FINAL", "completed"), t(5));
+    assert_eq!(
+        claimed.outcomes,
+        [Outcome::Followed, Outcome::Claimed],
+        "a forward to send"
+    );
+    let pending = claimed.turn;
     let forward = pending.forward.clone().unwrap();
     assert_eq!(
         (forward.status, forward.text.as_deref(), forward.since),
@@ -894,7 +997,13 @@ fn a_parents_reply_is_forwarded_only_from_an_im_channel_and_only_when_there_is_o
         ("", "completed", "empty"),
         ("x", "failed", "the parent's turn failed"),
     ] {
-        let skipped = apply(&im, ended(reply, status), t(5)).turn.forward.unwrap();
+        let tr = apply(&im, ended(reply, status), t(5));
+        assert_eq!(
+            tr.outcomes,
+            [Outcome::Followed, Outcome::ForwardSkipped],
+            "{says}"
+        );
+        let skipped = tr.turn.forward.unwrap();
         assert_eq!(skipped.status, ForwardStatus::Skipped);
         assert!(skipped.reason.unwrap().contains(says));
     }
