@@ -275,17 +275,16 @@ mod tests {
 
     #[test]
     fn a_kick_names_its_turns_and_anything_else_is_unknown() {
-        let text = r#"[{"agent_id":"w","session_id":"c-1","user_id":"u","channel":"console"},{"agent_id":"w","session_id":"c-2"}]"#;
+        // A user or channel the hook did not say, or said empty: not said.
+        let text = r#"[{"agent_id":"w","session_id":"c-1","user_id":"u","channel":"console"},{"agent_id":"w","session_id":"c-2"},{"agent_id":"w","session_id":"c-3","user_id":"","channel":""}]"#;
+        let unsaid = |session| TurnEnd {
+            user_id: None,
+            channel: None,
+            ..end("w", session)
+        };
         assert_eq!(
             Ended::from_kick(text),
-            Ended::Known(vec![
-                end("w", "c-1"),
-                TurnEnd {
-                    user_id: None,
-                    channel: None,
-                    ..end("w", "c-2")
-                }
-            ])
+            Ended::Known(vec![end("w", "c-1"), unsaid("c-2"), unsaid("c-3")])
         );
         assert_eq!(Ended::from_kick("[]"), Ended::Known(vec![]));
         for bad in [
@@ -386,6 +385,13 @@ mod tests {
         jobs.push(late);
         let again = concern(&jobs, &seen, &[end("w", "c-1")], t(20));
         assert_eq!(sorted(&again.poll), ["a", "e"]);
+        // One registered in the very second the chat was seen (the file holds whole
+        // seconds): that chat may still be its child's.
+        let mut same = job("f", Some("w"), None);
+        same.registered_at = t(10);
+        let with_same = [jobs.clone(), vec![same]].concat();
+        let again = concern(&with_same, &seen, &[end("w", "c-1")], t(20));
+        assert_eq!(sorted(&again.poll), ["a", "e", "f"]);
         // The watch without a target agent is polled as its own agent's (default).
         let found = concern(&jobs, &seen, &[end("default", "p")], t(20));
         assert_eq!(sorted(&found.poll), ["d"]);
@@ -398,6 +404,32 @@ mod tests {
         jobs.retain(|j| j.child_session.is_some());
         remember(&mut seen, Vec::new(), &jobs);
         assert!(seen.is_empty());
+    }
+
+    #[test]
+    fn a_chat_seen_again_is_remembered_once_at_its_latest_and_apart_from_another_agents() {
+        let t = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
+        let mut jobs = [job("c", Some("w"), None), job("y", Some("x"), None)];
+        for job in &mut jobs {
+            job.registered_at = t(0);
+        }
+        let seen_at = |agent: &str, secs| ChatSeen {
+            agent_id: agent.into(),
+            session_id: "p".into(),
+            at: t(secs),
+        };
+        let mut seen = Vec::new();
+        remember(&mut seen, vec![seen_at("w", 1), seen_at("x", 2)], &jobs);
+        remember(&mut seen, vec![seen_at("w", 5)], &jobs);
+        assert_eq!(seen, [seen_at("x", 2), seen_at("w", 5)]);
+        // A chat seen in the second its only watch was registered is no reason to skip a
+        // poll (`may_be_its_child`): it is not kept.
+        remember(
+            &mut seen,
+            vec![seen_at("v", 0)],
+            &[job("v", Some("v"), None)],
+        );
+        assert!(seen.is_empty(), "{seen:?}");
     }
 
     #[test]
@@ -442,5 +474,9 @@ mod tests {
             ..end("d", "p")
         };
         assert!(concerns_chat(&[end("w", "x"), unsaid], &chat));
+        assert!(
+            !concerns_chat(&[end("w", "x"), other_user], &chat),
+            "a kicked pass sends only what waits for the ended turns' chats"
+        );
     }
 }
