@@ -17,26 +17,26 @@ fn fresh_atc(ctx: &Ctx, name: &str) -> R<Atc> {
     ctx.atc(name, &ctx.main.root())
 }
 
-/// `atc cancel <tid> --stop` of a watch whose child runs: it says the child was stopped.
-fn cancel_stopping(atc: &Atc, tid: &str) -> R<()> {
+/// `atc cancel <tid> --stop`: it must say `said` (the first, of a watch whose child runs:
+/// the child was stopped; a second: both had already ended).
+fn cancel_stop_says(atc: &Atc, tid: &str, said: &str) -> R<()> {
     let out = atc.ok(&["cancel", tid, "--stop"])?;
     ensure!(
-        out.stdout == format!("Cancelled the watch on {tid}; the child was stopped.\n"),
-        "cancel --stop said {:?}",
+        out.stdout == said,
+        "cancel --stop said {:?}, not {said:?}",
         out.stdout
     );
     Ok(())
 }
 
-/// A second `atc cancel <tid> --stop`: it says the watch and the child had already ended.
-fn cancel_again(atc: &Atc, tid: &str) -> R<()> {
-    let again = atc.ok(&["cancel", tid, "--stop"])?;
-    ensure!(
-        again.stdout == format!("{tid} was already cancelled; the child had already finished.\n"),
-        "a second cancel --stop said {:?}",
-        again.stdout
-    );
-    Ok(())
+/// What the first `atc cancel <tid> --stop` of a running child says.
+fn stopped(tid: &str) -> String {
+    format!("Cancelled the watch on {tid}; the child was stopped.\n")
+}
+
+/// What a second `atc cancel <tid> --stop` says.
+fn already_ended(tid: &str) -> String {
+    format!("{tid} was already cancelled; the child had already finished.\n")
 }
 
 /// The parent's chat still holds only its `before` messages.
@@ -89,7 +89,7 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
     let atc = fresh_atc(ctx, "cancel-stop")?;
     atc.watch(&tid, &parent, user, &["--child-session", &child])?;
 
-    cancel_stopping(&atc, &tid)?;
+    cancel_stop_says(&atc, &tid, &stopped(&tid))?;
     let stopped_at = Instant::now();
     let record = loop {
         let v = api.task(&tid)?.json()?;
@@ -133,7 +133,7 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
     );
 
     // Again: nothing running → stopped:false; the task record says it finished.
-    cancel_again(&atc, &tid)?;
+    cancel_stop_says(&atc, &tid, &already_ended(&tid))?;
     let unknown = api.post(
         "/api/console/chat/stop?chat_id=no-such-chat",
         Some("default"),
@@ -173,7 +173,7 @@ pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
     let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
     let atc = fresh_atc(ctx, "cancel-stop-elsewhere")?;
     atc.watch(&tid, &parent, user, &["--child-session", &child])?;
-    cancel_stopping(&atc, &tid)?;
+    cancel_stop_says(&atc, &tid, &stopped(&tid))?;
     let record = finished_record(&api, &tid)?;
     ensure!(
         record["result"]["status"] == "failed"
@@ -193,7 +193,7 @@ pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
         "job after cancel --stop: {job}"
     );
     // A second stop goes straight there, finds nothing, and the record says why.
-    cancel_again(&atc, &tid)?;
+    cancel_stop_says(&atc, &tid, &already_ended(&tid))?;
     atc.ok(&["tick"])?;
     parent_untouched(&api, user, &parent, &before)
 }

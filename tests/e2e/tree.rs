@@ -261,11 +261,7 @@ fn posted_once(auto: &Auto) -> R<usize> {
     for (agent, chat, msgs) in every_chat(auto)? {
         let place = format!("{} of {agent}", chat["session_id"]);
         for m in msgs.iter().filter(|m| m.role == "user") {
-            let Some(id) = m
-                .inner_meta("qwenpaw_client_message_id")
-                .and_then(Value::as_str)
-                .filter(|id| id.starts_with("atc-"))
-            else {
+            let Some(id) = m.delivery_id().filter(|id| id.starts_with("atc-")) else {
                 continue;
             };
             ids.entry(id.to_string()).or_default().push(place.clone());
