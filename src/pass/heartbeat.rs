@@ -179,3 +179,34 @@ impl Heartbeat {
         serde_json::to_string(self).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A server's plugin is taken to tick this job file for three ceilings after its last
+    /// kick or cadence tick (a missed kick or two must not put its children back on the
+    /// 20 s cadence), and only that server's.
+    #[test]
+    fn a_plugin_is_kicking_for_three_ceilings_after_its_last_tick() {
+        let at = Timestamp::from_unix(1_800_000_000);
+        let ceiling = Duration::from_secs(300);
+        let mut beat = Heartbeat::default();
+        beat.plugins.insert("http://h/api".into(), at);
+        let after = |secs| at.saturating_add(Duration::from_secs(secs));
+        assert!(
+            beat.kicking("http://h/api", after(600), ceiling),
+            "two ceilings"
+        );
+        assert!(beat.kicking("http://h/api", after(900), ceiling), "three");
+        assert!(
+            !beat.kicking("http://h/api", after(901), ceiling),
+            "past three"
+        );
+        assert!(
+            !beat.kicking("http://other/api", after(1), ceiling),
+            "another server"
+        );
+    }
+}

@@ -183,6 +183,7 @@ enum Due {
 }
 
 /// What a look found, for the turn or the job it was about.
+#[derive(Debug)]
 enum Looked {
     Turn(TurnEvent),
     Job(Event),

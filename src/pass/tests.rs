@@ -4,44 +4,95 @@ use crate::settings::{Auth, Setting, Source};
 use serde_json::Value;
 use std::time::Duration;
 
-/// A server whose every task is still running; nothing else is asked of it.
-struct Running(Auth);
+/// A server that answers each route it is given (`None`: the test never asks it) and
+/// counts the requests of each.
+#[derive(Default)]
+struct Scripted {
+    auth: Auth,
+    task: Option<(u16, &'static str)>,
+    chats: Option<&'static str>,
+    history: Option<(u16, &'static str)>,
+    health: Option<&'static str>,
+    stopped: Option<bool>,
+    agents: Option<&'static str>,
+    asked: std::sync::Mutex<Vec<&'static str>>,
+}
 
-impl Server for Running {
+const RUNNING: (u16, &str) = (200, r#"{"status":"running","started_at":1796003454.67}"#);
+const COMPLETED: (u16, &str) = (
+    200,
+    r#"{"status":"finished","started_at":1796003454.67,"result":{"status":"completed","output":[]}}"#,
+);
+const NO_RECORD: (u16, &str) = (404, r#"{"detail":"Task not found: task-1"}"#);
+
+impl Scripted {
+    /// Every task still runs; nothing else is asked of it.
+    fn running() -> Scripted {
+        Scripted {
+            task: Some(RUNNING),
+            ..Scripted::default()
+        }
+    }
+
+    fn answer(&self, route: &'static str, said: Option<(u16, &str)>) -> Result<Answer, Transport> {
+        let (status, body) = said.unwrap_or_else(|| panic!("{route} was not to be asked"));
+        self.asked.lock().unwrap().push(route);
+        Ok(Answer {
+            status,
+            content_type: "application/json".into(),
+            body: Ok(body.into()),
+        })
+    }
+
+    /// How many requests of `route` it answered.
+    fn asked(&self, route: &str) -> usize {
+        self.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| **r == route)
+            .count()
+    }
+}
+
+impl Server for Scripted {
     fn auth(&self) -> &Auth {
-        &self.0
+        &self.auth
     }
     fn allow_insecure(&mut self, _: &str) {}
     fn get_task(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
-        Ok(Answer {
-            status: 200,
-            content_type: "application/json".into(),
-            body: Ok(r#"{"status":"running","started_at":1796003454.67}"#.into()),
-        })
+        self.answer("task", self.task)
     }
     fn list_chats(&self, _: &str, _: &str, _: Option<(&str, &str)>) -> Result<Answer, Transport> {
-        unreachable!("no chat is looked at")
+        self.answer("chats", self.chats.map(|c| (200, c)))
     }
     fn chat_status(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("status", None)
     }
     fn chat_history(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("history", self.history)
     }
     fn post_turn(&self, _: &str, _: &str, _: &Value) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("post", None)
     }
     fn send_message(&self, _: &str, _: &str, _: &Value) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("send", None)
     }
     fn channel_health(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("health", self.health.map(|h| (200, h)))
     }
     fn stop_chat(&self, _: &str, _: &str, _: &str) -> Result<Answer, Transport> {
-        unreachable!()
+        let said = self.stopped.map(|s| {
+            if s {
+                r#"{"stopped":true}"#
+            } else {
+                r#"{"stopped":false}"#
+            }
+        });
+        self.answer("stop", said.map(|s| (200, s)))
     }
     fn list_agents(&self, _: &str) -> Result<Answer, Transport> {
-        unreachable!()
+        self.answer("agents", self.agents.map(|a| (200, a)))
     }
 }
 
@@ -105,7 +156,7 @@ fn a_tick_over_running_tasks_copies_each_job_at_most_twice() {
     let report = run_with(
         &store,
         &tick,
-        &mut Running(Auth::default()),
+        &mut Scripted::running(),
         &clock,
         Intent::TIMER,
         &mut |_| {},
@@ -169,7 +220,7 @@ fn a_watch_saved_during_a_settled_pass_is_polled_by_the_next_tick() {
     let first = run_with(
         &Store::new(path.clone()),
         &tick,
-        &mut Running(Auth::default()),
+        &mut Scripted::running(),
         &clock,
         Intent::TIMER,
         &mut |_| {},
@@ -188,7 +239,7 @@ fn a_watch_saved_during_a_settled_pass_is_polled_by_the_next_tick() {
     let next = run_with(
         &Store::new(path),
         &tick,
-        &mut Running(Auth::default()),
+        &mut Scripted::running(),
         &Meanwhile(now, AtomicU32::new(0), &|| {}),
         Intent::TIMER,
         &mut |_| {},
@@ -200,4 +251,154 @@ fn a_watch_saved_during_a_settled_pass_is_polled_by_the_next_tick() {
         1,
         "the next tick polls the new watch"
     );
+}
+
+/// The parent turn a delivery started is followed while its own task record says it
+/// runs: only a finished record ends it (then its reply may go on); a turn with no task
+/// id has nothing to ask.
+#[test]
+fn a_parent_turn_is_ended_only_by_a_finished_record() {
+    let server = Scripted::running();
+    let mut turn = Turn::sample(TurnState::Delivered);
+    assert_eq!(poll::parent_turn(&server, &turn), None, "no task id");
+    turn.turn_task_id = Some("task-p".into());
+    assert_eq!(
+        poll::parent_turn(&server, &turn),
+        Some(ParentTurn::Running),
+        "its record says it runs"
+    );
+}
+
+/// A server whose one chat (`c1`, session `s` of user `u` on `console`) is listed, whose
+/// history says it is gone, and whose `dingtalk` channel is down.
+fn listed() -> Scripted {
+    Scripted {
+        chats: Some(
+            r#"[{"id":"c1","session_id":"s","user_id":"u","channel":"console","status":"idle"}]"#,
+        ),
+        history: Some((404, r#"{"detail":"Chat not found: c1"}"#)),
+        health: Some(r#"{"status":"unhealthy","detail":"token expired"}"#),
+        ..Scripted::default()
+    }
+}
+
+/// A turn of unknown outcome whose chat's history says it is gone is looked for in the
+/// chat its triple names now; when that is the very chat just read, it is not read again
+/// (no chat: the next step decides), one history request in all.
+#[test]
+fn a_chat_read_back_as_gone_is_not_read_again_when_the_list_still_names_it() {
+    let server = listed();
+    let mut turn = Turn::sample(TurnState::Unconfirmed);
+    turn.chat_id = Some("c1".into());
+    let looked = look::look(&server, &Due::Turn(turn));
+    assert!(
+        matches!(looked, Looked::Turn(TurnEvent::Probed(Probe::NoChat))),
+        "{looked:?}"
+    );
+    assert_eq!(server.asked("history"), 1, "one read of the chat");
+}
+
+/// A forward's channel is asked about before sending, except the console's: it is always
+/// there (a toast needs no channel of its own), and a request would only cost the server.
+#[test]
+fn a_forward_asks_about_its_channel_unless_it_is_the_console() {
+    let server = listed();
+    let healths = || server.asked("health");
+    let mut turn = Turn::sample(TurnState::Delivered);
+    let looked = look::look(&server, &Due::Forward(turn.clone()));
+    assert!(
+        matches!(
+            looked,
+            Looked::Turn(TurnEvent::ChannelChecked(turn::Health::Healthy))
+        ),
+        "{looked:?}"
+    );
+    assert_eq!(healths(), 0, "the console is not asked about");
+    turn.chat.channel = "dingtalk".into();
+    let looked = look::look(&server, &Due::Forward(turn));
+    assert!(
+        matches!(
+            &looked,
+            Looked::Turn(TurnEvent::ChannelChecked(turn::Health::Unhealthy { detail }))
+                if detail == "token expired"
+        ),
+        "{looked:?}"
+    );
+    assert_eq!(healths(), 1, "an IM channel is asked about once");
+}
+
+/// A server for stopping a child: its task record is `task`; a stop says `stopped`; no
+/// agent lists any chat; two agents.
+fn stops(task: (u16, &'static str), stopped: bool) -> Scripted {
+    Scripted {
+        task: Some(task),
+        chats: Some("[]"),
+        stopped: Some(stopped),
+        agents: Some(r#"{"agents":[{"id":"default"},{"id":"worker"}]}"#),
+        ..Scripted::default()
+    }
+}
+
+/// A watch whose child's session is `child-s`.
+fn with_child() -> Job {
+    let mut job = Job::sample(Watch::Pending);
+    job.child_session = Some("child-s".into());
+    job
+}
+
+/// A child whose task the server has no record of (or has finished) is not stopped at
+/// all: a stop would reach whatever runs in that session now. A running one is.
+#[test]
+fn a_child_with_no_record_or_a_finished_one_is_not_stopped() {
+    use crate::lifecycle::stop::{NotRunning, StopSaid};
+    for (task, said) in [
+        (NO_RECORD, Some(NotRunning::NoRecord)),
+        (COMPLETED, Some(NotRunning::Finished)),
+        (RUNNING, None),
+    ] {
+        let ended = stop::already_ended(&stops(task, true), &with_child());
+        assert_eq!(
+            ended.map(|s| s.said),
+            said.map(StopSaid::NotRunning),
+            "{task:?}"
+        );
+    }
+}
+
+/// A stop that ended a turn while this task's record says it finished by itself (not
+/// cancelled, as QwenPaw marks a stopped task) ended another task's turn: the session
+/// named was another task's child.
+#[test]
+fn a_stop_that_ended_a_turn_of_a_task_that_finished_by_itself_stopped_another_child() {
+    let mut job = with_child();
+    job.target.target_agent = Some("worker".into());
+    job.child_chat_id = Some("c9".into());
+    let server = stops(COMPLETED, true);
+    match stop::stop_child(&server, &job) {
+        Err(stop::StopFailed::OtherChild(why)) => assert!(
+            why.contains("chat c9 of agent 'worker'")
+                && why.contains("this task had already finished by itself"),
+            "{why}"
+        ),
+        other => panic!("{:?}", other.map(|s| s.said).map_err(|e| e.message())),
+    }
+    assert_eq!(server.asked("stop"), 1);
+}
+
+/// A child whose chat is on none of the agents the server lists, still running by its
+/// record: the stop went by session to the asking agent and found nothing; the error
+/// names the agents looked through and the fix (`--target-agent`).
+#[test]
+fn a_child_found_on_no_agent_names_the_agents_searched_and_the_fix() {
+    let server = stops(RUNNING, false);
+    match stop::stop_child(&server, &with_child()) {
+        Err(stop::StopFailed::StillRunning(why)) => assert!(
+            why.contains("in session child-s of agent 'default'")
+                && why.contains("on none of the agents the server lists (default, worker)")
+                && why.contains("--target-agent AID"),
+            "{why}"
+        ),
+        other => panic!("{:?}", other.map(|s| s.said).map_err(|e| e.message())),
+    }
+    assert_eq!(server.asked("stop"), 1);
 }
