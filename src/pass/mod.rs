@@ -150,6 +150,7 @@ impl ToPoll {
 }
 
 /// What `prepare` chose: tasks to poll, delivered turns to follow.
+#[cfg_attr(test, derive(Default))]
 struct Work {
     poll: Vec<ToPoll>,
     follow: Vec<Turn>,

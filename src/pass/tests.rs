@@ -402,3 +402,74 @@ fn a_child_found_on_no_agent_names_the_agents_searched_and_the_fix() {
     }
     assert_eq!(server.asked("stop"), 1);
 }
+
+/// A turn's end in the parent chat `s` (agent `default`, user `u`, on the console).
+fn ended_in(session: &str) -> kick::TurnEnd {
+    kick::TurnEnd {
+        agent_id: "default".into(),
+        session_id: session.into(),
+        user_id: Some("u".into()),
+        channel: Some("console".into()),
+        watched: false,
+    }
+}
+
+/// A kick concerns a turn of the chat whose turn ended when that turn waits for it: due,
+/// its forward due, or its woken turn still followed; a turn of another chat, or one of
+/// that chat waiting for nothing, does not (the kicked tick then ends at once, no request).
+#[test]
+fn a_turns_end_concerns_what_waits_for_its_chat_and_nothing_else() {
+    let limits = crate::settings::default_limits();
+    let at = Timestamp::from_unix(1_800_000_000);
+    let now = at.saturating_add(Duration::from_secs(30));
+    let concerns_at = |turn: Turn, session: &str, now: Timestamp| {
+        let file = JobFile {
+            turns: vec![turn],
+            ..JobFile::default()
+        };
+        concerns_any(&file, &[ended_in(session)], now, &limits)
+    };
+    let concerns = |turn: Turn, session: &str| concerns_at(turn, session, now);
+    let due = Turn::sample(TurnState::Open);
+    assert!(concerns(due.clone(), "s"), "a turn due in the chat");
+    assert!(!concerns(due, "s2"), "a turn due in another chat");
+    let mut followed = Turn::sample(TurnState::Delivered);
+    followed.turn_task_id = Some("task-p".into());
+    followed.delivered_at = Some(at);
+    assert!(concerns(followed.clone(), "s"), "a woken turn followed");
+    let late = at.saturating_add(limits.busy_deadline + Duration::from_secs(1));
+    assert!(
+        !concerns_at(followed, "s", late),
+        "a woken turn followed no more (--busy-deadline past)"
+    );
+}
+
+/// A kicked pass sends what goes to an ended turn's chat, or what carries a watch the
+/// kick concerns; anything else waits for a scheduled tick. Any other pass sends all.
+#[test]
+fn a_kicked_pass_sends_only_what_its_turn_ends_concern() {
+    let mut elsewhere = Turn::sample(TurnState::Open);
+    elsewhere.chat.session_id = "s2".into();
+    assert!(concerned(&Work::default(), &elsewhere), "not kicked");
+    let mut concern = kick::Concern::default();
+    let kicked = |concern: &kick::Concern| Work {
+        concern: Some((
+            vec![ended_in("s")],
+            kick::Concern {
+                poll: concern.poll.clone(),
+                ..Default::default()
+            },
+        )),
+        ..Work::default()
+    };
+    assert!(
+        concerned(&kicked(&concern), &Turn::sample(TurnState::Open)),
+        "its chat"
+    );
+    assert!(!concerned(&kicked(&concern), &elsewhere), "another chat");
+    concern.poll.insert("j1".into());
+    assert!(
+        concerned(&kicked(&concern), &elsewhere),
+        "another chat, carrying a watch it concerns"
+    );
+}
