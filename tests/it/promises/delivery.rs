@@ -683,7 +683,12 @@ fn a_group_is_delivered_as_one_turn_once_every_member_is_done() {
     s.tick(&[]);
     assert!(s.posts().is_empty(), "held while two still run");
     s.atc(["status"]).stdout_contains("held for group audit");
-    s.tick(&[]);
+    let report = s.atc(["--json", "tick"]).json();
+    assert_eq!(
+        report["tasks"]["sealed"],
+        json!(["task-a", "task-b", "task-c"]),
+        "the tick says it sealed the group's turn: {report:#}"
+    );
     let turns = s.delivered("s-77");
     assert_eq!(turns.len(), 1, "one turn for the group: {turns:?}");
     let turn = &turns[0];
