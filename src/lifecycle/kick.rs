@@ -251,10 +251,10 @@ pub fn concerns_chat(ends: &[TurnEnd], chat: &Chat) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn end(agent: &str, session: &str) -> TurnEnd {
+impl TurnEnd {
+    /// A turn's end on `agent` in `session`, of user `u` on the console (`Turn::sample`'s
+    /// chat when `agent` is `default` and `session` is `s`).
+    pub fn sample(agent: &str, session: &str) -> TurnEnd {
         TurnEnd {
             agent_id: agent.into(),
             session_id: session.into(),
@@ -262,6 +262,15 @@ mod tests {
             channel: Some("console".into()),
             watched: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(agent: &str, session: &str) -> TurnEnd {
+        TurnEnd::sample(agent, session)
     }
 
     fn job(id: &str, agent: Option<&str>, child: Option<&str>) -> Job {

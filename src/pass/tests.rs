@@ -403,17 +403,6 @@ fn a_child_found_on_no_agent_names_the_agents_searched_and_the_fix() {
     assert_eq!(server.asked("stop"), 1);
 }
 
-/// A turn's end in the parent chat `s` (agent `default`, user `u`, on the console).
-fn ended_in(session: &str) -> kick::TurnEnd {
-    kick::TurnEnd {
-        agent_id: "default".into(),
-        session_id: session.into(),
-        user_id: Some("u".into()),
-        channel: Some("console".into()),
-        watched: false,
-    }
-}
-
 /// A kick concerns a turn of the chat whose turn ended when that turn waits for it: due,
 /// its forward due, or its woken turn still followed; a turn of another chat, or one of
 /// that chat waiting for nothing, does not (the kicked tick then ends at once, no request).
@@ -427,7 +416,12 @@ fn a_turns_end_concerns_what_waits_for_its_chat_and_nothing_else() {
             turns: vec![turn],
             ..JobFile::default()
         };
-        concerns_any(&file, &[ended_in(session)], now, &limits)
+        concerns_any(
+            &file,
+            &[kick::TurnEnd::sample("default", session)],
+            now,
+            &limits,
+        )
     };
     let concerns = |turn: Turn, session: &str| concerns_at(turn, session, now);
     let due = Turn::sample(TurnState::Open);
@@ -454,7 +448,7 @@ fn a_kicked_pass_sends_only_what_its_turn_ends_concern() {
     let mut concern = kick::Concern::default();
     let kicked = |concern: &kick::Concern| Work {
         concern: Some((
-            vec![ended_in("s")],
+            vec![kick::TurnEnd::sample("default", "s")],
             kick::Concern {
                 poll: concern.poll.clone(),
                 ..Default::default()
