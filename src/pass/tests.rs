@@ -374,15 +374,24 @@ fn a_stop_that_ended_a_turn_of_a_task_that_finished_by_itself_stopped_another_ch
     job.target.target_agent = Some("worker".into());
     job.child_chat_id = Some("c9".into());
     let server = stops(COMPLETED, true);
-    match stop::stop_child(&server, &job) {
-        Err(stop::StopFailed::OtherChild(why)) => assert!(
-            why.contains("chat c9 of agent 'worker'")
-                && why.contains("this task had already finished by itself"),
-            "{why}"
-        ),
-        other => panic!("{:?}", other.map(|s| s.said).map_err(|e| e.message())),
-    }
-    assert_eq!(server.asked("stop"), 1);
+    let stop::StopFailed::OtherChild(why) = stop_failed(&server, &job) else {
+        panic!("another failure")
+    };
+    assert!(
+        why.contains("chat c9 of agent 'worker'")
+            && why.contains("this task had already finished by itself"),
+        "{why}"
+    );
+}
+
+/// How stopping `job`'s child failed, after one stop sent.
+fn stop_failed(server: &Scripted, job: &Job) -> stop::StopFailed {
+    let failed = match stop::stop_child(server, job) {
+        Ok(stopped) => panic!("stopped: {:?}", stopped.said),
+        Err(why) => why,
+    };
+    assert_eq!(server.asked("stop"), 1, "{}", failed.message());
+    failed
 }
 
 /// A child whose chat is on none of the agents the server lists, still running by its
@@ -390,17 +399,16 @@ fn a_stop_that_ended_a_turn_of_a_task_that_finished_by_itself_stopped_another_ch
 /// names the agents looked through and the fix (`--target-agent`).
 #[test]
 fn a_child_found_on_no_agent_names_the_agents_searched_and_the_fix() {
-    let server = stops(RUNNING, false);
-    match stop::stop_child(&server, &with_child()) {
-        Err(stop::StopFailed::StillRunning(why)) => assert!(
-            why.contains("in session child-s of agent 'default'")
-                && why.contains("on none of the agents the server lists (default, worker)")
-                && why.contains("--target-agent AID"),
-            "{why}"
-        ),
-        other => panic!("{:?}", other.map(|s| s.said).map_err(|e| e.message())),
-    }
-    assert_eq!(server.asked("stop"), 1);
+    let stop::StopFailed::StillRunning(why) = stop_failed(&stops(RUNNING, false), &with_child())
+    else {
+        panic!("another failure")
+    };
+    assert!(
+        why.contains("in session child-s of agent 'default'")
+            && why.contains("on none of the agents the server lists (default, worker)")
+            && why.contains("--target-agent AID"),
+        "{why}"
+    );
 }
 
 /// A kick concerns a turn of the chat whose turn ended when that turn waits for it: due,
