@@ -170,6 +170,48 @@ mod tests {
         );
     }
 
+    /// A line that could not be written is unsaid again, and only that one: the next tick
+    /// a person hears says it, not the others again.
+    #[test]
+    fn a_line_not_written_is_unsaid_again_alone() {
+        let mut file = JobFile::default();
+        let t0 = Timestamp::from_unix(1_800_000_000);
+        record(&mut file, &[give_up("task-a", &[])], t0, true);
+        record(
+            &mut file,
+            &[give_up("task-b", &[]), give_up("task-c", &[])],
+            t0,
+            false,
+        );
+        let lines = say_unsaid(&mut file, t0);
+        unsay(&mut file, &lines[1..]);
+        let unsaid: Vec<_> = file.give_ups.iter().filter(|r| r.is_unsaid()).collect();
+        assert_eq!(unsaid.len(), 1);
+        assert_eq!(unsaid[0].task_id, "task-c");
+        let later = t0.saturating_add(Duration::from_secs(60));
+        assert_eq!(
+            say_unsaid(&mut file, later),
+            [give_up("task-c", &[]).line()]
+        );
+    }
+
+    /// `atc doctor` lists the give-ups of the last day: one of an hour ago and one of 23
+    /// hours ago, not one of 25.
+    #[test]
+    fn recent_give_ups_are_the_last_days() {
+        let mut file = JobFile::default();
+        let now = Timestamp::from_unix(1_800_000_000 + 30 * 3600);
+        for (task, hours_ago) in [("task-a", 25), ("task-b", 23), ("task-c", 1)] {
+            let at = Timestamp::from_unix(1_800_000_000 + (30 - hours_ago) * 3600);
+            record(&mut file, &[give_up(task, &[])], at, true);
+        }
+        let listed: Vec<_> = recent(&file, now)
+            .iter()
+            .map(|r| r.task_id.as_str())
+            .collect();
+        assert_eq!(listed, ["task-b", "task-c"]);
+    }
+
     #[test]
     fn unsaid_give_ups_stay_until_said_but_not_past_the_cap() {
         let mut file = JobFile::default();

@@ -312,9 +312,15 @@ mod tests {
             ("https://h", "https://h/api"),
             ("http://[::1]:8088", "http://[::1]:8088/api"),
             ("http://[::1]", "http://[::1]/api"),
+            ("http://h:1/zz%41", "http://h:1/zz%41/api"),
         ] {
             assert_eq!(base_url(raw).unwrap(), want, "{raw}");
         }
+        // At most 2,048 characters (what is left after a trailing '/').
+        let longest = format!("http://h/{}", "a".repeat(2048 - "http://h/".len()));
+        assert_eq!(base_url(&longest).unwrap(), format!("{longest}/api"));
+        let err = base_url(&format!("{longest}a")).unwrap_err();
+        assert!(err.ends_with(" is too long"), "{err}");
         for raw in [
             "http://127.0.0.1:99999",
             "http://127.0.0.1:65536",
@@ -326,8 +332,25 @@ mod tests {
             "http://[::1]:0",
             "http://[::1",
             "http://:80",
+            // A '%' not followed by two hex digits.
+            "http://h/zz%4z",
+            "http://h/zz%z4",
+            "http://h/zz%4",
         ] {
             assert!(base_url(raw).is_err(), "{raw}");
+        }
+        // A query, a fragment, whitespace or a control character, each alone, said so.
+        for raw in [
+            "http://h/a?b",
+            "http://h/a#b",
+            "http://h/a b",
+            "http://h/a\u{7}b",
+        ] {
+            let err = base_url(raw).unwrap_err();
+            assert!(
+                err.contains(" contains a query, fragment, whitespace or control character;"),
+                "{raw:?}: {err}"
+            );
         }
         for raw in [
             "http://user:pw@h",
@@ -352,8 +375,11 @@ mod tests {
     fn timestamps_and_durations_are_bounded() {
         assert!(timestamp(Timestamp::from_unix(0)).is_ok());
         assert!(timestamp(Timestamp::parse("2199-12-31T23:59:59Z").unwrap()).is_ok());
+        assert!(timestamp(Timestamp::parse("2200-01-01T00:00:00Z").unwrap()).is_err());
         assert!(timestamp(Timestamp::parse("5138-01-01T00:00:00Z").unwrap()).is_err());
         assert!(duration(MAX_DURATION).is_ok());
+        assert!(parse_duration("3650d").is_ok(), "ten years");
+        assert!(parse_duration("3651d").is_err());
         assert!(duration(Duration::from_secs(u64::MAX)).is_err());
     }
 
@@ -365,11 +391,41 @@ mod tests {
             assert!(!err.contains("s3"), "{err}");
         }
         assert!(token("s3cr3t\r").unwrap_err().contains("carriage return"));
+        for (bad, said) in [
+            ("s3cr3t\n", "contains a line feed (\\n) at position 7;"),
+            ("s3 cr3t", "contains a space at position 3;"),
+            (
+                "s3\x07",
+                "contains a control character (\\u{7}) at position 3;",
+            ),
+            (
+                "s3cr3tü",
+                "contains a character that is not printable ASCII at position 7;",
+            ),
+        ] {
+            let err = token(bad).unwrap_err();
+            assert!(err.starts_with(said), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn counts_say_their_range() {
+        assert_eq!(count(" 8 ", &(1..=8)), Ok(8));
+        assert_eq!(count("9", &(1..=8)), Err("9 is not from 1 to 8".to_owned()));
+        assert_eq!(
+            count("0", &(1..=u32::MAX)),
+            Err("0 is less than 1".to_owned())
+        );
+        assert_eq!(
+            count("x", &(1..=8)),
+            Err("\"x\" is not a whole number".to_owned())
+        );
     }
 
     #[test]
     fn job_ids() {
         assert!(job_id("3f9a0c1b2d4e").is_ok());
+        assert!(job_id(&"a".repeat(MAX_JOB_ID)).is_ok());
         for bad in ["", "../x", &"a".repeat(65), "a b"] {
             assert!(job_id(bad).is_err(), "{bad:?}");
         }

@@ -632,7 +632,8 @@ fn read_by_parent(job: &Job, turn: Option<&Turn>, now: Timestamp) -> Transition 
 fn requeued(job: &Job, turn: Option<&Turn>, create_session: bool, now: Timestamp) -> Transition {
     if job.watch == Watch::Skipped && job.read_by_parent_at.is_some() {
         let mut next = job.clone();
-        next.watch = if job.final_text.is_some() && job.outcome.is_some() {
+        // The text is what goes out (one imported from the seed plugin has no outcome).
+        next.watch = if job.final_text.is_some() {
             Watch::Finished
         } else {
             Watch::Pending

@@ -310,14 +310,18 @@ fn check(job: &Job, turn: Option<&Turn>, kind: Kind, (status, outcomes): Row, ca
         assert_eq!(tr.job, *job, "{case}: an ignored event changes nothing");
     } else if tr.outcomes != [Outcome::AlreadyCancelled] {
         assert_eq!(tr.job.updated_at, t(10), "{case}: a change is dated");
+        assert_eq!(tr.job.note, None, "{case}: the fields say the rest");
     }
     tr.job
 }
 
+/// Every pair, each job with the note an import leaves: an event that applies clears it
+/// (the fields and the turn say the rest), one that does not leaves it, like the rest.
 #[test]
 fn every_standing_and_event_pair_has_a_row() {
     for stand in STANDS {
-        let (job, turn) = standing(stand);
+        let (mut job, turn) = standing(stand);
+        job.note = Some("imported from the agent-task-callback plugin".into());
         for kind in KINDS {
             check(
                 &job,
@@ -363,6 +367,14 @@ fn a_check_in_is_done_when_its_turn_settles_and_the_next_poll_sees_it() {
         );
         let tr = apply_in(&checking, &turn, Event::Polled(running()), t(10));
         assert_eq!(tr.outcomes, outcomes, "{case}: or the next poll");
+        if done == 1 {
+            let schedule = |job: &Job| (job.check_in, job.check_ins, job.turn.clone());
+            assert_eq!(
+                schedule(&settled.job),
+                schedule(&tr.job),
+                "{case}: the turn's move and the poll leave the same schedule"
+            );
+        }
         assert_eq!(tr.job.check_ins, done, "{case}");
         assert_eq!(tr.job.check_in, done == 0, "{case}");
         assert_eq!(
@@ -507,6 +519,18 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
         (Watch::Finished, None, None)
     );
     assert_eq!(crate::status::owes(&tr.job, None), Some(BlockKind::Result));
+    assert!(!tr.job.options.create_session);
+    let leave = apply(
+        &skipped,
+        Event::Requeued {
+            create_session: true,
+        },
+        t(20),
+    );
+    assert!(
+        leave.job.options.create_session,
+        "`redeliver --create-session` gives it leave to start its chat"
+    );
     // Read before atc saw it finish: the watch ends without a result, and `redeliver`
     // watches again, so the next poll fetches it.
     let early = apply(&pending(), read, t(5)).job;
@@ -514,8 +538,17 @@ fn a_result_the_parent_read_itself_is_not_posted_and_redeliver_still_sends_it() 
         (early.watch, early.final_text.as_deref()),
         (Watch::Skipped, None)
     );
-    let tr = apply(&early, again, t(20));
+    let tr = apply(&early, again.clone(), t(20));
     assert_eq!(tr.job.watch, Watch::Pending);
+    // A result imported from the seed plugin is its text alone (no outcome): that text is
+    // the one that goes out.
+    let mut imported = skipped.clone();
+    imported.outcome = None;
+    let tr = apply(&imported, again, t(20));
+    assert_eq!(
+        (tr.job.watch, crate::status::owes(&tr.job, None)),
+        (Watch::Finished, Some(BlockKind::Result))
+    );
     let polled = apply(&tr.job, Event::Polled(finished()), t(21)).job;
     assert_eq!(crate::status::owes(&polled, None), Some(BlockKind::Result));
     // An empty answer skipped by `--on-empty skip` is not redelivered.
@@ -1318,6 +1351,37 @@ fn stoppable() -> Job {
     job
 }
 
+/// A stop that reached another task's child (issue 36 H1) counts as a try, whether its
+/// answer says so or the poll a settle later does; atc forgets that session, and a
+/// person's status says no stop is sent until the watch has the task's own.
+#[test]
+fn a_stop_that_reached_another_child_counts_and_is_said() {
+    let mut asked = stoppable();
+    asked.stop_asked_at = Some(t(11));
+    let other = StopAnswer::OtherChild("that session is another task's child".into());
+    let answered = apply(&asked, stop_answer(other), t(12));
+    let mut stopped = stoppable();
+    stopped.stopped_at = Some(t(12));
+    let polled = apply(&stopped, Event::Polled(running()), t(20));
+    for (case, tr) in [("answered", answered), ("polled", polled)] {
+        assert!(tr.outcomes.contains(&Outcome::StopGaveUp), "{case}");
+        let job = tr.job;
+        assert_eq!(
+            (job.stop_tries, job.child_session.as_deref()),
+            (1, None),
+            "{case}"
+        );
+        let said = crate::describe::explain(&job, None).unwrap_or_default();
+        assert!(
+            said.starts_with("1 stop did not stop the child (last: ")
+                && said.ends_with(
+                    "; no stop is sent until the watch is given this task's own session (watch it again with --child-session SID)"
+                ),
+            "{case}: {said}"
+        );
+    }
+}
+
 fn stop_answer(answer: StopAnswer) -> Event {
     Event::StopAnswered {
         agent: Some("worker".into()),
@@ -1680,6 +1744,28 @@ fn check_in_rows() {
         Some(at(21)),
         "a period after the last one"
     );
+}
+
+/// When the next check-in is due: a period after the child started (or after the last
+/// one); none without `--check-in`, once the watch ended, while one is on its way, past
+/// the cap, or once the child was stopped (`atc status` and the back-off read it).
+#[test]
+fn the_next_check_in_is_a_period_on_unless_none_can_come() {
+    let now = t(13);
+    assert_eq!(next_check_in(&checking_in(), now), Some(t(11)));
+    type Change = fn(&mut Job);
+    let cases: [(&str, Change); 5] = [
+        ("no --check-in", |j| j.options.check_in_secs = None),
+        ("ended", |j| j.watch = Watch::Finished),
+        ("one on its way", |j| j.check_in = true),
+        ("past the cap", |j| j.check_ins = MAX_CHECK_INS),
+        ("stopped", |j| j.stopped_at = Some(t(12))),
+    ];
+    for (case, change) in cases {
+        let mut job = checking_in();
+        change(&mut job);
+        assert_eq!(next_check_in(&job, now), None, "{case}");
+    }
 }
 
 /// Issue 27: a poll right after a turn's end that may be the child's (a kick) may read a
