@@ -106,6 +106,17 @@ mod tests {
     }
 
     #[test]
+    fn a_preview_is_forty_characters_and_says_when_it_was_cut() {
+        let forty = "é".repeat(40);
+        assert_eq!(preview(&forty), format!("\"{forty}\""));
+        assert_eq!(
+            preview(&format!("{forty}x\n")),
+            format!("\"{forty}…\" (42 characters)")
+        );
+        assert_eq!(preview("a\u{1b}b"), "\"a\\u{1b}b\"");
+    }
+
+    #[test]
     fn fit_marks_a_cut() {
         assert_eq!(fit("connection refused", 30), "connection refused");
         assert_eq!(fit("connection refused", 11), "connection…");

@@ -146,7 +146,20 @@ mod tests {
         let json = serde_json::to_string(&t).unwrap();
         assert_eq!(json, "\"2026-11-30T20:14:03Z\"");
         assert_eq!(serde_json::from_str::<Timestamp>(&json).unwrap(), t);
-        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+        // A job file with a wrong timestamp is refused saying what it found and wanted.
+        let err = |json| {
+            serde_json::from_str::<Timestamp>(json)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("\"yesterday\""),
+            "invalid RFC 3339 timestamp \"yesterday\" at line 1 column 11"
+        );
+        assert_eq!(
+            err("12"),
+            "invalid type: integer `12`, expected a string at line 1 column 2"
+        );
     }
 
     #[test]

@@ -152,6 +152,9 @@ fn a_tick_over_running_tasks_copies_each_job_at_most_twice() {
     let clock = At(now.saturating_add(Duration::from_secs(60)));
     // A new process: the store reads the file afresh, as a tick does.
     let store = Store::new(tick.state.value.clone());
+    let counted = copies();
+    let _copy = Job::sample(Watch::Pending).clone();
+    assert_eq!(copies(), counted + 1, "the count of copies counts them");
     let before = copies();
     let report = run_with(
         &store,
