@@ -177,21 +177,25 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             plural(job.stop_tries, "stop", "stops"),
             job.stop_error.as_deref().unwrap_or("no detail recorded")
         ),
-        // The session the stop reached was another task's child: atc forgot it, and sends
-        // no stop until the watch is given this task's own.
-        Status::Pending if job.stop_tries > 0 && job.child_session.is_none() => format!(
-            "{} did not stop the child (last: {}); no stop is sent until the watch is given this task's own session (watch it again with --child-session SID)",
-            plural(job.stop_tries, "stop", "stops"),
-            job.stop_error.as_deref().unwrap_or("no detail recorded")
-        ),
-        Status::Pending if job.stop_tries > 0 && job.stopped_at.is_none() => format!(
-            "{} did not stop the child (last: {}); the next tick that finds it running tries again ({} tries in all)",
-            plural(job.stop_tries, "stop", "stops"),
-            job.stop_error
-                .as_deref()
-                .unwrap_or("QwenPaw found nothing running to stop"),
-            crate::lifecycle::STOP_TRIES
-        ),
+        Status::Pending if job.stop_tries > 0 && job.stopped_at.is_none() => {
+            // A session the stop proved another task's child is forgotten: no stop is sent
+            // until the watch is given this task's own.
+            let next = if job.child_session.is_none() {
+                "no stop is sent until the watch is given this task's own session (watch it again with --child-session SID)".to_owned()
+            } else {
+                format!(
+                    "the next tick that finds it running tries again ({} tries in all)",
+                    crate::lifecycle::STOP_TRIES
+                )
+            };
+            format!(
+                "{} did not stop the child (last: {}); {next}",
+                plural(job.stop_tries, "stop", "stops"),
+                job.stop_error
+                    .as_deref()
+                    .unwrap_or("QwenPaw found nothing running to stop")
+            )
+        }
         Status::Pending => return None,
         Status::Delivering if turn.is_some_and(Turn::in_flight) => {
             "its result is being posted now".to_owned()
