@@ -281,3 +281,106 @@ fn a_toast_names_what_its_turn_carried() {
         "3 results for s: open the chat to read it"
     );
 }
+
+/// `atc status`'s list: where a `--stop-after` stands, in a few words.
+#[test]
+fn a_stop_deadline_says_where_the_stop_stands() {
+    let now = Timestamp::from_unix(1_800_000_000);
+    let watch = |change: &dyn Fn(&mut Job)| {
+        let mut job = job(Status::Pending);
+        job.options.stop_after_secs = Some(600);
+        job.started_at = Some(Timestamp::from_unix(1_800_000_000 - 360));
+        change(&mut job);
+        deadline(&job, now)
+    };
+    assert_eq!(watch(&|_| {}), "; stops in 4m");
+    assert_eq!(watch(&|j| j.options.stop_after_secs = None), "");
+    assert_eq!(watch(&|j| j.started_at = None), "", "not started yet");
+    assert_eq!(watch(&|j| j.stop_asked_at = Some(now)), "; stop due");
+    assert_eq!(
+        watch(&|j| j.started_at = Some(Timestamp::from_unix(1_800_000_000 - 600))),
+        "; stop due",
+        "at the deadline"
+    );
+    assert_eq!(watch(&|j| j.stopped_at = Some(now)), "; stopped");
+    assert_eq!(
+        watch(&|j| j.stop_tries = crate::lifecycle::STOP_TRIES),
+        "; stop given up"
+    );
+}
+
+#[test]
+fn a_watch_made_by_a_model_or_the_plugin_says_how() {
+    assert_eq!(origin_note(Origin::Cli), None);
+    assert_eq!(
+        origin_note(Origin::Plugin),
+        Some("by the model, with watch_agent_task")
+    );
+    assert_eq!(
+        origin_note(Origin::Auto),
+        Some("automatically, at the end of the turn that submitted it")
+    );
+}
+
+/// A give-up's kind of failure: the kind when it says something, else the HTTP status,
+/// else nothing.
+#[test]
+fn a_failure_is_named_by_its_kind_or_its_http_status() {
+    assert_eq!(kind(Some("GET …: timed out"), Some(502)), " (timed out)");
+    assert_eq!(kind(Some("the chat is busy"), None), " (chat busy)");
+    assert_eq!(kind(Some("mystery"), Some(500)), " (HTTP 500)");
+    assert_eq!(kind(Some("mystery"), None), "");
+    assert_eq!(kind(None, None), "");
+    for interrupted in ["stopped while posting", "stopped while sending"] {
+        assert_eq!(kind(Some(interrupted), None), " (tick interrupted)");
+    }
+}
+
+/// A turn the server refused is an error when it led with a result, and undelivered when
+/// it led with a notice (a notice is atc's own words, not the child's answer).
+#[test]
+fn a_refused_turn_is_an_error_for_a_result_and_undelivered_for_a_notice() {
+    let mut job = job(Status::Error);
+    let result = turn_of(&mut job, TurnState::Refused);
+    let notice = notice_turn(&mut job, TurnState::Refused);
+    let status = |turn: &Turn| {
+        give_up_turn(turn, None, Outcome::Error)
+            .map(|g| g.status)
+            .unwrap_or_default()
+    };
+    assert_eq!(status(&result), "error");
+    assert_eq!(status(&notice), "undelivered");
+}
+
+/// A give-up's status names what was given up: a notice with its watch's end, a forward
+/// with where its turn stands.
+#[test]
+fn a_give_up_names_a_notice_and_a_forward_by_what_they_follow() {
+    let mut lost = job(Status::Lost);
+    lost.notice = true;
+    let notice = notice_turn(&mut lost, TurnState::Undelivered);
+    let said = |turn: &Turn, first: Option<&Job>, outcome| {
+        give_up_turn(turn, first, outcome).map(|g| g.status)
+    };
+    assert_eq!(
+        said(&notice, Some(&lost), Outcome::Undelivered).as_deref(),
+        Some("lost, notice undelivered")
+    );
+    let mut done = job(Status::Done);
+    let delivered = turn_of(&mut done, TurnState::Delivered);
+    assert_eq!(
+        said(&delivered, Some(&done), Outcome::ForwardFailed).as_deref(),
+        Some("done, forward failed")
+    );
+    assert_eq!(
+        said(&delivered, None, Outcome::ForwardFailed).as_deref(),
+        Some("done, forward failed")
+    );
+    // A follow-up goes after its task's own result landed.
+    let mut follow_up = turn_of(&mut done, TurnState::Undelivered);
+    follow_up.carries[0].kind = BlockKind::FollowUp { depth: 1 };
+    assert_eq!(
+        said(&follow_up, Some(&done), Outcome::Undelivered).as_deref(),
+        Some("done, follow-up undelivered")
+    );
+}
