@@ -199,6 +199,88 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_file_name_lives_in_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("jobs.json")), Path::new("."));
+        assert_eq!(
+            parent_dir(Path::new("/state/jobs.json")),
+            Path::new("/state")
+        );
+    }
+
+    /// A program is written whole like the job file, but its owner may run it.
+    #[cfg(unix)]
+    #[test]
+    fn a_program_is_written_for_its_owner_to_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("atc-tick");
+        write_program(&path, b"#!/bin/sh\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"#!/bin/sh\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    /// Each save is stamped later than the version it replaces, whether that one's time
+    /// is in the past (the save takes the clock's) or ahead of the clock (it takes one
+    /// microsecond more): a fingerprint never comes back.
+    #[test]
+    fn a_save_is_stamped_later_than_the_version_it_replaces() {
+        use std::time::{Duration, SystemTime};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.json");
+        let modified = |path: &Path| fs::metadata(path).unwrap().modified().unwrap();
+        let stamp = |at: SystemTime| {
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        };
+        write_atomic(&path, b"one").unwrap();
+        let past = SystemTime::now() - Duration::from_secs(3600);
+        stamp(past);
+        let before = SystemTime::now();
+        write_atomic(&path, b"two").unwrap();
+        assert!(
+            modified(&path) >= before,
+            "the clock's time, not the old one's"
+        );
+        let ahead = SystemTime::now() + Duration::from_secs(3600);
+        stamp(ahead);
+        write_atomic(&path, b"three").unwrap();
+        assert_eq!(modified(&path), ahead + Duration::from_micros(1));
+    }
+
+    #[test]
+    fn a_failure_is_told_what_to_do_by_its_kind() {
+        use io::ErrorKind::*;
+        for (kind, advice_given) in [
+            (StorageFull, "free some space and try again"),
+            (QuotaExceeded, "free some space and try again"),
+            (
+                FileTooLarge,
+                "a file size limit was reached (`ulimit -f`): raise it and try again",
+            ),
+            (
+                PermissionDenied,
+                "check the permissions of the file and its directory, or point --state (or ATC_STATE) elsewhere",
+            ),
+            (
+                ReadOnlyFilesystem,
+                "check the permissions of the file and its directory, or point --state (or ATC_STATE) elsewhere",
+            ),
+            (
+                NotADirectory,
+                "a file is where a directory should be: point --state (or ATC_STATE) elsewhere",
+            ),
+            (Interrupted, "fix the cause and try again"),
+        ] {
+            assert_eq!(advice(&io::Error::from(kind)), advice_given, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn a_failed_write_keeps_the_old_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("jobs.json");

@@ -422,6 +422,11 @@ mod tests {
             said.contains("is a directory, not a regular file"),
             "{said}"
         );
+        let said = refusal(Path::new("/dev/null"), Role::Log, Access::Append);
+        assert!(
+            said.contains("/dev/null is a device, not a regular file"),
+            "{said}"
+        );
     }
 
     #[test]
@@ -445,6 +450,46 @@ mod tests {
         set_mode(&lock, 0o644);
         let opened = open(&lock, Role::Lock, Access::ReadWrite).unwrap().unwrap();
         assert_eq!(opened.exposed, None, "only the job file is flagged");
+    }
+
+    /// A file to write in a directory that is not there is an error that says so (the
+    /// caller creates the directory first), never "no file"; a name atc cannot look at
+    /// is an error too, never taken for a missing file (an empty job list).
+    #[test]
+    fn what_cannot_be_looked_at_is_an_error_not_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("gone").join("jobs.json.lock");
+        let err = open(&lock, Role::Lock, Access::ReadWrite).unwrap_err();
+        assert_eq!(crate::exit::exit_for(&err), Exit::StateUnwritable);
+        let said = format!("{err:#}");
+        assert!(said.starts_with("cannot open the lock file "), "{said}");
+        assert!(said.contains("No such file or directory"), "{said}");
+        let long = dir.path().join("j".repeat(300));
+        let err = open(&long, Role::JobFile, Access::Read).unwrap_err();
+        assert_eq!(crate::exit::exit_for(&err), Exit::StateUnreadable);
+        let said = format!("{err:#}");
+        assert!(said.starts_with("cannot read the job file "), "{said}");
+        assert!(said.contains("File name too long"), "{said}");
+    }
+
+    /// A directory that is a link of the user's own is followed: to nothing, it is a
+    /// directory not made yet; to a loop, an error that says it cannot be followed.
+    #[test]
+    fn a_directory_link_to_nothing_is_not_there_yet_and_a_loop_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let dangling = dir.path().join("state");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(!check_dir(&dangling).unwrap());
+        let looped = dir.path().join("loop");
+        std::os::unix::fs::symlink(&looped, &looped).unwrap();
+        let said = format!("{:#}", check_dir(&looped).unwrap_err());
+        assert!(
+            said.starts_with(&format!(
+                "cannot follow the job file's directory {}: ",
+                looped.display()
+            )),
+            "{said}"
+        );
     }
 
     #[test]

@@ -139,4 +139,39 @@ mod tests {
         let (again, skipped) = read(&job_file).unwrap();
         assert_eq!((again, skipped), (all, 1));
     }
+
+    /// The log turns over when an append would take it past [`CAP`], not before: a
+    /// batch that fills it to exactly `CAP` stays in it, the next one starts a new log
+    /// and the full one is kept whole as `.log.1`. An empty log is never turned over,
+    /// whatever the batch: that would put an empty file over the older entries.
+    #[test]
+    fn turns_over_past_the_cap_and_never_an_empty_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let job_file = dir.path().join("jobs.json");
+        let line = |e: &LogEntry| [serde_json::to_vec(e).unwrap(), b"\n".to_vec()].concat();
+        assert_eq!(CAP, 1 << 20, "the GUIDE and the man page say 1 MiB");
+        let filler_len = (1 << 20) - line(&entry(1)).len();
+        let mut full = vec![b'x'; filler_len - 1];
+        full.push(b'\n');
+        fs::write(path(&job_file), &full).unwrap();
+        append(&job_file, &[entry(1)]).unwrap();
+        assert!(
+            !rotated(&job_file).exists(),
+            "exactly the cap is not past it"
+        );
+        full.extend(line(&entry(1)));
+        assert_eq!(fs::read(path(&job_file)).unwrap(), full);
+        append(&job_file, &[entry(2)]).unwrap();
+        assert_eq!(fs::read(rotated(&job_file)).unwrap(), full);
+        assert_eq!(fs::read(path(&job_file)).unwrap(), line(&entry(2)));
+        fs::write(path(&job_file), b"").unwrap();
+        let big: Vec<LogEntry> = (0..20_000).map(entry).collect();
+        append(&job_file, &big).unwrap();
+        assert_eq!(
+            fs::read(rotated(&job_file)).unwrap(),
+            full,
+            "the older entries kept"
+        );
+        assert!(fs::metadata(path(&job_file)).unwrap().len() > CAP);
+    }
 }

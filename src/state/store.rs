@@ -298,15 +298,8 @@ impl Store {
         let (original, exposed, from) = self.read()?;
         let mut file = original.clone();
         let result = change(&mut file);
-        let changed = match from {
-            Source::Nothing => {
-                file != JobFile {
-                    version: VERSION,
-                    ..JobFile::default()
-                }
-            }
-            _ => result.is_ok() && file != original,
-        };
+        // With no file, `original` is an empty one: a change is anything added to it.
+        let changed = result.is_ok() && file != original;
         // The original goes (back) into the cache: what is on disk is still it.
         *self.known() = match from {
             Source::Cache(print) | Source::Disk(Some(print)) => Some((print, original)),
