@@ -523,6 +523,11 @@ mod tests {
             chats(json(404, r#"{"detail":"Not Found"}"#)),
             Err(Unusable::Unknown(_))
         ));
+        assert_eq!(
+            chats(json(500, r#"{"detail":"Model 'm' not found"}"#)),
+            Err(Unusable::Unknown("HTTP 500: Model 'm' not found".into())),
+            "only a 404 names an agent the server does not have"
+        );
         assert!(chats(json(200, "{}")).is_err());
     }
 
@@ -625,6 +630,11 @@ mod tests {
         assert_eq!(
             read_back(json(404, r#"{"detail":"Chat not found: c9"}"#), "atc-j1"),
             Ok(ReadBack::NoChat)
+        );
+        assert_eq!(
+            read_back(json(404, r#"{"detail":"Not Found"}"#), "atc-j1"),
+            Err("HTTP 404: Not Found".into()),
+            "a route the server does not have is not a chat it lost"
         );
         assert!(read_back(json(200, r#"{"status":"idle"}"#), "atc-j1").is_err());
         let html = Ok(Answer {

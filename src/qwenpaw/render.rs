@@ -329,6 +329,10 @@ mod tests {
             (123.0, "123.0"),
             (1e22, "1e+22"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
+            // As `json.dumps` spells them (no JSON body carries one: serde_json refuses).
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (f64::NAN, "NaN"),
         ] {
             assert_eq!(py_float(x), want, "{x}");
         }

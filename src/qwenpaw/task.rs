@@ -380,13 +380,35 @@ mod tests {
                 r#"{"status":"failed","error":"Rate limit exceeded"}"#,
                 TaskOutcome::Failed,
             ),
+            (
+                r#"{"status":"failed","error":"Task timed out after 600s"}"#,
+                TaskOutcome::TimedOut,
+            ),
+            (
+                r#"{"status":"failed","error":{"message":"boom","code":"timeout"}}"#,
+                TaskOutcome::TimedOut,
+            ),
             (r#"{"status":"weird"}"#, TaskOutcome::Other),
         ] {
             assert_eq!(finished(result).outcome(), want, "{result}");
         }
+        for (status, want) in [
+            ("cancelled", TaskOutcome::Cancelled),
+            ("timeout", TaskOutcome::TimedOut),
+            ("failed", TaskOutcome::Failed),
+            ("error", TaskOutcome::Failed),
+        ] {
+            let record = record(&format!(r#"{{"status":"{status}"}}"#));
+            assert_eq!(record.outcome(), want, "{status}");
+        }
         assert_eq!(
-            record(r#"{"status":"cancelled"}"#).outcome(),
-            TaskOutcome::Cancelled
+            finished(r#"{"status":"completed","session_id":"child-1","output":[]}"#)
+                .child_session(),
+            Some("child-1")
+        );
+        assert_eq!(
+            finished(r#"{"status":"failed","error":{"message":"boom"}}"#).child_session(),
+            None
         );
         let answer = finished(
             r#"{"status":"completed","output":[{"content":[{"type":"text","text":"  hi \n"}]}]}"#,
@@ -395,7 +417,7 @@ mod tests {
             r#"{"status":"completed","output":[
                 {"type":"message","role":"assistant","content":[{"type":"text","text":"I will inspect."}]},
                 {"type":"plugin_call","role":"assistant","content":[{"type":"data","data":{"name":"x"}}]},
-                {"type":"plugin_call_output","role":"tool","content":[{"type":"data","data":{"output":"ok"}}]},
+                {"type":"plugin_call_output","role":"tool","content":[{"type":"text","text":"RAW"}]},
                 {"type":"message","role":"assistant","content":[{"type":"text","text":"FINAL"},{"type":"text","text":"two"}]}]}"#,
         );
         assert_eq!(
@@ -424,10 +446,18 @@ mod tests {
             BASE,
             &auth,
         ));
-        assert!(
-            unauthorized.contains("QWENPAW_RUNTIME_INTERNAL_TOKEN")
-                && unauthorized.contains("Invalid runtime boundary token"),
-            "{unauthorized}"
+        assert_eq!(
+            unauthorized,
+            "HTTP 401 Invalid runtime boundary token: set QWENPAW_RUNTIME_INTERNAL_TOKEN (runtime token) or ATC_BEARER_TOKEN (web login) in atc tick's environment"
+        );
+        assert_eq!(
+            failed(classify(
+                json(403, r#"{"detail":"Forbidden"}"#),
+                BASE,
+                &auth
+            )),
+            "HTTP 403 Forbidden: the agent may be disabled, or the token lacks access",
+            "a 403 is not for want of a token"
         );
         let with_token = Auth {
             runtime_token: Some("t".into()),

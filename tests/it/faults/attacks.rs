@@ -138,7 +138,10 @@ fn tokens_never_appear_in_output_json_the_job_file_or_the_log() {
             Reply::json(200, bodies::FINISHED_COMPLETED),
         ],
     );
-    tokens(s.tick(&["-vv"])).stderr_inspected().run();
+    // … and the refusal's hint knows the tokens were set: check them, not set them.
+    tokens(s.tick(&["-vv"]))
+        .stderr_contains("HTTP 401 Invalid runtime boundary token: check QWENPAW_RUNTIME_INTERNAL_TOKEN / ATC_BEARER_TOKEN in atc tick's environment")
+        .run();
     tokens(s.tick(&["-vv", "--json"]))
         .stdout_inspected()
         .stderr_inspected()
@@ -294,10 +297,18 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
                 .display(),
         )
     };
+    // A watch made with the flag keeps it: the tick that polls it sends the token there.
+    let watched = format!(
+        "env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc} --allow-insecure-remote watch {TASK} --session s-77 --base-url http://10.123.0.1:18080 >{out}.watch 2>&1; env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc} tick >{out}.out 2>{out}.err; echo $? >{out}.code",
+        home = home.display(),
+        atc = atc.display(),
+        out = dir.path().join("tick").display(),
+    );
     let Some(output) = in_private_network(&format!(
-        "{server}\n{}\n{}\nkill $server",
+        "{server}\n{}\n{}\ncp {seen} {seen}.waits\n{watched}\nkill $server",
         run(""),
-        run("--allow-insecure-remote")
+        run("--allow-insecure-remote"),
+        seen = seen.display(),
     )) else {
         // Without a namespace only the refusal can be checked (it comes before any I/O);
         // the live half (the token reaching the allowed host) is skipped.
@@ -324,11 +335,20 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
         read("refused.err")
     );
     assert_eq!(read("allowed.code").trim(), "6", "{}", read("allowed.err"));
-    let seen = read("seen.txt");
+    let seen = read("seen.txt.waits");
     assert_eq!(
         seen,
         format!("GET /api/console/chat/task/{TASK} token={RUNTIME_TOKEN}\n"),
         "exactly one request, the allowed one, carried the token"
+    );
+    let polled = read("seen.txt");
+    let task_get = format!("GET /api/console/chat/task/{TASK} token={RUNTIME_TOKEN}");
+    assert_eq!(
+        polled.lines().filter(|line| *line == task_get).count(),
+        2,
+        "the tick polled the watch with its token: {polled}\n{}\n{}",
+        read("tick.watch"),
+        read("tick.err")
     );
     for name in ["refused.out", "refused.err", "allowed.out", "allowed.err"] {
         assert!(

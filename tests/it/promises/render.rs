@@ -1,6 +1,8 @@
 //! Golden tests: atc's rendering against QwenPaw 2.2.2's own `format_background_status_text`.
 //! Each `tests/data/render/NAME.json` is a task GET body (the contract's verbatim bodies plus
-//! Chinese, emoji, odd shapes and an over-long answer); `NAME.txt` is what the real formatter
+//! Chinese, emoji, odd shapes and an over-long answer; the statuses before the end; a
+//! session or error that is not a string, spelled as Python's `str` spells each JSON value;
+//! an unknown status's body with Python's floats); `NAME.txt` is what the real formatter
 //! returned for it, cut to 8000 characters (regenerate with `generate.py` there).
 
 use std::path::Path;
@@ -29,7 +31,7 @@ fn renders_byte_for_byte_like_qwenpaw() {
         );
         checked += 1;
     }
-    assert!(checked >= 12, "only {checked} golden cases found");
+    assert!(checked >= 26, "only {checked} golden cases found");
 }
 
 #[test]
