@@ -282,11 +282,14 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
     let atc = assert_cmd::cargo::cargo_bin("atc");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    let atc = format!(
+        "env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc}",
+        home = home.display(),
+        atc = atc.display(),
+    );
     let run = |extra: &str| {
         format!(
-            "env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc} {extra} wait {TASK} --base-url http://10.123.0.1:18080 >{out}.out 2>{out}.err; echo $? >{out}.code",
-            home = home.display(),
-            atc = atc.display(),
+            "{atc} {extra} wait {TASK} --base-url http://10.123.0.1:18080 >{out}.out 2>{out}.err; echo $? >{out}.code",
             out = dir
                 .path()
                 .join(if extra.is_empty() {
@@ -299,9 +302,7 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
     };
     // A watch made with the flag keeps it: the tick that polls it sends the token there.
     let watched = format!(
-        "env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc} --allow-insecure-remote watch {TASK} --session s-77 --base-url http://10.123.0.1:18080 >{out}.watch 2>&1; env -i PATH=/usr/bin:/bin HOME={home} XDG_STATE_HOME={home}/state QWENPAW_RUNTIME_INTERNAL_TOKEN={RUNTIME_TOKEN} {atc} tick >{out}.out 2>{out}.err; echo $? >{out}.code",
-        home = home.display(),
-        atc = atc.display(),
+        "{atc} --allow-insecure-remote watch {TASK} --session s-77 --base-url http://10.123.0.1:18080 >{out}.watch 2>&1; {atc} tick >{out}.out 2>{out}.err; echo $? >{out}.code",
         out = dir.path().join("tick").display(),
     );
     let Some(output) = in_private_network(&format!(
@@ -350,7 +351,16 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
         read("tick.watch"),
         read("tick.err")
     );
-    for name in ["refused.out", "refused.err", "allowed.out", "allowed.err"] {
+    assert_eq!(read("tick.code").trim(), "0", "{}", read("tick.err"));
+    for name in [
+        "refused.out",
+        "refused.err",
+        "allowed.out",
+        "allowed.err",
+        "tick.watch",
+        "tick.out",
+        "tick.err",
+    ] {
         assert!(
             !read(name).contains(RUNTIME_TOKEN),
             "{name} shows the token"
