@@ -265,6 +265,18 @@ fn a_toast_names_what_its_turn_carried() {
         toast_text(&turn, "completed"),
         "A result for s: the agent answered; open the chat to read it"
     );
+    for (kind, what) in [
+        (BlockKind::Notice, "A notice"),
+        (BlockKind::FollowUp { depth: 1 }, "A follow-up"),
+        (BlockKind::CheckIn { n: 1 }, "A check-in"),
+    ] {
+        let mut one = turn.clone();
+        one.carries[0].kind = kind;
+        assert_eq!(
+            toast_text(&one, "completed"),
+            format!("{what} for s: the agent answered; open the chat to read it")
+        );
+    }
     for n in 2..=3 {
         turn.carries.push(crate::turn::Block {
             job_id: format!("j{n}"),
@@ -382,5 +394,43 @@ fn a_give_up_names_a_notice_and_a_forward_by_what_they_follow() {
     assert_eq!(
         said(&follow_up, Some(&done), Outcome::Undelivered).as_deref(),
         Some("done, follow-up undelivered")
+    );
+}
+
+/// Where the parent's reply stands on its way to the person: on an IM channel, being sent
+/// while a send is in flight and waiting (and why) otherwise; for a console parent, the
+/// toast.
+#[test]
+fn a_forward_says_where_the_reply_stands() {
+    let mut turn = Turn::sample(TurnState::Delivered);
+    assert_eq!(forward(&turn), None);
+    turn.chat.channel = "dingtalk".into();
+    let mut pending = crate::turn::Forward {
+        status: ForwardStatus::Pending,
+        attempts: 0,
+        last_http_status: None,
+        at: None,
+        reason: Some("the parent's turn is still running".into()),
+        text: None,
+        since: None,
+        attempt_started_at: None,
+    };
+    turn.forward = Some(pending.clone());
+    assert_eq!(
+        forward(&turn).as_deref(),
+        Some(
+            "the parent's reply waits to be sent to the person: the parent's turn is still running"
+        )
+    );
+    pending.attempt_started_at = Some(Timestamp::from_unix(1_800_000_000));
+    turn.forward = Some(pending.clone());
+    assert_eq!(
+        forward(&turn).as_deref(),
+        Some("the parent's reply is being sent to the person now")
+    );
+    turn.chat.channel = "console".into();
+    assert_eq!(
+        forward(&turn).as_deref(),
+        Some("the console toast waits to be shown: the parent's turn is still running")
     );
 }

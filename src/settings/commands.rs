@@ -59,8 +59,8 @@ pub struct Doctor {
     pub qwenpaw_working_dir: Option<PathBuf>,
     /// atc's config file, as this process found it.
     pub config: ConfigFile,
-    /// The knob variables set in this process's environment (`ATC_MAX_AGE=3d`, …), to
-    /// compare with the QwenPaw server's.
+    /// The config keys' variables set in this process's environment (`ATC_MAX_AGE=3d`,
+    /// …), to compare with a timer's or the QwenPaw server's (the doctor picks which).
     pub knob_vars: Vec<(&'static str, String)>,
     /// The home directory: where the timer's unit and env file are.
     pub home: Option<PathBuf>,

@@ -56,15 +56,6 @@ impl ConfigFile {
     pub fn values(&self) -> impl Iterator<Item = (&'static str, &Value)> {
         self.values.iter().map(|(key, value)| (key.name, value))
     }
-
-    /// How many keys the file sets.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 /// Where the config file is for `env`: `ATC_CONFIG`, else `$XDG_CONFIG_HOME/atc/config.toml`
@@ -142,7 +133,7 @@ fn load_as(
 
 fn unreadable(err: &io::Error) -> String {
     if let Some(untrusted) = err.get_ref().and_then(|e| e.downcast_ref::<Untrusted>()) {
-        return untrusted.0.clone();
+        return untrusted.to_string();
     }
     match err.kind() {
         io::ErrorKind::IsADirectory => "is a directory: name a file".to_owned(),
@@ -456,5 +447,31 @@ pub fn located(env: &dyn Environment) -> ConfigFile {
             skipped: Vec::new(),
         },
         None => ConfigFile::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What to do about a config file atc could not read or write, by what went wrong;
+    /// the job file's advice for the rest.
+    #[test]
+    fn advice_names_the_fix_for_what_went_wrong() {
+        let permissions =
+            "check the permissions of the file and its directory, or point ATC_CONFIG elsewhere";
+        for (kind, says) in [
+            (io::ErrorKind::PermissionDenied, permissions),
+            (io::ErrorKind::ReadOnlyFilesystem, permissions),
+            (
+                io::ErrorKind::NotADirectory,
+                "a file is where a directory should be: point ATC_CONFIG elsewhere",
+            ),
+        ] {
+            assert_eq!(advice(&kind.into()), says, "{kind:?}");
+        }
+        let full = io::Error::from(io::ErrorKind::StorageFull);
+        assert_eq!(advice(&full), crate::state::fsutil::advice(&full));
+        assert!(!advice(&full).is_empty());
     }
 }

@@ -364,16 +364,38 @@ mod tests {
             ("base_url", "base-url"),
             ("nobatch", "no-batch"),
             ("auto_watch", "auto-watch"),
+            // Up to a third of the key's length in edits: two of busy-deadline's 13.
+            ("bsy-dedline", "busy-deadline"),
         ] {
             assert_eq!(nearest(typo), Some(near), "{typo}");
         }
         assert_eq!(nearest("colour"), None);
         assert!(unknown("colour").contains("the keys: state, base-url"));
-        let token = unknown("bearer-token");
-        assert!(
-            token.contains("tokens never go in the config file"),
-            "{token}"
-        );
+        for secret in ["bearer-token", "password", "client_secret"] {
+            let said = unknown(secret);
+            assert!(
+                said.contains("tokens never go in the config file"),
+                "{secret}: {said}"
+            );
+        }
+    }
+
+    /// Levenshtein's distance, by characters: insertions, deletions and substitutions
+    /// count one each, from either side.
+    #[test]
+    fn distance_counts_each_edit_once() {
+        for (a, b, d) in [
+            ("", "", 0),
+            ("", "abc", 3),
+            ("abc", "", 3),
+            ("keep", "kep", 1),
+            ("kep", "keep", 1),
+            ("ab", "ba", 2),
+            ("max-äge", "max-age", 1),
+            ("kitten", "sitting", 3),
+        ] {
+            assert_eq!(distance(a, b), d, "{a:?} {b:?}");
+        }
     }
 
     #[test]

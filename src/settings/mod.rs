@@ -257,7 +257,6 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             home: env.home(),
             knob_vars: keys::KEYS
                 .iter()
-                .filter(|k| !matches!(k.name, "state" | "base-url"))
                 .filter_map(|k| env.var(k.env).map(|v| (k.env, v)))
                 .collect(),
         }),

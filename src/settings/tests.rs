@@ -547,3 +547,213 @@ fn parent_read_names_the_chat_that_read_the_tasks() {
     let err = resolve_args(&["parent-read", "task/1", "--session", "s"], &e).unwrap_err();
     assert_eq!(err.exit, Exit::Usage);
 }
+
+/// `atc config set` writes a path as the file will read it: one from `~/` under this
+/// home, not under the directory this shell is in; an empty one is refused, not taken as
+/// this directory.
+#[test]
+fn config_set_takes_a_path_from_home_and_refuses_an_empty_one() {
+    let home = tempfile::tempdir().unwrap();
+    let e = env(&[], Some(home.path()));
+    let set = resolve_args(&["config", "set", "state", "~/jobs/mine.json"], &e).unwrap();
+    let Action::Config(Config {
+        what: ConfigAction::Set { value, .. },
+        ..
+    }) = set.action
+    else {
+        panic!("not a config set: {set:?}")
+    };
+    assert_eq!(value, keys::Value::Path(home.path().join("jobs/mine.json")));
+    let err = resolve_args(&["config", "set", "state", ""], &e).unwrap_err();
+    assert_eq!(err.exit, Exit::Usage);
+    assert_eq!(err.message, "state \"\": is empty: name a file");
+}
+
+/// A config file atc cannot use is refused by what is wrong with it: a directory where
+/// the file should be, text that is not UTF-8.
+#[test]
+fn an_unusable_config_file_is_refused_by_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |path: &Path| {
+        let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
+        let err = resolve_args(&["tick"], &e).unwrap_err();
+        assert_eq!(err.exit, Exit::Config);
+        err.message
+    };
+    assert_eq!(
+        refused(dir.path()),
+        format!(
+            "config file {}: is a directory: name a file",
+            dir.path().display()
+        )
+    );
+    let latin = dir.path().join("config.toml");
+    std::fs::write(&latin, b"keep = \"3d\" # caf\xe9\n").unwrap();
+    assert_eq!(
+        refused(&latin),
+        format!(
+            "config file {}: is not UTF-8 text: a config file is TOML (key = value lines)",
+            latin.display()
+        )
+    );
+}
+
+/// A config file's keys come out in the order of `KEYS`, whatever the file's order: two
+/// files that set the same are the same to `atc doctor`.
+#[test]
+fn a_config_files_keys_come_in_the_order_of_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, "keep = \"30d\"\nmax-age = \"3d\"\n").unwrap();
+    let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
+    let names: Vec<&str> = file::load(&e, true)
+        .unwrap()
+        .values()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(names, ["max-age", "keep"]);
+}
+
+/// A config file is read only when its owner is this user or root: whoever can write it
+/// decides where tokens go. (Another user's file needs root to make; without root, a
+/// root-owned file is read.)
+#[cfg(unix)]
+#[test]
+fn a_config_file_of_another_user_is_refused_and_roots_is_read() {
+    let me = crate::state::guard::euid();
+    let dir = tempfile::tempdir().unwrap();
+    let load = |path: &Path| {
+        let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
+        file::load(&e, true).map(|file| file.values().count())
+    };
+    if me != 0 {
+        // Root's own file is trusted: it is read (and found not to be TOML), not refused
+        // for its owner.
+        let err = load(Path::new("/etc/passwd")).unwrap_err();
+        assert!(
+            err.message.contains("line 1") && !err.message.contains("owned by"),
+            "{err}"
+        );
+        return;
+    }
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, "keep = \"30d\"\n").unwrap();
+    assert_eq!(load(&path).unwrap(), 1);
+    std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
+    assert_eq!(
+        load(&path).unwrap_err().message,
+        format!(
+            "config file {}: is owned by uid 4242, not by you (uid 0): its owner decides where your tokens go; use a config file of your own",
+            path.display()
+        )
+    );
+}
+
+/// `atc qwenpaw install` loads the plugin into the server named outright (a flag,
+/// `ATC_BASE_URL`, the config file's `base-url`, a managed runtime unless `--working-dir`
+/// names another QwenPaw), else the one that last ran on the working dir; it takes the
+/// seed plugin's state from beside the working dir, else from `~/.qwenpaw`; its HTTP
+/// timeout is the tick's.
+#[test]
+fn qwenpaw_install_loads_the_plugin_where_it_is_told_else_where_qwenpaw_last_ran() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join(".qwenpaw");
+    let other = home.path().join("elsewhere");
+    for (dir, port) in [(&work, 9001), (&other, 9002)] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("config.json"),
+            format!(r#"{{"last_api": {{"host": "0.0.0.0", "port": {port}}}}}"#),
+        )
+        .unwrap();
+    }
+    let config = home.path().join("atc.toml");
+    std::fs::write(&config, "base-url = \"http://file:3\"\n").unwrap();
+    let install = |vars: &[(&'static str, &str)], args: &[&str]| {
+        let e = env(vars, Some(home.path()));
+        let args = [&["qwenpaw", "install"][..], args].concat();
+        match resolve_args(&args, &e).unwrap().action {
+            Action::QwenpawInstall(install) => install,
+            other => panic!("not an install: {other:?}"),
+        }
+    };
+    let server = |vars: &[(&'static str, &str)], args: &[&str]| {
+        install(vars, args).base_url.map(|url| url.value)
+    };
+    let managed = [
+        ("QWENPAW_RUNTIME_API_URL", "https://runtime:7000"),
+        ("QWENPAW_RUNTIME_ID", "r1"),
+        ("QWENPAW_RUNTIME_INTERNAL_TOKEN", "secret"),
+    ];
+    let elsewhere = ["--working-dir", other.to_str().unwrap()];
+    for (vars, args, want) in [
+        (&[][..], &[][..], "http://127.0.0.1:9001/api"),
+        (&[], &elsewhere[..], "http://127.0.0.1:9002/api"),
+        (&[], &["--base-url", "http://flag:1"], "http://flag:1/api"),
+        (&[("ATC_BASE_URL", "http://env:2")], &[], "http://env:2/api"),
+        (
+            &[("ATC_CONFIG", config.to_str().unwrap())],
+            &elsewhere,
+            "http://file:3/api",
+        ),
+        (&managed, &[], "https://runtime:7000/api"),
+        (&managed, &elsewhere, "http://127.0.0.1:9002/api"),
+    ] {
+        assert_eq!(
+            server(vars, args).as_deref(),
+            Some(want),
+            "{vars:?} {args:?}"
+        );
+    }
+    assert_eq!(
+        install(&[("ATC_HTTP_TIMEOUT", "7s")], &[]).http_timeout,
+        Duration::from_secs(7)
+    );
+    let seed_state = |args: &[&str]| {
+        let args = [&["--replace-agent-task-callback"][..], args].concat();
+        install(&[], &args).replace.expect("a replace").seed_state
+    };
+    let seeds = work.join("agent-task-callback.json");
+    assert_eq!(seed_state(&elsewhere), seeds);
+    let beside = other.join("agent-task-callback.json");
+    std::fs::write(&beside, "{}").unwrap();
+    assert_eq!(seed_state(&elsewhere), beside);
+}
+
+/// `atc timer print cron` takes an interval cron can keep: one that divides a minute, or
+/// whole minutes that divide an hour; systemd takes any whole number of seconds.
+#[test]
+fn a_cron_interval_divides_a_minute_or_an_hour() {
+    let home = tempfile::tempdir().unwrap();
+    let e = env(&[], Some(home.path()));
+    let interval = |kind: &str, every: &str| match resolve_args(
+        &["timer", "print", kind, "--interval", every],
+        &e,
+    ) {
+        Ok(Settings {
+            action: Action::Timer(timer),
+            ..
+        }) => Ok(timer.interval.as_secs()),
+        Ok(other) => panic!("not a timer: {other:?}"),
+        Err(err) => Err(err.message),
+    };
+    for (every, secs) in [
+        ("15s", 15),
+        ("30s", 30),
+        ("1m", 60),
+        ("2m", 120),
+        ("15m", 900),
+    ] {
+        assert_eq!(interval("cron", every), Ok(secs), "{every}");
+    }
+    for every in ["7s", "45s", "90s", "7m", "2h"] {
+        let said = interval("cron", every).unwrap_err();
+        assert!(
+            said.starts_with("cron cannot run every "),
+            "{every}: {said}"
+        );
+    }
+    for (every, secs) in [("7s", 7), ("90s", 90), ("7m", 420)] {
+        assert_eq!(interval("systemd", every), Ok(secs), "{every}");
+    }
+}

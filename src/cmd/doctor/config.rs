@@ -48,7 +48,7 @@ pub fn config_line(config: &ConfigFile) -> Check {
             "{path}{by} sets {n} (`atc config show` lists every setting and its source)",
             path = path.display(),
             by = located(config),
-            n = crate::text::plural(config.len() as u64, "key", "keys"),
+            n = crate::text::plural(config.values().count() as u64, "key", "keys"),
         ),
     };
     Check {
@@ -140,7 +140,7 @@ fn differences(doctor: &Doctor, who: &str, theirs: &dyn Environment) -> Vec<(Str
                     key.name
                 ),
                 format!(
-                    "keep {} in the config file (`atc config set {} VALUE`) and {} in no environment",
+                    "set {} in the config file (`atc config set {} VALUE`) and {} in no environment",
                     key.name, key.name, key.env
                 ),
             ));

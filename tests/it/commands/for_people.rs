@@ -1007,6 +1007,33 @@ fn watch_from_a_file_or_stdin_takes_every_task_id_marker() {
         .status(2)
         .stderr_contains("contains '.'")
         .no_file();
+    // Over 1 MiB is refused whole, not cut (a cut could end inside a task id); 1 MiB is
+    // read.
+    let mut big = "[TASK_ID: task-111111111111]\n".to_owned();
+    big.push_str(&"x".repeat(1024 * 1024 - big.len()));
+    env.atc(["watch", "--from", "-", "--session", "s-77", "--no-task-check"])
+        .stdin(format!("{big}\n"))
+        .status(2)
+        .stderr("atc: --from - (standard input): longer than 1 MiB; give atc the part with the [TASK_ID: …] lines (or the task ids as arguments)\n")
+        .no_file();
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin(b"[TASK_ID: task-111111111111]\ncaf\xe9\n".to_vec())
+        .status(2)
+        .stderr("atc: --from - (standard input): is not UTF-8 text; give atc the text submit_to_agent printed\n")
+        .no_file();
+    let file = env.path("submitted.txt");
+    std::fs::write(&file, &big).unwrap();
+    env.atc([
+        "watch",
+        "--from",
+        file.to_str().unwrap(),
+        "--session",
+        "s-77",
+        "--no-task-check",
+    ])
+    .chat_check_skipped()
+    .stdout_contains("Watching task-111111111111")
+    .run();
 }
 
 // ---------------------------------------------------------------------------------------

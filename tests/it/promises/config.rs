@@ -506,8 +506,13 @@ fn config_unset_removes_a_key_and_mends_a_typo() {
         ),
         "{config}"
     );
+    // An edit of another key is saved, and says at once that the typo is still there.
+    env.atc(["config", "set", "keep", "8d"])
+        .stderr(format!("atc: note: saved, but {said}\n"))
+        .no_file()
+        .run();
     env.atc(["config", "unset", "max_strikes"]).no_file().run();
-    assert_eq!(read_config(&env), "max-age = \"3d\"\nkeep = \"9d\"\n");
+    assert_eq!(read_config(&env), "max-age = \"3d\"\nkeep = \"8d\"\n");
     env.atc(["status"]).stdout("No jobs.\n").no_file().run();
     let config = config_check(&env, 1);
     assert_eq!(config["ok"], true, "{config}");
@@ -692,6 +697,14 @@ fn a_bad_config_file_is_refused_by_every_command_naming_the_file_and_the_key() {
         .stderr(format!("atc: config file {file}: is writable by others (mode 666): whoever can write it decides where your tokens go; `chmod 600 {file}`\n"))
         .file_unchanged()
         .run();
+    // Nor edited: `config set` does not write over a file it cannot trust.
+    s.atc(["config", "set", "keep", "2d"])
+        .status(78)
+        .stderr(format!("atc: config file {file}: is writable by others (mode 666): whoever can write it decides where your tokens go; `chmod 600 {file}`\n"))
+        .file_unchanged()
+        .run();
+    assert_eq!(read_config(&s.env), "max-age = \"3d\"\n");
+    assert_eq!(mode(&config_path(&s.env)), 0o666);
     fs::set_permissions(config_path(&s.env), fs::Permissions::from_mode(0o644)).unwrap();
     s.atc(["status"]).stdout_inspected().file_unchanged().run();
 
@@ -805,7 +818,7 @@ fn the_example_units_run_bare_atc_tick() {
 
 /// `atc doctor` says which config file this shell reads, and warns when the timer's unit
 /// or env file would tick with other settings (another job file, an `ATC_MAX_AGE` that
-/// beats the file).
+/// beats the file there, an `ATC_KEEP` that beats it here).
 #[test]
 fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
     let s = Scene::new();
@@ -837,6 +850,7 @@ fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
     );
     let out = s
         .atc(["doctor"])
+        .env("ATC_KEEP", "2d")
         .stdout_inspected()
         .stderr_inspected()
         .status(1)
@@ -851,7 +865,7 @@ fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
     assert_eq!(
         lines[bad],
         format!(
-            "✗ timer settings: the timer ({}) does not tick with this shell's settings: its ticks use the job file {} (from the default), this shell's is {} (from ATC_STATE): watches made here are never ticked there; ATC_MAX_AGE=1d there, unset here (it beats the config file's max-age)",
+            "✗ timer settings: the timer ({}) does not tick with this shell's settings: its ticks use the job file {} (from the default), this shell's is {} (from ATC_STATE): watches made here are never ticked there; ATC_MAX_AGE=1d there, unset here (it beats the config file's max-age); unset there, ATC_KEEP=2d here (it beats the config file's keep)",
             env_file.display(),
             s.env.home.join(".local/state/atc/jobs.json").display(),
             s.env.state.display()
@@ -860,7 +874,7 @@ fn doctor_names_the_config_file_and_warns_of_a_timer_with_other_settings() {
     assert_eq!(
         lines[bad + 1],
         format!(
-            "  → use one job file: `atc config set state {}`, and no ATC_STATE in the timer's environment; keep max-age in the config file (`atc config set max-age VALUE`) and ATC_MAX_AGE in no environment; then restart it",
+            "  → use one job file: `atc config set state {}`, and no ATC_STATE in the timer's environment; set max-age in the config file (`atc config set max-age VALUE`) and ATC_MAX_AGE in no environment; set keep in the config file (`atc config set keep VALUE`) and ATC_KEEP in no environment; then restart it",
             s.env.state.display()
         )
     );
