@@ -29,6 +29,11 @@ fn resolve_args(args: &[&str], env: &MapEnv) -> Result<Settings, Failure> {
     resolve(cli, env)
 }
 
+/// The config file at `path`, loaded as a tick loads it (`ATC_CONFIG` names it).
+fn config_at(path: &Path) -> Result<ConfigFile, Failure> {
+    file::load(&env(&[("ATC_CONFIG", path.to_str().unwrap())], None), true)
+}
+
 fn watch_of(settings: Settings) -> Watch {
     match settings.action {
         Action::Watch(watch) => *watch,
@@ -575,8 +580,7 @@ fn config_set_takes_a_path_from_home_and_refuses_an_empty_one() {
 fn an_unusable_config_file_is_refused_by_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let refused = |path: &Path| {
-        let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
-        let err = resolve_args(&["tick"], &e).unwrap_err();
+        let err = config_at(path).unwrap_err();
         assert_eq!(err.exit, Exit::Config);
         err.message
     };
@@ -605,12 +609,8 @@ fn a_config_files_keys_come_in_the_order_of_keys() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.toml");
     std::fs::write(&path, "keep = \"30d\"\nmax-age = \"3d\"\n").unwrap();
-    let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
-    let names: Vec<&str> = file::load(&e, true)
-        .unwrap()
-        .values()
-        .map(|(name, _)| name)
-        .collect();
+    let file = config_at(&path).unwrap();
+    let names: Vec<&str> = file.values().map(|(name, _)| name).collect();
     assert_eq!(names, ["max-age", "keep"]);
 }
 
@@ -622,10 +622,7 @@ fn a_config_files_keys_come_in_the_order_of_keys() {
 fn a_config_file_of_another_user_is_refused_and_roots_is_read() {
     let me = crate::state::guard::euid();
     let dir = tempfile::tempdir().unwrap();
-    let load = |path: &Path| {
-        let e = env(&[("ATC_CONFIG", path.to_str().unwrap())], None);
-        file::load(&e, true).map(|file| file.values().count())
-    };
+    let load = |path: &Path| config_at(path).map(|file| file.values().count());
     if me != 0 {
         // Root's own file is trusted: it is read (and found not to be TOML), not refused
         // for its owner.
