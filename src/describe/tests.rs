@@ -13,6 +13,20 @@ fn notice_turn(job: &mut Job, state: TurnState) -> Turn {
     turn
 }
 
+/// A forward in `status`, never tried.
+fn a_forward(status: ForwardStatus) -> crate::turn::Forward {
+    crate::turn::Forward {
+        status,
+        attempts: 0,
+        last_http_status: None,
+        at: None,
+        reason: None,
+        text: None,
+        since: None,
+        attempt_started_at: None,
+    }
+}
+
 /// The turn `job` points at, in `state`, carrying its result.
 fn turn_of(job: &mut Job, state: TurnState) -> Turn {
     let mut turn = Turn::sample(state);
@@ -176,14 +190,10 @@ fn briefs_are_short_and_name_the_outcome() {
     done.outcome = Some(TaskOutcome::Cancelled);
     done.stopped_at = Some(now);
     turn.forward = Some(crate::turn::Forward {
-        status: ForwardStatus::Sent,
         attempts: 1,
         last_http_status: Some(200),
         at: Some(now),
-        reason: None,
-        text: None,
-        since: None,
-        attempt_started_at: None,
+        ..a_forward(ForwardStatus::Sent)
     });
     assert_eq!(
         brief(&done, Some(&turn), now),
@@ -406,14 +416,8 @@ fn a_forward_says_where_the_reply_stands() {
     assert_eq!(forward(&turn), None);
     turn.chat.channel = "dingtalk".into();
     let mut pending = crate::turn::Forward {
-        status: ForwardStatus::Pending,
-        attempts: 0,
-        last_http_status: None,
-        at: None,
         reason: Some("the parent's turn is still running".into()),
-        text: None,
-        since: None,
-        attempt_started_at: None,
+        ..a_forward(ForwardStatus::Pending)
     };
     turn.forward = Some(pending.clone());
     assert_eq!(
