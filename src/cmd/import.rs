@@ -12,6 +12,7 @@ use crate::plugin;
 use crate::report::LogEntry;
 use crate::settings::{Import, Output};
 use crate::state::Store;
+use crate::text::plural;
 use crate::time::Timestamp;
 
 /// The plugin's file is small; anything bigger is not it.
@@ -20,11 +21,14 @@ const MAX_SOURCE: u64 = 64 * 1024 * 1024;
 pub fn run(import: &Import, out: Output) -> Result<()> {
     let source = &import.source.value;
     let shown = source.display();
-    let text = read(source).map_err(|e| {
-        let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            "; name the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)"
-        } else {
-            ""
+    let text = read_plugin_state(source).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::NotFound
+            | std::io::ErrorKind::FileTooLarge
+            | std::io::ErrorKind::InvalidData => {
+                "; name the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)"
+            }
+            _ => "",
         };
         Failure::new(Exit::Refused, format!("cannot read the plugin's state file {shown}: {e}{hint}"))
     })?;
@@ -69,7 +73,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
             .count();
         text.push_str(&format!(
             "Imported {} from {shown} ({pending} still watched, {} as history)",
-            plural(imported.len(), "job"),
+            plural(imported.len() as u64, "job", "jobs"),
             imported.len() - pending
         ));
         if !already.is_empty() {
@@ -81,7 +85,7 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
         if !skipped.is_empty() {
             text.push_str(&format!(
                 "; {} skipped (each is named below, with why)",
-                plural(skipped.len(), "record")
+                plural(skipped.len() as u64, "record", "records")
             ));
         }
         text.push_str(".\n");
@@ -103,19 +107,10 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
     Ok(())
 }
 
-fn read(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_SOURCE)
-        .read_to_string(&mut text)?;
-    Ok(text)
-}
-
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
+/// The seed plugin's state file, whole: over 64 MiB (far more than the plugin writes) or
+/// not UTF-8, it is refused by what is wrong, never read in part.
+pub(super) fn read_plugin_state(path: &std::path::Path) -> std::io::Result<String> {
+    let bytes = crate::state::fsutil::read_at_most(std::fs::File::open(path)?, MAX_SOURCE)?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }

@@ -32,6 +32,7 @@ use crate::qwenpaw::Client;
 use crate::report::LogEntry;
 use crate::settings::{QwenpawInstall, Replace};
 use crate::state::Store;
+use crate::text::plural;
 use crate::time::Timestamp;
 
 /// What the replacement did, for people and for `--json`.
@@ -54,7 +55,7 @@ pub fn run(
 
     // The state file is read (and checked) before anything changes.
     let source = &replace.seed_state;
-    let seed_text = match std::fs::read_to_string(source) {
+    let seed_text = match super::import::read_plugin_state(source) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
@@ -117,7 +118,7 @@ pub fn run(
             "The Agent Task Callback plugin is not installed in {}, but its state file {} still holds {} nobody moved to atc\n",
             wd.display(),
             source.display(),
-            plural(owed.len(), "job")
+            plural(owed.len() as u64, "job", "jobs")
         );
         let (said, json) = import(
             replace,
@@ -199,7 +200,7 @@ fn import(
             if marked > 0 {
                 text.push_str(&format!(
                     "Would mark {} handed over to atc in {}, a copy of it beside it first.\n",
-                    plural(marked, "job"),
+                    plural(marked as u64, "job", "jobs"),
                     source.display()
                 ));
             }
@@ -304,7 +305,7 @@ fn import(
             }
             text.push_str(&format!(
                 "Marked {} handed over to atc in {} (as it was before: {}): the old plugin, reinstalled, does not deliver them again.\n",
-                plural(marked.len(), "job"),
+                plural(marked.len() as u64, "job", "jobs"),
                 source.display(),
                 copy.display()
             ));
@@ -336,7 +337,7 @@ fn summary(imported: &plugin::Imported, replace: &Replace, tense: Tense) -> Stri
     };
     format!(
         "{verb} {} from {} into {} ({} {watched}); {} already there, {}.\n",
-        plural(imported.added.len(), "job"),
+        plural(imported.added.len() as u64, "job", "jobs"),
         replace.seed_state.display(),
         replace.state.value.display(),
         imported
@@ -408,12 +409,4 @@ fn remove(client: &Client, server: &Option<String>, dir: &std::path::Path) -> Re
         "its folder {} (no running server had it loaded)",
         dir.display()
     ))
-}
-
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }

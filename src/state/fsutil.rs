@@ -1,8 +1,9 @@
 //! Writing files so that a reader (or a crash) only ever sees a whole old or a whole new
-//! version: one function, used for the job file.
+//! version: one function, used for the job file. And reading a file a person names, whole
+//! or not at all.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -12,6 +13,25 @@ pub fn parent_dir(path: &Path) -> &Path {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     }
+}
+
+/// Reads all of `from`, refusing more than `max` bytes (error kind `FileTooLarge`, saying
+/// the limit) rather than cutting: a cut can end inside a task id or a JSON value, and a
+/// part read is then misread, not refused.
+pub fn read_at_most(from: impl Read, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    from.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        let limit = match max {
+            m if m % (1024 * 1024) == 0 => format!("{} MiB", m / (1024 * 1024)),
+            m => format!("{m} bytes"),
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("longer than {limit}"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Atomic write: a private (0600) temp file in the same directory, written and fsynced,
@@ -164,6 +184,24 @@ fn temp_path(path: &Path) -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bounded_read_takes_the_limit_whole_and_refuses_one_byte_more() {
+        assert_eq!(read_at_most(&b"abcd"[..], 4).unwrap(), b"abcd");
+        assert_eq!(read_at_most(&b""[..], 0).unwrap(), b"");
+        let over = read_at_most(&b"abcde"[..], 4).unwrap_err();
+        assert_eq!(over.kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(over.to_string(), "longer than 4 bytes");
+        let mib = vec![b'x'; 2 * 1024 * 1024 + 1];
+        assert_eq!(
+            read_at_most(&mib[..mib.len() - 1], 2 * 1024 * 1024)
+                .unwrap()
+                .len(),
+            mib.len() - 1
+        );
+        let over = read_at_most(&mib[..], 2 * 1024 * 1024).unwrap_err();
+        assert_eq!(over.to_string(), "longer than 2 MiB");
+    }
 
     #[test]
     fn writes_whole_private_files_and_leaves_no_temp() {

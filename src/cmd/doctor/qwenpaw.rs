@@ -236,7 +236,7 @@ fn seed(wd: &Path, home: Option<&Path>) -> Check {
                 Some(home) if !beside.exists() => home.join(".qwenpaw/agent-task-callback.json"),
                 _ => beside,
             };
-            let owed = std::fs::read_to_string(&state)
+            let owed = crate::cmd::import::read_plugin_state(&state)
                 .map(|text| crate::plugin::still_owed(&text))
                 .unwrap_or(0);
             if owed == 0 {

@@ -946,6 +946,32 @@ fn import_refuses_a_missing_or_unreadable_source_and_changes_nothing() {
         .stderr_contains("is not valid JSON")
         .stderr_contains("nothing was imported")
         .no_file();
+    // Whole or not at all: 64 MiB is read (and parsed: no JSON), one byte more is refused
+    // for its size, never cut to a part that might parse; bytes that are not UTF-8 are
+    // refused by name.
+    let big = env.home.join("big.json");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(64 * 1024 * 1024).unwrap();
+    env.atc(["import-plugin-state", big.to_str().unwrap()])
+        .status(1)
+        .stderr_contains("is not valid JSON")
+        .no_file();
+    file.set_len(64 * 1024 * 1024 + 1).unwrap();
+    env.atc(["import-plugin-state", big.to_str().unwrap()])
+        .status(1)
+        .stderr(format!(
+            "atc: cannot read the plugin's state file {}: longer than 64 MiB; name the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)\n",
+            big.display()
+        ))
+        .no_file();
+    std::fs::write(&bad, b"{\"jobs\": [\"\xff\"]}").unwrap();
+    env.atc(["import-plugin-state", bad.to_str().unwrap()])
+        .status(1)
+        .stderr(format!(
+            "atc: cannot read the plugin's state file {}: not UTF-8 text; name the plugin's state file (the plugin keeps it in ~/.qwenpaw/agent-task-callback.json)\n",
+            bad.display()
+        ))
+        .no_file();
 }
 
 // ---------------------------------------------------------------------------------------
