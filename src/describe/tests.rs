@@ -219,6 +219,13 @@ fn briefs_are_short_and_name_the_outcome() {
         brief(&long, Some(&refused), now).chars().count(),
         BRIEF_CHARS
     );
+    // A watch the plugin made at the end of a turn says so, alone when nothing else is said.
+    let mut auto = job(Status::Cancelled);
+    auto.origin = Origin::Auto;
+    auto.note = Some("cancelled".into());
+    assert_eq!(brief(&auto, None, now), "cancelled (watched automatically)");
+    auto.note = Some(String::new());
+    assert_eq!(brief(&auto, None, now), "watched automatically");
 }
 
 #[test]
@@ -436,5 +443,244 @@ fn a_forward_says_where_the_reply_stands() {
     assert_eq!(
         forward(&turn).as_deref(),
         Some("the console toast waits to be shown: the parent's turn is still running")
+    );
+}
+
+/// What the parent was told of a watch that ended without an answer: a notice held for its
+/// group's turn (no turn of its own yet), on its way in a turn, or none.
+#[test]
+fn a_notice_on_its_way_says_whether_its_group_holds_it() {
+    let lost = |group: Option<&str>| {
+        let mut job = job(Status::Lost);
+        job.notice = true;
+        job.options.group = group.map(str::to_owned);
+        job
+    };
+    let held = lost(Some("g"));
+    assert_eq!(told(&held, None), "; the parent is told in group g's turn");
+    assert!(
+        brief(&held, None, Timestamp::from_unix(1_800_000_000)).ends_with(", held for its group")
+    );
+    let mut in_turn = lost(Some("g"));
+    let turn = notice_turn(&mut in_turn, TurnState::Open);
+    assert_eq!(told(&in_turn, Some(&turn)), "; telling the parent");
+    assert!(
+        brief(&in_turn, Some(&turn), Timestamp::from_unix(1_800_000_000))
+            .ends_with(", telling parent")
+    );
+    assert_eq!(
+        brief(
+            &job(Status::Expired),
+            None,
+            Timestamp::from_unix(1_800_000_000)
+        ),
+        "not finished within --max-age",
+        "silent: nothing told"
+    );
+    let alone = lost(None);
+    assert_eq!(told(&alone, None), "; telling the parent");
+    assert!(brief(&alone, None, Timestamp::from_unix(1_800_000_000)).ends_with(", telling parent"));
+}
+
+/// A running watch with `--check-in`: when the next one is due, due now, or on its way.
+#[test]
+fn a_check_in_says_when_it_comes() {
+    let now = Timestamp::from_unix(1_800_000_000);
+    let running = |since: u64, change: &dyn Fn(&mut Job)| {
+        let mut job = job(Status::Pending);
+        job.options.check_in_secs = Some(180);
+        job.started_at = Some(Timestamp::from_unix(1_800_000_000 - since));
+        change(&mut job);
+        brief(&job, None, now)
+    };
+    assert_eq!(running(60, &|_| {}), "running for 1m; check-in in 2m");
+    assert_eq!(running(180, &|_| {}), "running for 3m; check-in due");
+    assert_eq!(running(240, &|_| {}), "running for 4m; check-in due");
+    assert_eq!(
+        running(60, &|j| j.check_in = true),
+        "running for 1m; check-in on its way"
+    );
+    assert_eq!(
+        running(60, &|j| j.options.check_in_secs = None),
+        "running for 1m"
+    );
+}
+
+/// A cancelled watch whose block a turn carried: which block (its result or its check-in)
+/// and where that turn stood.
+#[test]
+fn a_cancel_says_where_the_turn_that_carried_it_stood() {
+    let mut cancelled = job(Status::Cancelled);
+    let mut turn = turn_of(&mut cancelled, TurnState::Claimed);
+    turn.turn_id = "atc-t".into();
+    let said = |turn: &Turn| explain(&cancelled, Some(turn)).unwrap();
+    assert_eq!(
+        said(&turn),
+        "cancelled after its result's turn atc-t was claimed: that turn still goes out as it is"
+    );
+    turn.carries.insert(
+        0,
+        crate::turn::Block {
+            job_id: "other".into(),
+            task_id: "task-9".into(),
+            kind: BlockKind::CheckIn { n: 1 },
+        },
+    );
+    turn.carries[1].kind = BlockKind::CheckIn { n: 1 };
+    assert_eq!(
+        said(&turn),
+        "cancelled after its check-in's turn atc-t was claimed, with task-9: that turn still goes out as it is"
+    );
+    turn.carries[1].kind = BlockKind::Result;
+    turn.carries[0].kind = BlockKind::CheckIn { n: 1 };
+    assert!(
+        said(&turn).starts_with("cancelled after its result's turn"),
+        "the other job's check-in is not its own"
+    );
+    turn.carries.remove(0);
+    turn.state = TurnState::Unconfirmed;
+    assert_eq!(
+        said(&turn),
+        "cancelled while it was unknown whether its result had arrived (turn atc-t)"
+    );
+    turn.state = TurnState::Undelivered;
+    assert_eq!(
+        said(&turn),
+        "cancelled while its result was being posted; it was not delivered (turn atc-t undelivered)"
+    );
+}
+
+/// A finished watch on its way to the parent: posted now, held for its group, or in its
+/// group's turn; a fork whose branch is not named; a stop atc gave up.
+#[test]
+fn a_result_on_its_way_says_what_holds_it() {
+    let mut delivering = job(Status::Delivering);
+    delivering.options.group = Some("g".into());
+    assert_eq!(
+        explain(&delivering, None).unwrap(),
+        "finished; held until every task of group g has finished"
+    );
+    let mut turn = turn_of(&mut delivering, TurnState::Open);
+    turn.group = Some("g".into());
+    assert_eq!(
+        explain(&delivering, Some(&turn)).unwrap(),
+        "finished; goes out in its group's one turn"
+    );
+    turn.delivery.attempt_started_at = Some(Timestamp::from_unix(1_800_000_000));
+    assert_eq!(
+        explain(&delivering, Some(&turn)).unwrap(),
+        "its result is being posted now"
+    );
+
+    let mut fork = job(Status::Delivering);
+    fork.outcome = Some(TaskOutcome::ForkNotFinalized);
+    assert_eq!(
+        explain(&fork, None).unwrap(),
+        "the task finished; its result is being delivered; the child failed to finalize its fork worktree: its branch is not ready to merge"
+    );
+
+    let mut given_up = job(Status::Pending);
+    given_up.stop_tries = crate::lifecycle::STOP_TRIES;
+    given_up.stop_error = Some("HTTP 500".into());
+    assert_eq!(
+        explain(&given_up, None).unwrap(),
+        "atc gave up stopping the child (--stop-after): 3 stops did not stop it (last: HTTP 500); still watching it: its result comes back when it ends"
+    );
+}
+
+/// `atc status`'s list for a result on its way: held for its group, in its group's or a
+/// batch's turn, being posted, waiting for a busy chat (and when it tries next), or due
+/// on the next tick.
+#[test]
+fn a_result_on_its_way_says_in_a_few_words_what_holds_it() {
+    let now = Timestamp::from_unix(1_800_000_000);
+    let on_its_way = |change: &dyn Fn(&mut Job, &mut Turn)| {
+        let mut job = job(Status::Delivering);
+        let mut turn = turn_of(&mut job, TurnState::Open);
+        change(&mut job, &mut turn);
+        brief(&job, Some(&turn), now)
+    };
+    let in_flight = |t: &mut Turn| t.delivery.attempt_started_at = Some(now);
+    let batch = |t: &mut Turn| {
+        t.carries.push(crate::turn::Block {
+            job_id: "j2".into(),
+            task_id: "task-2".into(),
+            kind: BlockKind::Result,
+        })
+    };
+    let group = |j: &mut Job, t: &mut Turn| {
+        j.options.group = Some("g".into());
+        t.group = Some("g".into());
+    };
+    assert_eq!(
+        on_its_way(&|_, _| {}),
+        "finished; delivers on the next tick"
+    );
+    assert_eq!(on_its_way(&|_, t| in_flight(t)), "posting now");
+    assert_eq!(on_its_way(&|j, t| group(j, t)), "in group g's turn");
+    assert_eq!(
+        on_its_way(&|j, t| {
+            group(j, t);
+            in_flight(t)
+        }),
+        "posting now"
+    );
+    assert_eq!(on_its_way(&|_, t| batch(t)), "in a batch's turn");
+    assert_eq!(
+        on_its_way(&|_, t| {
+            batch(t);
+            in_flight(t)
+        }),
+        "posting now"
+    );
+    let busy = |t: &mut Turn, next_in: u64| {
+        t.delivery.busy = 2;
+        t.delivery.next_attempt_at = Some(Timestamp::from_unix(1_800_000_000 + next_in));
+    };
+    assert_eq!(
+        on_its_way(&|_, t| busy(t, 30)),
+        "chat busy ×2; next try in 30s"
+    );
+    assert_eq!(
+        on_its_way(&|_, t| {
+            batch(t);
+            busy(t, 30)
+        }),
+        "chat busy ×2; next try in 30s",
+        "a batch that waits says so"
+    );
+    assert_eq!(on_its_way(&|_, t| busy(t, 0)), "waiting for the chat ×2");
+    // Held for its group: the job names it before any turn does.
+    let mut held = job(Status::Delivering);
+    held.options.group = Some("g".into());
+    assert_eq!(brief(&held, None, now), "held for group g");
+}
+
+/// A delivered result says whether the parent's turn it woke is running; a cancelled
+/// watch whose job a turn does not carry says what it knew of its child.
+#[test]
+fn a_delivered_result_says_whether_the_parents_turn_runs() {
+    let mut done = job(Status::Done);
+    let mut turn = turn_of(&mut done, TurnState::Delivered);
+    assert_eq!(explain(&done, Some(&turn)).unwrap(), "delivered");
+    turn.turn_task_id = Some("t-1".into());
+    assert_eq!(
+        explain(&done, Some(&turn)).unwrap(),
+        "delivered; the parent's turn is running"
+    );
+    turn.parent_turn = Some("unknown".into());
+    assert_eq!(
+        explain(&done, Some(&turn)).unwrap(),
+        "delivered; how the parent's turn ended is not known"
+    );
+
+    let mut cancelled = job(Status::Cancelled);
+    let mut other = turn_of(&mut cancelled, TurnState::Claimed);
+    other.carries[0].job_id = "another".into();
+    assert!(
+        explain(&cancelled, Some(&other))
+            .unwrap()
+            .starts_with("cancelled before atc polled the child"),
+        "a turn that carries another job says nothing of this one"
     );
 }
