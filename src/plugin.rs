@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::ids::{new_job_id, parse_task_id};
 use crate::job::{Job, Target, Watch};
 use crate::job_file::JobFile;
+use crate::report::LogEntry;
 use crate::time::Timestamp;
 use crate::turn::{Block, BlockKind, Delivery, Turn, TurnState};
 
@@ -35,6 +36,19 @@ pub struct Imported {
     pub added: Vec<(String, crate::job::Status, String)>,
     pub already: Vec<String>,
     pub skipped: Vec<(String, String)>,
+}
+
+impl Imported {
+    /// The log's line for each job added: `imported`, with the status it came in as.
+    pub fn log_entries(&self, now: Timestamp) -> Vec<LogEntry> {
+        self.added
+            .iter()
+            .map(|(task_id, status, job_id)| LogEntry {
+                status: Some(*status),
+                ..LogEntry::about("imported", task_id, job_id, now)
+            })
+            .collect()
+    }
 }
 
 /// Adds the importable `records` to `jobs`. A task the file already holds is left as it

@@ -9,7 +9,6 @@ use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
 use crate::job::Status;
 use crate::plugin;
-use crate::report::LogEntry;
 use crate::settings::{Import, Output};
 use crate::state::Store;
 use crate::text::plural;
@@ -43,19 +42,13 @@ pub fn run(import: &Import, out: Output) -> Result<()> {
 
     let total = records.len();
     let store = Store::new(import.state.value.clone());
+    let done = store.update(|file| Ok(plugin::merge(file, records)))?;
+    store.log(&done.log_entries(now))?;
     let plugin::Imported {
         added: imported,
         already,
         skipped,
-    } = store.update(|file| Ok(plugin::merge(file, records)))?;
-    let entries: Vec<LogEntry> = imported
-        .iter()
-        .map(|(task_id, status, job_id)| LogEntry {
-            status: Some(*status),
-            ..LogEntry::about("imported", task_id, job_id, now)
-        })
-        .collect();
-    store.log(&entries)?;
+    } = done;
 
     if out.json {
         return print_json(&json!({

@@ -29,7 +29,6 @@ use crate::exit::{Exit, Failure};
 use crate::install::{self, SEED_ID};
 use crate::plugin;
 use crate::qwenpaw::Client;
-use crate::report::LogEntry;
 use crate::settings::{QwenpawInstall, Replace};
 use crate::state::Store;
 use crate::text::plural;
@@ -255,15 +254,7 @@ fn import(
         }
         Err(err) => return Err(err),
     };
-    let entries: Vec<LogEntry> = imported
-        .added
-        .iter()
-        .map(|(task_id, status, job_id)| LogEntry {
-            status: Some(*status),
-            ..LogEntry::about("imported", task_id, job_id, now)
-        })
-        .collect();
-    store.log(&entries)?;
+    store.log(&imported.log_entries(now))?;
     if seed_text.is_empty() {
         text.push_str(&format!(
             "No state file at {}: no jobs to import.\n",

@@ -891,6 +891,21 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
             ("task-dddddddddddd".into(), "lost".into()),
         ]
     );
+    // The log says what came in, each with the status it came in as.
+    let log = env.atc(["log", "--all", "--json"]).json();
+    let imported: Vec<(String, String)> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "imported")
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap().into(),
+                e["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(imported, statuses);
     let pending = env.job("task-aaaaaaaaaaaa");
     assert_eq!(
         (pending["job_id"].as_str(), pending["target_agent"].as_str()),

@@ -1063,6 +1063,101 @@ fn a_rerun_after_the_seed_is_gone_imports_the_jobs_its_state_file_still_owes() {
     );
 }
 
+/// The seed's state file: absent, nothing to import and the seed still goes; there but
+/// unusable (not UTF-8, a directory), refused before anything changes.
+#[test]
+fn a_seed_without_a_state_file_is_replaced_and_one_with_an_unusable_one_is_left() {
+    let replace = |wd: &Path| {
+        [
+            "qwenpaw".to_owned(),
+            "install".into(),
+            "--replace-agent-task-callback".into(),
+            "--working-dir".into(),
+            wd.display().to_string(),
+        ]
+    };
+    for unusable in [&b"{\"jobs\": \"\xff\"}"[..], b"dir"] {
+        let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+        let why = if unusable == b"dir" {
+            fs::remove_file(&state).unwrap();
+            fs::create_dir(&state).unwrap();
+            "Is a directory (os error 21)"
+        } else {
+            fs::write(&state, unusable).unwrap();
+            "not UTF-8 text"
+        };
+        env.atc(replace(&wd))
+            .status(1)
+            .stderr(format!(
+                "atc: cannot read the plugin's state file {}: {why}; nothing was changed\n",
+                state.display()
+            ))
+            .env_remove("ATC_BASE_URL")
+            .no_file()
+            .run();
+        assert!(seed.join("plugin.json").is_file(), "the seed was removed");
+        assert!(server.requests().iter().all(|r| r.method == "GET"));
+    }
+
+    let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    fs::remove_file(&state).unwrap();
+    let out = env
+        .atc(replace(&wd))
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        // None beside the working dir: the one in the home folder is looked for.
+        format!(
+            "No state file at {}: no jobs to import.",
+            env.home.join(".qwenpaw/agent-task-callback.json").display()
+        ),
+        format!(
+            "Removed: through the QwenPaw at {}: it no longer watches or delivers",
+            server.api()
+        ),
+    ] {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+    assert!(!seed.exists(), "the seed's folder is still there");
+    assert!(!state.exists(), "a state file was made");
+}
+
+/// The job file cannot be saved once the seed is gone (here it lived in the seed's own
+/// folder, which the removal took): atc says the seed is gone already and that running
+/// the command again imports its jobs, which are still pending in its state file.
+#[test]
+fn a_save_that_fails_after_the_seed_is_removed_says_how_to_finish() {
+    let (_server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    let before = fs::read(&state).unwrap();
+    let job_file = seed.join("jobs.json");
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--replace-agent-task-callback",
+            "--working-dir",
+            &wd.display().to_string(),
+        ])
+        .env("ATC_STATE", &job_file)
+        .status(4)
+        .stderr_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.starts_with("atc: ")
+            && said.ends_with(&format!(
+                "; the Agent Task Callback plugin is removed already and its jobs are still pending in {}: run this command again once the job file can be written, it imports them then\n",
+                state.display()
+            )),
+        "{said}"
+    );
+    assert!(!seed.exists() && !job_file.exists());
+    assert_eq!(fs::read(&state).unwrap(), before, "nothing marked");
+}
+
 /// A newcomer's migration (issue 36): the dry run says the counts the real run then says,
 /// in the future tense, from atc's job file as it is (a job atc already holds is "already
 /// there" in both), and changes nothing.
@@ -1131,6 +1226,48 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
             "no {line:?} in\n{said}"
         );
     }
+    // Each import says what came in in the log, with the status it came in as.
+    let log = env.atc(["log", "--all", "--json"]).json();
+    let imported: Vec<(&str, &str)> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "imported")
+        .map(|e| {
+            (
+                e["task_id"].as_str().unwrap(),
+                e["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(imported, [("task-aaaaaaaaaaaa", "pending")]);
+
+    // A state file that owes nothing: the dry run says nothing would be marked.
+    let (_server, env, wd, _seed, state) = seed_in_place(Reply::json(200, "{}"), false);
+    let mut done = seed_state["jobs"]["task-aaaaaaaaaaaa"].clone();
+    done["status"] = json!("done");
+    done["final"] = json!("T");
+    fs::write(
+        &state,
+        json!({"jobs": {"task-aaaaaaaaaaaa": done}}).to_string(),
+    )
+    .unwrap();
+    let shown = wd.display().to_string();
+    let out = env
+        .atc([
+            "qwenpaw",
+            "install",
+            "--replace-agent-task-callback",
+            "--working-dir",
+            &shown,
+            "--dry-run",
+        ])
+        .stdout_inspected()
+        .env_remove("ATC_BASE_URL")
+        .run();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("Would import 1 job from"), "{said}");
+    assert!(!said.contains("Would mark"), "{said}");
 }
 
 /// atc's plugin loaded beside the seed (its zip installed first) got none of the tool
