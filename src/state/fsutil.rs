@@ -192,6 +192,8 @@ mod tests {
         let over = read_at_most(&b"abcde"[..], 4).unwrap_err();
         assert_eq!(over.kind(), io::ErrorKind::FileTooLarge);
         assert_eq!(over.to_string(), "longer than 4 bytes");
+        let over = read_at_most(&[0; 4097][..], 4096).unwrap_err();
+        assert_eq!(over.to_string(), "longer than 4096 bytes");
         let mib = vec![b'x'; 2 * 1024 * 1024 + 1];
         assert_eq!(
             read_at_most(&mib[..mib.len() - 1], 2 * 1024 * 1024)
