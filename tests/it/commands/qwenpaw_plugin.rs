@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use support::atc::TestEnv;
+use support::atc::{Run, TestEnv};
 use support::fake::{FakeQwenPaw, Reply};
 
 #[test]
@@ -343,17 +343,17 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
         .stderr_inspected()
         .no_file()
         .run();
-    let said = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
-        "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
-        "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
-        "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
-        format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers its tasks, and atc's plugin stands by (no auto-watch, no kicks, no cadence; its tools say so) so that nothing arrives twice", seed.display()),
-        "  → `atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
-    ] {
-        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
-    }
+    said_each(
+        &out,
+        [
+            format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
+            "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
+            "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
+            "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
+            format!("✗ seed plugin: the Agent Task Callback plugin is still installed at {}: it watches and delivers its tasks, and atc's plugin stands by (no auto-watch, no kicks, no cadence; its tools say so) so that nothing arrives twice", seed.display()),
+            "  → `atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
+        ],
+    );
 }
 
 /// doctor names the atc the plugin carries (from the zip) first, says when it is built for
@@ -785,6 +785,29 @@ fn the_thin_zip_is_one_folder_the_same_bytes_every_time_and_pins_this_atc() {
 // ---------------------------------------------------------------------------------------
 // `atc qwenpaw install --replace-agent-task-callback`
 
+/// `atc qwenpaw install --replace-agent-task-callback --working-dir WD` and `extra`, the
+/// server found from the working dir (no `ATC_BASE_URL`).
+fn replacing<'a>(env: &'a TestEnv, wd: &Path, extra: &[&str]) -> Run<'a> {
+    let wd = wd.display().to_string();
+    let args = [
+        "qwenpaw",
+        "install",
+        "--replace-agent-task-callback",
+        "--working-dir",
+        &wd,
+    ];
+    env.atc(args.iter().chain(extra).copied())
+        .env_remove("ATC_BASE_URL")
+}
+
+/// Asserts that each of `lines` is a whole line of what atc printed.
+fn said_each(out: &std::process::Output, lines: impl IntoIterator<Item = String>) {
+    let said = String::from_utf8_lossy(&out.stdout);
+    for line in lines {
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+    }
+}
+
 #[test]
 fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() {
     let (server, env, wd, seed, state) = seed_in_place(
@@ -813,33 +836,23 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
     fs::write(&state, seed_state.to_string()).unwrap();
 
     let shown = wd.display().to_string();
-    let out = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--replace-agent-task-callback",
-            "--working-dir",
-            &shown,
-        ])
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .run();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let out = replacing(&env, &wd, &[]).stdout_inspected().run();
     let api = server.api();
-    for line in [
-        format!("Replacing the Agent Task Callback plugin at {}", seed.display()),
-        "Its tools are enabled for: QA".to_owned(),
-        format!("Removed: through the QwenPaw at {api}: it no longer watches or delivers"),
-        format!(
-            "Imported 2 jobs from {} into {} (1 still watched); 0 already there, 0 skipped.",
-            state.display(),
-            env.state.display()
-        ),
-        "Tools enabled for: QA (watch_agent_task, watch_agent_tasks, callback_task_status, cancel_task_callback)".to_owned(),
-        format!("No restart needed: the QwenPaw at {api} loaded the plugin."),
-    ] {
-        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
-    }
+    said_each(
+        &out,
+        [
+            format!("Replacing the Agent Task Callback plugin at {}", seed.display()),
+            "Its tools are enabled for: QA".to_owned(),
+            format!("Removed: through the QwenPaw at {api}: it no longer watches or delivers"),
+            format!(
+                "Imported 2 jobs from {} into {} (1 still watched); 0 already there, 0 skipped.",
+                state.display(),
+                env.state.display()
+            ),
+            "Tools enabled for: QA (watch_agent_task, watch_agent_tasks, callback_task_status, cancel_task_callback)".to_owned(),
+            format!("No restart needed: the QwenPaw at {api} loaded the plugin."),
+        ],
+    );
     assert!(!seed.exists(), "the seed's folder is still there");
     // The removal went out before the install.
     let methods: Vec<String> = server
@@ -882,21 +895,14 @@ fn replacing_the_seed_removes_it_imports_marks_and_enables_exactly_its_agents() 
     assert_eq!(backup, seed_state);
 
     // Again: nothing to replace (exit 1), nothing changed.
-    env.atc([
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &shown,
-    ])
-    .status(1)
-    .stderr(format!(
-        "atc: the Agent Task Callback plugin is not installed in {shown} (no plugins/ folder with id \"agent-task-callback\") and its state file {} holds no job it still watches: nothing to replace; `atc qwenpaw install` installs atc's plugin\n",
-        state.display()
-    ))
-    .env_remove("ATC_BASE_URL")
-    .file_unchanged()
-    .run();
+    replacing(&env, &wd, &[])
+        .status(1)
+        .stderr(format!(
+            "atc: the Agent Task Callback plugin is not installed in {shown} (no plugins/ folder with id \"agent-task-callback\") and its state file {} holds no job it still watches: nothing to replace; `atc qwenpaw install` installs atc's plugin\n",
+            state.display()
+        ))
+        .file_unchanged()
+        .run();
 }
 
 /// A working dir with the seed installed and its state file holding one pending job (on
@@ -954,22 +960,14 @@ fn a_seed_the_server_will_not_remove_leaves_its_jobs_with_it_and_atc_imports_not
         false,
     );
     let before = fs::read(&state).unwrap();
-    let shown = wd.display().to_string();
-    env.atc([
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &shown,
-    ])
-    .status(1)
-    .stderr(format!(
-        "atc: the QwenPaw at {} did not remove the Agent Task Callback plugin (HTTP 500 {{\"detail\":\"Internal Server Error\"}}); nothing was changed\n",
-        server.api()
-    ))
-    .env_remove("ATC_BASE_URL")
-    .no_file()
-    .run();
+    replacing(&env, &wd, &[])
+        .status(1)
+        .stderr(format!(
+            "atc: the QwenPaw at {} did not remove the Agent Task Callback plugin (HTTP 500 {{\"detail\":\"Internal Server Error\"}}); nothing was changed\n",
+            server.api()
+        ))
+        .no_file()
+        .run();
     assert!(seed.join("plugin.json").is_file());
     assert_eq!(
         fs::read(&state).unwrap(),
@@ -994,19 +992,11 @@ fn a_job_file_that_cannot_take_the_import_leaves_the_seed_in_place() {
     fs::create_dir_all(env.state.parent().unwrap()).unwrap();
     fs::write(&env.state, b"{ not a job file").unwrap();
     let before = fs::read(&state).unwrap();
-    let shown = wd.display().to_string();
-    env.atc([
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &shown,
-    ])
-    .status(3)
-    .stderr_inspected()
-    .env_remove("ATC_BASE_URL")
-    .file_unchanged()
-    .run();
+    replacing(&env, &wd, &[])
+        .status(3)
+        .stderr_inspected()
+        .file_unchanged()
+        .run();
     assert!(seed.join("plugin.json").is_file(), "the seed was removed");
     assert_eq!(fs::read(&state).unwrap(), before);
     assert!(
@@ -1024,31 +1014,22 @@ fn a_rerun_after_the_seed_is_gone_imports_the_jobs_its_state_file_still_owes() {
     let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
     fs::remove_dir_all(&seed).unwrap();
     let shown = wd.display().to_string();
-    let out = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--replace-agent-task-callback",
-            "--working-dir",
-            &shown,
-        ])
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .run();
+    let out = replacing(&env, &wd, &[]).stdout_inspected().run();
+    said_each(
+        &out,
+        [
+            format!(
+                "The Agent Task Callback plugin is not installed in {shown}, but its state file {} still holds 1 job nobody moved to atc",
+                state.display()
+            ),
+            format!(
+                "Imported 1 job from {} into {} (1 still watched); 0 already there, 0 skipped.",
+                state.display(),
+                env.state.display()
+            ),
+        ],
+    );
     let said = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        format!(
-            "The Agent Task Callback plugin is not installed in {shown}, but its state file {} still holds 1 job nobody moved to atc",
-            state.display()
-        ),
-        format!(
-            "Imported 1 job from {} into {} (1 still watched); 0 already there, 0 skipped.",
-            state.display(),
-            env.state.display()
-        ),
-    ] {
-        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
-    }
     assert!(!said.contains("Removed:"), "{said}");
     let jobs = env.jobs();
     assert_eq!(jobs.len(), 1);
@@ -1067,15 +1048,6 @@ fn a_rerun_after_the_seed_is_gone_imports_the_jobs_its_state_file_still_owes() {
 /// unusable (not UTF-8, a directory), refused before anything changes.
 #[test]
 fn a_seed_without_a_state_file_is_replaced_and_one_with_an_unusable_one_is_left() {
-    let replace = |wd: &Path| {
-        [
-            "qwenpaw".to_owned(),
-            "install".into(),
-            "--replace-agent-task-callback".into(),
-            "--working-dir".into(),
-            wd.display().to_string(),
-        ]
-    };
     for unusable in [&b"{\"jobs\": \"\xff\"}"[..], b"dir"] {
         let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
         let why = if unusable == b"dir" {
@@ -1086,13 +1058,12 @@ fn a_seed_without_a_state_file_is_replaced_and_one_with_an_unusable_one_is_left(
             fs::write(&state, unusable).unwrap();
             "not UTF-8 text"
         };
-        env.atc(replace(&wd))
+        replacing(&env, &wd, &[])
             .status(1)
             .stderr(format!(
                 "atc: cannot read the plugin's state file {}: {why}; nothing was changed\n",
                 state.display()
             ))
-            .env_remove("ATC_BASE_URL")
             .no_file()
             .run();
         assert!(seed.join("plugin.json").is_file(), "the seed was removed");
@@ -1101,25 +1072,21 @@ fn a_seed_without_a_state_file_is_replaced_and_one_with_an_unusable_one_is_left(
 
     let (server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
     fs::remove_file(&state).unwrap();
-    let out = env
-        .atc(replace(&wd))
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .run();
-    let said = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        // None beside the working dir: the one in the home folder is looked for.
-        format!(
-            "No state file at {}: no jobs to import.",
-            env.home.join(".qwenpaw/agent-task-callback.json").display()
-        ),
-        format!(
-            "Removed: through the QwenPaw at {}: it no longer watches or delivers",
-            server.api()
-        ),
-    ] {
-        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
-    }
+    let out = replacing(&env, &wd, &[]).stdout_inspected().run();
+    said_each(
+        &out,
+        [
+            // None beside the working dir: the one in the home folder is looked for.
+            format!(
+                "No state file at {}: no jobs to import.",
+                env.home.join(".qwenpaw/agent-task-callback.json").display()
+            ),
+            format!(
+                "Removed: through the QwenPaw at {}: it no longer watches or delivers",
+                server.api()
+            ),
+        ],
+    );
     assert!(!seed.exists(), "the seed's folder is still there");
     assert!(!state.exists(), "a state file was made");
 }
@@ -1132,18 +1099,10 @@ fn a_save_that_fails_after_the_seed_is_removed_says_how_to_finish() {
     let (_server, env, wd, seed, state) = seed_in_place(Reply::json(200, "{}"), false);
     let before = fs::read(&state).unwrap();
     let job_file = seed.join("jobs.json");
-    let out = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--replace-agent-task-callback",
-            "--working-dir",
-            &wd.display().to_string(),
-        ])
+    let out = replacing(&env, &wd, &[])
         .env("ATC_STATE", &job_file)
         .status(4)
         .stderr_inspected()
-        .env_remove("ATC_BASE_URL")
         .run();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1174,45 +1133,31 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
         .chat_check_skipped()
         .stdout_contains("Watching")
         .run();
-    let shown = wd.display().to_string();
-    let args = [
-        "qwenpaw",
-        "install",
-        "--replace-agent-task-callback",
-        "--working-dir",
-        &shown,
-    ];
     let counts = format!(
         "1 job from {} into {} (1 {{}}); 1 already there, 0 skipped.",
         state.display(),
         env.state.display()
     );
-    let out = env
-        .atc(args.iter().copied().chain(["--dry-run"]))
+    let out = replacing(&env, &wd, &["--dry-run"])
         .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
         .file_unchanged()
         .run();
-    let said = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        format!("Would import {}", counts.replace("{}", "to be watched")),
-        format!(
-            "Would mark 2 jobs handed over to atc in {}, a copy of it beside it first.",
-            state.display()
-        ),
-    ] {
-        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
-    }
+    said_each(
+        &out,
+        [
+            format!("Would import {}", counts.replace("{}", "to be watched")),
+            format!(
+                "Would mark 2 jobs handed over to atc in {}, a copy of it beside it first.",
+                state.display()
+            ),
+        ],
+    );
     assert_eq!(
         fs::read_to_string(&state).unwrap(),
         seed_state.to_string(),
         "a dry run marks nothing"
     );
-    let out = env
-        .atc(args)
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .run();
+    let out = replacing(&env, &wd, &[]).stdout_inspected().run();
     let said = String::from_utf8_lossy(&out.stdout);
     for line in [
         format!("Imported {}", counts.replace("{}", "still watched")),
@@ -1252,18 +1197,8 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
         json!({"jobs": {"task-aaaaaaaaaaaa": done}}).to_string(),
     )
     .unwrap();
-    let shown = wd.display().to_string();
-    let out = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--replace-agent-task-callback",
-            "--working-dir",
-            &shown,
-            "--dry-run",
-        ])
+    let out = replacing(&env, &wd, &["--dry-run"])
         .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
         .run();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("Would import 1 job from"), "{said}");
@@ -1276,7 +1211,6 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
 #[test]
 fn after_the_replacement_the_server_loads_atcs_plugin_again_for_its_tools() {
     let (server, env, wd, _seed, _state) = seed_in_place(Reply::json(200, "{}"), true);
-    let shown = wd.display().to_string();
     // atc's plugin as the zip left it: its files in place already.
     let plugin = wd.join("plugins/atc");
     for (name, text) in atc::install::PLUGIN_FILES {
@@ -1284,17 +1218,7 @@ fn after_the_replacement_the_server_loads_atcs_plugin_again_for_its_tools() {
         fs::create_dir_all(file.parent().unwrap()).unwrap();
         fs::write(file, text).unwrap();
     }
-    let out = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--replace-agent-task-callback",
-            "--working-dir",
-            &shown,
-        ])
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .run();
+    let out = replacing(&env, &wd, &[]).stdout_inspected().run();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.lines().any(|l| l
