@@ -506,6 +506,57 @@ fn log_skips_lines_that_are_not_events_and_says_how_many() {
     assert_eq!(listed["events"].as_array().unwrap().len(), 1);
 }
 
+/// The last 50 events, or `--all`; a poll says what the server said of the child.
+#[test]
+fn log_shows_the_last_fifty_events_unless_told_all() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    watched(&env);
+    let log = env.state.with_extension("json.log");
+    let at = |i: usize| format!("2026-12-01T01:{:02}:{:02}Z", i / 60, i % 60);
+    let mut text = String::new();
+    for i in 0..51 {
+        text.push_str(&format!(
+            "{{\"at\":\"{}\",\"event\":\"polled\",\"task_id\":\"{TASK}\",\"job_id\":\"j\",\"task_status\":\"running\"}}\n",
+            at(i)
+        ));
+    }
+    text.push_str(&format!(
+        "{{\"at\":\"{}\",\"event\":\"polled\",\"task_id\":\"{TASK}\",\"job_id\":\"j\",\"task_status\":\"finished\",\"outcome\":\"completed\",\"status\":\"delivering\"}}\n",
+        at(51)
+    ));
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let lines = |args: &[&str]| {
+        let out = env.atc(args).stdout_inspected().file_unchanged().run();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let recent = lines(&["log"]);
+    assert_eq!(recent.len(), 50, "{recent:?}");
+    assert_eq!(
+        recent[0],
+        format!("{}  {TASK}  polled (running)  job j", at(2))
+    );
+    assert_eq!(
+        recent[49],
+        format!(
+            "{}  {TASK}  polled (finished, completed)  → delivering  job j",
+            at(51)
+        )
+    );
+    let all = lines(&["log", "--all"]);
+    assert_eq!(all.len(), 53, "the watch's own event and the 52 written");
+    assert!(all[0].contains("  registered"), "{}", all[0]);
+}
+
 // ---------------------------------------------------------------------------------------
 // 12. Base URL paths and the target agent
 
