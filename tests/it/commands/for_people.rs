@@ -32,9 +32,14 @@ fn wait_prints_exactly_what_a_delivery_carries_and_exits_0() {
             Reply::json(200, bodies::FINISHED_COMPLETED),
         ],
     );
+    // With -v it says first which server it asks, and why that one.
     let waited = s
-        .atc(["wait", TASK, "--interval", "100ms"])
+        .atc(["wait", TASK, "--interval", "100ms", "-v"])
         .stdout_inspected()
+        .stderr(format!(
+            "atc: QwenPaw API {} (from ATC_BASE_URL)\n",
+            s.server.api()
+        ))
         .no_file()
         .run();
     let printed = stdout(&waited);
