@@ -102,6 +102,32 @@ fn wait_exits_124_when_the_timeout_passes() {
     assert!(s.server.hits("GET", &task_path(TASK)) >= 2);
 }
 
+/// A poll that fails on the way is said with -v (and only then), and the wait goes on.
+#[test]
+fn wait_says_a_failed_poll_with_v_and_goes_on() {
+    let s = Scene::new();
+    for verbose in [false, true] {
+        s.poll_replies(
+            TASK,
+            vec![
+                Reply::json(502, r#"{"detail":"bad gateway"}"#),
+                Reply::json(200, bodies::FINISHED_COMPLETED),
+            ],
+        );
+        let args = ["wait", TASK, "--interval", "100ms"];
+        let run = if verbose {
+            s.atc(args.iter().chain(&["-v"])).stderr(format!(
+                "atc: QwenPaw API {api} (from ATC_BASE_URL)\natc: poll failed (1 in a row): HTTP 502: bad gateway\n",
+                api = s.server.api()
+            ))
+        } else {
+            s.atc(args).stderr("")
+        };
+        let out = run.stdout_inspected().no_file().run();
+        assert!(stdout(&out).contains("ECHO: hello"));
+    }
+}
+
 #[test]
 fn wait_exits_5_when_the_server_is_unreachable_or_refuses_the_token() {
     let env = TestEnv::new();
