@@ -65,6 +65,7 @@ mod tests {
         assert!(!is_loopback_with("10.0.0.5", never));
         assert!(!is_loopback_with("::ffff:10.0.0.5", never));
         assert!(!is_loopback_with("qwenpaw.invalid", never));
+        assert!(!is_loopback_with("INVALID", never));
     }
 
     #[test]
