@@ -450,6 +450,7 @@ fn a_forward_says_where_the_reply_stands() {
 /// group's turn (no turn of its own yet), on its way in a turn, or none.
 #[test]
 fn a_notice_on_its_way_says_whether_its_group_holds_it() {
+    let now = Timestamp::from_unix(1_800_000_000);
     let lost = |group: Option<&str>| {
         let mut job = job(Status::Lost);
         job.notice = true;
@@ -458,28 +459,19 @@ fn a_notice_on_its_way_says_whether_its_group_holds_it() {
     };
     let held = lost(Some("g"));
     assert_eq!(told(&held, None), "; the parent is told in group g's turn");
-    assert!(
-        brief(&held, None, Timestamp::from_unix(1_800_000_000)).ends_with(", held for its group")
-    );
+    assert!(brief(&held, None, now).ends_with(", held for its group"));
     let mut in_turn = lost(Some("g"));
     let turn = notice_turn(&mut in_turn, TurnState::Open);
     assert_eq!(told(&in_turn, Some(&turn)), "; telling the parent");
-    assert!(
-        brief(&in_turn, Some(&turn), Timestamp::from_unix(1_800_000_000))
-            .ends_with(", telling parent")
-    );
+    assert!(brief(&in_turn, Some(&turn), now).ends_with(", telling parent"));
     assert_eq!(
-        brief(
-            &job(Status::Expired),
-            None,
-            Timestamp::from_unix(1_800_000_000)
-        ),
+        brief(&job(Status::Expired), None, now),
         "not finished within --max-age",
         "silent: nothing told"
     );
     let alone = lost(None);
     assert_eq!(told(&alone, None), "; telling the parent");
-    assert!(brief(&alone, None, Timestamp::from_unix(1_800_000_000)).ends_with(", telling parent"));
+    assert!(brief(&alone, None, now).ends_with(", telling parent"));
 }
 
 /// A running watch with `--check-in`: when the next one is due, due now, or on its way.
