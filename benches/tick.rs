@@ -807,31 +807,7 @@ fn main() {
     );
 
     // 4. Delivery pass: 200 finished tasks into 200 idle parent chats.
-    let server = FakeQwenPaw::start();
-    server.on_prefix(
-        "GET",
-        "/api/console/chat/task/",
-        vec![Reply::json(200, FINISHED)],
-    );
-    server.handle(
-        "GET",
-        "/api/chats",
-        Arc::new(|r: &Recorded| {
-            let user = r
-                .query
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("user_id="))?
-                .to_owned();
-            let i = user.strip_prefix("u-")?;
-            Some(Reply::json(
-                200,
-                &json!([{"id": format!("chat-{i}"), "session_id": format!("s-{i}"),
-                    "user_id": user, "channel": "console", "status": "idle"}])
-                .to_string(),
-            ))
-        }),
-    );
-    server.answer("POST", "/api/console/chat/task", 200, SUBMIT_OK);
+    let server = parents_server(FINISHED);
     let chats = 200;
     let finished = || {
         (0..chats)
@@ -1112,20 +1088,14 @@ fn kick(env: &Env, kick: Option<&str>) -> Duration {
     started.elapsed()
 }
 
-/// Case 10, kick load: 1,000 watches of long-running children on agent `worker`, their
-/// sessions known (`child-<n>`); (a) 100 QwenPaw turn ends that concern none of them, (b)
-/// one turn end of one watched child (its record says finished: poll, chat, POST; or
-/// still running). Requests counted at the server, per kick, beside an older plugin's kick
-/// that names no turn (every watch polled, up to five times).
-fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
-    const WATCHES: usize = 1000;
-    const UNRELATED: usize = 100;
-    const CHILD: usize = 7;
+/// A fake QwenPaw whose every task answers `task` (its poll body), whose user `u-<n>`
+/// has one idle console chat `chat-<n>` of session `s-<n>`, and which takes every POST.
+fn parents_server(task: &'static str) -> FakeQwenPaw {
     let server = FakeQwenPaw::start();
     server.on_prefix(
         "GET",
         "/api/console/chat/task/",
-        vec![Reply::json(200, RUNNING)],
+        vec![Reply::json(200, task)],
     );
     server.handle(
         "GET",
@@ -1146,6 +1116,19 @@ fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
         }),
     );
     server.answer("POST", "/api/console/chat/task", 200, SUBMIT_OK);
+    server
+}
+
+/// Case 10, kick load: 1,000 watches of long-running children on agent `worker`, their
+/// sessions known (`child-<n>`); (a) 100 QwenPaw turn ends that concern none of them, (b)
+/// one turn end of one watched child (its record says finished: poll, chat, POST; or
+/// still running). Requests counted at the server, per kick, beside an older plugin's kick
+/// that names no turn (every watch polled, up to five times).
+fn kick_case(env: &Env, say: &dyn Fn(String), verdicts: &mut Verdicts) {
+    const WATCHES: usize = 1000;
+    const UNRELATED: usize = 100;
+    const CHILD: usize = 7;
+    let server = parents_server(RUNNING);
     let watches = || {
         (0..WATCHES)
             .map(|i| {

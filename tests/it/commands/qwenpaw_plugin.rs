@@ -139,8 +139,8 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
     let shown = wd.display().to_string();
-    let out = env
-        .atc([
+    let install = || {
+        env.atc([
             "qwenpaw",
             "install",
             "--json",
@@ -152,7 +152,9 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
         .stdout_inspected()
         .env_remove("ATC_BASE_URL")
         .no_file()
-        .json();
+        .json()
+    };
+    let out = install();
     assert_eq!(out["agents"], json!(["QA"]));
     assert_eq!(out["restart_needed"], true);
     assert_eq!(out["changes"].as_array().unwrap().len(), 10, "{out}");
@@ -189,20 +191,7 @@ fn install_writes_the_embedded_plugin_enables_tools_and_is_idempotent() {
 
     // Again: nothing to change.
     let before = snapshot(&wd);
-    let again = env
-        .atc([
-            "qwenpaw",
-            "install",
-            "--json",
-            "--agents",
-            "QA",
-            "--working-dir",
-            &shown,
-        ])
-        .stdout_inspected()
-        .env_remove("ATC_BASE_URL")
-        .no_file()
-        .json();
+    let again = install();
     assert_eq!(again["changes"], json!([]));
     assert_eq!(snapshot(&wd), before);
 }

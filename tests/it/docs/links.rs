@@ -67,41 +67,26 @@ fn rendered(heading: &str) -> String {
     out.trim().to_owned()
 }
 
+/// Where `close` brings the nesting, `depth` deep at the start of `s`, back to none.
+fn closing(s: &str, open: char, close: char, mut depth: i32) -> Option<usize> {
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 /// `[text](target "title")` at the start of `s`: (text, target, what follows).
 fn link_at(s: &str) -> Option<(&str, &str, &str)> {
-    let mut depth = 0;
-    let mut close = None;
-    for (i, c) in s.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => {
-                depth -= 1;
-                if depth == 0 {
-                    close = Some(i);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let close = close?;
+    let close = closing(s, '[', ']', 0)?;
     let after = s[close + 1..].strip_prefix('(')?;
-    let mut depth = 1;
-    let mut end = None;
-    for (i, c) in after.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    end = Some(i);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let end = end?;
+    let end = closing(after, '(', ')', 1)?;
     let inside = after[..end].trim();
     let target = if let Some(angled) = inside.strip_prefix('<') {
         angled.split('>').next().unwrap_or("")

@@ -356,18 +356,20 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
                 .run();
         }
     };
-    let mut escape = good.clone();
-    escape["jobs"][0]["task_id"] = json!("../../etc");
+    // The good file with one field of its job set to `value`.
+    let with = |field: &str, value: Value| {
+        let mut file = good.clone();
+        file["jobs"][0][field] = value;
+        file
+    };
     refused(
-        &escape,
+        &with("task_id", json!("../../etc")),
         format!(
             "has job {job_id} with a bad task_id: task id \"../../etc\" contains '.'; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)"
         ),
     );
-    let mut credentials = good.clone();
-    credentials["jobs"][0]["base_url"] = json!("http://user:pw@127.0.0.1:8088/api");
     refused(
-        &credentials,
+        &with("base_url", json!("http://user:pw@127.0.0.1:8088/api")),
         format!(
             "has job {job_id} (task {TASK}) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
         ),
@@ -384,10 +386,8 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
         "has job 0123456789ab (task task-0123456789ab) with a bad base_url: base URL contains a user name or password ('@'); remove it (tokens go in QWENPAW_RUNTIME_INTERNAL_TOKEN or ATC_BEARER_TOKEN, never in the URL or the job file)"
             .to_owned(),
     );
-    let mut typed = good.clone();
-    typed["jobs"][0]["strikes"] = json!("3");
     refused(
-        &typed,
+        &with("strikes", json!("3")),
         format!(
             "does not match the v2 schema: job {job_id} (task {TASK}) field \"strikes\": invalid type: string \"3\", expected u32"
         ),
@@ -402,18 +402,14 @@ fn a_hand_edited_job_file_is_refused_naming_the_job_and_the_field() {
             "does not match the v2 schema: turn atc-{job_id} field \"delivery.attempts\": invalid type: string \"x\", expected u32"
         ),
     );
-    let mut control = good.clone();
-    control["jobs"][0]["session_id"] = json!("s-77\u{1b}]0;owned\u{7}");
     refused(
-        &control,
+        &with("session_id", json!("s-77\u{1b}]0;owned\u{7}")),
         format!(
             "has job {job_id} (task {TASK}) with a bad session_id: \"s-77\\u{{1b}}]0;owned\\u{{7}}\" contains a control character"
         ),
     );
-    let mut late = good.clone();
-    late["jobs"][0]["registered_at"] = json!("5138-01-01T00:00:00Z");
     refused(
-        &late,
+        &with("registered_at", json!("5138-01-01T00:00:00Z")),
         format!(
             "has job {job_id} (task {TASK}) with a bad registered_at: 5138-01-01T00:00:00Z is after the year 2199"
         ),

@@ -929,20 +929,16 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
         .unwrap()
         .trim_end_matches('/')
         .to_owned();
-    let other_state = s.env.path("server/jobs.json");
-    let other_config = s.env.path("server/config.toml");
-    write_private(&other_config, b"keep = \"1d\"\n");
-    let mut server = std::process::Command::new("python3")
-        .arg(bin.join("qwenpaw"))
-        .args(["app", "--port", &port])
-        .env_clear()
-        .env("HOME", &s.env.home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("ATC_STATE", &other_state)
-        .env("ATC_CONFIG", &other_config)
-        .spawn()
-        .unwrap();
-    let said = {
+    // The server runs with `env` (and PATH) alone; returns its pid and what doctor said.
+    let doctor_beside = |env: &[(&str, &Path)]| {
+        let mut server = std::process::Command::new("python3")
+            .arg(bin.join("qwenpaw"))
+            .args(["app", "--port", &port])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .envs(env.iter().copied())
+            .spawn()
+            .unwrap();
         let out = s
             .atc(["doctor"])
             .env("QWENPAW_WORKING_DIR", &wd)
@@ -950,10 +946,18 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
             .stderr_inspected()
             .status(1)
             .run();
-        stdout(&out)
+        let _ = server.kill();
+        let _ = server.wait();
+        (server.id(), stdout(&out))
     };
-    let _ = server.kill();
-    let _ = server.wait();
+    let other_state = s.env.path("server/jobs.json");
+    let other_config = s.env.path("server/config.toml");
+    write_private(&other_config, b"keep = \"1d\"\n");
+    let (pid, said) = doctor_beside(&[
+        ("HOME", &s.env.home),
+        ("ATC_STATE", &other_state),
+        ("ATC_CONFIG", &other_config),
+    ]);
     let line = said
         .lines()
         .find(|l| l.starts_with("✗ server settings: "))
@@ -962,7 +966,7 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
         line,
         format!(
             "✗ server settings: the QwenPaw server (pid {}) does not tick with this shell's settings: its settings come from {} (ATC_CONFIG: keep = 1d), this shell's from {} (no such file: the defaults); its ticks use the job file {} (from ATC_STATE), this shell's is {} (from ATC_STATE): watches made here are never ticked there",
-            server.id(),
+            pid,
             other_config.display(),
             config_path(&s.env).display(),
             other_state.display(),
@@ -974,29 +978,9 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
     // place: nothing differs that a tick would notice.
     let other_home = s.env.path("server-home");
     fs::create_dir_all(&other_home).unwrap();
-    let mut server = std::process::Command::new("python3")
-        .arg(bin.join("qwenpaw"))
-        .args(["app", "--port", &port])
-        .env_clear()
-        .env("HOME", &other_home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("ATC_STATE", &s.env.state)
-        .spawn()
-        .unwrap();
-    let said = {
-        let out = s
-            .atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .stdout_inspected()
-            .stderr_inspected()
-            .status(1)
-            .run();
-        stdout(&out)
-    };
-    let _ = server.kill();
-    let _ = server.wait();
+    let (pid, said) = doctor_beside(&[("HOME", &other_home), ("ATC_STATE", &s.env.state)]);
     assert!(
-        said.lines().any(|l| l == format!("✓ server settings: the kicks of the QwenPaw server (pid {}) tick this job file with this shell's settings (the same config file values, no setting variables of their own)", server.id())),
+        said.lines().any(|l| l == format!("✓ server settings: the kicks of the QwenPaw server (pid {}) tick this job file with this shell's settings (the same config file values, no setting variables of their own)", pid)),
         "{said}"
     );
 }
