@@ -606,6 +606,16 @@ fn an_abandoned_job_is_one_failed_check_and_one_give_up_said_once() {
     s.atc(["status", TASK]).stdout_contains(
         "abandoned after 1 failed check in a row; last: HTTP 500: Internal Server Error; the parent was told",
     );
+    // `status --json`, of the list and of the task, carries the records that name it:
+    // the notice's turn and the give-up.
+    let file = s.env.file();
+    assert_eq!(file["turns"].as_array().unwrap().len(), 1, "{file}");
+    assert_eq!(file["give_ups"].as_array().unwrap().len(), 1, "{file}");
+    for args in [&["--json", "status"][..], &["--json", "status", TASK]] {
+        let shown = s.atc(args.iter().copied()).file_unchanged().json();
+        assert_eq!(shown["turns"], file["turns"], "{args:?}");
+        assert_eq!(shown["give_ups"], file["give_ups"], "{args:?}");
+    }
 }
 
 #[test]

@@ -366,6 +366,24 @@ fn status_shows_the_batch_a_job_travels_in() {
         .run();
 }
 
+/// A turn that carries one job alone is no batch: the list has no GROUP/BATCH column.
+#[test]
+fn a_turn_of_one_job_is_no_batch() {
+    let s = Scene::new();
+    s.watch("task-a", &[]);
+    finishes(&s, "task-a", "answer");
+    s.tick(&[]);
+    assert_eq!(s.turn("task-a")["carries"].as_array().unwrap().len(), 1);
+    let out = s.atc(["status"]).stdout_inspected().file_unchanged().run();
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    let header: Vec<&str> = list.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(&header[..3], ["TASK", "STATUS", "AGE"], "{list}");
+    assert!(
+        !list.contains("GROUP/BATCH") && !list.contains("batch of"),
+        "{list}"
+    );
+}
+
 /// A batch given up is one line, on its carrier, naming the tasks it also carries; every
 /// job it carries is undelivered with it, and `redeliver` sends the whole turn again.
 #[test]

@@ -396,8 +396,11 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
         200,
         r#"{"status":"idle","messages":[]}"#,
     );
+    // The read-back is the check: no chat is looked up first.
+    let listed = s.server.hits("GET", "/api/chats");
     s.atc(["redeliver", TASK])
         .stdout_contains("reads session s-77 (user default, channel console) back");
+    assert_eq!(s.server.hits("GET", "/api/chats"), listed);
 }
 
 #[test]
