@@ -303,13 +303,8 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
     }
     let line = |cells: &[String]| {
         let mut line = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                line.push_str(cell);
-            } else {
-                let pad = widths[i] - cell.chars().count();
-                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
-            }
+        for (cell, &width) in cells.iter().zip(&widths) {
+            let _ = write!(line, "{cell:<width$}  ");
         }
         let line = line.trim_end().to_owned();
         match width {

@@ -1391,6 +1391,28 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     );
 }
 
+/// One column too narrow for the whole list, the chat is shortened first, not dropped.
+#[test]
+fn status_shortens_the_chat_before_it_drops_it() {
+    let env = TestEnv::new();
+    let mut job = support::atc::job(TASK, "pending", &format!("{NOWHERE}/api"));
+    job["session_id"] = json!("a-rather-long-session-name-77");
+    env.write_file(&json!({"version": 2, "jobs": [job]}));
+    let piped = stdout(&env.atc(["status"]).stdout_inspected().run());
+    let chat = "default → a-rather-long-session-name-77";
+    assert!(piped.contains(chat), "{piped}");
+    let width = piped.lines().map(|l| l.chars().count()).max().unwrap() - 1;
+    let Some(lines) = on_a_terminal(&env, width, "status") else {
+        eprintln!("no `script` here: the terminal check is skipped");
+        return;
+    };
+    let shown = lines.join("\n");
+    assert!(lines.iter().all(|l| l.chars().count() <= width), "{shown}");
+    assert!(lines[0].contains("  AGENT → SESSION  "), "{shown}");
+    let short: String = chat.chars().take(19).collect::<String>() + "…";
+    assert!(lines[1].contains(&format!("  {short}  ")), "{shown}");
+}
+
 #[test]
 fn a_done_job_imported_without_a_timestamp_does_not_claim_it_was_delivered_just_now() {
     let env = TestEnv::new();
