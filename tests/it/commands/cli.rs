@@ -617,6 +617,39 @@ fn status_of_one_task_shows_it_in_full() {
         .stderr_contains("no watch for task-unknown");
 }
 
+/// The detail view names the delivery options a watch asked for, and only those.
+#[test]
+fn status_of_one_task_names_the_options_it_asked_for() {
+    let env = TestEnv::new();
+    let other = "task-000000000002";
+    for (task, options) in [
+        (TASK, &[][..]),
+        (
+            other,
+            &[
+                "--create-session",
+                "--on-no-answer",
+                "silent",
+                "--on-empty",
+                "skip",
+                "--forward",
+                "never",
+            ],
+        ),
+    ] {
+        env.atc(["watch", task, "--session", "s-77"].iter().chain(options))
+            .stdout_contains("Watching")
+            .stderr_inspected()
+            .run();
+    }
+    let plain = env.atc(["status", TASK]).stdout_inspected().run();
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert!(!plain.contains("\noptions "), "{plain}");
+    env.atc(["status", other])
+        .stdout_contains("\noptions         --create-session --on-no-answer silent --on-empty skip --forward never\n")
+        .run();
+}
+
 #[test]
 fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();

@@ -382,6 +382,12 @@ fn a_turn_of_one_job_is_no_batch() {
         !list.contains("GROUP/BATCH") && !list.contains("batch of"),
         "{list}"
     );
+    let out = s.atc(["status", "task-a"]).stdout_inspected().run();
+    let full = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        full.contains("\nturn  ") && !full.contains("\nbatch "),
+        "{full}"
+    );
 }
 
 /// A batch given up is one line, on its carrier, naming the tasks it also carries; every
