@@ -1391,6 +1391,45 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     );
 }
 
+/// The detail view shows the first 12 lines of a result and says how many more there are.
+#[test]
+fn status_shows_the_start_of_a_long_result() {
+    let s = Scene::new();
+    let lines = |n: usize| {
+        (1..=n)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // The rendered block has seven lines above the answer: 12 and 14 lines in all.
+    for (task, n) in [("task-a", 5), ("task-b", 7)] {
+        s.watch(task, &[]);
+        s.poll_replies(
+            task,
+            vec![Reply::json(
+                200,
+                &bodies::finished_completed("x", &lines(n)),
+            )],
+        );
+    }
+    s.tick(&[]);
+    for (task, n) in [("task-a", 12), ("task-b", 14)] {
+        let text = s.job(task)["final"].as_str().unwrap().to_owned();
+        assert_eq!(text.lines().count(), n, "{text}");
+    }
+    let shown = |task: &str| {
+        let out = s.atc(["status", task]).stdout_inspected().run();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let twelve = shown("task-a");
+    assert!(twelve.ends_with("\n  line 5\n"), "{twelve}");
+    let fourteen = shown("task-b");
+    assert!(
+        fourteen.ends_with("\n  line 5\n  … 2 more lines (--json shows all)\n"),
+        "{fourteen}"
+    );
+}
+
 /// One column too narrow for the whole list, the chat is shortened first, not dropped.
 #[test]
 fn status_shortens_the_chat_before_it_drops_it() {

@@ -388,6 +388,20 @@ fn a_turn_of_one_job_is_no_batch() {
         full.contains("\nturn  ") && !full.contains("\nbatch "),
         "{full}"
     );
+    // Posted at once and confirmed: no busy chat, no unreachable server, no unknown
+    // outcome, no follow-up (its own turn is none).
+    for absent in ["busy", "unreachable", "unknown since", "follow-ups"] {
+        assert!(!full.contains(&format!("\n{absent} ")), "{absent}: {full}");
+    }
+    // Where the record counts them, they are said; an unknown outcome only while it is one.
+    s.env.edit_turn("task-a", |turn| {
+        turn["delivery"]["unreachable"] = json!(2);
+        turn["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
+    });
+    let out = s.atc(["status", "task-a"]).stdout_inspected().run();
+    let full = String::from_utf8_lossy(&out.stdout);
+    assert!(full.contains("\nunreachable     2\n"), "{full}");
+    assert!(!full.contains("\nunknown since "), "{full}");
 }
 
 /// A batch given up is one line, on its carrier, naming the tasks it also carries; every

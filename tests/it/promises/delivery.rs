@@ -366,7 +366,8 @@ fn an_unreadable_chat_keeps_it_unconfirmed_until_the_deadline() {
         "{turn}"
     );
     s.atc(["status", TASK])
-        .stdout_contains("atc reads the parent chat back and posts again only if it is not there");
+        .stdout_contains("atc reads the parent chat back and posts again only if it is not there")
+        .stdout_contains("\nunknown since   ");
     s.env.edit_turn(TASK, |turn| {
         turn["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
     });
