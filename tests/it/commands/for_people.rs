@@ -1212,7 +1212,21 @@ fn timer_print_systemd_names_this_binary_and_the_units_verify() {
         .stdout_inspected()
         .no_file()
         .run();
-    assert!(stdout(&both).contains(&exec) && stdout(&both).contains("OnBootSec=20s\n"));
+    // Both at once: each headed by where it goes, as comments; --quiet, the units alone.
+    let both = stdout(&both);
+    const SERVICE: &str = "# ~/.config/systemd/user/atc-tick.service\n";
+    const TIMER: &str = "# ~/.config/systemd/user/atc-tick.timer\n";
+    let (first, second) = both
+        .split_once(&format!("\n{TIMER}"))
+        .unwrap_or_else(|| panic!("{both}"));
+    assert_eq!(first, format!("{SERVICE}{service}"));
+    assert!(second.starts_with("[Unit]\n") && second.contains("OnBootSec=20s\n"));
+    let quiet = env
+        .atc_default_state(["--quiet", "timer", "print", "systemd"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    assert_eq!(stdout(&quiet), both.replace(SERVICE, "").replace(TIMER, ""));
 
     // A job file of its own is named in the unit.
     env.atc(["timer", "print", "systemd", "--unit", "service"])
@@ -1258,6 +1272,20 @@ fn timer_print_cron_staggers_lines_and_refuses_what_cron_cannot_do() {
             b = bin.display()
         ))
         .no_file();
+    // Whole minutes: one line, every minute or every N.
+    for (interval, every) in [("60s", "*"), ("5m", "*/5")] {
+        let out = env
+            .atc_default_state(["timer", "print", "cron", "--interval", interval])
+            .stdout_inspected()
+            .no_file()
+            .run();
+        let runs: Vec<String> = stdout(&out)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(runs, [format!("{every} * * * * {} tick", bin.display())]);
+    }
     env.atc_default_state(["timer", "print", "cron", "--interval", "7s"])
         .status(2)
         .stderr("atc: cron cannot run every 7s: pick an interval that divides a minute (10s, 15s, 20s, 30s…) or whole minutes that divide an hour (1m, 5m, 15m…), or use systemd\n")
