@@ -283,6 +283,11 @@ mod tests {
     fn paths_are_quoted_for_each_reader() {
         let odd = Path::new("/opt/my tools/100%/atc");
         assert_eq!(systemd_quote(odd), "\"/opt/my tools/100%%/atc\"");
+        // Quotes and backslashes alone make it a quoted word too, escaped inside.
+        assert_eq!(systemd_quote(Path::new("/a\"b")), r#""/a\"b""#);
+        assert_eq!(systemd_quote(Path::new("/a'b")), r#""/a'b""#);
+        assert_eq!(systemd_quote(Path::new("/a\\b")), r#""/a\\b""#);
+        assert_eq!(systemd_quote(Path::new("/usr/bin/atc")), "/usr/bin/atc");
         assert_eq!(shell_quote(odd), "'/opt/my tools/100\\%/atc'");
         assert_eq!(shell_quote(Path::new("/usr/bin/atc")), "/usr/bin/atc");
         assert_eq!(shell_quote(Path::new("/a'b")), "'/a'\\''b'");

@@ -1272,20 +1272,6 @@ fn timer_print_cron_staggers_lines_and_refuses_what_cron_cannot_do() {
             b = bin.display()
         ))
         .no_file();
-    // Whole minutes: one line, every minute or every N.
-    for (interval, every) in [("60s", "*"), ("5m", "*/5")] {
-        let out = env
-            .atc_default_state(["timer", "print", "cron", "--interval", interval])
-            .stdout_inspected()
-            .no_file()
-            .run();
-        let runs: Vec<String> = stdout(&out)
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
-        assert_eq!(runs, [format!("{every} * * * * {} tick", bin.display())]);
-    }
     env.atc_default_state(["timer", "print", "cron", "--interval", "7s"])
         .status(2)
         .stderr("atc: cron cannot run every 7s: pick an interval that divides a minute (10s, 15s, 20s, 30s…) or whole minutes that divide an hour (1m, 5m, 15m…), or use systemd\n")
