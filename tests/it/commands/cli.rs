@@ -8,7 +8,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::atc::{TestEnv, job, mode, stderr, turn_for};
+use support::atc::{TestEnv, job, mode, stderr, stdout, turn_for};
 use support::bodies;
 use support::fake::{FakeQwenPaw, Reply};
 use support::hermetic::NOWHERE;
@@ -642,8 +642,7 @@ fn status_of_one_task_names_the_options_it_asked_for() {
             .stderr_inspected()
             .run();
     }
-    let plain = env.atc(["status", TASK]).stdout_inspected().run();
-    let plain = String::from_utf8_lossy(&plain.stdout);
+    let plain = stdout(&env.atc(["status", TASK]).stdout_inspected().run());
     // Nor a count of failed checks where there is none.
     assert!(
         !plain.contains("\noptions ") && !plain.contains("\nstrikes "),

@@ -1431,10 +1431,7 @@ fn status_shows_the_start_of_a_long_result() {
         let text = s.job(task)["final"].as_str().unwrap().to_owned();
         assert_eq!(text.lines().count(), n, "{text}");
     }
-    let shown = |task: &str| {
-        let out = s.atc(["status", task]).stdout_inspected().run();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let shown = |task: &str| stdout(&s.atc(["status", task]).stdout_inspected().run());
     let twelve = shown("task-a");
     assert!(twelve.ends_with("\n  line 5\n"), "{twelve}");
     let fourteen = shown("task-b");

@@ -6,7 +6,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
-use support::atc::{carried_tasks, turn_of};
+use support::atc::{carried_tasks, stdout, turn_of};
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -374,16 +374,14 @@ fn a_turn_of_one_job_is_no_batch() {
     finishes(&s, "task-a", "answer");
     s.tick(&[]);
     assert_eq!(s.turn("task-a")["carries"].as_array().unwrap().len(), 1);
-    let out = s.atc(["status"]).stdout_inspected().file_unchanged().run();
-    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    let list = stdout(&s.atc(["status"]).stdout_inspected().file_unchanged().run());
     let header: Vec<&str> = list.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(&header[..3], ["TASK", "STATUS", "AGE"], "{list}");
     assert!(
         !list.contains("GROUP/BATCH") && !list.contains("batch of"),
         "{list}"
     );
-    let out = s.atc(["status", "task-a"]).stdout_inspected().run();
-    let full = String::from_utf8_lossy(&out.stdout);
+    let full = stdout(&s.atc(["status", "task-a"]).stdout_inspected().run());
     assert!(
         full.contains("\nturn  ") && !full.contains("\nbatch "),
         "{full}"
@@ -398,8 +396,7 @@ fn a_turn_of_one_job_is_no_batch() {
         turn["delivery"]["unreachable"] = json!(2);
         turn["delivery"]["unknown_since"] = json!("2026-01-01T00:00:00Z");
     });
-    let out = s.atc(["status", "task-a"]).stdout_inspected().run();
-    let full = String::from_utf8_lossy(&out.stdout);
+    let full = stdout(&s.atc(["status", "task-a"]).stdout_inspected().run());
     assert!(full.contains("\nunreachable     2\n"), "{full}");
     assert!(!full.contains("\nunknown since "), "{full}");
 }
