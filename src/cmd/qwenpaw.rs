@@ -29,6 +29,13 @@ fn server(client: &Client, install: &QwenpawInstall) -> Server {
     let base = base.value.clone();
     match client.version(&base) {
         Ok(answer) if answer.status == 200 && answer.is_json() => {}
+        Ok(answer) if !answer.is_json() => {
+            return Server::Away(format!(
+                "{base}/version answers HTTP {} with {}: that is not QwenPaw's API (see atc doctor)",
+                answer.status,
+                answer.kind()
+            ));
+        }
         Ok(answer) => {
             return Server::Away(format!(
                 "{base}/version answers HTTP {} (a token missing? see atc doctor)",

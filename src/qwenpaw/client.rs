@@ -37,6 +37,15 @@ impl Answer {
         let mime = self.content_type.split(';').next().unwrap_or("").trim();
         mime == "application/json" || mime.ends_with("+json")
     }
+
+    /// The content type as a person reads it: "no content type" when the server sent none.
+    pub fn kind(&self) -> &str {
+        if self.content_type.is_empty() {
+            "no content type"
+        } else {
+            &self.content_type
+        }
+    }
 }
 
 /// No answer: the request failed in transport.
@@ -880,5 +889,7 @@ mod tests {
         assert!(answer("application/problem+json").is_json());
         assert!(!answer("text/html; charset=utf-8").is_json());
         assert!(!answer("").is_json());
+        assert_eq!(answer("text/html").kind(), "text/html");
+        assert_eq!(answer("").kind(), "no content type");
     }
 }

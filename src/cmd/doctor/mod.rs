@@ -213,11 +213,7 @@ fn server(client: &Client, doctor: &Doctor, checks: &mut Vec<Check>) -> bool {
             format!(
                 "{base}/version answers HTTP {} with {}: that is not QwenPaw's API",
                 version.status,
-                if version.content_type.is_empty() {
-                    "no content type"
-                } else {
-                    &version.content_type
-                }
+                version.kind()
             ),
             format!("check the base URL: it must point at QwenPaw (which serves /api); {fix_url}"),
         ));

@@ -209,7 +209,13 @@ fn the_seed_plugin_still_installed_is_refused_and_nothing_written() {
     )
     .unwrap();
     let before = snapshot(&wd);
-    env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+    // A dry run refuses it too: it plans past the seed only when it would replace it.
+    for dry_run in [&[][..], &["--dry-run"]] {
+        env.atc(
+            ["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()]
+                .iter()
+                .chain(dry_run),
+        )
         .status(1)
         .stderr(format!(
             "atc: plugin \"agent-task-callback\" at {} registers the same tools (watch_agent_task…): two copies would both deliver; `atc qwenpaw install --replace-agent-task-callback` moves from it in one step, in an order in which the two never both deliver\n",
@@ -218,6 +224,7 @@ fn the_seed_plugin_still_installed_is_refused_and_nothing_written() {
         .env_remove("ATC_BASE_URL")
         .no_file()
         .run();
+    }
     assert_eq!(snapshot(&wd), before);
 }
 
@@ -262,15 +269,33 @@ fn a_running_server_loads_the_plugin_without_a_restart() {
     );
     let env = TestEnv::new();
     let wd = working_dir(&env, Some(server.port()));
-    let out = env
-        .atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
-        .stdout_contains(format!(
-            "No restart needed: the QwenPaw at {} loaded the plugin.\n",
-            server.api()
-        ))
+    let installing = |extra: &[&str], said: &str| {
+        env.atc(
+            ["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()]
+                .iter()
+                .chain(extra),
+        )
+        .stdout_contains(format!("{said}\n"))
         .env_remove("ATC_BASE_URL")
         .no_file()
-        .run();
+        .run()
+    };
+    // A dry run, the plugin not loaded yet: the server would load it, nothing is posted.
+    installing(
+        &["--dry-run"],
+        &format!(
+            "No restart needed: the QwenPaw at {} would load the plugin now.",
+            server.api()
+        ),
+    );
+    assert_eq!(server.hits("POST", "/api/plugins/install"), 0);
+    let out = installing(
+        &[],
+        &format!(
+            "No restart needed: the QwenPaw at {} loaded the plugin.",
+            server.api()
+        ),
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Tools enabled for: default ("));
     let install = server
         .requests()
@@ -282,29 +307,89 @@ fn a_running_server_loads_the_plugin_without_a_restart() {
         json!({"source": wd.join("plugins/atc").display().to_string(), "force": false})
     );
 
-    // --dry-run against a running server asks, and posts nothing.
-    server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
+    // Loaded and unchanged: a dry run and a real one ask, and post nothing.
     server.answer(
         "GET",
         "/api/plugins/atc/status",
         200,
         r#"{"id":"atc","loaded":true,"enabled":true,"version":"0.1.0"}"#,
     );
-    env.atc([
-        "qwenpaw",
-        "install",
-        "--dry-run",
-        "--working-dir",
-        wd.to_str().unwrap(),
-    ])
-    .stdout_contains(format!(
-        "No restart needed: the QwenPaw at {} has this plugin loaded.\n",
+    let loaded = format!(
+        "No restart needed: the QwenPaw at {} has this plugin loaded.",
         server.api()
-    ))
-    .env_remove("ATC_BASE_URL")
-    .no_file()
-    .run();
+    );
+    installing(&["--dry-run"], &loaded);
+    installing(&[], &loaded);
     assert_eq!(server.hits("POST", "/api/plugins/install"), 1);
+
+    // A server that will not load it: a restart is needed, and the answer says why.
+    server.answer(
+        "GET",
+        "/api/plugins/atc/status",
+        404,
+        r#"{"detail":"Plugin 'atc' not found."}"#,
+    );
+    server.answer(
+        "POST",
+        "/api/plugins/install",
+        500,
+        r#"{"detail":"Failed to load plugin"}"#,
+    );
+    installing(
+        &[],
+        &format!(
+            "Restart QwenPaw to load the plugin: {}/plugins/install answered HTTP 500 {{\"detail\":\"Failed to load plugin\"}}",
+            server.api()
+        ),
+    );
+    let said = env
+        .atc([
+            "--json",
+            "qwenpaw",
+            "install",
+            "--working-dir",
+            wd.to_str().unwrap(),
+        ])
+        .env_remove("ATC_BASE_URL")
+        .no_file()
+        .json();
+    assert_eq!(
+        (&said["loaded"], &said["restart_needed"]),
+        (&json!(false), &json!(true)),
+        "{said}"
+    );
+    assert_eq!(server.hits("POST", "/api/plugins/install"), 3);
+}
+
+/// At the working dir's address, a server that wants a token or is not QwenPaw (another
+/// service's page) gets no install: the plugin loads at QwenPaw's next start.
+#[test]
+fn a_server_that_does_not_answer_as_qwenpaw_gets_no_install() {
+    let server = FakeQwenPaw::start();
+    let env = TestEnv::new();
+    let wd = working_dir(&env, Some(server.port()));
+    for (reply, why) in [
+        (
+            Reply::json(401, r#"{"detail":"Not authenticated"}"#),
+            "answers HTTP 401 (a token missing? see atc doctor)",
+        ),
+        (
+            Reply::html(200, "<html><body>Welcome to nginx!</body></html>"),
+            "answers HTTP 200 with text/html; charset=utf-8: that is not QwenPaw's API (see atc doctor)",
+        ),
+    ] {
+        server.on("GET", "/api/version", vec![reply]);
+        env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+            .stdout_contains(format!(
+                "Restart QwenPaw (or start it) to load the plugin: {}/version {why}. The tools are enabled from its next start.\n",
+                server.api()
+            ))
+            .env_remove("ATC_BASE_URL")
+            .no_file()
+            .run();
+    }
+    assert_eq!(server.hits("GET", "/api/plugins/atc/status"), 0);
+    assert_eq!(server.hits("POST", "/api/plugins/install"), 0);
 }
 
 #[test]

@@ -526,6 +526,27 @@ fn config_unset_removes_a_key_and_mends_a_typo() {
         .run();
 }
 
+/// With `-v`, `config set` and `config unset` say what they did to which file, and an
+/// unset of a key the file lacks says so; without it they are silent (above).
+#[test]
+fn config_edits_say_what_they_did_with_verbose() {
+    let env = TestEnv::new();
+    let path = config_path(&env);
+    env.atc(["config", "set", "keep", "3d", "-v"])
+        .stderr(format!("config: keep = 3d in {}\n", path.display()))
+        .no_file()
+        .run();
+    env.atc(["config", "unset", "keep", "-v"])
+        .stderr(format!("config: keep removed from {}\n", path.display()))
+        .no_file()
+        .run();
+    env.atc(["config", "unset", "keep", "-v"])
+        .stderr(format!("config: keep was not set in {}\n", path.display()))
+        .no_file()
+        .run();
+    assert_eq!(read_config(&env), "");
+}
+
 /// The plugin's word that a parent read a result itself (`parent-read`) is heard past a
 /// tick knob's typo, as a watch is: refused, the result would be posted after the fix all
 /// the same (issue 36).
