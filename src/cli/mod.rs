@@ -756,8 +756,8 @@ pub struct TickArgs {
     /// Started because a QwenPaw turn just ended (atc's plugin does this, naming the turn
     /// in ATC_KICK): only the watches that turn may concern are polled, and only what
     /// waits for its chat is delivered (without ATC_KICK, everything, each watch polled
-    /// once); a task still reading running, or a parent still busy, is looked at again for
-    /// up to 2 s; when another
+    /// once); a task still reading running (named in ATC_KICK), or a parent still busy, is
+    /// looked at again for up to 2 s; when another
     /// tick is running, leave it a mark to make one more pass instead. Nobody reads its
     /// stderr: its give-ups are left for the next tick to say
     #[arg(long)]

@@ -138,13 +138,22 @@ pub trait Window {
 pub struct RealWindow {
     started: Instant,
     pauses: std::slice::Iter<'static, Duration>,
+    /// [`KICK_WINDOW`] and [`SETTLE`] (a test's own, to be independent of the clock).
+    window: Duration,
+    settle: Duration,
 }
 
 impl RealWindow {
     pub fn new() -> RealWindow {
+        RealWindow::lasting(KICK_WINDOW, SETTLE)
+    }
+
+    fn lasting(window: Duration, settle: Duration) -> RealWindow {
         RealWindow {
             started: Instant::now(),
             pauses: KICK_PAUSES.iter(),
+            window,
+            settle,
         }
     }
 }
@@ -162,7 +171,7 @@ impl Window for RealWindow {
     }
 
     fn pause(&mut self, store: &Store) -> bool {
-        if self.started.elapsed() >= KICK_WINDOW {
+        if self.started.elapsed() >= self.window {
             return false;
         }
         match self.pauses.next() {
@@ -175,7 +184,7 @@ impl Window for RealWindow {
     }
 
     fn settle(&self, store: &Store) {
-        pause_unless_marked(store, SETTLE);
+        pause_unless_marked(store, self.settle);
     }
 }
 
@@ -254,9 +263,11 @@ pub fn passes(
             store.log(&[LogEntry::tick("kicked", Some(why), Timestamp::now())])?;
         }
         marked = false;
+        // A kick that names no turn looks again only for a delivery a busy parent held: its
+        // looks again poll nothing, so a task that read running would read it still.
         let waiting = match scope {
             Scope::All => false,
-            Scope::AnyTurn | Scope::AnyTurnAgain => still_waiting(&report),
+            Scope::AnyTurn | Scope::AnyTurnAgain => report.count(Outcome::Busy) > 0,
             Scope::Turns(_) => report.wants_another_look(),
         };
         shown(&report)?;
@@ -312,12 +323,6 @@ fn pause_unless_marked(store: &Store, pause: Duration) {
     }
 }
 
-/// A task still reading running, or a delivery held by a busy parent: what a turn that
-/// just ended changes within a moment (a kick that does not say which turn it was).
-fn still_waiting(report: &Report) -> bool {
-    report.count(Outcome::Running) > 0 || report.count(Outcome::Busy) > 0
-}
-
 fn show(report: &Report, out: Output) -> Result<()> {
     if out.json || out.quiet {
         return Ok(());
@@ -349,4 +354,70 @@ fn show(report: &Report, out: Output) -> Result<()> {
         crate::term::say(&report.summary());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LONG: Duration = Duration::from_secs(3600);
+
+    /// A store in `dir`, and the thread that leaves its mark `after` a while.
+    fn marked_after(
+        dir: &std::path::Path,
+        after: Duration,
+    ) -> (Store, std::thread::JoinHandle<()>) {
+        let store = Store::new(dir.join("jobs.json"));
+        let marking = store.clone();
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(after);
+            marking.mark_tick_again("").unwrap();
+        });
+        (store, thread)
+    }
+
+    #[test]
+    fn a_pause_lasts_until_a_mark_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, thread) = marked_after(dir.path(), Duration::from_millis(200));
+        pause_unless_marked(&store, LONG);
+        assert!(
+            store.tick_again_path().exists(),
+            "it returned before the mark"
+        );
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn the_window_settles_until_a_mark_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, thread) = marked_after(dir.path(), Duration::from_millis(200));
+        RealWindow::lasting(LONG, LONG).settle(&store);
+        assert!(
+            store.tick_again_path().exists(),
+            "it returned before the mark"
+        );
+        thread.join().unwrap();
+    }
+
+    /// With a mark there, no pause sleeps: the window gives its four pauses, then none,
+    /// and a turn's end (a restart) gives them again; a window that is over gives none.
+    #[test]
+    fn the_window_gives_its_pauses_and_a_restart_gives_them_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, thread) = marked_after(dir.path(), Duration::ZERO);
+        thread.join().unwrap();
+        let mut window = RealWindow::lasting(LONG, LONG);
+        let pauses = |window: &mut RealWindow| {
+            std::iter::from_fn(|| window.pause(&store).then_some(()))
+                .take(KICK_PAUSES.len() + 1)
+                .count()
+        };
+        assert_eq!(pauses(&mut window), KICK_PAUSES.len());
+        assert_eq!(pauses(&mut window), 0);
+        window.restart();
+        assert_eq!(pauses(&mut window), KICK_PAUSES.len());
+        let mut over = RealWindow::lasting(Duration::ZERO, LONG);
+        assert_eq!(pauses(&mut over), 0);
+    }
 }

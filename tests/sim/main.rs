@@ -1598,17 +1598,21 @@ fn a_refused_batch_gives_up_every_result_it_carries() {
 }
 
 /// Found by the long search (seed 2): a tick that starts between a kicked tick's passes
-/// (the lock is free then) runs a pass of its own; what it gives up is said by it.
+/// (the lock is free then) runs a pass of its own; what it gives up is said by it. (The
+/// kicked tick names no turn: it looks again for the busy parent of task 3.)
 #[test]
 fn a_tick_between_a_kicked_ticks_passes_runs_its_own_pass_and_is_heard() {
     use Op::*;
     let w = replay(vec![
         watch(3, 0),
         Interleave(Phase::Poll, Box::new(watch(6, 0).opts(8))),
+        watch(8, 1),
         Tick,
         Finish(1, Ending::Answer),
         Finish(0, Ending::Answer),
+        Finish(3, Ending::Answer),
         DeleteChat(0),
+        Busy(1, true),
         Interleave(Phase::Pause, Box::new(Tick)),
         KickedTick,
     ]);

@@ -395,8 +395,8 @@ pub enum Op {
     /// A tick with `--no-batch` (turns already composed still go out as they are).
     TickNoBatch,
     /// A tick a QwenPaw turn's end started (`--kicked`) by an older plugin, which does not
-    /// say which turn: it leaves a mark when another tick runs, and looks again while a task
-    /// still reads running.
+    /// say which turn: it leaves a mark when another tick runs, and looks again while a busy
+    /// parent holds a delivery (its looks poll nothing).
     KickedTick,
     /// A tick a QwenPaw turn's end started, told which turn (`ATC_KICK`): it looks only at
     /// what that turn concerns. Nobody hears it (its stderr goes to /dev/null).

@@ -237,15 +237,35 @@ fn a_parents_turn_end_delivers_what_waits_for_that_chat_and_polls_nothing_else()
 }
 
 /// A kick that names no turn (an older plugin's, or `ATC_KICK` unreadable) polls every
-/// watch, once: looking again while the children still run, it only delivers (issue 36:
-/// it polled each watch up to five times, 60 watches 240 polls).
+/// watch, once (issue 36: it polled each watch up to five times, 60 watches 240 polls),
+/// and does not look again for children that still run: its looks poll nothing.
 #[test]
 fn a_kick_without_context_polls_every_watch_once() {
     let s = long_children();
-    s.tick(&["--kicked"]).run();
+    let passes = |run: support::atc::Run<'_>| run.stdout_inspected().json()["passes"].clone();
+    assert_eq!(passes(s.tick(&["--kicked", "--json"])), 1);
     assert_eq!(polls(&s), [2; 5], "one poll each, after the timer's");
-    s.tick(&["--kicked"]).env("ATC_KICK", "not json").run();
+    assert_eq!(
+        passes(s.tick(&["--kicked", "--json"]).env("ATC_KICK", "not json")),
+        1
+    );
     assert_eq!(polls(&s), [3; 5], "an unreadable ATC_KICK: the same");
+}
+
+/// A kick that names no turn looks again while a busy parent holds a delivery: the
+/// result goes once the parent's turn is over, within the tick, and the child is not
+/// polled again.
+#[test]
+fn a_kick_without_context_looks_again_for_a_busy_parent() {
+    let s = Scene::new();
+    s.watch(TASK, &["--session", "s-88", "--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.chats.busy_for("s-88", 1);
+    let report = s.tick(&["--kicked", "--json"]).stdout_inspected().json();
+    assert_eq!(report["passes"], 2, "{report:#}");
+    assert_eq!(s.status(TASK), "done");
+    assert_eq!(s.delivered("s-88").len(), 1);
+    assert_eq!(s.polls(TASK), 1, "the child is polled once");
 }
 
 // ---------------------------------------------------------------------------------------
