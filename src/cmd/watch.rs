@@ -475,13 +475,18 @@ fn refusal(task_id: &str, job: &Job, turn: Option<&Turn>, was: Status) -> Failur
         _ if turn.is_some_and(Turn::in_flight) && !several => format!(
             "{task_id}'s result is being posted to {chat} right now ({was}); try again after the next atc tick"
         ),
-        _ if job.options.group.is_none() && several => format!(
+        _ if job.options.group.is_some() => format!(
+            "{task_id}'s result travels in group {}'s turn, which was claimed to be posted to {chat} ({}); watched again alone it could go out twice (`atc status {task_id}` shows where that turn stands)",
+            job.options.group.as_deref().unwrap_or_default(),
+            turn.map_or("claimed", |t| t.state.as_str())
+        ),
+        _ if several => format!(
             "{task_id}'s result travels in a turn of several results that is being posted to {chat} (or may have been); watching it again could post it twice (`atc status {task_id}` shows what is known)"
         ),
+        // Claimed, between POSTs: one of them had an unknown outcome, and the read-back
+        // found nothing (yet); it is posted there again, never elsewhere.
         _ => format!(
-            "{task_id}'s result travels in group {}'s turn, which was claimed to be posted to {chat} ({}); watched again alone it could go out twice (`atc status {task_id}` shows where that turn stands)",
-            job.options.group.as_deref().unwrap_or("?"),
-            turn.map_or("claimed", |t| t.state.as_str())
+            "{task_id}'s result was claimed to be posted to {chat} and waits to be posted there again (an earlier attempt's outcome was unknown); watching it again could post it twice (`atc status {task_id}` shows what is known)"
         ),
     };
     Failure::new(Exit::Refused, message)

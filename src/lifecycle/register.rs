@@ -72,7 +72,8 @@ pub fn holds_result(job: &Job, turn: Option<&Turn>) -> bool {
 
 /// A live job watched again with other options: what it takes (`applied`) and what it
 /// cannot take any more, because its result is already rendered or its turn was claimed
-/// (`not_applied`), by flag name.
+/// (`not_applied`), by flag name; an option the new watch leaves out is applied as
+/// `no --flag` (it is off now).
 fn reoption(
     job: &Job,
     wanted: &Options,
@@ -82,6 +83,7 @@ fn reoption(
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
     let have = &job.options;
     let rendered = job.watch != Watch::Pending;
+    let off = Options::default();
     // A flag that changed is applied unless it is frozen (then it is named as not taken).
     macro_rules! take {
         ($($flag:literal $field:ident $frozen:expr;)*) => {$(
@@ -89,7 +91,11 @@ fn reoption(
                 if $frozen {
                     not_applied.push($flag);
                 } else {
-                    applied.push($flag);
+                    applied.push(if wanted.$field == off.$field {
+                        concat!("no ", $flag)
+                    } else {
+                        $flag
+                    });
                     next.options.$field = Clone::clone(&wanted.$field);
                 }
             }

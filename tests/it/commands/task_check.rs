@@ -124,6 +124,21 @@ fn a_server_that_cannot_say_is_no_reason_to_refuse() {
         ))
         .file(|file| assert_eq!(file["jobs"][0]["status"], "pending"))
         .run();
+    // Answering the task but not the chats (500): the task is not asked for either (it
+    // would be refused as unknown here), and the one warning says both were skipped.
+    let s = Scene::new();
+    s.server.on(
+        "GET",
+        "/api/chats",
+        vec![Reply::json(500, r#"{"detail":"Internal Server Error"}"#)],
+    );
+    unknown(&s, TASK);
+    s.atc(["watch", TASK, "--session", "s-77"])
+        .stdout_contains("Watching")
+        .stderr("atc: warning: could not check that the parent chat exists (HTTP 500: Internal Server Error); the chat check was skipped (and the task check): the next atc tick checks again before delivering\n")
+        .file(|file| assert_eq!(file["jobs"][0]["status"], "pending"))
+        .run();
+    assert_eq!(s.server.hits("GET", &Scene::task_path(TASK)), 0);
 }
 
 #[test]

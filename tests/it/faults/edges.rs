@@ -608,6 +608,43 @@ fn watch_checks_the_target_agent_as_it_checks_the_agent() {
     assert_eq!(asked, [Some("default".into()), Some("SE".into())]);
 }
 
+/// Each agent the tasks of `--from` run on is asked once, and the asking agent (whose
+/// chats were just listed) not again; each task is checked on its own agent.
+#[test]
+fn watch_asks_each_agent_the_tasks_run_on_once() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    let tasks = [
+        "task-00000000000a",
+        "task-00000000000b",
+        "task-00000000000c",
+    ];
+    let on = ["SE", "default", "SE"];
+    let from: String = tasks
+        .iter()
+        .zip(on)
+        .map(|(task, on)| format!("[TASK_ID: {task}]\n[TARGET_AGENT: {on}]\n"))
+        .collect();
+    s.checked(&tasks, || {
+        s.atc(["watch", "--from", "-", "--session", "s-77"])
+            .stdin(from)
+            .stdout_inspected()
+            .run()
+    });
+    let asked = |path: &str| -> Vec<String> {
+        s.server
+            .requests()
+            .iter()
+            .filter(|r| r.path == path)
+            .map(|r| r.header("x-agent-id").unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(asked("/api/chats"), ["default", "SE"]);
+    for (task, on) in tasks.iter().zip(on) {
+        assert_eq!(asked(&Scene::task_path(task)), [on], "{task}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 22. A second cancel
 

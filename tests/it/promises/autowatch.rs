@@ -629,3 +629,39 @@ fn an_automatic_watch_of_an_acp_session_is_refused_as_any_watch_is() {
     .no_file()
     .run();
 }
+
+/// The event log says who watched a task and who changed its watch: the model's tool
+/// (`--origin plugin`), in its words; a person's `atc watch` needs none.
+#[test]
+fn the_log_says_who_watched_and_who_changed_a_watch() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    for check_in in [None, Some("5m"), Some("10m")] {
+        known(&s, A);
+        let mut args = vec!["watch", A, "--session", "s-77"];
+        if check_in != Some("10m") {
+            args.extend(["--origin", "plugin"]);
+        }
+        if let Some(every) = check_in {
+            args.extend(["--check-in", every]);
+        }
+        s.atc(args).stdout_inspected().run();
+    }
+    let log = s.atc(["--json", "log"]).json();
+    let said: Vec<(Value, Value)> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["event"].clone(), e["reason"].clone()))
+        .collect();
+    let model = json!("by the model, with watch_agent_task");
+    assert_eq!(
+        said,
+        [
+            (json!("registered"), model.clone()),
+            (json!("updated"), model),
+            (json!("updated"), Value::Null),
+        ],
+        "{log:#}"
+    );
+}

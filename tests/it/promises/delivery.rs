@@ -73,6 +73,14 @@ fn create_session_allows_a_new_chat_on_purpose() {
         [("fresh".into(), "default".into(), "console".into())],
         "the new chat, as asked"
     );
+    // Without -v, a new chat asked for is no news: nothing on stderr.
+    const OTHER: &str = "task-0123456789ab";
+    s.checked(&[OTHER], || {
+        s.atc(["watch", OTHER, "--session", "fresh-2", "--create-session"])
+            .stdout_contains(format!("Watching {OTHER}"))
+            .stderr("")
+            .run()
+    });
 }
 
 #[test]

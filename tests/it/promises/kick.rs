@@ -163,6 +163,10 @@ fn a_turn_end_that_concerns_no_watch_costs_no_request_and_no_write() {
     // A chat of another agent, and one of `worker` no watch names.
     kicked(&s, &ended("default", "elsewhere"), &[]).file_unchanged();
     kicked(&s, &ended("worker", "child-99"), &[]).file_unchanged();
+    // (With -v, it says so.)
+    kicked(&s, &ended("worker", "child-98"), &["-v"])
+        .stderr("tick: nothing to do: the QwenPaw turn that ended concerns no watch and no waiting parent\n")
+        .file_unchanged();
     assert_eq!(polls(&s), [1; 5], "a kick nothing concerns polled");
     assert!(s.server.take_unscripted().is_empty());
     assert_eq!(

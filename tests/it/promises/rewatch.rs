@@ -193,6 +193,124 @@ fn a_rewatch_says_which_options_a_rendered_result_cannot_take() {
     .run();
 }
 
+/// A check-in's turn that may be in the chat already takes no new way of posting: the
+/// re-watch of the child still running says why. The check-in it leaves out is off now,
+/// and said so.
+#[test]
+fn a_rewatch_says_a_claimed_turn_takes_no_new_way_of_posting() {
+    let env = TestEnv::new();
+    watched(&env, TASK, &["--check-in", "5m"]);
+    assert_eq!(env.job(TASK)["check_in_secs"], 300);
+    let mut file = env.file();
+    let job = &mut file["jobs"][0];
+    let mut turn = support::atc::turn_for(job, "claimed");
+    turn["carries"][0]["block"] = json!("check_in");
+    turn["carries"][0]["n"] = json!(1);
+    turn["text"] = json!("still running");
+    file["turns"].as_array_mut().unwrap().push(turn);
+    env.write_file(&file);
+    let job_id = env.job(TASK)["job_id"].as_str().unwrap().to_owned();
+    env.atc(["watch", TASK, "--session", "s-77", "--forward", "never"])
+        .chat_check_skipped()
+        .stdout_contains(format!(
+            "Already watching {TASK} for agent 'default' (job {job_id}); now with no --check-in; not applied: --forward (its turn was already claimed);"
+        ))
+        .file(|file| {
+            let job = job_in(file, TASK);
+            assert_eq!(job.get("forward_mode"), None, "{job}");
+            assert_eq!(job.get("check_in_secs"), None, "{job}");
+        })
+        .run();
+}
+
+/// `atc watch TASK --session s-78` is refused (exit 1) with `said`, the file untouched.
+fn refused_elsewhere(env: &TestEnv, task: &str, said: &str) {
+    env.atc(["watch", task, "--session", "s-78"])
+        .status(1)
+        .stderr(format!("atc: {said}\n"))
+        .file_unchanged()
+        .run();
+}
+
+/// A result that is being posted, or may be in the chat, is not watched again elsewhere;
+/// the refusal says what holds it: an outcome unknown, its POST in flight, its group's
+/// turn claimed (a member cancelled after that claim too).
+#[test]
+fn a_rewatch_of_a_result_on_its_way_says_what_holds_it() {
+    let chat = "session s-77 (user default, channel console)";
+    let env = TestEnv::new();
+    watched(&env, TASK, &[]);
+    holding(&env, TASK, "unconfirmed", "unconfirmed");
+    refused_elsewhere(
+        &env,
+        TASK,
+        &format!(
+            "{TASK}'s result may already have been delivered (an attempt's outcome is unknown; atc is reading the chat back); watching it again could post it twice. `atc status {TASK}` shows the text; `atc redeliver {TASK}` tries again safely"
+        ),
+    );
+
+    // Claimed: its POST in flight, then between POSTs (an earlier one's outcome unknown,
+    // the read-back found nothing yet).
+    let env = TestEnv::new();
+    watched(&env, TASK, &[]);
+    holding(&env, TASK, "delivering", "claimed");
+    env.edit_turn(TASK, |turn| {
+        turn["delivery"]["attempt_started_at"] = json!("2026-11-30T20:15:03Z");
+    });
+    refused_elsewhere(
+        &env,
+        TASK,
+        &format!(
+            "{TASK}'s result is being posted to {chat} right now (delivering); try again after the next atc tick"
+        ),
+    );
+    env.edit_turn(TASK, |turn| {
+        turn["delivery"]["attempt_started_at"] = json!(null);
+    });
+    refused_elsewhere(
+        &env,
+        TASK,
+        &format!(
+            "{TASK}'s result was claimed to be posted to {chat} and waits to be posted there again (an earlier attempt's outcome was unknown); watching it again could post it twice (`atc status {TASK}` shows what is known)"
+        ),
+    );
+
+    let env = TestEnv::new();
+    watched(&env, TASK, &["--group", "fan-in"]);
+    watched(&env, OTHER, &["--group", "fan-in"]);
+    let mut file = env.file();
+    let mut carries = Vec::new();
+    for job in file["jobs"].as_array_mut().unwrap() {
+        let task = job["task_id"].as_str().unwrap().to_owned();
+        job["outcome"] = json!("completed");
+        job["final"] = json!(rendered(&task));
+        job["turn"] = json!("atc-fan-in");
+        carries.push(json!({"job_id": job["job_id"], "task_id": task, "block": "result"}));
+    }
+    let mut turn = support::atc::turn_for(&mut file["jobs"][0].clone(), "claimed");
+    turn["turn_id"] = json!("atc-fan-in");
+    turn["group"] = json!("fan-in");
+    turn["carries"] = json!(carries);
+    turn["text"] = json!("[ATC_GROUP: fan-in] 2 tasks: 2 completed");
+    file["turns"] = json!([turn]);
+    env.write_file(&file);
+    refused_elsewhere(
+        &env,
+        TASK,
+        &format!(
+            "{TASK}'s result travels in group fan-in's turn, which was claimed to be posted to {chat} (claimed); watched again alone it could go out twice (`atc status {TASK}` shows where that turn stands)"
+        ),
+    );
+    env.atc(["cancel", TASK]).stdout_inspected().run();
+    refused_elsewhere(
+        &env,
+        TASK,
+        &format!(
+            "{TASK}'s watch was cancelled after its result was claimed into group fan-in's turn, which carries it to {chat}; watching it again could post it twice (`atc status {TASK}` shows where that turn stands)"
+        ),
+    );
+}
+
 #[test]
 fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on() {
     let env = TestEnv::new();
