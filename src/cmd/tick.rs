@@ -377,27 +377,19 @@ mod tests {
     }
 
     #[test]
-    fn a_pause_lasts_until_a_mark_arrives() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, thread) = marked_after(dir.path(), Duration::from_millis(200));
-        pause_unless_marked(&store, LONG);
-        assert!(
-            store.tick_again_path().exists(),
-            "it returned before the mark"
-        );
-        thread.join().unwrap();
-    }
-
-    #[test]
-    fn the_window_settles_until_a_mark_arrives() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, thread) = marked_after(dir.path(), Duration::from_millis(200));
-        RealWindow::lasting(LONG, LONG).settle(&store);
-        assert!(
-            store.tick_again_path().exists(),
-            "it returned before the mark"
-        );
-        thread.join().unwrap();
+    fn a_pause_and_the_settle_last_until_a_mark_arrives() {
+        let pause = |store: &Store| pause_unless_marked(store, LONG);
+        let settle = |store: &Store| RealWindow::lasting(LONG, LONG).settle(store);
+        for (name, wait) in [("pause", &pause as &dyn Fn(&Store)), ("settle", &settle)] {
+            let dir = tempfile::tempdir().unwrap();
+            let (store, thread) = marked_after(dir.path(), Duration::from_millis(200));
+            wait(&store);
+            assert!(
+                store.tick_again_path().exists(),
+                "{name} returned before the mark"
+            );
+            thread.join().unwrap();
+        }
     }
 
     /// With a mark there, no pause sleeps: the window gives its four pauses, then none,

@@ -255,12 +255,15 @@ fn an_unknown_agent_is_a_usage_error() {
 fn a_running_server_loads_the_plugin_without_a_restart() {
     let server = FakeQwenPaw::start();
     server.answer("GET", "/api/version", 200, r#"{"version":"2.2.2.post1"}"#);
-    server.answer(
-        "GET",
-        "/api/plugins/atc/status",
-        404,
-        r#"{"detail":"Plugin 'atc' not found."}"#,
-    );
+    let not_loaded = || {
+        server.answer(
+            "GET",
+            "/api/plugins/atc/status",
+            404,
+            r#"{"detail":"Plugin 'atc' not found."}"#,
+        )
+    };
+    not_loaded();
     server.answer(
         "POST",
         "/api/plugins/install",
@@ -323,12 +326,7 @@ fn a_running_server_loads_the_plugin_without_a_restart() {
     assert_eq!(server.hits("POST", "/api/plugins/install"), 1);
 
     // A server that will not load it: a restart is needed, and the answer says why.
-    server.answer(
-        "GET",
-        "/api/plugins/atc/status",
-        404,
-        r#"{"detail":"Plugin 'atc' not found."}"#,
-    );
+    not_loaded();
     server.answer(
         "POST",
         "/api/plugins/install",
