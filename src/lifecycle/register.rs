@@ -72,8 +72,8 @@ pub fn holds_result(job: &Job, turn: Option<&Turn>) -> bool {
 
 /// A live job watched again with other options: what it takes (`applied`) and what it
 /// cannot take any more, because its result is already rendered or its turn was claimed
-/// (`not_applied`), by flag name; an option the new watch leaves out is applied as
-/// `no --flag` (it is off now).
+/// (`not_applied`), by flag name; a switch or a duration the new watch leaves out is
+/// applied as `no --flag` (it is off now; a flag of named values names none).
 fn reoption(
     job: &Job,
     wanted: &Options,
@@ -85,13 +85,14 @@ fn reoption(
     let rendered = job.watch != Watch::Pending;
     let off = Options::default();
     // A flag that changed is applied unless it is frozen (then it is named as not taken).
+    // `$may_be_off`: its default is its absence (`--forward auto` is a value, not an off).
     macro_rules! take {
-        ($($flag:literal $field:ident $frozen:expr;)*) => {$(
+        ($($flag:literal $field:ident $frozen:expr, $may_be_off:expr;)*) => {$(
             if have.$field != wanted.$field {
                 if $frozen {
                     not_applied.push($flag);
                 } else {
-                    applied.push(if wanted.$field == off.$field {
+                    applied.push(if $may_be_off && wanted.$field == off.$field {
                         concat!("no ", $flag)
                     } else {
                         $flag
@@ -102,14 +103,14 @@ fn reoption(
         )*};
     }
     take! {
-        "--on-no-answer" on_no_answer rendered;
-        "--on-empty" on_empty rendered;
-        "--fork-branch" fork_branch rendered;
-        "--create-session" create_session claimed;
-        "--forward" forward claimed;
-        "--allow-insecure-remote" allow_insecure_remote false;
-        "--check-in" check_in_secs rendered;
-        "--stop-after" stop_after_secs rendered;
+        "--on-no-answer" on_no_answer rendered, false;
+        "--on-empty" on_empty rendered, false;
+        "--fork-branch" fork_branch rendered, true;
+        "--create-session" create_session claimed, true;
+        "--forward" forward claimed, false;
+        "--allow-insecure-remote" allow_insecure_remote false, true;
+        "--check-in" check_in_secs rendered, true;
+        "--stop-after" stop_after_secs rendered, true;
     }
     (next, applied, not_applied)
 }
@@ -555,6 +556,22 @@ mod tests {
         let (same, applied, not_applied) = reoption(&next, &wanted, false);
         assert!(applied.is_empty() && not_applied.is_empty());
         assert_eq!(same.options, wanted);
+        // Every flag left out: a switch or a duration is off, a named value is the default.
+        let (back, applied, _) = reoption(&next, &Options::default(), false);
+        assert_eq!(
+            applied,
+            [
+                "--on-no-answer",
+                "--on-empty",
+                "no --fork-branch",
+                "no --create-session",
+                "--forward",
+                "no --allow-insecure-remote",
+                "no --check-in",
+                "no --stop-after",
+            ]
+        );
+        assert_eq!(back.options, Options::default());
         // Its result rendered: how it is rendered and when the child is checked on or
         // stopped is settled; where and how it is posted is not, until its turn is claimed.
         let rendered = Job::sample(Watch::Finished);
