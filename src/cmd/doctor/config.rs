@@ -287,6 +287,7 @@ mod tests {
         );
         assert_eq!(env_line("export ATC_KEEP='3d'"), Some("ATC_KEEP=3d".into()));
         assert_eq!(env_line("# ATC_STATE=/x"), None);
+        assert_eq!(env_line("; ATC_STATE=/x"), None);
         assert_eq!(env_line(""), None);
         assert_eq!(env_line("junk"), None);
     }
