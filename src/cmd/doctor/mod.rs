@@ -20,7 +20,7 @@ use crate::settings::{Doctor, Output};
 use crate::state::Store;
 use crate::text::plural;
 use crate::time::{Timestamp, age};
-use crate::turn::{self, BlockKind, ForwardStatus, Turn, TurnState};
+use crate::turn::{BlockKind, ForwardStatus, Turn, TurnState};
 
 mod check;
 mod config;
@@ -354,25 +354,6 @@ fn join(names: &BTreeSet<&str>) -> String {
     names.iter().copied().collect::<Vec<_>>().join(", ")
 }
 
-/// Something is still to do for the job (a tick must come by): it is watched, it owes its
-/// parent something, or a turn that carries it is not settled.
-fn waiting(job: &Job, turns: &Turns) -> bool {
-    let turn = turns.of_job(job);
-    job.watch == Watch::Pending
-        || matches!(
-            crate::status::delivery(job, turn),
-            Some((
-                _,
-                TurnState::Open | TurnState::Claimed | TurnState::Unconfirmed
-            ))
-        ) && crate::lifecycle::in_unsettled_turn(job, turns)
-        || crate::status::owes(job, turn).is_some()
-        || turns
-            .all
-            .iter()
-            .any(|t| t.carries_job(&job.job_id) && turn::forward_due(t))
-}
-
 /// A tick ran lately, if anything waits for one. Kicks (ticks a QwenPaw turn's end
 /// started) are no cadence: they come only when some turn ends, so they are said apart,
 /// and only the other ticks (a timer's, the plugin's cadence, a person's) count.
@@ -383,7 +364,9 @@ fn tick(
     unit: Option<&std::path::Path>,
 ) -> Check {
     let turns = Turns::of(&file.turns);
-    let waiting = file.jobs.iter().filter(|j| waiting(j, &turns)).count();
+    // A tick must come by for each live watch: it is watched, owes its parent something,
+    // or a turn that carries it is not settled (on its way, read back, forwarded).
+    let waiting = file.jobs.iter().filter(|j| live(j, &turns)).count();
     let now = Timestamp::now();
     // A timer's (or a person's) tick, or a QwenPaw plugin's cadence (kept apart: another
     // server's plugin on the same job file ticks on beside it).

@@ -44,7 +44,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Check> {
         (true, None) => ok(
             "plugin",
             format!(
-                "atc's plugin is installed in {} (whether the server loaded it: cannot tell, it does not answer)",
+                "atc's plugin is installed in {} (whether the server loaded it: cannot tell: it does not say)",
                 wd.display()
             ),
         ),
@@ -437,9 +437,10 @@ fn interpreter_dirs(
             let Ok(target) = std::fs::read_link(&hop) else {
                 break;
             };
+            // A relative link is from the link's directory (an absolute one replaces it).
             hop = match hop.parent() {
-                Some(dir) if target.is_relative() => dir.join(target),
-                _ => target,
+                Some(dir) => dir.join(target),
+                None => target,
             };
             if let Some(dir) = hop.parent()
                 && dir
@@ -569,5 +570,25 @@ pub fn cadence(state: &Path) -> Option<(bool, String)> {
                 "a system timer: a tick atc's QwenPaw plugin did not start ran {seen}, so the plugin (server pid {pid}) stands by"
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_of;
+
+    #[test]
+    fn a_base_urls_port_is_its_own_or_its_schemes() {
+        for (base, port) in [
+            ("http://127.0.0.1:8088/api", Some(8088)),
+            ("http://localhost/api", Some(80)),
+            ("https://qwenpaw.example/api", Some(443)),
+            ("http://[::1]/api", Some(80)),
+            ("https://[::1]:9000/api", Some(9000)),
+            ("http://host:port/api", None),
+            ("localhost:8088", None),
+        ] {
+            assert_eq!(port_of(base), port, "{base}");
+        }
     }
 }

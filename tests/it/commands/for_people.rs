@@ -271,12 +271,19 @@ fn doctor_passes_every_check_on_a_sound_setup() {
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&[]).run();
+    // A watch cancelled long since names an agent the server no longer has: only the
+    // agents of live watches are asked about.
+    let mut file = s.env.file();
+    let mut retired = support::atc::job("task-retired", "cancelled", &s.server.api());
+    retired["agent_id"] = json!("retired");
+    file["jobs"].as_array_mut().unwrap().push(retired);
+    s.env.write_file(&file);
     let out = s.atc(["doctor"]).stdout_inspected().run();
     let said = stdout(&out);
     let lines: Vec<&str> = said.lines().collect();
     for start in [
         &format!(
-            "✓ job file: {} holds 1 job (from ATC_STATE)",
+            "✓ job file: {} holds 2 jobs (from ATC_STATE)",
             s.env.state.display()
         ),
         "✓ privacy: file 600, directory 700",
@@ -300,6 +307,68 @@ fn doctor_passes_every_check_on_a_sound_setup() {
         );
     }
     assert!(!said.contains('✗'), "{said}");
+    assert!(
+        lines.contains(&"✓ agents: the watches name agents the server has: default"),
+        "{said}"
+    );
+    // -q: a doctor whose checks all pass prints nothing.
+    s.atc(["doctor", "-q"])
+        .stdout("")
+        .stderr("")
+        .file_unchanged()
+        .run();
+}
+
+/// No tick has ever run, and none is needed: every job in the file is settled.
+#[test]
+fn doctor_wants_no_tick_while_nothing_waits_for_one() {
+    let s = Scene::new();
+    s.healthy();
+    s.env.write_file(&json!({
+        "version": 2,
+        "jobs": [support::atc::job(TASK, "cancelled", &s.server.api())],
+        "turns": []
+    }));
+    let said = s.atc(["doctor"]).doctor_said(0);
+    doctor_says(&said, "✓ timer: no atc tick has run yet", None);
+    doctor_says(
+        &said,
+        "✓ agents: no live watch names an agent on this server",
+        None,
+    );
+    // A tick is owed, and none came: the watch still pending, or its result delivered
+    // but its outcome unknown (read back until the window closes), or delivered with the
+    // reply still to forward to the person.
+    let unknown = json!({"attempts": 1, "busy": 0, "unknown_since": support::ago(60), "error": "POST: timed out"});
+    let forward = json!({"status": "pending", "attempts": 0, "since": support::ago(60)});
+    for (status, state, delivery, forward) in [
+        ("pending", None, None, None),
+        ("unconfirmed", Some("unconfirmed"), Some(&unknown), None),
+        ("done", Some("delivered"), None, Some(&forward)),
+    ] {
+        let mut job = support::atc::job(TASK, status, &s.server.api());
+        job["final"] = json!("T");
+        let mut turns = Vec::new();
+        if let Some(state) = state {
+            let mut turn = support::atc::turn_for(&mut job, state);
+            if let Some(delivery) = delivery {
+                turn["delivery"] = delivery.clone();
+            }
+            if let Some(forward) = forward {
+                turn["forward"] = forward.clone();
+                turn["channel"] = json!("feishu");
+            }
+            turns.push(turn);
+        }
+        s.env
+            .write_file(&json!({"version": 2, "jobs": [job], "turns": turns}));
+        let said = s.atc(["doctor"]).doctor_said(1);
+        doctor_says(
+            &said,
+            "✗ timer: 1 watch waits, and no atc tick has run yet",
+            Some("load atc's QwenPaw plugin"),
+        );
+    }
 }
 
 #[test]
@@ -336,6 +405,13 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         said.contains("✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file"),
         "{said}"
     );
+    // -q keeps quiet only when all is well: a check failed, so every line is said.
+    env.atc(["doctor", "-q"])
+        .status(1)
+        .stdout(said)
+        .stderr("atc: 2 of 11 checks failed\n")
+        .file_unchanged()
+        .run();
 }
 
 /// What atc's QwenPaw plugin wrote into `<job file>.cadence`: doctor says which cadence
@@ -361,6 +437,21 @@ fn doctor_says_which_cadence_is_in_effect() {
         ),
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(600), "ticking": true, "timer_seen_at": null}),
+            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+        ),
+        // Said lately is within three periods and five seconds (65 s for 20 s): a minute
+        // ago still holds, two minutes ago does not.
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(60), "ticking": true, "timer_seen_at": null}),
+            "✓ cadence: atc's QwenPaw plugin (server pid 4242) starts `atc tick` every 20s while watches wait; no system timer seen".to_owned(),
+        ),
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(120), "ticking": true, "timer_seen_at": null}),
+            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+        ),
+        // A period of nothing is no cadence.
+        (
+            serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 0, "at": ago(0), "ticking": true, "timer_seen_at": null}),
             "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
         ),
     ] {
@@ -465,6 +556,44 @@ fn a_plugins_cadence_tick_is_kept_apart_from_a_timers() {
     assert!(second["last_unkicked_at"].is_string(), "{second}");
 }
 
+/// With both a timer's tick and a plugin's cadence tick in the heartbeat, doctor names
+/// the later; a tie is the timer's. Either is stale past two minutes while a watch waits.
+#[test]
+fn doctor_names_the_later_of_a_timers_tick_and_a_cadences() {
+    let s = Scene::new();
+    s.healthy();
+    s.watch(TASK, &[]);
+    let tick_lock = s.env.state.with_file_name("jobs.json.tick.lock");
+    let ago = support::ago;
+    for (timer, cadence, said) in [
+        (
+            60,
+            30,
+            "✓ timer: the last atc tick a QwenPaw plugin's cadence started ran ",
+        ),
+        (30, 60, "✓ timer: the last atc tick that was no kick ran "),
+        (30, 30, "✓ timer: the last atc tick that was no kick ran "),
+        // Ten minutes: an age read a few seconds later still says "10m".
+        (
+            600,
+            900,
+            "✗ timer: 1 watch waits, and the last atc tick that was no kick ran 10m ago",
+        ),
+    ] {
+        support::atc::write_private(
+            &tick_lock,
+            format!(
+                "{}\n",
+                json!({"last_tick_at": ago(30), "last_unkicked_at": ago(timer),
+                       "last_cadence_at": ago(cadence), "finished": true, "finished_at": ago(30)})
+            )
+            .as_bytes(),
+        );
+        let status = if said.starts_with('✓') { 0 } else { 1 };
+        doctor_says(&s.atc(["doctor"]).doctor_said(status), said, None);
+    }
+}
+
 /// Issue 36: a systemd timer installed for a while that never ran is no ✓ (doctor said
 /// "no atc tick has run yet" and ✓ while no watch waited).
 #[test]
@@ -533,14 +662,17 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
     s.watch(TASK, &[]);
     s.poll_replies(TASK, vec![Reply::json(401, bodies::AUTH_401_RUNTIME)]);
     s.tick(&[]).run();
-    // A watch recorded with a base URL where nothing answers any more.
     let mut file = s.env.file();
     let jobs = file["jobs"].as_array_mut().unwrap();
-    jobs.push(support::atc::job(
-        "task-elsewhere",
-        "pending",
-        &format!("{NOWHERE}/api"),
-    ));
+    // Two watches recorded with a base URL where nothing answers any more, and one
+    // ended there (not counted).
+    for (task, status) in [
+        ("task-elsewhere", "pending"),
+        ("task-elsewhere-2", "pending"),
+        ("task-ended-elsewhere", "cancelled"),
+    ] {
+        jobs.push(support::atc::job(task, status, &format!("{NOWHERE}/api")));
+    }
     // A result whose delivery is unknown and whose read-back window closed.
     let mut unknown = support::atc::job("task-unknown", "unconfirmed", &s.server.api());
     unknown["final"] = json!("T");
@@ -576,7 +708,7 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
     doctor_says(
         &said,
         &format!(
-            "✗ job base URL: 1 live watch is recorded with base URL {NOWHERE}/api, which does not answer (connection refused"
+            "✗ job base URL: 2 live watches are recorded with base URL {NOWHERE}/api, which does not answer (connection refused"
         ),
         Some(&format!(
             "start QwenPaw there, or watch those tasks again with --base-url {}",
@@ -610,6 +742,171 @@ fn doctor_reads_the_jobs_a_token_the_timer_lacks_a_dead_base_url_and_results_giv
         .map(|c| c["check"].as_str().unwrap())
         .collect();
     assert_eq!(failed, ["job base URL", "watches", "deliveries"]);
+}
+
+/// Live watches whose checks fail are grouped by cause, each with its own fix; a watch
+/// that ended, or has not failed since its last good check, is not counted.
+#[test]
+fn doctor_groups_the_watches_failing_their_checks_by_cause() {
+    let s = Scene::new();
+    s.healthy();
+    let base = s.server.api();
+    let mut jobs = Vec::new();
+    for (task, status, strikes, error) in [
+        (
+            "task-refused-1",
+            "pending",
+            2,
+            "GET /api/agent-task: connection refused",
+        ),
+        (
+            "task-refused-2",
+            "pending",
+            1,
+            "GET /api/agent-task: connection refused",
+        ),
+        ("task-slow", "pending", 3, "GET /api/agent-task: timed out"),
+        ("task-500", "pending", 1, "HTTP 500 Internal Server Error"),
+        (
+            "task-good-again",
+            "pending",
+            0,
+            "GET /api/agent-task: timed out",
+        ),
+        (
+            "task-ended",
+            "abandoned",
+            5,
+            "GET /api/agent-task: timed out",
+        ),
+    ] {
+        let mut job = support::atc::job(task, status, &base);
+        job["strikes"] = json!(strikes);
+        job["last_error"] = json!(error);
+        jobs.push(job);
+    }
+    s.env
+        .write_file(&json!({"version": 2, "jobs": jobs, "turns": []}));
+    let said = s.atc(["doctor"]).doctor_said(1);
+    let running = "is QwenPaw running where those watches point? `atc status TASK` shows the base URL and the last error";
+    for (line, fix) in [
+        (
+            "✗ watches: 1 watch is failing checks with HTTP 500: task-500",
+            "`atc status TASK` shows the last error; `atc log TASK` the history; after --max-strikes failures in a row the watch is abandoned",
+        ),
+        (
+            "✗ watches: 2 watches are failing checks with connection refused: task-refused-1, task-refused-2",
+            running,
+        ),
+        (
+            "✗ watches: 1 watch is failing checks with timed out: task-slow",
+            running,
+        ),
+    ] {
+        let lines: Vec<&str> = said.lines().collect();
+        let at = lines.iter().position(|l| *l == line);
+        assert!(
+            at.is_some_and(|at| lines.get(at + 1) == Some(&format!("  → {fix}").as_str())),
+            "no {line:?} with {fix:?} in\n{said}"
+        );
+    }
+}
+
+/// A job of `status` whose block (`result` or `notice`) a turn in `state` carries: the
+/// job and its turn, for seeding files.
+fn carried(task: &str, status: &str, block: &str, state: &str, base: &str) -> (Value, Value) {
+    let mut job = support::atc::job(task, status, base);
+    job["final"] = json!("T");
+    if block == "notice" {
+        job["notice"] = json!(state);
+    }
+    let mut turn = support::atc::turn_for(&mut job, state);
+    turn["carries"][0]["block"] = json!(block);
+    (job, turn)
+}
+
+/// The deliveries check counts the results only a person can move, by what happened to
+/// them, and the turns they are in when a turn holds more than one.
+#[test]
+fn doctor_counts_the_results_that_need_a_person_and_their_turns() {
+    let s = Scene::new();
+    s.healthy();
+    let base = s.server.api();
+    let seeded = |cases: &[(&str, &str, &str, &str)]| {
+        let (mut jobs, mut turns) = (Vec::new(), Vec::new());
+        for (task, status, block, state) in cases {
+            let (job, mut turn) = carried(task, status, block, state, &base);
+            if *state == "unconfirmed" {
+                turn["delivery"] = json!({"attempts": 1, "busy": 0, "unknown_since": support::ago(60), "error": "POST: timed out"});
+                if task.ends_with("-closed") {
+                    turn["delivery"]["read_back_closed_at"] = json!(support::ago(30));
+                }
+            }
+            jobs.push(job);
+            turns.push(turn);
+        }
+        (jobs, turns)
+    };
+    let (mut jobs, mut turns) = seeded(&[
+        ("task-refused", "error", "result", "refused"),
+        ("task-group-1", "undelivered", "result", "undelivered"),
+        ("task-lost", "lost", "notice", "refused"),
+        ("task-misrouted", "misrouted", "result", "misrouted"),
+        (
+            "task-unknown-closed",
+            "unconfirmed",
+            "result",
+            "unconfirmed",
+        ),
+        // Still read back: a tick moves it, no person.
+        ("task-unknown-open", "unconfirmed", "result", "unconfirmed"),
+    ]);
+    // Two delivered turns whose forward failed: to an IM channel the person has nothing;
+    // a console toast that failed leaves the chat holding the turn.
+    for (task, channel) in [("task-feishu", "feishu"), ("task-console", "console")] {
+        let (job, mut turn) = carried(task, "done", "result", "delivered", &base);
+        turn["channel"] = json!(channel);
+        turn["forward"] = json!({"status": "failed", "attempts": 3, "reason": "HTTP 500"});
+        jobs.push(job);
+        turns.push(turn);
+    }
+    // A group's turn that was not delivered carries a second result.
+    let mut second = support::atc::job("task-group-2", "undelivered", &base);
+    second["final"] = json!("T");
+    second["turn"] = turns[1]["turn_id"].clone();
+    let carry = json!({"job_id": second["job_id"], "task_id": "task-group-2", "block": "result"});
+    turns[1]["carries"].as_array_mut().unwrap().push(carry);
+    jobs.push(second);
+    let write = |jobs: &[Value], turns: &[Value]| {
+        s.env
+            .write_file(&json!({"version": 2, "jobs": jobs, "turns": turns}));
+    };
+    write(&jobs, &turns);
+    let line = "✗ deliveries: results that need a person: 1 refused (error), 3 undelivered, 1 misrouted, 1 unconfirmed past the read-back window, 1 not forwarded to the person (in 5 turns)";
+    let said = s.atc(["doctor"]).doctor_said(1);
+    assert!(said.lines().any(|l| l == line), "{said}");
+    doctor_says(
+        &said,
+        line,
+        Some(
+            "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again (an unconfirmed one is read back first)",
+        ),
+    );
+    // One turn each: no count of turns; nor for a forward alone (it is no result's turn).
+    for (keep, said) in [
+        (&[0, 3][..], "1 refused (error), 1 misrouted"),
+        (&[6][..], "1 not forwarded to the person"),
+    ] {
+        let jobs: Vec<Value> = keep.iter().map(|&i| jobs[i].clone()).collect();
+        let turns: Vec<Value> = keep.iter().map(|&i| turns[i].clone()).collect();
+        write(&jobs, &turns);
+        let out = s.atc(["doctor"]).doctor_said(1);
+        assert!(
+            out.lines()
+                .any(|l| l == format!("✗ deliveries: results that need a person: {said}")),
+            "{out}"
+        );
+    }
 }
 
 #[test]

@@ -418,7 +418,7 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     said_each(
         &out,
         [
-            format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell, it does not answer)"),
+            format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell: it does not say)"),
             "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
             "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
             "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
@@ -426,6 +426,283 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
             "  → `atc qwenpaw install --replace-agent-task-callback` removes it, moves its jobs to atc and enables atc's tools for the same agents, in an order in which the two never both deliver".to_owned(),
         ],
     );
+}
+
+/// doctor asks the server whether it loaded the plugin: a JSON 404 or `loaded: false` is
+/// a plugin it has not loaded; another page (a proxy's 404) says nothing either way.
+#[test]
+fn doctor_tells_a_plugin_the_server_has_not_loaded_from_an_answer_that_says_nothing() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let wd_shown = wd.display().to_string();
+    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let not_loaded = format!(
+        "✗ plugin: atc's plugin is installed in {wd_shown} but the server has not loaded it"
+    );
+    let cannot_tell = format!(
+        "✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell: it does not say)"
+    );
+    for (status, said) in [
+        (
+            Reply::json(404, r#"{"detail":"Plugin 'atc' not found."}"#),
+            &not_loaded,
+        ),
+        (
+            Reply::json(200, r#"{"id":"atc","loaded":false}"#),
+            &not_loaded,
+        ),
+        (Reply::html(404, "<html>Not Found</html>"), &cannot_tell),
+    ] {
+        let server = FakeQwenPaw::start();
+        server.answer("GET", "/api/version", 200, bodies::VERSION);
+        server.answer("GET", "/api/healthz", 200, bodies::HEALTH_OK);
+        server.on("GET", "/api/plugins/atc/status", vec![status]);
+        let out = env
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .env("ATC_BASE_URL", server.api())
+            .status(if said.starts_with('✗') { 1 } else { 0 })
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        said_each(&out, [said.clone()]);
+    }
+}
+
+/// A second copy of atc's plugin (a backup folder QwenPaw loads too) races ours; the
+/// seed's state file is looked for in the working dir, then in ~/.qwenpaw.
+#[test]
+fn doctor_names_a_second_copy_of_the_plugin_and_the_seeds_state_in_home() {
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    let wd_shown = wd.display().to_string();
+    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let doctor = || {
+        env.atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .status(1)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run()
+    };
+    let state = env.home.join(".qwenpaw/agent-task-callback.json");
+    fs::create_dir_all(state.parent().unwrap()).unwrap();
+    fs::write(
+        &state,
+        json!({"jobs": {
+            "task-aaaaaaaaaaaa": {"task_id": "task-aaaaaaaaaaaa", "status": "pending"},
+            "task-bbbbbbbbbbbb": {"task_id": "task-bbbbbbbbbbbb", "status": "pending"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    said_each(
+        &doctor(),
+        [format!(
+            "✗ seed plugin: the Agent Task Callback plugin is gone, but its state file {} still holds 2 pending jobs nobody moved to atc: atc's plugin stands by (delivers nothing) until they are",
+            state.display()
+        )],
+    );
+    let backup = wd.join("plugins/atc-backup");
+    fs::create_dir_all(&backup).unwrap();
+    fs::copy(
+        wd.join("plugins/atc/plugin.json"),
+        backup.join("plugin.json"),
+    )
+    .unwrap();
+    said_each(
+        &doctor(),
+        [
+            format!(
+                "✗ seed plugin: {} (plugin \"atc\") registers atc's tools too: two copies race",
+                backup.display()
+            ),
+            format!(
+                "  → move it out of {} (QwenPaw loads every folder there)",
+                wd.join("plugins").display()
+            ),
+        ],
+    );
+}
+
+/// Where a running `qwenpaw app` finds atc, in the plugin's order: next to its
+/// interpreter, in the virtualenv its interpreter links into, under
+/// `$QWENPAW_PLUGIN_SITE/bin`, `ATC_BIN` (an empty one is none), its PATH. Read from the
+/// process's command line and environment, as doctor reads a real server's.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let env = TestEnv::new();
+    let wd = working_dir(&env, None);
+    env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let server = FakeQwenPaw::start();
+    server.answer("GET", "/api/version", 200, support::bodies::VERSION);
+    server.answer("GET", "/api/healthz", 200, support::bodies::HEALTH_OK);
+    server.answer(
+        "GET",
+        "/api/plugins/atc/status",
+        404,
+        r#"{"detail":"Plugin 'atc' not found."}"#,
+    );
+    // A virtualenv whose python links to the system's, reached through a relative link
+    // from elsewhere (as a pipx or uv shim does).
+    // The interpreter itself, not a launcher (pyenv's shims are shell scripts).
+    let real = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    let python3 = PathBuf::from(String::from_utf8(real.stdout).unwrap().trim());
+    let venv = env.path("venv");
+    fs::create_dir_all(venv.join("bin")).unwrap();
+    fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", python3.parent().unwrap().display()),
+    )
+    .unwrap();
+    symlink(&python3, venv.join("bin/python3")).unwrap();
+    let shim = env.path("shim");
+    fs::create_dir_all(&shim).unwrap();
+    symlink("../venv/bin/python3", shim.join("python3")).unwrap();
+    let script = env.path("app/qwenpaw");
+    fs::create_dir_all(script.parent().unwrap()).unwrap();
+    fs::write(&script, "import time\ntime.sleep(60)\n").unwrap();
+    let atc_in = |dir: &Path| {
+        fs::create_dir_all(dir).unwrap();
+        let atc = dir.join("atc");
+        fs::write(&atc, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&atc, fs::Permissions::from_mode(0o755)).unwrap();
+        atc
+    };
+    let port = server.port().to_string();
+    // A `qwenpaw` command on the same port that is no server (started first: doctor reads
+    // the processes in pid order).
+    let mut decoy = Command::new(&python3)
+        .arg(&script)
+        .args(["shell", "--port", &port])
+        .env_clear()
+        .spawn()
+        .unwrap();
+    // The server runs `python3 qwenpaw app --port <port>` with `vars` alone; what doctor
+    // says of it.
+    let doctor_beside = |vars: &[(&str, &str)]| {
+        let mut app = Command::new(shim.join("python3"))
+            .arg(&script)
+            .args(["app", "--port", &port])
+            .env_clear()
+            .envs(vars.iter().copied())
+            .spawn()
+            .unwrap();
+        let out = env
+            .atc(["doctor"])
+            .env("QWENPAW_WORKING_DIR", &wd)
+            .env("ATC_BASE_URL", server.api())
+            .status(1)
+            .stdout_inspected()
+            .stderr_inspected()
+            .no_file()
+            .run();
+        let _ = app.kill();
+        let _ = app.wait();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        // Its line, and the fix under it.
+        let lines: Vec<&str> = said
+            .lines()
+            .skip_while(|l| !l[l.find(' ').unwrap_or(0)..].starts_with(" atc for the server"))
+            .collect();
+        let fix = lines.get(1).filter(|l| l.starts_with("  → "));
+        let line = lines[..1 + usize::from(fix.is_some())].join("\n");
+        (app.id(), line)
+    };
+    let site = env.path("site");
+    let on_path = env.path("path-bin");
+    let path = format!("{}:/usr/bin:/bin", on_path.display());
+    // No atc it could run: a file that is not executable next to the interpreter, a
+    // directory where cargo would put one.
+    let home = env.path("server-home");
+    fs::create_dir_all(home.join(".cargo/bin/atc")).unwrap();
+    fs::write(shim.join("atc"), "#!/bin/sh\n").unwrap();
+    fs::set_permissions(shim.join("atc"), fs::Permissions::from_mode(0o644)).unwrap();
+    let bare = [("PATH", path.as_str()), ("HOME", home.to_str().unwrap())];
+
+    let (pid, said) = doctor_beside(&bare);
+    assert!(
+        said.starts_with(&format!(
+            "✗ atc for the server: the server (pid {pid}) cannot find atc: not next to its interpreter ({} (next to its interpreter), {} (the virtualenv its interpreter links into)), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail\n  → install the plugin zip made on this machine",
+            shim.display(),
+            shim.join("../venv/bin").display()
+        )),
+        "{said}"
+    );
+    let on_path_atc = atc_in(&on_path);
+    let with = |name: &'static str, value: &str| {
+        let mut vars = bare.map(|(k, v)| (k, v.to_owned())).to_vec();
+        vars.push((name, value.to_owned()));
+        vars
+    };
+    for (vars, found) in [
+        (
+            with("ATC_BIN", ""),
+            format!("finds {} (its PATH)", on_path_atc.display()),
+        ),
+        (
+            with("ATC_BIN", on_path_atc.to_str().unwrap()),
+            format!("has ATC_BIN={}", on_path_atc.display()),
+        ),
+    ] {
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (pid, said) = doctor_beside(&vars);
+        assert_eq!(
+            said,
+            format!("✓ atc for the server: the server (pid {pid}) {found}")
+        );
+    }
+    let site_atc = atc_in(&site.join("bin"));
+    let with_site = with("QWENPAW_PLUGIN_SITE", site.to_str().unwrap());
+    let with_site: Vec<(&str, &str)> = with_site.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (pid, said) = doctor_beside(&with_site);
+    assert_eq!(
+        said,
+        format!(
+            "✓ atc for the server: the server (pid {pid}) finds {} ($QWENPAW_PLUGIN_SITE/bin)",
+            site_atc.display()
+        )
+    );
+    let venv_atc = shim.join("../venv/bin/atc");
+    atc_in(&venv.join("bin"));
+    let (pid, said) = doctor_beside(&with_site);
+    assert_eq!(
+        said,
+        format!(
+            "✓ atc for the server: the server (pid {pid}) finds {} (the virtualenv its interpreter links into)",
+            venv_atc.display()
+        )
+    );
+    let shim_atc = atc_in(&shim);
+    let (pid, said) = doctor_beside(&with_site);
+    assert_eq!(
+        said,
+        format!(
+            "✓ atc for the server: the server (pid {pid}) finds {} (next to its interpreter)",
+            shim_atc.display()
+        )
+    );
+    let _ = decoy.kill();
+    let _ = decoy.wait();
 }
 
 /// doctor names the atc the plugin carries (from the zip) first, says when it is built for

@@ -199,53 +199,89 @@ fn reachable_by_anyone(path: &Path) -> bool {
         .all(|p| fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
+/// Who the job file's owner is, for a test of what its owner may not do: as root (who
+/// may do anything) the job directory and its files are handed to uid `STRANGER`, and
+/// the test runs atc as that user; as anyone else, as ourselves. `Err` when the stranger
+/// cannot run the binary.
+fn owner(env: &TestEnv) -> Result<Option<u32>, String> {
+    if !is_root() {
+        return Ok(None);
+    }
+    let bin = assert_cmd::cargo::cargo_bin("atc");
+    if !reachable_by_anyone(&bin) {
+        return Err(format!("uid {STRANGER} cannot run {}", bin.display()));
+    }
+    set_mode(env.dir.path(), 0o755);
+    set_mode(&env.home, 0o755);
+    let dir = env.state.parent().unwrap();
+    chown(dir, Some(STRANGER), Some(STRANGER)).unwrap();
+    for entry in fs::read_dir(dir).unwrap() {
+        chown(entry.unwrap().path(), Some(STRANGER), Some(STRANGER)).unwrap();
+    }
+    Ok(Some(STRANGER))
+}
+
+/// `run` as the job file's `owner`.
+fn as_owner(run: support::atc::Run<'_>, owner: Option<u32>) -> support::atc::Run<'_> {
+    match owner {
+        Some(uid) => run.run_as(uid),
+        None => run,
+    }
+}
+
 #[test]
 fn an_unreadable_job_file_exits_3() {
     let env = TestEnv::new();
     watched(&env);
-    let dir = env.state.parent().unwrap().to_path_buf();
     let says = format!(
         "atc: cannot read the job file {}: Permission denied (os error 13); check the permissions of the file and its directory, or point --state (or ATC_STATE) elsewhere\n",
         env.state.display()
     );
-    if is_root() {
-        // Root reads anything; a user who owns the file but may not read it cannot.
-        let bin = assert_cmd::cargo::cargo_bin("atc");
-        if !reachable_by_anyone(&bin) {
-            return skip(&format!("uid {STRANGER} cannot run {}", bin.display()));
-        }
-        set_mode(env.dir.path(), 0o755);
-        set_mode(&env.home, 0o755);
-        chown(&dir, Some(STRANGER), Some(STRANGER)).unwrap();
-        for entry in fs::read_dir(&dir).unwrap() {
-            chown(entry.unwrap().path(), Some(STRANGER), Some(STRANGER)).unwrap();
-        }
-        set_mode(&env.state, 0o000);
-        env.atc(["status"])
-            .run_as(STRANGER)
-            .status(3)
-            .stderr(&says)
-            .file_unchanged()
-            .run();
-        watch_other(&env)
-            .run_as(STRANGER)
-            .status(3)
-            .stderr(&says)
-            .file_unchanged()
-            .run();
-    } else {
-        set_mode(&env.state, 0o000);
-        env.atc(["status"])
-            .status(3)
-            .stderr(&says)
-            .file_unchanged()
-            .run();
-        watch_other(&env)
-            .status(3)
-            .stderr(&says)
-            .file_unchanged()
-            .run();
-    }
+    // Root reads anything; a user who owns the file but may not read it cannot.
+    let owner = match owner(&env) {
+        Ok(owner) => owner,
+        Err(why) => return skip(&why),
+    };
+    set_mode(&env.state, 0o000);
+    as_owner(env.atc(["status"]), owner)
+        .status(3)
+        .stderr(&says)
+        .file_unchanged()
+        .run();
+    as_owner(watch_other(&env), owner)
+        .status(3)
+        .stderr(&says)
+        .file_unchanged()
+        .run();
+}
+
+/// Doctor sees a job directory its owner may not write (a tick could not save there),
+/// and only then.
+#[test]
+fn doctor_names_a_job_directory_a_tick_cannot_write() {
+    let env = TestEnv::new();
+    watched(&env);
+    let dir = env.state.parent().unwrap().to_path_buf();
+    let owner = match owner(&env) {
+        Ok(owner) => owner,
+        Err(why) => return skip(&why),
+    };
+    let doctor = || as_owner(env.atc(["doctor"]), owner).doctor_said(1);
+    let said = doctor();
+    assert!(
+        said.contains("✓ tick saves: no unfinished tick\n"),
+        "{said}"
+    );
+    set_mode(&dir, 0o500);
+    let said = doctor();
+    set_mode(&dir, 0o700);
+    assert!(
+        said.contains(&format!(
+            "✗ tick saves: the job file's directory {0} is mode 500: a tick cannot save the job file there\n  → chmod 700 {0}\n",
+            dir.display()
+        )),
+        "{said}"
+    );
 }
 
 #[test]
