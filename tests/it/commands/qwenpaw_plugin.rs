@@ -390,16 +390,36 @@ fn a_server_that_does_not_answer_as_qwenpaw_gets_no_install() {
     assert_eq!(server.hits("POST", "/api/plugins/install"), 0);
 }
 
+/// `atc qwenpaw install` into `wd`, no server asked.
+fn install_offline(env: &TestEnv, wd: &Path) {
+    env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .no_file()
+        .run();
+}
+
+/// `atc doctor` of the QwenPaw working dir `wd`, its base URL `api` (none answers
+/// when `None`): it must exit `status` and make no job file.
+fn doctor_of(env: &TestEnv, wd: &Path, api: Option<&str>, status: i32) -> std::process::Output {
+    let run = env.atc(["doctor"]).env("QWENPAW_WORKING_DIR", wd);
+    let run = match api {
+        Some(api) => run.env("ATC_BASE_URL", api),
+        None => run,
+    };
+    run.status(status)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run()
+}
+
 #[test]
 fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
     let wd_shown = wd.display().to_string();
-    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .no_file()
-        .run();
+    install_offline(&env, &wd);
     let seed = wd.join("plugins/agent-task-callback");
     fs::create_dir_all(&seed).unwrap();
     fs::write(
@@ -407,14 +427,7 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
         json!({"id": "agent-task-callback"}).to_string(),
     )
     .unwrap();
-    let out = env
-        .atc(["doctor"])
-        .env("QWENPAW_WORKING_DIR", &wd)
-        .status(1)
-        .stdout_inspected()
-        .stderr_inspected()
-        .no_file()
-        .run();
+    let out = doctor_of(&env, &wd, None, 1);
     said_each(
         &out,
         [
@@ -435,11 +448,7 @@ fn doctor_tells_a_plugin_the_server_has_not_loaded_from_an_answer_that_says_noth
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
     let wd_shown = wd.display().to_string();
-    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .no_file()
-        .run();
+    install_offline(&env, &wd);
     let not_loaded = format!(
         "✗ plugin: atc's plugin is installed in {wd_shown} but the server has not loaded it"
     );
@@ -461,15 +470,12 @@ fn doctor_tells_a_plugin_the_server_has_not_loaded_from_an_answer_that_says_noth
         server.answer("GET", "/api/version", 200, bodies::VERSION);
         server.answer("GET", "/api/healthz", 200, bodies::HEALTH_OK);
         server.on("GET", "/api/plugins/atc/status", vec![status]);
-        let out = env
-            .atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .env("ATC_BASE_URL", server.api())
-            .status(if said.starts_with('✗') { 1 } else { 0 })
-            .stdout_inspected()
-            .stderr_inspected()
-            .no_file()
-            .run();
+        let out = doctor_of(
+            &env,
+            &wd,
+            Some(&server.api()),
+            if said.starts_with('✗') { 1 } else { 0 },
+        );
         said_each(&out, [said.clone()]);
     }
 }
@@ -480,21 +486,8 @@ fn doctor_tells_a_plugin_the_server_has_not_loaded_from_an_answer_that_says_noth
 fn doctor_names_a_second_copy_of_the_plugin_and_the_seeds_state_in_home() {
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
-    let wd_shown = wd.display().to_string();
-    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .no_file()
-        .run();
-    let doctor = || {
-        env.atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .status(1)
-            .stdout_inspected()
-            .stderr_inspected()
-            .no_file()
-            .run()
-    };
+    install_offline(&env, &wd);
+    let doctor = || doctor_of(&env, &wd, None, 1);
     let state = env.home.join(".qwenpaw/agent-task-callback.json");
     fs::create_dir_all(state.parent().unwrap()).unwrap();
     fs::write(
@@ -545,11 +538,7 @@ fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
     use std::os::unix::fs::{PermissionsExt, symlink};
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
-    env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .no_file()
-        .run();
+    install_offline(&env, &wd);
     let server = FakeQwenPaw::start();
     server.answer("GET", "/api/version", 200, support::bodies::VERSION);
     server.answer("GET", "/api/healthz", 200, support::bodies::HEALTH_OK);
@@ -607,15 +596,7 @@ fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
             .envs(vars.iter().copied())
             .spawn()
             .unwrap();
-        let out = env
-            .atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .env("ATC_BASE_URL", server.api())
-            .status(1)
-            .stdout_inspected()
-            .stderr_inspected()
-            .no_file()
-            .run();
+        let out = doctor_of(&env, &wd, Some(&server.api()), 1);
         let _ = app.kill();
         let _ = app.wait();
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -712,15 +693,10 @@ fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
 fn doctor_names_the_atc_the_plugin_carries_its_platform_and_the_seeds_leftover_jobs() {
     let env = TestEnv::new();
     let wd = working_dir(&env, None);
-    let wd_shown = wd.display().to_string();
     let bin = wd.join("plugins/atc/bin");
     fs::create_dir_all(&bin).unwrap();
     fs::write(bin.join("atc"), b"#!/bin/sh\n").unwrap();
-    env.atc(["qwenpaw", "install", "--working-dir", &wd_shown])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .no_file()
-        .run();
+    install_offline(&env, &wd);
     // The install replaced the carried atc with itself, and named its platform.
     assert_eq!(
         fs::read(bin.join("atc")).unwrap(),
@@ -729,14 +705,7 @@ fn doctor_names_the_atc_the_plugin_carries_its_platform_and_the_seeds_leftover_j
     let platform = fs::read_to_string(bin.join("atc.platform")).unwrap();
     assert_eq!(platform, format!("{}\n", python_platform()));
     let doctor = |status: i32| {
-        let out = env
-            .atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .status(status)
-            .stdout_inspected()
-            .stderr_inspected()
-            .no_file()
-            .run();
+        let out = doctor_of(&env, &wd, None, status);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let said = doctor(1); // no server answers: ✗ server
@@ -819,20 +788,8 @@ fn doctor_says_whether_the_console_frontend_is_loaded() {
         server.on("GET", "/api/frontend_plugin", vec![list]);
         let env = TestEnv::new();
         let wd = working_dir(&env, None);
-        env.atc(["qwenpaw", "install", "--working-dir", wd.to_str().unwrap()])
-            .env_remove("ATC_BASE_URL")
-            .stdout_inspected()
-            .no_file()
-            .run();
-        let out = env
-            .atc(["doctor"])
-            .env("QWENPAW_WORKING_DIR", &wd)
-            .env("ATC_BASE_URL", server.api())
-            .status(1)
-            .stdout_inspected()
-            .stderr_inspected()
-            .no_file()
-            .run();
+        install_offline(&env, &wd);
+        let out = doctor_of(&env, &wd, Some(&server.api()), 1);
         let said = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = said.lines().collect();
         let at = lines
