@@ -424,18 +424,9 @@ impl<In: UreqTransport> Connector<In> for Tcp {
         let started = std::time::Instant::now();
         let mut last = None;
         for (i, addr) in details.addrs.iter().enumerate() {
-            let left = match budget {
-                Some(budget) => match budget.checked_sub(started.elapsed()) {
-                    // As ureq shares it: half of what is left for each address but the
-                    // last, so one that never answers does not use up the others' time.
-                    Some(left) if !left.is_zero() && i + 1 < details.addrs.len() => {
-                        Some((left / 2).max(Duration::from_millis(10)).min(left))
-                    }
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => return Err(ureq::Error::Timeout(details.timeout.reason)),
-                },
-                None => None,
-            };
+            let left = budget.map(|b| b.saturating_sub(started.elapsed()));
+            let left = connect_wait(left, i, details.addrs.len())
+                .ok_or(ureq::Error::Timeout(details.timeout.reason))?;
             let connected = match left {
                 Some(left) => TcpStream::connect_timeout(addr, left),
                 None => TcpStream::connect(addr),
@@ -449,19 +440,39 @@ impl<In: UreqTransport> Connector<In> for Tcp {
                     (details.register_shutdown)(Arc::downgrade(&socket.stream) as _)?;
                     return Ok(Some(Either::B(socket)));
                 }
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-                    ) =>
-                {
-                    last = Some(ureq::Error::Timeout(ureq::Timeout::Connect));
-                }
-                Err(err) => last = Some(ureq::Error::Io(err)),
+                Err(err) => last = Some(connect_failed(err)),
             }
         }
         Err(last.unwrap_or(ureq::Error::ConnectionFailed))
     }
+}
+
+/// A connect that failed, as ureq names it: a timeout is `Timeout(Connect)` (nothing
+/// was sent: another address, or the next tick, may try), anything else the I/O error.
+fn connect_failed(err: io::Error) -> ureq::Error {
+    if timed_out(&err) {
+        ureq::Error::Timeout(ureq::Timeout::Connect)
+    } else {
+        ureq::Error::Io(err)
+    }
+}
+
+/// How long to wait for address `i` of `n` with `left` of the connect budget remaining
+/// (`Some(None)`: no budget, wait as long as the system does; `None`: the budget is spent).
+/// As ureq shares it: half of what is left (at least 10 ms) for each address but the
+/// last, so one that never answers does not use up the others' time; the rest for the last.
+fn connect_wait(left: Option<Duration>, i: usize, n: usize) -> Option<Option<Duration>> {
+    let Some(left) = left else {
+        return Some(None);
+    };
+    if left.is_zero() {
+        return None;
+    }
+    Some(Some(if i + 1 < n {
+        (left / 2).max(Duration::from_millis(10)).min(left)
+    } else {
+        left
+    }))
 }
 
 /// One kept-alive TCP connection, driven for a loop of small requests: ureq's
@@ -518,6 +529,7 @@ fn timeout_change(set: Option<Duration>, budget: Option<Duration>) -> Option<Opt
     }
 }
 
+/// A socket's timeout ran out (a blocking socket with a timeout reports `WouldBlock`).
 fn timed_out(err: &io::Error) -> bool {
     matches!(
         err.kind(),
@@ -694,6 +706,11 @@ fn describe(err: &ureq::Error) -> String {
             format!("TLS handshake failed: is the server plain http://? ({io})")
         }
         ureq::Error::Timeout(timeout) => format!("timed out ({timeout})"),
+        // ureq's "io: Peer disconnected": the server (or a proxy before it) closed the
+        // connection before its answer was whole.
+        ureq::Error::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
+            "the server closed the connection before its answer was whole".to_owned()
+        }
         other => other.to_string(),
     }
 }
@@ -701,6 +718,131 @@ fn describe(err: &ureq::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_thread_uses_the_lane_it_entered() {
+        let client = Client::with_lanes(Duration::from_secs(1), Auth::default(), 4);
+        let uses = |lane: usize| std::ptr::eq(client.lane(), &client.lanes[lane]);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert!(uses(0), "a thread starts in lane 0");
+                enter_lane(2);
+                assert!(uses(2));
+                // A lane past the client's count wraps around.
+                enter_lane(7);
+                assert!(uses(3));
+            });
+        });
+        assert!(uses(0), "another thread's lane is its own");
+    }
+
+    #[test]
+    fn tokens_go_over_plain_http_only_to_the_base_urls_allowed() {
+        let auth = Auth {
+            runtime_token: Some("tok".to_owned()),
+            ..Auth::default()
+        };
+        let mut client = Client::new(Duration::from_secs(1), auth);
+        let [a, b, c] = [
+            "http://10.0.0.1:8088/api",
+            "http://10.0.0.2:8088/api",
+            "http://10.0.0.3:8088/api",
+        ];
+        for allowed in [a, b, a] {
+            client.allow_insecure(allowed);
+        }
+        assert_eq!(client.insecure_ok, [a, b], "each once");
+        for url in [a, b] {
+            assert!(
+                client.guard("GET", &format!("{url}/version")).is_ok(),
+                "{url}"
+            );
+        }
+        let refused = client.guard("GET", &format!("{c}/version")).unwrap_err();
+        assert!(refused.nothing_sent, "{}", refused.message);
+        assert!(
+            refused.message.starts_with(&format!("GET {c}/version: ")),
+            "{}",
+            refused.message
+        );
+    }
+
+    #[test]
+    fn a_host_is_looked_up_once_per_scheme_and_authority() {
+        let resolver = OnceResolver::default();
+        let config = ureq::config::Config::default();
+        let resolve = |url: &str| {
+            let uri: ureq::http::Uri = url.parse().unwrap();
+            let found = resolver
+                .resolve(&uri, &config, NextTimeout::default())
+                .unwrap();
+            found.iter().copied().collect::<Vec<_>>()
+        };
+        let local: std::net::SocketAddr = "127.0.0.1:8088".parse().unwrap();
+        for _ in 0..2 {
+            assert_eq!(resolve("http://127.0.0.1:8088/api/version"), [local]);
+        }
+        assert_eq!(resolver.known.lock().unwrap().len(), 1, "kept once");
+        assert_eq!(resolve("https://127.0.0.1:8088/api/version"), [local]);
+        assert_eq!(resolver.known.lock().unwrap().len(), 2, "by scheme too");
+    }
+
+    #[test]
+    fn each_address_but_the_last_waits_half_of_the_connect_budget_left() {
+        let ms = Duration::from_millis;
+        assert_eq!(connect_wait(None, 0, 2), Some(None), "no budget");
+        assert_eq!(connect_wait(Some(ms(1000)), 0, 2), Some(Some(ms(500))));
+        assert_eq!(connect_wait(Some(ms(1000)), 1, 2), Some(Some(ms(1000))));
+        assert_eq!(
+            connect_wait(Some(ms(15)), 0, 3),
+            Some(Some(ms(10))),
+            "at least 10 ms"
+        );
+        assert_eq!(
+            connect_wait(Some(ms(5)), 0, 2),
+            Some(Some(ms(5))),
+            "never past the budget"
+        );
+        assert_eq!(connect_wait(Some(Duration::ZERO), 0, 2), None, "spent");
+        assert_eq!(connect_wait(Some(Duration::ZERO), 1, 2), None, "spent");
+    }
+
+    #[test]
+    fn what_never_reached_the_server_is_told_from_what_may_have() {
+        for kind in [io::ErrorKind::TimedOut, io::ErrorKind::WouldBlock] {
+            let err = connect_failed(io::Error::new(kind, "no answer"));
+            assert!(
+                matches!(err, ureq::Error::Timeout(ureq::Timeout::Connect)),
+                "{err}"
+            );
+            assert!(nothing_sent(&err));
+            assert_eq!(describe(&err), "timed out (connect)");
+        }
+        let err = connect_failed(io::Error::new(io::ErrorKind::ConnectionRefused, "refused"));
+        assert!(nothing_sent(&err));
+        assert_eq!(describe(&err), "connection refused (is QwenPaw running?)");
+        // What certainly never reached the server, and what may have.
+        for (err, sent) in [
+            (ureq::Error::HostNotFound, false),
+            (ureq::Error::ConnectionFailed, false),
+            (ureq::Error::Timeout(ureq::Timeout::Resolve), false),
+            (ureq::Error::Timeout(ureq::Timeout::RecvResponse), true),
+            (ureq::Error::Timeout(ureq::Timeout::SendBody), true),
+            (
+                connect_failed(io::Error::new(
+                    io::ErrorKind::NetworkUnreachable,
+                    "no route",
+                )),
+                false,
+            ),
+            (
+                connect_failed(io::Error::new(io::ErrorKind::ConnectionReset, "reset")),
+                true,
+            ),
+        ] {
+            assert_eq!(nothing_sent(&err), !sent, "{err}");
+        }
+    }
 
     #[test]
     fn encodes_segments_and_values() {
@@ -733,6 +875,10 @@ mod tests {
         assert_eq!(
             describe(&ureq::Error::Timeout(ureq::Timeout::RecvBody)),
             "timed out (receive body)"
+        );
+        assert_eq!(
+            describe(&io(io::ErrorKind::UnexpectedEof, "Peer disconnected")),
+            "the server closed the connection before its answer was whole"
         );
     }
 

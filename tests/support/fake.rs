@@ -13,7 +13,7 @@
 //!
 //! Faults a client must survive are replies too: any bytes as a body (`Reply::raw`), extra
 //! headers (a redirect's `location`), and how the answer goes out ([`Wire`]): not at all
-//! (`Reply::hang`), trickling (`Wire::Drip`), stopping halfway (`Wire::Stall`), cut off
+//! (`Reply::hang`), trickling (`Wire::Drip`), its head in two reads (`Wire::SplitHead`), stopping halfway (`Wire::Stall`), cut off
 //! (`Wire::Cut`), or never ending (`Wire::Endless`). A silent or endless answer lasts until
 //! the client gives up or the fake is dropped, so it never outlives the test. A TLS handshake (an `https://` client
 //! on this plain-HTTP port) is answered 400 like uvicorn does, and counts as a request no
@@ -89,6 +89,9 @@ pub enum Wire {
     Hang,
     /// The head at once, then the body one byte at a time, this long apart.
     Drip(Duration),
+    /// The status line alone, then (this long after) the rest: a head that arrives in two
+    /// reads, as over a real network or through a proxy.
+    SplitHead(Duration),
     /// The head and the first `n` bytes of the body, then silence as with `Hang`: a body
     /// that never completes.
     Stall(usize),
@@ -817,6 +820,15 @@ fn send_faulty(
         }
         Wire::Cut(n) => {
             w.write_all(&partly(n))?;
+            w.flush()
+        }
+        Wire::SplitHead(after) => {
+            let whole = partly(reply.body.len());
+            let line = whole.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+            w.write_all(&whole[..line])?;
+            w.flush()?;
+            thread::sleep(after);
+            w.write_all(&whole[line..])?;
             w.flush()
         }
         Wire::Drip(every) => {

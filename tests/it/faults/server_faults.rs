@@ -190,6 +190,50 @@ fn a_body_that_trickles_or_never_completes_is_a_strike_at_the_http_timeout() {
     }
 }
 
+/// An answer whose head arrives in two reads (the status line first) is read whole.
+#[test]
+fn an_answer_whose_head_arrives_in_two_reads_is_read_whole() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::FINISHED_COMPLETED)
+                .on_wire(Wire::SplitHead(Duration::from_millis(50))),
+        ],
+    );
+    s.tick(&[]);
+    delivered_once(&s);
+}
+
+/// A server that closes the connection without an answer, or in the middle of one, is a
+/// strike saying so at once (not at the HTTP timeout), and the next poll goes on.
+#[test]
+fn a_connection_closed_without_an_answer_or_cut_short_is_a_strike_at_once() {
+    let closed = "the server closed the connection before its answer was whole";
+    for (name, reply, said) in [
+        ("no answer", Reply::dropped(), None),
+        (
+            "half the body",
+            Reply::json(200, bodies::FINISHED_COMPLETED).on_wire(Wire::Cut(20)),
+            Some(format!("HTTP 200: reading the answer failed: {closed}")),
+        ),
+    ] {
+        let s = Scene::new();
+        s.watch(TASK, &[]);
+        s.poll_replies(
+            TASK,
+            vec![reply, Reply::json(200, bodies::FINISHED_COMPLETED)],
+        );
+        s.tick(&["--http-timeout", "5s"]);
+        let error = struck(&s, 1);
+        let said = said.unwrap_or_else(|| format!("{}: {closed}", poll_url(&s)));
+        assert_eq!(error, said, "{name}");
+        s.tick(&[]);
+        delivered_once(&s);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Error answers
 
@@ -379,8 +423,68 @@ fn html_error_pages_are_strikes_that_name_the_base_url() {
     }
 }
 
+/// A response head of a few KiB (long cookies, a proxy's headers) is read like any other;
+/// one over 16 KiB is refused, named as a head too large, and struck like any failed check.
+#[test]
+fn a_long_response_head_is_read_and_an_oversized_one_named() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(200, bodies::RUNNING).with_header("x-padding", &"a".repeat(12 * 1024)),
+            Reply::json(200, bodies::RUNNING).with_header("x-padding", &"a".repeat(20 * 1024)),
+        ],
+    );
+    s.tick(&[]).run();
+    let job = s.job(TASK);
+    assert!(
+        job["strikes"].as_u64().unwrap_or(0) == 0 && job.get("last_error").is_none(),
+        "{job}"
+    );
+    s.tick(&[]).run();
+    // How much of the head ureq had read when it stopped depends on how it arrived.
+    let error = struck(&s, 1);
+    let said = format!(
+        "GET {}/console/chat/task/{TASK}: response header is too big: ",
+        s.server.api()
+    );
+    assert!(
+        error.starts_with(&said) && error.ends_with(" > 16384"),
+        "{error}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Redirects and tokens
+
+/// A web login's token can be long (a JWT of a few KiB): the request head carrying it
+/// goes out whole, past any buffer of atc's.
+#[test]
+fn a_long_token_goes_out_whole() {
+    let token: String = "eyJhbGciOi.".repeat(600);
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[])
+        .env("ATC_BEARER_TOKEN", &token)
+        .never_shows(&token)
+        .run();
+    // The tick's poll (the watch's task check before it carried no token).
+    let polled = s
+        .server
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "GET" && r.path.ends_with(TASK))
+        .expect("the poll");
+    let sent = polled.header("authorization").unwrap_or("none");
+    assert!(
+        sent == format!("Bearer {token}"),
+        "sent {} bytes: {}…",
+        sent.len(),
+        &sent[..sent.len().min(40)]
+    );
+}
 
 #[test]
 fn redirects_are_never_followed_and_the_tokens_never_leave() {
