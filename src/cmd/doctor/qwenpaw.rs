@@ -44,7 +44,7 @@ pub fn checks(client: &Client, doctor: &Doctor) -> Vec<Check> {
         (true, None) => ok(
             "plugin",
             format!(
-                "atc's plugin is installed in {} (whether the server loaded it: cannot tell: it does not say)",
+                "atc's plugin is installed in {} (the server does not say whether it loaded it)",
                 wd.display()
             ),
         ),

@@ -431,7 +431,7 @@ fn doctor_names_the_plugin_its_tools_and_the_seed_plugin_still_installed() {
     said_each(
         &out,
         [
-            format!("✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell: it does not say)"),
+            format!("✓ plugin: atc's plugin is installed in {wd_shown} (the server does not say whether it loaded it)"),
             "✓ plugin tools: enabled for default; not for QA (`atc qwenpaw install --agents …` adds them)".to_owned(),
             "✓ kicks: the end-of-turn hook is installed; no turn's end has started a tick yet (it starts one only while watches wait, and needs atc where the server finds it: see the atc for the server line)".to_owned(),
             "✓ atc for the server: cannot tell: no `qwenpaw app` process serving http://127.0.0.1:9/api whose environment this user can read".to_owned(),
@@ -453,7 +453,7 @@ fn doctor_tells_a_plugin_the_server_has_not_loaded_from_an_answer_that_says_noth
         "✗ plugin: atc's plugin is installed in {wd_shown} but the server has not loaded it"
     );
     let cannot_tell = format!(
-        "✓ plugin: atc's plugin is installed in {wd_shown} (whether the server loaded it: cannot tell: it does not say)"
+        "✓ plugin: atc's plugin is installed in {wd_shown} (the server does not say whether it loaded it)"
     );
     for (status, said) in [
         (
