@@ -914,16 +914,23 @@ fn python(script: &str, args: &[&Path]) -> Vec<u8> {
     out.stdout
 }
 
+/// Opens the zip with Python's zipfile: every CRC right, and every entry stored, made on
+/// Unix by zip 2.0 (so `unzip` honours its mode) and needing 2.0, with no flags, and the
+/// DOS folder bit on folders only.
+const OPEN_ZIP: &str = "import hashlib,json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nfor i in z.infolist():\n    got=(i.create_system,i.create_version,i.extract_version,i.compress_type,i.flag_bits,bool(i.external_attr&0x10))\n    assert got==(3,20,20,0,0,i.filename.endswith('/')),(i.filename,got)\n";
+
 /// Python's zipfile reads the zip: (name, mode, date, bytes) of each entry, in order.
 fn unzip(path: &Path) -> Vec<(String, u32, String, Vec<u8>)> {
-    let script = "import json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))";
-    serde_json::from_slice(&python(script, &[path])).unwrap()
+    let script = OPEN_ZIP.to_owned()
+        + "print(json.dumps([[i.filename, i.external_attr >> 16, '%04d-%02d-%02d %02d:%02d:%02d' % i.date_time, list(z.read(i))] for i in z.infolist()]))";
+    serde_json::from_slice(&python(&script, &[path])).unwrap()
 }
 
 /// Python's zipfile reads a big zip: (name, mode, sha256 hex) of each entry, in order.
 fn unzip_digests(path: &Path) -> Vec<(String, u32, String)> {
-    let script = "import hashlib,json,sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps([[i.filename, i.external_attr >> 16, hashlib.sha256(z.read(i)).hexdigest()] for i in z.infolist()]))";
-    serde_json::from_slice(&python(script, &[path])).unwrap()
+    let script = OPEN_ZIP.to_owned()
+        + "print(json.dumps([[i.filename, i.external_attr >> 16, hashlib.sha256(z.read(i)).hexdigest()] for i in z.infolist()]))";
+    serde_json::from_slice(&python(&script, &[path])).unwrap()
 }
 
 /// The file's sha256, in hex, as Python's hashlib computes it.

@@ -231,6 +231,26 @@ fn tokens_never_go_over_plain_http_to_another_machine() {
             .never_shows(RUNTIME_TOKEN)
             .file_unchanged();
     }
+    // The allowance is for a remote host: on loopback there is nothing to allow, and the
+    // watch records none.
+    let local = "task-100000000001";
+    env.atc([
+        "--allow-insecure-remote",
+        "watch",
+        local,
+        "--session",
+        "s-77",
+        "--no-task-check",
+    ])
+    .env("ATC_BASE_URL", "http://127.0.0.1:9")
+    .env("QWENPAW_RUNTIME_INTERNAL_TOKEN", RUNTIME_TOKEN)
+    .stdout_contains(local)
+    .stderr_contains("could not check that the parent chat exists")
+    .never_shows(RUNTIME_TOKEN)
+    .run();
+    let job = env.job(local);
+    assert_eq!(job["base_url"], "http://127.0.0.1:9/api", "{job}");
+    assert!(job.get("allow_insecure_remote").is_none(), "{job}");
 }
 
 /// A shell command run inside a private network namespace where 10.123.0.1 is an address

@@ -43,6 +43,24 @@ fn from_pairs_each_session_line_with_the_task_id_above_it() {
             assert_eq!(file["jobs"][1]["task_id"], "task-b");
             assert!(file["jobs"][1].get("child_session").is_none());
         });
+    // --child-session, given too, names the one task's child in place of the line.
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "--from",
+        "-",
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+    ])
+    .stdin("[TASK_ID: task-a]\n[SESSION: me:to:w:1:aa]\n")
+    .chat_check_skipped()
+    .stdout_inspected()
+    .file(|file| {
+        assert_eq!(file["jobs"][0]["task_id"], "task-a");
+        assert_eq!(file["jobs"][0]["child_session"], CHILD);
+    });
 }
 
 #[test]

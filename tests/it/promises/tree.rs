@@ -217,8 +217,9 @@ fn three_levels_go_up_level_by_level() {
             &bodies::finished_completed("s-great", "GREAT: 7"),
         )],
     );
+    // Two levels up: the depth it needs, set by the flag (the default is 5).
     for _ in 0..8 {
-        s.tick(&[]);
+        s.tick(&["--follow-up-depth", "2"]);
     }
     assert_eq!(
         follow_ups(&s, "s-child"),
