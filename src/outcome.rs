@@ -245,11 +245,17 @@ impl Outcome {
 /// The kind of a failure, from a fixed vocabulary: what a log may say about an error
 /// without quoting anything a server sent.
 pub fn failure_kind(error: &str) -> String {
-    if let Some(rest) = error.find("HTTP ").map(|i| &error[i + 5..]) {
-        let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if code.len() == 3 {
-            return format!("HTTP {code}");
-        }
+    let status = |text: &str| {
+        let code: String = text.chars().take_while(char::is_ascii_digit).collect();
+        (code.len() == 3).then_some(code)
+    };
+    let code = match error.find("HTTP ") {
+        Some(at) => status(&error[at + 5..]),
+        // A refusal's own record says its status first: `404: Channel not found: mqtt`.
+        None => status(error).filter(|_| error[3..].starts_with(": ")),
+    };
+    if let Some(code) = code {
+        return format!("HTTP {code}");
     }
     let kind = if error.contains("instead of JSON") {
         "not JSON"

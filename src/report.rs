@@ -116,10 +116,9 @@ pub struct Report {
 }
 
 impl Report {
+    /// Counts and lists a job's outcome (a turn's, `Followed` among them, are
+    /// [`Report::record_turn`]'s); bookkeeping is left out.
     pub fn add(&mut self, outcome: Outcome, task_id: &str) {
-        if outcome == Outcome::Followed {
-            self.followed += 1;
-        }
         if outcome.is_internal() {
             return;
         }
@@ -128,12 +127,6 @@ impl Report {
             .entry(outcome)
             .or_default()
             .push(task_id.to_owned());
-    }
-
-    pub fn add_all(&mut self, outcomes: &[Outcome], task_id: &str) {
-        for outcome in outcomes {
-            self.add(*outcome, task_id);
-        }
     }
 
     /// Counts what an event did to `job` (the job as it is afterwards), keeps the reason
@@ -555,6 +548,11 @@ mod tests {
                 "chat busy",
             ),
             ("something the server said about alice", "other"),
+            ("404: Channel not found: mqtt", "HTTP 404"),
+            ("422: {\"detail\": \"bad\"}", "HTTP 422"),
+            ("2024 was a year", "other"),
+            ("500 things went wrong", "other"),
+            ("", "other"),
         ] {
             assert_eq!(failure_kind(error), kind, "{error}");
         }
@@ -573,7 +571,8 @@ mod tests {
             &[Outcome::Polled, Outcome::FailedCheck, Outcome::Abandoned],
             Timestamp::from_unix(5),
         );
-        report.add_all(&[Outcome::Polled, Outcome::Finished], "task-b");
+        report.add(Outcome::Polled, "task-b");
+        report.add(Outcome::Finished, "task-b");
         report.add(Outcome::Delivered, "task-b");
         report.add(Outcome::Claimed, "task-b");
         assert_eq!(report.count(Outcome::Polled), 2);
@@ -650,6 +649,47 @@ mod tests {
             "{log:?}"
         );
         assert!(report.take_log().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn a_tick_of_several_passes_sums_them_and_is_settled_only_if_each_was() {
+        use crate::turn::TurnState;
+        let at = Timestamp::from_unix(5);
+        let pass = |task: &str| {
+            let mut report = Report::default();
+            let turn = turn(TurnState::Delivered, &[task]);
+            report.record_turn(&turn, &[], &[Outcome::Followed, Outcome::Forwarded], at);
+            report
+        };
+        let mut all = pass("task-a");
+        all.absorb(pass("task-b"));
+        all.absorb(pass("task-a"));
+        assert_eq!(
+            all.summary(),
+            "tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 3 parent turns followed, 3 console toasts"
+        );
+        let json = all.to_json();
+        assert_eq!(json["followed"], 3);
+        assert_eq!(json["passes"], 3);
+        assert_eq!(json["tasks"]["forwarded"], json!(["task-a", "task-b"]));
+        for (first, later, settled) in [
+            (Report::unchanged(), Report::unchanged(), true),
+            (Report::unchanged(), Report::default(), false),
+            (Report::default(), Report::unchanged(), false),
+        ] {
+            let mut all = first;
+            all.absorb(later);
+            assert_eq!(all.is_unchanged(), settled);
+        }
+        for (first, later, unconcerned) in [
+            (Report::unconcerned(), Report::unconcerned(), true),
+            (Report::unconcerned(), Report::default(), false),
+            (Report::default(), Report::unconcerned(), false),
+        ] {
+            let mut all = first;
+            all.absorb(later);
+            assert_eq!(all.is_unconcerned(), unconcerned);
+        }
     }
 
     /// A turn in `state` carrying the results of `tasks` (job ids `job-<task>`).

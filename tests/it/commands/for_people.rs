@@ -1061,43 +1061,49 @@ fn log_tells_each_job_s_history_in_order() {
     s.watch(TASK, &[]);
     s.watch("task-other", &[]);
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
-    s.poll_replies("task-other", vec![Reply::json(200, bodies::RUNNING)]);
+    s.poll_replies(
+        "task-other",
+        vec![
+            Reply::json(200, bodies::RUNNING),
+            Reply::json(200, bodies::RUNNING),
+        ],
+    );
+    s.tick(&[]).run();
     s.tick(&[]).run();
     s.atc(["cancel", "task-other"]).stdout_inspected().run();
 
     let all = s.atc(["log", "--json"]).json();
-    let events: Vec<(String, String)> = all["events"]
+    // Each job's history in order, what the file held after each event: a task polled
+    // while it runs is logged at its first poll only; a job's turn logs where its job
+    // stands (its own job's, not another's).
+    let job_id = |task: &str| s.job(task)["job_id"].as_str().unwrap().to_owned();
+    let (mine, other) = (job_id(TASK), job_id("task-other"));
+    let turn = format!("atc-{mine}");
+    let events: Vec<Value> = all["events"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| {
-            (
-                e["task_id"].as_str().unwrap().to_owned(),
-                e["event"].as_str().unwrap().to_owned(),
-            )
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("at");
+            e
         })
         .collect();
-    let of = |task: &str| -> Vec<String> {
-        events
-            .iter()
-            .filter(|(t, _)| t == task)
-            .map(|(_, e)| e.clone())
-            .collect()
-    };
-    let mine = of(TASK);
     assert_eq!(
-        mine.first().map(String::as_str),
-        Some("registered"),
-        "{mine:?}"
-    );
-    assert_eq!(mine, ["registered", "polled", "delivered"]);
-    assert_eq!(of("task-other"), ["registered", "polled", "cancelled"]);
-    let polled = &all["events"].as_array().unwrap()[2..4];
-    assert!(
-        polled.iter().any(|e| e["task_id"] == TASK
-            && e["task_status"] == "finished"
-            && e["outcome"] == "completed"),
-        "{polled:?}"
+        events,
+        [
+            json!({"event": "registered", "task_id": TASK, "job_id": mine, "status": "pending"}),
+            json!({"event": "registered", "task_id": "task-other", "job_id": other, "status": "pending"}),
+            json!({"event": "polled", "task_id": TASK, "job_id": mine, "status": "delivering",
+                "task_status": "finished", "outcome": "completed"}),
+            json!({"event": "polled", "task_id": "task-other", "job_id": other, "status": "pending",
+                "task_status": "running"}),
+            json!({"event": "delivered", "task_id": TASK, "job_id": mine, "turn_id": turn,
+                "status": "done", "http_status": 200}),
+            json!({"event": "toast_shown", "task_id": TASK, "job_id": mine, "turn_id": turn,
+                "status": "done", "http_status": 200}),
+            json!({"event": "cancelled", "task_id": "task-other", "job_id": other, "status": "cancelled"}),
+        ]
     );
 
     let one = s.atc(["log", TASK]).stdout_inspected().run();
@@ -1606,6 +1612,17 @@ fn wait_is_patient_with_a_server_that_restarts() {
 /// Runs `atc ARGS` on a pseudo-terminal `columns` wide (`script -qec … /dev/null`, with
 /// COLUMNS), returning its lines; `None` without `script`.
 fn on_a_terminal(env: &TestEnv, columns: usize, args: &str) -> Option<Vec<String>> {
+    on_a_window(env, 80, Some(&columns.to_string()), args)
+}
+
+/// Runs `atc ARGS` on a pseudo-terminal whose window is `window` columns wide, with
+/// COLUMNS set to `columns` or unset, returning its lines; `None` without `script`.
+fn on_a_window(
+    env: &TestEnv,
+    window: usize,
+    columns: Option<&str>,
+    args: &str,
+) -> Option<Vec<String>> {
     let atc = assert_cmd::cargo::cargo_bin("atc");
     let hermetic = env.std_cmd();
     let mut script = std::process::Command::new("script");
@@ -1615,11 +1632,14 @@ fn on_a_terminal(env: &TestEnv, columns: usize, args: &str) -> Option<Vec<String
             script.env(k, v);
         }
     }
-    let out = script
-        .env("COLUMNS", columns.to_string())
-        .args(["-qec", &format!("{} {args}", atc.display()), "/dev/null"])
-        .output()
-        .ok()?;
+    // Set as atc starts: the shell that `script` runs sets COLUMNS to the window's width
+    // after each command (bash's checkwinsize).
+    let columns = columns.map_or("-u COLUMNS".to_owned(), |c| format!("COLUMNS={c}"));
+    let command = format!(
+        "stty cols {window} rows 24; exec env {columns} {} {args}",
+        atc.display()
+    );
+    let out = script.args(["-qec", &command, "/dev/null"]).output().ok()?;
     assert!(out.status.success(), "{out:?}");
     Some(
         String::from_utf8_lossy(&out.stdout)
@@ -1654,8 +1674,21 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
             lines.join("\n")
         );
     }
+    // Without COLUMNS (or with one that is no width) the window says how wide it is; a
+    // window of no width (a terminal nobody sized) is taken as 80.
+    for columns in [None, Some("0"), Some("wide")] {
+        assert_eq!(
+            on_a_window(&env, 40, columns, "status").unwrap(),
+            lines,
+            "COLUMNS {columns:?}"
+        );
+    }
+    assert_eq!(
+        on_a_window(&env, 0, None, "status").unwrap(),
+        on_a_terminal(&env, 80, "status").unwrap()
+    );
+    assert_ne!(on_a_terminal(&env, 80, "status").unwrap(), lines);
     let shown = lines.join("\n");
-    eprintln!("{shown}");
     assert!(
         shown.contains("\n  2 failed checks: connection refused"),
         "the note keeps its fact:\n{shown}"

@@ -145,8 +145,10 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
         vec![Reply::json(200, bodies::FINISHED_COMPLETED)],
     );
     s.chats.busy_for("s-4", 1000);
-    s.tick(&["-v"]).stderr(
-        "tick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up, 2 parent turns followed, 2 console toasts\n",
+    // Each outcome a reader can use, by name; bookkeeping (the parent turns followed,
+    // each turn's claim) only in the counts.
+    s.tick(&["-vv"]).stderr(
+        "tick: busy: task-fin2\ntick: finished: task-fin2\ntick: forwarded: task-fin task-gone\ntick: polled: task-run task-fin2\ntick: running: task-run\ntick: 2 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up, 2 parent turns followed, 2 console toasts\n",
     );
 
     let report = s.atc(["--json", "tick"]).json();
@@ -161,6 +163,37 @@ fn a_tick_is_silent_verbose_on_request_and_reports_json() {
 
     s.tick(&["-vv"]).stderr(
         "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up\n",
+    );
+    // -vvv: first where the pass spent its time, phase by phase, then what -vv says.
+    let out = s.tick(&["-vvv"]).stderr_inspected().run();
+    let said = String::from_utf8(out.stderr).unwrap();
+    let (timing, rest) = said.split_once('\n').unwrap();
+    let phases: Vec<&str> = timing
+        .strip_prefix("tick: ")
+        .unwrap()
+        .split(", ")
+        .map(|phase| {
+            let (name, took) = phase.strip_suffix(" ms").unwrap().split_once(' ').unwrap();
+            let (whole, tenths) = took.split_once('.').unwrap();
+            assert!(
+                !whole.is_empty()
+                    && whole.bytes().all(|b| b.is_ascii_digit())
+                    && tenths.len() == 1
+                    && tenths.bytes().all(|b| b.is_ascii_digit()),
+                "{timing}"
+            );
+            name
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "prepare", "poll", "decide", "look", "claim", "send", "record"
+        ]
+    );
+    assert_eq!(
+        rest,
+        "tick: busy: task-fin2\ntick: polled: task-run\ntick: running: task-run\ntick: 1 polled, 0 delivered, 1 busy, 0 lost, 0 failed checks, 0 given up\n"
     );
 }
 

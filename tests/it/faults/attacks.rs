@@ -416,6 +416,40 @@ fn on_a_terminal(env: &TestEnv, base: &str, args: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// What a tick says on stderr too: the server's words in a failure, exact when piped and
+/// escaped on a terminal, where the give-up is said (a terminal is somebody reading).
+#[test]
+fn a_ticks_stderr_is_escaped_on_a_terminal_and_exact_when_piped() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let refusal = serde_json::json!({ "detail": HOSTILE }).to_string();
+    s.poll_replies(
+        TASK,
+        vec![Reply::json(500, &refusal), Reply::json(500, &refusal)],
+    );
+    // The record keeps no control character (each is a space); the bidi override is
+    // text, kept as it is.
+    s.tick(&["-v", "--max-strikes", "2"])
+        .stderr_contains(format!(
+            "tick: {TASK}: failed check: HTTP 500: ECHO:  ]0;pwned  [31mred [0m \u{202e}evil\n"
+        ))
+        .run();
+    let Some(shown) = on_a_terminal(&s.env, &s.server.url(), "tick -v --max-strikes 2") else {
+        eprintln!("no `script` here: the terminal check is skipped");
+        s.tick(&["--max-strikes", "2"])
+            .stderr_contains(format!("atc: gave up on {TASK}"))
+            .run();
+        return;
+    };
+    assert!(!shown.contains('\u{202e}'), "{shown:?}");
+    assert!(shown.contains("[0m \\u{202e}evil"), "{shown:?}");
+    assert!(
+        shown.contains(&format!("atc: gave up on {TASK}")),
+        "{shown:?}"
+    );
+    assert_eq!(s.status(TASK), "abandoned");
+}
+
 #[test]
 fn text_from_the_server_is_shown_escaped_on_a_terminal_and_exact_when_piped() {
     let s = Scene::new();

@@ -272,7 +272,12 @@ fn exactly_one_copy_whatever_happens_to_the_post() {
         s.watch(TASK, &[]);
         finished(&s, TASK);
         s.chats.fault(fault);
-        s.tick(&["--http-timeout", "1s"]);
+        let report = s.atc(["--json", "tick", "--http-timeout", "1s"]).json();
+        assert_eq!(
+            (&report["delivered"], &report["unconfirmed"]),
+            (&json!(0), &json!(1)),
+            "{name}: {report}"
+        );
         assert_eq!(s.status(TASK), "unconfirmed", "{name}");
         // Let the settle time (--http-timeout) pass since the attempt.
         s.env.settle_passed(TASK);
@@ -320,6 +325,7 @@ fn a_tick_killed_between_post_and_save_is_settled_by_read_back() {
     s.tick(&["-vv"])
         .stderr_contains("tick: recovered_unconfirmed: task-3f9a0c1b2d4e")
         .stderr_contains("tick: confirmed: task-3f9a0c1b2d4e")
+        .stderr_contains(" 1 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up, 1 unconfirmed")
         .run();
     assert_eq!(s.status(TASK), "done");
     assert_eq!(s.posts().len(), 1);

@@ -30,6 +30,14 @@ fn im_scene(reply: ParentReply) -> Scene {
     s
 }
 
+/// The task's last event in the log, without its time.
+fn last_logged(s: &Scene) -> serde_json::Value {
+    let log = s.atc(["log", TASK, "--json"]).json();
+    let mut last = log["events"].as_array().unwrap().last().unwrap().clone();
+    last.as_object_mut().unwrap().remove("at");
+    last
+}
+
 #[test]
 fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
     let s = im_scene(ParentReply::ToolThenFinal("FINAL: here it is".into()));
@@ -56,6 +64,12 @@ fn only_the_parents_final_tool_free_reply_reaches_the_person_once() {
     assert_eq!(turn["forward"]["attempts"], 1);
     assert_eq!(turn["forward"]["last_http_status"], 200);
     assert!(turn["forward"]["at"].is_string());
+    // Not a console toast: a forward, with the send's status.
+    assert_eq!(
+        last_logged(&s),
+        json!({"event": "forwarded", "task_id": TASK, "job_id": s.job(TASK)["job_id"],
+            "turn_id": turn["turn_id"], "status": "done", "http_status": 200})
+    );
     for _ in 0..2 {
         s.tick(&[]).file_unchanged();
     }
@@ -235,6 +249,12 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
     assert_eq!(turn["forward"]["status"], "failed");
     assert_eq!(turn["forward"]["last_http_status"], 404);
     assert_eq!(turn["forward"]["reason"], "404: Channel not found: mqtt");
+    assert_eq!(
+        last_logged(&s),
+        json!({"event": "forward_failed", "task_id": TASK, "job_id": s.job(TASK)["job_id"],
+            "turn_id": turn["turn_id"], "status": "done", "http_status": 404,
+            "reason": "HTTP 404"})
+    );
 
     let s = im_scene(ParentReply::Echo);
     s.tick(&[]);

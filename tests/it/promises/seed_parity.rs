@@ -482,6 +482,14 @@ fn pruning_keeps_pending_and_recent_terminal_jobs() {
         .map(|j| j["task_id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(left, ["task-new-done", "task-old-pending"]);
+    // The log keeps what went, and as what.
+    let log = s.atc(["log", "task-old-done", "--json"]).json();
+    let last = log["events"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        (&last["event"], &last["status"]),
+        (&json!("pruned"), &json!("done")),
+        "{log}"
+    );
 }
 
 /// 0.1.4 "guarded terminal writes": a cancel that lands while the POST is in flight stays
