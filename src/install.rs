@@ -652,6 +652,23 @@ mod tests {
     }
 
     #[test]
+    fn the_active_agent_is_the_configs_and_default_when_it_names_none() {
+        for (active, want) in [
+            (json!("SE"), "SE"),
+            (json!(""), "default"),
+            (json!(null), "default"),
+        ] {
+            let dir = working_dir();
+            let path = dir.path().join("config.json");
+            let mut config: Value =
+                serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+            config["agents"]["active_agent"] = active;
+            fs::write(&path, config.to_string()).unwrap();
+            assert_eq!(plan(dir.path(), &Agents::Active).unwrap().agents, [want]);
+        }
+    }
+
+    #[test]
     fn the_seed_plugin_or_a_second_copy_is_refused() {
         for (folder, id) in [("agent-task-callback", SEED_ID), ("atc.bak", PLUGIN_ID)] {
             let dir = working_dir();
@@ -665,11 +682,18 @@ mod tests {
                 "{err}"
             );
         }
-        // Hidden and disabled folders are not loaded by QwenPaw: no rivals.
+        // Hidden and disabled folders are not loaded by QwenPaw: no rivals; nor is a
+        // plugin of other tools.
         let dir = working_dir();
-        let hidden = dir.path().join("plugins").join(".atc-old");
-        fs::create_dir_all(&hidden).unwrap();
-        fs::write(hidden.join("plugin.json"), json!({"id": "atc"}).to_string()).unwrap();
+        for (folder, id) in [
+            (".atc-old", PLUGIN_ID),
+            ("agent-task-callback.disabled", SEED_ID),
+            ("weather", "weather"),
+        ] {
+            let skipped = dir.path().join("plugins").join(folder);
+            fs::create_dir_all(&skipped).unwrap();
+            fs::write(skipped.join("plugin.json"), json!({"id": id}).to_string()).unwrap();
+        }
         assert!(plan(dir.path(), &Agents::Active).is_ok());
     }
 

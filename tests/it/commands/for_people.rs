@@ -1662,6 +1662,12 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     let mut grouped = support::atc::job("task-000000000002", "pending", &base);
     grouped["group"] = json!("nightly");
     grouped["started_at"] = json!("2025-12-01T09:00:00Z");
+    // Registered 2h 30m 30s ago: the AGE column ("2h 30m") holds for 30 s, so the runs
+    // below show the same table.
+    for job in [&mut striking, &mut grouped] {
+        job["registered_at"] = json!(support::ago(9030));
+        job["updated_at"] = job["registered_at"].clone();
+    }
     env.write_file(&json!({"version": 2, "jobs": [striking, grouped]}));
     let Some(lines) = on_a_terminal(&env, 40, "status") else {
         eprintln!("no `script` here: the terminal check is skipped");
