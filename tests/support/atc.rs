@@ -68,6 +68,62 @@ impl TestEnv {
         cmd
     }
 
+    /// What `atc ARGS` (words split by the shell) writes on a pseudo-terminal `window`
+    /// columns wide (`script -qec … /dev/null`, sized by `stty`), in this environment with
+    /// `vars` added and COLUMNS set to `columns` or unset: its lines, without their `\r`.
+    /// `None` only where `script` is not installed; a failing atc fails the test.
+    pub fn on_a_terminal(
+        &self,
+        window: usize,
+        columns: Option<&str>,
+        vars: &[(&str, &str)],
+        args: &str,
+    ) -> Option<Vec<String>> {
+        let mut script = Command::new("script");
+        script.env_clear();
+        for (k, v) in self.std_cmd().get_envs() {
+            if let Some(v) = v {
+                script.env(k, v);
+            }
+        }
+        script.envs(vars.iter().copied());
+        // Set as atc starts: the shell that `script` runs sets COLUMNS to the window's
+        // width after each command (bash's checkwinsize).
+        let columns = columns.map_or("-u COLUMNS".to_owned(), |c| format!("COLUMNS={c}"));
+        let command = format!(
+            "stty cols {window} rows 24; exec env {columns} {} {args}",
+            assert_cmd::cargo::cargo_bin("atc").display()
+        );
+        let out = match script.args(["-qec", &command, "/dev/null"]).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            out => out.expect("script runs"),
+        };
+        assert!(out.status.success(), "atc {args} on a terminal: {out:?}");
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| l.trim_end_matches('\r').to_owned())
+                .collect(),
+        )
+    }
+
+    /// The events `atc log ARGS --json` lists, oldest first, each without its time (`at`).
+    pub fn logged(&self, args: &[&str]) -> Vec<Value> {
+        let log = self.atc(["log"]).args(args).args(["--json"]).json();
+        let Value::Array(events) = log["events"].clone() else {
+            panic!("atc log --json lists no events: {log}");
+        };
+        events
+            .into_iter()
+            .map(|mut e| {
+                e.as_object_mut()
+                    .expect("an event is an object")
+                    .remove("at");
+                e
+            })
+            .collect()
+    }
+
     pub fn exists(&self) -> bool {
         self.state.exists()
     }

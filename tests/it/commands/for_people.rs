@@ -1072,25 +1072,14 @@ fn log_tells_each_job_s_history_in_order() {
     s.tick(&[]).run();
     s.atc(["cancel", "task-other"]).stdout_inspected().run();
 
-    let all = s.atc(["log", "--json"]).json();
     // Each job's history in order, what the file held after each event: a task polled
     // while it runs is logged at its first poll only; a job's turn logs where its job
     // stands (its own job's, not another's).
     let job_id = |task: &str| s.job(task)["job_id"].as_str().unwrap().to_owned();
     let (mine, other) = (job_id(TASK), job_id("task-other"));
     let turn = format!("atc-{mine}");
-    let events: Vec<Value> = all["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let mut e = e.clone();
-            e.as_object_mut().unwrap().remove("at");
-            e
-        })
-        .collect();
     assert_eq!(
-        events,
+        s.env.logged(&[]),
         [
             json!({"event": "registered", "task_id": TASK, "job_id": mine, "status": "pending"}),
             json!({"event": "registered", "task_id": "task-other", "job_id": other, "status": "pending"}),
@@ -1226,10 +1215,8 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
         ]
     );
     // The log says what came in, each with the status it came in as.
-    let log = env.atc(["log", "--all", "--json"]).json();
-    let imported: Vec<(String, String)> = log["events"]
-        .as_array()
-        .unwrap()
+    let log = env.logged(&["--all"]);
+    let imported: Vec<(String, String)> = log
         .iter()
         .filter(|e| e["event"] == "imported")
         .map(|e| {
@@ -1609,46 +1596,6 @@ fn wait_is_patient_with_a_server_that_restarts() {
 // ---------------------------------------------------------------------------------------
 // status
 
-/// Runs `atc ARGS` on a pseudo-terminal `columns` wide (`script -qec … /dev/null`, with
-/// COLUMNS), returning its lines; `None` without `script`.
-fn on_a_terminal(env: &TestEnv, columns: usize, args: &str) -> Option<Vec<String>> {
-    on_a_window(env, 80, Some(&columns.to_string()), args)
-}
-
-/// Runs `atc ARGS` on a pseudo-terminal whose window is `window` columns wide, with
-/// COLUMNS set to `columns` or unset, returning its lines; `None` without `script`.
-fn on_a_window(
-    env: &TestEnv,
-    window: usize,
-    columns: Option<&str>,
-    args: &str,
-) -> Option<Vec<String>> {
-    let atc = assert_cmd::cargo::cargo_bin("atc");
-    let hermetic = env.std_cmd();
-    let mut script = std::process::Command::new("script");
-    script.env_clear();
-    for (k, v) in hermetic.get_envs() {
-        if let Some(v) = v {
-            script.env(k, v);
-        }
-    }
-    // Set as atc starts: the shell that `script` runs sets COLUMNS to the window's width
-    // after each command (bash's checkwinsize).
-    let columns = columns.map_or("-u COLUMNS".to_owned(), |c| format!("COLUMNS={c}"));
-    let command = format!(
-        "stty cols {window} rows 24; exec env {columns} {} {args}",
-        atc.display()
-    );
-    let out = script.args(["-qec", &command, "/dev/null"]).output().ok()?;
-    assert!(out.status.success(), "{out:?}");
-    Some(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.trim_end_matches('\r').to_owned())
-            .collect(),
-    )
-}
-
 #[test]
 fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     let env = TestEnv::new();
@@ -1669,7 +1616,7 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
         job["updated_at"] = job["registered_at"].clone();
     }
     env.write_file(&json!({"version": 2, "jobs": [striking, grouped]}));
-    let Some(lines) = on_a_terminal(&env, 40, "status") else {
+    let Some(lines) = env.on_a_terminal(80, Some("40"), &[], "status") else {
         eprintln!("no `script` here: the terminal check is skipped");
         return;
     };
@@ -1684,16 +1631,19 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
     // window of no width (a terminal nobody sized) is taken as 80.
     for columns in [None, Some("0"), Some("wide")] {
         assert_eq!(
-            on_a_window(&env, 40, columns, "status").unwrap(),
+            env.on_a_terminal(40, columns, &[], "status").unwrap(),
             lines,
             "COLUMNS {columns:?}"
         );
     }
     assert_eq!(
-        on_a_window(&env, 0, None, "status").unwrap(),
-        on_a_terminal(&env, 80, "status").unwrap()
+        env.on_a_terminal(0, None, &[], "status").unwrap(),
+        env.on_a_terminal(80, Some("80"), &[], "status").unwrap()
     );
-    assert_ne!(on_a_terminal(&env, 80, "status").unwrap(), lines);
+    assert_ne!(
+        env.on_a_terminal(80, Some("80"), &[], "status").unwrap(),
+        lines
+    );
     let shown = lines.join("\n");
     assert!(
         shown.contains("\n  2 failed checks: connection refused"),
@@ -1788,7 +1738,7 @@ fn status_shortens_the_chat_before_it_drops_it() {
     let chat = "default → a-rather-long-session-name-77";
     assert!(piped.contains(chat), "{piped}");
     let width = piped.lines().map(|l| l.chars().count()).max().unwrap() - 1;
-    let Some(lines) = on_a_terminal(&env, width, "status") else {
+    let Some(lines) = env.on_a_terminal(80, Some(&width.to_string()), &[], "status") else {
         eprintln!("no `script` here: the terminal check is skipped");
         return;
     };

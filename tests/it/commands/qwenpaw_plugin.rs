@@ -1485,10 +1485,8 @@ fn the_dry_run_of_a_replacement_counts_what_the_real_run_then_does() {
         );
     }
     // Each import says what came in in the log, with the status it came in as.
-    let log = env.atc(["log", "--all", "--json"]).json();
-    let imported: Vec<(&str, &str)> = log["events"]
-        .as_array()
-        .unwrap()
+    let log = env.logged(&["--all"]);
+    let imported: Vec<(&str, &str)> = log
         .iter()
         .filter(|e| e["event"] == "imported")
         .map(|e| {

@@ -393,27 +393,10 @@ for i in $(seq 100); do [ -e {seen}.up ] && break; sleep 0.05; done"#,
 
 const HOSTILE: &str = "ECHO: \u{1b}]0;pwned\u{7}\u{1b}[31mred\u{1b}[0m \u{202e}evil";
 
-/// Runs `atc ARGS` on a pseudo-terminal (`script -qec … /dev/null`) in the test's
-/// environment, returning what the terminal got; `None` without `script`.
+/// What `atc ARGS` shows on a wide terminal, its lines joined; `None` without `script`.
 fn on_a_terminal(env: &TestEnv, base: &str, args: &str) -> Option<String> {
-    let atc = assert_cmd::cargo::cargo_bin("atc");
-    let hermetic = env.std_cmd();
-    let mut script = Command::new("script");
-    script.env_clear();
-    for (k, v) in hermetic.get_envs() {
-        if let Some(v) = v {
-            script.env(k, v);
-        }
-    }
-    let out = script
-        .env("ATC_BASE_URL", base)
-        .env("COLUMNS", "200")
-        .args(["-qec", &format!("{} {args}", atc.display()), "/dev/null"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    env.on_a_terminal(200, Some("200"), &[("ATC_BASE_URL", base)], args)
+        .map(|lines| lines.join("\n"))
 }
 
 /// What a tick says on stderr too: the server's words in a failure, exact when piped and

@@ -657,10 +657,8 @@ fn a_second_cancel_logs_nothing() {
         .stdout(format!("{TASK} was already cancelled.\n"))
         .file_unchanged()
         .run();
-    let events = env.atc(["--json", "log"]).json();
-    let cancelled = events["events"]
-        .as_array()
-        .unwrap()
+    let cancelled = env
+        .logged(&[])
         .iter()
         .filter(|e| e["event"] == "cancelled")
         .count();

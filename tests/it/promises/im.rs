@@ -32,10 +32,7 @@ fn im_scene(reply: ParentReply) -> Scene {
 
 /// The task's last event in the log, without its time.
 fn last_logged(s: &Scene) -> serde_json::Value {
-    let log = s.atc(["log", TASK, "--json"]).json();
-    let mut last = log["events"].as_array().unwrap().last().unwrap().clone();
-    last.as_object_mut().unwrap().remove("at");
-    last
+    s.env.logged(&[TASK]).pop().expect("the task's events")
 }
 
 #[test]
@@ -185,17 +182,8 @@ fn a_console_parent_gets_one_toast_and_forward_never_gets_nothing() {
         .stdout_contains("the web console showed a toast")
         .run();
     // The log says it in the same words (it said `forwarded`).
-    let log = s
-        .atc(["log", "task-console", "--json"])
-        .stdout_inspected()
-        .run();
-    let events: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
-    let names: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["event"].as_str())
-        .collect();
+    let events = s.env.logged(&["task-console"]);
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert!(names.contains(&"toast_shown"), "{names:?}");
     assert!(!names.contains(&"forwarded"), "{names:?}");
     for task in ["task-quiet", "task-never"] {

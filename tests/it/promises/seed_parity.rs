@@ -483,12 +483,12 @@ fn pruning_keeps_pending_and_recent_terminal_jobs() {
         .collect();
     assert_eq!(left, ["task-new-done", "task-old-pending"]);
     // The log keeps what went, and as what.
-    let log = s.atc(["log", "task-old-done", "--json"]).json();
-    let last = log["events"].as_array().unwrap().last().unwrap();
+    let log = s.env.logged(&["task-old-done"]);
+    let last = log.last().unwrap();
     assert_eq!(
         (&last["event"], &last["status"]),
         (&json!("pruned"), &json!("done")),
-        "{log}"
+        "{log:?}"
     );
 }
 

@@ -123,11 +123,8 @@ fn a_grandchilds_result_goes_up_as_the_childs_follow_up_once() {
         serde_json::json!({"task-grand": ["task-child"]})
     );
     let events = |task: &str| -> Vec<String> {
-        let log = s.atc(["log", task, "--json"]).stdout_inspected().run();
-        let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
-        log["events"]
-            .as_array()
-            .unwrap()
+        s.env
+            .logged(&[task])
             .iter()
             .filter_map(|e| e["event"].as_str().map(str::to_owned))
             .collect()
