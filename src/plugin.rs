@@ -242,10 +242,11 @@ fn record(
             t.delivery = Delivery {
                 attempts: 1,
                 // The read-back window is long over: the plugin's post carries no atc
-                // marker, so a read-back could only miss it and post a second copy.
+                // marker, so a read-back could only miss it and post a second copy. A
+                // mark from before the turn, not a time (`Turn::unknown_before_atc`).
                 unknown_since: Some(Timestamp::from_unix(0)),
                 error: Some(
-                    "the plugin's delivery had an unknown outcome; `atc redeliver` posts it again if it never arrived".into(),
+                    "the plugin posted it and never learned whether it arrived; its turn carries no atc marker to read back".into(),
                 ),
                 ..Delivery::default()
             };
@@ -275,28 +276,28 @@ fn imported_turn(job: &Job, state: TurnState, now: Timestamp) -> Turn {
     turn
 }
 
-/// The plugin's state file with every `pending` record among `tasks` marked handed over
+/// The plugin's state file (`file`) with every `pending` record among `tasks` marked handed over
 /// to atc: `"status": "cancelled"` (a status the plugin knows and never re-arms, so a
 /// rollback to it cannot deliver them again), `"handed_over_to": "atc"` and when. The
 /// layout and every other field stay as they were. Returns the new text and the task ids
 /// marked; `Err` when the text is not a state file (as `records` says).
 pub fn hand_over(
-    text: &str,
+    file: &str,
     tasks: &[String],
     at: Timestamp,
 ) -> Result<(String, Vec<String>), String> {
     let mut value: Value =
-        serde_json::from_str(text).map_err(|e| format!("is not valid JSON ({e})"))?;
+        serde_json::from_str(file).map_err(|e| format!("is not valid JSON ({e})"))?;
     let mut marked = Vec::new();
     let mut mark = |key: Option<&str>, record: &mut Value| {
         let Some(fields) = record.as_object_mut() else {
             return;
         };
-        let id = text_of(fields, "task_id").or(key.map(str::to_owned));
+        let id = text(fields, "task_id").or(key.map(str::to_owned));
         let Some(id) = id.map(|i| i.trim().to_owned()) else {
             return;
         };
-        if text_of(fields, "status").as_deref() != Some("pending") || !tasks.contains(&id) {
+        if text(fields, "status").as_deref() != Some("pending") || !tasks.contains(&id) {
             return;
         }
         fields.insert("status".into(), Value::from("cancelled"));
@@ -339,10 +340,6 @@ pub fn still_owed(text: &str) -> usize {
         Value::Object(map) => map.values().filter(|r| owed(r)).count(),
         _ => 0,
     }
-}
-
-fn text_of(fields: &Map<String, Value>, name: &str) -> Option<String> {
-    text(fields, name)
 }
 
 /// A non-empty string field.
@@ -414,6 +411,75 @@ mod tests {
         let (_, again) = hand_over(&out, &tasks, now()).unwrap();
         assert!(again.is_empty(), "twice marks nothing more");
         assert!(hand_over("[3", &tasks, now()).is_err());
+    }
+
+    /// The four layouts of a state file (a list, `{"jobs": [...]}`, `{"jobs": {id: job}}`,
+    /// `{id: job}`), each holding `records` keyed by their task ids.
+    fn layouts(records: &[(&str, Value)]) -> [String; 4] {
+        let listed: Vec<Value> = records
+            .iter()
+            .map(|(id, r)| {
+                let mut r = r.clone();
+                r["task_id"] = Value::from(*id);
+                r
+            })
+            .collect();
+        let keyed: Map<String, Value> = records
+            .iter()
+            .map(|(id, r)| ((*id).to_owned(), r.clone()))
+            .collect();
+        [
+            Value::from(listed.clone()),
+            serde_json::json!({ "jobs": listed }),
+            serde_json::json!({ "jobs": keyed }),
+            Value::from(keyed),
+        ]
+        .map(|v| v.to_string())
+    }
+
+    #[test]
+    fn every_layout_is_handed_over_and_counted() {
+        let records = [
+            (
+                "task-1",
+                serde_json::json!({"status": "pending", "session_id": "s"}),
+            ),
+            (
+                "task-2",
+                serde_json::json!({"status": "done", "session_id": "s"}),
+            ),
+            (
+                "task-3",
+                serde_json::json!({"status": "pending", "session_id": "s", "handed_over_to": "atc"}),
+            ),
+            (
+                "task-4",
+                serde_json::json!({"status": "pending", "session_id": "s"}),
+            ),
+        ];
+        let tasks = ["task-1", "task-2", "task-3"].map(str::to_owned);
+        for text in layouts(&records) {
+            assert_eq!(still_owed(&text), 2, "pending and not handed over: {text}");
+            let (out, marked) = hand_over(&text, &tasks, now()).unwrap();
+            assert_eq!(marked, ["task-1", "task-3"], "{text}");
+            assert_eq!(still_owed(&out), 1, "task-4, not named: {out}");
+        }
+        assert_eq!(still_owed("[3"), 0);
+        assert_eq!(still_owed("{\"jobs\": 3}"), 0);
+    }
+
+    #[test]
+    fn a_pending_watch_expires_only_past_the_age_cap() {
+        for (age, watch) in [
+            (DAY.as_secs(), Watch::Pending),
+            (DAY.as_secs() + 1, Watch::Expired),
+        ] {
+            let at = 1_800_000_000 - age;
+            let text = format!(
+                r#"[{{"task_id":"t","session_id":"s","status":"pending","registered_at":{at}}}]"#
+            );
+            assert_eq!(job(&text).watch, watch, "{age} s old");
+        }
     }
 
     #[test]

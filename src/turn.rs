@@ -353,6 +353,18 @@ impl Turn {
         self.state == TurnState::Open
     }
 
+    /// Of unknown outcome since before atc had it: posted by another (the seed plugin, its
+    /// `unconfirmed` imported), never by atc, and marked so as not to be read back; until
+    /// `atc redeliver` asks, atc neither reads it back nor knows since when.
+    pub fn unknown_before_atc(&self) -> bool {
+        self.state == TurnState::Unconfirmed
+            && self.delivery.last_attempt_at.is_none()
+            && self
+                .delivery
+                .unknown_since
+                .is_some_and(|at| at < self.created_at)
+    }
+
     /// True while a POST is claimed and its outcome not yet recorded (or the tick that
     /// claimed it died).
     pub fn in_flight(&self) -> bool {

@@ -547,7 +547,7 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
         }
         if let Some(at) = d
             .unknown_since
-            .filter(|_| t.state == TurnState::Unconfirmed)
+            .filter(|_| t.state == TurnState::Unconfirmed && !t.unknown_before_atc())
         {
             field("unknown since", ago(at));
         }

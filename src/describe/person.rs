@@ -121,6 +121,13 @@ pub(super) fn cancelled_child(job: &Job) -> String {
 /// is the turn that carries (or carried) its block.
 pub fn explain(job: &Job, turn: Option<&Turn>) -> Option<String> {
     if let Some(note) = &job.note {
+        // Of unknown outcome, it waits for a person (an import of the seed plugin's
+        // `unconfirmed`): what to do follows where it came from.
+        if crate::status::status(job, turn) == Status::Unconfirmed
+            && let Some(said) = explain_status(job, turn)
+        {
+            return Some(format!("{note}; {said}"));
+        }
         return Some(note.clone());
     }
     let Some(_) = job.read_by_parent_at else {
@@ -243,6 +250,10 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             };
             format!("delivered{with}{how}{parent}{forward}{fork}")
         }
+        Status::Unconfirmed if turn.is_some_and(Turn::unknown_before_atc) => format!(
+            "delivery outcome unknown ({error}): look in the parent chat; `atc redeliver {}` posts it again if it never arrived; the text is kept in the turn",
+            job.task_id
+        ),
         Status::Unconfirmed if delivery.read_back_closed_at.is_some() => format!(
             "delivery outcome unknown ({error}); atc read the parent chat back until --busy-deadline and stopped: look in the parent chat; `atc redeliver {}` reads it back once more and posts only if the turn is not there; the text is kept in the turn",
             job.task_id

@@ -1263,6 +1263,45 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
     assert_eq!(s.server.hits("GET", &task_path("task-aaaaaaaaaaaa")), 1);
     assert!(s.posts().is_empty());
     assert_eq!(s.status("task-cccccccccccc"), "unconfirmed");
+
+    // What the plugin left unknown waits for a person, and `atc status` says what to do;
+    // the import's mark (it keeps the turn from being read back) is no time anyone saw.
+    const C: &str = "task-cccccccccccc";
+    let turn = s.turn(C);
+    assert_eq!(
+        (&turn["delivery"]["attempts"], &turn["delivery"]["error"]),
+        (
+            &json!(1),
+            &json!(
+                "the plugin posted it and never learned whether it arrived; its turn carries no atc marker to read back"
+            )
+        )
+    );
+    let shown = stdout(&s.atc(["status", C]).stdout_inspected().run());
+    assert!(
+        shown.contains(&format!(
+            "imported from the agent-task-callback plugin; delivery outcome unknown (the plugin posted it and never learned whether it arrived; its turn carries no atc marker to read back): look in the parent chat; `atc redeliver {C}` posts it again if it never arrived; the text is kept in the turn\n"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("unknown since"), "{shown}");
+    // `atc redeliver` posts it once: a read-back finds nothing (no atc marker), twice.
+    s.add_chat("s-2", "bob", "console");
+    s.atc(["redeliver", C]).stdout_inspected().run();
+    s.tick(&[]).run();
+    assert!(s.posts().is_empty(), "not on the first look");
+    assert!(
+        stdout(&s.atc(["status", C]).stdout_inspected().run())
+            .contains("atc reads the parent chat back and posts again only if it is not there"),
+    );
+    s.env.settle_passed(C);
+    s.tick(&[]).run();
+    s.env.absent_long_ago(C);
+    s.tick(&[]).run();
+    assert_eq!(s.status(C), "done");
+    assert_eq!(s.delivered("s-2").len(), 1);
+    s.tick(&[]).run();
+    assert_eq!(s.posts().len(), 1, "once");
 }
 
 #[test]
