@@ -120,6 +120,13 @@ pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Optio
             ),
             format!("`atc status {t}` shows its answer; `atc redeliver {t}` tries again once that is fixed"),
         ),
+        Outcome::ReadBackClosed if turn.unknown_before_atc() => (
+            "the agent-task-callback plugin posted it and never learned whether it arrived"
+                .to_owned(),
+            format!(
+                "look in the parent chat; `atc status {t}` says more; `atc redeliver {t}` posts it again if it never arrived"
+            ),
+        ),
         Outcome::ReadBackClosed => (
             "whether the turn arrived is unknown, and its read-back window (--busy-deadline) closed".to_owned(),
             format!(

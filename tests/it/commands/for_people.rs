@@ -1256,8 +1256,8 @@ fn import_brings_the_plugin_jobs_in_once_and_never_touches_the_source() {
         .run();
     s.poll_replies("task-aaaaaaaaaaaa", vec![Reply::json(200, bodies::RUNNING)]);
     s.tick(&[])
-        .stderr_contains(
-            "atc: gave up on task-cccccccccccc (unconfirmed): whether the turn arrived is unknown",
+        .stderr(
+            "atc: gave up on task-cccccccccccc (unconfirmed): the agent-task-callback plugin posted it and never learned whether it arrived; look in the parent chat; `atc status task-cccccccccccc` says more; `atc redeliver task-cccccccccccc` posts it again if it never arrived\n",
         )
         .run();
     assert_eq!(s.server.hits("GET", &task_path("task-aaaaaaaaaaaa")), 1);
