@@ -126,7 +126,7 @@ complete -c atc -n "__fish_atc_using_subcommand redeliver" -s v -l verbose -d 'S
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c atc -n "__fish_atc_using_subcommand redeliver" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_using_subcommand wait" -l agent -d 'Agent the task runs on [env: ATC_AGENT_ID] [default: default]' -r
-complete -c atc -n "__fish_atc_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124) [default: no limit]' -r
+complete -c atc -n "__fish_atc_using_subcommand wait" -l timeout -d 'Give up after this long (exit 124; 5 if the last poll failed) [default: no limit]' -r
 complete -c atc -n "__fish_atc_using_subcommand wait" -l interval -d 'Time between polls [default: 3s]' -r
 complete -c atc -n "__fish_atc_using_subcommand wait" -l state -d 'Job file [env: ATC_STATE] [config: state] [default: $XDG_STATE_HOME/atc/jobs.json, i.e. ~/.local/state/atc/jobs.json]' -r -F
 complete -c atc -n "__fish_atc_using_subcommand wait" -l base-url -d 'QwenPaw URL recorded into new watches [env: ATC_BASE_URL] [default: QWENPAW_RUNTIME_API_URL (managed runtime), else base-url in the config file, else last_api in QwenPaw\'s config.json, else http://127.0.0.1:8088]; /api is appended unless present' -r

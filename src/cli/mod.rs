@@ -174,7 +174,8 @@ pub enum Command {
     /// Polls the task (no job file needed) until it finishes, then prints exactly what a
     /// delivery would carry. Exit status: 0 completed, 1 failed (or timed out, cancelled,
     /// fork not finalized), 6 lost (the server has no record of it), 124 still running
-    /// after --timeout, 5 the server could not be reached or refused the credentials.
+    /// after --timeout, 5 the server could not be reached (also when --timeout passes
+    /// while polls fail) or refused the credentials.
     Wait(WaitArgs),
     /// Check the setup and say what to fix: server, token, agents, job file, timer
     ///
@@ -273,7 +274,7 @@ pub struct WaitArgs {
     #[arg(long, value_name = "AID")]
     pub agent: Option<String>,
 
-    /// Give up after this long (exit 124) [default: no limit]
+    /// Give up after this long (exit 124; 5 if the last poll failed) [default: no limit]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 

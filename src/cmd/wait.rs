@@ -56,7 +56,9 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let mut strikes = 0;
     loop {
         let answer = client.get_task(base, task_id, agent);
-        match task::classify(answer, task_id, base, client.auth()) {
+        // This poll's failure: a `--timeout` that passes after one is a server out of
+        // reach, not a child still running.
+        let failing = match task::classify(answer, task_id, base, client.auth()) {
             Poll::Record(record) if record.is_finished() => {
                 let outcome = record.outcome();
                 let text = render::render_delivery(task_id, &record, None);
@@ -90,7 +92,10 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                 )
                 .into());
             }
-            Poll::Record(_) => strikes = 0,
+            Poll::Record(_) => {
+                strikes = 0;
+                None
+            }
             Poll::NotFound { detail } => {
                 if out.json {
                     print_json(&said(
@@ -145,12 +150,34 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                 if out.verbose > 0 {
                     crate::term::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
                 }
+                Some(error)
             }
-        }
+        };
         let waited = started.elapsed();
         if let Some(timeout) = wait.timeout
             && waited + wait.interval > timeout
         {
+            if let Some(error) = failing {
+                if out.json {
+                    print_json(&said(
+                        task_id,
+                        "unreachable",
+                        Exit::Server,
+                        None,
+                        None,
+                        Some(&error),
+                    ))?;
+                }
+                return Err(Failure::new(
+                    Exit::Server,
+                    format!(
+                        "{task_id}: {} failed, and --timeout ({}) passed; last: {error}",
+                        crate::text::plural(strikes, "poll", "polls in a row"),
+                        human(timeout)
+                    ),
+                )
+                .into());
+            }
             if out.json {
                 let detail = format!("still running after {} (--timeout)", human(timeout));
                 print_json(&said(

@@ -102,6 +102,38 @@ fn wait_exits_124_when_the_timeout_passes() {
     assert!(s.server.hits("GET", &task_path(TASK)) >= 2);
 }
 
+/// A `--timeout` that passes while the polls fail is a server out of reach (exit 5), not
+/// a child still running: atc does not know that it runs. A poll that answers clears it.
+#[test]
+fn wait_that_times_out_while_its_polls_fail_says_so_not_still_running() {
+    let env = TestEnv::new();
+    env.atc(["wait", TASK, "--timeout", "0s"])
+        .status(5)
+        .stderr(format!(
+            "atc: {TASK}: 1 poll failed, and --timeout (0s) passed; last: GET {NOWHERE}/api/console/chat/task/{TASK}: connection refused (is QwenPaw running?)\n"
+        ))
+        .no_file();
+    let s = Scene::new();
+    let bad_gateway = Reply::json(502, r#"{"detail":"bad gateway"}"#);
+    let args = ["wait", TASK, "--timeout", "1s", "--interval", "200ms"];
+    s.poll_replies(
+        TASK,
+        vec![Reply::json(200, bodies::RUNNING), bad_gateway.clone()],
+    );
+    s.atc(args)
+        .status(5)
+        .stderr_inspected()
+        .stderr_contains(" failed, and --timeout (1s) passed; last: HTTP 502: bad gateway\n")
+        .no_file();
+    s.poll_replies(TASK, vec![bad_gateway, Reply::json(200, bodies::RUNNING)]);
+    s.atc(args)
+        .status(124)
+        .stderr(format!(
+            "atc: {TASK} is still running after 1s (--timeout); `atc watch` it to have the result delivered when it ends\n"
+        ))
+        .no_file();
+}
+
 /// A poll that fails on the way is said with -v (and only then), and the wait goes on.
 #[test]
 fn wait_says_a_failed_poll_with_v_and_goes_on() {
@@ -189,6 +221,7 @@ fn wait_json_has_one_shape_for_every_exit_and_tells_a_child_timeout_from_ours() 
             vec![],
         ),
         (5, None, "unreachable", vec!["--interval", "100ms"]),
+        (5, None, "unreachable", vec!["--timeout", "0s"]),
     ];
     let mut shapes = Vec::new();
     for (exit, reply, outcome, extra) in cases {
