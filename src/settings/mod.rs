@@ -371,6 +371,14 @@ fn text(
 fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
     match crate::validate::label(&setting.value) {
         Ok(()) => Ok(setting),
+        // An empty `$VAR` in a script or a prompt's blank: say where the value comes from.
+        Err(why) if setting.value.trim().is_empty() => Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "{} {why}: give the value (an agent's prompt shows its session id, user id and channel), or leave it out",
+                setting.source
+            ),
+        )),
         Err(why) => Err(Failure::new(
             Exit::Usage,
             format!("{} {why}", setting.source),

@@ -179,7 +179,10 @@ fn errors_name_the_source_of_the_bad_value() {
 
     let e = env(&[("ATC_USER_ID", " ")], None);
     let err = resolve_args(&["watch", "task-1", "--session", "s"], &e).unwrap_err();
-    assert_eq!(err.message, "ATC_USER_ID must not be empty");
+    assert_eq!(
+        err.message,
+        "ATC_USER_ID must not be empty: give the value (an agent's prompt shows its session id, user id and channel), or leave it out"
+    );
     let err = resolve_args(&["watch", "task-1", "--session", "s\n"], &e).unwrap_err();
     assert!(
         err.message.starts_with("--session \"s\\n\" contains"),

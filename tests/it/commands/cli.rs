@@ -166,7 +166,7 @@ fn an_empty_value_names_where_it_came_from() {
     env.atc(["watch", TASK, "--session", "s", "--user", ""])
         .env("ATC_USER_ID", "u")
         .status(2)
-        .stderr("atc: --user must not be empty\n")
+        .stderr("atc: --user must not be empty: give the value (an agent's prompt shows its session id, user id and channel), or leave it out\n")
         .no_file();
 }
 
