@@ -43,6 +43,22 @@ fn said(
     })
 }
 
+/// A wait that ends without the task's result: `--json` prints how ([`said`], `detail`
+/// the server's words or how long atc waited); the error says it in `words`.
+fn unfinished(
+    out: Output,
+    task_id: &str,
+    outcome: &str,
+    exit: Exit,
+    detail: &str,
+    words: String,
+) -> Result<()> {
+    if out.json {
+        print_json(&said(task_id, outcome, exit, None, None, Some(detail)))?;
+    }
+    Err(Failure::new(exit, words).into())
+}
+
 pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
     let (base, task_id, agent) = (&wait.base_url.value, &wait.task_id, &wait.agent.value);
@@ -97,55 +113,21 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
                 None
             }
             Poll::NotFound { detail } => {
-                if out.json {
-                    print_json(&said(
-                        task_id,
-                        "lost",
-                        Exit::Lost,
-                        None,
-                        None,
-                        Some(&detail),
-                    ))?;
-                }
-                return Err(Failure::new(
-                    Exit::Lost,
-                    format!(
-                        "{task_id} is lost: the server has no record of it ({detail}); QwenPaw keeps task records in memory only, so it restarted, or the id or base URL {base} is wrong"
-                    ),
-                )
-                .into());
+                let words = format!(
+                    "{task_id} is lost: the server has no record of it ({detail}); QwenPaw keeps task records in memory only, so it restarted, or the id or base URL {base} is wrong"
+                );
+                return unfinished(out, task_id, "lost", Exit::Lost, &detail, words);
             }
             Poll::Denied { error } => {
-                if out.json {
-                    print_json(&said(
-                        task_id,
-                        "refused",
-                        Exit::Server,
-                        None,
-                        None,
-                        Some(&error),
-                    ))?;
-                }
-                return Err(Failure::new(Exit::Server, format!("{task_id}: {error}")).into());
+                let words = format!("{task_id}: {error}");
+                return unfinished(out, task_id, "refused", Exit::Server, &error, words);
             }
             Poll::Failed { error } => {
                 strikes += 1;
                 if strikes >= MAX_STRIKES {
-                    if out.json {
-                        print_json(&said(
-                            task_id,
-                            "unreachable",
-                            Exit::Server,
-                            None,
-                            None,
-                            Some(&error),
-                        ))?;
-                    }
-                    return Err(Failure::new(
-                        Exit::Server,
-                        format!("{task_id}: {strikes} polls in a row failed; last: {error}"),
-                    )
-                    .into());
+                    let words =
+                        format!("{task_id}: {strikes} polls in a row failed; last: {error}");
+                    return unfinished(out, task_id, "unreachable", Exit::Server, &error, words);
                 }
                 if out.verbose > 0 {
                     crate::term::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
@@ -158,45 +140,26 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             && waited + wait.interval > timeout
         {
             if let Some(error) = failing {
-                if out.json {
-                    print_json(&said(
-                        task_id,
-                        "unreachable",
-                        Exit::Server,
-                        None,
-                        None,
-                        Some(&error),
-                    ))?;
-                }
-                return Err(Failure::new(
-                    Exit::Server,
-                    format!(
-                        "{task_id}: {} failed, and --timeout ({}) passed; last: {error}",
-                        crate::text::plural(strikes, "poll", "polls in a row"),
-                        human(timeout)
-                    ),
-                )
-                .into());
-            }
-            if out.json {
-                let detail = format!("still running after {} (--timeout)", human(timeout));
-                print_json(&said(
-                    task_id,
-                    "still_running",
-                    Exit::TimedOut,
-                    None,
-                    None,
-                    Some(&detail),
-                ))?;
-            }
-            return Err(Failure::new(
-                Exit::TimedOut,
-                format!(
-                    "{task_id} is still running after {} (--timeout); `atc watch` it to have the result delivered when it ends",
+                let words = format!(
+                    "{task_id}: {} failed, and --timeout ({}) passed; last: {error}",
+                    crate::text::plural(strikes, "poll", "polls in a row"),
                     human(timeout)
-                ),
-            )
-            .into());
+                );
+                return unfinished(out, task_id, "unreachable", Exit::Server, &error, words);
+            }
+            let detail = format!("still running after {} (--timeout)", human(timeout));
+            let words = format!(
+                "{task_id} is still running after {} (--timeout); `atc watch` it to have the result delivered when it ends",
+                human(timeout)
+            );
+            return unfinished(
+                out,
+                task_id,
+                "still_running",
+                Exit::TimedOut,
+                &detail,
+                words,
+            );
         }
         if out.verbose > 1 {
             crate::term::say(&format!(
