@@ -10,7 +10,7 @@ use super::compose;
 use super::{Event, Limits};
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::Job;
+use crate::job::{Job, Status};
 use crate::job_file::JobFile;
 use crate::time::Timestamp;
 use crate::turn::{self, Turn, TurnEvent, TurnState};
@@ -68,9 +68,22 @@ pub fn redeliver_in(
             (Some(TurnState::Delivered), _) => "was already delivered".to_owned(),
             (_, Some(TurnState::Claimed)) => "is being posted (its turn was claimed)".to_owned(),
             (Some(TurnState::Open | TurnState::Claimed), _) => {
-                "is queued for delivery already".to_owned()
+                "is queued for delivery already: the next atc tick posts it".to_owned()
             }
-            _ => format!("is {shown}"),
+            // What else a person can do, by where the watch stands.
+            _ => match shown {
+                Status::Pending => {
+                    "is pending: atc still watches it and posts its result when it ends".to_owned()
+                }
+                Status::Cancelled => format!(
+                    "is cancelled: `atc watch {}` again to have its result delivered",
+                    job.task_id
+                ),
+                Status::Lost | Status::Abandoned | Status::Expired => {
+                    format!("is {shown}: there is no result to send")
+                }
+                _ => format!("is {shown}"),
+            },
         };
         crate::exit::Failure::new(
                 Exit::Refused,

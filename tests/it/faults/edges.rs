@@ -772,6 +772,40 @@ fn redeliver_says_when_it_could_not_check_the_chat() {
         .run();
 }
 
+/// A watch with nothing to try again says what a person can do instead, by where it stands.
+#[test]
+fn redeliver_of_a_watch_with_nothing_to_retry_says_what_to_do_instead() {
+    let env = TestEnv::new();
+    for (status, what) in [
+        (
+            "pending",
+            "is pending: atc still watches it and posts its result when it ends".to_owned(),
+        ),
+        (
+            "cancelled",
+            format!("is cancelled: `atc watch {TASK}` again to have its result delivered"),
+        ),
+        ("lost", "is lost: there is no result to send".to_owned()),
+        (
+            "abandoned",
+            "is abandoned: there is no result to send".to_owned(),
+        ),
+        (
+            "expired",
+            "is expired: there is no result to send".to_owned(),
+        ),
+    ] {
+        let job = support::atc::job(TASK, status, &format!("{NOWHERE}/api"));
+        env.write_file(&json!({"version": 2, "jobs": [job]}));
+        env.atc(["redeliver", TASK])
+            .status(1)
+            .stderr(format!(
+                "atc: {TASK} {what}; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n"
+            ))
+            .file_unchanged();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. "This machine" by the addresses a name resolves to
 

@@ -170,7 +170,7 @@ fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
     s.atc(["redeliver", TASK])
         .status(1)
         .stderr(format!(
-            "atc: {TASK} is queued for delivery already; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n"
+            "atc: {TASK} is queued for delivery already: the next atc tick posts it; only an undelivered, unconfirmed, misrouted or refused (error) delivery, or a result the parent read itself, can be tried again\n"
         ))
         .file_unchanged()
         .run();
