@@ -63,7 +63,7 @@ impl JobFile {
             Some(i) => Ok(i),
             None => fail!(
                 Exit::Refused,
-                "no watch for {task_id} in {}",
+                "no watch for {task_id} in {}: `atc status` lists the watched tasks (a watch made with another job file, by --state, ATC_STATE or the config's `state`, is in that one)",
                 path.display()
             ),
         }

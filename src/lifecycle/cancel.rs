@@ -56,7 +56,13 @@ pub fn cancel_in(
             "the child had already finished; its result is not delivered (check_agent_task still shows it)"
         }
         None if stop_asked => "the child had already finished",
-        None => "the child task keeps running (check_agent_task still shows its result)",
+        // Not stopped, and atc says no more than it knew: the child may have ended since.
+        None if job.started_at.is_some() => &format!(
+            "the child was still running at atc's last poll and is not stopped: `atc wait {task_id}` or check_agent_task says how it ends"
+        ),
+        None => &format!(
+            "atc had not polled the child yet, and it is not stopped: `atc wait {task_id}` or check_agent_task says how it ends"
+        ),
     };
     // What of it is on its way: its result, or a check-in (then the result itself never
     // comes: the watch is cancelled), and with what else.
@@ -193,7 +199,7 @@ mod tests {
             (true, "the child had already finished"),
             (
                 false,
-                "the child task keeps running (check_agent_task still shows its result)",
+                "atc had not polled the child yet, and it is not stopped: `atc wait task-1` or check_agent_task says how it ends",
             ),
         ] {
             let mut file = JobFile {

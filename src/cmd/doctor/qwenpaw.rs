@@ -406,7 +406,7 @@ fn server_path_outside(base: &str, server: Option<&ServerProcess>) -> Check {
         None => bad(
             FINDS,
             format!(
-                "the server (pid {pid}) cannot find atc: not next to its interpreter ({}), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail",
+                "the server (pid {pid}) cannot find atc: not where pip puts it for the server ({}), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail",
                 if looked.is_empty() {
                     "unknown".to_owned()
                 } else {

@@ -623,7 +623,7 @@ fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
     let (pid, said) = doctor_beside(&bare);
     assert!(
         said.starts_with(&format!(
-            "✗ atc for the server: the server (pid {pid}) cannot find atc: not next to its interpreter ({} (next to its interpreter), {} (the virtualenv its interpreter links into)), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail\n  → install the plugin zip made on this machine",
+            "✗ atc for the server: the server (pid {pid}) cannot find atc: not where pip puts it for the server ({} (next to its interpreter), {} (the virtualenv its interpreter links into)), no ATC_BIN, not on its PATH ({path}), no ~/.cargo/bin/atc; its tools and kicks fail\n  → install the plugin zip made on this machine",
             shim.display(),
             shim.join("../venv/bin").display()
         )),

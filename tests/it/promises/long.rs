@@ -400,7 +400,7 @@ fn cancel_without_stop_sends_nothing() {
     s.watch(TASK, &["--child-session", CHILD]);
     let before = s.server.requests().len();
     s.atc(["cancel", TASK])
-        .stdout_contains("the child task keeps running")
+        .stdout_contains("and it is not stopped")
         .file(|file| assert_eq!(file["jobs"][0]["status"], "cancelled"));
     assert_eq!(s.server.requests().len(), before);
     assert!(s.chats.stops().is_empty());
@@ -687,7 +687,7 @@ fn status_of_a_cancelled_watch_says_what_was_true_of_its_child_at_the_cancel() {
     s.tick(&[]).run();
     s.atc(["cancel", TASK])
         .stdout(format!(
-            "Cancelled the watch on {TASK}; the child task keeps running (check_agent_task still shows its result).\n"
+            "Cancelled the watch on {TASK}; the child was still running at atc's last poll and is not stopped: `atc wait {TASK}` or check_agent_task says how it ends.\n"
         ))
         .run();
     // Later the child may have finished: atc no longer asks, so it says what it knew.
