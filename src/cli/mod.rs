@@ -435,7 +435,7 @@ pub enum TimerCommand {
     /// Print the units (systemd), crontab lines (cron) or a LaunchAgent (launchd, macOS),
     /// naming this atc binary
     Print {
-        #[arg(value_enum)]
+        #[arg(value_enum, value_name = "systemd|cron|launchd")]
         kind: TimerKind,
 
         /// How often to tick [default: 20s]

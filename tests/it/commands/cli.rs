@@ -155,6 +155,16 @@ fn watch_without_a_session_says_where_to_find_one() {
         .no_file();
 }
 
+/// A missing choice names the choices, not a placeholder the user must look up.
+#[test]
+fn timer_print_without_a_kind_names_the_kinds() {
+    let env = TestEnv::new();
+    env.atc(["timer", "print"])
+        .status(2)
+        .stderr("error: the following required arguments were not provided:\n  <systemd|cron|launchd>\n\nUsage: atc timer print <systemd|cron|launchd>\n\nFor more information, try '--help'.\n")
+        .no_file();
+}
+
 #[test]
 fn an_empty_value_names_where_it_came_from() {
     let env = TestEnv::new();
