@@ -174,7 +174,7 @@ pub enum Command {
     /// Polls the task (no job file needed) until it finishes, then prints exactly what a
     /// delivery would carry. Exit status: 0 completed, 1 failed (or timed out, cancelled,
     /// fork not finalized), 6 lost (the server has no record of it), 124 still running
-    /// after --timeout, 5 the server could not be reached (also when --timeout passes
+    /// after --timeout (the line says whether it is watched), 5 the server could not be reached (also when --timeout passes
     /// while polls fail) or refused the credentials.
     Wait(WaitArgs),
     /// Check the setup and say what to fix: server, token, agents, job file, timer

@@ -1,5 +1,6 @@
 //! `atc wait`: poll one task in the foreground until it ends and print what a delivery
-//! would carry. No job file. Exit status from the shared table: 0 completed, 1 failed,
+//! would carry. It writes no job file (it reads one only to say, at `--timeout`, whether the
+//! task is watched). Exit status from the shared table: 0 completed, 1 failed,
 //! 6 lost, 124 still running after `--timeout`, 5 server unreachable or token refused.
 //! `--json` prints one object of the same shape for every one of them ([`Said`]).
 
@@ -10,10 +11,11 @@ use serde_json::json;
 
 use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
-use crate::job::TaskOutcome;
+use crate::job::{TaskOutcome, Watch};
 use crate::qwenpaw::task::{self, Poll};
 use crate::qwenpaw::{Client, render};
 use crate::settings::{Output, Wait};
+use crate::state::store::Store;
 use crate::time::human;
 
 /// Failed polls in a row (unreachable, 5xx) before `wait` gives up with exit 5: a server
@@ -149,8 +151,14 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
             }
             let detail = format!("still running after {} (--timeout)", human(timeout));
             let words = format!(
-                "{task_id} is still running after {} (--timeout); `atc watch` it to have the result delivered when it ends",
-                human(timeout)
+                "{task_id} is still running after {} (--timeout); {}",
+                human(timeout),
+                match watched(wait, task_id) {
+                    Some(chat) => format!(
+                        "it is watched: a tick delivers its result to {chat} when it ends (`atc status {task_id}`)"
+                    ),
+                    None => "`atc watch` it to have the result delivered when it ends".to_owned(),
+                }
             );
             return unfinished(
                 out,
@@ -169,4 +177,18 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
         }
         std::thread::sleep(wait.interval.max(Duration::from_millis(100)));
     }
+}
+
+/// The chat a pending watch of `task_id` delivers to, if the job file (read, never
+/// written or created) has one.
+fn watched(wait: &Wait, task_id: &str) -> Option<String> {
+    let store = Store::new(wait.state.clone()?);
+    store
+        .peek(|file| {
+            file.find(task_id)
+                .filter(|job| job.watch == Watch::Pending)
+                .map(|job| job.target.describe_chat())
+        })
+        .ok()
+        .flatten()
 }

@@ -46,6 +46,9 @@ pub struct Wait {
     pub timeout: Option<Duration>,
     pub interval: Duration,
     pub http_timeout: Duration,
+    /// The job file, read (never written) to say whether a task still running at
+    /// `--timeout` is watched; `None` when no job file can be named here.
+    pub state: Option<PathBuf>,
 }
 
 /// `atc doctor`: every setting with its source, to check them.

@@ -246,6 +246,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             timeout: args.timeout,
             interval: args.interval.unwrap_or(defaults::WAIT_INTERVAL),
             http_timeout: knobs()?.http_timeout.value,
+            state: state().ok().map(|s| s.value),
         }),
         Command::Doctor => Action::Doctor(Doctor {
             base_url: base_url(base_url_flag, env, file)?,

@@ -100,6 +100,20 @@ fn wait_exits_124_when_the_timeout_passes() {
         ))
         .no_file();
     assert!(s.server.hits("GET", &task_path(TASK)) >= 2);
+    // Watched, it is said so (the job file read, not written); cancelled, it is not.
+    s.watch(TASK, &[]);
+    let args = ["wait", TASK, "--timeout", "1s", "--interval", "200ms"];
+    s.atc(args)
+        .status(124)
+        .stderr(format!(
+            "atc: {TASK} is still running after 1s (--timeout); it is watched: a tick delivers its result to session s-77 (user default, channel console) when it ends (`atc status {TASK}`)\n"
+        ))
+        .file_unchanged();
+    s.atc(["cancel", TASK]).stdout_inspected().run();
+    s.atc(args)
+        .status(124)
+        .stderr_contains("; `atc watch` it to have the result delivered when it ends\n")
+        .file_unchanged();
 }
 
 /// A `--timeout` that passes while the polls fail is a server out of reach (exit 5), not
