@@ -561,7 +561,9 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
             let ended = t
                 .parent_turn
                 .as_deref()
-                .map_or(String::new(), |status| format!(" ({status})"));
+                .map_or(" (running at atc's last look)".to_owned(), |status| {
+                    format!(" ({status})")
+                });
             field("parent turn", format!("{parent}{ended}"));
         }
         if let Some(up) = &t.up {

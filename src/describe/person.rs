@@ -235,7 +235,8 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             let parent = match parent {
                 Some("unknown") => "; how the parent's turn ended is not known".to_owned(),
                 Some(status) => format!("; the parent's turn {status}"),
-                None if started => "; the parent's turn is running".to_owned(),
+                // What the last tick saw: with no tick since, it may have ended.
+                None if started => "; the parent's turn was running at atc's last look".to_owned(),
                 None => String::new(),
             };
             let forward = turn

@@ -658,7 +658,7 @@ fn a_delivered_result_says_whether_the_parents_turn_runs() {
     turn.turn_task_id = Some("t-1".into());
     assert_eq!(
         explain(&done, Some(&turn)).unwrap(),
-        "delivered; the parent's turn is running"
+        "delivered; the parent's turn was running at atc's last look"
     );
     turn.parent_turn = Some("unknown".into());
     assert_eq!(

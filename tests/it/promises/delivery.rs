@@ -431,6 +431,13 @@ fn the_parent_turn_is_recorded_from_the_turns_own_record() {
         "not known yet: {record}"
     );
     let turn = record["turn_task_id"].as_str().unwrap().to_owned();
+    // Until a tick learns how it ended, status says what atc last saw, not what is now.
+    s.atc(["status", TASK])
+        .stdout_contains(format!(
+            "parent turn     {turn} (running at atc's last look)"
+        ))
+        .stdout_contains("delivered; the parent's turn was running at atc's last look")
+        .file_unchanged();
     s.tick(&[]);
     assert_eq!(s.turn(TASK)["parent_turn"], "completed");
     assert_eq!(s.server.hits("GET", &Scene::task_path(&turn)), 1);
