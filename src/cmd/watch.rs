@@ -155,7 +155,17 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 } => {
                     let mut message = format!("Already watching {} (job {})", subject(job), job.job_id);
                     if !applied.is_empty() {
-                        message.push_str(&format!("; now with {}", applied.join(", ")));
+                        // What is on now, then what is off ("no --check-in"): one list
+                        // mixing them would read as all off.
+                        let (off, on): (Vec<&str>, Vec<&str>) =
+                            applied.iter().partition(|f| f.starts_with("no "));
+                        let off: Vec<&str> = off.iter().map(|f| &f[3..]).collect();
+                        let said: Vec<String> = [("with", on), ("without", off)]
+                            .into_iter()
+                            .filter(|(_, flags)| !flags.is_empty())
+                            .map(|(how, flags)| format!("{how} {}", flags.join(", ")))
+                            .collect();
+                        message.push_str(&format!("; now {}", said.join(" and ")));
                     }
                     if !not_applied.is_empty() {
                         let why = if not_applied

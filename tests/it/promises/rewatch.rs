@@ -210,10 +210,10 @@ fn a_rewatch_says_a_claimed_turn_takes_no_new_way_of_posting() {
     file["turns"].as_array_mut().unwrap().push(turn);
     env.write_file(&file);
     let job_id = env.job(TASK)["job_id"].as_str().unwrap().to_owned();
-    env.atc(["watch", TASK, "--session", "s-77", "--forward", "never"])
+    env.atc(["watch", TASK, "--session", "s-77", "--forward", "never", "--on-empty", "skip"])
         .chat_check_skipped()
         .stdout_contains(format!(
-            "Already watching {TASK} for agent 'default' (job {job_id}); now with no --check-in; not applied: --forward (its turn was already claimed);"
+            "Already watching {TASK} for agent 'default' (job {job_id}); now with --on-empty and without --check-in; not applied: --forward (its turn was already claimed);"
         ))
         .file(|file| {
             let job = job_in(file, TASK);
