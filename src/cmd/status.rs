@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::describe::{brief, explain};
-use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer};
+use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Watch};
 use crate::job_file::JobFile;
 use crate::settings::{self, Output};
 use crate::state::Store;
@@ -391,6 +391,13 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
                 " (given up: {} stops did not stop the child)",
                 job.stop_tries
             ),
+            // Ended unstopped: the time it was due is no stop that happened.
+            (None, _) if job.outcome.is_some() => {
+                " (not stopped: the child had finished when a tick looked)".to_owned()
+            }
+            (None, _) if job.watch != Watch::Pending => {
+                " (not stopped: the watch ended first)".to_owned()
+            }
             (None, Some(start)) => format!(
                 " (at {}{})",
                 start.saturating_add(std::time::Duration::from_secs(secs)),

@@ -637,6 +637,33 @@ fn check_in_is_refused_with_a_group_whose_members_never_check_in() {
     .no_file();
 }
 
+/// A --stop-after whose watch ended before a stop says so, not a time a stop was due as if
+/// one happened then: the child finished when a tick looked (no timer between), or the
+/// watch was cancelled first.
+#[test]
+fn a_stop_after_of_a_watch_that_ended_unstopped_says_it_was_not_stopped() {
+    use support::bodies;
+    use support::fake::Reply;
+    let s = Scene::new();
+    let args = ["--child-session", CHILD, "--stop-after", "1s"];
+    s.watch(TASK, &args);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.tick(&[]).run();
+    assert_eq!(s.status(TASK), "done");
+    s.atc(["status", TASK])
+        .stdout_contains(
+            "\nstop after      1s (not stopped: the child had finished when a tick looked)\n",
+        )
+        .file_unchanged();
+    assert!(s.chats.stops().is_empty());
+    let other = "task-00000000000b";
+    s.watch(other, &args);
+    s.atc(["cancel", other]).stdout_inspected().run();
+    s.atc(["status", other])
+        .stdout_contains("\nstop after      1s (not stopped: the watch ended first)\n")
+        .file_unchanged();
+}
+
 #[test]
 fn durations_are_written_in_one_format() {
     let s = Scene::new();
