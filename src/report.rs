@@ -422,8 +422,8 @@ impl Report {
     }
 
     /// `tick: 12 polled, 2 delivered, 1 busy, 0 lost, 1 failed check, 1 given up`, and,
-    /// when there are any, the turns of unknown outcome, the parent turns followed and
-    /// the replies forwarded.
+    /// when there are any, the turns of unknown outcome, the parent turns followed, the
+    /// replies forwarded, the check-ins that landed and the children atc stopped.
     pub fn summary(&self) -> String {
         let failed = self.count(Outcome::FailedCheck);
         let mut said = format!(
@@ -448,6 +448,12 @@ impl Report {
                 "forwarded",
             ),
             (self.toasts, "console toast", "console toasts"),
+            (self.count(Outcome::CheckedIn), "check-in", "check-ins"),
+            (
+                self.count(Outcome::Stopped),
+                "child stopped",
+                "children stopped",
+            ),
         ] {
             if n > 0 {
                 said.push_str(&format!(", {}", plural(n as u64, one, many)));
@@ -583,6 +589,15 @@ mod tests {
         assert_eq!(
             report.gave_up()[0].line(),
             "atc: gave up on task-a (abandoned): 3 failed checks in a row (HTTP 500); `atc status task-a` says more; the task may still run: `atc wait task-a` asks the server"
+        );
+        // A check-in that landed and a child atc stopped are said too (posted, but no
+        // result delivered).
+        report.add(Outcome::CheckedIn, "task-c");
+        report.add(Outcome::Stopped, "task-d");
+        report.add(Outcome::Stopped, "task-e");
+        assert_eq!(
+            report.summary(),
+            "tick: 2 polled, 1 delivered, 0 busy, 0 lost, 1 failed check, 1 given up, 1 check-in, 2 children stopped"
         );
         let json = report.to_json();
         assert_eq!(json["tasks"]["abandoned"], json!(["task-a"]));
