@@ -83,6 +83,15 @@ pub fn up(
             None,
         ))
     };
+    // The watch delivers into its own child's chat (a --session that was the child's
+    // [SESSION: …]): up is where the reply already is, and going there would wake the
+    // child again, level after level. The asking agent never had the result.
+    if crate::lifecycle::compose::chat_of(job) == woken.chat && *ended != ParentTurn::Running {
+        return not(format!(
+            "the watch of {} delivers into its own child's chat (its --session is the child's): its result and this reply went back to the child, not to the agent that asked; `atc wait {}` prints the result",
+            job.task_id, job.task_id
+        ));
+    }
     let reply = match ended {
         ParentTurn::Ended { status, reply } if status == "completed" && !reply.is_empty() => reply,
         ParentTurn::Ended { status, .. } if status == "completed" => {
@@ -251,6 +260,39 @@ mod tests {
         let mut on = jobs.clone();
         on[0].child_agent = Some("QA".into());
         assert!(up(&on, &Turns::of(&turns), &g, &replied("R"), t(9), &LIMITS).is_none());
+    }
+
+    /// A watch whose --session was its child's own: its result woke the child, and the
+    /// reply stays there, said (up is that very chat; going there would wake the child
+    /// again, level after level), however it ended; a turn still running waits.
+    #[test]
+    fn a_reply_in_the_chat_its_watch_delivers_into_stays_and_says_why() {
+        let (mut child, result) = finished("jc", "task-c", "s-c", "s-c");
+        child.base_url = "http://h/api".into();
+        child.target.user_id = "u".into();
+        child.target.channel = "console".into();
+        child.target.agent_id = "default".into();
+        let jobs = [child];
+        let turns = [result.clone()];
+        let turns = Turns::of(&turns);
+        let own = woken("s-c", "task-c", BlockKind::Result);
+        assert_eq!(own.chat, crate::lifecycle::compose::chat_of(&jobs[0]));
+        for ended in [replied("R"), replied(""), ParentTurn::Gone] {
+            let (u, opened) = up(&jobs, &turns, &own, &ended, t(9), &LIMITS).unwrap();
+            assert!(opened.is_none() && u.turn.is_none());
+            assert_eq!(
+                u.not.as_deref(),
+                Some(
+                    "the watch of task-c delivers into its own child's chat (its --session is the child's): its result and this reply went back to the child, not to the agent that asked; `atc wait task-c` prints the result"
+                )
+            );
+        }
+        assert!(up(&jobs, &turns, &own, &ParentTurn::Running, t(9), &LIMITS).is_none());
+        // The same session as another user's chat is another chat: the reply goes up.
+        let mut elsewhere = jobs.clone();
+        elsewhere[0].target.user_id = "v".into();
+        let (u, opened) = up(&elsewhere, &turns, &own, &replied("R"), t(9), &LIMITS).unwrap();
+        assert!(u.not.is_none() && opened.is_some());
     }
 
     #[test]

@@ -2408,27 +2408,47 @@ fn a_woken_turn_that_failed_or_said_nothing_sends_nothing_up() {
     }
 }
 
-/// A task watched for its own child's chat: each reply its result wakes goes up into the
-/// same chat, and wakes the next, until `--follow-up-depth` (5) keeps one down.
+/// A task watched for its own child's chat (a --session that was the child's own): the
+/// reply its result wakes there stays down, said so, where it went up into the same chat
+/// and woke the child again, level after level, until `--follow-up-depth` (5).
 #[test]
-fn a_loop_in_the_tree_stops_at_the_depth_limit() {
+fn a_task_watched_for_its_own_childs_chat_sends_nothing_up() {
     let child = world::CHATS.len() as u8;
     let mut ops = vec![watch(1, child), Op::Finish(0, Ending::Answer)];
-    // One level a tick (the drain's jumps pass --busy-deadline before a sixth).
     ops.extend(std::iter::repeat_n(Op::Tick, 8));
     let world = replayed(&ops);
     let ups = follow_ups_in(&world, "child-task-0");
-    assert_eq!(
-        ups.len(),
-        world::limits().follow_up_depth as usize,
-        "{ups:?}"
-    );
-    assert_eq!(world.sometimes.depth_limit, 1);
+    assert!(ups.is_empty(), "{ups:?}");
+    assert_eq!(world.sometimes.own_chat, 1);
+    assert_eq!(world.sometimes.depth_limit, 0);
+}
+
+/// Two tasks watched each for the other's child's chat: each result wakes a reply that
+/// goes up into the other chat and wakes the next, until `--follow-up-depth` (5) keeps
+/// one down: two chains of five.
+#[test]
+fn a_loop_of_two_chats_in_the_tree_stops_at_the_depth_limit() {
+    let child = world::CHATS.len() as u8;
+    let mut ops = vec![
+        watch(1, child + 1),
+        watch(2, child),
+        Op::Finish(0, Ending::Answer),
+        Op::Finish(1, Ending::Answer),
+    ];
+    ops.extend(std::iter::repeat_n(Op::Tick, 10));
+    let world = replayed(&ops);
+    let ups =
+        follow_ups_in(&world, "child-task-0").len() + follow_ups_in(&world, "child-task-1").len();
+    assert_eq!(ups, 2 * world::limits().follow_up_depth as usize);
+    assert_eq!(world.sometimes.depth_limit, 2);
+    assert_eq!(world.sometimes.own_chat, 0);
 }
 
 /// Found by the long search (seed 11, 20,000 histories): a task watched for its own child's
-/// chat loops, level by level; with other turns for that chat in the way (one a tick), the
+/// chat looped, level by level; with other turns for that chat in the way (one a tick), the
 /// drain's last tick opened a follow-up and ended. The drain ticks on while one is due.
+/// Since a watch's own chat keeps its reply down, the history no longer loops: its reply is
+/// kept down, said, behind the other turns for that chat (the two-chat loop above climbs).
 #[test]
 fn a_loop_of_follow_ups_behind_other_turns_for_its_chat_goes_out_before_the_drain_ends() {
     let w = replay(vec![
@@ -2439,9 +2459,9 @@ fn a_loop_of_follow_ups_behind_other_turns_for_its_chat_goes_out_before_the_drai
     ]);
     reaches(
         &w,
-        "a loop of follow-ups climbing to the depth limit behind other turns for its chat",
-        w.sometimes.depth_limit > 0
-            && w.verdict.follow_ups.stored >= u64::from(world::limits().follow_up_depth)
+        "a watch of a task for its own child's chat, its reply kept down behind other turns for that chat",
+        w.sometimes.own_chat > 0
+            && w.verdict.follow_ups.stored == 0
             && w.turns_seen()
                 .filter(|t| t.chat.session_id == "child-task-0" && !t.is_follow_up())
                 .count()
@@ -2695,6 +2715,7 @@ fn another_servers_ticks_leave_this_servers_back_off_as_it_was() {
 /// names task 0's agent as the one both run on. Task 5's held result was kept, but with
 /// that agent: atc looked for task 5's own chat on the wrong agent, and the reply its
 /// result woke there never went up. The agent its result came from is kept, and said.
+/// (That reply now stays down, a watch's own chat being where it is; found, it says so.)
 #[test]
 fn a_rewatch_naming_another_agent_keeps_the_one_the_held_result_came_from() {
     let w = replay(vec![
@@ -2707,10 +2728,16 @@ fn a_rewatch_naming_another_agent_keeps_the_one_the_held_result_came_from() {
     ]);
     reaches(
         &w,
-        "task 5's held result kept for its own chat, and the reply it woke there sent up",
+        "task 5's held result kept for its own chat, and the reply it woke there found (kept down: up is that chat)",
         ran(&w, "Watch { tasks: 33, chat: 8", "task-5 Kept")
             && w.turns_seen().any(|t| {
-                t.turn_id.ends_with("-up") && t.carries.iter().any(|b| b.task_id == "task-5")
+                t.carries.iter().any(|b| b.task_id == "task-5")
+                    && t.up.as_ref().is_some_and(|u| {
+                        u.task_id == "task-5"
+                            && u.not
+                                .as_deref()
+                                .is_some_and(|why| why.contains("its own child's chat"))
+                    })
             }),
     );
 }

@@ -533,7 +533,8 @@ pub struct Tree<'a> {
 /// earlier tick that did not crash; nothing about `j` changed since (no watch, redelivery
 /// or cancel of it after that copy), `--keep` is far, no other task's watch named `j`'s
 /// session, `j` was not stopped (a stopped task's record names no session), and the woken
-/// turn's depth is within `--follow-up-depth`. Owed and in that chat: ok; given up and
+/// turn's depth is within `--follow-up-depth`, and that chat is not the one the reply is
+/// in (a watch of `j` for its own child's chat sends nothing up). Owed and in that chat: ok; given up and
 /// said (a give-up line for `j` after that poll): given up; neither: **lost**.
 ///
 /// Any follow-up copy must name a reply some woken turn gave, come from a chat that is
@@ -709,6 +710,10 @@ pub fn judge_follow_ups(t: &Tree) -> (FollowUps, Vec<String>) {
             not(format!("{task}'s result never went to that chat"));
             continue;
         }
+        if here == chat_of(w) {
+            not("it went up into the chat it was woken in (its task's watch delivers into its own child's chat)".into());
+            continue;
+        }
         let first = crate::world::blocks(&w.text).next().map(task_of);
         if first != Some(after) {
             not(format!(
@@ -834,6 +839,11 @@ pub fn judge_follow_ups(t: &Tree) -> (FollowUps, Vec<String>) {
         let Some(there) = chat_of(result) else {
             continue;
         };
+        // j's watch delivers into the chat the reply is in (its own child's): up is there,
+        // and nothing goes.
+        if Some(there) == chat_of(w) {
+            continue;
+        }
         v.owed += 1;
         let found = copies
             .iter()

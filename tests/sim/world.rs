@@ -89,7 +89,7 @@ pub fn limits() -> Limits {
         busy_deadline: Duration::from_secs(600),
         settle: Duration::from_secs(60),
         keep: Duration::from_secs(3 * 3600),
-        follow_up_depth: 5,
+        follow_up_depth: 2,
         poll_ceiling: Duration::from_secs(300),
     }
 }
@@ -541,6 +541,9 @@ sometimes! {
     follow_up_read_back: "a follow-up read back after an unknown POST outcome",
     /// A woken reply that stayed down at the depth limit.
     depth_limit: "a woken reply kept down by the depth limit",
+    /// A reply woken in the chat a watch of its task delivers into (a --session that was
+    /// the child's own) kept down: up is where it already is.
+    own_chat: "a reply woken in its watch's own chat kept down",
     /// A scheduled tick left a pending watch on its back-off unpolled (issue 38).
     backoff_skipped: "a scheduled tick skipped a watch on its back-off",
     /// A scheduled tick polled a watch on its back-off (not at its own time) whose child
@@ -2655,6 +2658,14 @@ impl World {
             };
             if depth_limit(turn) && !before.is_some_and(depth_limit) {
                 self.sometimes.depth_limit += 1;
+            }
+            let own_chat = |t: &Turn| {
+                t.up.as_ref()
+                    .and_then(|u| u.not.as_deref())
+                    .is_some_and(|why| why.contains("its own child's chat"))
+            };
+            if own_chat(turn) && !before.is_some_and(own_chat) {
+                self.sometimes.own_chat += 1;
             }
             let states = self.turn_states.entry(turn.turn_id.clone()).or_default();
             if states.last() != Some(&turn.state) {

@@ -139,6 +139,38 @@ fn a_grandchilds_result_goes_up_as_the_childs_follow_up_once() {
     );
 }
 
+/// A watch whose --session was its child's own (the `[SESSION: …]` line submit_to_agent
+/// printed, taken for the asking chat's): the result goes into the child's chat, and the
+/// reply it wakes there stays, said, where it went up into that same chat and woke the
+/// child again, level after level, to the depth limit.
+#[test]
+fn a_watch_for_its_own_childs_chat_sends_nothing_up_and_says_why() {
+    let s = Scene::new();
+    s.watch("task-child", &["--session", "s-child"]);
+    s.chats.reply(
+        "s-child",
+        ParentReply::ToolThenFinal("CHILD: thanks".to_owned()),
+    );
+    s.poll_replies(
+        "task-child",
+        vec![Reply::json(
+            200,
+            &bodies::finished_completed("s-child", "CHILD: 42"),
+        )],
+    );
+    for _ in 0..4 {
+        s.tick(&[]);
+    }
+    assert_eq!(s.delivered("s-child").len(), 1, "its result only");
+    assert!(follow_ups(&s, "s-child").is_empty());
+    let up = &s.turn("task-child")["up"];
+    assert_eq!(up["task_id"], "task-child");
+    assert!(up.get("turn").is_none(), "{up}");
+    s.atc(["status", "task-child"])
+        .stdout_contains("the reply it woke stayed in this chat: the watch of task-child delivers into its own child's chat (its --session is the child's): its result and this reply went back to the child, not to the agent that asked; `atc wait task-child` prints the result")
+        .run();
+}
+
 #[test]
 fn past_the_depth_limit_the_reply_stays_and_says_why() {
     let s = tree("CHILD: the grandchild says 42");
