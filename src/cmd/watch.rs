@@ -91,6 +91,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 Exit::Refused,
                 "{task_id}'s child session is {known} (QwenPaw's [SESSION: …] line, or an earlier watch's); --child-session {asked} names another child: watch without --child-session, or pass the session QwenPaw printed for {task_id}"
             ),
+            Err(WatchRefused::OwnChildSession { task_id, session }) => fail!(
+                Exit::Refused,
+                "--session {session} is {task_id}'s own child session (QwenPaw's [SESSION: …] line for it): its result would go back to the child, not to the chat that asked; pass the Session ID the asking agent's prompt shows"
+            ),
             Err(WatchRefused::ChildSessionTaken {
                 task_id,
                 session,

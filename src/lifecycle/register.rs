@@ -231,6 +231,10 @@ pub enum WatchRefused {
         known: String,
         asked: String,
     },
+    /// The watch would deliver `task_id`'s result into its own child's chat: `session`,
+    /// its child session (`--child-session`, a `[SESSION: …]` line, an earlier watch's), is
+    /// the watch's `--session` on the agent the child runs on. The asking chat never hears.
+    OwnChildSession { task_id: String, session: String },
     /// The child session named for `task_id` is the child of another live watch (`of`) on
     /// the same agent: one session is one child, and a stop of it would stop the other.
     ChildSessionTaken {
@@ -352,6 +356,18 @@ pub fn watch(
             taken_from = Some(other);
         }
         fresh.child_session = asked.clone().or(known.clone());
+        // A --session that is the child's own (a model taking the [SESSION: …] line for
+        // its own chat's) would post the result back to the child. The plugin's own watch
+        // names the chat it ran in, and is never refused.
+        if request.origin != Origin::Auto
+            && fresh.child_session.as_deref() == Some(target.session_id.as_str())
+            && target.poll_agent() == target.agent_id
+        {
+            return Err(WatchRefused::OwnChildSession {
+                task_id: task_id.clone(),
+                session: target.session_id.clone(),
+            });
+        }
         if fresh.child_session == known {
             fresh.child_chat_id = existing.and_then(|j| j.child_chat_id.clone());
             fresh.child_agent = existing.and_then(|j| j.child_agent.clone());

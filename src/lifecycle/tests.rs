@@ -1819,6 +1819,43 @@ fn a_finished_record_names_the_childs_session() {
     assert_eq!(corrected.child_session.as_deref(), Some("c-9"));
 }
 
+/// A watch whose chat is its task's own child's (its --session the child's session, known
+/// from its own --child-session or an earlier watch) is refused, the whole watch, for a
+/// person or a model; the plugin's automatic watch names the chat it ran in, and is not.
+#[test]
+fn a_watch_into_its_tasks_own_childs_chat_is_refused_unless_automatic() {
+    use crate::job::Origin;
+    let own = request(&["task-0", "task-1"], Origin::Cli, Options::default());
+    let session = own.target.session_id.clone();
+    let mut named = own.clone();
+    named.child_sessions = vec![("task-1".into(), session.clone())];
+    let refused = WatchRefused::OwnChildSession {
+        task_id: "task-1".into(),
+        session: session.clone(),
+    };
+    let mut jobs = Vec::new();
+    assert_eq!(
+        watch(&mut jobs, &[], &named, || "j".into(), t(1)).unwrap_err(),
+        refused
+    );
+    // Known from an earlier watch of the task, for another chat.
+    let mut earlier = request(&["task-1"], Origin::Plugin, Options::default());
+    earlier.target.session_id = "elsewhere".into();
+    earlier.child_sessions = vec![("task-1".into(), session.clone())];
+    watch(&mut jobs, &[], &earlier, || "j1".into(), t(1)).unwrap();
+    assert_eq!(
+        watch(&mut jobs.clone(), &[], &own, || "j2".into(), t(2)).unwrap_err(),
+        refused
+    );
+    let mut auto = named.clone();
+    auto.origin = Origin::Auto;
+    assert!(watch(&mut Vec::new(), &[], &auto, || "j3".into(), t(2)).is_ok());
+    // The child on another agent: another chat.
+    let mut other = named.clone();
+    other.target.target_agent = Some("QA".into());
+    assert!(watch(&mut Vec::new(), &[], &other, || "j4".into(), t(2)).is_ok());
+}
+
 /// Issue 36 (H1): one child session is one child. A model (or a person) naming another
 /// task's session is refused, whether the task's own is known or another live watch holds
 /// it; QwenPaw's own `[SESSION: …]` line (an automatic watch) is the fact and corrects a

@@ -211,6 +211,8 @@ pub struct State {
     pub post_fault: Option<PostFault>,
     /// How many POSTs go by before `post_fault` meets one.
     pub fault_skip: u8,
+    /// What the next POST of a follow-up suffers (trees: few POSTs are follow-ups).
+    pub up_fault: Option<PostFault>,
     /// A flaky network: every other POST's answer is lost after the server stored it.
     pub flaky: bool,
     flaky_posts: u64,
@@ -848,7 +850,10 @@ impl SimServer {
         } else {
             s.post_fault.take()
         };
-        let fault = fault.or(flaky.then_some(PostFault::DropAfterStore));
+        let follow_up = body.to_string().contains("[atc: follow-up");
+        let fault = fault
+            .or_else(|| s.up_fault.take_if(|_| follow_up))
+            .or(flaky.then_some(PostFault::DropAfterStore));
         let lost = || {
             Err(Transport {
                 nothing_sent: false,

@@ -425,6 +425,8 @@ pub enum Op {
     StopFault(bool),
     /// The same fault for a later POST: `.0` POSTs go by first.
     FaultLater(u8, PostFault),
+    /// The same fault for the next POST of a follow-up (issue 37).
+    FaultUp(PostFault),
     /// How the turn the next stored POST wakes ends (by default: a reply, at once).
     Woken(Wake),
     /// The network turns flaky (every other POST's answer lost after the server stored
@@ -544,6 +546,9 @@ sometimes! {
     /// A reply woken in the chat a watch of its task delivers into (a --session that was
     /// the child's own) kept down: up is where it already is.
     own_chat: "a reply woken in its watch's own chat kept down",
+    /// A watch naming its task's own child session as --session (known: --child-session,
+    /// or an earlier watch's) refused.
+    own_chat_refused: "a watch for its task's own child's chat refused",
     /// A scheduled tick left a pending watch on its back-off unpolled (issue 38).
     backoff_skipped: "a scheduled tick skipped a watch on its back-off",
     /// A scheduled tick polled a watch on its back-off (not at its own time) whose child
@@ -1196,6 +1201,10 @@ impl Env {
                 s.fault_skip = 0;
                 String::new()
             }
+            Op::FaultUp(fault) => {
+                self.server.lock().up_fault = Some(*fault);
+                String::new()
+            }
             Op::FaultLater(skip, fault) => {
                 let mut s = self.server.lock();
                 s.post_fault = Some(*fault);
@@ -1390,7 +1399,9 @@ impl Env {
         match result {
             Err(why) => {
                 let why = why.to_string();
-                if opts & 64 != 0 && why.contains("ChildSession") {
+                if why.starts_with("OwnChildSession") {
+                    self.notes().sometimes.own_chat_refused += 1;
+                } else if opts & 64 != 0 && why.contains("ChildSession") {
                     self.notes().sometimes.other_child_session_refused += 1;
                 }
                 format!(" → refused: {}", short(&why))
@@ -3356,6 +3367,7 @@ fn refused(why: &atc::lifecycle::WatchRefused) -> String {
             turn.as_ref().map_or("none", |t| t.state.as_str())
         ),
         R::OtherChildSession { task_id, .. } => format!("OtherChildSession of {task_id}"),
+        R::OwnChildSession { task_id, .. } => format!("OwnChildSession of {task_id}"),
         R::ChildSessionTaken { task_id, of, .. } => {
             format!("ChildSessionTaken of {task_id} (by {of})")
         }

@@ -171,6 +171,53 @@ fn a_watch_for_its_own_childs_chat_sends_nothing_up_and_says_why() {
         .run();
 }
 
+/// Where the watch knows the child's session (`--child-session`, or the `[SESSION: …]`
+/// line under its `[TASK_ID: …]` in `--from`), that session as `--session` is refused
+/// before anything is recorded: exit 1, what is wrong and what to pass instead.
+#[test]
+fn a_watch_naming_the_childs_own_session_as_its_chat_is_refused() {
+    let s = Scene::new();
+    s.chats.add("default", "s-child", "default", "console");
+    let said = "atc: --session s-child is task-child's own child session (QwenPaw's [SESSION: …] line for it): its result would go back to the child, not to the chat that asked; pass the Session ID the asking agent's prompt shows\n";
+    let from = s.env.path("submitted.txt");
+    std::fs::write(
+        &from,
+        "[TASK_ID: task-child]\n[SESSION: s-child]\n[TIMEOUT: 600]\nTask submitted successfully",
+    )
+    .unwrap();
+    let from = from.to_str().unwrap();
+    for args in [
+        vec![
+            "watch",
+            "task-child",
+            "--session",
+            "s-child",
+            "--child-session",
+            "s-child",
+        ],
+        vec!["watch", "--from", from, "--session", "s-child"],
+    ] {
+        s.checked(&["task-child"], || {
+            s.atc(args.clone()).status(1).stderr(said).no_file().run()
+        });
+    }
+    // On another agent it is another chat: the child runs on QA, the chat is default's.
+    s.checked(&["task-child"], || {
+        s.atc([
+            "watch",
+            "task-child",
+            "--session",
+            "s-child",
+            "--child-session",
+            "s-child",
+            "--target-agent",
+            "QA",
+        ])
+        .stdout_contains("Watching task-child")
+        .run()
+    });
+}
+
 #[test]
 fn past_the_depth_limit_the_reply_stays_and_says_why() {
     let s = tree("CHILD: the grandchild says 42");
