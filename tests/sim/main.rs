@@ -71,7 +71,8 @@ struct Swarm {
     check_ins: bool,
     /// Delegation trees (issue 37): watches, reads, busy and deleted chats may name a
     /// task's own child chat too, so a result lands in a watched child's chat and the
-    /// reply it wakes goes up (two levels, three, a loop up to the depth limit).
+    /// reply it wakes goes up (two levels, three, a loop of two chats up to the depth
+    /// limit; a watch for its own child's chat keeps it down).
     tree: bool,
     /// atc's plugin (issue 38): on the simulated server in half the histories, its kicks
     /// (and its cadence's ticks) naming it, so a watch of a known child session is polled
