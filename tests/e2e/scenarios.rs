@@ -37,6 +37,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("wait-and-doctor", wait_and_doctor),
     ("many-at-once", many_at_once),
     ("unknown-parent-agent", unknown_parent_agent),
+    ("own-child-session", own_child_session),
     ("im-forward-final-only", im_forward_final_only),
     ("im-empty-reply-skipped", im_empty_reply_skipped),
     // Before contract-pinning: the console's plugin list is among the bodies it pins.
@@ -1704,6 +1705,95 @@ fn many_at_once(ctx: &Ctx) -> R<()> {
 /// An agent the server does not have: `watch` refuses it at once (QwenPaw's chat list
 /// answers 404 `Agent '…' not found`). A job whose agent disappeared after the watch
 /// ends as `error` with that detail, and nothing lands anywhere.
+/// A model's slip: the `[SESSION: …]` line of its submission taken for its own chat's.
+/// Knowing the child's session (`--child-session`), `watch` refuses it (exit 1) and writes
+/// nothing. Not knowing it, the result goes into the child's chat (the chat the watch
+/// named, which exists), and the reply it wakes there stays: no follow-up goes up into
+/// that same chat (it went up and woke the child again, to the depth limit), and the
+/// turn's `up` record says why.
+fn own_child_session(ctx: &Ctx) -> R<()> {
+    let api = ctx.main.api();
+    let user = "olga";
+    let tid = ctx.child(&api, "default", "own-child", user, "own child says hello")?;
+    let (payload, _) = api.wait_finished(&tid, SECS(60))?;
+    let child = payload["result"]["session_id"]
+        .as_str()
+        .ok_or_else(|| format!("no result.session_id: {payload}"))?
+        .to_owned();
+    let atc = ctx.atc("own-child", &ctx.main.root())?;
+    let refused = atc.run_env(
+        &[
+            "watch",
+            &tid,
+            "--session",
+            &child,
+            "--user",
+            user,
+            "--channel",
+            "console",
+            "--child-session",
+            &child,
+        ],
+        &[],
+    )?;
+    ensure!(
+        refused.status.code() == Some(1)
+            && refused
+                .stderr
+                .contains(&format!("--session {child} is {tid}'s own child session")),
+        "watch did not refuse the task's own child session as its chat: {}",
+        refused.describe()
+    );
+    ensure!(
+        !atc.state.exists(),
+        "a refused watch wrote {}",
+        atc.state.display()
+    );
+    atc.watch(&tid, &child, user, &[])?;
+    let job = atc.tick_one_until_terminal(&[], &tid, SECS(60))?;
+    require_status(&job, "done")?;
+    let deadline = std::time::Instant::now() + SECS(60);
+    let up = loop {
+        atc.ok(&["tick"])?;
+        let turn = atc.turn_of(&atc.job(&tid)?)?;
+        if turn["up"].is_object() {
+            break turn["up"].clone();
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "no tick recorded how the woken turn ended: {turn}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    ensure!(
+        up.get("turn").is_none()
+            && up["not"]
+                .as_str()
+                .is_some_and(|why| why.contains("delivers into its own child's chat")),
+        "the reply went up, or its record does not say why: {up}"
+    );
+    for _ in 0..3 {
+        atc.ok(&["tick"])?;
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let msgs = api.history("default", user, &child, USER_TURN_WAIT)?;
+    let user_turns: Vec<&Msg> = msgs.iter().filter(|m| m.role == "user").collect();
+    let results = user_turns
+        .iter()
+        .filter(|m| m.text.starts_with(&format!("[TASK_ID: {tid}]")))
+        .count();
+    let follow_ups = user_turns
+        .iter()
+        .filter(|m| m.text.contains("[atc: follow-up"))
+        .count();
+    ensure!(
+        results == 1 && follow_ups == 0,
+        "the child's chat holds {results} results and {follow_ups} follow-ups of {tid}: {:?}",
+        user_turns.iter().map(|m| &m.text).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
 fn unknown_parent_agent(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     let (user, parent) = ("kim", ctx.uniq("nobody-parent"));
