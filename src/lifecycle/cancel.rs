@@ -175,7 +175,7 @@ pub fn check_ins_off_in(
         }
         fail!(
             Exit::Refused,
-            "{task_id} has no check-ins to stop (it was watched without --check-in)"
+            "{task_id} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch` it again with --check-in to start them"
         );
     }
     *job = transition.job;

@@ -923,7 +923,7 @@ fn cancel_check_ins_stops_them_and_keeps_watching() {
     s.atc(["cancel", TASK, "--check-ins"])
         .status(1)
         .stderr(format!(
-            "atc: {TASK} has no check-ins to stop (it was watched without --check-in)\n"
+            "atc: {TASK} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch` it again with --check-in to start them\n"
         ))
         .file_unchanged();
     s.atc(["cancel", TASK, "--check-ins", "--stop"])
