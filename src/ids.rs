@@ -38,7 +38,7 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
             Exit::Usage,
             format!(
                 "task id {} contains {:?}; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)",
-                shown(),
+                crate::text::preview(id),
                 bad
             ),
         ));

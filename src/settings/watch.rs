@@ -34,9 +34,11 @@ pub(super) fn watch(
     let mut target_agents: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {
         let (text, shown) = read_from(from)?;
-        let found = crate::ids::task_ids_in(&text)?;
-        child_sessions = crate::ids::child_sessions_in(&text)?;
-        target_agents = crate::ids::target_agents_in(&text)?;
+        // A bad value says which input held it.
+        let within = |f: Failure| Failure::new(f.exit, format!("--from {shown}: {}", f.message));
+        let found = crate::ids::task_ids_in(&text).map_err(within)?;
+        child_sessions = crate::ids::child_sessions_in(&text).map_err(within)?;
+        target_agents = crate::ids::target_agents_in(&text).map_err(within)?;
         if found.is_empty() {
             return Err(Failure::new(
                 Exit::Usage,

@@ -93,7 +93,13 @@ fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
     env.atc(["watch", "--from", "-", "--session", "s-77"])
         .stdin("[TASK_ID: task-a] [SESSION:  ]")
         .status(2)
-        .stderr("atc: the [SESSION: …] line after [TASK_ID: task-a] must not be empty\n")
+        .stderr("atc: --from - (standard input): the [SESSION: …] line after [TASK_ID: task-a] must not be empty\n")
+        .no_file();
+    // A bad task id there is named as atc read it (trimmed, unquoted), and where.
+    env.atc(["watch", "--from", "-", "--session", "s-77"])
+        .stdin("[TASK_ID: 'task-bad id']")
+        .status(2)
+        .stderr("atc: --from - (standard input): task id \"task-bad id\" contains ' '; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)\n")
         .no_file();
 }
 
