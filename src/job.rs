@@ -491,6 +491,13 @@ impl Clone for Copies {
 }
 
 impl Job {
+    /// Its chat is its own child's (its --session was the child's session, on the agent
+    /// the child runs on): what it delivers goes back to the child, not to who asked.
+    pub fn into_own_child_chat(&self) -> bool {
+        self.child_session.as_deref() == Some(self.target.session_id.as_str())
+            && self.target.poll_agent() == self.target.agent_id
+    }
+
     pub fn new(
         job_id: String,
         task_id: String,

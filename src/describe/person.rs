@@ -249,7 +249,16 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             } else {
                 format!(" in one turn{with}")
             };
-            format!("delivered{with}{how}{parent}{forward}{fork}")
+            // Its --session was the child's: the agent that asked never had it.
+            let own = if job.into_own_child_chat() {
+                format!(
+                    " into its own child's chat (its --session is the child's session): the agent that asked never had it; `atc wait {}` prints the result",
+                    job.task_id
+                )
+            } else {
+                String::new()
+            };
+            format!("delivered{own}{with}{how}{parent}{forward}{fork}")
         }
         Status::Unconfirmed if turn.is_some_and(Turn::unknown_before_atc) => format!(
             "delivery outcome unknown ({error}): look in the parent chat; `atc redeliver {}` posts it again if it never arrived; the text is kept in the turn",
@@ -380,7 +389,12 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
                     (false, other) => format!("; forward {}", other.as_str()),
                 })
                 .unwrap_or_default();
-            format!("{outcome}{when}{parent}{forward}")
+            let own = if job.into_own_child_chat() {
+                " into its own child's chat"
+            } else {
+                ""
+            };
+            format!("{outcome}{when}{own}{parent}{forward}")
         }
         status if status.watch().ends_without_answer() => {
             let short = match status {

@@ -168,7 +168,11 @@ fn a_watch_for_its_own_childs_chat_sends_nothing_up_and_says_why() {
     assert!(up.get("turn").is_none(), "{up}");
     s.atc(["status", "task-child"])
         .stdout_contains("the reply it woke stayed in this chat: the watch of task-child delivers into its own child's chat (its --session is the child's): its result and this reply went back to the child, not to the agent that asked; `atc wait task-child` prints the result")
-        .run();
+        .stdout_contains("\nnote            delivered into its own child's chat (its --session is the child's session): the agent that asked never had it; `atc wait task-child` prints the result")
+        .file_unchanged();
+    s.atc(["status"])
+        .stdout_contains(" ago into its own child's chat")
+        .file_unchanged();
 }
 
 /// Where the watch knows the child's session (`--child-session`, or the `[SESSION: …]`
