@@ -220,4 +220,47 @@ mod tests {
             assert_eq!((job.watch, changed), (Watch::Cancelled, true));
         }
     }
+
+    /// Only a stop that stopped the child records that atc stopped it, and only the first
+    /// such stop: one that found nothing running leaves no mark, and a second keeps the
+    /// first's time (`atc status` says "atc stopped the child" from it).
+    #[test]
+    fn only_a_stop_that_stopped_the_child_marks_it_stopped_once() {
+        use crate::lifecycle::stop::NotRunning;
+        let limits = crate::settings::default_limits();
+        let (before, now) = (
+            Timestamp::from_unix(1_800_000_000),
+            Timestamp::from_unix(1_800_000_100),
+        );
+        for (said, was, want) in [
+            (StopSaid::NotRunning(NotRunning::Finished), None, None),
+            (StopSaid::Stopped, None, Some(now)),
+            (StopSaid::Stopped, Some(before), Some(before)),
+        ] {
+            let mut job = Job::sample(Watch::Pending);
+            job.stopped_at = was;
+            let job_id = job.job_id.clone();
+            let mut file = JobFile {
+                jobs: vec![job],
+                ..JobFile::default()
+            };
+            let stop = Stopped {
+                agent: None,
+                chat_id: Some("chat-1".into()),
+                said,
+            };
+            let (job, _, _) = cancel_in(
+                &mut file,
+                "task-1",
+                true,
+                Some((&job_id, &stop)),
+                Path::new("j"),
+                now,
+                &limits,
+            )
+            .unwrap();
+            assert_eq!(job.stopped_at, want, "{said:?}");
+            assert_eq!(job.child_chat_id.as_deref(), Some("chat-1"));
+        }
+    }
 }
