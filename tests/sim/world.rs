@@ -2662,20 +2662,18 @@ impl World {
             {
                 self.sometimes.follow_up_read_back += 1;
             }
-            let depth_limit = |t: &Turn| {
+            // A woken reply newly kept down, by why.
+            let down = |t: &Turn, because: &str| {
                 t.up.as_ref()
                     .and_then(|u| u.not.as_deref())
-                    .is_some_and(|why| why.contains("follow-up-depth"))
+                    .is_some_and(|why| why.contains(because))
             };
-            if depth_limit(turn) && !before.is_some_and(depth_limit) {
+            let newly_down =
+                |because: &str| down(turn, because) && !before.is_some_and(|b| down(b, because));
+            if newly_down("follow-up-depth") {
                 self.sometimes.depth_limit += 1;
             }
-            let own_chat = |t: &Turn| {
-                t.up.as_ref()
-                    .and_then(|u| u.not.as_deref())
-                    .is_some_and(|why| why.contains("its own child's chat"))
-            };
-            if own_chat(turn) && !before.is_some_and(own_chat) {
+            if newly_down("its own child's chat") {
                 self.sometimes.own_chat += 1;
             }
             let states = self.turn_states.entry(turn.turn_id.clone()).or_default();

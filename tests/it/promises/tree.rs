@@ -22,26 +22,32 @@ fn head(task: &str, after: &str) -> String {
 fn tree(reply: &str) -> Scene {
     let s = Scene::new();
     s.watch("task-child", &[]);
-    s.poll_replies(
+    finishes(
+        &s,
         "task-child",
-        vec![Reply::json(
-            200,
-            &bodies::finished_completed("s-child", "CHILD: delegated to task-grand"),
-        )],
+        "s-child",
+        "CHILD: delegated to task-grand",
     );
     s.tick(&[]);
     assert_eq!(s.status("task-child"), "done");
     s.watch("task-grand", &["--session", "s-child"]);
-    s.chats
-        .reply("s-child", ParentReply::ToolThenFinal(reply.to_owned()));
-    s.poll_replies(
-        "task-grand",
-        vec![Reply::json(
-            200,
-            &bodies::finished_completed("s-grand", "GRAND: 42"),
-        )],
-    );
+    answers(&s, "s-child", reply);
+    finishes(&s, "task-grand", "s-grand", "GRAND: 42");
     s
+}
+
+/// The next poll of `task` finds it finished, its answer `text` from chat `session`.
+fn finishes(s: &Scene, task: &str, session: &str, text: &str) {
+    s.poll_replies(
+        task,
+        vec![Reply::json(200, &bodies::finished_completed(session, text))],
+    );
+}
+
+/// The agent of chat `session` answers a turn there with a tool call, then `text`.
+fn answers(s: &Scene, session: &str, text: &str) {
+    s.chats
+        .reply(session, ParentReply::ToolThenFinal(text.to_owned()));
 }
 
 fn follow_ups(s: &Scene, session: &str) -> Vec<String> {
@@ -147,17 +153,8 @@ fn a_grandchilds_result_goes_up_as_the_childs_follow_up_once() {
 fn a_watch_for_its_own_childs_chat_sends_nothing_up_and_says_why() {
     let s = Scene::new();
     s.watch("task-child", &["--session", "s-child"]);
-    s.chats.reply(
-        "s-child",
-        ParentReply::ToolThenFinal("CHILD: thanks".to_owned()),
-    );
-    s.poll_replies(
-        "task-child",
-        vec![Reply::json(
-            200,
-            &bodies::finished_completed("s-child", "CHILD: 42"),
-        )],
-    );
+    answers(&s, "s-child", "CHILD: thanks");
+    finishes(&s, "task-child", "s-child", "CHILD: 42");
     for _ in 0..4 {
         s.tick(&[]);
     }
@@ -258,15 +255,8 @@ fn a_child_still_running_gets_the_result_and_nothing_goes_up() {
     s.watch("task-child", &["--child-session", "s-child"]);
     s.poll_replies("task-child", vec![Reply::json(200, bodies::RUNNING)]);
     s.watch("task-grand", &["--session", "s-child"]);
-    s.chats
-        .reply("s-child", ParentReply::ToolThenFinal("CHILD: noted".into()));
-    s.poll_replies(
-        "task-grand",
-        vec![Reply::json(
-            200,
-            &bodies::finished_completed("s-grand", "GRAND: 42"),
-        )],
-    );
+    answers(&s, "s-child", "CHILD: noted");
+    finishes(&s, "task-grand", "s-grand", "GRAND: 42");
     for _ in 0..3 {
         s.tick(&[]);
     }
@@ -282,21 +272,9 @@ fn three_levels_go_up_level_by_level() {
     // `s-grand` as its chat; the great-grandchild is watched for that chat.
     s.tick(&[]);
     s.watch("task-great", &["--session", "s-grand"]);
-    s.chats.reply(
-        "s-grand",
-        ParentReply::ToolThenFinal("GRAND: the great one says 7".into()),
-    );
-    s.chats.reply(
-        "s-child",
-        ParentReply::ToolThenFinal("CHILD: all of it: 7".into()),
-    );
-    s.poll_replies(
-        "task-great",
-        vec![Reply::json(
-            200,
-            &bodies::finished_completed("s-great", "GREAT: 7"),
-        )],
-    );
+    answers(&s, "s-grand", "GRAND: the great one says 7");
+    answers(&s, "s-child", "CHILD: all of it: 7");
+    finishes(&s, "task-great", "s-great", "GREAT: 7");
     // Two levels up: the depth it needs, set by the flag (the default is 5).
     for _ in 0..8 {
         s.tick(&["--follow-up-depth", "2"]);
