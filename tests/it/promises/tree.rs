@@ -187,15 +187,16 @@ fn a_watch_naming_the_childs_own_session_as_its_chat_is_refused() {
     )
     .unwrap();
     let from = from.to_str().unwrap();
+    let own = [
+        "watch",
+        "task-child",
+        "--session",
+        "s-child",
+        "--child-session",
+        "s-child",
+    ];
     for args in [
-        vec![
-            "watch",
-            "task-child",
-            "--session",
-            "s-child",
-            "--child-session",
-            "s-child",
-        ],
+        own.to_vec(),
         vec!["watch", "--from", from, "--session", "s-child"],
     ] {
         s.checked(&["task-child"], || {
@@ -204,18 +205,9 @@ fn a_watch_naming_the_childs_own_session_as_its_chat_is_refused() {
     }
     // On another agent it is another chat: the child runs on QA, the chat is default's.
     s.checked(&["task-child"], || {
-        s.atc([
-            "watch",
-            "task-child",
-            "--session",
-            "s-child",
-            "--child-session",
-            "s-child",
-            "--target-agent",
-            "QA",
-        ])
-        .stdout_contains("Watching task-child")
-        .run()
+        s.atc([&own[..], &["--target-agent", "QA"]].concat())
+            .stdout_contains("Watching task-child")
+            .run()
     });
 }
 
