@@ -138,7 +138,8 @@ pub enum Command {
     /// [...], "chains": {...}, "config_skipped": [...]}, the records as they are in the
     /// job file ("chain" for one task). A config file with a wrong tick knob does not stop
     /// it: each such line is a warning (and in config_skipped), since every tick refuses
-    /// the file until it is fixed.
+    /// the file until it is fixed. Watches that have waited over two minutes with no
+    /// scheduled tick for as long (or ever) get a warning too: nothing moves until one runs.
     Status(StatusArgs),
     /// Stop watching a task (the child task keeps running)
     ///

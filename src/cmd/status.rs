@@ -98,6 +98,13 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
                 text = text.replacen("\nregistered ", &format!("\n{line}\nregistered "), 1);
             }
             crate::cmd::emit(&text)?;
+            let turns = crate::lifecycle::Turns::of(&file.turns);
+            if !out.quiet
+                && !crate::lifecycle::settled_job(job, &turns)
+                && let Some(line) = no_tick_lately(&store, &file, now)
+            {
+                crate::term::say(&line);
+            }
         }
         return Ok(());
     }
@@ -132,6 +139,11 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     if jobs.is_empty() {
         return crate::cmd::emit("No jobs.\n");
     }
+    if !out.quiet
+        && let Some(line) = no_tick_lately(&store, &file, now)
+    {
+        crate::term::say(&line);
+    }
     let mut text = table(&jobs, &file, now, crate::term::stdout_width());
     if jobs
         .iter()
@@ -147,6 +159,37 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
         );
     }
     crate::cmd::emit(&text)
+}
+
+/// The warning `atc status` gives when watches wait and no scheduled tick (a timer's, a
+/// person's, a plugin's cadence: kicks come only when a turn ends) has run for longer
+/// than `atc doctor` allows, or ever, while a watch has been waiting that long: nothing is
+/// polled or posted until one runs, whatever the list says of the children.
+fn no_tick_lately(store: &Store, file: &JobFile, now: Timestamp) -> Option<String> {
+    let turns = crate::lifecycle::Turns::of(&file.turns);
+    let waiting: Vec<&Job> = file
+        .jobs
+        .iter()
+        .filter(|j| !crate::lifecycle::settled_job(j, &turns))
+        .collect();
+    // A watch made just now has missed no tick yet.
+    let oldest = waiting.iter().map(|j| j.registered_at).min()?;
+    let stale = crate::pass::TICK_STALE;
+    if oldest.elapsed_at(now) <= stale {
+        return None;
+    }
+    let last = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_scheduled();
+    if last.is_some_and(|at| at.elapsed_at(now) <= stale) {
+        return None;
+    }
+    let when = match last {
+        Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
+        None => "no atc tick has run yet".to_owned(),
+    };
+    Some(format!(
+        "atc: warning: {} and {when}: nothing is polled or posted until one runs; `atc doctor` says why (`atc timer print` sets up a timer)",
+        plural(waiting.len() as u64, "watch waits", "watches wait")
+    ))
 }
 
 /// Under a list that marks a status with `*`.

@@ -118,6 +118,10 @@ impl Kinds {
     }
 }
 
+/// A scheduled tick older than this, with watches waiting, is a timer that does not run:
+/// `atc doctor` fails its timer check, and `atc status` warns.
+pub const TICK_STALE: std::time::Duration = std::time::Duration::from_secs(120);
+
 impl Heartbeat {
     /// The heartbeat in the tick lock at `path`; an older atc wrote a bare timestamp.
     pub fn read(path: &std::path::Path) -> Heartbeat {

@@ -59,8 +59,8 @@ mod poll;
 mod stop;
 
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
-pub use heartbeat::Heartbeat;
 use heartbeat::{CacheKey, Kinds, Settled};
+pub use heartbeat::{Heartbeat, TICK_STALE};
 use look::look;
 use parallel::parallel;
 pub use stop::{StopFailed, already_ended, stop_child};

@@ -162,6 +162,22 @@ impl TestEnv {
         self.write_bytes(serde_json::to_string_pretty(value).unwrap().as_bytes());
     }
 
+    /// Leaves what a timer's tick that ran just now leaves in the tick lock (the
+    /// heartbeat `atc status` and `atc doctor` read), where a test's watches were written
+    /// as registered long ago and no tick ran.
+    #[allow(dead_code)]
+    pub fn ticked_just_now(&self) {
+        let now = atc::time::Timestamp::now().to_string();
+        write_private(
+            &self.state.with_extension("json.tick.lock"),
+            format!(
+                "{}\n",
+                serde_json::json!({"last_tick_at": now, "last_unkicked_at": now, "finished": true, "finished_at": now})
+            )
+            .as_bytes(),
+        );
+    }
+
     /// Rewrites one job's fields in place (to put a job in a given state).
     pub fn edit_job(&self, task_id: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
         let mut file = self.file();

@@ -29,7 +29,7 @@ mod qwenpaw;
 use check::{Check, bad, ok};
 
 /// A tick is expected at least this often while watches wait.
-const TICK_STALE: Duration = Duration::from_secs(120);
+use crate::pass::TICK_STALE;
 
 pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let store = Store::new(doctor.state.value.clone());

@@ -562,9 +562,11 @@ fn status_lists_the_20_most_recent_newest_first() {
         })
         .collect();
     env.write_file(&json!({"version": 2, "jobs": jobs}));
+    // Watches waiting for days, and no tick ever: whatever the list says, nothing moves.
     let out = env
         .atc(["status"])
         .stdout_inspected()
+        .stderr("atc: warning: 25 watches wait and no atc tick has run yet: nothing is polled or posted until one runs; `atc doctor` says why (`atc timer print` sets up a timer)\n")
         .file_unchanged()
         .run();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -575,7 +577,16 @@ fn status_lists_the_20_most_recent_newest_first() {
     assert!(!text.contains("task-04"), "{text}");
     assert!(lines[21].contains("20 of 25"), "{text}");
     assert!(lines[1].contains("default → s-77"), "{text}");
+    env.atc(["status", "-q"])
+        .stdout_inspected()
+        .file_unchanged();
+    env.atc(["status", "task-24"])
+        .stdout_inspected()
+        .stderr_contains("atc: warning: 25 watches wait and no atc tick has run yet")
+        .file_unchanged();
 
+    // A timer's tick just now: no warning.
+    env.ticked_just_now();
     let all = env.atc(["status", "--all"]).stdout_inspected().run();
     assert_eq!(
         String::from_utf8_lossy(&all.stdout)

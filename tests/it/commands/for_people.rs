@@ -1705,6 +1705,7 @@ fn status_fits_a_narrow_terminal_without_cutting_the_notes_fact() {
         job["updated_at"] = job["registered_at"].clone();
     }
     env.write_file(&json!({"version": 2, "jobs": [striking, grouped]}));
+    env.ticked_just_now();
     let Some(lines) = env.on_a_terminal(80, Some("40"), &[], "status") else {
         eprintln!("no `script` here: the terminal check is skipped");
         return;

@@ -874,6 +874,7 @@ fn a_file_written_before_the_status_projection_shows_the_same_statuses() {
     let before: serde_json::Value =
         serde_json::from_str(include_str!("../../data/jobs.before-one-truth.json")).unwrap();
     env.write_file(&before);
+    env.ticked_just_now();
     let bytes = env.bytes();
     let shown = env.atc(["status", "--all", "--json"]).json();
     let listed =
