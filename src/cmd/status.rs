@@ -101,7 +101,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
             let turns = crate::lifecycle::Turns::of(&file.turns);
             if !out.quiet
                 && !crate::lifecycle::settled_job(job, &turns)
-                && let Some(line) = no_tick_lately(&store, &file, now)
+                && let Some(line) = no_tick_lately(&file, &beat, now)
             {
                 crate::term::say(&line);
             }
@@ -140,7 +140,11 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
         return crate::cmd::emit("No jobs.\n");
     }
     if !out.quiet
-        && let Some(line) = no_tick_lately(&store, &file, now)
+        && let Some(line) = no_tick_lately(
+            &file,
+            &crate::pass::Heartbeat::read(&store.tick_lock_path()),
+            now,
+        )
     {
         crate::term::say(&line);
     }
@@ -165,7 +169,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
 /// person's, a plugin's cadence: kicks come only when a turn ends) has run for longer
 /// than `atc doctor` allows, or ever, while a watch has been waiting that long: nothing is
 /// polled or posted until one runs, whatever the list says of the children.
-fn no_tick_lately(store: &Store, file: &JobFile, now: Timestamp) -> Option<String> {
+fn no_tick_lately(file: &JobFile, beat: &crate::pass::Heartbeat, now: Timestamp) -> Option<String> {
     let turns = crate::lifecycle::Turns::of(&file.turns);
     let waiting: Vec<&Job> = file
         .jobs
@@ -178,7 +182,7 @@ fn no_tick_lately(store: &Store, file: &JobFile, now: Timestamp) -> Option<Strin
     if oldest.elapsed_at(now) <= stale {
         return None;
     }
-    let last = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_scheduled();
+    let last = beat.last_scheduled();
     if last.is_some_and(|at| at.elapsed_at(now) <= stale) {
         return None;
     }

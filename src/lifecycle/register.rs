@@ -359,10 +359,7 @@ pub fn watch(
         // A --session that is the child's own (a model taking the [SESSION: …] line for
         // its own chat's) would post the result back to the child. The plugin's own watch
         // names the chat it ran in, and is never refused.
-        if request.origin != Origin::Auto
-            && fresh.child_session.as_deref() == Some(target.session_id.as_str())
-            && target.poll_agent() == target.agent_id
-        {
+        if request.origin != Origin::Auto && fresh.into_own_child_chat() {
             return Err(WatchRefused::OwnChildSession {
                 task_id: task_id.clone(),
                 session: target.session_id.clone(),
