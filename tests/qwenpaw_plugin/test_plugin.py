@@ -468,7 +468,7 @@ class PluginTest(Carried, unittest.TestCase):
         line = run(self.plugin.tools.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "trio"))
         self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"])
         self.assertEqual(self.args()[-2:], ["--group", "trio"])
-        self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b (group trio): the result comes back into this chat together, as one message,"), line)
+        self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b (group trio): the group's results come back into this chat together, as one message, by themselves once none of its tasks is still running. Do not poll check_agent_task for them;"), line)
 
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
         self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
@@ -563,6 +563,14 @@ class PluginTest(Carried, unittest.TestCase):
         self.assertEqual(line, (
             "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
             "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
+
+    def test_of_several_tasks_the_ones_the_server_never_had_are_named(self):
+        self.answer("", "atc: http://127.0.0.1:8123/api has no task task-00000000000b (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed, and was it submitted to this server (the base URL from --base-url)? Nothing was watched (--no-task-check skips this check)\n", 6)
+        line = run(self.plugin.tools.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "pair"))
+        self.assertEqual(line, (
+            "Not watching task-00000000000a, task-00000000000b: this QwenPaw server has no task "
+            "task-00000000000b (\"Task not found\"); nothing was watched. Copy the ID exactly "
+            "from the [TASK_ID: ...] line submit_to_agent returned."))
 
     def test_durations_are_said_as_atc_says_them(self):
         for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):

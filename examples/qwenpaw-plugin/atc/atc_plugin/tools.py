@@ -269,9 +269,17 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         return "Not watching %s: %s" % (shown, err)
     if code == 6:
         # The server has no such task (atc's exit 6): check_agent_task would say the same.
+        # Of several, say which: atc names the ones the server does not have.
+        named = re.search(r"has no task (.+?) \(QwenPaw answers", err or "")
+        missing = [t for t in task_ids if named and t in named.group(1).split(", ")]
+        which = (
+            "has no task %s" % ", ".join(missing)
+            if len(task_ids) > 1 and missing else "has no such task"
+        )
         return (
-            "Not watching %s: this QwenPaw server has no such task (\"Task not found\"). "
-            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % shown
+            "Not watching %s: this QwenPaw server %s (\"Task not found\")%s. "
+            "Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned." % (
+                shown, which, "; nothing was watched" if len(task_ids) > 1 else "")
         )
     if code != 0:
         why = tool_words(reason(err))
@@ -290,14 +298,23 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         )
     jobs = jobs_of(out)
     ids = [j.get("task_id") for j in jobs] or list(task_ids)
-    together = " together, as one message," if group else ""
     options = applied(jobs[0] if jobs else {}, target_agent, group, child_session, stop_after, check_in)
     confirmed = (" (%s)" % "; ".join(options)) if options else ""
-    return (
-        "Watching %s%s: the result comes back into this chat%s by itself when it "
-        "finishes. Do not poll check_agent_task for it; tell the user and end your turn."
-        % (", ".join(i for i in ids if i), confirmed, together)
-    )
+    if group:
+        # One message for the whole group, once none of its tasks (from every call
+        # with this group name) is still running: not one result per finished task.
+        comes = (
+            "the group's results come back into this chat together, as one message, by "
+            "themselves once none of its tasks is still running. Do not poll "
+            "check_agent_task for them"
+        )
+    else:
+        comes = (
+            "the result comes back into this chat by itself when it finishes. Do not poll "
+            "check_agent_task for it"
+        )
+    return "Watching %s%s: %s; tell the user and end your turn." % (
+        ", ".join(i for i in ids if i), confirmed, comes)
 
 
 async def watch_in_tree(job, task_ids, target_agent, child_session, stop_after, check_in):
