@@ -564,6 +564,30 @@ class PluginTest(Carried, unittest.TestCase):
             "Not watching task-0123456789ab: this QwenPaw server has no such task (\"Task not "
             "found\"). Copy the ID exactly from the [TASK_ID: ...] line submit_to_agent returned."))
 
+    def test_a_refused_change_to_tasks_already_posted_says_so_and_not_that_they_come_back(self):
+        # Found by hand: a model grouping two auto-watched tasks whose results had been
+        # posted already was told "They are still watched: the result comes back".
+        self.listed(job("task-00000000000a", status="done"), job("task-00000000000b"),
+                    job("task-00000000000c", status="lost"))
+        self.answer("", "atc: task-00000000000a was already delivered to session s-1 (user carol, channel console) at 2026-12-01T10:01:00Z; watching it again would only post the result twice\n", 1)
+        line = run(self.plugin.tools.watch_agent_tasks(
+            ["task-00000000000a", "task-00000000000b", "task-00000000000c"], "late"))
+        self.assertTrue(line.startswith(
+            "Not changed task-00000000000a, task-00000000000b, task-00000000000c: "
+            "task-00000000000a was already delivered"), line)
+        self.assertTrue(line.endswith(
+            "task-00000000000b is still watched: its result comes back into this chat by "
+            "itself. The result of task-00000000000a was posted into this chat already: the "
+            "message starting with [TASK_ID: task-00000000000a]. The watch of "
+            "task-00000000000c ended as lost; callback_task_status says what happened. Do "
+            "not poll check_agent_task for it."), line)
+        self.answer("", "atc: task-00000000000a was already delivered\n", 1)
+        line = run(self.plugin.tools.watch_agent_task("task-00000000000a", stop_after="5m"))
+        self.assertTrue(line.endswith(
+            "Its result was posted into this chat already: the message starting with "
+            "[TASK_ID: task-00000000000a]."), line)
+        self.assertNotIn("still watched", line)
+
     def test_of_several_tasks_the_ones_the_server_never_had_are_named(self):
         self.answer("", "atc: http://127.0.0.1:8123/api has no task task-00000000000b (QwenPaw answers \"Task not found\"): is the id the one submit_to_agent printed, and was it submitted to this server (the base URL from --base-url)? Nothing was watched (--no-task-check skips this check)\n", 6)
         line = run(self.plugin.tools.watch_agent_tasks(["task-00000000000a", "task-00000000000b"], "pair"))

@@ -283,15 +283,11 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         )
     if code != 0:
         why = tool_words(reason(err))
-        watched = {j.get("task_id") for j in listed[0]}
+        watched = {j.get("task_id"): j.get("status") for j in listed[0]}
         if all(t in watched for t in task_ids):
-            # Still watched (the turn's end watched it already): only the change was
-            # refused. Polling would be wasted: the result still comes back by itself.
-            return (
-                "Not changed %s: %s. %s still watched: the result comes back into this chat "
-                "by itself. Do not poll check_agent_task for it." % (
-                    shown, why, "It is" if len(task_ids) == 1 else "They are")
-            )
+            # Watched here already (the turn's end watched it): only the change was
+            # refused. Polling would be wasted: say where each stands.
+            return "Not changed %s: %s. %s" % (shown, why, standing(task_ids, watched))
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
             "check_agent_task instead, at most once every 30 seconds." % (shown, why)
@@ -315,6 +311,43 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         )
     return "Watching %s%s: %s; tell the user and end your turn." % (
         ", ".join(i for i in ids if i), confirmed, comes)
+
+
+def standing(task_ids, statuses):
+    """Where this chat's watches of ``task_ids`` stand, for a model told a change was
+    refused: still coming (do not poll), posted here already, or ended without a post."""
+    coming = [t for t in task_ids if statuses.get(t) in ("pending", "delivering")]
+    posted = [t for t in task_ids if statuses.get(t) == "done"]
+    ended = [t for t in task_ids if t not in coming and t not in posted]
+    said = []
+    if coming:
+        said.append(
+            "It is still watched: the result comes back into this chat by itself."
+            if len(task_ids) == 1 else
+            "%s %s still watched: %s result comes back into this chat by itself." % (
+                ", ".join(coming), "is" if len(coming) == 1 else "are",
+                "its" if len(coming) == 1 else "each")
+        )
+    if posted:
+        said.append(
+            "%s posted into this chat already: the %s starting with %s." % (
+                "Its result was" if len(task_ids) == 1 else
+                "The result of %s was" % posted[0] if len(posted) == 1 else
+                "The results of %s were" % ", ".join(posted),
+                "message" if len(posted) == 1 else "messages",
+                " and ".join("[TASK_ID: %s]" % t for t in posted))
+        )
+    if ended:
+        said.append(
+            "%s %s; callback_task_status says what happened." % (
+                "Its watch ended as" if len(task_ids) == 1 else
+                "The watch of %s ended as" % ended[0] if len(ended) == 1 else
+                "The watches of %s ended as" % ", ".join(ended),
+                ", ".join(str(statuses.get(t)) for t in ended))
+        )
+    if coming:
+        said.append("Do not poll check_agent_task for %s." % ("it" if len(coming) == 1 else "them"))
+    return " ".join(said)
 
 
 async def watch_in_tree(job, task_ids, target_agent, child_session, stop_after, check_in):
