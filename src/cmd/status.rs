@@ -540,7 +540,9 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
     }
     let ago = |t: Timestamp| format!("{t} ({} ago)", age(t.elapsed_at(now)));
     field("registered", ago(job.registered_at));
-    field("updated", ago(job.updated_at));
+    // The watch's or its turn's last change: a delivery landing is one.
+    let turns = crate::lifecycle::Turns::of(&file.turns);
+    field("updated", ago(crate::lifecycle::last_change(job, &turns)));
     if let Some(t) = job.started_at {
         field("task started", ago(t));
     }

@@ -1872,3 +1872,22 @@ fn a_done_job_imported_without_a_timestamp_does_not_claim_it_was_delivered_just_
     assert!(row.ends_with("  delivered"), "{row}");
     assert!(!said.contains("ago"), "{said}");
 }
+
+/// The detail view's `updated` is the last change to the watch or to the turn that
+/// carries its result: a delivery that landed after the job last changed is a change
+/// (found by hand: "updated 19s ago" above "delivered 10s ago").
+#[test]
+fn status_updated_counts_the_delivery_of_its_turn() {
+    let s = Scene::new();
+    let (mut job, mut turn) = carried("task-late", "done", "result", "delivered", &s.server.api());
+    job["updated_at"] = json!("2026-01-01T10:00:00Z");
+    turn["updated_at"] = json!("2026-01-01T10:05:00Z");
+    turn["delivery"] = json!({"attempts": 1, "busy": 0, "last_http_status": 200, "delivered_at": "2026-01-01T10:05:00Z"});
+    s.env
+        .write_file(&json!({"version": 2, "jobs": [job], "turns": [turn]}));
+    let shown = stdout(&s.atc(["status", "task-late"]).stdout_inspected().run());
+    assert!(
+        shown.contains("\nupdated         2026-01-01T10:05:00Z ("),
+        "{shown}"
+    );
+}
