@@ -216,7 +216,17 @@ fn check(path: &Path, text: &str, home: Option<&Path>, lenient: bool) -> Result<
                     .chars()
                     .count()
                     + 1;
-                format!("line {line}, column {column}: ")
+                // The key of that line, never its value (a token pasted by mistake stays
+                // unprinted).
+                let key = text
+                    .lines()
+                    .nth(line - 1)
+                    .and_then(|l| l.split_once('='))
+                    .map(|(key, _)| key.trim())
+                    .filter(|key| !key.is_empty() && key.chars().count() <= 40)
+                    .map(|key| format!(" (key {key})"))
+                    .unwrap_or_default();
+                format!("line {line}, column {column}{key}: ")
             })
             .unwrap_or_default();
         refusal(
