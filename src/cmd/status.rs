@@ -137,7 +137,16 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
         );
     }
     if jobs.is_empty() {
-        return crate::cmd::emit("No jobs.\n");
+        // Which file was read: a watch made with another job file is in that one.
+        let path = store.path().display();
+        return crate::cmd::emit(&if store.path().exists() {
+            format!(
+                "No watches in {path} (an ended one is pruned {} after its last change).\n",
+                human(args.limits.keep)
+            )
+        } else {
+            format!("No watches: no job file at {path} yet (`atc watch` starts it).\n")
+        });
     }
     if !out.quiet
         && let Some(line) = no_tick_lately(

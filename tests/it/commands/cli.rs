@@ -681,11 +681,26 @@ fn status_of_one_task_names_the_options_it_asked_for() {
 #[test]
 fn status_with_no_jobs_says_so_and_creates_nothing() {
     let env = TestEnv::new();
-    env.atc(["status"]).stdout("No jobs.\n").no_file();
+    // Which file it read: a watch made with another job file is in that one.
+    env.atc(["status"])
+        .stdout(format!(
+            "No watches: no job file at {} yet (`atc watch` starts it).\n",
+            env.state.display()
+        ))
+        .no_file();
     env.atc(["--json", "status"])
         .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"chains\": {},\n  \"config_skipped\": []\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
+    // A file whose watches were all pruned says how long ended ones stay.
+    env.write_file(&serde_json::json!({"version": 2, "jobs": [], "turns": []}));
+    env.atc(["status"])
+        .stdout(format!(
+            "No watches in {} (an ended one is pruned 7d after its last change).\n",
+            env.state.display()
+        ))
+        .file_unchanged()
+        .run();
 }
 
 #[test]
