@@ -75,7 +75,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     checks.push(ok(
         "cadence",
         cadence.map_or_else(
-            || "a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+            || "no atc QwenPaw plugin ticks for this job file, so its ticks come from a system timer, cron or you (`atc timer print` prints a timer)".to_owned(),
             |c| c.1,
         ),
     ));

@@ -452,7 +452,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         "{said}"
     );
     assert!(
-        said.contains("✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file"),
+        said.contains("✓ cadence: no atc QwenPaw plugin ticks for this job file, so its ticks come from a system timer, cron or you (`atc timer print` prints a timer)"),
         "{said}"
     );
     // -q keeps quiet only when all is well: a check failed, so every line is said.
@@ -487,7 +487,7 @@ fn doctor_says_which_cadence_is_in_effect() {
         ),
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(600), "ticking": true, "timer_seen_at": null}),
-            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+            "✓ cadence: no atc QwenPaw plugin ticks for this job file, so its ticks come from a system timer, cron or you (`atc timer print` prints a timer)".to_owned(),
         ),
         // Said lately is within three periods and five seconds (65 s for 20 s): a minute
         // ago still holds, two minutes ago does not.
@@ -497,12 +497,12 @@ fn doctor_says_which_cadence_is_in_effect() {
         ),
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": ago(120), "ticking": true, "timer_seen_at": null}),
-            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+            "✓ cadence: no atc QwenPaw plugin ticks for this job file, so its ticks come from a system timer, cron or you (`atc timer print` prints a timer)".to_owned(),
         ),
         // A period of nothing is no cadence.
         (
             serde_json::json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 0, "at": ago(0), "ticking": true, "timer_seen_at": null}),
-            "✓ cadence: a system timer or cron (`atc timer print`); no atc QwenPaw plugin ticks for this job file".to_owned(),
+            "✓ cadence: no atc QwenPaw plugin ticks for this job file, so its ticks come from a system timer, cron or you (`atc timer print` prints a timer)".to_owned(),
         ),
     ] {
         std::fs::write(&cadence, said.to_string()).unwrap();
