@@ -1,5 +1,6 @@
 //! Cutting text to size, in one place: by characters (Unicode scalar values, as Python
-//! counts them), never inside a UTF-8 sequence.
+//! counts them) for what QwenPaw receives, by terminal columns for what a person reads;
+//! never inside a UTF-8 sequence.
 
 /// `1 job`, `2 jobs`: a count with the word that fits it.
 pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -68,15 +69,43 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Cuts `text` to `width` characters, ending in `…` when anything was cut.
+/// Cuts `text` to `width` terminal columns ([`columns`]), ending in `…` when anything was
+/// cut.
 pub fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
+    if columns(text) <= width {
         return text.to_owned();
     }
-    let mut cut = truncate_chars(text.to_owned(), width.saturating_sub(1));
+    // Whole characters up to one column short of `width`, then the ellipsis.
+    let room = width.saturating_sub(1);
+    let mut used = 0;
+    let mut cut = String::new();
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        cut.push(c);
+    }
     cut.truncate(cut.trim_end().len());
     cut.push('…');
     cut
+}
+
+/// The terminal columns `text` takes: two for a CJK character or an emoji, none for a
+/// combining mark. Tables pad and cut by it, so a session id in Chinese lines up.
+pub fn columns(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// `text` padded with spaces to `width` columns (as `{:<width$}` pads to characters).
+pub fn pad(text: &str, width: usize) -> String {
+    let mut out = text.to_owned();
+    out.extend(std::iter::repeat_n(
+        ' ',
+        width.saturating_sub(columns(text)),
+    ));
+    out
 }
 
 #[cfg(test)]
@@ -122,6 +151,14 @@ mod tests {
         assert_eq!(fit("connection refused", 11), "connection…");
         assert_eq!(fit("héllo wörld", 7), "héllo…");
         assert_eq!(fit("abc", 0), "…");
+        // By columns: a CJK character takes two.
+        assert_eq!(fit("会话-1", 6), "会话-1");
+        assert_eq!(fit("会话-1", 5), "会话…");
+        assert_eq!(fit("会话会话", 6), "会话…");
+        assert_eq!(fit("会话会话", 4), "会…");
+        assert_eq!(pad("会话", 6), "会话  ");
+        assert_eq!(pad("ab", 1), "ab");
+        assert_eq!(columns("default → 会话-1"), 16);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Watch};
 use crate::job_file::JobFile;
 use crate::settings::{self, Output};
 use crate::state::Store;
-use crate::text::{fit, plural};
+use crate::text::{columns, fit, pad, plural};
 use crate::time::{Timestamp, age, human};
 use crate::turn::{Turn, TurnState};
 
@@ -314,7 +314,7 @@ fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) ->
         .find(|layout| {
             render(&rows, *layout, None)
                 .lines()
-                .all(|line| line.chars().count() <= width)
+                .all(|line| columns(line) <= width)
         })
         .unwrap_or(last);
     render(&rows, chosen, Some(width))
@@ -351,16 +351,17 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
     }
     let header: Vec<String> = header.into_iter().map(str::to_owned).collect();
     let table: Vec<Vec<String>> = rows.iter().map(cells).collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for cells in &table {
         for (width, cell) in widths.iter_mut().zip(cells) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(columns(cell));
         }
     }
     let line = |cells: &[String]| {
         let mut line = String::new();
         for (cell, &width) in cells.iter().zip(&widths) {
-            let _ = write!(line, "{cell:<width$}  ");
+            line.push_str(&pad(cell, width));
+            line.push_str("  ");
         }
         let line = line.trim_end().to_owned();
         match width {
@@ -714,7 +715,7 @@ mod tests {
         );
         let fitted = table(&[&job], &file, now, Some(60));
         for line in fitted.lines() {
-            assert!(line.chars().count() <= 60, "{line}");
+            assert!(columns(line) <= 60, "{line}");
         }
         assert!(
             fitted.contains("\n  2 failed checks: connection refused (is QwenPaw running?)\n"),
@@ -723,7 +724,7 @@ mod tests {
         assert!(!fitted.contains('…'), "{fitted}");
         let narrow = table(&[&job], &file, now, Some(30));
         for line in narrow.lines() {
-            assert!(line.chars().count() <= 30, "{line}");
+            assert!(columns(line) <= 30, "{line}");
         }
         assert!(
             narrow.ends_with("…\n"),
@@ -731,5 +732,28 @@ mod tests {
         );
         let wide = table(&[&job], &file, now, Some(300));
         assert_eq!(wide, piped, "nothing is cut when it fits");
+    }
+
+    /// Found by hand: a session id in Chinese (an IM chat's) pushed the NOTE column two
+    /// terminal columns right of its header, one per CJK character.
+    #[test]
+    fn columns_line_up_on_a_terminal_whatever_the_script() {
+        let mut cjk = Job::sample(Watch::Pending);
+        cjk.target.session_id = "会话-1".into();
+        let mut latin = Job::sample(Watch::Pending);
+        latin.task_id = "task-2".into();
+        let now = cjk.registered_at;
+        let file = JobFile::default();
+        for width in [None, Some(200), Some(70)] {
+            let list = table(&[&cjk, &latin], &file, now, width);
+            let at = |line: &str, word: &str| columns(&line[..line.find(word).unwrap()]);
+            let lines: Vec<&str> = list.lines().collect();
+            let note = at(lines[0], "NOTE");
+            assert_eq!(at(lines[1], "not polled"), note, "{list}");
+            assert_eq!(at(lines[2], "not polled"), note, "{list}");
+            if let Some(width) = width {
+                assert!(lines.iter().all(|l| columns(l) <= width), "{list}");
+            }
+        }
     }
 }
