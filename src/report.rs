@@ -426,10 +426,24 @@ impl Report {
     /// replies forwarded, the check-ins that landed and the children atc stopped.
     pub fn summary(&self) -> String {
         let failed = self.count(Outcome::FailedCheck);
+        // Deliveries are turns; a batch or group carries several tasks in one.
+        let turns = self.delivered();
+        let tasks: usize = [Outcome::Delivered, Outcome::Confirmed]
+            .iter()
+            .filter_map(|o| self.entries.get(o))
+            .map(Vec::len)
+            .sum();
+        let delivered = if tasks > turns {
+            format!(
+                "{turns} delivered ({tasks} tasks in {})",
+                plural(turns as u64, "turn", "turns")
+            )
+        } else {
+            format!("{turns} delivered")
+        };
         let mut said = format!(
-            "tick: {} polled, {} delivered, {} busy, {} lost, {}, {} given up",
+            "tick: {} polled, {delivered}, {} busy, {} lost, {}, {} given up",
             self.count(Outcome::Polled),
-            self.delivered(),
             self.count(Outcome::Busy),
             self.count(Outcome::Lost),
             plural(failed as u64, "failed check", "failed checks"),
@@ -704,6 +718,26 @@ mod tests {
                 assert_eq!(is(&all), want);
             }
         }
+    }
+
+    /// Found by hand: a batch of three in one turn said "3 polled, 1 delivered".
+    #[test]
+    fn a_turn_of_several_tasks_says_how_many_it_delivered() {
+        use crate::turn::TurnState;
+        let at = Timestamp::from_unix(5);
+        let mut report = Report::default();
+        let batch = turn(TurnState::Delivered, &["task-a", "task-b", "task-c"]);
+        report.record_turn(&batch, &[], &[Outcome::Delivered], at);
+        assert_eq!(
+            report.summary(),
+            "tick: 0 polled, 1 delivered (3 tasks in 1 turn), 0 busy, 0 lost, 0 failed checks, 0 given up"
+        );
+        let one = turn(TurnState::Delivered, &["task-d"]);
+        report.record_turn(&one, &[], &[Outcome::Confirmed], at);
+        assert_eq!(
+            report.summary(),
+            "tick: 0 polled, 2 delivered (4 tasks in 2 turns), 0 busy, 0 lost, 0 failed checks, 0 given up"
+        );
     }
 
     /// A turn in `state` carrying the results of `tasks` (job ids `job-<task>`).
