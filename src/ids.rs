@@ -34,10 +34,29 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         .chars()
         .find(|&c| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
     {
+        // A model often passes the id with what surrounded it (`[TASK_ID: task-…]`,
+        // `task_id=task-…`): name the id in it, never take it on a guess.
+        // Only an id at the end, after a label, with nothing but punctuation after it
+        // (`task-bad id` is no wrapping).
+        let meant = id
+            .rfind("task-")
+            .filter(|&at| at > 0)
+            .map(|at| {
+                let rest = &id[at..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                    .unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            })
+            .filter(|(part, after)| {
+                part.len() > "task-".len() && !after.chars().any(char::is_alphanumeric)
+            })
+            .map(|(part, _)| format!(": did you mean {part}? Pass the id alone"))
+            .unwrap_or_else(|| " (e.g. task-3f9a0c1b2d4e)".to_owned());
         return Err(Failure::new(
             Exit::Usage,
             format!(
-                "task id {} contains {:?}; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)",
+                "task id {} contains {:?}; only letters, digits, '-' and '_' are allowed{meant}",
                 crate::text::preview(id),
                 bad
             ),
@@ -148,9 +167,76 @@ fn read_urandom(buf: &mut [u8]) -> bool {
         .is_ok()
 }
 
+/// The session id inside a value copied with its label: `[SESSION: X]` (QwenPaw's line
+/// for a submitted task, so a child's chat: `true`), or `Session ID: X` /
+/// `session_id=X` (the prompt's line, or a key).
+pub fn labelled_session(value: &str) -> Option<(&str, bool)> {
+    let value = value.trim();
+    if let Some(inner) = value
+        .strip_prefix("[SESSION:")
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        return Some((inner.trim(), true)).filter(|(inner, _)| !inner.is_empty());
+    }
+    let lower = value.to_ascii_lowercase();
+    ["session id:", "session_id:", "session_id="]
+        .iter()
+        .find(|label| lower.starts_with(*label))
+        .map(|label| (value[label.len()..].trim(), false))
+        .filter(|(inner, _)| !inner.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_copied_with_its_label_is_told_apart() {
+        assert_eq!(
+            labelled_session("[SESSION: a:to:b:1:c]"),
+            Some(("a:to:b:1:c", true))
+        );
+        assert_eq!(
+            labelled_session(" Session ID: s-77 "),
+            Some(("s-77", false))
+        );
+        assert_eq!(labelled_session("session_id=s-77"), Some(("s-77", false)));
+        for plain in [
+            "s-77",
+            "[SESSION: ]",
+            "Session ID:",
+            "sessions-1",
+            "default:to:SE:1:ab",
+        ] {
+            assert_eq!(labelled_session(plain), None, "{plain}");
+        }
+    }
+
+    /// Found by hand: `atc watch '[TASK_ID: task-…]'` said only which character was
+    /// wrong; the id inside is named (never taken on a guess).
+    #[test]
+    fn a_task_id_passed_with_its_wrapping_names_the_id_inside() {
+        for raw in ["[TASK_ID: task-562ddee07d1b]", "task_id=task-562ddee07d1b"] {
+            let err = parse_task_id(raw).unwrap_err();
+            assert_eq!(err.exit, Exit::Usage);
+            assert!(
+                err.message
+                    .ends_with(": did you mean task-562ddee07d1b? Pass the id alone"),
+                "{err}"
+            );
+        }
+        for raw in [
+            "task/..",
+            "task-/x",
+            "a b",
+            "task-bad id",
+            "x task-",
+            "[task-a] b",
+        ] {
+            let err = parse_task_id(raw).unwrap_err();
+            assert!(err.message.ends_with(" (e.g. task-3f9a0c1b2d4e)"), "{err}");
+        }
+    }
 
     #[test]
     fn a_session_line_belongs_to_the_task_id_before_it() {

@@ -380,7 +380,18 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
         .filter(|c| c.session_id == t.session_id)
         .map(chat::ChatRef::describe)
         .collect();
-    let hint = if same_session.is_empty() {
+    let hint = if let Some((inner, child)) = crate::ids::labelled_session(&t.session_id) {
+        // A model copied the line with its label.
+        if child {
+            format!(
+                "--session holds QwenPaw's [SESSION: {inner}] line, which names a submitted task's own chat (the child's), not the chat that asked"
+            )
+        } else {
+            format!(
+                "--session holds a label with its value (--session {inner} passes the value alone)"
+            )
+        }
+    } else if same_session.is_empty() {
         format!(
             "agent '{}' has no chat with session id {} at all (is --agent right?)",
             t.agent_id, t.session_id

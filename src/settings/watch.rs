@@ -58,6 +58,17 @@ pub(super) fn watch(
             value,
             source: Source::Flag("--child-session"),
         })?;
+        // Found by hand: the whole `[SESSION: …]` line was taken as the session, and
+        // the stop it was for found no such chat.
+        if let Some((inner, true)) = crate::ids::labelled_session(&session.value) {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "--child-session {} is QwenPaw's whole [SESSION: …] line: pass its value alone (--child-session {inner}), or the whole text submit_to_agent printed with --from",
+                    crate::text::preview(&session.value)
+                ),
+            ));
+        }
         let [task] = task_ids.as_slice() else {
             return Err(Failure::new(
                 Exit::Usage,

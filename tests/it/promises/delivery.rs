@@ -54,6 +54,22 @@ fn a_wrong_user_is_refused_at_watch_and_names_the_right_one() {
     .no_file();
 }
 
+/// Found by hand: a model that copies a line with its label (`[SESSION: …]`, `Session ID:
+/// …`) as --session was told only that no such chat exists.
+#[test]
+fn a_session_copied_with_its_label_says_what_to_pass() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    s.atc(["watch", TASK, "--session", "Session ID: s-77"])
+        .status(1)
+        .stderr_contains("; --session holds a label with its value (--session s-77 passes the value alone). Pass the Session ID")
+        .no_file();
+    s.atc(["watch", TASK, "--session", "[SESSION: me:to:SE:1:ab]"])
+        .status(1)
+        .stderr_contains("; --session holds QwenPaw's [SESSION: me:to:SE:1:ab] line, which names a submitted task's own chat (the child's), not the chat that asked. Pass the Session ID, User ID and Channel the agent's prompt shows")
+        .no_file();
+}
+
 #[test]
 fn create_session_allows_a_new_chat_on_purpose() {
     let s = Scene::new();

@@ -101,6 +101,23 @@ fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
         .status(2)
         .stderr("atc: --from - (standard input): task id \"task-bad id\" contains ' '; only letters, digits, '-' and '_' are allowed (e.g. task-3f9a0c1b2d4e)\n")
         .no_file();
+    // Found by hand: QwenPaw's whole line was taken as the session (and a stop found no
+    // such chat); a task id passed with its label names the id in it.
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        "[SESSION: me:to:SE:1:ab]",
+    ])
+    .status(2)
+    .stderr("atc: --child-session \"[SESSION: me:to:SE:1:ab]\" is QwenPaw's whole [SESSION: …] line: pass its value alone (--child-session me:to:SE:1:ab), or the whole text submit_to_agent printed with --from\n")
+    .no_file();
+    env.atc(["watch", &format!("[TASK_ID: {TASK}]"), "--session", "s-77"])
+        .status(2)
+        .stderr(format!("atc: task id \"[TASK_ID: {TASK}]\" contains '['; only letters, digits, '-' and '_' are allowed: did you mean {TASK}? Pass the id alone\n"))
+        .no_file();
 }
 
 #[test]
