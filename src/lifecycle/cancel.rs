@@ -17,6 +17,40 @@ use crate::outcome::Outcome;
 use crate::time::Timestamp;
 use crate::turn::TurnState;
 
+/// What a cancel of job `i` leaves of its group (`--group`): a sentence for the message,
+/// or nothing for a watch in no group or the last of its group. The group's turn waits
+/// until no member is pending; the cancelled one is no longer one of them.
+fn group_left(file: &JobFile, i: usize) -> String {
+    let me = &file.jobs[i];
+    let Some(name) = me.options.group.as_deref() else {
+        return String::new();
+    };
+    let others: Vec<&Job> = file
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.job_id != me.job_id
+                && j.options.group.as_deref() == Some(name)
+                && j.chat_key() == me.chat_key()
+        })
+        .collect();
+    let running = others.iter().filter(|j| j.watch == Watch::Pending).count();
+    let waiting = others
+        .iter()
+        .filter(|j| crate::status::status(j, file.turn_of(j)) == Status::Delivering)
+        .count();
+    if running > 0 {
+        format!(
+            " Group {name} still comes back as one message, without it, once its other {} end.",
+            crate::text::plural(running as u64, "task", "tasks")
+        )
+    } else if waiting > 0 {
+        format!(" Group {name} goes out without it on the next atc tick.")
+    } else {
+        String::new()
+    }
+}
+
 /// What `cancel` does to the file (the simulation runs it too): the watch of `task_id`
 /// cancelled, its block taken out of an open turn (a claimed one keeps it). `stopped`: what
 /// the stop asked for before (`--stop`) said, for the registration it was sent for.
@@ -31,6 +65,7 @@ pub fn cancel_in(
     limits: &Limits,
 ) -> Result<(Job, String, bool)> {
     let i = file.watched(task_id, path)?;
+    let group = group_left(file, i);
     // Its block travels in a turn that was claimed (being posted, or may have been):
     // once claimed, a turn is what it is, and the cancel cannot take the block out.
     let turn = file.turn_of(&file.jobs[i]).cloned();
@@ -99,7 +134,7 @@ pub fn cancel_in(
             format!("Cancelled the watch on {task_id}, but {}.", on_its_way())
         }
         [Outcome::Cancelled] => {
-            format!("Cancelled the watch on {task_id}; {keeps_running}.")
+            format!("Cancelled the watch on {task_id}; {keeps_running}.{group}")
         }
         [Outcome::AlreadyCancelled] if stop.is_some() => {
             format!("{task_id} was already cancelled; {keeps_running}.")
@@ -218,6 +253,68 @@ mod tests {
             .unwrap();
             assert_eq!(message, format!("Cancelled the watch on task-1; {said}."));
             assert_eq!((job.watch, changed), (Watch::Cancelled, true));
+        }
+    }
+
+    /// Found by hand: cancelling one task of a group said nothing of the group, whose one
+    /// message then came with a task fewer than the model asked for.
+    #[test]
+    fn a_cancel_in_a_group_says_what_becomes_of_the_group() {
+        let limits = crate::settings::default_limits();
+        let now = Timestamp::from_unix(1_800_000_100);
+        let member = |task: &str, job_id: &str, group: Option<&str>, watch: Watch| {
+            let mut job = Job::sample(watch);
+            job.task_id = task.into();
+            job.job_id = job_id.into();
+            job.options.group = group.map(Into::into);
+            job
+        };
+        let cancelled = |jobs: Vec<Job>| {
+            let mut file = JobFile {
+                jobs,
+                ..JobFile::default()
+            };
+            let (_, message, _) = cancel_in(
+                &mut file,
+                "task-1",
+                false,
+                None,
+                Path::new("j"),
+                now,
+                &limits,
+            )
+            .unwrap();
+            message
+        };
+        let said = cancelled(vec![
+            member("task-1", "j1", Some("g"), Watch::Pending),
+            member("task-2", "j2", Some("g"), Watch::Pending),
+            member("task-3", "j3", Some("g"), Watch::Pending),
+            member("task-4", "j4", Some("h"), Watch::Pending),
+        ]);
+        assert!(
+            said.ends_with(
+                ". Group g still comes back as one message, without it, once its other 2 tasks end."
+            ),
+            "{said}"
+        );
+        let said = cancelled(vec![
+            member("task-1", "j1", Some("g"), Watch::Pending),
+            member("task-2", "j2", Some("g"), Watch::Finished),
+        ]);
+        assert!(
+            said.ends_with(". Group g goes out without it on the next atc tick."),
+            "{said}"
+        );
+        for jobs in [
+            vec![member("task-1", "j1", Some("g"), Watch::Pending)],
+            vec![
+                member("task-1", "j1", None, Watch::Pending),
+                member("task-2", "j2", Some("g"), Watch::Pending),
+            ],
+        ] {
+            let said = cancelled(jobs);
+            assert!(!said.contains("Group"), "{said}");
         }
     }
 
