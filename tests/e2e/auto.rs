@@ -250,8 +250,10 @@ pub fn delivers(ctx: &Ctx) -> R<()> {
     auto.no_plugin_warnings()
 }
 
-/// The model submits and also calls watch_agent_task with a deadline: one watch (the
-/// tool's, options kept), one delivery.
+/// The model submits and also calls watch_agent_task with a deadline, in the same turn,
+/// leaving out the child's session and agent (found by hand: it was refused, "needs the
+/// child's session", and told to poll): the plugin fills them from the turn's submission.
+/// One watch (the tool's, options kept), one delivery.
 pub fn with_the_tool(ctx: &Ctx) -> R<()> {
     let auto = ctx.auto()?;
     let target = auto.server.second_agent()?;
@@ -261,7 +263,7 @@ pub fn with_the_tool(ctx: &Ctx) -> R<()> {
     let said = auto.turn(
         session,
         &format!(
-            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "tool child SLEEP=3"}}], ["watch_agent_task", {{"task_id": "$TASK_ID", "target_agent": "{target}", "child_session": "$SESSION", "stop_after": "10m"}}]]"#
+            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "tool child SLEEP=3"}}], ["watch_agent_task", {{"task_id": "$TASK_ID", "stop_after": "10m"}}]]"#
         ),
     )?;
     let task = said
@@ -283,6 +285,8 @@ pub fn with_the_tool(ctx: &Ctx) -> R<()> {
         jobs.len() == 1
             && jobs[0]["origin"] == "plugin"
             && jobs[0]["stop_after_secs"] == 600
+            && jobs[0]["target_agent"] == target.as_str()
+            && jobs[0]["child_session"].as_str().is_some_and(|c| c.contains(":to:"))
             && jobs[0]["status"] == "done",
         "one watch, the tool's with its deadline, expected: {jobs:?}"
     );

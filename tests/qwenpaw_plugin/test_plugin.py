@@ -1152,20 +1152,64 @@ class AutoWatchTest(Carried, unittest.TestCase):
         recorder = self.factory(ctx, None)
         yielded = []
         for name, arguments, output in calls:
-            response = output if not isinstance(output, str) else ToolResponse(output)
-
-            async def next_handler(**_):
-                yield response
-
-            async def drain():
-                async for item in recorder.on_acting(object(), {"tool_call": ToolCall(name, arguments)}, next_handler):
-                    yielded.append(item)
-
-            run(drain())
+            yielded += self.act(recorder, name, arguments, output)
         self.during = self.started()
         run(self.hook.run(ctx))
         self.settle()
         return yielded
+
+    def act(self, recorder, name, arguments, output):
+        """One tool call of a turn returning `output`, through the turn's recorder; what it
+        yielded."""
+        response = output if not isinstance(output, str) else ToolResponse(output)
+        yielded = []
+
+        async def next_handler(**_):
+            yield response
+
+        async def drain():
+            async for item in recorder.on_acting(object(), {"tool_call": ToolCall(name, arguments)}, next_handler):
+                yielded.append(item)
+
+        run(drain())
+        return yielded
+
+    def test_a_tool_called_in_the_turn_that_submitted_knows_the_childs_session_and_agent(self):
+        # Found by hand: a model that submits and, in the same turn, gives the task a
+        # deadline without child_session was refused ("needs the child's session") and
+        # told to poll check_agent_task, though the turn's end watches the task anyway.
+        CONTEXT.clear()
+        CONTEXT.update(agent="default", session="s-1", user="carol", channel="console")
+        tools = self.plugin.tools
+        ctx = self.ctx()
+        recorder = self.factory(ctx, None)
+        self.act(recorder, "submit_to_agent", {"to_agent": "SE", "text": "review"},
+                 submitted("task-aaaaaaaaaaaa", CHILD_SE))
+        (self.path / "stdout").write_text(json.dumps(job("task-aaaaaaaaaaaa", target="SE")))
+        line = run(tools.watch_agent_task("task-aaaaaaaaaaaa", stop_after="10m"))
+        self.assertEqual((self.path / "calls.args").read_text().splitlines()[-6:], [
+            "--target-agent", "SE", "--child-session", CHILD_SE, "--stop-after", "10m"])
+        self.assertTrue(line.startswith("Watching task-aaaaaaaaaaaa (polled as agent SE"), line)
+        # What the model passed wins; only what it left out is filled.
+        run(tools.watch_agent_task("task-aaaaaaaaaaaa", target_agent="SE", child_session=CHILD_QA))
+        self.assertIn(CHILD_QA, (self.path / "calls.args").read_text().splitlines())
+        # Refused, it is told the turn's end watches it all the same, not to poll.
+        (self.path / "stdout").write_text("")
+        (self.path / "stderr").write_text("atc: --stop-after \"ten minutes\": not a duration\n")
+        (self.path / "exit").write_text("2")
+        line = run(tools.watch_agent_task("task-aaaaaaaaaaaa", stop_after="ten minutes"))
+        self.assertTrue(line.startswith("Not changed task-aaaaaaaaaaaa: stop_after "), line)
+        self.assertTrue(line.endswith(
+            "It is watched when your turn ends all the same: the result comes back into this "
+            "chat by itself. Do not poll check_agent_task for it."), line)
+        # A task this turn did not submit is not filled (nor said to be watched).
+        line = run(tools.watch_agent_task("task-bbbbbbbbbbbb", stop_after="ten minutes"))
+        self.assertIn("check_agent_task instead", line)
+        (self.path / "exit").write_text("0")
+        run(self.hook.run(ctx))
+        self.settle()
+        self.assertEqual(tools.RUNNING_TURNS, {})
+        self.assertIsNone(tools.submitted_here(("default", "s-1"), "task-aaaaaaaaaaaa"))
 
     def started(self):
         self.settle()

@@ -487,6 +487,8 @@ def turn_middleware(reporter):
         try:
             turn = Turn(turn_chat(ctx))
             ctx.extras[TURN_KEY] = turn
+            if turn.chat[1]:
+                tools.RUNNING_TURNS[(turn.chat[0], turn.chat[1])] = turn
             return AtcTurnRecorder(turn)
         except Exception as err:  # pylint: disable=broad-except
             reporter.kicker.warn_once("factory", "no auto-watch for a turn: %r" % err)
@@ -510,6 +512,9 @@ def auto_watch_hook(reporter):
         async def run(self, ctx):
             turn = getattr(ctx, "extras", {}).get(TURN_KEY)
             if turn is not None:
+                key = (turn.chat[0], turn.chat[1])
+                if tools.RUNNING_TURNS.get(key) is turn:
+                    del tools.RUNNING_TURNS[key]
                 reporter.turn_ended(turn)
             return HookResult()
 

@@ -25,6 +25,22 @@ STATUS_LIMIT = 20
 LINE_CAP = 400
 
 
+# The turn running in each chat, by (agent, session), as the turn's recorder
+# (auto_watch.turn_middleware) keeps it until the turn ends: a tool called in that turn
+# reads what the turn submitted so far. QwenPaw runs one turn per chat at a time.
+RUNNING_TURNS = {}
+
+
+def submitted_here(chat, task_id):
+    """(agent it runs on, child session) of ``task_id`` when the turn running in ``chat``
+    submitted it (its ``[SESSION: …]`` line, its ``to_agent``); None otherwise."""
+    turn = RUNNING_TURNS.get((chat[0], chat[1]))
+    for task, target, child in getattr(turn, "submitted", None) or ():
+        if task == task_id:
+            return target, child
+    return None
+
+
 def chat_context():
     """The calling turn's (agent, session, user, channel); None where QwenPaw has none."""
     from qwenpaw.app import agent_context as ctx  # the host; stubbed in the tests
@@ -242,7 +258,16 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
     if watch_args(task_ids, target_agent, group) is None:
         return no_chat()
     shown = ", ".join(task_ids)
-    listed, problem = await chat_jobs(chat_context())
+    chat = chat_context()
+    # A task this very turn submitted: its session and agent are on the submission's
+    # lines, which the turn's end would read too; a model that leaves them out (a
+    # deadline needs the session) gets them filled, never changed.
+    here = [submitted_here(chat, t) for t in task_ids]
+    if len(task_ids) == 1 and here[0] is not None:
+        target, child = here[0]
+        target_agent = (target_agent or "").strip() or target or ""
+        child_session = (child_session or "").strip() or child or ""
+    listed, problem = await chat_jobs(chat)
     if listed is None:
         return "Not watching %s: %s" % (shown, problem)
     taken = [t for t in task_ids if t in listed[1]]
@@ -288,6 +313,14 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
             # Watched here already (the turn's end watched it): only the change was
             # refused. Polling would be wasted: say where each stands.
             return "Not changed %s: %s. %s" % (shown, why, standing(task_ids, watched))
+        if all(h is not None for h in here):
+            # Submitted in this turn: its end watches them all the same.
+            return (
+                "Not changed %s: %s. %s watched when your turn ends all the same: the "
+                "result comes back into this chat by itself. Do not poll check_agent_task "
+                "for %s." % (shown, why, "It is" if len(task_ids) == 1 else "They are",
+                             "it" if len(task_ids) == 1 else "them")
+            )
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
             "check_agent_task instead, at most once every 30 seconds." % (shown, why)
@@ -401,13 +434,16 @@ async def watch_agent_task(
         child_session (`str`, optional):
             The ``[SESSION: ...]`` value ``submit_to_agent`` printed under the task ID.
             Pass it so the task can be stopped later (``stop_after``, or
-            ``cancel_task_callback(task_id, stop=True)``).
+            ``cancel_task_callback(task_id, stop=True)``). For a task submitted in this
+            same turn it is taken from that answer when you leave it out (and so is
+            ``target_agent``).
         stop_after (`str`, optional):
             A deadline such as ``10m`` or ``1h``: if the task is still running that long
             after it started, it is stopped and its "Task cancelled" result comes back
             here with a line saying so. Use it when the result is worthless after a while
             (something the user is waiting for now, a task that may hang); leave it empty
-            for work that should finish however long it takes. Needs ``child_session``.
+            for work that should finish however long it takes. Needs ``child_session``
+            (known already for a task submitted in this turn or watched before).
         check_in (`str`, optional):
             An interval such as ``5m``: while the task runs, a short
             ``[STATUS: running]`` note arrives here that often (at most 5 times). Use it
