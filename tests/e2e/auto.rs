@@ -286,7 +286,9 @@ pub fn with_the_tool(ctx: &Ctx) -> R<()> {
             && jobs[0]["origin"] == "plugin"
             && jobs[0]["stop_after_secs"] == 600
             && jobs[0]["target_agent"] == target.as_str()
-            && jobs[0]["child_session"].as_str().is_some_and(|c| c.contains(":to:"))
+            && jobs[0]["child_session"]
+                .as_str()
+                .is_some_and(|c| c.contains(":to:"))
             && jobs[0]["status"] == "done",
         "one watch, the tool's with its deadline, expected: {jobs:?}"
     );
@@ -297,6 +299,55 @@ pub fn with_the_tool(ctx: &Ctx) -> R<()> {
             && watches[0].starts_with(&format!("watch {task} --json --origin plugin"))
             && *watches[1] == auto_watch_line(session),
         "expected the tool's watch, then the turn's end's: {starts:?}"
+    );
+    auto.no_plugin_warnings()
+}
+
+/// The model submits and, in the same turn, wants the task gone:
+/// `cancel_task_callback(task, stop=True)`. Found by hand: it said "Not cancelled: this
+/// chat watches no such task" and stopped nothing. The child is stopped through atc (the
+/// submission names its session), the watch is cancelled, the turn's end watches nothing,
+/// and nothing is posted into the parent chat.
+pub fn cancel_in_the_same_turn(ctx: &Ctx) -> R<()> {
+    let auto = ctx.auto()?;
+    let target = auto.server.second_agent()?;
+    let session = "auto-cancel-same-turn";
+    let api = auto.server.api();
+    api.make_parent("default", USER, session)?;
+    let said = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "unwanted child SLEEP=60"}}], ["cancel_task_callback", {{"task_id": "$TASK_ID", "stop": true}}]]"#
+        ),
+    )?;
+    let task = said
+        .strip_prefix("Cancelled the watch on ")
+        .and_then(|rest| rest.split(';').next())
+        .ok_or_else(|| format!("cancel_task_callback answered {said:?}"))?
+        .to_string();
+    ensure!(
+        said == format!("Cancelled the watch on {task}; the child was stopped."),
+        "cancel_task_callback answered {said:?}"
+    );
+    let (record, raw) = api.wait_finished(&task, Duration::from_secs(20))?;
+    ensure!(
+        raw.contains("Task cancelled"),
+        "the child was not stopped: {record}"
+    );
+    let jobs: Vec<Value> = auto
+        .jobs(ctx)?
+        .into_iter()
+        .filter(|j| j["task_id"] == task.as_str())
+        .collect();
+    ensure!(
+        jobs.len() == 1 && jobs[0]["status"] == "cancelled" && jobs[0]["stopped_at"].is_string(),
+        "one watch, cancelled with its child stopped, expected: {jobs:?}"
+    );
+    // A tick posts nothing for it.
+    auto.atc(ctx)?.ok(&["tick"])?;
+    ensure!(
+        api.results_in(USER, session, &task)? == 0,
+        "a result of {task} was posted into the chat that cancelled it"
     );
     auto.no_plugin_warnings()
 }

@@ -83,6 +83,10 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("long-check-in", crate::long::check_in),
     ("auto-watch-delivers", crate::auto::delivers),
     ("auto-watch-with-the-tool", crate::auto::with_the_tool),
+    (
+        "auto-watch-cancel-same-turn",
+        crate::auto::cancel_in_the_same_turn,
+    ),
     ("auto-watch-parent-read", crate::auto::parent_read),
     ("auto-watch-foreground", crate::auto::foreground),
     ("auto-watch-off", crate::auto::off),

@@ -1211,6 +1211,48 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertEqual(tools.RUNNING_TURNS, {})
         self.assertIsNone(tools.submitted_here(("default", "s-1"), "task-aaaaaaaaaaaa"))
 
+    def test_a_cancel_in_the_turn_that_submitted_does_what_it_says(self):
+        # Found by hand: cancel_task_callback(task, stop=True) of a task the same turn
+        # submitted said "Not cancelled: this chat watches no such task" and stopped
+        # nothing; with check_ins=True it dropped the turn's own watch of the task.
+        CONTEXT.clear()
+        CONTEXT.update(agent="default", session="s-1", user="carol", channel="console")
+        tools = self.plugin.tools
+        task = "task-aaaaaaaaaaaa"
+        prefix = "--session s-1 --user carol --channel console --agent default"
+
+        def turn_with(**kwargs):
+            ctx = self.ctx()
+            recorder = self.factory(ctx, None)
+            self.act(recorder, "submit_to_agent", {"to_agent": "SE", "text": "review"},
+                     submitted(task, CHILD_SE))
+            before = len(self.started())
+            line = run(tools.cancel_task_callback(task, **kwargs))
+            self.act(recorder, "cancel_task_callback", dict(task_id=task, **kwargs), line)
+            during = self.started()[before:]
+            run(self.hook.run(ctx))
+            return line, during, self.started()[before + len(during):]
+
+        line, during, after = turn_with()
+        self.assertEqual(line, (
+            "Cancelled the watch on %s before it began: submitted in this turn, it is not "
+            "watched when your turn ends, and its result will not be posted into this chat. "
+            "The task itself keeps running." % task))
+        self.assertEqual((during, after), (["status --all --json"], []))
+
+        line, during, after = turn_with(check_ins=True)
+        self.assertTrue(line.startswith("No check-ins to stop for %s: submitted in this turn, it is watched when your turn ends" % task), line)
+        self.assertEqual(after, ["watch --origin auto --json --from - %s" % prefix])
+
+        (self.path / "stdout").write_text("Cancelled the watch on %s; the child was stopped.\n" % task)
+        line, during, after = turn_with(stop=True)
+        self.assertEqual(line, "Cancelled the watch on %s; the child was stopped." % task)
+        self.assertEqual(during, [
+            "status --all --json",
+            "watch %s --json --origin plugin %s --target-agent SE --child-session %s" % (task, prefix, CHILD_SE),
+            "cancel %s --stop" % task])
+        self.assertEqual(after, [])
+
     def started(self):
         self.settle()
         try:

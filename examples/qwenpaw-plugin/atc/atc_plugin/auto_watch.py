@@ -212,8 +212,10 @@ class Turn:
         if submission and submission[0] not in [s[0] for s in self.submitted]:
             self.submitted.append(submission)
         if name == CANCEL:
-            task = normalize_id(str(call_arguments(arguments).get("task_id") or ""))
-            if task:
+            args = call_arguments(arguments)
+            task = normalize_id(str(args.get("task_id") or ""))
+            # Only the check-ins stopped (check_ins=True): the task is still to be watched.
+            if task and not tools.truthy(args.get("check_ins")):
                 self.cancelled.add(task)
         read = finished_read(name, output)
         if read:

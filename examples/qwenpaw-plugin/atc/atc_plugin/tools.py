@@ -537,7 +537,8 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
     By default the task itself keeps running; only the callback is dropped. Use it when
     the user no longer wants the result (a task submitted in this very turn is then not
     watched when the turn ends). With ``stop=True`` the task itself is stopped
-    too (it must have been watched with ``child_session``); use that when the work is no
+    too (its child session must be known: a task submitted in this turn, or one watched
+    automatically or with ``child_session``); use that when the work is no
     longer wanted at all. With ``check_ins=True`` only the check-ins stop (the task was
     watched with ``check_in``): the result still comes back.
 
@@ -561,6 +562,9 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
     listed, problem = await chat_jobs(chat)
     if listed is None:
         return "Not cancelled %s: %s" % (task_id, problem)
+    here = submitted_here(chat, task_id) if chat[1] else None
+    if here is not None and task_id not in {j.get("task_id") for j in listed[0]}:
+        return await cancel_this_turns(chat, task_id, here, stop, check_ins)
     if not chat[1] or task_id not in {j.get("task_id") for j in listed[0]}:
         return "Not cancelled %s: this chat watches no such task (callback_task_status lists its watches)." % task_id
     mine = next(j for j in listed[0] if j.get("task_id") == task_id)
@@ -591,6 +595,41 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
         task_id,
         job.get("status", "cancelled"),
     )
+
+
+async def cancel_this_turns(chat, task_id, submission, stop, check_ins):
+    """cancel_task_callback of a task this very turn submitted, not watched yet: the
+    turn's end leaves it unwatched (the turn notes the call), and with ``stop`` it is
+    watched now with what its submission said (its session, its agent) only to be
+    stopped at once, through atc's own stop."""
+    if truthy(check_ins):
+        return (
+            "No check-ins to stop for %s: submitted in this turn, it is watched when your "
+            "turn ends, without check-ins; its result comes back into this chat by itself."
+            % task_id
+        )
+    if not truthy(stop):
+        return (
+            "Cancelled the watch on %s before it began: submitted in this turn, it is not "
+            "watched when your turn ends, and its result will not be posted into this chat. "
+            "The task itself keeps running." % task_id
+        )
+    target, child = submission
+    args = watch_args([task_id], target or "", None, child_session=child or "", chat=chat)
+    code, _, err = await run_atc(args)
+    if code is None or code != 0:
+        why = err if code is None else tool_words(reason(err))
+        return (
+            "Not stopped %s: %s. It is not watched when your turn ends either: its result "
+            "will not be posted into this chat." % (task_id, why)
+        )
+    code, out, err = await run_atc(["cancel", task_id, "--stop"])
+    if code is None:
+        return "Not stopped %s (watched now): %s" % (task_id, err)
+    if code != 0:
+        return "Not stopped %s (watched now, its result comes back here): %s" % (
+            task_id, reason(err))
+    return scrub(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
 
 
 def truthy(flag):
