@@ -1211,6 +1211,26 @@ class AutoWatchTest(Carried, unittest.TestCase):
         self.assertEqual(tools.RUNNING_TURNS, {})
         self.assertIsNone(tools.submitted_here(("default", "s-1"), "task-aaaaaaaaaaaa"))
 
+    def test_status_in_the_turn_that_submitted_lists_what_its_end_watches(self):
+        # Found by hand: callback_task_status right after submit_to_agent said "This chat
+        # watches no tasks."
+        CONTEXT.clear()
+        CONTEXT.update(agent="default", session="s-1", user="carol", channel="console")
+        tools = self.plugin.tools
+        ctx = self.ctx()
+        recorder = self.factory(ctx, None)
+        self.assertEqual(run(tools.callback_task_status()), "This chat watches no tasks.")
+        self.act(recorder, "submit_to_agent", {"to_agent": "SE", "text": "review"},
+                 submitted("task-aaaaaaaaaaaa", CHILD_SE))
+        self.act(recorder, "submit_to_agent", {"to_agent": "QA", "text": "test"},
+                 submitted("task-bbbbbbbbbbbb", CHILD_QA))
+        self.act(recorder, "cancel_task_callback", {"task_id": "task-bbbbbbbbbbbb"}, "Cancelled")
+        (self.path / "status").write_text(json.dumps({"jobs": [job("task-cccccccccccc")]}))
+        self.assertEqual(run(tools.callback_task_status()).splitlines(), [
+            "task-aaaaaaaaaaaa | submitted in this turn: watched when your turn ends | agent=SE session=s-1",
+            "task-cccccccccccc | pending | agent=default session=s-1 | registered=2026-12-01T10:00:00Z"])
+        run(self.hook.run(ctx))
+
     def test_a_cancel_in_the_turn_that_submitted_does_what_it_says(self):
         # Found by hand: cancel_task_callback(task, stop=True) of a task the same turn
         # submitted said "Not cancelled: this chat watches no such task" and stopped

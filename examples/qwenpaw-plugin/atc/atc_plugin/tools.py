@@ -500,6 +500,8 @@ async def callback_task_status() -> str:
     first: ``task_id | status | agent=… session=… | registered=…``. ``pending`` means waiting for the
     task (or for this chat to be idle); ``done`` means its result was posted here;
     ``skipped`` that nothing was posted (you read the result with ``check_agent_task``).
+    A task submitted in this same turn is listed first as ``submitted in this turn``: it
+    is watched when your turn ends.
 
     Returns:
         `str`:
@@ -515,9 +517,18 @@ async def callback_task_status() -> str:
     if listed is None:
         return "Cannot list the watches: %s" % problem
     own = listed[0]
-    if not own:
+    # What this very turn submitted is watched when it ends: listed first, as coming.
+    known = {j.get("task_id") for j in own}
+    turn = RUNNING_TURNS.get((chat[0], chat[1]))
+    coming = [
+        "%s | submitted in this turn: watched when your turn ends | agent=%s session=%s"
+        % (task, target or chat[0], chat[1])
+        for task, target, _ in getattr(turn, "submitted", None) or ()
+        if task not in known and task not in getattr(turn, "cancelled", ())
+    ]
+    if not own and not coming:
         return "This chat watches no tasks."
-    lines = [
+    lines = coming + [
         "%s | %s | agent=%s session=%s | registered=%s"
         % (
             j.get("task_id"),
