@@ -61,6 +61,15 @@ impl Auto {
         self.atc(ctx)?.jobs()
     }
 
+    /// The jobs of `task`.
+    pub(crate) fn jobs_of(&self, ctx: &Ctx, task: &str) -> R<Vec<Value>> {
+        Ok(self
+            .jobs(ctx)?
+            .into_iter()
+            .filter(|j| j["task_id"] == task)
+            .collect())
+    }
+
     /// The model's turn in (session, `USER`) on `default`: `text` is what the fake LLM
     /// obeys. Returns the turn's final text.
     fn turn(&self, session: &str, text: &str) -> R<String> {
@@ -250,6 +259,14 @@ pub fn delivers(ctx: &Ctx) -> R<()> {
     auto.no_plugin_warnings()
 }
 
+/// The task id a tool's answer `said` names right after `prefix`, up to `end`.
+fn task_after(said: &str, prefix: &str, end: char, tool: &str) -> R<String> {
+    said.strip_prefix(prefix)
+        .and_then(|rest| rest.split(end).next())
+        .map(str::to_string)
+        .ok_or_else(|| format!("{tool} answered {said:?}"))
+}
+
 /// The model submits and also calls watch_agent_task with a deadline, in the same turn,
 /// leaving out the child's session and agent (found by hand: it was refused, "needs the
 /// child's session", and told to poll): the plugin fills them from the turn's submission.
@@ -266,21 +283,13 @@ pub fn with_the_tool(ctx: &Ctx) -> R<()> {
             r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "tool child SLEEP=3"}}], ["watch_agent_task", {{"task_id": "$TASK_ID", "stop_after": "10m"}}]]"#
         ),
     )?;
-    let task = said
-        .strip_prefix("Watching ")
-        .and_then(|rest| rest.split(' ').next())
-        .ok_or_else(|| format!("watch_agent_task answered {said:?}"))?
-        .to_string();
+    let task = task_after(&said, "Watching ", ' ', "watch_agent_task")?;
     ensure!(
         said.starts_with(&format!("Watching {task} (polled as agent {target}")),
         "watch_agent_task answered {said:?}"
     );
     auto.delivered_once(session, &task)?;
-    let jobs: Vec<Value> = auto
-        .jobs(ctx)?
-        .into_iter()
-        .filter(|j| j["task_id"] == task.as_str())
-        .collect();
+    let jobs = auto.jobs_of(ctx, &task)?;
     ensure!(
         jobs.len() == 1
             && jobs[0]["origin"] == "plugin"
@@ -320,11 +329,12 @@ pub fn cancel_in_the_same_turn(ctx: &Ctx) -> R<()> {
             r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "unwanted child SLEEP=60"}}], ["cancel_task_callback", {{"task_id": "$TASK_ID", "stop": true}}]]"#
         ),
     )?;
-    let task = said
-        .strip_prefix("Cancelled the watch on ")
-        .and_then(|rest| rest.split(';').next())
-        .ok_or_else(|| format!("cancel_task_callback answered {said:?}"))?
-        .to_string();
+    let task = task_after(
+        &said,
+        "Cancelled the watch on ",
+        ';',
+        "cancel_task_callback",
+    )?;
     ensure!(
         said == format!("Cancelled the watch on {task}; the child was stopped."),
         "cancel_task_callback answered {said:?}"
@@ -334,11 +344,7 @@ pub fn cancel_in_the_same_turn(ctx: &Ctx) -> R<()> {
         raw.contains("Task cancelled"),
         "the child was not stopped: {record}"
     );
-    let jobs: Vec<Value> = auto
-        .jobs(ctx)?
-        .into_iter()
-        .filter(|j| j["task_id"] == task.as_str())
-        .collect();
+    let jobs = auto.jobs_of(ctx, &task)?;
     ensure!(
         jobs.len() == 1 && jobs[0]["status"] == "cancelled" && jobs[0]["stopped_at"].is_string(),
         "one watch, cancelled with its child stopped, expected: {jobs:?}"
@@ -503,11 +509,7 @@ fn off_with(ctx: &Ctx, auto: &Auto) -> R<()> {
         "the plugin did not ask: {:?}",
         auto.starts()
     );
-    let jobs: Vec<Value> = auto
-        .jobs(ctx)?
-        .into_iter()
-        .filter(|j| j["task_id"] == task.as_str())
-        .collect();
+    let jobs = auto.jobs_of(ctx, &task)?;
     ensure!(jobs.is_empty(), "auto-watch off, and atc watched: {jobs:?}");
     ensure!(
         !auto.told(session, &task)?,

@@ -78,18 +78,13 @@ fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
     .status(2)
     .stderr("atc: --child-session names one child's session, but 2 tasks are watched; watch each with its own --child-session, or pass --from with the [SESSION: …] line under each [TASK_ID: …]\n")
     .no_file();
-    env.atc([
-        "watch",
-        TASK,
-        "--session",
-        "s-77",
-        "--child-session",
-        "a\u{1b}b",
-    ])
-    .status(2)
-    .stderr_contains("--child-session")
-    .stderr_contains("control character")
-    .no_file();
+    let with_child =
+        |child: &str| env.atc(["watch", TASK, "--session", "s-77", "--child-session", child]);
+    with_child("a\u{1b}b")
+        .status(2)
+        .stderr_contains("--child-session")
+        .stderr_contains("control character")
+        .no_file();
     env.atc(["watch", "--from", "-", "--session", "s-77"])
         .stdin("[TASK_ID: task-a] [SESSION:  ]")
         .status(2)
@@ -103,14 +98,7 @@ fn child_session_is_refused_for_several_tasks_and_when_it_is_no_label() {
         .no_file();
     // Found by hand: QwenPaw's whole line was taken as the session (and a stop found no
     // such chat); a task id passed with its label names the id in it.
-    env.atc([
-        "watch",
-        TASK,
-        "--session",
-        "s-77",
-        "--child-session",
-        "[SESSION: me:to:SE:1:ab]",
-    ])
+    with_child("[SESSION: me:to:SE:1:ab]")
     .status(2)
     .stderr("atc: --child-session \"[SESSION: me:to:SE:1:ab]\" is QwenPaw's whole [SESSION: …] line: pass its value alone (--child-session me:to:SE:1:ab), or the whole text submit_to_agent printed with --from\n")
     .no_file();

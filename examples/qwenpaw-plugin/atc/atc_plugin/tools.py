@@ -361,21 +361,22 @@ def standing(task_ids, statuses):
                 ", ".join(coming), "is" if len(coming) == 1 else "are",
                 "its" if len(coming) == 1 else "each")
         )
+    def naming(ids, alone, one, many):
+        # The subject: `alone` when the call named one task, else one id or several.
+        return alone if len(task_ids) == 1 else one % ids[0] if len(ids) == 1 else many % ", ".join(ids)
+
     if posted:
         said.append(
             "%s posted into this chat already: the %s starting with %s." % (
-                "Its result was" if len(task_ids) == 1 else
-                "The result of %s was" % posted[0] if len(posted) == 1 else
-                "The results of %s were" % ", ".join(posted),
+                naming(posted, "Its result was", "The result of %s was", "The results of %s were"),
                 "message" if len(posted) == 1 else "messages",
                 " and ".join("[TASK_ID: %s]" % t for t in posted))
         )
     if ended:
         said.append(
             "%s %s; callback_task_status says what happened." % (
-                "Its watch ended as" if len(task_ids) == 1 else
-                "The watch of %s ended as" % ended[0] if len(ended) == 1 else
-                "The watches of %s ended as" % ", ".join(ended),
+                naming(ended, "Its watch ended as", "The watch of %s ended as",
+                       "The watches of %s ended as"),
                 ", ".join(str(statuses.get(t)) for t in ended))
         )
     if coming:
