@@ -173,7 +173,8 @@ pub enum Command {
     /// Wait in the foreground until a task ends, and print its result
     ///
     /// Polls the task (no job file needed) until it finishes, then prints exactly what a
-    /// delivery would carry. Exit status: 0 completed, 1 failed (or timed out, cancelled,
+    /// delivery would carry. A task watched here is polled on the server its watch
+    /// recorded, unless --base-url or ATC_BASE_URL names one. Exit status: 0 completed, 1 failed (or timed out, cancelled,
     /// fork not finalized), 6 lost (the server has no record of it), 124 still running
     /// after --timeout (the line says whether it is watched), 5 the server could not be reached (also when --timeout passes
     /// while polls fail) or refused the credentials.

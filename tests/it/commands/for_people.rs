@@ -55,6 +55,41 @@ fn wait_prints_exactly_what_a_delivery_carries_and_exits_0() {
     assert_eq!(s.delivered("s-77"), [printed.trim_end_matches('\n')]);
 }
 
+/// Found by hand: with two servers, `wait` of a task watched on the second polled the
+/// first (the config file's base URL, or the default) and failed. The watch's server is
+/// asked, unless a person named one.
+#[test]
+fn wait_of_a_watched_task_asks_the_server_its_watch_recorded() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let nowhere = NOWHERE;
+    s.env
+        .atc(["config", "set", "base-url", nowhere])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .run();
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.env
+        .atc(["wait", TASK, "-v"])
+        .env_remove("ATC_BASE_URL")
+        .stdout_contains("ECHO: hello")
+        .stderr(format!(
+            "atc: QwenPaw API {} (from the watch of {TASK} in {})\n",
+            s.server.api(),
+            s.env.state.display()
+        ))
+        .file_unchanged()
+        .run();
+    // Named by a person (here ATC_BASE_URL), the named one is asked.
+    s.env
+        .atc(["wait", TASK, "--interval", "10ms"])
+        .env("ATC_BASE_URL", nowhere)
+        .status(5)
+        .stderr_contains(format!("GET {nowhere}/api/console/chat/task/{TASK}"))
+        .file_unchanged()
+        .run();
+}
+
 #[test]
 fn wait_exits_1_for_a_failed_task_and_prints_the_failure() {
     let s = Scene::new();
