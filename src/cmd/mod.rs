@@ -59,3 +59,30 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     // Exact: JSON escapes control characters itself, and scripts want the real text.
     write_stdout(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }
+
+/// The base URL the job file's watches of `task_ids` recorded, when there is one for all
+/// of them (read, never written or created): what [`crate::settings::base_for_watched`]
+/// prefers to a base URL nobody named.
+pub fn recorded_base(
+    store: &crate::state::Store,
+    task_ids: &[String],
+) -> Option<(String, crate::settings::Source)> {
+    store
+        .peek(|file| {
+            let mut bases = task_ids
+                .iter()
+                .map(|task| file.find(task).map(|job| job.base_url.clone()));
+            let first = bases.next()??;
+            bases
+                .all(|base| base.as_deref() == Some(first.as_str()))
+                .then(|| {
+                    let source = crate::settings::Source::Watched {
+                        task_id: task_ids[0].clone(),
+                        file: store.path().to_path_buf(),
+                    };
+                    (first, source)
+                })
+        })
+        .ok()
+        .flatten()
+}

@@ -64,10 +64,10 @@ fn unfinished(
 pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
     let (task_id, agent) = (&wait.task_id, &wait.agent.value);
-    let (base, from) = server(&wait.base_url, recorded_base(wait));
-    let base = &base;
+    let chosen = crate::settings::base_for_watched(&wait.base_url, recorded_base(wait));
+    let base = &chosen.value;
     if out.verbose > 0 {
-        crate::term::say(&format!("atc: QwenPaw API {base} (from {from})"));
+        crate::term::say(&format!("atc: QwenPaw API {base} (from {})", chosen.source));
     }
     let started = Instant::now();
     let mut strikes = 0;
@@ -178,38 +178,9 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
     }
 }
 
-/// The server to poll, and where it came from: the one a person named (`--base-url`,
-/// `ATC_BASE_URL`, a managed runtime's), else the one the task's watch recorded (found by
-/// hand: with two servers, `wait` of a task watched on the second polled the first, the
-/// config file's or the default, and failed), else the resolved one.
-fn server(
-    named: &crate::settings::Setting<String>,
-    recorded: Option<(String, String)>,
-) -> (String, String) {
-    use crate::settings::Source;
-    match (&named.source, recorded) {
-        (Source::Flag(_) | Source::Env(_) | Source::ManagedRuntime, _) | (_, None) => {
-            (named.value.clone(), named.source.to_string())
-        }
-        (_, Some((base, from))) => (base, from),
-    }
-}
-
-/// The base URL the job file's watch of the task recorded, and where that is said.
-fn recorded_base(wait: &Wait) -> Option<(String, String)> {
-    let path = wait.state.clone()?;
-    let store = Store::new(path.clone());
-    store
-        .peek(|file| {
-            file.find(&wait.task_id).map(|job| {
-                (
-                    job.base_url.clone(),
-                    format!("the watch of {} in {}", job.task_id, path.display()),
-                )
-            })
-        })
-        .ok()
-        .flatten()
+/// The base URL the job file's watch of the task recorded.
+fn recorded_base(wait: &Wait) -> Option<(String, crate::settings::Source)> {
+    crate::cmd::recorded_base(&Store::new(wait.state.clone()?), std::slice::from_ref(&wait.task_id))
 }
 
 /// The chat a pending watch of `task_id` delivers to, if the job file (read, never
@@ -224,43 +195,4 @@ fn watched(wait: &Wait, task_id: &str) -> Option<String> {
         })
         .ok()
         .flatten()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::settings::{Setting, Source};
-
-    #[test]
-    fn a_server_a_person_named_wins_over_the_watchs_and_the_watchs_over_the_rest() {
-        let recorded = || Some(("http://b/api".to_owned(), "the watch".to_owned()));
-        let named = |source: Source| Setting {
-            value: "http://a/api".to_owned(),
-            source,
-        };
-        for source in [
-            Source::Flag("--base-url"),
-            Source::Env("ATC_BASE_URL"),
-            Source::ManagedRuntime,
-        ] {
-            assert_eq!(server(&named(source), recorded()).0, "http://a/api");
-        }
-        for source in [
-            Source::Default,
-            Source::QwenPawConfig("c.json".into()),
-            Source::File {
-                path: "atc.toml".into(),
-                key: "base-url",
-            },
-        ] {
-            assert_eq!(
-                server(&named(source.clone()), recorded()),
-                ("http://b/api".to_owned(), "the watch".to_owned())
-            );
-            assert_eq!(
-                server(&named(source.clone()), None),
-                ("http://a/api".to_owned(), source.to_string())
-            );
-        }
-    }
 }

@@ -43,6 +43,22 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         return auto_watch_off(watch, out);
     }
     let store = Store::new(watch.state.value.clone());
+    // A re-watch nobody named a server for stays on the one its watch recorded (found by
+    // hand: `atc watch T --check-in 5m` from a shell whose base URL was the default moved
+    // a watch of a second server to a port where nothing runs).
+    let rebased;
+    let watch = if watch.base_url.source.named() {
+        watch
+    } else {
+        rebased = Watch {
+            base_url: crate::settings::base_for_watched(
+                &watch.base_url,
+                crate::cmd::recorded_base(&store, &watch.task_ids),
+            ),
+            ..watch.clone()
+        };
+        &rebased
+    };
     let target = watch.target();
     let base_url = &watch.base_url.value;
     if out.verbose > 0 {

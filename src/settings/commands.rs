@@ -129,7 +129,7 @@ pub enum Schedule {
     Launchd,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Watch {
     pub state: Setting<PathBuf>,
     /// Validated, in the order given, each once.

@@ -65,10 +65,16 @@ pub enum Source {
         key: &'static str,
     },
     Default,
+    /// The base URL the job file's watch of this task recorded (`wait`, a re-watch).
+    Watched {
+        task_id: String,
+        file: PathBuf,
+    },
 }
 
 impl Source {
-    /// One word for scripts (`config show --json`): flag, env, file, qwenpaw or default.
+    /// One word for scripts (`config show --json`): flag, env, file, qwenpaw, default or
+    /// watch.
     pub fn kind(&self) -> &'static str {
         match self {
             Source::Flag(_) => "flag",
@@ -76,7 +82,32 @@ impl Source {
             Source::File { .. } => "file",
             Source::QwenPawConfig(_) => "qwenpaw",
             Source::Default => "default",
+            Source::Watched { .. } => "watch",
         }
+    }
+
+    /// Named by a person for this command: a flag, the environment, a managed runtime's
+    /// variable; not a file or a default.
+    pub fn named(&self) -> bool {
+        matches!(
+            self,
+            Source::Flag(_) | Source::Env(_) | Source::ManagedRuntime
+        )
+    }
+}
+
+/// The base URL a command about watched tasks asks: the one a person named
+/// ([`Source::named`]), else the one the job file's watches of those tasks recorded (one
+/// server for all of them), else the resolved one. With two servers, a task watched on
+/// the second is never looked for on, nor moved to, the first because a config file or
+/// the default says so.
+pub fn base_for_watched(
+    resolved: &Setting<String>,
+    recorded: Option<(String, Source)>,
+) -> Setting<String> {
+    match recorded {
+        Some((value, source)) if !resolved.source.named() => Setting { value, source },
+        _ => resolved.clone(),
     }
 }
 
@@ -88,6 +119,9 @@ impl fmt::Display for Source {
             Source::QwenPawConfig(path) => write!(f, "last_api in {}", path.display()),
             Source::File { path, key } => write!(f, "{key} in {}", path.display()),
             Source::Default => f.write_str("the default"),
+            Source::Watched { task_id, file } => {
+                write!(f, "the watch of {task_id} in {}", file.display())
+            }
         }
     }
 }

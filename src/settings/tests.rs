@@ -757,3 +757,52 @@ fn a_cron_interval_divides_a_minute_or_an_hour() {
         assert_eq!(interval("systemd", every), Ok(secs), "{every}");
     }
 }
+
+#[test]
+fn a_base_url_a_person_named_wins_over_a_watchs_and_a_watchs_over_the_rest() {
+    let recorded = || {
+        Some((
+            "http://b/api".to_owned(),
+            Source::Watched {
+                task_id: "task-1".into(),
+                file: "jobs.json".into(),
+            },
+        ))
+    };
+    let resolved = |source: Source| Setting {
+        value: "http://a/api".to_owned(),
+        source,
+    };
+    for source in [
+        Source::Flag("--base-url"),
+        Source::Env("ATC_BASE_URL"),
+        Source::ManagedRuntime,
+    ] {
+        assert!(source.named());
+        assert_eq!(
+            base_for_watched(&resolved(source.clone()), recorded()),
+            resolved(source)
+        );
+    }
+    for source in [
+        Source::Default,
+        Source::QwenPawConfig("c.json".into()),
+        Source::File {
+            path: "atc.toml".into(),
+            key: "base-url",
+        },
+    ] {
+        assert!(!source.named());
+        let chosen = base_for_watched(&resolved(source.clone()), recorded());
+        assert_eq!(chosen.value, "http://b/api");
+        assert_eq!(
+            chosen.source.to_string(),
+            "the watch of task-1 in jobs.json"
+        );
+        assert_eq!(chosen.source.kind(), "watch");
+        assert_eq!(
+            base_for_watched(&resolved(source.clone()), None),
+            resolved(source)
+        );
+    }
+}

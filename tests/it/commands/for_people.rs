@@ -90,6 +90,45 @@ fn wait_of_a_watched_task_asks_the_server_its_watch_recorded() {
         .run();
 }
 
+/// Found by hand: `atc watch T --check-in 5m` from a shell whose base URL nobody named
+/// (the default here, or a config file's) moved a watch of a second server to where
+/// nothing runs ("Re-targeted …: base URL A → B"); every tick then failed its checks. A
+/// re-watch stays on its watch's server unless a person names one.
+#[test]
+fn a_rewatch_stays_on_the_server_its_watch_recorded_unless_one_is_named() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    let api = s.server.api();
+    // A base URL nobody named for this command: the config file's, where nothing runs.
+    s.env
+        .atc(["config", "set", "base-url", NOWHERE])
+        .env_remove("ATC_BASE_URL")
+        .stdout_inspected()
+        .run();
+    // The re-watch checks the task where the watch is: the fake (port 9 would refuse).
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.env
+        .atc(["watch", TASK, "--session", "s-77", "--check-in", "5m", "-v"])
+        .env_remove("ATC_BASE_URL")
+        .stdout_contains(format!("Already watching {TASK} for agent 'default'"))
+        .stdout_contains("; now with --check-in; ")
+        .stderr_contains(format!(
+            "atc: QwenPaw API {api} (from the watch of {TASK} in {})",
+            s.env.state.display()
+        ))
+        .run();
+    assert_eq!(s.job(TASK)["base_url"], api.as_str());
+    assert_eq!(s.job(TASK)["check_in_secs"], 300);
+    // Named (ATC_BASE_URL), the watch moves, and says so.
+    s.env
+        .atc(["watch", TASK, "--session", "s-77", "--check-in", "5m"])
+        .env("ATC_BASE_URL", NOWHERE)
+        .stdout_contains(format!("Re-targeted {TASK}"))
+        .stderr_contains("the chat check was skipped")
+        .run();
+    assert_eq!(s.job(TASK)["base_url"], format!("{NOWHERE}/api"));
+}
+
 #[test]
 fn wait_exits_1_for_a_failed_task_and_prints_the_failure() {
     let s = Scene::new();
