@@ -180,7 +180,10 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
 
 /// The base URL the job file's watch of the task recorded.
 fn recorded_base(wait: &Wait) -> Option<(String, crate::settings::Source)> {
-    crate::cmd::recorded_base(&Store::new(wait.state.clone()?), std::slice::from_ref(&wait.task_id))
+    crate::cmd::recorded_base(
+        &Store::new(wait.state.clone()?),
+        std::slice::from_ref(&wait.task_id),
+    )
 }
 
 /// The chat a pending watch of `task_id` delivers to, if the job file (read, never
