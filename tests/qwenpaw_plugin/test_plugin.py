@@ -470,6 +470,15 @@ class PluginTest(Carried, unittest.TestCase):
         self.assertEqual(self.args()[-2:], ["--group", "trio"])
         self.assertTrue(line.startswith("Watching task-00000000000a, task-00000000000b (group trio): the group's results come back into this chat together, as one message, by themselves once none of its tasks is still running. Do not poll check_agent_task for them;"), line)
 
+    def test_watch_agent_tasks_takes_a_list_passed_as_text(self):
+        # A model passing the list as a string: JSON, or ids with quotes and commas.
+        for text in ('["task-00000000000a", "task-00000000000b"]',
+                     "'task-00000000000a', 'task-00000000000b'",
+                     "task-00000000000a task-00000000000b"):
+            self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
+            run(self.plugin.tools.watch_agent_tasks(text, "trio"))
+            self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"], text)
+
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
         self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
         self.assertEqual(run(self.plugin.tools.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")

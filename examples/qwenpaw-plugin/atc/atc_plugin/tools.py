@@ -485,7 +485,17 @@ async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
             One line: watching (and what to do next), or why not and what to do instead.
     """
     if isinstance(task_ids, str):
-        task_ids = [t for t in task_ids.replace(",", " ").split() if t]
+        # A model may pass the list as text: JSON (`["task-a", "task-b"]`), or ids
+        # separated by commas or spaces, each perhaps quoted.
+        try:
+            parsed = json.loads(task_ids)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            task_ids = parsed
+        else:
+            task_ids = [t.strip("'\"[]") for t in task_ids.replace(",", " ").split()]
+            task_ids = [t for t in task_ids if t]
     ids = [str(t).strip() for t in task_ids or [] if str(t).strip()]
     name = str(group or "").strip()
     if not ids or not name:
