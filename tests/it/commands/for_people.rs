@@ -60,14 +60,7 @@ fn wait_prints_exactly_what_a_delivery_carries_and_exits_0() {
 /// asked, unless a person named one.
 #[test]
 fn wait_of_a_watched_task_asks_the_server_its_watch_recorded() {
-    let s = Scene::new();
-    s.watch(TASK, &[]);
-    let nowhere = NOWHERE;
-    s.env
-        .atc(["config", "set", "base-url", nowhere])
-        .env_remove("ATC_BASE_URL")
-        .stdout_inspected()
-        .run();
+    let s = watched_and_unnamed();
     s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
     s.env
         .atc(["wait", TASK, "-v"])
@@ -83,28 +76,34 @@ fn wait_of_a_watched_task_asks_the_server_its_watch_recorded() {
     // Named by a person (here ATC_BASE_URL), the named one is asked.
     s.env
         .atc(["wait", TASK, "--interval", "10ms"])
-        .env("ATC_BASE_URL", nowhere)
+        .env("ATC_BASE_URL", NOWHERE)
         .status(5)
-        .stderr_contains(format!("GET {nowhere}/api/console/chat/task/{TASK}"))
+        .stderr_contains(format!("GET {NOWHERE}/api/console/chat/task/{TASK}"))
         .file_unchanged()
         .run();
 }
 
-/// Found by hand: `atc watch T --check-in 5m` from a shell whose base URL nobody named
-/// (the default here, or a config file's) moved a watch of a second server to where
-/// nothing runs ("Re-targeted …: base URL A → B"); every tick then failed its checks. A
-/// re-watch stays on its watch's server unless a person names one.
-#[test]
-fn a_rewatch_stays_on_the_server_its_watch_recorded_unless_one_is_named() {
+/// A scene whose TASK is watched on the fake, and whose config file's base URL (one
+/// nobody names for a command run without `ATC_BASE_URL`) is where nothing runs.
+fn watched_and_unnamed() -> Scene {
     let s = Scene::new();
     s.watch(TASK, &[]);
-    let api = s.server.api();
-    // A base URL nobody named for this command: the config file's, where nothing runs.
     s.env
         .atc(["config", "set", "base-url", NOWHERE])
         .env_remove("ATC_BASE_URL")
         .stdout_inspected()
         .run();
+    s
+}
+
+/// Found by hand: `atc watch T --check-in 5m` from a shell whose base URL nobody named
+/// (a config file's, or the default) moved a watch of a second server to where nothing
+/// runs ("Re-targeted …: base URL A → B"); every tick then failed its checks. A re-watch
+/// stays on its watch's server unless a person names one.
+#[test]
+fn a_rewatch_stays_on_the_server_its_watch_recorded_unless_one_is_named() {
+    let s = watched_and_unnamed();
+    let api = s.server.api();
     // The re-watch checks the task where the watch is: the fake (port 9 would refuse).
     s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
     s.env
