@@ -93,15 +93,15 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
             )?;
         } else {
             let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
-            let mut text = full(job, &file, now);
+            let turns = crate::lifecycle::Turns::of(&file.turns);
+            let mut text = full(job, &file, &turns, now);
             if let Some(line) = next_poll(job, &beat, now, &args.limits) {
                 text = text.replacen("\nregistered ", &format!("\n{line}\nregistered "), 1);
             }
             crate::cmd::emit(&text)?;
-            let turns = crate::lifecycle::Turns::of(&file.turns);
             if !out.quiet
                 && !crate::lifecycle::settled_job(job, &turns)
-                && let Some(line) = no_tick_lately(&file, &beat, now)
+                && let Some(line) = no_tick_lately(&file, &turns, &beat, now)
             {
                 crate::term::say(&line);
             }
@@ -151,6 +151,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     if !out.quiet
         && let Some(line) = no_tick_lately(
             &file,
+            &crate::lifecycle::Turns::of(&file.turns),
             &crate::pass::Heartbeat::read(&store.tick_lock_path()),
             now,
         )
@@ -178,12 +179,16 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
 /// person's, a plugin's cadence: kicks come only when a turn ends) has run for longer
 /// than `atc doctor` allows, or ever, while a watch has been waiting that long: nothing is
 /// polled or posted until one runs, whatever the list says of the children.
-fn no_tick_lately(file: &JobFile, beat: &crate::pass::Heartbeat, now: Timestamp) -> Option<String> {
-    let turns = crate::lifecycle::Turns::of(&file.turns);
+fn no_tick_lately(
+    file: &JobFile,
+    turns: &crate::lifecycle::Turns,
+    beat: &crate::pass::Heartbeat,
+    now: Timestamp,
+) -> Option<String> {
     let waiting: Vec<&Job> = file
         .jobs
         .iter()
-        .filter(|j| !crate::lifecycle::settled_job(j, &turns))
+        .filter(|j| !crate::lifecycle::settled_job(j, turns))
         .collect();
     // A watch made just now has missed no tick yet.
     let oldest = waiting.iter().map(|j| j.registered_at).min()?;
@@ -388,7 +393,7 @@ fn render(rows: &[Row], layout: Layout, width: Option<usize>) -> String {
 
 /// Every field of one job and of the turn that carries its block, then the start of its
 /// result text (or, with none, of its turn's).
-fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
+fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timestamp) -> String {
     let turn = file.turn_of(job);
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
@@ -551,8 +556,7 @@ fn full(job: &Job, file: &JobFile, now: Timestamp) -> String {
     let ago = |t: Timestamp| format!("{t} ({} ago)", age(t.elapsed_at(now)));
     field("registered", ago(job.registered_at));
     // The watch's or its turn's last change: a delivery landing is one.
-    let turns = crate::lifecycle::Turns::of(&file.turns);
-    field("updated", ago(crate::lifecycle::last_change(job, &turns)));
+    field("updated", ago(crate::lifecycle::last_change(job, turns)));
     if let Some(t) = job.started_at {
         field("task started", ago(t));
     }

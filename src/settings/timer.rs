@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::env::Environment;
 use super::file::locate;
-use super::{Schedule, Setting, Source, Timer, defaults};
+use super::{Schedule, Setting, Timer, defaults};
 use crate::cli;
 use crate::exit::{Exit, Failure};
 use crate::time::human;
@@ -56,7 +56,7 @@ pub(super) fn timer(
                     format!("cannot tell where this atc binary is: {e}"),
                 )
             })?,
-        state: Some(state()?).filter(|s| matches!(s.source, Source::Flag(_) | Source::Env(_))),
+        state: Some(state()?).filter(|s| s.source.named()),
         config: locate(env).map(|(path, _)| path).filter(|path| {
             Some(path)
                 != env
