@@ -64,7 +64,7 @@ fn unfinished(
 pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
     let (task_id, agent) = (&wait.task_id, &wait.agent.value);
-    let chosen = crate::settings::base_for_watched(&wait.base_url, recorded_base(wait));
+    let chosen = crate::settings::base_for_watched(&wait.base_url, || recorded_base(wait));
     let base = &chosen.value;
     if out.verbose > 0 {
         crate::term::say(&format!("atc: QwenPaw API {base} (from {})", chosen.source));

@@ -46,15 +46,15 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     // A re-watch nobody named a server for stays on the one its watch recorded (found by
     // hand: `atc watch T --check-in 5m` from a shell whose base URL was the default moved
     // a watch of a second server to a port where nothing runs).
+    let chosen = crate::settings::base_for_watched(&watch.base_url, || {
+        crate::cmd::recorded_base(&store, &watch.task_ids)
+    });
     let rebased;
-    let watch = if watch.base_url.source.named() {
+    let watch = if chosen == watch.base_url {
         watch
     } else {
         rebased = Watch {
-            base_url: crate::settings::base_for_watched(
-                &watch.base_url,
-                crate::cmd::recorded_base(&store, &watch.task_ids),
-            ),
+            base_url: chosen,
             ..watch.clone()
         };
         &rebased

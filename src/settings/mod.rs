@@ -101,13 +101,17 @@ impl Source {
 /// server for all of them), else the resolved one. With two servers, a task watched on
 /// the second is never looked for on, nor moved to, the first because a config file or
 /// the default says so.
+/// `recorded` (the job file's read) runs only when nobody named one.
 pub fn base_for_watched(
     resolved: &Setting<String>,
-    recorded: Option<(String, Source)>,
+    recorded: impl FnOnce() -> Option<(String, Source)>,
 ) -> Setting<String> {
-    match recorded {
-        Some((value, source)) if !resolved.source.named() => Setting { value, source },
-        _ => resolved.clone(),
+    match (resolved.source.named(), recorded) {
+        (false, recorded) => match recorded() {
+            Some((value, source)) => Setting { value, source },
+            None => resolved.clone(),
+        },
+        (true, _) => resolved.clone(),
     }
 }
 

@@ -780,7 +780,9 @@ fn a_base_url_a_person_named_wins_over_a_watchs_and_a_watchs_over_the_rest() {
     ] {
         assert!(source.named());
         assert_eq!(
-            base_for_watched(&resolved(source.clone()), recorded()),
+            base_for_watched(&resolved(source.clone()), || -> Option<(String, Source)> {
+                panic!("the job file is read for a base URL a person named")
+            }),
             resolved(source)
         );
     }
@@ -793,7 +795,7 @@ fn a_base_url_a_person_named_wins_over_a_watchs_and_a_watchs_over_the_rest() {
         },
     ] {
         assert!(!source.named());
-        let chosen = base_for_watched(&resolved(source.clone()), recorded());
+        let chosen = base_for_watched(&resolved(source.clone()), recorded);
         assert_eq!(chosen.value, "http://b/api");
         assert_eq!(
             chosen.source.to_string(),
@@ -801,7 +803,7 @@ fn a_base_url_a_person_named_wins_over_a_watchs_and_a_watchs_over_the_rest() {
         );
         assert_eq!(chosen.source.kind(), "watch");
         assert_eq!(
-            base_for_watched(&resolved(source.clone()), None),
+            base_for_watched(&resolved(source.clone()), || None),
             resolved(source)
         );
     }
