@@ -54,10 +54,14 @@ pub fn short_cause(error: &str) -> String {
     crate::text::one_line(rest, 200)
 }
 
-/// How a watch was made, when not by a person: `None` for `cli`.
-pub fn origin_note(origin: Origin) -> Option<&'static str> {
-    match origin {
+/// How a watch was made, when not by a person: `None` for `cli`. The plugin's group
+/// tool is the only way a model makes a group.
+pub fn origin_note(job: &Job) -> Option<&'static str> {
+    match job.origin {
         Origin::Cli => None,
+        Origin::Plugin if job.options.group.is_some() => {
+            Some("by the model, with watch_agent_tasks")
+        }
         Origin::Plugin => Some("by the model, with watch_agent_task"),
         Origin::Auto => Some("automatically, at the end of the turn that submitted it"),
     }

@@ -420,7 +420,7 @@ fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timesta
         );
     }
     field("job", job.job_id.clone());
-    if let Some(how) = crate::describe::origin_note(job.origin) {
+    if let Some(how) = crate::describe::origin_note(job) {
         field("watched", format!("{how} ({})", job.origin.as_str()));
     }
     if let Some(at) = job.read_by_parent_at {

@@ -152,7 +152,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     format!(
                         "Watching {}{}; {}",
                         subject(job),
-                        crate::describe::origin_note(job.origin)
+                        crate::describe::origin_note(job)
                             .map(|how| format!(" ({how})"))
                             .unwrap_or_default(),
                         destination(job)
@@ -260,7 +260,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             if let Some(event) = event {
                 let mut entry = LogEntry::of(event, &job, now);
                 if matches!(registered, Registered::New(_)) || job.origin != Origin::Cli {
-                    entry.reason = crate::describe::origin_note(job.origin).map(str::to_owned);
+                    entry.reason = crate::describe::origin_note(&job).map(str::to_owned);
                 }
                 events.push(entry);
             }

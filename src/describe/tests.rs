@@ -340,13 +340,25 @@ fn a_stop_deadline_says_where_the_stop_stands() {
 
 #[test]
 fn a_watch_made_by_a_model_or_the_plugin_says_how() {
-    assert_eq!(origin_note(Origin::Cli), None);
+    let made = |origin, group: Option<&str>| {
+        let mut j = job(Status::Pending);
+        j.origin = origin;
+        j.options.group = group.map(str::to_owned);
+        origin_note(&j)
+    };
+    assert_eq!(made(Origin::Cli, None), None);
+    assert_eq!(made(Origin::Cli, Some("g")), None);
     assert_eq!(
-        origin_note(Origin::Plugin),
+        made(Origin::Plugin, None),
         Some("by the model, with watch_agent_task")
     );
+    // Only the group tool makes a group: the record names the tool the model called.
     assert_eq!(
-        origin_note(Origin::Auto),
+        made(Origin::Plugin, Some("g")),
+        Some("by the model, with watch_agent_tasks")
+    );
+    assert_eq!(
+        made(Origin::Auto, None),
         Some("automatically, at the end of the turn that submitted it")
     );
 }
