@@ -233,16 +233,23 @@ pub(super) fn chat_of(
     Ok((agent, session, user, channel))
 }
 
-/// A duration flag that must be a whole number of seconds, at least one.
+/// A duration flag that must be a whole number of seconds, at least one. Refused, it
+/// says what to write instead: `1s` for less than a second, the two whole seconds either
+/// side of a fraction.
 pub(super) fn whole_secs(flag: &str, d: std::time::Duration) -> Result<u64, Failure> {
-    if d.as_secs() == 0 || d.subsec_nanos() != 0 {
-        return Err(Failure::new(
-            Exit::Usage,
-            format!(
-                "{flag} {} is not a whole number of seconds (at least 1s)",
-                humantime::format_duration(d)
-            ),
-        ));
-    }
-    Ok(d.as_secs())
+    let shown = humantime::format_duration(d);
+    let why = if d.as_secs() == 0 {
+        format!(
+            "{flag} {shown} is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)"
+        )
+    } else if d.subsec_nanos() != 0 {
+        format!(
+            "{flag} {shown} is not a whole number of seconds: write {} or {}",
+            humantime::format_duration(std::time::Duration::from_secs(d.as_secs())),
+            humantime::format_duration(std::time::Duration::from_secs(d.as_secs() + 1))
+        )
+    } else {
+        return Ok(d.as_secs());
+    };
+    Err(Failure::new(Exit::Usage, why))
 }

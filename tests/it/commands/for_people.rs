@@ -1734,7 +1734,7 @@ fn timer_print_cron_staggers_lines_and_refuses_what_cron_cannot_do() {
         .no_file();
     env.atc_default_state(["timer", "print", "systemd", "--interval", "1500ms"])
         .status(2)
-        .stderr("atc: --interval 1s 500ms is not a whole number of seconds (at least 1s)\n")
+        .stderr("atc: --interval 1s 500ms is not a whole number of seconds: write 1s or 2s\n")
         .no_file();
 }
 

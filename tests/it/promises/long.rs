@@ -773,7 +773,21 @@ fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
         "500ms",
     ])
     .status(2)
-    .stderr("atc: --stop-after 500ms is not a whole number of seconds (at least 1s)\n")
+    .stderr("atc: --stop-after 500ms is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)\n")
+    .no_file();
+    // A bare 0 parses as no time at all; it is not "not a whole number".
+    env.atc([
+        "watch",
+        TASK,
+        "--session",
+        "s-77",
+        "--child-session",
+        CHILD,
+        "--stop-after",
+        "0",
+    ])
+    .status(2)
+    .stderr("atc: --stop-after 0s is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)\n")
     .no_file();
 }
 
@@ -944,6 +958,6 @@ fn cancel_check_ins_stops_them_and_keeps_watching() {
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77", "--check-in", "1500ms"])
         .status(2)
-        .stderr("atc: --check-in 1s 500ms is not a whole number of seconds (at least 1s)\n")
+        .stderr("atc: --check-in 1s 500ms is not a whole number of seconds: write 1s or 2s\n")
         .no_file();
 }
