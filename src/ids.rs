@@ -52,7 +52,14 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
                 part.len() > "task-".len() && !after.chars().any(char::is_alphanumeric)
             })
             .map(|(part, _)| format!(": did you mean {part}? Pass the id alone"))
-            .unwrap_or_else(|| " (e.g. task-3f9a0c1b2d4e)".to_owned());
+            .unwrap_or_else(|| {
+                if is_child_session(id) {
+                    // QwenPaw's `[SESSION: …]` line sits under `[TASK_ID: …]`.
+                    ": it is a child's session id (the [SESSION: …] line submit_to_agent printed); pass the [TASK_ID: …] line's value, e.g. task-3f9a0c1b2d4e".to_owned()
+                } else {
+                    " (e.g. task-3f9a0c1b2d4e)".to_owned()
+                }
+            });
         return Err(Failure::new(
             Exit::Usage,
             format!(
@@ -63,6 +70,16 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         ));
     }
     Ok(id.to_owned())
+}
+
+/// A child's session id as QwenPaw's `submit_to_agent` makes it:
+/// `<agent>:to:<agent>:<milliseconds>:<hex>`.
+fn is_child_session(value: &str) -> bool {
+    let parts: Vec<&str> = value.split(':').collect();
+    parts.len() >= 5
+        && parts[1] == "to"
+        && parts[parts.len() - 2].chars().all(|c| c.is_ascii_digit())
+        && !parts[parts.len() - 2].is_empty()
 }
 
 /// A task id as stored: exactly what [`parse_task_id`] would have made of it.
@@ -225,7 +242,18 @@ mod tests {
                 "{err}"
             );
         }
+        // Found by hand: a model passed the [SESSION: …] value as the task id.
+        let err =
+            parse_task_id("default:to:QwenPaw_QA_Agent_0.2:1796594835472:29101726").unwrap_err();
+        assert_eq!(err.exit, Exit::Usage);
+        assert!(
+            err.message.ends_with(": it is a child's session id (the [SESSION: …] line submit_to_agent printed); pass the [TASK_ID: …] line's value, e.g. task-3f9a0c1b2d4e"),
+            "{err}"
+        );
         for raw in [
+            "default:to:x",
+            "a:b:c:1:ff",
+            "default:to:SE:x:ff",
             "task/..",
             "task-/x",
             "a b",

@@ -285,6 +285,17 @@ class PluginTest(Carried, unittest.TestCase):
             "id is known for: bob. If you cannot fix that, check the task with check_agent_task "
             "instead, at most once every 30 seconds."))
 
+    def test_a_value_the_argument_parser_refused_is_said_in_the_tools_words(self):
+        # Found by hand: check_in="5" came back as "Not changed T: For more information,
+        # try '--help'.." (the parser's last line), not what was wrong with it.
+        self.listed(job("task-0123456789ab"))
+        self.answer("", "error: invalid value '5' for '--check-in <D>': time unit needed, for example 5sec or 5ms (write durations like 30s, 5m, 24h, 7d)\n\nFor more information, try '--help'.\n", 2)
+        line = run(self.plugin.tools.watch_agent_task("task-0123456789ab", check_in="5"))
+        self.assertTrue(line.startswith(
+            "Not changed task-0123456789ab: invalid value '5' for 'check_in': time unit needed, "
+            "for example 5sec or 5ms (write durations like 30s, 5m, 24h, 7d). It is still watched"), line)
+        self.assertNotIn("--help", line)
+
     def test_a_refused_change_to_a_watched_task_says_it_is_still_watched(self):
         # Issue 36: a model asking for a deadline on a task auto-watched a moment earlier
         # was refused in atc's flags and told to poll check_agent_task.

@@ -119,9 +119,15 @@ def reason(stderr):
     """atc's own one-line error (``atc: ...``), scrubbed, cut to LINE_CAP characters."""
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
     said = next((l for l in reversed(lines) if l.startswith("atc: ")), None)
+    # A value the argument parser refused: its "error: …" line, not the "For more
+    # information, try '--help'." under it, which says nothing to a model.
+    said = said or next((l for l in lines if l.startswith("error: ")), None)
     said = (said or (lines[-1] if lines else "atc failed without a message"))
-    if said.startswith("atc: "):
-        said = said[len("atc: "):]
+    for prefix in ("atc: ", "error: "):
+        if said.startswith(prefix):
+            said = said[len(prefix):]
+    # '--check-in <D>' names the flag with the parser's placeholder for its value.
+    said = re.sub(r"(--[a-z-]+) <[A-Z_]+>", r"\1", said)
     said = scrub(said)
     return said if len(said) <= LINE_CAP else said[: LINE_CAP - 1] + "\u2026"
 
