@@ -441,7 +441,11 @@ fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timesta
             .unwrap_or_default();
         let chat = match &job.child_chat_id {
             Some(id) => format!(" (chat {id}{on})"),
-            None => " (chat not looked up yet)".to_owned(),
+            // Looked up only to stop the child; a watch that ended never looks.
+            None if job.watch == crate::job::Watch::Pending => {
+                " (its chat is looked up when the child is to be stopped)".to_owned()
+            }
+            None => String::new(),
         };
         field("child session", format!("{session}{chat}"));
     }

@@ -25,7 +25,15 @@ fn child_session_is_recorded_on_the_job() {
         "looked up when first needed"
     );
     s.atc(["status", TASK])
-        .stdout_contains(format!("child session   {CHILD} (chat not looked up yet)"))
+        .stdout_contains(format!(
+            "child session   {CHILD} (its chat is looked up when the child is to be stopped)\n"
+        ))
+        .file_unchanged();
+    // Found by hand: a watch that ended said "(chat not looked up yet)", a look that
+    // never comes.
+    s.atc(["cancel", TASK]).status(0).stdout_contains("Cancelled the watch");
+    s.atc(["status", TASK])
+        .stdout_contains(format!("child session   {CHILD}\n"))
         .file_unchanged();
 }
 
