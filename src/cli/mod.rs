@@ -417,12 +417,19 @@ pub enum ConfigCommand {
         /// Its value: a duration (30s, 5m, 24h, 3d), a number, true or false, a path, a URL
         #[arg(value_name = "VALUE")]
         value: String,
+        /// Set `state` even though the job file it replaces still watches tasks (nothing
+        /// ticks that file afterwards: their results are not delivered)
+        #[arg(long)]
+        force: bool,
     },
     /// Remove KEY from the config file (it falls back to its environment variable or
     /// default); an unknown key too, to mend a typo
     Unset {
         #[arg(value_name = "KEY")]
         key: String,
+        /// Unset `state` even though the job file it names still watches tasks
+        #[arg(long)]
+        force: bool,
     },
 }
 

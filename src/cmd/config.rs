@@ -8,7 +8,8 @@ use crate::cmd::{emit, print_json};
 use crate::exit::{Exit, Failure};
 use crate::settings::file::{self, ConfigFile, Edited};
 use crate::settings::keys;
-use crate::settings::{Config, ConfigAction, Output, Shown, Source};
+use crate::settings::{Config, ConfigAction, JobFileMove, Output, Shown, Source};
+use crate::text::plural;
 
 pub fn run(config: &Config, out: Output) -> Result<()> {
     let file = &config.file;
@@ -60,8 +61,10 @@ pub fn run(config: &Config, out: Output) -> Result<()> {
             value,
             shadowed_by,
             home,
+            moves,
         } => {
             let path = path()?;
+            let left = moves.as_ref().map(left_watching).transpose()?.flatten();
             file::edit(&path, key.name, Some(value))?;
             if out.verbose > 0 {
                 crate::term::say(&format!(
@@ -79,10 +82,12 @@ pub fn run(config: &Config, out: Output) -> Result<()> {
                     key.name
                 ));
             }
+            say_left(left, out);
             after_edit(&path, home.as_deref(), out)
         }
-        ConfigAction::Unset { key, home } => {
+        ConfigAction::Unset { key, home, moves } => {
             let path = path()?;
+            let left = moves.as_ref().map(left_watching).transpose()?.flatten();
             match file::edit(&path, key, None)? {
                 Edited::WasNotSet if keys::key(key).is_none() => {
                     Err(Failure::new(Exit::Usage, keys::unknown(key)).into())
@@ -100,10 +105,64 @@ pub fn run(config: &Config, out: Output) -> Result<()> {
                     if out.verbose > 0 {
                         crate::term::say(&format!("config: {key} removed from {}", path.display()));
                     }
+                    say_left(left, out);
                     after_edit(&path, home.as_deref(), out)
                 }
             }
         }
+    }
+}
+
+/// A change of `state` leaves the job file the ticks read until now: refused while that
+/// file still watches tasks (nothing would tick it, and their results would be lost),
+/// unless `--force`; then the warning. A file that cannot be read is not looked into.
+fn left_watching(moves: &JobFileMove) -> Result<Option<String>> {
+    let Ok(live) = crate::state::Store::new(moves.from.clone()).peek(|file| {
+        let turns = crate::lifecycle::Turns::of(&file.turns);
+        file.jobs
+            .iter()
+            .filter(|job| !crate::lifecycle::settled_job(job, &turns))
+            .map(|job| job.task_id.clone())
+            .collect::<Vec<_>>()
+    }) else {
+        return Ok(None);
+    };
+    if live.is_empty() {
+        return Ok(None);
+    }
+    let from = moves.from.display();
+    let what = format!(
+        "{from} still watches {} ({}{})",
+        plural(live.len() as u64, "task", "tasks"),
+        live.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+        if live.len() > 3 { ", …" } else { "" }
+    );
+    let (them, their) = if live.len() == 1 {
+        ("it", "its result")
+    } else {
+        ("them", "their results")
+    };
+    if !moves.force {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!(
+                "{what}: once the ticks read {} instead, nothing delivers {their}; wait until `atc --state {from} status` shows {them} ended (or `atc --state {from} cancel` {them}), or pass --force to change it anyway",
+                moves.to.display()
+            ),
+        )
+        .into());
+    }
+    Ok(Some(format!(
+        "atc: warning: {what}, and the ticks read {} now: nothing delivers {their} (`atc --state {from} status` lists {them})",
+        moves.to.display()
+    )))
+}
+
+fn say_left(left: Option<String>, out: Output) {
+    if let Some(line) = left
+        && !out.quiet
+    {
+        crate::term::say(&line);
     }
 }
 

@@ -262,12 +262,25 @@ pub enum ConfigAction {
         /// The environment variable that beats the file here, set in this environment.
         shadowed_by: Option<&'static str>,
         home: Option<PathBuf>,
+        /// A `state` change: the job file the ticks read until now (the timer's, the
+        /// plugin's kicks: no flag, no `ATC_STATE`), and the one they read after.
+        moves: Option<JobFileMove>,
     },
     /// The key as given (an unknown one too: a typo to remove).
     Unset {
         key: String,
         home: Option<PathBuf>,
+        moves: Option<JobFileMove>,
     },
+}
+
+/// `atc config set state` or `unset state`: the job file the ticks leave behind, and
+/// whether a person said to leave it even while it still watches tasks (`--force`).
+#[derive(Debug)]
+pub struct JobFileMove {
+    pub from: PathBuf,
+    pub to: PathBuf,
+    pub force: bool,
 }
 
 /// One line of `config show`.

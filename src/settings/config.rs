@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::env::Environment;
 use super::file::{self, ConfigFile};
 use super::keys::{self, Kind, Value};
-use super::{Config, ConfigAction, Knobs, Shown, base_url, state_path};
+use super::{Config, ConfigAction, JobFileMove, Knobs, Shown, base_url, state_path};
 use crate::cli::{self, ConfigCommand};
 use crate::exit::{Exit, Failure};
 
@@ -61,7 +61,11 @@ pub(super) fn config(
                 what: ConfigAction::Get(row),
             });
         }
-        ConfigCommand::Set { key: name, value } => {
+        ConfigCommand::Set {
+            key: name,
+            value,
+            force,
+        } => {
             let key = key(&name)?;
             let home = env.home();
             let text = match key.kind {
@@ -94,14 +98,23 @@ pub(super) fn config(
                     ),
                 ));
             }
+            let moves = match (&checked, key.name) {
+                (Value::Path(to), "state") => job_file_move(env, to.clone(), force),
+                _ => None,
+            };
             ConfigAction::Set {
                 key,
                 value: checked,
                 shadowed_by: env.path(key.env).is_some().then_some(key.env),
                 home,
+                moves,
             }
         }
-        ConfigCommand::Unset { key } => ConfigAction::Unset {
+        ConfigCommand::Unset { key, force } => ConfigAction::Unset {
+            moves: (key == "state")
+                .then(|| env.state_dir().map(|dir| dir.join("jobs.json")))
+                .flatten()
+                .and_then(|to| job_file_move(env, to, force)),
             key,
             home: env.home(),
         },
@@ -110,4 +123,26 @@ pub(super) fn config(
         file: file::located(env),
         what,
     })
+}
+
+/// The job file the ticks read now (the config file's `state`, else the default: a tick
+/// from the timer or the plugin names no `--state` and, as a rule, no `ATC_STATE`) when a
+/// change of `state` makes them read `to` instead. `None` when it stays the same file, or
+/// which file they read now cannot be told (no home directory; a config file that is not
+/// TOML, which every tick refuses anyway).
+fn job_file_move(env: &dyn Environment, to: PathBuf, force: bool) -> Option<JobFileMove> {
+    let file = file::load_for_watch(env).ok()?;
+    let from = match file.get("state") {
+        Some(super::Setting {
+            value: Value::Path(path),
+            ..
+        }) => path,
+        _ => env.state_dir()?.join("jobs.json"),
+    };
+    let same = from == to
+        || matches!(
+            (std::fs::canonicalize(&from), std::fs::canonicalize(&to)),
+            (Ok(a), Ok(b)) if a == b
+        );
+    (!same).then_some(JobFileMove { from, to, force })
 }

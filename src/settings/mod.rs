@@ -34,8 +34,8 @@ use std::path::PathBuf;
 
 pub use auth::{Auth, insecure_refusal, insecure_remote_host};
 pub use commands::{
-    Cancel, Config, ConfigAction, Doctor, Generate, Import, Log, ParentRead, Paths, QwenpawInstall,
-    Redeliver, Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
+    Cancel, Config, ConfigAction, Doctor, Generate, Import, JobFileMove, Log, ParentRead, Paths,
+    QwenpawInstall, Redeliver, Replace, Schedule, Shown, Status, Tick, Timer, Wait, Watch,
 };
 pub use env::{Environment, ProcessEnv, TEXT_VARS, VarsEnv};
 pub use file::ConfigFile;

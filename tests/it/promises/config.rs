@@ -452,6 +452,97 @@ fn config_set_checks_writes_privately_and_keeps_the_rest_of_the_file() {
     );
 }
 
+/// Found by hand: `atc config set state NEW` while the job file the ticks read held a
+/// pending watch said nothing; the timer's ticks and the plugin's kicks read NEW from
+/// then on, and the watch's result was never delivered. A change of `state` that leaves a
+/// file still watching tasks is refused (exit 1, the config file and both job files as
+/// they were) unless `--force`, which warns; `unset state` too.
+#[test]
+fn changing_state_away_from_a_file_that_still_watches_is_refused() {
+    let s = Scene::new();
+    let env = &s.env;
+    let live = env.state.clone();
+    let other = env.path("other/jobs.json");
+    let shown = |p: &Path| p.display().to_string();
+    // From the default (no job file there) to the test's file: nothing is left behind.
+    env.atc_default_state(["config", "set", "state", &shown(&live)])
+        .no_file()
+        .run();
+    s.watch(TASK, &[]);
+    let before = fs::read(&live).unwrap();
+    let refusal = |to: &Path| {
+        format!(
+            "atc: {from} still watches 1 task ({TASK}): once the ticks read {to} instead, nothing delivers its result; wait until `atc --state {from} status` shows it ended (or `atc --state {from} cancel` it), or pass --force to change it anyway\n",
+            from = shown(&live),
+            to = shown(to)
+        )
+    };
+    env.atc_default_state(["config", "set", "state", &shown(&other)])
+        .judging(&live)
+        .status(1)
+        .stderr(refusal(&other))
+        .file_unchanged()
+        .run();
+    let default = env.home.join(".local/state/atc/jobs.json");
+    env.atc_default_state(["config", "unset", "state"])
+        .judging(&live)
+        .status(1)
+        .stderr(refusal(&default))
+        .file_unchanged()
+        .run();
+    assert_eq!(
+        read_config(env).lines().last(),
+        Some(format!("state = \"{}\"", shown(&live)).as_str()),
+        "the config file as it was"
+    );
+    assert_eq!(fs::read(&live).unwrap(), before);
+    assert!(!other.exists() && !default.exists());
+    // The same file by another spelling moves nothing.
+    env.atc_default_state([
+        "config",
+        "set",
+        "state",
+        &format!(
+            "{}/../{}/jobs.json",
+            shown(live.parent().unwrap()),
+            live.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+        ),
+    ])
+    .judging(&live)
+    .file_unchanged()
+    .run();
+    env.atc_default_state(["config", "set", "state", &shown(&live)])
+        .judging(&live)
+        .file_unchanged()
+        .run();
+    // --force sets it, and says what it leaves behind.
+    env.atc_default_state(["config", "set", "state", &shown(&other), "--force"])
+        .judging(&live)
+        .stderr(format!(
+            "atc: warning: {from} still watches 1 task ({TASK}), and the ticks read {to} now: nothing delivers its result (`atc --state {from} status` lists it)\n",
+            from = shown(&live),
+            to = shown(&other)
+        ))
+        .file_unchanged()
+        .run();
+    assert!(read_config(env).contains(&format!("state = \"{}\"\n", shown(&other))));
+    // A file whose watches all ended is left without a word.
+    env.atc_default_state(["config", "set", "state", &shown(&live)])
+        .judging(&live)
+        .file_unchanged()
+        .run();
+    env.atc(["cancel", TASK]).stdout_inspected().run();
+    env.atc_default_state(["config", "unset", "state"])
+        .judging(&live)
+        .file_unchanged()
+        .run();
+    assert!(!read_config(env).contains("state ="));
+}
+
 /// `config unset`: the key leaves the file (the rest stays); an unknown key too (a typo
 /// every command refuses must be removable); a key the file lacks is no error.
 #[test]

@@ -31,7 +31,9 @@ fn child_session_is_recorded_on_the_job() {
         .file_unchanged();
     // Found by hand: a watch that ended said "(chat not looked up yet)", a look that
     // never comes.
-    s.atc(["cancel", TASK]).status(0).stdout_contains("Cancelled the watch");
+    s.atc(["cancel", TASK])
+        .status(0)
+        .stdout_contains("Cancelled the watch");
     s.atc(["status", TASK])
         .stdout_contains(format!("child session   {CHILD}\n"))
         .file_unchanged();
