@@ -185,28 +185,14 @@ fn no_tick_lately(
     beat: &crate::pass::Heartbeat,
     now: Timestamp,
 ) -> Option<String> {
-    let waiting: Vec<&Job> = file
-        .jobs
-        .iter()
-        .filter(|j| !crate::lifecycle::settled_job(j, turns))
-        .collect();
-    // A watch made just now has missed no tick yet.
-    let oldest = waiting.iter().map(|j| j.registered_at).min()?;
-    let stale = crate::pass::TICK_STALE;
-    if oldest.elapsed_at(now) <= stale {
-        return None;
-    }
-    let last = beat.last_scheduled();
-    if last.is_some_and(|at| at.elapsed_at(now) <= stale) {
-        return None;
-    }
-    let when = match last {
+    let waiting = beat.overdue(&file.jobs, turns, now)?;
+    let when = match beat.last_scheduled() {
         Some(at) => format!("the last atc tick ran {} ago", age(at.elapsed_at(now))),
         None => "no atc tick has run yet".to_owned(),
     };
     Some(format!(
         "atc: warning: {} and {when}: nothing is polled or posted until one runs; `atc doctor` says why (`atc timer print` sets up a timer)",
-        plural(waiting.len() as u64, "watch waits", "watches wait")
+        plural(waiting as u64, "watch waits", "watches wait")
     ))
 }
 

@@ -171,6 +171,27 @@ impl Heartbeat {
         self.last_unkicked().max(self.last_cadence_at)
     }
 
+    /// How many watches wait for a scheduled tick that is overdue: some tick still has
+    /// something to do for them, the oldest was made longer than [`TICK_STALE`] ago, and
+    /// no scheduled tick (a timer's, a person's, a plugin's cadence: kicks come only when
+    /// a turn ends) ran for as long. A watch made a moment ago has missed no tick yet
+    /// (the plugin's cadence wakes to it within its period). `atc status`'s warning and
+    /// `atc doctor`'s timer check, one rule.
+    pub fn overdue(
+        &self,
+        jobs: &[crate::job::Job],
+        turns: &crate::lifecycle::Turns,
+        now: Timestamp,
+    ) -> Option<usize> {
+        let waiting: Vec<_> = jobs
+            .iter()
+            .filter(|j| !crate::lifecycle::settled_job(j, turns))
+            .collect();
+        let oldest = waiting.iter().map(|j| j.registered_at).min()?;
+        let stale = |at: Timestamp| at.elapsed_at(now) > TICK_STALE;
+        (stale(oldest) && self.last_scheduled().is_none_or(stale)).then_some(waiting.len())
+    }
+
     /// Whether the atc plugin of the server at `base_url` ticks this job file now: a kick
     /// or cadence tick from it within three ceilings.
     pub fn kicking(&self, base_url: &str, now: Timestamp, ceiling: std::time::Duration) -> bool {

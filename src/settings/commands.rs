@@ -67,6 +67,10 @@ pub struct Doctor {
     pub knob_vars: Vec<(&'static str, String)>,
     /// The home directory: where the timer's unit and env file are.
     pub home: Option<PathBuf>,
+    /// The job files a tick might read but this doctor does not: the config file's
+    /// `state` and the default, where they are not `state` here (a shell's `ATC_STATE`, a
+    /// `state` changed while the old file still watched).
+    pub other_job_files: Vec<PathBuf>,
 }
 
 /// `atc paths`: the job file, and the config file as this process found it.

@@ -139,10 +139,5 @@ fn job_file_move(env: &dyn Environment, to: PathBuf, force: bool) -> Option<JobF
         }) => path,
         _ => env.state_dir()?.join("jobs.json"),
     };
-    let same = from == to
-        || matches!(
-            (std::fs::canonicalize(&from), std::fs::canonicalize(&to)),
-            (Ok(a), Ok(b)) if a == b
-        );
-    (!same).then_some(JobFileMove { from, to, force })
+    (!super::job_file::same_file(&from, &to)).then_some(JobFileMove { from, to, force })
 }

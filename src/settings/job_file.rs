@@ -55,3 +55,13 @@ pub fn state_path(
         source: Source::Default,
     })
 }
+
+/// Whether two spellings name the same job file: equal, or both there and the same file
+/// once links and `..` are resolved.
+pub(super) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}

@@ -30,7 +30,7 @@ mod watch;
 mod tests;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use auth::{Auth, insecure_refusal, insecure_remote_host};
 pub use commands::{
@@ -290,6 +290,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             base_url: base_url(base_url_flag, env, file)?,
             auth: auth()?,
             http_timeout: defaults::DOCTOR_TIMEOUT,
+            other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             qwenpaw_working_dir: qwenpaw_working_dir(env),
             config: file.clone(),
@@ -423,4 +424,25 @@ fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
             format!("{} {why}", setting.source),
         )),
     }
+}
+
+/// The job files other than `in_use` a tick here might read: the config file's `state`,
+/// then the default; each once, the same file by another spelling left out.
+fn other_job_files(in_use: &Path, env: &dyn Environment, file: &ConfigFile) -> Vec<PathBuf> {
+    let same = job_file::same_file;
+    let configured = match file.get("state") {
+        Some(Setting {
+            value: keys::Value::Path(path),
+            ..
+        }) => Some(path),
+        _ => None,
+    };
+    let default = env.state_dir().map(|dir| dir.join("jobs.json"));
+    let mut others: Vec<PathBuf> = Vec::new();
+    for path in configured.into_iter().chain(default) {
+        if !same(&path, in_use) && !others.iter().any(|o| same(o, &path)) {
+            others.push(path);
+        }
+    }
+    others
 }

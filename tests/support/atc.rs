@@ -191,6 +191,23 @@ impl TestEnv {
         self.write_file(&file);
     }
 
+    /// Makes every job and turn `secs` old (their times of registration, creation and
+    /// last change): a watch that has waited that long.
+    pub fn age_everything(&self, secs: u64) {
+        let mut file = self.file();
+        let at = super::ago(secs);
+        for key in ["jobs", "turns"] {
+            for record in file[key].as_array_mut().into_iter().flatten() {
+                for field in ["registered_at", "created_at", "updated_at"] {
+                    if record.get(field).is_some() {
+                        record[field] = Value::String(at.clone());
+                    }
+                }
+            }
+        }
+        self.write_file(&file);
+    }
+
     pub fn turns(&self) -> Vec<Value> {
         self.file()["turns"].as_array().cloned().unwrap_or_default()
     }

@@ -80,6 +80,12 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         ),
     ));
     watches(&client, base, &store, &heartbeat, &file, &mut checks);
+    checks.extend(
+        doctor
+            .other_job_files
+            .iter()
+            .filter_map(|path| other_job_file(path, Timestamp::now())),
+    );
     checks.extend(qwenpaw::checks(&client, doctor));
 
     let failed = checks.iter().filter(|c| !c.ok).count();
@@ -366,8 +372,9 @@ fn tick(
     let turns = Turns::of(&file.turns);
     // A tick must come by for each live watch: it is watched, owes its parent something,
     // or a turn that carries it is not settled (on its way, read back, forwarded).
-    let waiting = file.jobs.iter().filter(|j| live(j, &turns)).count();
     let now = Timestamp::now();
+    let waiting = file.jobs.iter().filter(|j| live(j, &turns)).count();
+    let overdue = beat.overdue(&file.jobs, &turns, now).is_some();
     // A timer's (or a person's) tick, or a QwenPaw plugin's cadence (kept apart: another
     // server's plugin on the same job file ticks on beside it).
     let timer = beat.last_unkicked();
@@ -410,7 +417,7 @@ fn tick(
             "`systemctl --user enable --now atc-tick.timer` starts it; `systemctl --user status atc-tick.service` says why a tick fails".to_owned(),
         );
     }
-    if waiting > 0 && stale {
+    if overdue {
         bad(
             "timer",
             format!(
@@ -422,6 +429,15 @@ fn tick(
             } else {
                 "load atc's QwenPaw plugin (it ticks by itself while QwenPaw runs), or install a timer: `atc timer print systemd` (or `cron`, `launchd`) prints one; `systemctl --user status atc-tick.timer` shows one that is".to_owned()
             },
+        )
+    } else if waiting > 0 && stale {
+        ok(
+            "timer",
+            format!(
+                "{said}; {} for less than {}: no tick is overdue yet",
+                plural(waiting as u64, "watch waits", "watches wait"),
+                humantime::format_duration(TICK_STALE)
+            ),
         )
     } else {
         ok("timer", said)
@@ -487,6 +503,60 @@ fn give_ups(file: &JobFile, now: Timestamp) -> Check {
         ));
     }
     ok("give-ups", detail)
+}
+
+/// Another job file a tick might read (the config file's `state`, the default) that
+/// still watches tasks: fine while ticks read it, a failure when none has for longer
+/// than a tick may take to come (its results wait there for nobody). Nothing to say of a
+/// file that is not there, cannot be read or watches nothing.
+fn other_job_file(path: &std::path::Path, now: Timestamp) -> Option<Check> {
+    let store = Store::new(path.to_path_buf());
+    let live = store
+        .peek(|file| {
+            let turns = Turns::of(&file.turns);
+            file.jobs
+                .iter()
+                .filter(|job| live(job, &turns))
+                .map(|job| job.task_id.clone())
+                .collect::<Vec<_>>()
+        })
+        .ok()
+        .filter(|live| !live.is_empty())?;
+    let shown = path.display();
+    let what = format!(
+        "{shown} still watches {} ({}{})",
+        plural(live.len() as u64, "task", "tasks"),
+        live.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+        if live.len() > 3 { ", …" } else { "" }
+    );
+    let last = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_tick_at;
+    match last {
+        Some(at) if at.elapsed_at(now) <= TICK_STALE => Some(ok(
+            "other job file",
+            format!(
+                "{what}, and a tick read it {} ago (a timer or plugin of its own)",
+                age(at.elapsed_at(now))
+            ),
+        )),
+        _ => Some(bad(
+            "other job file",
+            format!(
+                "{what}, and no atc tick has read it {}: {} there for nobody",
+                last.map_or("at all".to_owned(), |at| format!(
+                    "for {}",
+                    age(at.elapsed_at(now))
+                )),
+                if live.len() == 1 {
+                    "its result waits"
+                } else {
+                    "their results wait"
+                }
+            ),
+            format!(
+                "tick it until they end (`atc --state {shown} tick`, or a timer of its own), or make it the job file again (`atc config set state {shown}`); `atc --state {shown} status` lists them"
+            ),
+        )),
+    }
 }
 
 /// A live watch: a tick still has something to do for it.

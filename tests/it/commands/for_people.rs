@@ -485,6 +485,15 @@ fn doctor_wants_no_tick_while_nothing_waits_for_one() {
         }
         s.env
             .write_file(&json!({"version": 2, "jobs": [job], "turns": turns}));
+        // Found by hand: a watch made a moment ago, before the plugin's cadence woke to
+        // it, is no failure; one waiting longer than a tick may take to come is.
+        let said = s.atc(["doctor"]).doctor_said(0);
+        doctor_says(
+            &said,
+            "✓ timer: no atc tick has run yet; 1 watch waits for less than 2m: no tick is overdue yet",
+            None,
+        );
+        s.env.age_everything(600);
         let said = s.atc(["doctor"]).doctor_said(1);
         doctor_says(
             &said,
@@ -501,6 +510,7 @@ fn doctor_exits_1_naming_each_failed_check_and_its_fix() {
         .stdout_inspected()
         .chat_check_skipped()
         .run();
+    env.age_everything(600);
     let out = env
         .atc(["doctor"])
         .status(1)
@@ -590,6 +600,7 @@ fn doctor_tells_a_timer_from_the_kicks_of_turns_ending() {
     let s = Scene::new();
     s.healthy();
     s.watch(TASK, &[]);
+    s.env.age_everything(600);
     // What kicked ticks leave (the plugin's end-of-turn hook), no timer installed: the
     // last tick was a kick, and no other tick ever ran.
     let now = atc::time::Timestamp::now().to_string();
@@ -686,6 +697,7 @@ fn doctor_names_the_later_of_a_timers_tick_and_a_cadences() {
     let s = Scene::new();
     s.healthy();
     s.watch(TASK, &[]);
+    s.env.age_everything(3600);
     let tick_lock = s.env.state.with_file_name("jobs.json.tick.lock");
     let ago = support::ago;
     for (timer, cadence, said) in [
@@ -758,6 +770,61 @@ fn doctor_marks_an_installed_timer_that_never_ran() {
         "✓ timer: the last atc tick that was no kick ran ",
         None,
     );
+}
+
+/// Found by hand: after `state` moved (`config set state --force`, an edited config
+/// file, a shell's `ATC_STATE`), the job file the ticks read before still watched a task
+/// and doctor said all was well. Doctor looks at the config file's `state` and the
+/// default too: one that still watches tasks is fine while ticks read it, a failure when
+/// none has for longer than a tick may take; one that watches nothing is not named.
+#[test]
+fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
+    let s = Scene::new();
+    s.healthy();
+    let env = &s.env;
+    let default = env.home.join(".local/state/atc/jobs.json");
+    env.atc_default_state(["watch", TASK, "--session", "s-9"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    let left = std::fs::read(&default).unwrap();
+    let shown = default.display();
+    // Doctor here reads the test's job file (ATC_STATE), not the default.
+    let said = s.atc(["doctor"]).doctor_said(1);
+    doctor_says(
+        &said,
+        &format!(
+            "✗ other job file: {shown} still watches 1 task ({TASK}), and no atc tick has read it at all: its result waits there for nobody"
+        ),
+        Some(&format!(
+            "tick it until they end (`atc --state {shown} tick`, or a timer of its own), or make it the job file again (`atc config set state {shown}`); `atc --state {shown} status` lists them"
+        )),
+    );
+    assert_eq!(std::fs::read(&default).unwrap(), left, "only read");
+    // A tick of its own read it a moment ago: named, and fine.
+    let beat = default.with_file_name("jobs.json.tick.lock");
+    support::atc::write_private(
+        &beat,
+        format!(
+            "{}\n",
+            json!({"last_tick_at": support::ago(30), "finished": true})
+        )
+        .as_bytes(),
+    );
+    let said = s.atc(["doctor"]).doctor_said(0);
+    doctor_says(
+        &said,
+        &format!(
+            "✓ other job file: {shown} still watches 1 task ({TASK}), and a tick read it 30s ago (a timer or plugin of its own)"
+        ),
+        None,
+    );
+    // Watching nothing, it is not named.
+    env.atc_default_state(["cancel", TASK])
+        .stdout_inspected()
+        .run();
+    let said = s.atc(["doctor"]).doctor_said(0);
+    assert!(!said.contains("other job file"), "{said}");
 }
 
 fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
