@@ -295,6 +295,11 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 "atc: warning: could not check that the server has {task_id} ({why}); watching it anyway: the next atc tick polls it"
             ));
         }
+        if !jobs.is_empty()
+            && let Some(line) = unticked(watch, &store)
+        {
+            crate::term::say(&line);
+        }
     }
     match check {
         ChatCheck::Skipped { why } if !out.quiet => crate::term::say(&format!(
@@ -586,4 +591,39 @@ fn destination(job: &Job) -> String {
         "on the next atc tick"
     };
     format!("the result goes to {} {when}.", job.target.describe_chat())
+}
+
+/// The warning for a watch into a job file no tick reads while atc's QwenPaw plugin
+/// ticks another (the config file's `state` or the default): a shell's `ATC_STATE` or a
+/// `--state` the server's plugin never sees. `None` while a plugin or a timer ticks this
+/// file, or no plugin ticks any (`atc status` and `atc doctor` say when ticks are late),
+/// or the file is the config file's (the plugin reads that file too).
+fn unticked(watch: &Watch, store: &Store) -> Option<String> {
+    // The config file's `state` the plugin reads too: its next beat ticks that file.
+    if !matches!(
+        watch.state.source,
+        crate::settings::Source::Flag(_) | crate::settings::Source::Env(_)
+    ) {
+        return None;
+    }
+    let now = Timestamp::now();
+    if crate::pass::Cadence::read(&store.cadence_path(), now).is_some()
+        || crate::pass::Heartbeat::read(&store.tick_lock_path())
+            .last_scheduled()
+            .is_some_and(|at| at.elapsed_at(now) <= crate::pass::TICK_STALE)
+    {
+        return None;
+    }
+    let (other, plugin) = watch.other_job_files.iter().find_map(|other| {
+        let path = Store::new(other.clone()).cadence_path();
+        crate::pass::Cadence::read(&path, now).map(|c| (other, c))
+    })?;
+    Some(format!(
+        "atc: warning: atc's QwenPaw plugin (server pid {}) ticks {}, not {} (the job file from {}): nothing polls this watch unless a timer of its own ticks that file; watch into the plugin's job file instead (without {})",
+        plugin.pid,
+        other.display(),
+        store.path().display(),
+        watch.state.source,
+        watch.state.source
+    ))
 }

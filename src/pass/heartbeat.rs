@@ -235,3 +235,35 @@ mod tests {
         );
     }
 }
+
+/// What atc's QwenPaw plugin last wrote into `<job file>.cadence` (it beats every period
+/// while the server runs): which server process ticks this job file, how often, and
+/// whether it stands by for a timer it saw tick.
+#[derive(Debug, PartialEq)]
+pub struct Cadence {
+    pub pid: u64,
+    pub every: std::time::Duration,
+    /// False while the plugin stands by for a system timer.
+    pub ticking: bool,
+    pub timer_seen_at: Option<Timestamp>,
+}
+
+impl Cadence {
+    /// The cadence at `path` when a plugin wrote it within three of its periods (and a
+    /// few seconds): `None` for none, or one from a server that stopped.
+    pub fn read(path: &std::path::Path, now: Timestamp) -> Option<Cadence> {
+        let said: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let every = said["every_secs"].as_f64().filter(|e| *e > 0.0)?;
+        let at = Timestamp::parse(said["at"].as_str()?)?;
+        if at.elapsed_at(now).as_secs_f64() > 3.0 * every + 5.0 {
+            return None;
+        }
+        Some(Cadence {
+            pid: said["pid"].as_u64().unwrap_or(0),
+            every: std::time::Duration::from_secs_f64(every),
+            ticking: said["ticking"] == true,
+            timer_seen_at: said["timer_seen_at"].as_str().and_then(Timestamp::parse),
+        })
+    }
+}

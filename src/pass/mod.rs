@@ -60,7 +60,7 @@ mod stop;
 
 use crate::turn::{self, Effect, ParentTurn, Probe, Turn, TurnEvent, TurnState};
 use heartbeat::{CacheKey, Kinds, Settled};
-pub use heartbeat::{Heartbeat, TICK_STALE};
+pub use heartbeat::{Cadence, Heartbeat, TICK_STALE};
 use look::look;
 use parallel::parallel;
 pub use stop::{StopFailed, already_ended, stop_child};

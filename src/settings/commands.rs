@@ -164,6 +164,9 @@ pub struct Watch {
     /// What of the config file this watch left out (a wrong tick knob), one line each:
     /// said as warnings; the watch is recorded all the same.
     pub config_skipped: Vec<String>,
+    /// The job files other than `state` a tick here might read (as doctor's): a watch
+    /// into a file no plugin ticks, while one ticks another, says so.
+    pub other_job_files: Vec<PathBuf>,
 }
 
 impl Watch {

@@ -169,8 +169,10 @@ pub(super) fn watch(
             && insecure_remote_host(&base_url.value).is_some(),
         ..options
     };
+    let state = state()?;
     Ok(Watch {
-        state: state()?,
+        other_job_files: super::other_job_files(&state.value, env, file),
+        state,
         task_ids,
         child_sessions,
         options,

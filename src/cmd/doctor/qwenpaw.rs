@@ -540,17 +540,11 @@ fn server_process(_port: u16) -> Option<ServerProcess> {
 /// What atc's QwenPaw plugin last said about the cadence (`<job file>.cadence`), when it
 /// said it lately (within three of its periods): (the plugin ticks, what to say).
 pub fn cadence(state: &Path) -> Option<(bool, String)> {
-    let path = crate::state::store::Store::new(state.to_path_buf()).cadence_path();
-    let said: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    let every = said["every_secs"].as_f64().filter(|e| *e > 0.0)?;
-    let at = crate::time::Timestamp::parse(said["at"].as_str()?)?;
     let now = crate::time::Timestamp::now();
-    if at.elapsed_at(now).as_secs_f64() > 3.0 * every + 5.0 {
-        return None;
-    }
-    let pid = said["pid"].as_u64().unwrap_or(0);
-    let every = crate::time::human(std::time::Duration::from_secs_f64(every));
-    if said["ticking"] == true {
+    let path = crate::state::store::Store::new(state.to_path_buf()).cadence_path();
+    let said = crate::pass::Cadence::read(&path, now)?;
+    let (pid, every) = (said.pid, crate::time::human(said.every));
+    if said.ticking {
         Some((
             true,
             format!(
@@ -558,12 +552,9 @@ pub fn cadence(state: &Path) -> Option<(bool, String)> {
             ),
         ))
     } else {
-        let seen = said["timer_seen_at"]
-            .as_str()
-            .and_then(crate::time::Timestamp::parse)
-            .map_or("lately".to_owned(), |t| {
-                format!("{} ago", crate::time::age(t.elapsed_at(now)))
-            });
+        let seen = said.timer_seen_at.map_or("lately".to_owned(), |t| {
+            format!("{} ago", crate::time::age(t.elapsed_at(now)))
+        });
         Some((
             false,
             format!(

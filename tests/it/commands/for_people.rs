@@ -827,6 +827,62 @@ fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
     assert!(!said.contains("other job file"), "{said}");
 }
 
+/// Found by hand: `atc watch` from a shell whose `ATC_STATE` (or `--state`) names
+/// another job file than the one atc's QwenPaw plugin ticks was recorded without a
+/// word; nothing ever polled it. It warns now, naming both files, while the plugin ticks
+/// the other one and nothing ticks this one; not while a tick of its own reads it.
+#[test]
+fn a_watch_into_a_job_file_the_plugin_does_not_tick_says_so() {
+    let s = Scene::new();
+    let env = &s.env;
+    let default = env.home.join(".local/state/atc/jobs.json");
+    std::fs::create_dir_all(default.parent().unwrap()).unwrap();
+    support::atc::write_private(
+        &default.with_file_name("jobs.json.cadence"),
+        format!(
+            "{}\n",
+            json!({"by": "atc's QwenPaw plugin", "pid": 4242, "every_secs": 20, "at": support::ago(5), "ticking": true, "timer_seen_at": null})
+        )
+        .as_bytes(),
+    );
+    s.chats.add("default", "s-77", "default", "console");
+    let warned = |from: &str| {
+        format!(
+            "atc: warning: atc's QwenPaw plugin (server pid 4242) ticks {}, not {} (the job file from {from}): nothing polls this watch unless a timer of its own ticks that file; watch into the plugin's job file instead (without {from})\n",
+            default.display(),
+            env.state.display()
+        )
+    };
+    s.checked(&[TASK], || {
+        s.atc(["watch", TASK, "--session", "s-77"])
+            .stdout_contains("Watching ")
+            .stderr(warned("ATC_STATE"))
+            .run()
+    });
+    s.checked(&[TASK], || {
+        s.atc(["watch", TASK, "--session", "s-77", "--state"])
+            .args([&env.state])
+            .env_remove("ATC_STATE")
+            .stdout_contains("Already watching ")
+            .stderr(warned("--state"))
+            .run()
+    });
+    // A tick of its own read this file a moment ago: nothing to say.
+    support::atc::write_private(
+        &env.state.with_file_name("jobs.json.tick.lock"),
+        format!(
+            "{}\n",
+            json!({"last_tick_at": support::ago(10), "finished": true})
+        )
+        .as_bytes(),
+    );
+    s.checked(&[TASK], || {
+        s.atc(["watch", TASK, "--session", "s-77"])
+            .stdout_contains("Already watching ")
+            .run()
+    });
+}
+
 fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
     let lines: Vec<&str> = said.lines().collect();
     let at = lines
