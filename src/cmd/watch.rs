@@ -295,10 +295,15 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 "atc: warning: could not check that the server has {task_id} ({why}); watching it anyway: the next atc tick polls it"
             ));
         }
-        if !jobs.is_empty()
-            && let Some(line) = unticked(watch, &store)
-        {
-            crate::term::say(&line);
+        if !jobs.is_empty() {
+            if let Some(line) = unticked(watch, &store) {
+                crate::term::say(&line);
+            } else if crate::term::stderr_is_terminal() && never_ticked(&store) {
+                // A person's first watch: "on the next atc tick" promises a tick.
+                crate::term::say(
+                    "atc: note: no atc tick has read this job file yet, so nothing polls it until one does: load atc's QwenPaw plugin (`atc qwenpaw install`: it ticks while QwenPaw runs), install a timer (`atc timer print`), or run `atc tick` yourself",
+                );
+            }
         }
     }
     match check {
@@ -626,4 +631,12 @@ fn unticked(watch: &Watch, store: &Store) -> Option<String> {
         watch.state.source,
         watch.state.source
     ))
+}
+
+/// No tick has ever read this job file, and no plugin says it ticks it.
+fn never_ticked(store: &Store) -> bool {
+    crate::pass::Heartbeat::read(&store.tick_lock_path())
+        .last_tick_at
+        .is_none()
+        && crate::pass::Cadence::read(&store.cadence_path(), Timestamp::now()).is_none()
 }

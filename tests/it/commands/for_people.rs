@@ -883,6 +883,48 @@ fn a_watch_into_a_job_file_the_plugin_does_not_tick_says_so() {
     });
 }
 
+/// A person's first watch on a terminal, with no tick ever having read the job file and
+/// no plugin ticking it, says how to get one: "on the next atc tick" promised a tick that
+/// nothing would bring. Once a tick ran, and off a terminal (an agent's shell), nothing.
+#[test]
+fn a_first_watch_on_a_terminal_with_nothing_ticking_says_how_to_get_ticks() {
+    let s = Scene::new();
+    s.chats.add("default", "s-77", "default", "console");
+    let note = "atc: note: no atc tick has read this job file yet, so nothing polls it until one does: load atc's QwenPaw plugin (`atc qwenpaw install`: it ticks while QwenPaw runs), install a timer (`atc timer print`), or run `atc tick` yourself";
+    let url = s.server.url();
+    let Some(said) = s.checked(&[TASK], || {
+        s.env.on_a_terminal(
+            400,
+            Some("400"),
+            &[("ATC_BASE_URL", url.as_str())],
+            &format!("watch {TASK} --session s-77"),
+        )
+    }) else {
+        return; // no `script` here
+    };
+    assert!(said.iter().any(|l| l == note), "{said:?}");
+    // Off a terminal: not a word (an agent's shell reads stderr as part of the answer).
+    s.checked(&[TASK], || {
+        s.atc(["watch", TASK, "--session", "s-77"])
+            .stdout_contains("Already watching ")
+            .run()
+    });
+    // A tick ran: nothing to say on a terminal either.
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING)]);
+    s.tick(&[]).run();
+    let said = s
+        .checked(&[TASK], || {
+            s.env.on_a_terminal(
+                400,
+                Some("400"),
+                &[("ATC_BASE_URL", url.as_str())],
+                &format!("watch {TASK} --session s-77"),
+            )
+        })
+        .expect("script ran above");
+    assert!(!said.iter().any(|l| l.contains("atc: note")), "{said:?}");
+}
+
 fn doctor_says(said: &str, line: &str, fix: Option<&str>) {
     let lines: Vec<&str> = said.lines().collect();
     let at = lines
