@@ -39,10 +39,13 @@ fn group_left(file: &JobFile, i: usize) -> String {
         .iter()
         .filter(|j| crate::status::status(j, file.turn_of(j)) == Status::Delivering)
         .count();
-    if running > 0 {
+    if running == 1 {
         format!(
-            " Group {name} still comes back as one message, without it, once its other {} end.",
-            crate::text::plural(running as u64, "task", "tasks")
+            " Group {name} still comes back as one message, without it, once its other task ends."
+        )
+    } else if running > 1 {
+        format!(
+            " Group {name} still comes back as one message, without it, once its other {running} tasks end."
         )
     } else if waiting > 0 {
         format!(" Group {name} goes out without it on the next atc tick.")
@@ -295,6 +298,17 @@ mod tests {
         assert!(
             said.ends_with(
                 ". Group g still comes back as one message, without it, once its other 2 tasks end."
+            ),
+            "{said}"
+        );
+        // Found by hand: one other member read "once its other 1 task end".
+        let said = cancelled(vec![
+            member("task-1", "j1", Some("g"), Watch::Pending),
+            member("task-2", "j2", Some("g"), Watch::Pending),
+        ]);
+        assert!(
+            said.ends_with(
+                ". Group g still comes back as one message, without it, once its other task ends."
             ),
             "{said}"
         );

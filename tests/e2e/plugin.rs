@@ -252,8 +252,11 @@ pub fn tools_console(ctx: &Ctx) -> R<()> {
         "cancel_task_callback",
         &json!({"task_id": slow}),
     )?;
+    // atc's own line, in the tool's words (the model asks check_agent_task, not `atc wait`).
     ensure!(
-        said == format!("Stopped watching {slow} (now cancelled); the task itself keeps running."),
+        said.starts_with(&format!("Cancelled the watch on {slow}; "))
+            && said.ends_with("is not stopped: check_agent_task says how it ends.")
+            && !said.contains("atc wait"),
         "cancel_task_callback answered {said:?}"
     );
     let job = atc.job(&slow)?;

@@ -519,12 +519,40 @@ class PluginTest(Carried, unittest.TestCase):
         self.listed(*[job("task-%012x" % i) for i in range(30)])
         self.assertEqual(len(run(self.plugin.tools.callback_task_status()).splitlines()), 20)
 
-    def test_cancel(self):
+    def test_cancel_says_what_atc_said_in_the_tools_words(self):
+        # Found by hand: the tool said "Stopped watching T (now cancelled); the task itself
+        # keeps running." whatever atc said: not that its group still comes back without
+        # it, nor that its result may already be on its way.
         self.listed(job("task-00000000000a"))
-        self.answer(json.dumps(job("task-00000000000a", status="cancelled")))
+        self.answer(
+            "Cancelled the watch on task-00000000000a; the child was still running at atc's "
+            "last poll and is not stopped: `atc wait task-00000000000a` or check_agent_task "
+            "says how it ends. Group g still comes back as one message, without it, once its "
+            "other task ends.\n")
         line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
-        self.assertEqual(self.args(), ["cancel", "task-00000000000a", "--json"])
-        self.assertEqual(line, "Stopped watching task-00000000000a (now cancelled); the task itself keeps running.")
+        self.assertEqual(self.args(), ["cancel", "task-00000000000a"])
+        self.assertEqual(line, (
+            "Cancelled the watch on task-00000000000a; the child was still running at atc's "
+            "last poll and is not stopped: check_agent_task says how it ends. Group g still "
+            "comes back as one message, without it, once its other task ends."))
+        self.listed(job("task-00000000000a"))
+        self.answer(
+            "Cancelled the watch on task-00000000000a, but its result was being posted to "
+            "session s-1 (user carol, channel console) at that moment: it may already be on "
+            "its way.\n")
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
+        self.assertTrue(line.endswith("it may already be on its way."), line)
+
+    def test_check_ins_off_without_check_ins_names_the_tool(self):
+        self.listed(job("task-00000000000a"))
+        self.answer("", "atc: task-00000000000a has no check-ins to stop (watched without "
+                    "--check-in, or they were stopped already): `atc watch` it again with "
+                    "--check-in to start them\n", 1)
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", check_ins=True))
+        self.assertEqual(line, (
+            "Check-ins not stopped for task-00000000000a: task-00000000000a has no check-ins "
+            "to stop (watched without check_in, or they were stopped already): watch it again "
+            "with watch_agent_task's check_in to start them"))
 
     def test_a_second_cancel_says_it_was_already_cancelled(self):
         # Issue 36: a second cancel_task_callback said "Stopped watching" again.

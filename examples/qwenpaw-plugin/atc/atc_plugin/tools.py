@@ -152,6 +152,16 @@ def tool_words(text):
     return text
 
 
+def for_model(text):
+    """atc's words to a person as a model reads them: the tools for atc's commands (it
+    asks check_agent_task, not `atc wait`; it watches again with watch_agent_task), the
+    tools' arguments for atc's flags, no file paths."""
+    text = re.sub(r"`atc wait [^`]*` or check_agent_task", "check_agent_task", text)
+    text = text.replace("`atc watch` it again with --check-in",
+                        "watch it again with watch_agent_task's check_in")
+    return scrub(tool_words(text))
+
+
 def no_chat():
     return (
         "Not watching: this call has no chat to send the result to (QwenPaw gave no "
@@ -599,30 +609,30 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
     if mine.get("status") == "cancelled" and not truthy(stop):
         # A second cancel changes nothing: say so, rather than "stopped watching" again.
         return "%s was already cancelled: atc no longer watches it; nothing to do." % task_id
+    # atc's own line says what the cancel did: whether the result may already be on its
+    # way, whether the child still runs, what becomes of the task's group.
     if truthy(check_ins):
         code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
         if code is None:
             return "Check-ins not stopped: %s" % err
         if code != 0:
-            return "Check-ins not stopped for %s: %s" % (task_id, reason(err))
-        return scrub(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
+            return "Check-ins not stopped for %s: %s" % (task_id, for_model(reason(err)))
+        return for_model(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
     if truthy(stop):
         code, out, err = await run_atc(["cancel", task_id, "--stop"])
         if code is None:
             return "Not stopped: %s" % err
         if code != 0:
-            return "Not stopped %s (still watched): %s" % (task_id, reason(err))
-        return scrub(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
-    code, out, err = await run_atc(["cancel", task_id, "--json"])
+            return "Not stopped %s (still watched): %s" % (task_id, for_model(reason(err)))
+        return for_model(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
+    code, out, err = await run_atc(["cancel", task_id])
     if code is None:
         return "Not cancelled: %s" % err
     if code != 0:
-        return "Not cancelled %s: %s" % (task_id, reason(err))
-    job = (jobs_of(out) or [{}])[0]
-    return "Stopped watching %s (now %s); the task itself keeps running." % (
-        task_id,
-        job.get("status", "cancelled"),
-    )
+        return "Not cancelled %s: %s" % (task_id, for_model(reason(err)))
+    if not out.strip():
+        return "Stopped watching %s; the task itself keeps running." % task_id
+    return for_model(out.strip().splitlines()[-1])
 
 
 async def cancel_this_turns(chat, task_id, submission, stop, check_ins):
@@ -656,8 +666,8 @@ async def cancel_this_turns(chat, task_id, submission, stop, check_ins):
         return "Not stopped %s (watched now): %s" % (task_id, err)
     if code != 0:
         return "Not stopped %s (watched now, its result comes back here): %s" % (
-            task_id, reason(err))
-    return scrub(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
+            task_id, for_model(reason(err)))
+    return for_model(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
 
 
 def truthy(flag):
