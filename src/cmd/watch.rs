@@ -91,6 +91,14 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         origin: watch.origin,
     };
     let (jobs, left_alone, messages, events) = store.update(|file| {
+        // The group's name already went out to this chat: a watch it takes is its next
+        // round (`lifecycle::watch` refuses a late member while that turn may be posted).
+        let next_round = request.options.group.clone().filter(|g| {
+            let chat = request.target.chat_key(&request.base_url);
+            file.turns
+                .iter()
+                .any(|t| t.group.as_deref() == Some(g.as_str()) && t.chat.key() == chat)
+        });
         let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);
         let registered = match watched {
             Ok(registered) => registered,
@@ -129,6 +137,14 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         let mut left_alone = Vec::new();
         let mut messages = Vec::new();
         let mut events = Vec::new();
+        let next_round = next_round
+            .filter(|_| registered.iter().any(|r| matches!(r, Registered::New(_))))
+            .map(|group| {
+                format!(
+                    "Group {group} already went out to {}: these tasks are its next round, and come back together as a message of their own.",
+                    target.describe_chat()
+                )
+            });
         for registered in registered {
             let (message, event) = match &registered {
                 Registered::LeftAlone { job, why } => {
@@ -267,6 +283,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             jobs.push(job);
             messages.push(message);
         }
+        messages.extend(next_round);
         Ok((jobs, left_alone, messages, events))
     })?;
     store.log(&events)?;

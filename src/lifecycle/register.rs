@@ -284,7 +284,23 @@ pub fn watch(
             .iter()
             .flat_map(|t| t.carries.iter().map(|b| &b.task_id))
             .collect();
+        // A new round under the same name (a model's "research" again, an hour later):
+        // every earlier turn of the group delivered and settled, the watch naming none
+        // of their tasks, and no earlier member still running or owed. The name starts
+        // over; its next turn carries this round only (the earlier members owe nothing).
+        let turns_index = super::Turns::of(turns);
+        let new_round = group_turns
+            .iter()
+            .all(|t| t.state == crate::turn::TurnState::Delivered && crate::turn::is_settled(t))
+            && request.task_ids.iter().all(|t| !sealed.contains(&t))
+            && !jobs.iter().any(|j| {
+                j.options.group.as_deref() == Some(name)
+                    && j.chat_key() == chat
+                    && !request.task_ids.contains(&j.task_id)
+                    && !super::settled_job(j, &turns_index)
+            });
         let late = !group_turns.is_empty()
+            && !new_round
             && (request.task_ids.iter().any(|t| !sealed.contains(&t))
                 || sealed.iter().any(|t| !request.task_ids.contains(t)));
         if late {

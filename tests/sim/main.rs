@@ -783,14 +783,36 @@ fn a_rewatch_with_other_options_applies_them() {
 
 /// Defect 2: the skill's cross-agent fan-in. The first part went out alone; the second
 /// watch (`--target-agent worker`) was accepted and its member held (here: its notice
-/// never told) forever.
+/// never told) forever. Found by hand since: a model names its groups again ("research"
+/// an hour later), and every later round was refused. A late member after the group's
+/// turn was delivered starts the name's next round, delivered in a turn of its own and
+/// never held; while that turn may still be posted (claimed, of unknown outcome), it is
+/// refused.
 #[test]
-fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on() {
+fn a_late_member_of_a_group_that_went_out_starts_its_next_round_whatever_agent_it_runs_on() {
     use Op::*;
     let w = replay(vec![Restart, group_watch(1, 2), Tick, group_watch(16, 2)]);
     reaches(
         &w,
-        "the late member (on the worker agent) refused",
+        "the late member (on the worker agent) delivered in the group's next round",
+        ["task-0", "task-4"].iter().all(|task| {
+            // The server restarted: each round carries its member's notice.
+            turn_seen(&w, |t| {
+                t.group.as_deref() == Some("G")
+                    && t.state == atc::turn::TurnState::Delivered
+                    && carried(t).iter().map(|(id, _)| id.as_str()).eq([*task])
+            })
+        }),
+    );
+    let w = replay(vec![
+        group_watch(1, 2),
+        FinishAll,
+        CrashTick(Crash::Claimed),
+        group_watch(16, 2),
+    ]);
+    reaches(
+        &w,
+        "the late member refused while the group's turn is claimed",
         ran(&w, "Watch { tasks: 16,", "refused: GroupWentOut"),
     );
 }

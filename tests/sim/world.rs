@@ -530,6 +530,8 @@ sometimes! {
     failed_under_skip: "a failed child with no output under --on-empty skip",
     /// A watch passing another task's child session was refused.
     other_child_session_refused: "a watch passing another task's child session refused",
+    /// A group's name, its earlier turn delivered, took new members: its next round.
+    group_next_round: "a group's next round under the same name",
     /// An operation of another process let its phase go by, to land at a later one.
     landed_later: "an operation landing at a later phase of a tick",
     /// A follow-up (issue 37) stored in a chat.
@@ -1384,12 +1386,20 @@ impl Env {
         };
         let now = self.now();
         let mut before: Vec<(String, String)> = Vec::new();
+        let mut group_went_out = false;
         let result = self.store().update(|file| {
             before = file
                 .jobs
                 .iter()
                 .map(|j| (j.task_id.clone(), j.job_id.clone()))
                 .collect();
+            group_went_out = group
+                && file.turns.iter().any(|t| {
+                    t.group.as_deref() == Some("G")
+                        && t.chat.session_id == session
+                        && t.chat.user_id == user
+                        && t.chat.channel == channel
+                });
             let done =
                 atc::lifecycle::watch(&mut file.jobs, &file.turns, &request, || self.job_id(), now)
                     .map_err(|why| anyhow::anyhow!("{}", refused(&why)))?;
@@ -1407,6 +1417,13 @@ impl Env {
                 format!(" → refused: {}", short(&why))
             }
             Ok(registered) => {
+                if group_went_out
+                    && registered
+                        .iter()
+                        .any(|r| matches!(r, atc::lifecycle::Registered::New(_)))
+                {
+                    self.notes().sometimes.group_next_round += 1;
+                }
                 self.registered(
                     &registered,
                     chat,

@@ -795,15 +795,23 @@ fn a_cancelled_member_drops_out_of_its_group() {
         turns[0]
     );
     assert!(!turns[0].contains("task-b"));
-    // A group that went out takes no new members.
+    // A group that went out takes no new members into that turn: a late one is its
+    // next round, and comes back in a group turn of its own.
     s.checked(&["task-late"], || {
         s.atc(["watch", "task-late", "--session", "s-77", "--group", "g"])
-            .status(1)
-            .stderr_contains(
-                "group \"g\" of session s-77 (user default, channel console) already went out",
-            )
+            .stdout_contains("Group g already went out to session s-77 (user default, channel console): these tasks are its next round")
             .run()
     });
+    finished(&s, "task-late");
+    s.tick(&[]);
+    let turns = s.delivered("s-77");
+    assert_eq!(turns.len(), 2);
+    assert!(
+        turns[1].starts_with("[ATC_GROUP: g] 1 task: 1 completed\n\n[TASK_ID: task-late]"),
+        "{}",
+        turns[1]
+    );
+    assert!(!turns[1].contains("task-a]"));
 }
 
 #[test]

@@ -312,7 +312,7 @@ fn a_rewatch_of_a_result_on_its_way_says_what_holds_it() {
 }
 
 #[test]
-fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on() {
+fn a_late_member_of_a_group_that_went_out_starts_its_next_round_whatever_agent_it_runs_on() {
     let env = TestEnv::new();
     watched(&env, TASK, &["--group", "fan-in"]);
     let job_id = env.job(TASK)["job_id"].clone();
@@ -329,11 +329,10 @@ fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on()
         rendered(TASK)
     ));
     turn["delivered_at"] = json!("2026-11-30T20:15:03Z");
-    file["turns"] = json!([turn]);
+    file["turns"] = json!([turn.clone()]);
     env.write_file(&file);
     assert!(job_id.is_string());
-    // The skill's second watch of a cross-agent fan-in, after the first part went out.
-    env.atc([
+    let late = [
         "watch",
         OTHER,
         "--session",
@@ -342,13 +341,41 @@ fn a_late_member_of_a_group_that_went_out_is_refused_whatever_agent_it_runs_on()
         "fan-in",
         "--target-agent",
         "worker",
-    ])
-    .status(1)
-    .stderr_contains(
-        "atc: group \"fan-in\" of session s-77 (user default, channel console) already went out (or is going out right now); give these tasks another --group name",
-    )
-    .file_unchanged()
-    .run();
+    ];
+    // While the group's turn may still be posted (its outcome unknown), a late member is
+    // refused: it could not join that turn, nor be told apart from it.
+    turn["state"] = json!("unconfirmed");
+    file["turns"] = json!([turn]);
+    env.write_file(&file);
+    env.atc(late)
+        .status(1)
+        .stderr_contains(
+            "atc: group \"fan-in\" of session s-77 (user default, channel console) already went out (or is going out right now); give these tasks another --group name",
+        )
+        .file_unchanged()
+        .run();
+    // Delivered: the skill's second watch of a cross-agent fan-in, after the first part
+    // went out (or a model naming its groups again) is the group's next round: held for
+    // nothing that went out, it comes back as a message of its own. (It was refused, and
+    // a model told to pick another name left its tasks to come back one by one.)
+    file["turns"][0]["state"] = json!("delivered");
+    env.write_file(&file);
+    env.atc(late)
+        .chat_check_skipped()
+        .stdout(format!(
+            "Watching {OTHER} (running on agent 'worker') in group fan-in for agent 'default'; the result goes to session s-77 (user default, channel console) with the rest of its group.\nGroup fan-in already went out to session s-77 (user default, channel console): these tasks are its next round, and come back together as a message of their own.\n"
+        ))
+        .file(|f| {
+            let late = f["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|j| j["task_id"] == OTHER)
+                .expect("the late member watched");
+            assert_eq!(late["group"], "fan-in");
+            assert_eq!(late["status"], "pending");
+        })
+        .run();
 }
 
 #[test]
