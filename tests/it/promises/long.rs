@@ -772,33 +772,22 @@ fn stop_after_is_refused_without_a_child_session_or_whole_seconds() {
         .status(2)
         .stderr(format!("atc: --stop-after needs the child's session to stop it, and {TASK} has none: pass --child-session SID (the [SESSION: …] line submit_to_agent printed), or --from with that line under its [TASK_ID: …]\n"))
         .no_file();
-    env.atc([
-        "watch",
-        TASK,
-        "--session",
-        "s-77",
-        "--child-session",
-        CHILD,
-        "--stop-after",
-        "500ms",
-    ])
-    .status(2)
-    .stderr("atc: --stop-after 500ms is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)\n")
-    .no_file();
-    // A bare 0 parses as no time at all; it is not "not a whole number".
-    env.atc([
-        "watch",
-        TASK,
-        "--session",
-        "s-77",
-        "--child-session",
-        CHILD,
-        "--stop-after",
-        "0",
-    ])
-    .status(2)
-    .stderr("atc: --stop-after 0s is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)\n")
-    .no_file();
+    // Under a second, a bare 0 included (no time at all, not "not a whole number").
+    for (given, shown) in [("500ms", "500ms"), ("0", "0s")] {
+        env.atc([
+            "watch",
+            TASK,
+            "--session",
+            "s-77",
+            "--child-session",
+            CHILD,
+            "--stop-after",
+            given,
+        ])
+        .status(2)
+        .stderr(format!("atc: --stop-after {shown} is less than a second: give at least 1s (durations are written like 30s, 5m, 24h)\n"))
+        .no_file();
+    }
 }
 
 #[test]
