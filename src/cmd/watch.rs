@@ -417,12 +417,17 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
     if watch.options.create_session {
         return Ok(ChatCheck::New);
     }
-    let same_session: Vec<String> = chat::chats(client.list_chats(base, &t.agent_id, None))
-        .unwrap_or_default()
+    let all = chat::chats(client.list_chats(base, &t.agent_id, None)).unwrap_or_default();
+    let same_session: Vec<String> = all
         .iter()
         .filter(|c| c.session_id == t.session_id)
         .map(chat::ChatRef::describe)
         .collect();
+    // A value pasted with spaces around it, or in another case: the session id it meant.
+    let meant = all.iter().map(|c| c.session_id.as_str()).find(|id| {
+        *id != t.session_id
+            && (*id == t.session_id.trim() || id.eq_ignore_ascii_case(t.session_id.trim()))
+    });
     let hint = if let Some((inner, child)) = crate::ids::labelled_session(&t.session_id) {
         // A model copied the line with its label.
         if child {
@@ -434,6 +439,11 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
                 "--session holds a label with its value (--session {inner} passes the value alone)"
             )
         }
+    } else if let Some(id) = meant.filter(|_| same_session.is_empty()) {
+        format!(
+            "agent '{}' has no chat with session id {:?}, but one with {id:?} (session ids are exact: no spaces around them, the case as given)",
+            t.agent_id, t.session_id
+        )
     } else if same_session.is_empty() {
         format!(
             "agent '{}' has no chat with session id {} at all (is --agent right?)",

@@ -54,6 +54,22 @@ fn a_wrong_user_is_refused_at_watch_and_names_the_right_one() {
     .no_file();
 }
 
+/// Found by hand: a session id pasted with a space before it, or in another case, was
+/// told "no chat with session id  s-77 at all (is --agent right?)", the space unseen.
+#[test]
+fn a_session_with_spaces_around_it_or_in_another_case_names_the_one_meant() {
+    let s = Scene::new();
+    s.add_chat("s-77", "default", "console");
+    for given in [" s-77", "s-77 ", "S-77"] {
+        s.atc(["watch", TASK, "--session", given])
+            .status(1)
+            .stderr_contains(format!(
+                "; agent 'default' has no chat with session id {given:?}, but one with \"s-77\" (session ids are exact: no spaces around them, the case as given). Pass the Session ID"
+            ))
+            .no_file();
+    }
+}
+
 /// Found by hand: a model that copies a line with its label (`[SESSION: …]`, `Session ID:
 /// …`) as --session was told only that no such chat exists.
 #[test]
