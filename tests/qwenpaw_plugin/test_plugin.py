@@ -483,16 +483,21 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_watch_agent_tasks_takes_a_list_passed_as_text(self):
         # A model passing the list as a string: JSON, or ids with quotes and commas.
+        # Found by hand: QwenPaw hands a text argument over as a list of that one text
+        # (["task-a, task-b"]), which went to atc as one id.
         for text in ('["task-00000000000a", "task-00000000000b"]',
                      "'task-00000000000a', 'task-00000000000b'",
-                     "task-00000000000a task-00000000000b"):
+                     "task-00000000000a task-00000000000b",
+                     ["task-00000000000a, task-00000000000b"],
+                     ['["task-00000000000a", "task-00000000000b"]']):
             self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
             run(self.plugin.tools.watch_agent_tasks(text, "trio"))
             self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"], text)
 
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
-        self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "g")), "Not watching: pass the task IDs and a group name.")
-        self.assertEqual(run(self.plugin.tools.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass the task IDs and a group name.")
+        self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "")), "Not watching: pass the task IDs and a group name.")
+        self.assertEqual(run(self.plugin.tools.watch_agent_tasks([" ", ","], "g")), "Not watching: pass the task IDs submit_to_agent returned.")
+        self.assertEqual(run(self.plugin.tools.watch_agent_tasks(["task-00000000000a"], " ")), "Not watching: pass a group name (a short one, e.g. reviews).")
 
     def test_status_lists_only_this_chats_watches(self):
         self.listed(*[

@@ -494,7 +494,8 @@ async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
         task_ids (`list[str]`):
             The task IDs ``submit_to_agent`` returned.
         group (`str`):
-            A short name for this batch, new for every batch (e.g. ``reviews-1``).
+            A short name for this batch (e.g. ``reviews``). Once a group's message came,
+            its name may be used again: the tasks watched then are its next batch.
 
     Returns:
         `str`:
@@ -507,15 +508,18 @@ async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
             parsed = json.loads(task_ids)
         except ValueError:
             parsed = None
-        if isinstance(parsed, list):
-            task_ids = parsed
-        else:
-            task_ids = [t.strip("'\"[]") for t in task_ids.replace(",", " ").split()]
-            task_ids = [t for t in task_ids if t]
-    ids = [str(t).strip() for t in task_ids or [] if str(t).strip()]
+        task_ids = parsed if isinstance(parsed, list) else [task_ids]
+    # QwenPaw hands a text argument over as a list of that one text: an element holding
+    # several ids (commas, spaces, quotes, brackets: no task id has any) is split.
+    ids = [t.strip("'\"[]") for v in task_ids or [] for t in str(v).replace(",", " ").split()]
+    ids = [t for t in ids if t]
     name = str(group or "").strip()
-    if not ids or not name:
+    if not ids and not name:
         return "Not watching: pass the task IDs and a group name."
+    if not ids:
+        return "Not watching: pass the task IDs submit_to_agent returned."
+    if not name:
+        return "Not watching: pass a group name (a short one, e.g. reviews)."
     return await watch(ids, group=name)
 
 
