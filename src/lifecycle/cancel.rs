@@ -211,6 +211,13 @@ pub fn check_ins_off_in(
                 crate::status::status(job, turn.as_ref())
             );
         }
+        // A group's members report together: no check-ins to start for one.
+        if let Some(group) = &job.options.group {
+            fail!(
+                Exit::Refused,
+                "{task_id} has no check-ins to stop: it is in group {group}, whose members report together, without check-ins"
+            );
+        }
         fail!(
             Exit::Refused,
             "{task_id} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch` it again with --check-in to start them"

@@ -954,6 +954,13 @@ fn cancel_check_ins_stops_them_and_keeps_watching() {
         .status(2)
         .stderr_contains("cannot be used with")
         .file_unchanged();
+    // Found by hand: a group member was told to watch again with --check-in, which a
+    // group refuses.
+    s.watch("task-in-a-group", &["--group", "g"]);
+    s.atc(["cancel", "task-in-a-group", "--check-ins"])
+        .status(1)
+        .stderr("atc: task-in-a-group has no check-ins to stop: it is in group g, whose members report together, without check-ins\n")
+        .file_unchanged();
     let env = TestEnv::new();
     env.atc(["watch", TASK, "--session", "s-77", "--check-in", "1500ms"])
         .status(2)
