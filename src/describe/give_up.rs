@@ -107,6 +107,12 @@ pub fn give_up_turn(turn: &Turn, first: Option<&Job>, outcome: Outcome) -> Optio
                 format!("`atc status {t}` says more; `atc redeliver {t}` tries again"),
             )
         }
+        Outcome::Misrouted if first.is_some_and(|j| j.chat_id.is_some()) => (
+            "the parent chat is gone (it was there when the task was watched: deleted since?), so nothing was posted".to_owned(),
+            format!(
+                "`atc redeliver {t} --create-session` starts that chat anew, or watch again for another chat; `atc status {t}` says more"
+            ),
+        ),
         Outcome::Misrouted => (
             "the parent chat does not exist, so nothing was posted".to_owned(),
             format!(

@@ -279,6 +279,12 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
                 format!(" after {}", plural(deferrals, "wait", "waits"))
             }
         ),
+        // The watch found the chat: it was deleted since, not named wrong.
+        Status::Misrouted if job.chat_id.is_some() => format!(
+            "not delivered: {error}; the chat {} was there when the task was watched, so it was deleted since, and posting would start a new chat nobody reads. `atc redeliver {} --create-session` starts that chat anew, or watch again for another chat",
+            job.chat_id.as_deref().unwrap_or_default(),
+            job.task_id
+        ),
         Status::Misrouted => format!(
             "not delivered: {error}; posting would start a chat nobody reads. Check --session, --user and --channel (watch again to correct them), or `atc redeliver {} --create-session` to start that chat",
             job.task_id

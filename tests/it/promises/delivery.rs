@@ -144,18 +144,39 @@ fn an_unknown_agent_is_refused_at_watch_and_ends_a_delivery_as_error() {
     assert!(s.posts().is_empty());
 }
 
+/// Found by hand: a chat the watch found, deleted by its user before the result came,
+/// was given up with "check --session, --user and --channel", as if named wrong; it says
+/// the chat is gone since. A chat never looked up (no chat id recorded) is told as before.
 #[test]
 fn a_chat_that_vanished_before_delivery_is_misrouted_and_nothing_is_posted() {
+    let never_looked_up = Scene::new();
+    never_looked_up.watch(TASK, &[]);
+    never_looked_up.env.edit_job(TASK, |job| {
+        job.remove("chat_id");
+    });
+    never_looked_up.chats.delete("s-77");
+    finished(&never_looked_up, TASK);
+    never_looked_up.tick(&[]).stderr(format!(
+        "atc: gave up on {TASK} (misrouted): the parent chat does not exist, so nothing was posted; `atc status {TASK}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {TASK} --create-session`\n"
+    ));
+    never_looked_up
+        .atc(["status", TASK])
+        .stdout_contains("Check --session, --user and --channel");
+
     let s = Scene::new();
     s.watch(TASK, &[]);
+    let chat_id = s.job(TASK)["chat_id"].as_str().unwrap().to_owned();
     s.chats.delete("s-77");
     finished(&s, TASK);
     s.tick(&["-v"])
         .stderr(format!(
-            "atc: gave up on {TASK} (misrouted): the parent chat does not exist, so nothing was posted; `atc status {TASK}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {TASK} --create-session`\ntick: {TASK}: misrouted: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up\n",
+            "atc: gave up on {TASK} (misrouted): the parent chat is gone (it was there when the task was watched: deleted since?), so nothing was posted; `atc redeliver {TASK} --create-session` starts that chat anew, or watch again for another chat; `atc status {TASK}` says more\ntick: {TASK}: misrouted: no chat with session s-77 (user default, channel console) for agent 'default' on {}\ntick: 1 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 1 given up\n",
             s.server.api()
         ))
         .run();
+    s.atc(["status", TASK]).stdout_contains(format!(
+        "; the chat {chat_id} was there when the task was watched, so it was deleted since"
+    ));
     s.tick(&["-v"])
         .stderr("tick: 0 polled, 0 delivered, 0 busy, 0 lost, 0 failed checks, 0 given up\n")
         .file_unchanged();

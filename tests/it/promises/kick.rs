@@ -35,7 +35,7 @@ fn kicked<'a>(s: &'a Scene, kick: &str, extra: &[&str]) -> support::atc::Run<'a>
 
 fn misrouted_line(task: &str) -> String {
     format!(
-        "atc: gave up on {task} (misrouted): the parent chat does not exist, so nothing was posted; `atc status {task}` names the chat; watch again with the right --session, --user and --channel, or `atc redeliver {task} --create-session`"
+        "atc: gave up on {task} (misrouted): the parent chat is gone (it was there when the task was watched: deleted since?), so nothing was posted; `atc redeliver {task} --create-session` starts that chat anew, or watch again for another chat; `atc status {task}` says more"
     )
 }
 
