@@ -9,7 +9,6 @@ use crate::exit::{Exit, Failure};
 use crate::settings::file::{self, ConfigFile, Edited};
 use crate::settings::keys;
 use crate::settings::{Config, ConfigAction, JobFileMove, Output, Shown, Source};
-use crate::text::plural;
 
 pub fn run(config: &Config, out: Output) -> Result<()> {
     let file = &config.file;
@@ -117,27 +116,11 @@ pub fn run(config: &Config, out: Output) -> Result<()> {
 /// file still watches tasks (nothing would tick it, and their results would be lost),
 /// unless `--force`; then the warning. A file that cannot be read is not looked into.
 fn left_watching(moves: &JobFileMove) -> Result<Option<String>> {
-    let Ok(live) = crate::state::Store::new(moves.from.clone()).peek(|file| {
-        let turns = crate::lifecycle::Turns::of(&file.turns);
-        file.jobs
-            .iter()
-            .filter(|job| !crate::lifecycle::settled_job(job, &turns))
-            .map(|job| job.task_id.clone())
-            .collect::<Vec<_>>()
-    }) else {
+    let Some((live, what)) = crate::cmd::still_watching(&moves.from) else {
         return Ok(None);
     };
-    if live.is_empty() {
-        return Ok(None);
-    }
     let from = moves.from.display();
-    let what = format!(
-        "{from} still watches {} ({}{})",
-        plural(live.len() as u64, "task", "tasks"),
-        live.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
-        if live.len() > 3 { ", …" } else { "" }
-    );
-    let (them, their) = if live.len() == 1 {
+    let (them, their) = if live == 1 {
         ("it", "its result")
     } else {
         ("them", "their results")

@@ -54,6 +54,34 @@ pub fn report_job(
     }
 }
 
+/// What a job file other than the one in use still watches (a tick still has something
+/// to do for each task): how many, and the words naming them, "FILE still watches 2 tasks
+/// (task-a, task-b)". `None` for a file that is not there, cannot be read, or watches
+/// nothing. Read, never written or created (`config` and `doctor` ask before a move).
+pub fn still_watching(path: &std::path::Path) -> Option<(usize, String)> {
+    let live = crate::state::Store::new(path.to_path_buf())
+        .peek(|file| {
+            let turns = crate::lifecycle::Turns::of(&file.turns);
+            file.jobs
+                .iter()
+                .filter(|job| !crate::lifecycle::settled_job(job, &turns))
+                .map(|job| job.task_id.clone())
+                .collect::<Vec<_>>()
+        })
+        .ok()
+        .filter(|live| !live.is_empty())?;
+    Some((
+        live.len(),
+        format!(
+            "{} still watches {} ({}{})",
+            path.display(),
+            crate::text::plural(live.len() as u64, "task", "tasks"),
+            live.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if live.len() > 3 { ", …" } else { "" }
+        ),
+    ))
+}
+
 /// Prints a value (a job record as it is in the file, a report) as one JSON document.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     // Exact: JSON escapes control characters itself, and scripts want the real text.

@@ -112,7 +112,7 @@ pub(super) fn config(
         }
         ConfigCommand::Unset { key, force } => ConfigAction::Unset {
             moves: (key == "state")
-                .then(|| env.state_dir().map(|dir| dir.join("jobs.json")))
+                .then(|| super::job_file::default_job_file(env))
                 .flatten()
                 .and_then(|to| job_file_move(env, to, force)),
             key,
@@ -131,13 +131,8 @@ pub(super) fn config(
 /// which file they read now cannot be told (no home directory; a config file that is not
 /// TOML, which every tick refuses anyway).
 fn job_file_move(env: &dyn Environment, to: PathBuf, force: bool) -> Option<JobFileMove> {
+    use super::job_file::{configured_job_file, default_job_file, same_file};
     let file = file::load_for_watch(env).ok()?;
-    let from = match file.get("state") {
-        Some(super::Setting {
-            value: Value::Path(path),
-            ..
-        }) => path,
-        _ => env.state_dir()?.join("jobs.json"),
-    };
-    (!super::job_file::same_file(&from, &to)).then_some(JobFileMove { from, to, force })
+    let from = configured_job_file(&file).or_else(|| default_job_file(env))?;
+    (!same_file(&from, &to)).then_some(JobFileMove { from, to, force })
 }

@@ -44,16 +44,32 @@ pub fn state_path(
             source,
         });
     }
-    let dir = env.state_dir().ok_or_else(|| {
+    let value = default_job_file(env).ok_or_else(|| {
         Failure::new(
             Exit::StateUnwritable,
             "cannot find a home directory for the job file; pass --state FILE, set ATC_STATE or `atc config set state FILE`",
         )
     })?;
     Ok(Setting {
-        value: dir.join("jobs.json"),
+        value,
         source: Source::Default,
     })
+}
+
+/// The platform's job file, when there is a home directory.
+pub(super) fn default_job_file(env: &dyn Environment) -> Option<PathBuf> {
+    env.state_dir().map(|dir| dir.join("jobs.json"))
+}
+
+/// The config file's `state`, when it names one.
+pub(super) fn configured_job_file(file: &ConfigFile) -> Option<PathBuf> {
+    match file.get("state") {
+        Some(Setting {
+            value: Value::Path(path),
+            ..
+        }) => Some(path),
+        _ => None,
+    }
 }
 
 /// Whether two spellings name the same job file: equal, or both there and the same file

@@ -430,16 +430,11 @@ fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
 /// then the default; each once, the same file by another spelling left out.
 fn other_job_files(in_use: &Path, env: &dyn Environment, file: &ConfigFile) -> Vec<PathBuf> {
     let same = job_file::same_file;
-    let configured = match file.get("state") {
-        Some(Setting {
-            value: keys::Value::Path(path),
-            ..
-        }) => Some(path),
-        _ => None,
-    };
-    let default = env.state_dir().map(|dir| dir.join("jobs.json"));
     let mut others: Vec<PathBuf> = Vec::new();
-    for path in configured.into_iter().chain(default) {
+    let candidates = job_file::configured_job_file(file)
+        .into_iter()
+        .chain(job_file::default_job_file(env));
+    for path in candidates {
         if !same(&path, in_use) && !others.iter().any(|o| same(o, &path)) {
             others.push(path);
         }

@@ -510,25 +510,9 @@ fn give_ups(file: &JobFile, now: Timestamp) -> Check {
 /// than a tick may take to come (its results wait there for nobody). Nothing to say of a
 /// file that is not there, cannot be read or watches nothing.
 fn other_job_file(path: &std::path::Path, now: Timestamp) -> Option<Check> {
-    let store = Store::new(path.to_path_buf());
-    let live = store
-        .peek(|file| {
-            let turns = Turns::of(&file.turns);
-            file.jobs
-                .iter()
-                .filter(|job| live(job, &turns))
-                .map(|job| job.task_id.clone())
-                .collect::<Vec<_>>()
-        })
-        .ok()
-        .filter(|live| !live.is_empty())?;
+    let (live, what) = crate::cmd::still_watching(path)?;
     let shown = path.display();
-    let what = format!(
-        "{shown} still watches {} ({}{})",
-        plural(live.len() as u64, "task", "tasks"),
-        live.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
-        if live.len() > 3 { ", …" } else { "" }
-    );
+    let store = Store::new(path.to_path_buf());
     let last = crate::pass::Heartbeat::read(&store.tick_lock_path()).last_tick_at;
     match last {
         Some(at) if at.elapsed_at(now) <= TICK_STALE => Some(ok(
@@ -546,7 +530,7 @@ fn other_job_file(path: &std::path::Path, now: Timestamp) -> Option<Check> {
                     "for {}",
                     age(at.elapsed_at(now))
                 )),
-                if live.len() == 1 {
+                if live == 1 {
                     "its result waits"
                 } else {
                     "their results wait"
