@@ -95,9 +95,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         // round (`lifecycle::watch` refuses a late member while that turn may be posted).
         let next_round = request.options.group.clone().filter(|g| {
             let chat = request.target.chat_key(&request.base_url);
-            file.turns
-                .iter()
-                .any(|t| t.group.as_deref() == Some(g.as_str()) && t.chat.key() == chat)
+            !lifecycle::group_turns(&file.turns, g, chat).is_empty()
         });
         let watched = lifecycle::watch(&mut file.jobs, &file.turns, &request, new_job_id, now);
         let registered = match watched {

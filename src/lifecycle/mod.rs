@@ -42,7 +42,8 @@ use crate::time::Timestamp;
 use crate::turn::{Turn, TurnState};
 
 pub use register::{
-    LeftAlone, Registered, Registration, WatchRefused, WatchRequest, holds_result, register, watch,
+    LeftAlone, Registered, Registration, WatchRefused, WatchRequest, group_turns, holds_result,
+    register, watch,
 };
 
 /// What one poll of the task saw, with a finished result already rendered.

@@ -244,6 +244,19 @@ pub enum WatchRefused {
     },
 }
 
+/// The turns group `name` has had in `chat`: once there is one, the name "went out" there,
+/// and a watch it takes is a late member (refused) or its next round.
+pub fn group_turns<'a>(
+    turns: &'a [Turn],
+    name: &str,
+    chat: crate::job::ChatKey<'_>,
+) -> Vec<&'a Turn> {
+    turns
+        .iter()
+        .filter(|t| t.group.as_deref() == Some(name) && t.chat.key() == chat)
+        .collect()
+}
+
 /// Applies a watch to the jobs of the file (`new_id` names each new registration); `turns`
 /// are the file's turns, which say what may be in a chat already. On a refusal the caller
 /// must not keep `jobs` (`store.update` does not save an error).
@@ -273,10 +286,7 @@ pub fn watch(
     // turn was composed would be held for it forever.
     if let Some(name) = group {
         let chat = target.chat_key(base_url);
-        let group_turns: Vec<&Turn> = turns
-            .iter()
-            .filter(|t| t.group.as_deref() == Some(name) && t.chat.key() == chat)
-            .collect();
+        let group_turns = group_turns(turns, name, chat);
         // A task not in the group's turn would be a late member, whether or not the watch
         // names the tasks already in it; and a member in it that the watch leaves out
         // would be one watch of a group split in two.
@@ -288,21 +298,23 @@ pub fn watch(
         // every earlier turn of the group delivered and settled, the watch naming none
         // of their tasks, and no earlier member still running or owed. The name starts
         // over; its next turn carries this round only (the earlier members owe nothing).
-        let turns_index = super::Turns::of(turns);
-        let new_round = group_turns
-            .iter()
-            .all(|t| t.state == crate::turn::TurnState::Delivered && crate::turn::is_settled(t))
-            && request.task_ids.iter().all(|t| !sealed.contains(&t))
-            && !jobs.iter().any(|j| {
-                j.options.group.as_deref() == Some(name)
-                    && j.chat_key() == chat
-                    && !request.task_ids.contains(&j.task_id)
-                    && !super::settled_job(j, &turns_index)
-            });
+        let new_round = || {
+            let turns_index = super::Turns::of(turns);
+            group_turns
+                .iter()
+                .all(|t| t.state == crate::turn::TurnState::Delivered && crate::turn::is_settled(t))
+                && request.task_ids.iter().all(|t| !sealed.contains(&t))
+                && !jobs.iter().any(|j| {
+                    j.options.group.as_deref() == Some(name)
+                        && j.chat_key() == chat
+                        && !request.task_ids.contains(&j.task_id)
+                        && !super::settled_job(j, &turns_index)
+                })
+        };
         let late = !group_turns.is_empty()
-            && !new_round
             && (request.task_ids.iter().any(|t| !sealed.contains(&t))
-                || sealed.iter().any(|t| !request.task_ids.contains(t)));
+                || sealed.iter().any(|t| !request.task_ids.contains(t)))
+            && !new_round();
         if late {
             return Err(WatchRefused::GroupWentOut {
                 group: name.to_owned(),
