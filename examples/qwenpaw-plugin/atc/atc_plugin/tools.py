@@ -613,30 +613,27 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
     if mine.get("status") == "cancelled" and not truthy(stop):
         # A second cancel changes nothing: say so, rather than "stopped watching" again.
         return "%s was already cancelled: atc no longer watches it; nothing to do." % task_id
-    # atc's own line says what the cancel did: whether the result may already be on its
-    # way, whether the child still runs, what becomes of the task's group.
     if truthy(check_ins):
-        code, out, err = await run_atc(["cancel", task_id, "--check-ins"])
-        if code is None:
-            return "Check-ins not stopped: %s" % err
-        if code != 0:
-            return "Check-ins not stopped for %s: %s" % (task_id, for_model(reason(err)))
-        return for_model(out.strip().splitlines()[-1]) if out.strip() else "No more check-ins for %s." % task_id
+        return await said_by_cancel(task_id, "--check-ins", "Check-ins not stopped for %s",
+                                    "No more check-ins for %s.")
     if truthy(stop):
-        code, out, err = await run_atc(["cancel", task_id, "--stop"])
-        if code is None:
-            return "Not stopped: %s" % err
-        if code != 0:
-            return "Not stopped %s (still watched): %s" % (task_id, for_model(reason(err)))
-        return for_model(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
-    code, out, err = await run_atc(["cancel", task_id])
+        return await said_by_cancel(task_id, "--stop", "Not stopped %s (still watched)",
+                                    "Stopped %s.")
+    return await said_by_cancel(task_id, None, "Not cancelled %s",
+                                "Stopped watching %s; the task itself keeps running.")
+
+
+async def said_by_cancel(task_id, flag, failed, done):
+    """``atc cancel TASK [flag]``, answered with atc's own line in the tools' words: it
+    says what the cancel did (whether the result may already be on its way, whether the
+    child still runs, what becomes of the task's group). ``failed`` and ``done`` (with
+    the task id) are said when atc could not run, or said nothing."""
+    code, out, err = await run_atc(["cancel", task_id] + ([flag] if flag else []))
     if code is None:
-        return "Not cancelled: %s" % err
+        return "%s: %s" % (failed % task_id, err)
     if code != 0:
-        return "Not cancelled %s: %s" % (task_id, for_model(reason(err)))
-    if not out.strip():
-        return "Stopped watching %s; the task itself keeps running." % task_id
-    return for_model(out.strip().splitlines()[-1])
+        return "%s: %s" % (failed % task_id, for_model(reason(err)))
+    return for_model(out.strip().splitlines()[-1]) if out.strip() else done % task_id
 
 
 async def cancel_this_turns(chat, task_id, submission, stop, check_ins):
@@ -665,13 +662,9 @@ async def cancel_this_turns(chat, task_id, submission, stop, check_ins):
             "Not stopped %s: %s. It is not watched when your turn ends either: its result "
             "will not be posted into this chat." % (task_id, why)
         )
-    code, out, err = await run_atc(["cancel", task_id, "--stop"])
-    if code is None:
-        return "Not stopped %s (watched now): %s" % (task_id, err)
-    if code != 0:
-        return "Not stopped %s (watched now, its result comes back here): %s" % (
-            task_id, for_model(reason(err)))
-    return for_model(out.strip().splitlines()[-1]) if out.strip() else "Stopped %s." % task_id
+    return await said_by_cancel(task_id, "--stop",
+                                "Not stopped %s (watched now, its result comes back here)",
+                                "Stopped %s.")
 
 
 def truthy(flag):
