@@ -311,9 +311,16 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
             ));
         }
         if !jobs.is_empty() {
-            if let Some(line) = unticked(watch, &store) {
+            // Who ticks this file: the plugin's cadence, and the ticks' heartbeat.
+            let now = Timestamp::now();
+            let cadence = crate::pass::Cadence::read(&store.cadence_path(), now);
+            let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
+            if let Some(line) = unticked(watch, &store, cadence.is_some(), &beat, now) {
                 crate::term::say(&line);
-            } else if crate::term::stderr_is_terminal() && never_ticked(&store) {
+            } else if crate::term::stderr_is_terminal()
+                && cadence.is_none()
+                && beat.last_tick_at.is_none()
+            {
                 // A person's first watch: "on the next atc tick" promises a tick.
                 crate::term::say(
                     "atc: note: no atc tick has read this job file yet, so nothing polls it until one does: load atc's QwenPaw plugin (`atc qwenpaw install`: it ticks while QwenPaw runs), install a timer (`atc timer print`), or run `atc tick` yourself",
@@ -628,7 +635,13 @@ fn destination(job: &Job) -> String {
 /// `--state` the server's plugin never sees. `None` while a plugin or a timer ticks this
 /// file, or no plugin ticks any (`atc status` and `atc doctor` say when ticks are late),
 /// or the file is the config file's (the plugin reads that file too).
-fn unticked(watch: &Watch, store: &Store) -> Option<String> {
+fn unticked(
+    watch: &Watch,
+    store: &Store,
+    plugin_ticks_it: bool,
+    beat: &crate::pass::Heartbeat,
+    now: Timestamp,
+) -> Option<String> {
     // The config file's `state` the plugin reads too: its next beat ticks that file.
     if !matches!(
         watch.state.source,
@@ -636,9 +649,8 @@ fn unticked(watch: &Watch, store: &Store) -> Option<String> {
     ) {
         return None;
     }
-    let now = Timestamp::now();
-    if crate::pass::Cadence::read(&store.cadence_path(), now).is_some()
-        || crate::pass::Heartbeat::read(&store.tick_lock_path())
+    if plugin_ticks_it
+        || beat
             .last_scheduled()
             .is_some_and(|at| at.elapsed_at(now) <= crate::pass::TICK_STALE)
     {
@@ -656,12 +668,4 @@ fn unticked(watch: &Watch, store: &Store) -> Option<String> {
         watch.state.source,
         watch.state.source
     ))
-}
-
-/// No tick has ever read this job file, and no plugin says it ticks it.
-fn never_ticked(store: &Store) -> bool {
-    crate::pass::Heartbeat::read(&store.tick_lock_path())
-        .last_tick_at
-        .is_none()
-        && crate::pass::Cadence::read(&store.cadence_path(), Timestamp::now()).is_none()
 }
