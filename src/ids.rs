@@ -37,9 +37,12 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         // A model often passes the id with what surrounded it (`[TASK_ID: task-…]`,
         // `task_id=task-…`): name the id in it, never take it on a guess.
         // Only an id at the end, after a label, with nothing but punctuation after it
-        // (`task-bad id` is no wrapping).
-        let meant = id
-            .rfind("task-")
+        // (`task-bad id` is no wrapping). Several ids in one (`task-a, task-b`) are
+        // named as several: the last is no better guess than the first.
+        let several = task_ids_inside(id);
+        let meant = Some(id)
+            .filter(|_| several.len() < 2)
+            .and_then(|id| id.rfind("task-"))
             .filter(|&at| at > 0)
             .map(|at| {
                 let rest = &id[at..];
@@ -53,7 +56,13 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
             })
             .map(|(part, _)| format!(": did you mean {part}? Pass the id alone"))
             .unwrap_or_else(|| {
-                if is_child_session(id) {
+                if several.len() > 1 {
+                    format!(
+                        ": it holds {} task ids ({}); pass each alone",
+                        several.len(),
+                        several.join(", ")
+                    )
+                } else if is_child_session(id) {
                     // QwenPaw's `[SESSION: …]` line sits under `[TASK_ID: …]`.
                     ": it is a child's session id (the [SESSION: …] line submit_to_agent printed); pass the [TASK_ID: …] line's value, e.g. task-3f9a0c1b2d4e".to_owned()
                 } else {
@@ -70,6 +79,18 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
         ));
     }
     Ok(id.to_owned())
+}
+
+/// The words of `text` that start like QwenPaw's task ids (`task-` and more), each once,
+/// in order.
+fn task_ids_inside(text: &str) -> Vec<&str> {
+    let mut ids: Vec<&str> = Vec::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
+        if word.len() > "task-".len() && word.starts_with("task-") && !ids.contains(&word) {
+            ids.push(word);
+        }
+    }
+    ids
 }
 
 /// A child's session id as QwenPaw's `submit_to_agent` makes it:
@@ -239,6 +260,19 @@ mod tests {
             assert!(
                 err.message
                     .ends_with(": did you mean task-562ddee07d1b? Pass the id alone"),
+                "{err}"
+            );
+        }
+        // Found by hand: a model passed two ids as one; the last was named as "meant".
+        for raw in [
+            "task-562ddee07d1b, task-000000000001",
+            "[TASK_ID: task-562ddee07d1b] [TASK_ID: task-000000000001]",
+        ] {
+            let err = parse_task_id(raw).unwrap_err();
+            assert!(
+                err.message.ends_with(
+                    ": it holds 2 task ids (task-562ddee07d1b, task-000000000001); pass each alone"
+                ),
                 "{err}"
             );
         }
