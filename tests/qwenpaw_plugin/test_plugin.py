@@ -489,7 +489,10 @@ class PluginTest(Carried, unittest.TestCase):
                      "'task-00000000000a', 'task-00000000000b'",
                      "task-00000000000a task-00000000000b",
                      ["task-00000000000a, task-00000000000b"],
-                     ['["task-00000000000a", "task-00000000000b"]']):
+                     ['["task-00000000000a", "task-00000000000b"]'],
+                     # Found by hand: each still labelled, as submit_to_agent printed it.
+                     "[TASK_ID: task-00000000000a] [TASK_ID: task-00000000000b]",
+                     ["task_id=task-00000000000a", "task_id='task-00000000000b'"]):
             self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
             run(self.plugin.tools.watch_agent_tasks(text, "trio"))
             self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"], text)
@@ -658,6 +661,44 @@ class PluginTest(Carried, unittest.TestCase):
         self.answer("", "atc: task-00000000000a is not watched\n", 1)
         line = run(self.plugin.tools.cancel_task_callback("task-00000000000a"))
         self.assertEqual(line, "Not cancelled task-00000000000a: task-00000000000a is not watched")
+
+    def test_ids_given_labelled_or_several_in_one_are_each_what_the_model_meant(self):
+        # Found by hand: cancel_task_callback("task-a, task-b") and ("[TASK_ID: task-a]")
+        # both said "this chat watches no such task" of tasks the chat watched, and
+        # watch_agent_task("task-a, task-b") named task-b alone as the id meant.
+        self.listed(job("task-00000000000a"), job("task-00000000000b"))
+        self.answer()
+        line = run(self.plugin.tools.cancel_task_callback("task-00000000000a, task-00000000000b"))
+        self.assertEqual(line, "Stopped watching task-00000000000a; the task itself keeps running.\n"
+                               "Stopped watching task-00000000000b; the task itself keeps running.")
+        self.assertEqual(self.calls(), ["status --all --json", "cancel task-00000000000a",
+                                        "status --all --json", "cancel task-00000000000b"])
+        (self.path / "calls.all").unlink()
+        line = run(self.plugin.tools.cancel_task_callback("[TASK_ID: task-00000000000a]", stop=True))
+        self.assertEqual(line, "Stopped task-00000000000a.")
+        self.assertEqual(self.calls(), ["status --all --json", "cancel task-00000000000a --stop"])
+        self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
+        line = run(self.plugin.tools.watch_agent_task("task-00000000000a, task-00000000000b"))
+        self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"])
+        self.assertEqual(line, "Watching task-00000000000a, task-00000000000b: each result comes "
+                               "back into this chat by itself when its task finishes. Do not poll "
+                               "check_agent_task for them; tell the user and end your turn.")
+        self.answer(json.dumps(job("task-00000000000a")))
+        run(self.plugin.tools.watch_agent_task("[TASK_ID: task-00000000000a]"))
+        self.assertEqual(self.args()[:2], ["watch", "task-00000000000a"])
+
+    def test_a_cancel_of_no_task_id_says_what_atc_says_of_it(self):
+        # No watch is looked for: atc's refusal names the id inside.
+        self.listed(job("task-00000000000a"))
+        self.answer("", "atc: task id \"TASK_ID:task-00000000000a\" contains ':'; only letters, "
+                    "digits, '-' and '_' are allowed: did you mean task-00000000000a? Pass the "
+                    "id alone\n", 2)
+        line = run(self.plugin.tools.cancel_task_callback("TASK_ID:task-00000000000a"))
+        self.assertEqual(self.calls(), ["cancel -- TASK_ID:task-00000000000a"])
+        self.assertEqual(line, "Not cancelled TASK_ID:task-00000000000a: task id "
+                               "\"TASK_ID:task-00000000000a\" contains ':'; only letters, digits, "
+                               "'-' and '_' are allowed: did you mean task-00000000000a? Pass the "
+                               "id alone")
 
     # -- only the calling chat's own things -----------------------------------------------
 

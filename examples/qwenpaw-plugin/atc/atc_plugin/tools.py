@@ -23,6 +23,8 @@ RUN_TIMEOUT = 60.0
 STATUS_LIMIT = 20
 # Cut atc's refusals to this many characters: the model needs the reason, not a page.
 LINE_CAP = 400
+# What atc takes as a task id (`ids::parse_task_id`).
+TASK_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 # The turn running in each chat, by (agent, session), as the turn's recorder
@@ -332,10 +334,10 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
         if all(h is not None for h in here):
             # Submitted in this turn: its end watches them all the same.
             return (
-                "Not changed %s: %s. %s watched when your turn ends all the same: the "
-                "result comes back into this chat by itself. Do not poll check_agent_task "
-                "for %s." % (shown, why, "It is" if len(task_ids) == 1 else "They are",
-                             "it" if len(task_ids) == 1 else "them")
+                "Not changed %s: %s. %s watched when your turn ends all the same: %s "
+                "comes back into this chat by itself. Do not poll check_agent_task for %s."
+                % ((shown, why) + (("It is", "the result", "it") if len(task_ids) == 1
+                                   else ("They are", "each result", "them")))
             )
         return (
             "Not watching %s: %s. If you cannot fix that, check the task with "
@@ -353,10 +355,15 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
             "themselves once none of its tasks is still running. Do not poll "
             "check_agent_task for them"
         )
-    else:
+    elif len(ids) == 1:
         comes = (
             "the result comes back into this chat by itself when it finishes. Do not poll "
             "check_agent_task for it"
+        )
+    else:
+        comes = (
+            "each result comes back into this chat by itself when its task finishes. Do "
+            "not poll check_agent_task for them"
         )
     return "Watching %s%s: %s; tell the user and end your turn." % (
         ", ".join(i for i in ids if i), confirmed, comes)
@@ -473,12 +480,33 @@ async def watch_agent_task(
             One line: watching (and what to do next), or why not and what to do instead.
     """
     return await watch(
-        [str(task_id).strip()],
+        ids_in(task_id) or [str(task_id or "").strip()],
         target_agent,
         child_session=str(child_session or ""),
         stop_after=str(stop_after or ""),
         check_in=str(check_in or ""),
     )
+
+
+def ids_in(value):
+    """The task ids in what a model passed as one or several: a list, the JSON text of
+    one, or a text of ids separated by commas or spaces, each perhaps quoted, bracketed or
+    still labelled (`[TASK_ID: task-…]`, `task_id=task-…`): no task id has any of those.
+    Each once, in order; whatever is left that is no task id, atc refuses by name."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        value = parsed if isinstance(parsed, list) else [value]
+    # QwenPaw hands a text argument over as a list of that one text: an element holding
+    # several ids is split.
+    ids = []
+    for word in (w for v in value or [] for w in str(v).replace(",", " ").split()):
+        word = word.strip("'\"[]").rpartition("=")[2].strip("'\"[]")
+        if word and not word.endswith(":") and word not in ids:
+            ids.append(word)
+    return ids
 
 
 async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
@@ -501,18 +529,7 @@ async def watch_agent_tasks(task_ids: list[str], group: str) -> str:
         `str`:
             One line: watching (and what to do next), or why not and what to do instead.
     """
-    if isinstance(task_ids, str):
-        # A model may pass the list as text: JSON (`["task-a", "task-b"]`), or ids
-        # separated by commas or spaces, each perhaps quoted.
-        try:
-            parsed = json.loads(task_ids)
-        except ValueError:
-            parsed = None
-        task_ids = parsed if isinstance(parsed, list) else [task_ids]
-    # QwenPaw hands a text argument over as a list of that one text: an element holding
-    # several ids (commas, spaces, quotes, brackets: no task id has any) is split.
-    ids = [t.strip("'\"[]") for v in task_ids or [] for t in str(v).replace(",", " ").split()]
-    ids = [t for t in ids if t]
+    ids = ids_in(task_ids)
     name = str(group or "").strip()
     if not ids and not name:
         return "Not watching: pass the task IDs and a group name."
@@ -594,12 +611,24 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
 
     Returns:
         `str`:
-            One line: stopped, or why not.
+            One line: stopped, or why not (one line per task given several).
     """
     standing_by = where.STANDBY.answer()
     if standing_by:
         return standing_by
-    task_id = str(task_id).strip()
+    # Several ids in one text are each cancelled, as a model that wrote them meant.
+    ids = ids_in(task_id) or [str(task_id or "").strip()]
+    return "\n".join([await cancel_one(t, stop, check_ins) for t in ids])
+
+
+async def cancel_one(task_id, stop, check_ins):
+    """cancel_task_callback of one task id."""
+    if not TASK_ID.fullmatch(task_id):
+        # No task id at all: atc's own refusal says what is wrong with it (and names an
+        # id inside it), where "this chat watches no such task" would send the model
+        # looking for a watch.
+        code, _, err = await run_atc(["cancel", "--", task_id])
+        return "Not cancelled %s: %s" % (task_id, err if code is None else for_model(reason(err)))
     chat = chat_context()
     listed, problem = await chat_jobs(chat)
     if listed is None:
