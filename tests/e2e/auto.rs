@@ -355,6 +355,34 @@ pub fn cancel_in_the_same_turn(ctx: &Ctx) -> R<()> {
         api.results_in(USER, session, &task)? == 0,
         "a result of {task} was posted into the chat that cancelled it"
     );
+    // Found by hand: two cancelled in one call ("task-a, task-b") were said not to be
+    // watched at the turn's end, which watched and posted them all the same.
+    let said = auto.turn(
+        session,
+        &format!(
+            r#"CALLTOOLS: [["submit_to_agent", {{"to_agent": "{target}", "text": "unwanted one SLEEP=2"}}], ["submit_to_agent", {{"to_agent": "{target}", "text": "unwanted two SLEEP=2"}}], ["cancel_task_callback", {{"task_id": "$TASK_ID1, $TASK_ID2"}}]]"#
+        ),
+    )?;
+    let lines: Vec<&str> = said.lines().collect();
+    ensure!(
+        lines.len() == 2
+            && lines
+                .iter()
+                .all(|l| l.starts_with("Cancelled the watch on task-")
+                    && l.contains(" before it began: ")),
+        "cancel_task_callback of two answered {said:?}"
+    );
+    for line in lines {
+        let task = task_after(line, "Cancelled the watch on ", ' ', "cancel_task_callback")?;
+        api.wait_finished(&task, Duration::from_secs(20))?;
+        auto.atc(ctx)?.ok(&["tick"])?;
+        let jobs = auto.jobs_of(ctx, &task)?;
+        ensure!(jobs.is_empty(), "{task} was watched after all: {jobs:?}");
+        ensure!(
+            api.results_in(USER, session, &task)? == 0,
+            "a result of {task} was posted into the chat that cancelled it"
+        );
+    }
     auto.no_plugin_warnings()
 }
 

@@ -1441,6 +1441,21 @@ class AutoWatchTest(Carried, unittest.TestCase):
             ("cancel_task_callback", {"task_id": "'task-aaaaaaaaaaaa'"}, "Not cancelled task-aaaaaaaaaaaa: ..."),
         ])
         self.assertEqual(self.started(), [])
+        # Found by hand: a cancel of two at once (or of one still labelled) said both
+        # were not watched at the turn's end, and its end watched them all the same.
+        for cancel in ("task-aaaaaaaaaaaa, task-bbbbbbbbbbbb",
+                       "[TASK_ID: task-aaaaaaaaaaaa] [TASK_ID: task-bbbbbbbbbbbb]",
+                       ["task-aaaaaaaaaaaa", "task_id=task-bbbbbbbbbbbb"]):
+            (self.path / "calls.stdin").unlink(missing_ok=True)
+            self.turn([
+                ("submit_to_agent", {"to_agent": "SE", "text": "x"}, submitted("task-aaaaaaaaaaaa", CHILD_SE)),
+                ("submit_to_agent", {"to_agent": "SE", "text": "y"}, submitted("task-bbbbbbbbbbbb", CHILD_SE)),
+                ("submit_to_agent", {"to_agent": "SE", "text": "z"}, submitted("task-cccccccccccc", CHILD_SE)),
+                ("cancel_task_callback", {"task_id": cancel}, "Cancelled the watch on …"),
+            ])
+            self.started()
+            self.assertEqual((self.path / "calls.stdin").read_text(), (
+                "[TASK_ID: task-cccccccccccc]\n[SESSION: %s]\n[TARGET_AGENT: SE]\n" % CHILD_SE), cancel)
 
     def test_every_output_passes_through_unchanged(self):
         out = ToolResponse(submitted("task-aaaaaaaaaaaa", CHILD_SE))

@@ -213,10 +213,10 @@ class Turn:
             self.submitted.append(submission)
         if name == CANCEL:
             args = call_arguments(arguments)
-            task = normalize_id(str(args.get("task_id") or ""))
             # Only the check-ins stopped (check_ins=True): the task is still to be watched.
-            if task and not tools.truthy(args.get("check_ins")):
-                self.cancelled.add(task)
+            # The ids as the tool read them (several in one text, labelled, quoted).
+            if not tools.truthy(args.get("check_ins")):
+                self.cancelled.update(tools.ids_in(args.get("task_id") or ""))
         read = finished_read(name, output)
         if read:
             self.read.add(read)
