@@ -193,7 +193,9 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                         // mixing them would read as all off.
                         let (off, on): (Vec<&str>, Vec<&str>) =
                             applied.iter().partition(|f| f.starts_with("no "));
-                        let off: Vec<&str> = off.iter().map(|f| &f[3..]).collect();
+                        let off: Vec<String> = off.iter().map(|f| f[3..].to_owned()).collect();
+                        // A duration is said with its value: a changed deadline reads as one.
+                        let on: Vec<String> = on.iter().map(|f| with_value(f, job)).collect();
                         let said: Vec<String> = [("with", on), ("without", off)]
                             .into_iter()
                             .filter(|(_, flags)| !flags.is_empty())
@@ -573,6 +575,20 @@ fn refusal(task_id: &str, job: &Job, turn: Option<&Turn>, was: Status) -> Failur
         ),
     };
     Failure::new(Exit::Refused, message)
+}
+
+/// A flag a re-watch turned on, with the value it now has where that is a duration
+/// (`--stop-after 1h 30m`).
+fn with_value(flag: &str, job: &Job) -> String {
+    let secs = match flag {
+        "--stop-after" => job.options.stop_after_secs,
+        "--check-in" => job.options.check_in_secs,
+        _ => None,
+    };
+    match secs {
+        Some(secs) => format!("{flag} {}", crate::time::human(Duration::from_secs(secs))),
+        None => flag.to_owned(),
+    }
 }
 
 /// "task-1 for agent 'default'" or "task-1 (running on agent 'SE') for agent 'default'".

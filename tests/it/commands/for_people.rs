@@ -110,7 +110,7 @@ fn a_rewatch_stays_on_the_server_its_watch_recorded_unless_one_is_named() {
         .atc(["watch", TASK, "--session", "s-77", "--check-in", "5m", "-v"])
         .env_remove("ATC_BASE_URL")
         .stdout_contains(format!("Already watching {TASK} for agent 'default'"))
-        .stdout_contains("; now with --check-in; ")
+        .stdout_contains("; now with --check-in 5m; ")
         .stderr_contains(format!(
             "atc: QwenPaw API {api} (from the watch of {TASK} in {})",
             s.env.state.display()

@@ -344,7 +344,7 @@ fn the_models_watch_and_the_turns_end_are_one_registration_either_way_and_one_de
         "--target-agent", "QA", "--child-session", CHILD_B, "--stop-after", "10m",
     ])
     .stdout(format!(
-        "Already watching {B} (running on agent 'QA') for agent 'default' (job {}); now with --stop-after; the result goes to session s-77 (user default, channel console) on the next atc tick.\n",
+        "Already watching {B} (running on agent 'QA') for agent 'default' (job {}); now with --stop-after 10m; the result goes to session s-77 (user default, channel console) on the next atc tick.\n",
         auto["job_id"].as_str().unwrap()
     ).replace("user default", "user carol"))
     .run();

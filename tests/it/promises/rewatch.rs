@@ -138,6 +138,30 @@ fn a_rewatch_of_a_held_result_keeps_the_agent_it_came_from() {
         .run();
 }
 
+/// Found by hand: a re-watch moving a deadline from 10m to 1.5h said only "now with
+/// --stop-after", as if nothing had changed but the flag.
+#[test]
+fn a_rewatch_that_changes_a_duration_says_its_new_value() {
+    let env = TestEnv::new();
+    let child = ["--child-session", "s-child"];
+    watched(
+        &env,
+        TASK,
+        &[&child[..], &["--stop-after", "10m", "--check-in", "5m"]].concat(),
+    );
+    env.atc([
+        "watch", TASK, "--session", "s-77", child[0], child[1], "--stop-after", "1.5h",
+        "--check-in", "5m",
+    ])
+    .chat_check_skipped()
+    .stdout_contains(format!(
+        "Already watching {TASK} for agent 'default' (job {}); now with --stop-after 1h 30m; the result goes",
+        env.job(TASK)["job_id"].as_str().unwrap()
+    ))
+    .file(|file| assert_eq!(job_in(file, TASK)["stop_after_secs"], 5400))
+    .run();
+}
+
 #[test]
 fn a_rewatch_with_changed_options_applies_them_and_says_so() {
     let env = TestEnv::new();
