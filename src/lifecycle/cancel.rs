@@ -83,6 +83,11 @@ pub fn cancel_in(
     let chat = transition.job.target.describe_chat();
     let keeps_running = match stop.map(|s| s.said) {
         Some(StopSaid::Stopped) => "the child was stopped",
+        // Ended by atc's own stop (an earlier `cancel --stop`, `--stop-after`): as
+        // `status` says it.
+        Some(StopSaid::NotRunning(NotRunning::Finished)) if job.stopped_at.is_some() => {
+            "atc had already stopped the child"
+        }
         Some(StopSaid::NotRunning(NotRunning::Finished)) => "the child had already finished",
         Some(StopSaid::NotRunning(NotRunning::NoRecord)) => {
             "the child was not running (the server has no record of the task)"
@@ -263,6 +268,55 @@ mod tests {
             .unwrap();
             assert_eq!(message, format!("Cancelled the watch on task-1; {said}."));
             assert_eq!((job.watch, changed), (Watch::Cancelled, true));
+        }
+    }
+
+    /// Found by hand: a second `cancel --stop` said "the child had already finished" of
+    /// the child the first had stopped (`status`: "atc stopped the child").
+    #[test]
+    fn a_stop_that_finds_the_child_ended_says_who_ended_it() {
+        let limits = crate::settings::default_limits();
+        let now = Timestamp::from_unix(1_800_000_100);
+        let ended = Stopped {
+            agent: None,
+            chat_id: None,
+            said: StopSaid::NotRunning(NotRunning::Finished),
+        };
+        for (stopped_at, watch, said) in [
+            (
+                None,
+                Watch::Pending,
+                "Cancelled the watch on task-1; the child had already finished.",
+            ),
+            (
+                Some(Timestamp::from_unix(1_800_000_000)),
+                Watch::Pending,
+                "Cancelled the watch on task-1; atc had already stopped the child.",
+            ),
+            (
+                Some(Timestamp::from_unix(1_800_000_000)),
+                Watch::Cancelled,
+                "task-1 was already cancelled; atc had already stopped the child.",
+            ),
+        ] {
+            let mut job = Job::sample(watch);
+            job.stopped_at = stopped_at;
+            let job_id = job.job_id.clone();
+            let mut file = JobFile {
+                jobs: vec![job],
+                ..JobFile::default()
+            };
+            let (_, message, _) = cancel_in(
+                &mut file,
+                "task-1",
+                true,
+                Some((&job_id, &ended)),
+                Path::new("j"),
+                now,
+                &limits,
+            )
+            .unwrap();
+            assert_eq!(message, said);
         }
     }
 

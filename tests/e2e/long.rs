@@ -36,7 +36,7 @@ fn stopped(tid: &str) -> String {
 
 /// What a second `atc cancel <tid> --stop` says.
 fn already_ended(tid: &str) -> String {
-    format!("{tid} was already cancelled; the child had already finished.\n")
+    format!("{tid} was already cancelled; atc had already stopped the child.\n")
 }
 
 /// The parent's chat still holds only its `before` messages.

@@ -185,7 +185,7 @@ fn cancel_stop_stops_the_running_child_by_its_chat_then_cancels() {
     );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
-            "{TASK} was already cancelled; the child had already finished.\n"
+            "{TASK} was already cancelled; atc had already stopped the child.\n"
         ))
         .file_unchanged();
     assert_eq!(s.server.hits("GET", "/api/chats"), lookups);
@@ -343,7 +343,7 @@ fn cancel_stop_of_a_child_watched_without_its_agent_finds_it_where_it_runs_and_r
     );
     s.atc(["cancel", TASK, "--stop"])
         .stdout(format!(
-            "{TASK} was already cancelled; the child had already finished.\n"
+            "{TASK} was already cancelled; atc had already stopped the child.\n"
         ))
         .file_unchanged();
     assert_eq!(s.server.hits("GET", "/api/agents"), agents);
