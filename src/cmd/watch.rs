@@ -257,9 +257,10 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                 }
                 Registered::Retargeted { old, job } => (
                     format!(
-                        "Re-targeted {}: {}; the result goes there on the next atc tick.",
+                        "Re-targeted {}: {}; the result goes there {}.",
                         subject(job),
-                        changes(old, job)
+                        changes(old, job),
+                        when(job)
                     ),
                     Some("retargeted"),
                 ),
@@ -638,12 +639,20 @@ fn changes(old: &Job, new: &Job) -> String {
 }
 
 fn destination(job: &Job) -> String {
-    let when = if job.options.group.is_some() {
+    format!(
+        "the result goes to {} {}.",
+        job.target.describe_chat(),
+        when(job)
+    )
+}
+
+/// When a watch's result goes: a group member's with the rest of its group.
+fn when(job: &Job) -> &'static str {
+    if job.options.group.is_some() {
         "with the rest of its group"
     } else {
         "on the next atc tick"
-    };
-    format!("the result goes to {} {when}.", job.target.describe_chat())
+    }
 }
 
 /// The warning for a watch into a job file no tick reads while atc's QwenPaw plugin

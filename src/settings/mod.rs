@@ -411,14 +411,27 @@ fn text(
 fn checked(setting: Setting<String>) -> Result<Setting<String>, Failure> {
     match crate::validate::label(&setting.value) {
         Ok(()) => Ok(setting),
-        // An empty `$VAR` in a script or a prompt's blank: say where the value comes from.
-        Err(why) if setting.value.trim().is_empty() => Err(Failure::new(
-            Exit::Usage,
-            format!(
-                "{} {why}: give the value (an agent's prompt shows its session id, user id and channel), or leave it out",
-                setting.source
-            ),
-        )),
+        // An empty `$VAR` in a script or a prompt's blank: say where the value comes from,
+        // and where the value is found.
+        Err(why) if setting.value.trim().is_empty() => {
+            let name = match &setting.source {
+                Source::Flag(name) | Source::Env(name) => *name,
+                _ => "",
+            };
+            let found = match name {
+                "--child-session" => " (the [SESSION: …] line submit_to_agent printed)",
+                "--target-agent" => " (the agent submit_to_agent ran the task on)",
+                "--group" | "--fork-branch" => "",
+                _ => " (an agent's prompt shows its session id, user id and channel)",
+            };
+            Err(Failure::new(
+                Exit::Usage,
+                format!(
+                    "{} {why}: give the value{found}, or leave it out",
+                    setting.source
+                ),
+            ))
+        }
         Err(why) => Err(Failure::new(
             Exit::Usage,
             format!("{} {why}", setting.source),

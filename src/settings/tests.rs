@@ -183,6 +183,28 @@ fn errors_name_the_source_of_the_bad_value() {
         err.message,
         "ATC_USER_ID must not be empty: give the value (an agent's prompt shows its session id, user id and channel), or leave it out"
     );
+    // Found by hand: an empty --group was told to look in the agent's prompt.
+    for (flag, said) in [
+        (
+            "--group",
+            "--group must not be empty: give the value, or leave it out",
+        ),
+        (
+            "--fork-branch",
+            "--fork-branch must not be empty: give the value, or leave it out",
+        ),
+        (
+            "--child-session",
+            "--child-session must not be empty: give the value (the [SESSION: …] line submit_to_agent printed), or leave it out",
+        ),
+        (
+            "--target-agent",
+            "--target-agent must not be empty: give the value (the agent submit_to_agent ran the task on), or leave it out",
+        ),
+    ] {
+        let args = ["watch", "task-1", "--session", "s", "--user", "u", flag, ""];
+        assert_eq!(resolve_args(&args, &e).unwrap_err().message, said);
+    }
     let err = resolve_args(&["watch", "task-1", "--session", "s\n"], &e).unwrap_err();
     assert!(
         err.message.starts_with("--session \"s\\n\" contains"),

@@ -480,6 +480,15 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
         (&json!("s-78"), &json!("alice"))
     );
     assert_eq!(second["status"], "pending");
+    // Found by hand: a member moved to another group was told its result goes "on the
+    // next atc tick"; it goes with the rest of that group.
+    env.atc(["watch", TASK, "--session", "s-78", "--user", "alice", "--group", "g2"])
+        .chat_check_skipped()
+        .stdout(format!(
+            "Re-targeted {TASK} in group g2 for agent 'default': group (none) → g2; the result goes there with the rest of its group.\n"
+        ))
+        .run();
+    assert_eq!(env.job(TASK)["group"], "g2");
 }
 
 #[test]
