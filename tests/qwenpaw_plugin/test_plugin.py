@@ -637,8 +637,13 @@ class PluginTest(Carried, unittest.TestCase):
             "message starting with [TASK_ID: task-00000000000a]. The watch of "
             "task-00000000000c ended as lost; callback_task_status says what happened. Do "
             "not poll check_agent_task for it."), line)
-        self.answer("", "atc: task-00000000000a was already delivered\n", 1)
+        # atc's own words (found by hand: its command for a person reached the model).
+        self.answer("", "atc: task-00000000000a was already delivered to session s-1 (user "
+                    "carol, channel console) at 2026-12-01T10:01:00Z; watching it again would "
+                    "only post the result twice (`atc status task-00000000000a` shows what was "
+                    "sent)\n", 1)
         line = run(self.plugin.tools.watch_agent_task("task-00000000000a", stop_after="5m"))
+        self.assertIn("would only post the result twice. Its result was posted", line)
         self.assertTrue(line.endswith(
             "Its result was posted into this chat already: the message starting with "
             "[TASK_ID: task-00000000000a]."), line)
@@ -651,6 +656,25 @@ class PluginTest(Carried, unittest.TestCase):
             "Not watching task-00000000000a, task-00000000000b: this QwenPaw server has no task "
             "task-00000000000b (\"Task not found\"); nothing was watched. Copy the ID exactly "
             "from the [TASK_ID: ...] line submit_to_agent returned."))
+
+    def test_a_persons_commands_to_look_at_a_result_do_not_reach_the_model(self):
+        for said, meant in (
+            ("T was already delivered to session s (user u, channel console); watching it "
+             "again would only post the result twice (`atc status T` shows what was sent)",
+             "T was already delivered to session s (user u, channel console); watching it "
+             "again would only post the result twice"),
+            ("T's result travels in group g's turn, which was claimed to be posted to session "
+             "s (turn-1); watched again alone it could go out twice (`atc status T` shows "
+             "where that turn stands)",
+             "T's result travels in group g's turn, which was claimed to be posted to session "
+             "s (turn-1); watched again alone it could go out twice"),
+            ("T's result may already have been delivered (an attempt's outcome is unknown; atc "
+             "is reading the chat back); watching it again could post it twice. `atc status T` "
+             "shows the text; `atc redeliver T` tries again safely",
+             "T's result may already have been delivered (an attempt's outcome is unknown; atc "
+             "is reading the chat back); watching it again could post it twice"),
+        ):
+            self.assertEqual(self.plugin.tools.for_model(said), meant)
 
     def test_durations_are_said_as_atc_says_them(self):
         for secs, said in ((20, "20s"), (90, "1m 30s"), (7200, "2h"), (90000, "1d 1h"), (0, "0s")):

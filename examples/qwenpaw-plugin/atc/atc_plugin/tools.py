@@ -159,6 +159,10 @@ def for_model(text):
     asks check_agent_task, not `atc wait`; it watches again with watch_agent_task), the
     tools' arguments for atc's flags, no file paths."""
     text = re.sub(r"`atc wait [^`]*` or check_agent_task", "check_agent_task", text)
+    # A person's commands to look at a result or post it again: the model has neither.
+    text = re.sub(r" \(`atc status [^`]*` shows [^)]*\)", "", text)
+    text = re.sub(r"\. `atc status [^`]*` shows the text; `atc redeliver [^`]*` tries again "
+                  r"safely", "", text)
     text = text.replace("`atc watch` it again with --check-in",
                         "watch it again with watch_agent_task's check_in")
     return scrub(tool_words(text))
@@ -325,7 +329,7 @@ async def watch(task_ids, target_agent="", group=None, child_session="", stop_af
                 shown, which, "; nothing was watched" if len(task_ids) > 1 else "")
         )
     if code != 0:
-        why = tool_words(reason(err))
+        why = for_model(reason(err))
         watched = {j.get("task_id"): j.get("status") for j in listed[0]}
         if all(t in watched for t in task_ids):
             # Watched here already (the turn's end watched it): only the change was
