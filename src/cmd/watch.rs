@@ -27,13 +27,13 @@ const CHAT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 enum ChatCheck {
     Found {
         chat_id: String,
+        /// A person archived it: the result goes there all the same.
+        archived: bool,
     },
     /// Absent, and `--create-session` allows that.
     New,
     /// The server could not be asked; the tick checks again before delivering.
-    Skipped {
-        why: String,
-    },
+    Skipped { why: String },
 }
 
 pub fn run(watch: &Watch, out: Output) -> Result<()> {
@@ -69,7 +69,7 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
     }
     let check = check_chat(watch)?;
     let chat_id = match &check {
-        ChatCheck::Found { chat_id } => Some(chat_id.clone()),
+        ChatCheck::Found { chat_id, .. } => Some(chat_id.clone()),
         ChatCheck::New | ChatCheck::Skipped { .. } => None,
     };
     // A server that could not be asked about the chat is not asked about the tasks either.
@@ -335,6 +335,12 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
         ChatCheck::Skipped { why } if !out.quiet => crate::term::say(&format!(
             "atc: warning: could not check that the parent chat exists ({why}); the chat check was skipped (and the task check): the next atc tick checks again before delivering"
         )),
+        // Found by hand: a result went into a chat the person had archived, and the
+        // agent answered there, out of the console's list, without a word.
+        ChatCheck::Found { archived: true, .. } if !out.quiet => crate::term::say(&format!(
+            "atc: note: the chat of {} is archived: the result goes there all the same and its agent answers there, where QwenPaw's console lists it under archived chats (unarchive it to have it back among the others)",
+            target.describe_chat()
+        )),
         ChatCheck::New if out.verbose > 0 => crate::term::say(&format!(
             "atc: {base_url} has no chat with {} yet; the first delivery starts it (--create-session)",
             target.describe_chat()
@@ -420,6 +426,7 @@ fn check_chat(watch: &Watch) -> Result<ChatCheck, Failure> {
     if let Some(found) = chat::find(&chats, &t.session_id, &t.user_id, &t.channel) {
         return Ok(ChatCheck::Found {
             chat_id: found.id.clone(),
+            archived: found.archived,
         });
     }
     if watch.options.create_session {

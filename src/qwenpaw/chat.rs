@@ -171,6 +171,9 @@ pub struct ChatRef {
     pub channel: String,
     /// A turn is running in it.
     pub running: bool,
+    /// A person archived it (QwenPaw 2.2's `archived`): a POST still lands there, but the
+    /// console lists it apart, under archived chats.
+    pub archived: bool,
 }
 
 impl ChatRef {
@@ -248,6 +251,7 @@ pub fn chats(result: Result<Answer, Transport>) -> Result<Vec<ChatRef>, Unusable
                 user_id: text(chat, "user_id")?,
                 channel: text(chat, "channel")?,
                 running: text(chat, "status").as_deref() == Some("running"),
+                archived: chat.get("archived").and_then(Value::as_bool) == Some(true),
             })
         })
         .collect())
@@ -431,6 +435,7 @@ mod tests {
             user_id: "u".into(),
             channel: channel.into(),
             running,
+            archived: false,
         };
         let chats = [
             chat("c1", "other", "console", true),
@@ -501,13 +506,16 @@ mod tests {
         let list = json(
             200,
             r#"[{"id":"c1","session_id":"s-77","user_id":"alice","channel":"console","status":"running"},
-                {"id":"c2","session_id":"s-77","user_id":"bob","channel":"discord","status":"idle"},
+                {"id":"c2","session_id":"s-77","user_id":"bob","channel":"discord","status":"idle",
+                 "archived_at":"2026-12-07T01:44:51.321574Z","archived":true},
                 {"id":"c3"}]"#,
         );
         let listed = chats(list).unwrap();
         assert_eq!(listed.len(), 2, "entries without the fields are skipped");
         let found = find(&listed, "s-77", "alice", "console").unwrap();
         assert_eq!((found.id.as_str(), found.running), ("c1", true));
+        // QwenPaw 2.2.2's own fields for a chat a person archived.
+        assert_eq!((found.archived, listed[1].archived), (false, true));
         assert!(find(&listed, "s-77", "alice", "discord").is_none());
         assert!(find(&listed, "s-78", "alice", "console").is_none());
         assert_eq!(listed[1].describe(), "user bob on discord");

@@ -697,6 +697,27 @@ fn happy_path(ctx: &Ctx) -> R<()> {
             "parent history was rewritten: {a:?} vs {b:?}"
         );
     }
+
+    // A person archives the parent chat (QwenPaw still posts into it, out of the
+    // console's list): a watch into it says so (found by hand), and still watches.
+    let chat = api
+        .chat_id("default", user, &parent)?
+        .ok_or("the parent chat is gone")?;
+    api.post(
+        &format!("/api/chats/{chat}/archive"),
+        Some("default"),
+        &json!({}),
+    )?
+    .expect(200, "archive the parent chat")?;
+    let archived = ctx.atc("archived", &ctx.main.root())?;
+    let watched = archived.watch(&tid, &parent, user, &[])?;
+    ensure!(
+        watched.stderr.contains(&format!(
+            "atc: note: the chat of session {parent} (user {user}, channel console) is archived: the result goes there all the same"
+        )),
+        "a watch into an archived chat said {:?}",
+        watched.stderr
+    );
     Ok(())
 }
 

@@ -54,6 +54,8 @@ struct Chat {
     running_for: u32,
     /// Created by a POST, not by the test: a ghost.
     ghost: bool,
+    /// A person archived it (listed with QwenPaw's `archived_at` and `archived`).
+    archived: bool,
 }
 
 /// What the next `POST /api/messages/send` on a channel suffers.
@@ -160,7 +162,9 @@ fn agent(request: &Recorded) -> String {
 
 fn chat_json(chat: &Chat, running: bool) -> Value {
     json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
-           "channel": chat.channel, "status": if running { "running" } else { "idle" }})
+           "channel": chat.channel, "status": if running { "running" } else { "idle" },
+           "archived_at": chat.archived.then_some("2026-12-07T01:44:51.321574Z"),
+           "archived": chat.archived})
 }
 
 impl Chats {
@@ -297,6 +301,7 @@ impl Chats {
             ],
             running_for: 0,
             ghost: false,
+            archived: false,
         });
         id
     }
@@ -365,6 +370,18 @@ impl Chats {
     /// The next POST suffers `fault` (queued: one per POST).
     pub fn fault(&self, fault: PostFault) {
         self.lock().faults.push_back(fault);
+    }
+
+    /// A person archives the chat of `session` (QwenPaw still posts into it).
+    pub fn archive(&self, session: &str) {
+        for chat in self
+            .lock()
+            .chats
+            .iter_mut()
+            .filter(|c| c.session == session)
+        {
+            chat.archived = true;
+        }
     }
 
     /// Deletes the chat of `session`.
@@ -487,6 +504,7 @@ impl Chats {
                     messages: Vec::new(),
                     running_for: 0,
                     ghost: true,
+                    archived: false,
                 });
                 sim.chats.len() - 1
             }

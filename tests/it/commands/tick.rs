@@ -543,6 +543,39 @@ fn older_servers_top_level_terminal_statuses_are_delivered_and_others_keep_waiti
     );
 }
 
+/// Found by hand: a result went into a chat the person had archived (QwenPaw still posts
+/// into it), where its agent answered out of the console's list, without a word.
+#[test]
+fn watch_into_an_archived_chat_says_where_the_result_goes() {
+    let s = Scene::new();
+    s.add_chat("s-77", "alice", "console");
+    s.chats.archive("s-77");
+    s.checked(&["task-a"], || {
+        s.atc(["watch", "task-a", "--session", "s-77", "--user", "alice"])
+            .stdout_contains("Watching task-a")
+            .stderr(
+                "atc: note: the chat of session s-77 (user alice, channel console) is archived: the result goes there all the same and its agent answers there, where QwenPaw's console lists it under archived chats (unarchive it to have it back among the others)\n",
+            )
+            .run()
+    });
+    assert_eq!(s.status("task-a"), "pending");
+    s.checked(&["task-b"], || {
+        s.atc([
+            "watch",
+            "task-b",
+            "--session",
+            "s-77",
+            "--user",
+            "alice",
+            "-q",
+        ])
+        .stdout("")
+        .stderr("")
+        .run()
+    });
+    assert_eq!(s.status("task-b"), "pending");
+}
+
 #[test]
 fn watch_refuses_a_parent_chat_that_does_not_exist() {
     let s = Scene::new();
