@@ -27,6 +27,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_PAUSE: Duration = Duration::from_secs(1);
 
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
+    crate::cmd::watched_elsewhere(&cancel.task_id, &cancel.state, &cancel.other_job_files)?;
     if cancel.check_ins {
         return check_ins_off(cancel, out);
     }

@@ -82,6 +82,36 @@ pub fn still_watching(path: &std::path::Path) -> Option<(usize, String)> {
     ))
 }
 
+/// Refuses `task_id` when the job file `state` does not watch it and another job file a
+/// tick here might read does (a shell's `ATC_STATE` beside the default file atc's
+/// QwenPaw plugin ticks): names that file, where "no watch for" would send a person
+/// looking for a mistyped id. Read, never written or created; otherwise nothing.
+pub fn watched_elsewhere(
+    task_id: &str,
+    state: &crate::settings::Setting<std::path::PathBuf>,
+    others: &[std::path::PathBuf],
+) -> anyhow::Result<()> {
+    let has = |path: &std::path::Path| {
+        crate::state::Store::new(path.to_path_buf())
+            .peek(|file| file.find(task_id).is_some())
+            .unwrap_or(false)
+    };
+    if has(&state.value) {
+        return Ok(());
+    }
+    if let Some(other) = others.iter().find(|path| has(path)) {
+        crate::fail!(
+            crate::exit::Exit::Refused,
+            "no watch for {task_id} in {} (from {}), but {} watches it: pass --state {} to this command",
+            state.value.display(),
+            state.source,
+            other.display(),
+            other.display()
+        );
+    }
+    Ok(())
+}
+
 /// Prints a value (a job record as it is in the file, a report) as one JSON document.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     // Exact: JSON escapes control characters itself, and scripts want the real text.

@@ -26,6 +26,9 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     // The chat is looked up before the lock is taken: no lock across network I/O. The
     // update below acts on the job as it is then.
     let before = store.load()?;
+    if before.find(task_id).is_none() {
+        crate::cmd::watched_elsewhere(task_id, &redeliver.state, &redeliver.other_job_files)?;
+    }
     let chat = match before.find(task_id) {
         Some(job)
             if before

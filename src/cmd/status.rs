@@ -79,6 +79,9 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     let file = store.load()?;
     let now = Timestamp::now();
     if let Some(task_id) = &args.task_id {
+        if file.find(task_id).is_none() {
+            crate::cmd::watched_elsewhere(task_id, &args.state, &args.other_job_files)?;
+        }
         let job = &file.jobs[file.watched(task_id, store.path())?];
         if out.json {
             let turns = turns_of(&file, &[job]);

@@ -204,6 +204,9 @@ pub struct Status {
     /// What of the config file was left out (a wrong tick knob): said as warnings, and in
     /// `--json` as `config_skipped`; every tick refuses the file until it is fixed.
     pub config_skipped: Vec<String>,
+    /// The job files other than `state` a tick here might read (the config file's
+    /// `state`, the default): a task `state` does not watch is looked for there, to name.
+    pub other_job_files: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -215,6 +218,9 @@ pub struct Cancel {
     pub stop: Option<Auth>,
     /// `--check-ins`: only turn the check-ins off.
     pub check_ins: bool,
+    /// The job files other than `state` a tick here might read (the config file's
+    /// `state`, the default): a task `state` does not watch is looked for there, to name.
+    pub other_job_files: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -225,6 +231,9 @@ pub struct Redeliver {
     pub limits: Limits,
     /// For the chat check (the job's own base URL is asked).
     pub auth: Auth,
+    /// The job files other than `state` a tick here might read (the config file's
+    /// `state`, the default): a task `state` does not watch is looked for there, to name.
+    pub other_job_files: Vec<PathBuf>,
 }
 
 /// Everything one tick needs besides the job file's contents.

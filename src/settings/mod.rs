@@ -234,6 +234,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         Command::Status(args) => Action::Status(Status {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
             all: args.all,
+            other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             // Only for its `next poll` line: a typo in a tick's knob never stops `status`.
             limits: knobs().map_or_else(|_| default_limits(), |k| k.limits()),
@@ -241,6 +242,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         }),
         Command::Cancel(args) => Action::Cancel(Cancel {
             task_id: parse_task_id(&args.task_id)?,
+            other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             limits: knobs()?.limits(),
             stop: if args.stop { Some(auth()?) } else { None },
@@ -343,6 +345,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
             task_id: parse_task_id(&args.task_id)?,
             create_session: args.create_session,
+            other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             limits: knobs()?.limits(),
             auth: auth()?,

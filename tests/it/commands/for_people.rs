@@ -827,6 +827,47 @@ fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
     assert!(!said.contains("other job file"), "{said}");
 }
 
+/// Found by hand: a shell holding the demo's `ATC_STATE` asked `atc status T` of a task
+/// atc's plugin had watched in the default job file: "no watch for T", as if the id were
+/// wrong. `status`, `cancel` and `redeliver` name the job file that watches it, and only
+/// read it.
+#[test]
+fn a_task_watched_in_another_job_file_is_named_with_that_file() {
+    let s = Scene::new();
+    let env = &s.env;
+    let default = env.home.join(".local/state/atc/jobs.json");
+    env.atc_default_state(["watch", TASK, "--session", "s-9"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    let left = std::fs::read(&default).unwrap();
+    let said = format!(
+        "atc: no watch for {TASK} in {} (from ATC_STATE), but {} watches it: pass --state {} to this command\n",
+        env.state.display(),
+        default.display(),
+        default.display()
+    );
+    for args in [
+        vec!["status", TASK],
+        vec!["cancel", TASK],
+        vec!["cancel", TASK, "--check-ins"],
+        vec!["cancel", TASK, "--stop"],
+        vec!["redeliver", TASK],
+    ] {
+        s.atc(args).status(1).stdout("").stderr(said.clone()).run();
+    }
+    assert_eq!(std::fs::read(&default).unwrap(), left, "only read");
+    // A task no job file watches: refused as before.
+    s.atc(["status", "task-0000000000ff"])
+        .status(1)
+        .stdout("")
+        .stderr(format!(
+            "atc: no watch for task-0000000000ff in {}: `atc status` lists the watched tasks (a watch made with another job file, by --state, ATC_STATE or the config's `state`, is in that one)\n",
+            env.state.display()
+        ))
+        .run();
+}
+
 /// Found by hand: `atc watch` from a shell whose `ATC_STATE` (or `--state`) names
 /// another job file than the one atc's QwenPaw plugin ticks was recorded without a
 /// word; nothing ever polled it. It warns now, naming both files, while the plugin ticks
