@@ -33,6 +33,7 @@ pub fn run(log: &Log, out: Output) -> Result<()> {
     if let Some(task_id) = &log.task_id {
         events.retain(|e| &e.task_id == task_id);
         if events.is_empty() {
+            crate::cmd::watched_elsewhere(task_id, &log.state, &log.other_job_files)?;
             fail!(
                 Exit::Refused,
                 "the event log {} has no events for {task_id}",

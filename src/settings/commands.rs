@@ -94,6 +94,9 @@ pub struct Log {
     pub state: Setting<PathBuf>,
     pub task_id: Option<String>,
     pub all: bool,
+    /// The job files other than `state` a tick here might read: a task with no events
+    /// here is looked for there, to name.
+    pub other_job_files: Vec<PathBuf>,
 }
 
 /// `atc import-plugin-state`.

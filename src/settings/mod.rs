@@ -305,6 +305,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
         Command::Log(args) => Action::Log(Log {
             task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
             all: args.all,
+            other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
         }),
         Command::Paths => Action::Paths(Paths {

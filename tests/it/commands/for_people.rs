@@ -829,8 +829,8 @@ fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
 
 /// Found by hand: a shell holding the demo's `ATC_STATE` asked `atc status T` of a task
 /// atc's plugin had watched in the default job file: "no watch for T", as if the id were
-/// wrong. `status`, `cancel` and `redeliver` name the job file that watches it, and only
-/// read it.
+/// wrong. `status`, `cancel`, `redeliver` and `log` name the job file that watches it,
+/// and only read it.
 #[test]
 fn a_task_watched_in_another_job_file_is_named_with_that_file() {
     let s = Scene::new();
@@ -853,6 +853,7 @@ fn a_task_watched_in_another_job_file_is_named_with_that_file() {
         vec!["cancel", TASK, "--check-ins"],
         vec!["cancel", TASK, "--stop"],
         vec!["redeliver", TASK],
+        vec!["log", TASK],
     ] {
         s.atc(args).status(1).stdout("").stderr(said.clone()).run();
     }
