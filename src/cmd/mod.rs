@@ -92,14 +92,13 @@ pub fn watched_elsewhere(
     others: &[std::path::PathBuf],
 ) -> anyhow::Result<()> {
     let has = |path: &std::path::Path| {
-        crate::state::Store::new(path.to_path_buf())
-            .peek(|file| file.find(task_id).is_some())
-            .unwrap_or(false)
+        crate::state::Store::new(path.to_path_buf()).peek(|file| file.find(task_id).is_some())
     };
-    if has(&state.value) {
+    // Watched here, or this file cannot be read: the command says what it finds.
+    if has(&state.value).unwrap_or(true) {
         return Ok(());
     }
-    if let Some(other) = others.iter().find(|path| has(path)) {
+    if let Some(other) = others.iter().find(|path| has(path).unwrap_or(false)) {
         crate::fail!(
             crate::exit::Exit::Refused,
             "no watch for {task_id} in {} (from {}), but {} watches it: pass --state {} to this command",

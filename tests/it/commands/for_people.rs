@@ -867,6 +867,13 @@ fn a_task_watched_in_another_job_file_is_named_with_that_file() {
             env.state.display()
         ))
         .run();
+    // A job file here that cannot be read is said as such, never passed over.
+    support::atc::write_private(&env.state, br#"{"version":2,"jobs":[{"bad":1}]}"#);
+    s.atc(["status", TASK])
+        .status(3)
+        .stdout("")
+        .stderr_contains("does not match the v2 schema")
+        .run();
 }
 
 /// Found by hand: `atc watch` from a shell whose `ATC_STATE` (or `--state`) names
