@@ -777,17 +777,24 @@ fn doctor_marks_an_installed_timer_that_never_ran() {
 /// and doctor said all was well. Doctor looks at the config file's `state` and the
 /// default too: one that still watches tasks is fine while ticks read it, a failure when
 /// none has for longer than a tick may take; one that watches nothing is not named.
-#[test]
-fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
-    let s = Scene::new();
-    s.healthy();
-    let env = &s.env;
+/// `TASK` watched in the default job file (not the test's, `ATC_STATE`): its path and its
+/// bytes then.
+fn watched_in_the_default_job_file(env: &TestEnv) -> (std::path::PathBuf, Vec<u8>) {
     let default = env.home.join(".local/state/atc/jobs.json");
     env.atc_default_state(["watch", TASK, "--session", "s-9"])
         .chat_check_skipped()
         .stdout_inspected()
         .run();
     let left = std::fs::read(&default).unwrap();
+    (default, left)
+}
+
+#[test]
+fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
+    let s = Scene::new();
+    s.healthy();
+    let env = &s.env;
+    let (default, left) = watched_in_the_default_job_file(env);
     let shown = default.display();
     // Doctor here reads the test's job file (ATC_STATE), not the default.
     let said = s.atc(["doctor"]).doctor_said(1);
@@ -835,12 +842,7 @@ fn doctor_names_another_job_file_that_still_watches_and_nothing_ticks() {
 fn a_task_watched_in_another_job_file_is_named_with_that_file() {
     let s = Scene::new();
     let env = &s.env;
-    let default = env.home.join(".local/state/atc/jobs.json");
-    env.atc_default_state(["watch", TASK, "--session", "s-9"])
-        .chat_check_skipped()
-        .stdout_inspected()
-        .run();
-    let left = std::fs::read(&default).unwrap();
+    let (default, left) = watched_in_the_default_job_file(env);
     let said = format!(
         "atc: no watch for {TASK} in {} (from ATC_STATE), but {} watches it: pass --state {} to this command\n",
         env.state.display(),
