@@ -27,11 +27,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_PAUSE: Duration = Duration::from_secs(1);
 
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
-    crate::cmd::watched_elsewhere(&cancel.task_id, &cancel.state, &cancel.other_job_files)?;
-    if cancel.check_ins {
-        return check_ins_off(cancel, out);
-    }
     let store = Store::new(cancel.state.value.clone());
+    let (state, others) = (&cancel.state, &cancel.other_job_files);
+    crate::cmd::watched_elsewhere(&cancel.task_id, &store, &state.source, others)?;
+    if cancel.check_ins {
+        return check_ins_off(cancel, &store, out);
+    }
     let task_id = &cancel.task_id;
     // The stop goes out before the lock is taken: the lock is never held across the network.
     let stopped = match &cancel.stop {
@@ -68,8 +69,7 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
 }
 
 /// `cancel --check-ins`: the watch goes on, without check-ins.
-fn check_ins_off(cancel: &Cancel, out: Output) -> Result<()> {
-    let store = Store::new(cancel.state.value.clone());
+fn check_ins_off(cancel: &Cancel, store: &Store, out: Output) -> Result<()> {
     let task_id = &cancel.task_id;
     let now = Timestamp::now();
     let path = store.path().to_owned();

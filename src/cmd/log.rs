@@ -33,7 +33,9 @@ pub fn run(log: &Log, out: Output) -> Result<()> {
     if let Some(task_id) = &log.task_id {
         events.retain(|e| &e.task_id == task_id);
         if events.is_empty() {
-            crate::cmd::watched_elsewhere(task_id, &log.state, &log.other_job_files)?;
+            let store = crate::state::Store::new(log.state.value.clone());
+            let (source, others) = (&log.state.source, &log.other_job_files);
+            crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
             fail!(
                 Exit::Refused,
                 "the event log {} has no events for {task_id}",

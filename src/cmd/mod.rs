@@ -82,28 +82,31 @@ pub fn still_watching(path: &std::path::Path) -> Option<(usize, String)> {
     ))
 }
 
-/// Refuses `task_id` when the job file `state` does not watch it and another job file a
-/// tick here might read does (a shell's `ATC_STATE` beside the default file atc's
-/// QwenPaw plugin ticks): names that file, where "no watch for" would send a person
-/// looking for a mistyped id. Read, never written or created; otherwise nothing.
+/// Refuses `task_id` when the job file of `store` (chosen by `source`) does not watch it
+/// and another job file a tick here might read does (a shell's `ATC_STATE` beside the
+/// default file atc's QwenPaw plugin ticks): names that file, where "no watch for" would
+/// send a person looking for a mistyped id. Read, never written or created; otherwise
+/// nothing. The command's own `store` is asked, so its later read or update does not
+/// parse the file again.
 pub fn watched_elsewhere(
     task_id: &str,
-    state: &crate::settings::Setting<std::path::PathBuf>,
+    store: &crate::state::Store,
+    source: &crate::settings::Source,
     others: &[std::path::PathBuf],
 ) -> anyhow::Result<()> {
-    let has = |path: &std::path::Path| {
-        crate::state::Store::new(path.to_path_buf()).peek(|file| file.find(task_id).is_some())
-    };
+    let has = |store: &crate::state::Store| store.peek(|file| file.find(task_id).is_some());
     // Watched here, or this file cannot be read: the command says what it finds.
-    if has(&state.value).unwrap_or(true) {
+    if has(store).unwrap_or(true) {
         return Ok(());
     }
-    if let Some(other) = others.iter().find(|path| has(path).unwrap_or(false)) {
+    if let Some(other) = others
+        .iter()
+        .find(|path| has(&crate::state::Store::new(path.to_path_buf())).unwrap_or(false))
+    {
         crate::fail!(
             crate::exit::Exit::Refused,
-            "no watch for {task_id} in {} (from {}), but {} watches it: pass --state {} to this command",
-            state.value.display(),
-            state.source,
+            "no watch for {task_id} in {} (from {source}), but {} watches it: pass --state {} to this command",
+            store.path().display(),
             other.display(),
             other.display()
         );

@@ -27,7 +27,8 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     // update below acts on the job as it is then.
     let before = store.load()?;
     if before.find(task_id).is_none() {
-        crate::cmd::watched_elsewhere(task_id, &redeliver.state, &redeliver.other_job_files)?;
+        let (source, others) = (&redeliver.state.source, &redeliver.other_job_files);
+        crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
     }
     let chat = match before.find(task_id) {
         Some(job)

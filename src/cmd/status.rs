@@ -80,7 +80,8 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     let now = Timestamp::now();
     if let Some(task_id) = &args.task_id {
         if file.find(task_id).is_none() {
-            crate::cmd::watched_elsewhere(task_id, &args.state, &args.other_job_files)?;
+            let (source, others) = (&args.state.source, &args.other_job_files);
+            crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
         }
         let job = &file.jobs[file.watched(task_id, store.path())?];
         if out.json {
