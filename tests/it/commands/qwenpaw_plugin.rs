@@ -589,13 +589,13 @@ fn doctor_finds_the_atc_a_running_server_finds_in_the_plugins_order() {
     // The server runs `python3 qwenpaw app --port <port>` with `vars` alone; what doctor
     // says of it.
     let doctor_beside = |vars: &[(&str, &str)]| {
-        let mut app = Command::new(shim.join("python3"))
-            .arg(&script)
-            .args(["app", "--port", &port])
-            .env_clear()
-            .envs(vars.iter().copied())
-            .spawn()
-            .unwrap();
+        let mut app = support::spawn_seen(
+            Command::new(shim.join("python3"))
+                .arg(&script)
+                .args(["app", "--port", &port])
+                .env_clear()
+                .envs(vars.iter().copied()),
+        );
         let out = doctor_of(&env, &wd, Some(&server.api()), 1);
         let _ = app.kill();
         let _ = app.wait();

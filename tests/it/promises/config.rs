@@ -1053,14 +1053,14 @@ fn doctor_warns_when_the_servers_kicks_use_another_job_file_or_config() {
         .to_owned();
     // The server runs with `env` (and PATH) alone; returns its pid and what doctor said.
     let doctor_beside = |env: &[(&str, &Path)]| {
-        let mut server = std::process::Command::new("python3")
-            .arg(bin.join("qwenpaw"))
-            .args(["app", "--port", &port])
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .envs(env.iter().copied())
-            .spawn()
-            .unwrap();
+        let mut server = support::spawn_seen(
+            std::process::Command::new("python3")
+                .arg(bin.join("qwenpaw"))
+                .args(["app", "--port", &port])
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .envs(env.iter().copied()),
+        );
         let out = s
             .atc(["doctor"])
             .env("QWENPAW_WORKING_DIR", &wd)
