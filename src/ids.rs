@@ -5,6 +5,19 @@ use crate::exit::{Exit, Failure};
 /// Longest task id accepted. Real 2.2 ids are `task-` + 12 hex digits.
 pub const MAX_TASK_ID_LEN: usize = 128;
 
+/// Several task ids given as arguments, each read as [`parse_task_id`] reads one, in
+/// the order given, each once (`atc watch a b a` watches two).
+pub fn parse_task_ids(raw: &[String]) -> Result<Vec<String>, Failure> {
+    let mut ids: Vec<String> = Vec::new();
+    for one in raw {
+        let id = parse_task_id(one)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
 /// Normalises a task id the way QwenPaw's `normalize_id` does (trim whitespace, then
 /// surrounding quotes, then whitespace: agents often paste `'task-…'` with its quotes) and
 /// then insists on `^[A-Za-z0-9_-]{1,128}$`. Anything else (a `/`, `..`, `%`, spaces,

@@ -690,8 +690,11 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The watched task id
-    pub task_id: String,
+    /// The watched task ids; with several, none is cancelled (and no child stopped) when
+    /// one cannot be, and a child --stop cannot stop keeps its watch (the others are
+    /// cancelled; exit as for that child)
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// Also stop the child itself (POST /console/chat/stop on its chat, on the agent that
     /// holds it: --target-agent, else found among the server's agents), then end the

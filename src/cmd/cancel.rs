@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cmd::report_job;
+use crate::cmd::{emit, print_json, report_job};
 use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Watch};
+use crate::job_file::JobFile;
 use crate::lifecycle;
 use crate::lifecycle::cancel::{cancel_in, check_ins_off_in};
 use crate::lifecycle::stop::Stopped;
@@ -29,63 +30,165 @@ const STOP_PAUSE: Duration = Duration::from_secs(1);
 pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     let store = Store::new(cancel.state.value.clone());
     let (state, others) = (&cancel.state, &cancel.other_job_files);
-    crate::cmd::watched_elsewhere(&cancel.task_id, &store, &state.source, others)?;
+    let task_ids = &cancel.task_ids;
+    for task_id in task_ids {
+        crate::cmd::watched_elsewhere(task_id, &store, &state.source, others)?;
+    }
     if cancel.check_ins {
         return check_ins_off(cancel, &store, out);
     }
-    let task_id = &cancel.task_id;
-    // The stop goes out before the lock is taken: the lock is never held across the network.
-    let stopped = match &cancel.stop {
-        Some(auth) => {
-            let file = store.load()?;
-            let job = &file.jobs[file.watched(task_id, store.path())?];
-            if matches!(job.watch, Watch::Pending | Watch::Cancelled) {
-                Some((job.job_id.clone(), stop_child(job, auth, &store)?))
-            } else {
-                None
-            }
-        }
-        None => None,
-    };
-    let now = Timestamp::now();
     let path = store.path().to_owned();
-    let (job, message, changed) = store.update(|file| {
-        let stopped = stopped.as_ref().map(|(id, s)| (id.as_str(), s));
+    let cancel_one = |file: &mut JobFile, task_id: &str, stopped, now| {
+        let stop_asked = cancel.stop.is_some();
         cancel_in(
             file,
             task_id,
-            cancel.stop.is_some(),
+            stop_asked,
             stopped,
             &path,
             now,
             &cancel.limits,
         )
-    })?;
-    // A second cancel changes nothing, and logs nothing.
-    if changed && job.watch == Watch::Cancelled {
-        store.log(&[LogEntry::of("cancelled", &job, now)])?;
+    };
+    if task_ids.len() > 1 {
+        // Several: each would be cancelled, on a copy, or nothing is stopped or changed (a
+        // typo, or one delivered already, must not leave the others half done).
+        store.peek(|file| {
+            let mut copy = file.clone();
+            task_ids
+                .iter()
+                .try_for_each(|id| cancel_one(&mut copy, id, None, Timestamp::now()).map(drop))
+        })??;
     }
-    report_job(&job, &message, out)
+    // The stops go out before the lock is taken: the lock is never held across the
+    // network. A child that cannot be stopped keeps its watch; the others go on.
+    let mut stopped = Vec::new();
+    let mut not_stopped = Vec::new();
+    if let Some(auth) = &cancel.stop {
+        let file = store.load()?;
+        for task_id in task_ids {
+            let job = &file.jobs[file.watched(task_id, store.path())?];
+            if matches!(job.watch, Watch::Pending | Watch::Cancelled) {
+                match stop_child(job, auth, &store) {
+                    Ok(s) => stopped.push((task_id, job.job_id.clone(), s)),
+                    Err(err) => not_stopped.push((task_id.as_str(), err)),
+                }
+            }
+        }
+    }
+    let cancelled: Vec<&String> = task_ids
+        .iter()
+        .filter(|id| !not_stopped.iter().any(|(n, _)| n == id))
+        .collect();
+    let now = Timestamp::now();
+    let (done, refused) = if cancelled.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        store.update(|file| {
+            let (mut done, mut refused) = (Vec::new(), Vec::new());
+            for task_id in &cancelled {
+                // `cancel_in` takes it only for the registration it was sent for.
+                let stopped = stopped
+                    .iter()
+                    .find(|(id, _, _)| id == task_id)
+                    .map(|(_, job_id, s)| (job_id.as_str(), s));
+                // A refusal changes nothing; of several, one a tick ended since the
+                // check above is kept out, and the others go on.
+                match cancel_one(file, task_id, stopped, now) {
+                    Ok(one) => done.push(one),
+                    Err(err) if task_ids.len() > 1 => refused.push((task_id.as_str(), err)),
+                    Err(err) => return Err(err),
+                }
+            }
+            Ok((done, refused))
+        })?
+    };
+    // A second cancel changes nothing, and logs nothing.
+    let entries: Vec<LogEntry> = done
+        .iter()
+        .filter(|(job, _, changed)| *changed && job.watch == Watch::Cancelled)
+        .map(|(job, _, _)| LogEntry::of("cancelled", job, now))
+        .collect();
+    if !entries.is_empty() {
+        store.log(&entries)?;
+    }
+    report(&done, task_ids.len(), out)?;
+    not_stopped.extend(refused);
+    not_cancelled(not_stopped, done.len())
 }
 
-/// `cancel --check-ins`: the watch goes on, without check-ins.
+/// What each cancel (or `--check-ins`) did: its message, or its job in JSON (one id: the
+/// job; several: `{"jobs": […]}`, as `watch` prints them).
+fn report(done: &[(Job, String, bool)], asked: usize, out: Output) -> Result<()> {
+    match done {
+        // All refused: the errors say it.
+        [] => Ok(()),
+        [(job, message, _)] if asked == 1 => report_job(job, message, out),
+        _ if out.json => {
+            let jobs: Vec<&Job> = done.iter().map(|(job, _, _)| job).collect();
+            print_json(&serde_json::json!({ "jobs": jobs }))
+        }
+        _ if out.quiet => Ok(()),
+        _ => done
+            .iter()
+            .try_for_each(|(_, message, _)| emit(&format!("{message}\n"))),
+    }
+}
+
+/// The children `--stop` could not stop (their watches kept), and how many watches were
+/// cancelled all the same: one line, each saying why, the exit the first one's.
+fn not_cancelled(mut failed: Vec<(&str, anyhow::Error)>, cancelled: usize) -> Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    if failed.len() == 1 && cancelled == 0 {
+        return Err(failed.remove(0).1);
+    }
+    let exit = crate::exit::exit_for(&failed[0].1);
+    let each: Vec<String> = failed.iter().map(|(_, err)| format!("{err:#}")).collect();
+    let rest = match cancelled {
+        0 => "",
+        1 => " (the other watch is cancelled)",
+        _ => " (the other watches are cancelled)",
+    };
+    fail!(exit, "{}{rest}", each.join("; also "))
+}
+
+/// `cancel --check-ins`: the watches go on, without check-ins.
 fn check_ins_off(cancel: &Cancel, store: &Store, out: Output) -> Result<()> {
-    let task_id = &cancel.task_id;
     let now = Timestamp::now();
     let path = store.path().to_owned();
-    let (job, claimed) =
-        store.update(|file| check_ins_off_in(file, task_id, &path, now, &cancel.limits))?;
-    store.log(&[LogEntry::of("check_ins_off", &job, now)])?;
-    let message = if claimed {
-        format!(
-            "No more check-ins for {task_id}; the one being posted now still arrives. Still watching it (its result comes back as usual)."
-        )
-    } else {
-        format!(
-            "No more check-ins for {task_id}; still watching it (its result comes back as usual)."
-        )
-    };
-    report_job(&job, &message, out)
+    let done = store.update(|file| {
+        cancel
+            .task_ids
+            .iter()
+            .map(|task_id| {
+                check_ins_off_in(file, task_id, &path, now, &cancel.limits)
+                    .map(|(job, claimed)| (task_id, job, claimed))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let entries: Vec<LogEntry> = done
+        .iter()
+        .map(|(_, job, _)| LogEntry::of("check_ins_off", job, now))
+        .collect();
+    store.log(&entries)?;
+    let done: Vec<(Job, String, bool)> = done
+        .into_iter()
+        .map(|(task_id, job, claimed)| {
+            let message = if claimed {
+                format!(
+                    "No more check-ins for {task_id}; the one being posted now still arrives. Still watching it (its result comes back as usual)."
+                )
+            } else {
+                format!(
+                    "No more check-ins for {task_id}; still watching it (its result comes back as usual)."
+                )
+            };
+            (job, message, true)
+        })
+        .collect();
+    report(&done, cancel.task_ids.len(), out)
 }
 
 /// Stops the child of `job` through its own base URL, trying up to

@@ -215,7 +215,8 @@ pub struct Status {
 #[derive(Debug)]
 pub struct Cancel {
     pub state: Setting<PathBuf>,
-    pub task_id: String,
+    /// Each once, in the order given.
+    pub task_ids: Vec<String>,
     pub limits: Limits,
     /// `--stop`: stop the child too (through the job's own base URL), with this auth.
     pub stop: Option<Auth>,

@@ -241,7 +241,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             config_skipped: file.skipped.clone(),
         }),
         Command::Cancel(args) => Action::Cancel(Cancel {
-            task_id: parse_task_id(&args.task_id)?,
+            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             limits: knobs()?.limits(),
@@ -359,13 +359,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             Generated::Completions { shell } => Generate::Completions(shell),
         }),
         Command::ParentRead(args) => {
-            let mut task_ids: Vec<String> = Vec::new();
-            for raw in &args.task_ids {
-                let id = parse_task_id(raw)?;
-                if !task_ids.contains(&id) {
-                    task_ids.push(id);
-                }
-            }
+            let task_ids = crate::ids::parse_task_ids(&args.task_ids)?;
             let (agent, session, user, channel) = watch::chat_of(
                 (args.agent, args.session, args.user, args.channel),
                 env,

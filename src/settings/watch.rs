@@ -11,7 +11,6 @@ use super::tick::Knobs;
 use super::{Auth, Setting, Source, Watch, checked, defaults, text};
 use crate::cli;
 use crate::exit::{Exit, Failure};
-use crate::ids::parse_task_id;
 use crate::job::{ForwardMode, OnEmpty, OnNoAnswer, Options, Origin};
 
 pub(super) fn watch(
@@ -23,13 +22,7 @@ pub(super) fn watch(
     auth: Auth,
     knobs: &Knobs,
 ) -> Result<Watch, Failure> {
-    let mut task_ids: Vec<String> = Vec::new();
-    for raw in &args.task_ids {
-        let id = parse_task_id(raw)?;
-        if !task_ids.contains(&id) {
-            task_ids.push(id);
-        }
-    }
+    let mut task_ids = crate::ids::parse_task_ids(&args.task_ids)?;
     let mut child_sessions: Vec<(String, String)> = Vec::new();
     let mut target_agents: Vec<(String, String)> = Vec::new();
     if let Some(from) = &args.from {

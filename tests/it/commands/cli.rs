@@ -732,6 +732,72 @@ fn cancel_marks_the_job_cancelled_and_the_child_keeps_running() {
 }
 
 #[test]
+fn cancel_of_several_tasks_cancels_each_or_none() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "task-b", "--session", "s-77"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    // A typo in one: nothing is cancelled, the one not watched is named.
+    env.atc(["cancel", TASK, "task-nope", "task-b"])
+        .status(1)
+        .stderr_contains("atc: no watch for task-nope in ")
+        .file_unchanged();
+    // Each once, in the order given, each saying what it did; each logged.
+    let not_polled = |t: &str| {
+        format!(
+            "Cancelled the watch on {t}; atc had not polled the child yet, and it is not stopped: `atc wait {t}` or check_agent_task says how it ends.\n"
+        )
+    };
+    env.atc(["cancel", "task-b", TASK, "task-b"])
+        .stdout(not_polled("task-b") + &not_polled(TASK))
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["status"], "cancelled");
+            assert_eq!(file["jobs"][1]["status"], "cancelled");
+        });
+    let cancelled: Vec<_> = env
+        .logged(&[])
+        .into_iter()
+        .filter(|e| e["event"] == "cancelled")
+        .map(|e| e["task_id"].clone())
+        .collect();
+    assert_eq!(cancelled, [json!("task-b"), json!(TASK)]);
+    // --json: the jobs, as `watch` of several prints them.
+    let out = env
+        .atc(["--json", "cancel", TASK, "task-b"])
+        .file_unchanged()
+        .json();
+    let ids: Vec<_> = out["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["task_id"].clone(), j["status"].clone()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            (json!(TASK), json!("cancelled")),
+            (json!("task-b"), json!("cancelled"))
+        ]
+    );
+    env.atc(["--quiet", "cancel", TASK, "task-b"])
+        .stdout("")
+        .file_unchanged();
+    // One delivered already: refused before anything is stopped (the pending one's
+    // child, of no known session, would be refused a stop otherwise).
+    let env = TestEnv::new();
+    let mut done = job(TASK, "done", NOWHERE);
+    let turn = turn_for(&mut done, "delivered");
+    let mut pending = job("task-pending", "pending", NOWHERE);
+    pending["job_id"] = json!("0123456789ab");
+    env.write_file(&json!({"version": 2, "jobs": [pending, done], "turns": [turn]}));
+    env.atc(["cancel", "task-pending", TASK, "--stop"])
+        .status(1)
+        .stderr_contains(format!("atc: {TASK} was already delivered to "))
+        .file_unchanged();
+}
+
+#[test]
 fn cancel_refuses_unknown_and_delivered_tasks() {
     let env = TestEnv::new();
     let mut done = job(TASK, "done", NOWHERE);

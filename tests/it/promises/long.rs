@@ -967,3 +967,59 @@ fn cancel_check_ins_stops_them_and_keeps_watching() {
         .stderr("atc: --check-in 1s 500ms is not a whole number of seconds: write 1s or 2s\n")
         .no_file();
 }
+
+#[test]
+fn cancel_stop_of_several_cancels_those_it_stopped_and_keeps_the_one_it_could_not() {
+    let s = Scene::new();
+    s.chats.add_child("default", CHILD);
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.watch("task-unknown-child", &[]);
+    s.poll_replies(
+        TASK,
+        vec![
+            support::fake::Reply::json(200, support::bodies::RUNNING),
+            support::fake::Reply::json(200, support::bodies::FINISHED_CANCELLED),
+        ],
+    );
+    s.atc(["cancel", "task-unknown-child", TASK, "--stop"])
+        .status(1)
+        .stdout(format!(
+            "Cancelled the watch on {TASK}; the child was stopped.\n"
+        ))
+        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept (the other watch is cancelled)\n")
+        .file(|file| {
+            assert_eq!(file["jobs"][0]["status"], "cancelled");
+            assert_eq!(file["jobs"][1]["status"], "pending");
+        });
+    assert_eq!(s.chats.stops().len(), 1);
+    // None stopped: each says why, in one line; nothing is cancelled.
+    s.watch("task-unknown-too", &[]);
+    s.atc(["cancel", "task-unknown-child", "task-unknown-too", "--stop"])
+        .status(1)
+        .stdout("")
+        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept; also cannot stop the child of task-unknown-too: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n")
+        .file_unchanged();
+}
+
+#[test]
+fn cancel_check_ins_of_several_stops_each_or_none() {
+    let s = Scene::new();
+    s.watch(TASK, &["--check-in", "1m"]);
+    s.watch("task-b", &["--check-in", "5m"]);
+    s.watch("task-quiet", &[]);
+    // One without check-ins: none is changed.
+    s.atc(["cancel", TASK, "task-quiet", "--check-ins"])
+        .status(1)
+        .stderr_contains("atc: task-quiet has no check-ins to stop")
+        .file_unchanged();
+    s.atc(["cancel", TASK, "task-b", "--check-ins"])
+        .stdout(format!(
+            "No more check-ins for {TASK}; still watching it (its result comes back as usual).\nNo more check-ins for task-b; still watching it (its result comes back as usual).\n"
+        ))
+        .file(|file| {
+            for job in &file["jobs"].as_array().unwrap()[..2] {
+                assert_eq!(job["status"], "pending");
+                assert!(job.get("check_in_secs").is_none(), "{job}");
+            }
+        });
+}
