@@ -161,6 +161,7 @@ pub fn cancel_stop(ctx: &Ctx) -> R<()> {
 /// the child's chat among the server's agents, stops it there, records where, and says
 /// "not running" only when the task record says so (issue 27, defect 6: it stopped on
 /// the asking agent, found nothing, and said the child was not running while it ran).
+/// In the same `atc cancel A B --stop`, a child on the asking agent is stopped too.
 pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
     let api = ctx.main.api();
     let second = ctx.main.second_agent()?;
@@ -171,14 +172,30 @@ pub fn cancel_stop_elsewhere(ctx: &Ctx) -> R<()> {
     );
     let before = api.make_parent("default", user, &parent)?;
     let tid = running_child_on(&api, &second, &child, user, "long child SLEEP=60")?;
+    // And one on the asking agent: both stopped by one `cancel A B --stop`.
+    let child_here = ctx.uniq("stop-else-child-here");
+    let here = running_child(&api, &child_here, user, "long child SLEEP=60")?;
     let atc = fresh_atc(ctx, "cancel-stop-elsewhere")?;
     atc.watch(&tid, &parent, user, &["--child-session", &child])?;
-    cancel_stop_says(&atc, &tid, &stopped(&tid))?;
-    let record = finished_record(&api, &tid)?;
+    atc.watch(&here, &parent, user, &["--child-session", &child_here])?;
+    let out = atc.ok(&["cancel", &tid, &here, "--stop"])?;
     ensure!(
-        record["result"]["status"] == "failed"
-            && record["result"]["error"]["message"] == "Task cancelled",
-        "the child was not stopped: {record}"
+        out.stdout == stopped(&tid) + &stopped(&here),
+        "cancel of both --stop said {:?}",
+        out.stdout
+    );
+    for task in [&tid, &here] {
+        let record = finished_record(&api, task)?;
+        ensure!(
+            record["result"]["status"] == "failed"
+                && record["result"]["error"]["message"] == "Task cancelled",
+            "the child was not stopped: {record}"
+        );
+    }
+    ensure!(
+        atc.job(&here)?["status"] == "cancelled",
+        "the asking agent's child's watch: {}",
+        atc.job(&here)?
     );
     let job = atc.job(&tid)?;
     let chat = api
