@@ -9,9 +9,8 @@ use crate::cmd::{emit, print_json, report_job};
 use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Watch};
-use crate::job_file::JobFile;
 use crate::lifecycle;
-use crate::lifecycle::cancel::{cancel_in, check_ins_off_in};
+use crate::lifecycle::cancel::{cancel_each_in, check_ins_off_in};
 use crate::lifecycle::stop::Stopped;
 use crate::pass::{self, StopFailed};
 use crate::qwenpaw::Client;
@@ -38,26 +37,22 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         return check_ins_off(cancel, &store, out);
     }
     let path = store.path().to_owned();
-    let cancel_one = |file: &mut JobFile, task_id: &str, stopped, now| {
-        let stop_asked = cancel.stop.is_some();
-        cancel_in(
-            file,
-            task_id,
-            stop_asked,
-            stopped,
-            &path,
-            now,
-            &cancel.limits,
-        )
-    };
+    let stop_asked = cancel.stop.is_some();
     if task_ids.len() > 1 {
         // Several: each would be cancelled, on a copy, or nothing is stopped or changed (a
         // typo, or one delivered already, must not leave the others half done).
+        let asked: Vec<_> = task_ids.iter().map(|id| (id.as_str(), None)).collect();
         store.peek(|file| {
             let mut copy = file.clone();
-            task_ids
-                .iter()
-                .try_for_each(|id| cancel_one(&mut copy, id, None, Timestamp::now()).map(drop))
+            let tried = cancel_each_in(
+                &mut copy,
+                &asked,
+                stop_asked,
+                &path,
+                Timestamp::now(),
+                &cancel.limits,
+            );
+            tried.into_iter().try_for_each(|one| one.map(drop))
         })??;
     }
     // The stops go out before the lock is taken: the lock is never held across the
@@ -85,18 +80,24 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
         (Vec::new(), Vec::new())
     } else {
         store.update(|file| {
+            // `cancel_in` takes a stop's findings only for the registration it was sent for.
+            let asked: Vec<_> = cancelled
+                .iter()
+                .map(|task_id| {
+                    let stopped = stopped
+                        .iter()
+                        .find(|(id, _, _)| id == task_id)
+                        .map(|(_, job_id, s)| (job_id.as_str(), s));
+                    (task_id.as_str(), stopped)
+                })
+                .collect();
+            let tried = cancel_each_in(file, &asked, stop_asked, &path, now, &cancel.limits);
             let (mut done, mut refused) = (Vec::new(), Vec::new());
-            for task_id in &cancelled {
-                // `cancel_in` takes it only for the registration it was sent for.
-                let stopped = stopped
-                    .iter()
-                    .find(|(id, _, _)| id == task_id)
-                    .map(|(_, job_id, s)| (job_id.as_str(), s));
-                // A refusal changes nothing; of several, one a tick ended since the
-                // check above is kept out, and the others go on.
-                match cancel_one(file, task_id, stopped, now) {
+            for ((task_id, _), one) in asked.iter().zip(tried) {
+                // Of several, one a tick ended since the check above is kept out.
+                match one {
                     Ok(one) => done.push(one),
-                    Err(err) if task_ids.len() > 1 => refused.push((task_id.as_str(), err)),
+                    Err(err) if task_ids.len() > 1 => refused.push((*task_id, err)),
                     Err(err) => return Err(err),
                 }
             }

@@ -11,7 +11,7 @@ use super::stop::{NotRunning, StopSaid, Stopped};
 use super::{Event, Limits};
 use crate::exit::Exit;
 use crate::fail;
-use crate::job::{Job, Status, Watch};
+use crate::job::{ChatKey, Job, Status, Watch};
 use crate::job_file::JobFile;
 use crate::outcome::Outcome;
 use crate::time::Timestamp;
@@ -19,12 +19,14 @@ use crate::turn::TurnState;
 
 /// What a cancel of job `i` leaves of its group (`--group`): a sentence for the message,
 /// or nothing for a watch in no group or the last of its group. The group's turn waits
-/// until no member is pending; the cancelled one is no longer one of them.
-fn group_left(file: &JobFile, i: usize) -> String {
+/// until no member is pending; the cancelled one is no longer one of them (`them`: nor
+/// the members the same command cancelled before it).
+fn group_left(file: &JobFile, i: usize, them: bool) -> String {
     let me = &file.jobs[i];
     let Some(name) = me.options.group.as_deref() else {
         return String::new();
     };
+    let it = if them { "them" } else { "it" };
     let others: Vec<&Job> = file
         .jobs
         .iter()
@@ -41,14 +43,14 @@ fn group_left(file: &JobFile, i: usize) -> String {
         .count();
     if running == 1 {
         format!(
-            " Group {name} still comes back as one message, without it, once its other task ends."
+            " Group {name} still comes back as one message, without {it}, once its other task ends."
         )
     } else if running > 1 {
         format!(
-            " Group {name} still comes back as one message, without it, once its other {running} tasks end."
+            " Group {name} still comes back as one message, without {it}, once its other {running} tasks end."
         )
     } else if waiting > 0 {
-        format!(" Group {name} goes out without it on the next atc tick.")
+        format!(" Group {name} goes out without {it} on the next atc tick.")
     } else {
         String::new()
     }
@@ -67,8 +69,72 @@ pub fn cancel_in(
     now: Timestamp,
     limits: &Limits,
 ) -> Result<(Job, String, bool)> {
+    let stop = (stop_asked, stopped);
+    cancel_member_in(file, task_id, stop, path, now, limits, Speaks::OfIt)
+}
+
+/// `atc cancel A B …` in one change of the file: each as [`cancel_in`], in the order
+/// given, but a group is spoken of once, by the last of its members cancelled here, as
+/// the file stands after the others (each line would otherwise say the group waits for
+/// the ones the same command cancels next). `asked`: each task, and what the stop sent
+/// for it found. A refusal changes nothing of its own watch; the others go on.
+pub fn cancel_each_in(
+    file: &mut JobFile,
+    asked: &[(&str, Option<(&str, &Stopped)>)],
+    stop_asked: bool,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Vec<Result<(Job, String, bool)>> {
+    fn group_of<'f>(file: &'f JobFile, task_id: &str) -> Option<(&'f str, ChatKey<'f>)> {
+        let job = file.find(task_id)?;
+        Some((job.options.group.as_deref()?, job.chat_key()))
+    }
+    (0..asked.len())
+        .map(|n| {
+            let (task_id, stopped) = asked[n];
+            let mine = group_of(file, task_id);
+            let same = |(other, _): &(&str, _)| mine.is_some() && group_of(file, other) == mine;
+            let says = if asked[n + 1..].iter().any(same) {
+                Speaks::Not
+            } else if asked[..n].iter().any(same) {
+                Speaks::OfThem
+            } else {
+                Speaks::OfIt
+            };
+            let stop = (stop_asked, stopped);
+            cancel_member_in(file, task_id, stop, path, now, limits, says)
+        })
+        .collect()
+}
+
+/// What a cancel's line says of the watch's group (`--group`).
+#[derive(Clone, Copy)]
+enum Speaks {
+    /// What is left of it, without this member.
+    OfIt,
+    /// What is left of it, without this member and others the same command cancelled.
+    OfThem,
+    /// Nothing: a member the same command cancels next says it.
+    Not,
+}
+
+/// [`cancel_in`], saying of the watch's group what `says` says.
+fn cancel_member_in(
+    file: &mut JobFile,
+    task_id: &str,
+    (stop_asked, stopped): (bool, Option<(&str, &Stopped)>),
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+    says: Speaks,
+) -> Result<(Job, String, bool)> {
     let i = file.watched(task_id, path)?;
-    let group = group_left(file, i);
+    let group = match says {
+        Speaks::OfIt => group_left(file, i, false),
+        Speaks::OfThem => group_left(file, i, true),
+        Speaks::Not => String::new(),
+    };
     // Its block travels in a turn that was claimed (being posted, or may have been):
     // once claimed, a turn is what it is, and the cancel cannot take the block out.
     let turn = file.turn_of(&file.jobs[i]).cloned();

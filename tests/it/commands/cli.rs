@@ -8,7 +8,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::atc::{TestEnv, job, mode, stderr, stdout, turn_for};
+use support::atc::{TestEnv, job, job_of, mode, stderr, stdout, turn_for};
 use support::bodies;
 use support::fake::{FakeQwenPaw, Reply};
 use support::hermetic::NOWHERE;
@@ -795,6 +795,75 @@ fn cancel_of_several_tasks_cancels_each_or_none() {
         .status(1)
         .stderr_contains(format!("atc: {TASK} was already delivered to "))
         .file_unchanged();
+}
+
+/// Found by hand: `atc cancel B C` of a group of three said of B "Group trio still comes
+/// back … once its other 2 tasks end", C being one of them, cancelled by the same command.
+#[test]
+fn cancel_of_several_members_speaks_of_their_group_once_as_it_is_left() {
+    let env = TestEnv::new();
+    env.atc([
+        "watch",
+        "task-a",
+        "task-b",
+        "task-c",
+        "--session",
+        "s-77",
+        "--group",
+        "trio",
+    ])
+    .chat_check_skipped()
+    .stdout_inspected()
+    .run();
+    env.atc(["watch", "task-d", "--session", "s-77"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    let not_polled = |t: &str| {
+        format!(
+            "Cancelled the watch on {t}; atc had not polled the child yet, and it is not stopped: `atc wait {t}` or check_agent_task says how it ends."
+        )
+    };
+    env.atc(["cancel", "task-b", "task-d", "task-c"])
+        .stdout(format!(
+            "{}\n{}\n{} Group trio still comes back as one message, without them, once its other task ends.\n",
+            not_polled("task-b"),
+            not_polled("task-d"),
+            not_polled("task-c")
+        ))
+        .file(|file| {
+            let status: Vec<_> = file["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["status"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(status, ["pending", "cancelled", "cancelled", "cancelled"]);
+        });
+    // One member alone: "without it", as a cancel of one says.
+    env.atc([
+        "watch",
+        "task-e",
+        "task-f",
+        "--session",
+        "s-77",
+        "--group",
+        "duo",
+    ])
+    .chat_check_skipped()
+    .stdout_inspected()
+    .run();
+    env.atc(["cancel", "task-e", "task-a"])
+        .stdout_contains(format!(
+            "{} Group duo still comes back as one message, without it, once its other task ends.\n",
+            not_polled("task-e")
+        ))
+        .stdout_contains(format!("{}\n", not_polled("task-a")))
+        .file(|file| {
+            assert_eq!(job_of(file, "task-a")["status"], "cancelled");
+            assert_eq!(job_of(file, "task-e")["status"], "cancelled");
+            assert_eq!(job_of(file, "task-f")["status"], "pending");
+        });
 }
 
 #[test]
