@@ -433,3 +433,88 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
     };
     crate::text::one_line(&note, BRIEF_CHARS)
 }
+
+/// The command that watches `job`'s task again as its watch was made, for the chat it
+/// records, with `more` (further flags) at its end: `atc watch T --session S --user U
+/// --stop-after 1h` (a flag at its default left out; not `--group`, whose turn may have
+/// gone out), each value quoted for a shell when it needs it. What a hint to "watch it
+/// again" gives a person, who would otherwise be told "no session to deliver to", or
+/// drop the options the watch had (a re-watch names its whole watch).
+pub fn watch_again(job: &Job, more: &str) -> String {
+    use crate::job::{ForwardMode, OnEmpty, OnNoAnswer};
+    use crate::settings::defaults;
+    let t = &job.target;
+    let o = &job.options;
+    let word = |value: &str| format!(" {}", shell_word(value));
+    let mut line = format!(
+        "atc watch {} --session {}",
+        job.task_id,
+        shell_word(&t.session_id)
+    );
+    let secs = |s: u64| word(&crate::time::human(std::time::Duration::from_secs(s)));
+    let flags: [(&str, Option<String>); 12] = [
+        (
+            "--user",
+            (t.user_id != defaults::USER).then(|| word(&t.user_id)),
+        ),
+        (
+            "--channel",
+            (t.channel != defaults::CHANNEL).then(|| word(&t.channel)),
+        ),
+        (
+            "--agent",
+            (t.agent_id != defaults::AGENT).then(|| word(&t.agent_id)),
+        ),
+        ("--target-agent", t.target_agent.as_deref().map(word)),
+        ("--child-session", job.child_session.as_deref().map(word)),
+        ("--stop-after", o.stop_after_secs.map(secs)),
+        ("--check-in", o.check_in_secs.map(secs)),
+        (
+            "--on-empty",
+            (o.on_empty != OnEmpty::default()).then(|| flag_value(&o.on_empty)),
+        ),
+        (
+            "--on-no-answer",
+            (o.on_no_answer != OnNoAnswer::default()).then(|| flag_value(&o.on_no_answer)),
+        ),
+        (
+            "--forward",
+            (o.forward != ForwardMode::default()).then(|| flag_value(&o.forward)),
+        ),
+        ("--fork-branch", o.fork_branch.as_deref().map(word)),
+        ("--create-session", o.create_session.then(String::new)),
+    ];
+    for (flag, value) in flags {
+        if let Some(value) = value {
+            line.push_str(&format!(" {flag}{value}"));
+        }
+    }
+    if o.allow_insecure_remote {
+        line.push_str(" --allow-insecure-remote");
+    }
+    if !more.is_empty() {
+        line.push(' ');
+        line.push_str(more);
+    }
+    line
+}
+
+/// An option's value as its flag takes it (the job file's word for it), after a space.
+fn flag_value<T: serde::Serialize>(value: &T) -> String {
+    let word = serde_json::to_value(value).ok();
+    format!(
+        " {}",
+        word.as_ref().and_then(|w| w.as_str()).unwrap_or_default()
+    )
+}
+
+/// `value` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes.
+fn shell_word(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.:@/+=,%".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}

@@ -291,7 +291,8 @@ pub fn check_ins_off_in(
         }
         fail!(
             Exit::Refused,
-            "{task_id} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch` it again with --check-in to start them"
+            "{task_id} has no check-ins to stop (watched without --check-in, or they were stopped already): `{}` starts them",
+            crate::describe::watch_again(job, "--check-in D")
         );
     }
     *job = transition.job;

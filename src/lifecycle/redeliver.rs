@@ -76,8 +76,8 @@ pub fn redeliver_in(
                     "is pending: atc still watches it and posts its result when it ends".to_owned()
                 }
                 Status::Cancelled => format!(
-                    "is cancelled: `atc watch {}` again to have its result delivered",
-                    job.task_id
+                    "is cancelled: `{}` watches it again, to have its result delivered",
+                    crate::describe::watch_again(job, "")
                 ),
                 Status::Lost | Status::Abandoned | Status::Expired => {
                     format!("is {shown}: there is no result to send")

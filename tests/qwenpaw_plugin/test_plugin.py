@@ -554,8 +554,8 @@ class PluginTest(Carried, unittest.TestCase):
     def test_check_ins_off_without_check_ins_names_the_tool(self):
         self.listed(job("task-00000000000a"))
         self.answer("", "atc: task-00000000000a has no check-ins to stop (watched without "
-                    "--check-in, or they were stopped already): `atc watch` it again with "
-                    "--check-in to start them\n", 1)
+                    "--check-in, or they were stopped already): `atc watch task-00000000000a "
+                    "--session s-1 --user carol --stop-after 1h --check-in D` starts them\n", 1)
         line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", check_ins=True))
         self.assertEqual(line, (
             "Check-ins not stopped for task-00000000000a: task-00000000000a has no check-ins "

@@ -783,7 +783,9 @@ fn redeliver_of_a_watch_with_nothing_to_retry_says_what_to_do_instead() {
         ),
         (
             "cancelled",
-            format!("is cancelled: `atc watch {TASK}` again to have its result delivered"),
+            format!(
+                "is cancelled: `atc watch {TASK} --session s-77` watches it again, to have its result delivered"
+            ),
         ),
         ("lost", "is lost: there is no result to send".to_owned()),
         (

@@ -947,7 +947,7 @@ fn cancel_check_ins_stops_them_and_keeps_watching() {
     s.atc(["cancel", TASK, "--check-ins"])
         .status(1)
         .stderr(format!(
-            "atc: {TASK} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch` it again with --check-in to start them\n"
+            "atc: {TASK} has no check-ins to stop (watched without --check-in, or they were stopped already): `atc watch {TASK} --session s-77 --check-in D` starts them\n"
         ))
         .file_unchanged();
     s.atc(["cancel", TASK, "--check-ins", "--stop"])
@@ -1022,4 +1022,74 @@ fn cancel_check_ins_of_several_stops_each_or_none() {
                 assert!(job.get("check_in_secs").is_none(), "{job}");
             }
         });
+}
+
+/// Found by hand: `atc redeliver` of a cancelled watch said "`atc watch T` again", which
+/// is refused ("no session to deliver to"), and a re-watch with fewer options turns the
+/// others off. The command it now gives watches the task again as it was.
+#[test]
+fn the_watch_again_command_a_hint_gives_remakes_the_watch_as_it_was() {
+    let s = Scene::new();
+    let session = "lena's chat 1";
+    s.chats.add("SE", session, "lena", "console");
+    let flags = [
+        "--session",
+        session,
+        "--user",
+        "lena",
+        "--agent",
+        "SE",
+        "--target-agent",
+        "worker",
+        "--child-session",
+        CHILD,
+        "--stop-after",
+        "1h 30m",
+        "--check-in",
+        "10m",
+        "--on-empty",
+        "skip",
+        "--on-no-answer",
+        "silent",
+        "--forward",
+        "never",
+        "--fork-branch",
+        "b-1",
+    ];
+    s.watch(TASK, &flags);
+    let before = s.job(TASK);
+    s.atc(["cancel", TASK]).stdout_inspected().run();
+    let out = s
+        .atc(["redeliver", TASK])
+        .status(1)
+        .stderr_inspected()
+        .run();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    let command = said
+        .split('`')
+        .nth(1)
+        .and_then(|c| c.strip_prefix("atc "))
+        .unwrap_or_else(|| panic!("no `atc …` command in {said:?}"));
+    assert_eq!(
+        command,
+        format!(
+            "watch {TASK} --session 'lena'\\''s chat 1' --user lena --agent SE --target-agent worker --child-session {CHILD} --stop-after '1h 30m' --check-in 10m --on-empty skip --on-no-answer silent --forward never --fork-branch b-1"
+        )
+    );
+    // Run as a person pastes it (in a shell aimed at the fake, as `Scene::atc` is).
+    s.checked(&[TASK], || {
+        s.env
+            .sh(&format!("exec \"$ATC\" {command}"))
+            .env("ATC_BASE_URL", s.server.url())
+            .stdout_contains(format!("Watching {TASK} (running on agent 'worker') for agent 'SE' again (the previous watch ended cancelled)"))
+            .stderr_inspected()
+            .run()
+    });
+    let after = s.job(TASK);
+    for field in before.as_object().unwrap().keys() {
+        if !["job_id", "created_at", "updated_at", "status"].contains(&field.as_str()) {
+            assert_eq!(after[field], before[field], "{field}");
+        }
+    }
+    assert_eq!(after["status"], "pending");
 }

@@ -163,8 +163,8 @@ def for_model(text):
     text = re.sub(r" \(`atc status [^`]*` shows [^)]*\)", "", text)
     text = re.sub(r"\. `atc status [^`]*` shows the text; `atc redeliver [^`]*` tries again "
                   r"safely", "", text)
-    text = text.replace("`atc watch` it again with --check-in",
-                        "watch it again with watch_agent_task's check_in")
+    text = re.sub(r"`atc watch [^`]* --check-in D` starts them",
+                  "watch it again with watch_agent_task's check_in to start them", text)
     return scrub(tool_words(text))
 
 
