@@ -223,7 +223,8 @@ fn stop_child(job: &Job, auth: &Auth, store: &Store) -> Result<Stopped> {
             Ok(stopped) => return Ok(stopped),
             Err(StopFailed::NoSession) => fail!(
                 Exit::Refused,
-                "cannot stop the child of {task_id}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept"
+                "cannot stop the child of {task_id}: its session is not known; `{}` watches it with its session (SID: the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept",
+                crate::describe::watch_again(job, "--child-session SID")
             ),
             Err(StopFailed::OtherChild(why)) => {
                 // A session proven another task's is forgotten (the right one, given

@@ -602,9 +602,17 @@ class PluginTest(Carried, unittest.TestCase):
 
     def test_cancel_with_stop_refused_keeps_the_watch(self):
         self.listed(job("task-00000000000a"))
-        self.answer("", "atc: cannot stop the child of task-00000000000a: its session is not known; the watch is kept\n", 1)
+        self.answer("", "atc: cannot stop the child of task-00000000000a: its session is not "
+                    "known; `atc watch task-00000000000a --session s-1 --user carol "
+                    "--child-session SID` watches it with its session (SID: the [SESSION: …] "
+                    "line submit_to_agent printed), or stop it from QwenPaw's console; the "
+                    "watch is kept\n", 1)
         line = run(self.plugin.tools.cancel_task_callback("task-00000000000a", stop=True))
-        self.assertEqual(line, "Not stopped task-00000000000a (still watched): cannot stop the child of task-00000000000a: its session is not known; the watch is kept")
+        self.assertEqual(line, (
+            "Not stopped task-00000000000a (still watched): cannot stop the child of "
+            "task-00000000000a: its session is not known; watch it again with "
+            "watch_agent_task's child_session (the [SESSION: …] line submit_to_agent "
+            "printed), or stop it from QwenPaw's console; the watch is kept"))
 
     def test_cancel_with_check_ins_stops_only_them(self):
         self.listed(job("task-00000000000a"))

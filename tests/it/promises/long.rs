@@ -357,7 +357,7 @@ fn cancel_stop_without_a_child_session_is_refused_and_keeps_the_watch() {
     s.atc(["cancel", TASK, "--stop"])
         .status(1)
         .stderr(format!(
-            "atc: cannot stop the child of {TASK}: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n"
+            "atc: cannot stop the child of {TASK}: its session is not known; `atc watch {TASK} --session s-77 --child-session SID` watches it with its session (SID: the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n"
         ))
         .file_unchanged();
     assert_eq!(s.status(TASK), "pending");
@@ -986,7 +986,7 @@ fn cancel_stop_of_several_cancels_those_it_stopped_and_keeps_the_one_it_could_no
         .stdout(format!(
             "Cancelled the watch on {TASK}; the child was stopped.\n"
         ))
-        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept (the other watch is cancelled)\n")
+        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; `atc watch task-unknown-child --session s-77 --child-session SID` watches it with its session (SID: the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept (the other watch is cancelled)\n")
         .file(|file| {
             assert_eq!(file["jobs"][0]["status"], "cancelled");
             assert_eq!(file["jobs"][1]["status"], "pending");
@@ -997,7 +997,7 @@ fn cancel_stop_of_several_cancels_those_it_stopped_and_keeps_the_one_it_could_no
     s.atc(["cancel", "task-unknown-child", "task-unknown-too", "--stop"])
         .status(1)
         .stdout("")
-        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept; also cannot stop the child of task-unknown-too: its session is not known; watch it again with --child-session SID (the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n")
+        .stderr("atc: cannot stop the child of task-unknown-child: its session is not known; `atc watch task-unknown-child --session s-77 --child-session SID` watches it with its session (SID: the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept; also cannot stop the child of task-unknown-too: its session is not known; `atc watch task-unknown-too --session s-77 --child-session SID` watches it with its session (SID: the [SESSION: …] line submit_to_agent printed), or stop it from QwenPaw's console; the watch is kept\n")
         .file_unchanged();
 }
 

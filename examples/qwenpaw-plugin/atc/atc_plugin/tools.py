@@ -165,6 +165,8 @@ def for_model(text):
                   r"safely", "", text)
     text = re.sub(r"`atc watch [^`]* --check-in D` starts them",
                   "watch it again with watch_agent_task's check_in to start them", text)
+    text = re.sub(r"`atc watch [^`]* --child-session SID` watches it with its session \(SID: ",
+                  "watch it again with watch_agent_task's child_session (", text)
     return scrub(tool_words(text))
 
 
