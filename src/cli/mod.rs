@@ -680,11 +680,12 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Show this task's job in full
-    pub task_id: Option<String>,
+    /// Show these tasks' jobs in full, one after the other
+    #[arg(value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// List every job, not just the 20 most recent
-    #[arg(long, conflicts_with = "task_id")]
+    #[arg(long, conflicts_with = "task_ids")]
     pub all: bool,
 }
 

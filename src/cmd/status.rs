@@ -74,43 +74,79 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     shown
 }
 
+/// `atc status T…`: each task's job in full, in the order given (`--json`: the jobs,
+/// their turns and give-ups, and each one's chain of watches above it: `chain` for one
+/// task, `chains` by task for several, as the list has them).
+fn shown_in_full(
+    args: &settings::Status,
+    store: &Store,
+    file: &JobFile,
+    now: Timestamp,
+    out: Output,
+) -> Result<()> {
+    let (source, others) = (&args.state.source, &args.other_job_files);
+    let mut jobs: Vec<&Job> = Vec::new();
+    for task_id in &args.task_ids {
+        if file.find(task_id).is_none() {
+            crate::cmd::watched_elsewhere(task_id, store, source, others)?;
+        }
+        jobs.push(&file.jobs[file.watched(task_id, store.path())?]);
+    }
+    let chain = |job: &Job| -> Vec<String> {
+        crate::lifecycle::tree::chain(&file.jobs, job, CHAIN_MAX)
+            .iter()
+            .map(|j| j.task_id.clone())
+            .collect()
+    };
+    if out.json {
+        let (turns, give_ups) = (turns_of(file, &jobs), give_ups_of(file, &jobs));
+        let skipped = &args.config_skipped;
+        let shown = match jobs.as_slice() {
+            [job] => json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups,
+                "chain": chain(job), "config_skipped": skipped }),
+            _ => {
+                let chains: serde_json::Map<String, serde_json::Value> = jobs
+                    .iter()
+                    .map(|job| (job.task_id.clone(), chain(job)))
+                    .filter(|(_, above)| !above.is_empty())
+                    .map(|(task, above)| (task, json!(above)))
+                    .collect();
+                json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups,
+                    "chains": chains, "config_skipped": skipped })
+            }
+        };
+        return crate::cmd::print_json(&shown);
+    }
+    let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
+    let turns = crate::lifecycle::Turns::of(&file.turns);
+    let texts: Vec<String> = jobs
+        .iter()
+        .map(|job| {
+            let text = full(job, file, &turns, now);
+            match next_poll(job, &beat, now, &args.limits) {
+                Some(line) => text.replacen("\nregistered ", &format!("\n{line}\nregistered "), 1),
+                None => text,
+            }
+        })
+        .collect();
+    crate::cmd::emit(&texts.join("\n"))?;
+    if !out.quiet
+        && jobs
+            .iter()
+            .any(|job| !crate::lifecycle::settled_job(job, &turns))
+        && let Some(line) = no_tick_lately(file, &turns, &beat, now)
+    {
+        crate::term::say(&line);
+    }
+    Ok(())
+}
+
 fn shown(args: &settings::Status, out: Output) -> Result<()> {
     let store = Store::new(args.state.value.clone());
     let file = store.load()?;
     let now = Timestamp::now();
-    if let Some(task_id) = &args.task_id {
-        if file.find(task_id).is_none() {
-            let (source, others) = (&args.state.source, &args.other_job_files);
-            crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
-        }
-        let job = &file.jobs[file.watched(task_id, store.path())?];
-        if out.json {
-            let turns = turns_of(&file, &[job]);
-            let give_ups = give_ups_of(&file, &[job]);
-            let chain: Vec<&str> = crate::lifecycle::tree::chain(&file.jobs, job, CHAIN_MAX)
-                .iter()
-                .map(|j| j.task_id.as_str())
-                .collect();
-            crate::cmd::print_json(
-                &json!({ "jobs": [job], "turns": turns, "give_ups": give_ups, "chain": chain,
-                    "config_skipped": args.config_skipped }),
-            )?;
-        } else {
-            let beat = crate::pass::Heartbeat::read(&store.tick_lock_path());
-            let turns = crate::lifecycle::Turns::of(&file.turns);
-            let mut text = full(job, &file, &turns, now);
-            if let Some(line) = next_poll(job, &beat, now, &args.limits) {
-                text = text.replacen("\nregistered ", &format!("\n{line}\nregistered "), 1);
-            }
-            crate::cmd::emit(&text)?;
-            if !out.quiet
-                && !crate::lifecycle::settled_job(job, &turns)
-                && let Some(line) = no_tick_lately(&file, &turns, &beat, now)
-            {
-                crate::term::say(&line);
-            }
-        }
-        return Ok(());
+    if !args.task_ids.is_empty() {
+        return shown_in_full(args, &store, &file, now, out);
     }
 
     // Newest first; the file keeps registrations in order, so ties keep file order reversed.

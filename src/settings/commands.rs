@@ -199,7 +199,8 @@ pub struct ParentRead {
 #[derive(Debug)]
 pub struct Status {
     pub state: Setting<PathBuf>,
-    pub task_id: Option<String>,
+    /// Each once, in the order given; none: the list.
+    pub task_ids: Vec<String>,
     pub all: bool,
     /// The tick's limits from the environment and the config file (`next poll` counts by
     /// its `poll-ceiling`).

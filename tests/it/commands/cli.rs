@@ -651,6 +651,47 @@ fn status_of_one_task_shows_it_in_full() {
         ));
 }
 
+/// Several task ids, as `watch` and `cancel` take them: each in full, in the order given.
+#[test]
+fn status_of_several_tasks_shows_each_in_full_in_order() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "task-b", "--session", "s-77"])
+        .chat_check_skipped()
+        .stdout_inspected()
+        .run();
+    let out = env
+        .atc(["status", "task-b", TASK, "task-b"])
+        .stdout_inspected()
+        .run();
+    let said = stdout(&out);
+    let starts: Vec<usize> = said
+        .match_indices("\ntask            ")
+        .map(|(i, _)| i)
+        .collect();
+    assert!(said.starts_with("task            task-b\n"), "{said}");
+    assert_eq!(starts.len(), 1, "two views, each once: {said}");
+    assert!(
+        said[starts[0]..].starts_with(&format!("\ntask            {TASK}\n")),
+        "{said}"
+    );
+    // A blank line between the two, as between a view's parts.
+    assert!(said[..starts[0]].ends_with('\n'), "{said}");
+    let shown = env.atc(["--json", "status", "task-b", TASK]).json();
+    assert_eq!(
+        shown,
+        json!({"jobs": [env.job("task-b"), env.job(TASK)], "turns": [], "give_ups": [],
+            "chains": {}, "config_skipped": []})
+    );
+    // One not watched: refused, naming it; nothing shown.
+    env.atc(["status", TASK, "task-unknown"])
+        .status(1)
+        .stdout("")
+        .stderr_contains("atc: no watch for task-unknown in ");
+    env.atc(["status", TASK, "--all"])
+        .status(2)
+        .stderr_contains("cannot be used with");
+}
+
 /// The detail view names the delivery options a watch asked for, and only those.
 #[test]
 fn status_of_one_task_names_the_options_it_asked_for() {
