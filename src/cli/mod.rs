@@ -287,8 +287,9 @@ pub struct WaitArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// Only this task's events
-    pub task_id: Option<String>,
+    /// Only these tasks' events (several: interleaved, as they happened)
+    #[arg(value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// Every event kept, not just the last 50
     #[arg(long)]

@@ -1,5 +1,5 @@
 //! `atc log`: the event log beside the job file, oldest first: the last 50 events (or
-//! `--all`), of one task when one is named. Human lines, or `{"events": [...]}` with
+//! `--all`), of the tasks named when some are. Human lines, or `{"events": [...]}` with
 //! `--json`. The log holds typed facts only, so nothing here can leak a message.
 
 use anyhow::Result;
@@ -30,17 +30,19 @@ pub fn run(log: &Log, out: Output) -> Result<()> {
             if skipped == 1 { "is" } else { "are" },
         ));
     }
-    if let Some(task_id) = &log.task_id {
-        events.retain(|e| &e.task_id == task_id);
-        if events.is_empty() {
-            let store = crate::state::Store::new(log.state.value.clone());
-            let (source, others) = (&log.state.source, &log.other_job_files);
-            crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
-            fail!(
-                Exit::Refused,
-                "the event log {} has no events for {task_id}",
-                journal::path(path).display()
-            );
+    if !log.task_ids.is_empty() {
+        events.retain(|e| log.task_ids.contains(&e.task_id));
+        let store = crate::state::Store::new(log.state.value.clone());
+        for task_id in &log.task_ids {
+            if !events.iter().any(|e| &e.task_id == task_id) {
+                let (source, others) = (&log.state.source, &log.other_job_files);
+                crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
+                fail!(
+                    Exit::Refused,
+                    "the event log {} has no events for {task_id}",
+                    journal::path(path).display()
+                );
+            }
         }
     }
     if !log.all && events.len() > RECENT {

@@ -92,7 +92,8 @@ pub struct Paths {
 #[derive(Debug)]
 pub struct Log {
     pub state: Setting<PathBuf>,
-    pub task_id: Option<String>,
+    /// Each once; none: every task's events.
+    pub task_ids: Vec<String>,
     pub all: bool,
     /// The job files other than `state` a tick here might read: a task with no events
     /// here is looked for there, to name.

@@ -303,7 +303,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 .collect(),
         }),
         Command::Log(args) => Action::Log(Log {
-            task_id: args.task_id.as_deref().map(parse_task_id).transpose()?,
+            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
             all: args.all,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,

@@ -1451,6 +1451,22 @@ fn log_tells_each_job_s_history_in_order() {
     s.atc(["log", "task-nothing"])
         .status(1)
         .stderr_contains("has no events for task-nothing");
+    // Several: their events interleaved, as they happened (the --json list above, less
+    // nothing but the others' events).
+    let both = s.env.logged(&["task-other", TASK]);
+    assert_eq!(both, s.env.logged(&[]));
+    assert_eq!(
+        s.env.logged(&["task-other"]),
+        s.env
+            .logged(&[])
+            .into_iter()
+            .filter(|e| e["task_id"] == "task-other")
+            .collect::<Vec<_>>()
+    );
+    s.atc(["log", TASK, "task-nothing"])
+        .status(1)
+        .stdout("")
+        .stderr_contains("has no events for task-nothing");
 }
 
 #[test]
