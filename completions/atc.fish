@@ -34,7 +34,7 @@ complete -c atc -n "__fish_atc_needs_command" -s h -l help -d 'Print help (see m
 complete -c atc -n "__fish_atc_needs_command" -s V -l version -d 'Print version'
 complete -c atc -n "__fish_atc_needs_command" -f -a "watch" -d 'Record tasks and where their results must go'
 complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched tasks (the 20 most recent, newest first)'
-complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching a task (the child task keeps running)'
+complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching tasks (each child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-up delivery again: undelivered, unconfirmed, misrouted or error'
 complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until a task ends, and print its result'

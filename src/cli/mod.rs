@@ -132,7 +132,8 @@ pub enum Command {
     /// Show watched tasks (the 20 most recent, newest first)
     ///
     /// The list shows each job's task, status, age, agent → session and what is happening to
-    /// it; `atc status TASK_ID` shows one job in full, with the start of its result text.
+    /// it; `atc status TASK_ID…` shows each job named in full, with the start of its result
+    /// text.
     /// A status marked * was given up by a tick nobody heard (a QwenPaw kick): the next
     /// `atc tick` says why. With --json: {"jobs": [...], "turns": [...], "give_ups":
     /// [...], "chains": {...}, "config_skipped": [...]}, the records as they are in the
@@ -141,7 +142,7 @@ pub enum Command {
     /// the file until it is fixed. Watches that have waited over two minutes with no
     /// scheduled tick for as long (or ever) get a warning too: nothing moves until one runs.
     Status(StatusArgs),
-    /// Stop watching a task (the child task keeps running)
+    /// Stop watching tasks (each child task keeps running)
     ///
     /// A cancel that lands while the result is being posted still cancels, and says the
     /// result may already be on its way. A delivered task cannot be cancelled.
