@@ -1,6 +1,7 @@
 //! Cutting text to size, in one place: by characters (Unicode scalar values, as Python
 //! counts them) for what QwenPaw receives, by terminal columns for what a person reads;
-//! never inside a UTF-8 sequence.
+//! never inside a UTF-8 sequence. And a value as one shell word (`shell_word`), for the
+//! commands atc prints or writes.
 
 /// `1 job`, `2 jobs`: a count with the word that fits it.
 pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -108,6 +109,18 @@ pub fn pad(text: &str, width: usize) -> String {
     out
 }
 
+/// `value` as one `sh` word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside as `'\''`). For commands atc prints for
+/// a person to paste, or writes into a crontab.
+pub fn shell_word(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.:@/+=,%".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +178,20 @@ mod tests {
     fn one_line_flattens_and_cuts() {
         assert_eq!(one_line("  a\nb\u{1b}c  ", 10), "a b c");
         assert_eq!(one_line("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn shell_word_quotes_only_what_a_shell_would_read_otherwise() {
+        for (value, word) in [
+            ("task-1", "task-1"),
+            ("me:to:w:1:ab", "me:to:w:1:ab"),
+            ("1h 30m", "'1h 30m'"),
+            ("lena's", r"'lena'\''s'"),
+            ("$HOME", "'$HOME'"),
+            ("a;b", "'a;b'"),
+            ("", "''"),
+        ] {
+            assert_eq!(shell_word(value), word, "{value:?}");
+        }
     }
 }

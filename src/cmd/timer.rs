@@ -220,16 +220,7 @@ fn systemd_quote(path: &Path) -> String {
 
 /// A path as one sh word inside a crontab line (`%` means newline to cron).
 fn shell_quote(path: &Path) -> String {
-    let raw = path.to_string_lossy();
-    let safe = raw
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c));
-    let word = if safe {
-        raw.into_owned()
-    } else {
-        format!("'{}'", raw.replace('\'', "'\\''"))
-    };
-    word.replace('%', "\\%")
+    crate::text::shell_word(&path.to_string_lossy()).replace('%', "\\%")
 }
 
 #[cfg(test)]

@@ -445,11 +445,11 @@ pub fn watch_again(job: &Job, more: &str) -> String {
     use crate::settings::defaults;
     let t = &job.target;
     let o = &job.options;
-    let word = |value: &str| format!(" {}", shell_word(value));
+    let word = |value: &str| format!(" {}", crate::text::shell_word(value));
     let mut line = format!(
         "atc watch {} --session {}",
         job.task_id,
-        shell_word(&t.session_id)
+        crate::text::shell_word(&t.session_id)
     );
     let secs = |s: u64| word(&crate::time::human(std::time::Duration::from_secs(s)));
     let flags: [(&str, Option<String>); 12] = [
@@ -506,15 +506,4 @@ fn flag_value<T: serde::Serialize>(value: &T) -> String {
         " {}",
         word.as_ref().and_then(|w| w.as_str()).unwrap_or_default()
     )
-}
-
-/// `value` as one shell word: as it is when it holds only characters no shell treats
-/// specially, else in single quotes.
-fn shell_word(value: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.:@/+=,%".contains(c);
-    if !value.is_empty() && value.chars().all(plain) {
-        value.to_owned()
-    } else {
-        format!("'{}'", value.replace('\'', r"'\''"))
-    }
 }
