@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::describe::{brief, explain};
-use crate::job::{ForwardMode, Job, OnEmpty, OnNoAnswer, Watch};
+use crate::job::{Job, Watch};
 use crate::job_file::JobFile;
 use crate::settings::{self, Output};
 use crate::state::Store;
@@ -567,19 +567,7 @@ fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timesta
     if let Some(branch) = &o.fork_branch {
         field("fork branch", branch.clone());
     }
-    let mut asked = Vec::new();
-    if o.create_session {
-        asked.push("--create-session");
-    }
-    if o.on_no_answer == OnNoAnswer::Silent {
-        asked.push("--on-no-answer silent");
-    }
-    if o.on_empty == OnEmpty::Skip {
-        asked.push("--on-empty skip");
-    }
-    if o.forward == ForwardMode::Never {
-        asked.push("--forward never");
-    }
+    let asked = crate::describe::delivery_flags(o);
     if !asked.is_empty() {
         field("options", asked.join(" "));
     }

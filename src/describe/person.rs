@@ -441,7 +441,6 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
 /// again" gives a person, who would otherwise be told "no session to deliver to", or
 /// drop the options the watch had (a re-watch names its whole watch).
 pub fn watch_again(job: &Job, more: &str) -> String {
-    use crate::job::{ForwardMode, OnEmpty, OnNoAnswer};
     use crate::settings::defaults;
     let t = &job.target;
     let o = &job.options;
@@ -452,7 +451,7 @@ pub fn watch_again(job: &Job, more: &str) -> String {
         crate::text::shell_word(&t.session_id)
     );
     let secs = |s: u64| word(&crate::time::human(std::time::Duration::from_secs(s)));
-    let flags: [(&str, Option<String>); 12] = [
+    let flags: [(&str, Option<String>); 8] = [
         (
             "--user",
             (t.user_id != defaults::USER).then(|| word(&t.user_id)),
@@ -469,25 +468,16 @@ pub fn watch_again(job: &Job, more: &str) -> String {
         ("--child-session", job.child_session.as_deref().map(word)),
         ("--stop-after", o.stop_after_secs.map(secs)),
         ("--check-in", o.check_in_secs.map(secs)),
-        (
-            "--on-empty",
-            (o.on_empty != OnEmpty::default()).then(|| flag_value(&o.on_empty)),
-        ),
-        (
-            "--on-no-answer",
-            (o.on_no_answer != OnNoAnswer::default()).then(|| flag_value(&o.on_no_answer)),
-        ),
-        (
-            "--forward",
-            (o.forward != ForwardMode::default()).then(|| flag_value(&o.forward)),
-        ),
         ("--fork-branch", o.fork_branch.as_deref().map(word)),
-        ("--create-session", o.create_session.then(String::new)),
     ];
     for (flag, value) in flags {
         if let Some(value) = value {
             line.push_str(&format!(" {flag}{value}"));
         }
+    }
+    for flag in delivery_flags(o) {
+        line.push(' ');
+        line.push_str(flag);
     }
     if o.allow_insecure_remote {
         line.push_str(" --allow-insecure-remote");
@@ -499,11 +489,22 @@ pub fn watch_again(job: &Job, more: &str) -> String {
     line
 }
 
-/// An option's value as its flag takes it (the job file's word for it), after a space.
-fn flag_value<T: serde::Serialize>(value: &T) -> String {
-    let word = serde_json::to_value(value).ok();
-    format!(
-        " {}",
-        word.as_ref().and_then(|w| w.as_str()).unwrap_or_default()
-    )
+/// The delivery options a watch asked for, as their flags (those at their default left
+/// out): what `atc status T` lists as its options, and a watch-again command repeats.
+pub fn delivery_flags(o: &crate::job::Options) -> Vec<&'static str> {
+    use crate::job::{ForwardMode, OnEmpty, OnNoAnswer};
+    let mut asked = Vec::new();
+    if o.create_session {
+        asked.push("--create-session");
+    }
+    if o.on_no_answer == OnNoAnswer::Silent {
+        asked.push("--on-no-answer silent");
+    }
+    if o.on_empty == OnEmpty::Skip {
+        asked.push("--on-empty skip");
+    }
+    if o.forward == ForwardMode::Never {
+        asked.push("--forward never");
+    }
+    asked
 }

@@ -1073,7 +1073,7 @@ fn the_watch_again_command_a_hint_gives_remakes_the_watch_as_it_was() {
     assert_eq!(
         command,
         format!(
-            "watch {TASK} --session 'lena'\\''s chat 1' --user lena --agent SE --target-agent worker --child-session {CHILD} --stop-after '1h 30m' --check-in 10m --on-empty skip --on-no-answer silent --forward never --fork-branch b-1"
+            "watch {TASK} --session 'lena'\\''s chat 1' --user lena --agent SE --target-agent worker --child-session {CHILD} --stop-after '1h 30m' --check-in 10m --fork-branch b-1 --on-no-answer silent --on-empty skip --forward never"
         )
     );
     // Run as a person pastes it (in a shell aimed at the fake, as `Scene::atc` is).
