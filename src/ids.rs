@@ -49,14 +49,14 @@ pub fn parse_task_id(raw: &str) -> Result<String, Failure> {
     {
         // A model often passes the id with what surrounded it (`[TASK_ID: task-…]`,
         // `task_id=task-…`): name the id in it, never take it on a guess.
-        // Only an id at the end, after a label, with nothing but punctuation after it
-        // (`task-bad id` is no wrapping). Several ids in one (`task-a, task-b`) are
-        // named as several: the last is no better guess than the first.
+        // Only an id at the end, perhaps after a label, with nothing but punctuation after
+        // it (`task-bad id` is no wrapping; `task-a,` is a list written with commas in a
+        // shell). Several ids in one (`task-a, task-b`) are named as several: the last is
+        // no better guess than the first.
         let several = task_ids_inside(id);
         let meant = Some(id)
             .filter(|_| several.len() < 2)
             .and_then(|id| id.rfind("task-"))
-            .filter(|&at| at > 0)
             .map(|at| {
                 let rest = &id[at..];
                 let end = rest
@@ -267,7 +267,14 @@ mod tests {
     /// wrong; the id inside is named (never taken on a guess).
     #[test]
     fn a_task_id_passed_with_its_wrapping_names_the_id_inside() {
-        for raw in ["[TASK_ID: task-562ddee07d1b]", "task_id=task-562ddee07d1b"] {
+        // Found by hand: `atc watch task-a, task-b` (a list written with commas in a
+        // shell) said only that ',' is not allowed.
+        for raw in [
+            "[TASK_ID: task-562ddee07d1b]",
+            "task_id=task-562ddee07d1b",
+            "task-562ddee07d1b,",
+            "task-562ddee07d1b.",
+        ] {
             let err = parse_task_id(raw).unwrap_err();
             assert_eq!(err.exit, Exit::Usage);
             assert!(

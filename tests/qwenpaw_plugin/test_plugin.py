@@ -492,7 +492,13 @@ class PluginTest(Carried, unittest.TestCase):
                      ['["task-00000000000a", "task-00000000000b"]'],
                      # Found by hand: each still labelled, as submit_to_agent printed it.
                      "[TASK_ID: task-00000000000a] [TASK_ID: task-00000000000b]",
-                     ["task_id=task-00000000000a", "task_id='task-00000000000b'"]):
+                     ["task_id=task-00000000000a", "task_id='task-00000000000b'"],
+                     # Found by hand: joined as a sentence joins them, "and" was taken
+                     # for a third id and the whole watch refused ("no task and").
+                     "task-00000000000a and task-00000000000b",
+                     "task-00000000000a, and task-00000000000b",
+                     "task-00000000000a & task-00000000000b",
+                     "task-00000000000a;task-00000000000b"):
             self.answer(json.dumps({"jobs": [job("task-00000000000a"), job("task-00000000000b")]}))
             run(self.plugin.tools.watch_agent_tasks(text, "trio"))
             self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"], text)

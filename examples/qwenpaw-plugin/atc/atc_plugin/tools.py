@@ -496,9 +496,10 @@ async def watch_agent_task(
 
 def ids_in(value):
     """The task ids in what a model passed as one or several: a list, the JSON text of
-    one, or a text of ids separated by commas or spaces, each perhaps quoted, bracketed or
-    still labelled (`[TASK_ID: task-…]`, `task_id=task-…`): no task id has any of those.
-    Each once, in order; whatever is left that is no task id, atc refuses by name."""
+    one, or a text of ids separated by commas, semicolons, spaces or the words a sentence
+    joins them with (`task-a and task-b`, `&`), each perhaps quoted, bracketed or still
+    labelled (`[TASK_ID: task-…]`, `task_id=task-…`): no task id has any of those. Each
+    once, in order; whatever is left that is no task id, atc refuses by name."""
     if isinstance(value, str):
         try:
             parsed = json.loads(value)
@@ -508,9 +509,9 @@ def ids_in(value):
     # QwenPaw hands a text argument over as a list of that one text: an element holding
     # several ids is split.
     ids = []
-    for word in (w for v in value or [] for w in str(v).replace(",", " ").split()):
+    for word in (w for v in value or [] for w in re.split(r"[\s,;&]+", str(v))):
         word = word.strip("'\"[]").rpartition("=")[2].strip("'\"[]")
-        if word and not word.endswith(":") and word not in ids:
+        if word and not word.endswith(":") and word.lower() != "and" and word not in ids:
             ids.append(word)
     return ids
 
