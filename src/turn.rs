@@ -275,6 +275,10 @@ pub struct Turn {
     /// The parent chat's id on the server, once looked up (read-back looks there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<String>,
+    /// A person had archived that chat at atc's last look before posting: the turn lands
+    /// there all the same, where QwenPaw's console lists it under archived chats.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub chat_archived: bool,
     #[serde(default)]
     pub delivery: Delivery,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,6 +315,7 @@ impl Turn {
             created_at: now,
             updated_at: now,
             chat_id: None,
+            chat_archived: false,
             delivery: Delivery::default(),
             delivered_at: None,
             turn_task_id: None,
@@ -464,8 +469,13 @@ pub struct Up {
 pub enum Probe {
     /// No chat has the turn's exact (session, user, channel): posting would start a new one.
     NoChat,
-    /// The chat exists; whether a turn is running in it.
-    Chat { chat_id: String, running: bool },
+    /// The chat exists; whether a turn is running in it, and whether a person archived it
+    /// (a POST still lands there, out of the console's main list).
+    Chat {
+        chat_id: String,
+        running: bool,
+        archived: bool,
+    },
     /// Read back: the turn is in the chat; how the parent turn it started ended, if stamped.
     Found {
         chat_id: String,
@@ -702,17 +712,24 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
         }
         Probe::NoChat if next.create_session => {
             // The POST starts a new chat: a chat id found before (of a chat since deleted)
-            // is not where a read-back must look for it.
+            // is not where a read-back must look for it, nor is that chat's archive its.
             next.chat_id = None;
+            next.chat_archived = false;
             claim(next, now)
         }
         Probe::NoChat => {
             // The chat that id named is gone: the next look goes by the triple again.
             next.chat_id = None;
+            next.chat_archived = false;
             misrouted(next)
         }
-        Probe::Chat { chat_id, running } if !unknown => {
+        Probe::Chat {
+            chat_id,
+            running,
+            archived,
+        } if !unknown => {
             next.chat_id = Some(chat_id);
+            next.chat_archived = archived;
             if running {
                 let why = "the parent chat is running a turn".to_owned();
                 let outcome = defer(&mut next, now, limits, why, None, Outcome::Busy);
@@ -722,6 +739,7 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
             }
         }
         Probe::Found { chat_id, turn } if unknown => {
+            next.chat_archived &= next.chat_id.as_deref() == Some(chat_id.as_str());
             next.chat_id = Some(chat_id);
             next.state = TurnState::Delivered;
             next.delivered_at = Some(now);
@@ -732,6 +750,9 @@ fn probed(turn: &Turn, probe: Probe, now: Timestamp, limits: &Limits) -> TurnTra
             TurnTransition::to(next, vec![Outcome::Confirmed])
         }
         Probe::NotFound { chat_id, running } if unknown => {
+            // Another chat than the one last looked at (that one was deleted): whether a
+            // person archived this one is not known, so it is not said.
+            next.chat_archived &= next.chat_id.as_deref() == Some(chat_id.as_str());
             next.chat_id = Some(chat_id);
             match absent(next, running, now, limits) {
                 Absent::Sure(next) => claim(next, now),

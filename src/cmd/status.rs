@@ -607,8 +607,10 @@ fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timesta
             "turn",
             format!("{} ({}; carries {})", t.turn_id, t.state, what.join(", ")),
         );
-        if let Some(id) = &t.chat_id {
-            field("turn chat id", id.clone());
+        match &t.chat_id {
+            Some(id) if t.chat_archived => field("turn chat id", format!("{id} (archived)")),
+            Some(id) => field("turn chat id", id.clone()),
+            None => {}
         }
         let d = &t.delivery;
         field("attempts", d.attempts.to_string());

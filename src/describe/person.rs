@@ -258,7 +258,14 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             } else {
                 String::new()
             };
-            format!("delivered{own}{with}{how}{parent}{forward}{fork}")
+            // Found by hand: a chat archived after the watch got its result without a
+            // word; a person who looked for it in the console's list found no chat.
+            let archived = if turn.is_some_and(|t| t.chat_archived) {
+                "; its chat is archived: QwenPaw's console lists it under archived chats"
+            } else {
+                ""
+            };
+            format!("delivered{own}{with}{how}{archived}{parent}{forward}{fork}")
         }
         Status::Unconfirmed if turn.is_some_and(Turn::unknown_before_atc) => format!(
             "delivery outcome unknown ({error}): look in the parent chat; `atc redeliver {}` posts it again if it never arrived; the text is kept in the turn",
@@ -397,6 +404,8 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
                 .unwrap_or_default();
             let own = if job.into_own_child_chat() {
                 " into its own child's chat"
+            } else if turn.is_some_and(|t| t.chat_archived) {
+                " into an archived chat"
             } else {
                 ""
             };

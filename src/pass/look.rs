@@ -65,6 +65,7 @@ fn probe(client: &impl Server, turn: &Turn) -> Probe {
         Some(found) if !reading_back => Probe::Chat {
             chat_id: found.id.clone(),
             running: found.running,
+            archived: found.archived,
         },
         Some(found) if turn.chat_id.as_deref() == Some(found.id.as_str()) => Probe::NoChat,
         Some(found) => read_back(client, turn, &found.id),

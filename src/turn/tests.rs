@@ -50,6 +50,7 @@ fn idle() -> Probe {
     Probe::Chat {
         chat_id: "c1".into(),
         running: false,
+        archived: false,
     }
 }
 
@@ -57,6 +58,7 @@ fn busy() -> Probe {
     Probe::Chat {
         chat_id: "c1".into(),
         running: true,
+        archived: false,
     }
 }
 

@@ -718,6 +718,21 @@ fn happy_path(ctx: &Ctx) -> R<()> {
         "a watch into an archived chat said {:?}",
         watched.stderr
     );
+    // It goes there, and the record and `atc status` say so (found by hand: "delivered",
+    // and the person found no such chat in the console's list).
+    let job = archived.tick_one_until_terminal(&[], &tid, SECS(60))?;
+    require_status(&job, "done")?;
+    let turn = archived.turn_of(&job)?;
+    ensure!(
+        turn["chat_archived"] == true && turn["chat_id"] == chat.as_str(),
+        "the turn into the archived chat records {turn}"
+    );
+    let listed = archived.ok(&["status"])?;
+    ensure!(
+        listed.stdout.contains("into an archived chat"),
+        "atc status said {:?}",
+        listed.stdout
+    );
     Ok(())
 }
 

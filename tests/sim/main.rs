@@ -2,7 +2,7 @@
 //! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
 //! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
 //! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
-//! that crash at each crash point), server restarts, chats vanishing and coming back, busy parents, POST faults and clock jumps
+//! that crash at each crash point), server restarts, chats vanishing and coming back (or archived), busy parents, POST faults and clock jumps
 //! (and, in half the histories, atc's plugin on the server, whose kicks and cadence name
 //! it: a watch is polled on a back-off, and a kick is sometimes missed: issue 38; in some,
 //! another server's plugin ticking the same job file, and the config file broken and fixed
@@ -217,6 +217,7 @@ fn others(swarm: Swarm) -> BoxedStrategy<Op> {
         1 => task.clone().prop_map(Op::Import),
         2 => task.prop_map(|t| Op::Finish(t, Ending::Answer)),
         1 => chat.clone().prop_map(Op::DeleteChat),
+        1 => (chat.clone(), any::<bool>()).prop_map(|(c, b)| Op::Archive(c, b)),
         1 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
         1 => wake().prop_map(Op::Woken),
         // At `Send`, the POST going out meets it.
@@ -289,6 +290,7 @@ fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
         1 => Just(Op::Restart),
         2 => chat.clone().prop_map(Op::DeleteChat),
         2 => chat.clone().prop_map(Op::CreateChat),
+        2 => (chat.clone(), prop::bool::weighted(0.7)).prop_map(|(c, b)| Op::Archive(c, b)),
         4 => (chat, any::<bool>()).prop_map(|(c, b)| Op::Busy(c, b)),
         3 => fault().prop_map(Op::Fault),
         // A fault that meets a later POST: a follow-up's comes right after the delivery
@@ -840,6 +842,53 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
             "Watch { tasks: 7, chat: 0, group: true, create_session: false, opts: 0 }",
             "refused: GroupWentOut",
         ),
+    );
+}
+
+/// Found by hand (stop 66): a result went into a chat a person had archived after the
+/// watch, and nothing said so. A turn records it (`chat_archived`) when its last look found
+/// the chat archived; and no longer once it goes to another chat of the same triple (the
+/// archived one deleted, the new one found by the read-back), which nobody archived.
+#[test]
+fn a_turn_into_an_archived_chat_says_so_and_of_that_chat_only() {
+    use Op::*;
+    use atc::turn::TurnState::Delivered;
+    use server::PostFault::DropAfterStore;
+    let w = replayed(&[
+        watch(1, 0),
+        Archive(0, true),
+        Finish(0, Ending::Answer),
+        Tick,
+    ]);
+    reaches(
+        &w,
+        "a turn delivered into an archived chat, its record saying so",
+        turn_seen(&w, |t| t.state == Delivered && t.chat_archived),
+    );
+    let w = replayed(&[
+        watch(1, 0),
+        Archive(0, true),
+        Finish(0, Ending::Answer),
+        Fault(DropAfterStore),
+        Tick,
+        DeleteChat(0),
+        CreateChat(0),
+        Tick,
+    ]);
+    let new_chat = {
+        let s = w.server().lock();
+        let chat = s.chats.iter().find(|c| c.session == "s1").unwrap();
+        assert!(!chat.is_archived() && s.gone.iter().any(|c| c.is_archived()));
+        chat.id.clone()
+    };
+    reaches(
+        &w,
+        "a turn of unknown outcome posted again into the new chat, not said archived",
+        turn_seen(&w, |t| {
+            t.state == Delivered
+                && t.chat_id.as_deref() == Some(new_chat.as_str())
+                && !t.chat_archived
+        }),
     );
 }
 

@@ -64,6 +64,15 @@ pub struct Chat {
     /// Every stored message: atc's turns (user, with metadata) and the parent's replies.
     pub messages: Vec<Value>,
     pub busy: bool,
+    /// When a person archived it (`true`) or took it out of the archive (`false`), in sim
+    /// seconds, in order: QwenPaw still takes POSTs into an archived chat.
+    pub archived: Vec<(u64, bool)>,
+}
+
+impl Chat {
+    pub fn is_archived(&self) -> bool {
+        self.archived.last().is_some_and(|(_, on)| *on)
+    }
 }
 
 /// What the next delivery POST suffers.
@@ -346,7 +355,8 @@ fn crash_at(mut s: MutexGuard<'_, State>, point: Crash) -> MutexGuard<'_, State>
 
 fn chat_json(chat: &Chat, busy: bool) -> Value {
     json!({"id": chat.id, "name": "New Chat", "session_id": chat.session, "user_id": chat.user,
-           "channel": chat.channel, "status": if busy { "running" } else { "idle" }})
+           "channel": chat.channel, "status": if busy { "running" } else { "idle" },
+           "archived": chat.is_archived()})
 }
 
 /// A chat is busy while the world says so, while a turn a POST woke there still runs, or,
@@ -926,6 +936,7 @@ impl SimServer {
                     channel,
                     messages: Vec::new(),
                     busy: false,
+                    archived: Vec::new(),
                 });
                 s.chats.len() - 1
             }
@@ -961,8 +972,10 @@ impl SimServer {
             Some(Wake::Failed) => (now, Woken::Failed(format!("«partial of {turn}»"))),
         };
         let chat = &mut s.chats[i];
+        // `sim_stored_at`: when it was stored (the simulation's own key, for its checks).
         chat.messages.push(json!({"role": "user", "type": "message", "content": input["content"],
-            "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata}}));
+            "metadata": {"original_id": format!("msg-{n}"), "original_name": "user", "metadata": metadata},
+            "sim_stored_at": now}));
         if let Woken::Reply(reply) = &end {
             chat.messages
                 .push(json!({"role": "assistant", "type": "message",

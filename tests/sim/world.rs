@@ -418,6 +418,9 @@ pub enum Op {
     Restart,
     DeleteChat(u8),
     CreateChat(u8),
+    /// A person archives the chat (`true`) or takes it out of the archive (`false`):
+    /// QwenPaw still takes POSTs into it; atc says a result went there.
+    Archive(u8, bool),
     Busy(u8, bool),
     Fault(PostFault),
     Down(bool),
@@ -578,6 +581,8 @@ sometimes! {
     /// A tick's parallel phase ran on several lanes whose requests interleaved (another
     /// lane went on where one stopped for a request: `--concurrency` above 1).
     lanes_interleaved: "a tick's lanes interleaved",
+    /// A turn was delivered into a chat a person had archived, and its record says so.
+    archived_delivered: "a delivery into an archived chat",
 }
 
 /// What the blocks of a history came to, as a queue checker counts them.
@@ -1188,6 +1193,20 @@ impl Env {
                 self.create_chat(*c);
                 String::new()
             }
+            Op::Archive(c, on) => {
+                let (session, user, channel) = chat_at(chat_index(*c));
+                let now = self.clock.secs();
+                for x in self.server.lock().chats.iter_mut() {
+                    if x.session == session
+                        && x.user == user
+                        && x.channel == channel
+                        && x.is_archived() != *on
+                    {
+                        x.archived.push((now, *on));
+                    }
+                }
+                String::new()
+            }
             Op::Busy(c, busy) => {
                 let (session, ..) = chat_at(chat_index(*c));
                 for x in self.server.lock().chats.iter_mut() {
@@ -1305,6 +1324,7 @@ impl Env {
             channel: channel.into(),
             messages: Vec::new(),
             busy: false,
+            archived: Vec::new(),
         });
     }
 
@@ -2661,6 +2681,9 @@ impl World {
                 if self.busy_after_claim.contains(&turn.turn_id) {
                     self.sometimes.busy_then_delivered += 1;
                 }
+                if turn.chat_archived {
+                    self.sometimes.archived_delivered += 1;
+                }
             }
             if newly(TurnState::Delivered) && !self.env.config_broken() {
                 let mut n = self.env.notes();
@@ -2849,6 +2872,51 @@ impl World {
         let all: Vec<(String, String)> =
             s.chats.iter().chain(&s.gone).flat_map(delivered).collect();
         let live: Vec<(String, String)> = s.chats.iter().flat_map(delivered).collect();
+        // An archived chat is said: a turn records `chat_archived` only for a chat a person
+        // had archived by the time it was stored there, and always for one archived since
+        // before the turn was composed until it was stored (every look saw it archived).
+        for chat in s.chats.iter().chain(&s.gone) {
+            for m in chat.messages.iter().filter(|m| m["role"] == "user") {
+                let id = m["metadata"]["metadata"]["qwenpaw_client_message_id"]
+                    .as_str()
+                    .unwrap_or("");
+                let stored_at = m["sim_stored_at"].as_u64().unwrap_or(0);
+                let Some(turn) = self.last_turns.get(id) else {
+                    continue;
+                };
+                if turn.state != TurnState::Delivered
+                    || turn.chat_id.as_deref() != Some(chat.id.as_str())
+                {
+                    continue;
+                }
+                let created = Timestamp::from_unix(0)
+                    .elapsed_at(turn.created_at)
+                    .as_secs();
+                let ever = chat.archived.iter().any(|(at, on)| *on && *at <= stored_at);
+                let throughout = chat
+                    .archived
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at < created)
+                    .is_some_and(|(_, on)| *on)
+                    && !chat
+                        .archived
+                        .iter()
+                        .any(|(at, _)| (created..=stored_at).contains(at));
+                if turn.chat_archived && !ever {
+                    self.fail(&format!(
+                        "turn {id} says its chat {} is archived; nobody archived it",
+                        chat.id
+                    ));
+                }
+                if throughout && !turn.chat_archived {
+                    self.fail(&format!(
+                        "turn {id} went into chat {}, archived throughout, and does not say so",
+                        chat.id
+                    ));
+                }
+            }
+        }
         // Never twice: no chat holds a delivery (by its id) twice.
         for chat in s.chats.iter().chain(&s.gone) {
             let mut ids: BTreeMap<String, usize> = BTreeMap::new();

@@ -576,6 +576,42 @@ fn watch_into_an_archived_chat_says_where_the_result_goes() {
     assert_eq!(s.status("task-b"), "pending");
 }
 
+/// Found by hand: a person archived the parent chat after the watch; the result went
+/// there (QwenPaw posts into an archived chat) and `atc status` said only "delivered", so
+/// a person who looked for it in the console's list found no chat.
+#[test]
+fn a_result_delivered_into_a_chat_archived_after_the_watch_says_so() {
+    let s = Scene::new();
+    s.watch(TASK, &[]);
+    s.chats.archive("s-77");
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.tick(&[]);
+    assert_eq!(s.status(TASK), "done");
+    assert_eq!(s.delivered("s-77").len(), 1);
+    assert_eq!(s.turn(TASK)["chat_archived"], true, "{}", s.turn(TASK));
+    s.atc(["status"])
+        .stdout_contains("delivered 0s ago into an archived chat")
+        .run();
+    s.atc(["status", TASK])
+        .stdout_contains("its chat is archived: QwenPaw's console lists it under archived chats")
+        .stdout_contains(" (archived)\n")
+        .run();
+    // A chat never archived says nothing of it, and the record holds no such key.
+    let other = "task-000000000002";
+    s.chats.add("default", "s-88", "default", "console");
+    s.watch(other, &["--session", "s-88"]);
+    s.poll_replies(other, vec![Reply::json(200, bodies::FINISHED_COMPLETED)]);
+    s.tick(&[]);
+    assert_eq!(s.status(other), "done");
+    assert!(
+        s.turn(other).get("chat_archived").is_none(),
+        "{}",
+        s.turn(other)
+    );
+    let out = s.atc(["status", other]).stdout_inspected().run();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("archived"));
+}
+
 #[test]
 fn watch_refuses_a_parent_chat_that_does_not_exist() {
     let s = Scene::new();
