@@ -37,7 +37,7 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched ta
 complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching tasks (each child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-up delivery again: undelivered, unconfirmed, misrouted or error'
-complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until a task ends, and print its result'
+complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until tasks end, and print their results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "doctor" -d 'Check the setup and say what to fix: server, token, agents, job file, timer'
 complete -c atc -n "__fish_atc_needs_command" -f -a "log" -d 'Show what happened to the watches, from the event log beside the job file'
 complete -c atc -n "__fish_atc_needs_command" -f -a "paths" -d 'Print where atc keeps its files, as every command finds them in this environment'

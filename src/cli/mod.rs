@@ -171,14 +171,16 @@ pub enum Command {
     /// --create-session) and be idle, and a delivery of unknown outcome is first looked for
     /// in the parent chat, so nothing is posted twice.
     Redeliver(RedeliverArgs),
-    /// Wait in the foreground until a task ends, and print its result
+    /// Wait in the foreground until tasks end, and print their results
     ///
-    /// Polls the task (no job file needed) until it finishes, then prints exactly what a
-    /// delivery would carry. A task watched here is polled on the server its watch
+    /// Polls each task (no job file needed) until it finishes, then prints exactly what a
+    /// delivery would carry. Tasks watched here are polled on the server their watches
     /// recorded, unless --base-url or ATC_BASE_URL names one. Exit status: 0 completed, 1 failed (or timed out, cancelled,
     /// fork not finalized), 6 lost (the server has no record of it), 124 still running
     /// after --timeout (the line says whether it is watched), 5 the server could not be reached (also when --timeout passes
-    /// while polls fail) or refused the credentials.
+    /// while polls fail) or refused the credentials. With several tasks: 0 when every one
+    /// completed, else the status of the first (in the order given) that did not, and one
+    /// line saying each.
     Wait(WaitArgs),
     /// Check the setup and say what to fix: server, token, agents, job file, timer
     ///
@@ -270,8 +272,10 @@ pub struct ParentReadArgs {
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    /// The task id submit_to_agent returned
-    pub task_id: String,
+    /// The task ids submit_to_agent returned; with several, each result is printed as its
+    /// task ends (a blank line between two), and the wait ends when the last one does
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// Agent the task runs on [env: ATC_AGENT_ID] [default: default]
     #[arg(long, value_name = "AID")]

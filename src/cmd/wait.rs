@@ -1,8 +1,10 @@
-//! `atc wait`: poll one task in the foreground until it ends and print what a delivery
-//! would carry. It writes no job file (it reads one only to say, at `--timeout`, whether the
-//! task is watched). Exit status from the shared table: 0 completed, 1 failed,
-//! 6 lost, 124 still running after `--timeout`, 5 server unreachable or token refused.
-//! `--json` prints one object of the same shape for every one of them ([`Said`]).
+//! `atc wait`: poll tasks in the foreground until they end and print what a delivery
+//! would carry, each as it comes. It writes no job file (it reads one only to say, at
+//! `--timeout`, whether a task is watched). Exit status from the shared table: 0 completed,
+//! 1 failed, 6 lost, 124 still running after `--timeout`, 5 server unreachable or token
+//! refused; for several tasks, 0 when every one completed, else the first (in the order
+//! given) that did not. `--json` prints one object of the same shape for every one of them
+//! ([`said`]; `{"tasks": […]}` for several).
 
 use std::time::{Duration, Instant};
 
@@ -45,145 +47,274 @@ fn said(
     })
 }
 
-/// A wait that ends without the task's result: `--json` prints how ([`said`], `detail`
-/// the server's words or how long atc waited); the error says it in `words`.
-fn unfinished(
-    out: Output,
-    task_id: &str,
-    outcome: &str,
-    exit: Exit,
-    detail: &str,
-    words: String,
-) -> Result<()> {
-    if out.json {
-        print_json(&said(task_id, outcome, exit, None, None, Some(detail)))?;
+/// How one task's wait ended.
+enum End {
+    /// It finished (well or not): its rendered result, printed when it came.
+    Finished {
+        outcome: TaskOutcome,
+        status: String,
+        text: String,
+    },
+    /// It ended without its result: `outcome` as `--json` names it, `detail` the server's
+    /// words or how long atc waited, `words` the error line.
+    Unfinished {
+        outcome: &'static str,
+        exit: Exit,
+        detail: String,
+        words: String,
+    },
+}
+
+impl End {
+    fn exit(&self) -> Exit {
+        match self {
+            End::Finished {
+                outcome: TaskOutcome::Completed,
+                ..
+            } => Exit::Ok,
+            End::Finished { .. } => Exit::Refused,
+            End::Unfinished { exit, .. } => *exit,
+        }
     }
-    Err(Failure::new(exit, words).into())
+
+    fn json(&self, task_id: &str) -> Result<serde_json::Value> {
+        Ok(match self {
+            End::Finished {
+                outcome,
+                status,
+                text,
+            } => {
+                let name = serde_json::to_value(outcome)?;
+                said(
+                    task_id,
+                    name.as_str().unwrap_or("other"),
+                    self.exit(),
+                    Some(status),
+                    Some(text),
+                    None,
+                )
+            }
+            End::Unfinished {
+                outcome,
+                exit,
+                detail,
+                ..
+            } => said(task_id, outcome, *exit, None, None, Some(detail)),
+        })
+    }
+
+    /// The error line, for an end that is not a completed child.
+    fn words(&self, task_id: &str) -> Option<String> {
+        match self {
+            End::Finished {
+                outcome: TaskOutcome::Completed,
+                ..
+            } => None,
+            End::Finished { outcome, .. } => Some(format!(
+                "{task_id} finished but did not succeed ({})",
+                outcome.as_str()
+            )),
+            End::Unfinished { words, .. } => Some(words.clone()),
+        }
+    }
+}
+
+/// One task waited for: failed polls in a row, the last one's error while it fails, and
+/// how it ended.
+struct Waited {
+    task_id: String,
+    strikes: u32,
+    failing: Option<String>,
+    end: Option<End>,
 }
 
 pub fn run(wait: &Wait, out: Output) -> Result<()> {
     let client = Client::new(wait.http_timeout, wait.auth.clone());
-    let (task_id, agent) = (&wait.task_id, &wait.agent.value);
+    let agent = &wait.agent.value;
     let chosen = crate::settings::base_for_watched(&wait.base_url, || recorded_base(wait));
     let base = &chosen.value;
     if out.verbose > 0 {
         crate::term::say(&format!("atc: QwenPaw API {base} (from {})", chosen.source));
     }
+    let several = wait.task_ids.len() > 1;
+    let mut tasks: Vec<Waited> = wait
+        .task_ids
+        .iter()
+        .map(|task_id| Waited {
+            task_id: task_id.clone(),
+            strikes: 0,
+            failing: None,
+            end: None,
+        })
+        .collect();
     let started = Instant::now();
-    let mut strikes = 0;
+    let mut printed = 0;
     loop {
-        let answer = client.get_task(base, task_id, agent);
-        // This poll's failure: a `--timeout` that passes after one is a server out of
-        // reach, not a child still running.
-        let failing = match task::classify(answer, task_id, base, client.auth()) {
-            Poll::Record(record) if record.is_finished() => {
-                let outcome = record.outcome();
-                let text = render::render_delivery(task_id, &record, None);
-                if out.json {
-                    let exit = if outcome == TaskOutcome::Completed {
-                        Exit::Ok
-                    } else {
-                        Exit::Refused
-                    };
-                    let name = serde_json::to_value(outcome)?;
-                    print_json(&said(
-                        task_id,
-                        name.as_str().unwrap_or("other"),
-                        exit,
-                        Some(record.status.as_str()),
-                        Some(&text),
-                        None,
-                    ))?;
-                } else if !out.quiet {
-                    emit(&format!("{text}\n"))?;
-                }
-                if outcome == TaskOutcome::Completed {
-                    return Ok(());
-                }
-                return Err(Failure::new(
-                    Exit::Refused,
-                    format!(
-                        "{task_id} finished but did not succeed ({})",
-                        outcome.as_str()
-                    ),
-                )
-                .into());
+        for t in tasks.iter_mut().filter(|t| t.end.is_none()) {
+            poll(&client, base, agent, t, several, out);
+            // Each result as it comes (a blank line between two), not when the last ends.
+            if let Some(End::Finished { text, .. }) = &t.end
+                && !out.json
+                && !out.quiet
+            {
+                let gap = if printed > 0 { "\n" } else { "" };
+                emit(&format!("{gap}{text}\n"))?;
+                printed += 1;
             }
-            Poll::Record(_) => {
-                strikes = 0;
-                None
-            }
-            Poll::NotFound { detail } => {
-                let words = format!(
-                    "{task_id} is lost: the server has no record of it ({detail}); QwenPaw keeps task records in memory only, so it restarted, or the id or base URL {base} is wrong"
-                );
-                return unfinished(out, task_id, "lost", Exit::Lost, &detail, words);
-            }
-            Poll::Denied { error } => {
-                let words = format!("{task_id}: {error}");
-                return unfinished(out, task_id, "refused", Exit::Server, &error, words);
-            }
-            Poll::Failed { error } => {
-                strikes += 1;
-                if strikes >= MAX_STRIKES {
-                    let words =
-                        format!("{task_id}: {strikes} polls in a row failed; last: {error}");
-                    return unfinished(out, task_id, "unreachable", Exit::Server, &error, words);
-                }
-                if out.verbose > 0 {
-                    crate::term::say(&format!("atc: poll failed ({strikes} in a row): {error}"));
-                }
-                Some(error)
-            }
-        };
+        }
+        let open: Vec<&mut Waited> = tasks.iter_mut().filter(|t| t.end.is_none()).collect();
+        if open.is_empty() {
+            break;
+        }
         let waited = started.elapsed();
         if let Some(timeout) = wait.timeout
             && waited + wait.interval > timeout
         {
-            if let Some(error) = failing {
-                let words = format!(
-                    "{task_id}: {} failed, and --timeout ({}) passed; last: {error}",
-                    crate::text::plural(strikes, "poll", "polls in a row"),
-                    human(timeout)
-                );
-                return unfinished(out, task_id, "unreachable", Exit::Server, &error, words);
+            for t in open {
+                t.end = Some(timed_out(wait, t, timeout));
             }
-            let detail = format!("still running after {} (--timeout)", human(timeout));
-            let words = format!(
-                "{task_id} is still running after {} (--timeout); {}",
-                human(timeout),
-                match watched(wait, task_id) {
-                    Some(chat) => format!(
-                        "it is watched: a tick delivers its result to {chat} when it ends (`atc status {task_id}`)"
-                    ),
-                    None => "`atc watch` it to have the result delivered when it ends".to_owned(),
-                }
-            );
-            return unfinished(
-                out,
-                task_id,
-                "still_running",
-                Exit::TimedOut,
-                &detail,
-                words,
-            );
+            break;
         }
         if out.verbose > 1 {
-            crate::term::say(&format!(
-                "atc: {task_id} still running after {}",
-                human(waited)
-            ));
+            for t in &open {
+                crate::term::say(&format!(
+                    "atc: {} still running after {}",
+                    t.task_id,
+                    human(waited)
+                ));
+            }
         }
         std::thread::sleep(wait.interval.max(Duration::from_millis(100)));
+    }
+    finish(&tasks, several, out)
+}
+
+/// Polls `t` once: it ends (finished, lost, refused, or out of reach `MAX_STRIKES` times
+/// in a row) or stays open.
+fn poll(client: &Client, base: &str, agent: &str, t: &mut Waited, several: bool, out: Output) {
+    let task_id = t.task_id.as_str();
+    let unfinished = |outcome, exit, detail: &str, words| End::Unfinished {
+        outcome,
+        exit,
+        detail: detail.to_owned(),
+        words,
+    };
+    let answer = client.get_task(base, task_id, agent);
+    // This poll's failure: a `--timeout` that passes after one is a server out of reach,
+    // not a child still running.
+    t.failing = None;
+    match task::classify(answer, task_id, base, client.auth()) {
+        Poll::Record(record) if record.is_finished() => {
+            t.end = Some(End::Finished {
+                outcome: record.outcome(),
+                status: record.status.clone(),
+                text: render::render_delivery(task_id, &record, None),
+            });
+        }
+        Poll::Record(_) => t.strikes = 0,
+        Poll::NotFound { detail } => {
+            let words = format!(
+                "{task_id} is lost: the server has no record of it ({detail}); QwenPaw keeps task records in memory only, so it restarted, or the id or base URL {base} is wrong"
+            );
+            t.end = Some(unfinished("lost", Exit::Lost, &detail, words));
+        }
+        Poll::Denied { error } => {
+            let words = format!("{task_id}: {error}");
+            t.end = Some(unfinished("refused", Exit::Server, &error, words));
+        }
+        Poll::Failed { error } => {
+            t.strikes += 1;
+            if t.strikes >= MAX_STRIKES {
+                let words = format!(
+                    "{task_id}: {} polls in a row failed; last: {error}",
+                    t.strikes
+                );
+                t.end = Some(unfinished("unreachable", Exit::Server, &error, words));
+                return;
+            }
+            if out.verbose > 0 {
+                let which = if several {
+                    format!("{task_id}: ")
+                } else {
+                    String::new()
+                };
+                crate::term::say(&format!(
+                    "atc: {which}poll failed ({} in a row): {error}",
+                    t.strikes
+                ));
+            }
+            t.failing = Some(error);
+        }
+    }
+}
+
+/// How `t`, still open when `--timeout` passed, ended: out of reach if its last poll
+/// failed, else still running (and whether a watch delivers it).
+fn timed_out(wait: &Wait, t: &Waited, timeout: Duration) -> End {
+    let task_id = t.task_id.as_str();
+    if let Some(error) = &t.failing {
+        return End::Unfinished {
+            outcome: "unreachable",
+            exit: Exit::Server,
+            detail: error.clone(),
+            words: format!(
+                "{task_id}: {} failed, and --timeout ({}) passed; last: {error}",
+                crate::text::plural(t.strikes, "poll", "polls in a row"),
+                human(timeout)
+            ),
+        };
+    }
+    End::Unfinished {
+        outcome: "still_running",
+        exit: Exit::TimedOut,
+        detail: format!("still running after {} (--timeout)", human(timeout)),
+        words: format!(
+            "{task_id} is still running after {} (--timeout); {}",
+            human(timeout),
+            match watched(wait, task_id) {
+                Some(chat) => format!(
+                    "it is watched: a tick delivers its result to {chat} when it ends (`atc status {task_id}`)"
+                ),
+                None => "`atc watch` it to have the result delivered when it ends".to_owned(),
+            }
+        ),
+    }
+}
+
+/// `--json` (one object for one task, `{"tasks": […]}` in the order given for several),
+/// then the exit: 0 when every child completed, else the first (in the order given) that
+/// did not, with one line saying each.
+fn finish(tasks: &[Waited], several: bool, out: Output) -> Result<()> {
+    let ended: Vec<(&str, &End)> = tasks
+        .iter()
+        .filter_map(|t| Some((t.task_id.as_str(), t.end.as_ref()?)))
+        .collect();
+    if out.json {
+        let each = ended
+            .iter()
+            .map(|(task_id, end)| end.json(task_id))
+            .collect::<Result<Vec<_>>>()?;
+        match each.as_slice() {
+            [one] if !several => print_json(one)?,
+            _ => print_json(&json!({ "tasks": each }))?,
+        }
+    }
+    let failed: Vec<(Exit, String)> = ended
+        .iter()
+        .filter_map(|(task_id, end)| Some((end.exit(), end.words(task_id)?)))
+        .collect();
+    match failed.first() {
+        None => Ok(()),
+        Some((exit, _)) => {
+            let each: Vec<&str> = failed.iter().map(|(_, words)| words.as_str()).collect();
+            Err(Failure::new(*exit, each.join("; also ")).into())
+        }
     }
 }
 
 /// The base URL the job file's watch of the task recorded.
 fn recorded_base(wait: &Wait) -> Option<(String, crate::settings::Source)> {
-    crate::cmd::recorded_base(
-        &Store::new(wait.state.clone()?),
-        std::slice::from_ref(&wait.task_id),
-    )
+    crate::cmd::recorded_base(&Store::new(wait.state.clone()?), &wait.task_ids)
 }
 
 /// The chat a pending watch of `task_id` delivers to, if the job file (read, never

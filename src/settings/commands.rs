@@ -39,7 +39,8 @@ pub struct Replace {
 /// `atc wait`: one task, polled in the foreground; no job file.
 #[derive(Debug)]
 pub struct Wait {
-    pub task_id: String,
+    /// In the order given, each once.
+    pub task_ids: Vec<String>,
     pub agent: Setting<String>,
     pub base_url: Setting<String>,
     pub auth: Auth,

@@ -267,7 +267,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             ))
         }
         Command::Wait(args) => Action::Wait(Wait {
-            task_id: parse_task_id(&args.task_id)?,
+            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
             agent: text(
                 (args.agent, "--agent"),
                 "ATC_AGENT_ID",

@@ -149,6 +149,122 @@ fn wait_exits_1_for_a_failed_task_and_prints_the_failure() {
     );
 }
 
+/// Found by hand: after `atc watch A B C`, `atc wait A B C` was clap's "unexpected
+/// argument". Each result is printed as its task ends (the first to end first), and the
+/// exit is that of the first task, in the order given, that did not complete, with one
+/// line saying each.
+#[test]
+fn wait_takes_several_tasks_and_prints_each_result_as_it_ends() {
+    let s = Scene::new();
+    let (a, b, c) = (
+        "task-00000000000a",
+        "task-00000000000b",
+        "task-00000000000c",
+    );
+    let running = || Reply::json(200, bodies::RUNNING);
+    s.poll_replies(
+        a,
+        vec![
+            running(),
+            running(),
+            Reply::json(200, &bodies::finished_completed("s-a", "A done")),
+        ],
+    );
+    s.poll_replies(
+        b,
+        vec![
+            running(),
+            Reply::json(200, &bodies::finished_completed("s-b", "B done")),
+        ],
+    );
+    s.poll_replies(c, vec![running()]);
+    let out = s
+        .atc(["wait", a, b, "--interval", "100ms"])
+        .stdout_inspected()
+        .stderr("")
+        .no_file()
+        .run();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "[TASK_ID: {b}]\n[STATUS: finished]\n\nTask completed.\n\n[SESSION: s-b]\n\nB done\n\n[TASK_ID: {a}]\n[STATUS: finished]\n\nTask completed.\n\n[SESSION: s-a]\n\nA done\n"
+        )
+    );
+    // Each task polled until it ended, and no more.
+    assert_eq!((s.polls(a), s.polls(b)), (3, 2));
+
+    // A failed one and a lost one: the exit is the first's in the order given (the lost
+    // one, 6), one line says both; the completed one's result is printed all the same.
+    s.poll_replies(b, vec![Reply::json(200, bodies::FINISHED_FAILED_LLM)]);
+    s.poll_replies(c, vec![Reply::json(404, &bodies::not_found(c))]);
+    let out = s
+        .atc(["wait", c, a, b, "--interval", "100ms"])
+        .status(6)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    let said = stderr(&out);
+    assert!(
+        said.starts_with(&format!("atc: {c} is lost: the server has no record of it"))
+            && said.ends_with(&format!(
+                "; also {b} finished but did not succeed (failed)\n"
+            ))
+            && said.lines().count() == 1,
+        "{said:?}"
+    );
+    assert!(
+        stdout(&out).contains(&format!("[TASK_ID: {a}]"))
+            && stdout(&out).contains(&format!("[TASK_ID: {b}]"))
+    );
+
+    // --json: one object a task, in the order given, whatever the order they ended in.
+    s.poll_replies(c, vec![running()]);
+    let out = s
+        .atc([
+            "wait",
+            c,
+            a,
+            "--json",
+            "--timeout",
+            "1s",
+            "--interval",
+            "200ms",
+        ])
+        .status(124)
+        .stdout_inspected()
+        .stderr_inspected()
+        .no_file()
+        .run();
+    let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let tasks = printed["tasks"].as_array().unwrap();
+    assert_eq!(
+        tasks
+            .iter()
+            .map(|t| (
+                t["task_id"].as_str().unwrap(),
+                t["outcome"].as_str().unwrap(),
+                t["exit"].as_i64().unwrap()
+            ))
+            .collect::<Vec<_>>(),
+        [(c, "still_running", 124), (a, "completed", 0)]
+    );
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "atc: {c} is still running after 1s (--timeout); `atc watch` it to have the result delivered when it ends\n"
+        )
+    );
+    // The same id twice is waited for once.
+    let out = s
+        .atc(["wait", a, a, "--json"])
+        .stdout_inspected()
+        .no_file()
+        .run();
+    let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(printed["task_id"], a, "one task: one object, as ever");
+}
+
 #[test]
 fn wait_exits_6_for_a_lost_task() {
     let s = Scene::new();
