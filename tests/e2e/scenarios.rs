@@ -1126,6 +1126,33 @@ fn group_of_three(ctx: &Ctx) -> R<()> {
         "the group carries one delivery id, {}",
         turn["turn_id"]
     );
+
+    // `atc wait` of the three, as `watch` took them: each result as the delivery had it,
+    // in the order given (`--json`), and the failed child's exit.
+    let mut args = vec!["--json", "wait"];
+    args.extend(children.iter().map(String::as_str));
+    let waited = atc.run_env(&args, &[])?;
+    let printed: Value = serde_json::from_str(&waited.stdout).map_err(|e| e.to_string())?;
+    let tasks = printed["tasks"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        waited.status.code() == Some(1)
+            && tasks.len() == 3
+            && tasks
+                .iter()
+                .zip(&children)
+                .all(|(t, c)| t["task_id"] == c.as_str())
+            && tasks
+                .iter()
+                .zip(&jobs)
+                .all(|(t, job)| t["text"].as_str() == job["final"].as_str())
+            && waited.stderr
+                == format!(
+                    "atc: {} finished but did not succeed (failed)\n",
+                    children[2]
+                ),
+        "atc wait of the group's three: {}",
+        waited.describe()
+    );
     Ok(())
 }
 
