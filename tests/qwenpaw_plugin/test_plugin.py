@@ -503,6 +503,16 @@ class PluginTest(Carried, unittest.TestCase):
             run(self.plugin.tools.watch_agent_tasks(text, "trio"))
             self.assertEqual(self.args()[:3], ["watch", "task-00000000000a", "task-00000000000b"], text)
 
+    def test_a_blank_task_id_is_asked_for_without_running_atc(self):
+        # Found by hand: watch_agent_task("") said "Not watching : task id \"\" is empty".
+        for blank in ("", " ", None, []):
+            self.assertEqual(run(self.plugin.tools.watch_agent_task(blank)),
+                             "Not watching: pass the task ID submit_to_agent returned, e.g. task-3f9a0c1b2d4e.")
+            self.assertEqual(run(self.plugin.tools.cancel_task_callback(blank)),
+                             "Not cancelled: pass the task ID submit_to_agent returned "
+                             "(callback_task_status lists this chat's watches).")
+        self.assertFalse((self.path / "calls.all").exists(), "atc ran")
+
     def test_watch_agent_tasks_needs_ids_and_a_group(self):
         self.assertEqual(run(self.plugin.tools.watch_agent_tasks([], "")), "Not watching: pass the task IDs and a group name.")
         self.assertEqual(run(self.plugin.tools.watch_agent_tasks([" ", ","], "g")), "Not watching: pass the task IDs submit_to_agent returned.")

@@ -485,8 +485,13 @@ async def watch_agent_task(
         `str`:
             One line: watching (and what to do next), or why not and what to do instead.
     """
+    ids = ids_in(task_id) or [str(task_id or "").strip()]
+    if ids == [""]:
+        # Found by hand: it said "Not watching : task id \"\" is empty".
+        return where.STANDBY.answer() or (
+            "Not watching: pass the task ID submit_to_agent returned, e.g. task-3f9a0c1b2d4e.")
     return await watch(
-        ids_in(task_id) or [str(task_id or "").strip()],
+        ids,
         target_agent,
         child_session=str(child_session or ""),
         stop_after=str(stop_after or ""),
@@ -625,6 +630,9 @@ async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool
         return standing_by
     # Several ids in one text are each cancelled, as a model that wrote them meant.
     ids = ids_in(task_id) or [str(task_id or "").strip()]
+    if ids == [""]:
+        return ("Not cancelled: pass the task ID submit_to_agent returned "
+                "(callback_task_status lists this chat's watches).")
     return "\n".join([await cancel_one(t, stop, check_ins) for t in ids])
 
 
