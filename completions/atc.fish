@@ -36,7 +36,7 @@ complete -c atc -n "__fish_atc_needs_command" -f -a "watch" -d 'Record tasks and
 complete -c atc -n "__fish_atc_needs_command" -f -a "status" -d 'Show watched tasks (the 20 most recent, newest first)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "cancel" -d 'Stop watching tasks (each child task keeps running)'
 complete -c atc -n "__fish_atc_needs_command" -f -a "tick" -d 'One pass: poll each watched task once and deliver finished results'
-complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try a given-up delivery again: undelivered, unconfirmed, misrouted or error'
+complete -c atc -n "__fish_atc_needs_command" -f -a "redeliver" -d 'Try given-up deliveries again: undelivered, unconfirmed, misrouted or error'
 complete -c atc -n "__fish_atc_needs_command" -f -a "wait" -d 'Wait in the foreground until tasks end, and print their results'
 complete -c atc -n "__fish_atc_needs_command" -f -a "doctor" -d 'Check the setup and say what to fix: server, token, agents, job file, timer'
 complete -c atc -n "__fish_atc_needs_command" -f -a "log" -d 'Show what happened to the watches, from the event log beside the job file'

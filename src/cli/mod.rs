@@ -165,11 +165,12 @@ pub enum Command {
     /// -v prints a summary line, --json one report of every pass (with "passes"). Exits 0
     /// whenever the pass ran: the jobs' fates are in the job file (atc status).
     Tick(TickArgs),
-    /// Try a given-up delivery again: undelivered, unconfirmed, misrouted or error
+    /// Try given-up deliveries again: undelivered, unconfirmed, misrouted or error
     ///
     /// The next tick runs every check again before posting: the chat must exist (unless
     /// --create-session) and be idle, and a delivery of unknown outcome is first looked for
-    /// in the parent chat, so nothing is posted twice.
+    /// in the parent chat, so nothing is posted twice. Several task ids: all or none, and
+    /// tasks whose results shared a turn go again in it together.
     Redeliver(RedeliverArgs),
     /// Wait in the foreground until tasks end, and print their results
     ///
@@ -483,8 +484,10 @@ pub enum TimerKind {
 
 #[derive(Debug, Args)]
 pub struct RedeliverArgs {
-    /// The watched task id
-    pub task_id: String,
+    /// The watched task ids; with several, none is requeued when one cannot be, and tasks
+    /// whose results shared a turn go again in it together
+    #[arg(required = true, value_name = "TASK_ID")]
+    pub task_ids: Vec<String>,
 
     /// Allow the delivery to start the parent chat if it does not exist
     #[arg(long)]

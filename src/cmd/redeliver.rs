@@ -1,15 +1,16 @@
-//! `atc redeliver`: put a given-up delivery (undelivered, unconfirmed, misrouted, refused)
-//! back in line. The parent chat is looked up first, as `watch` does: a result that
+//! `atc redeliver`: put given-up deliveries (undelivered, unconfirmed, misrouted, refused)
+//! back in line, all or none. The parent chat is looked up first, as `watch` does: a result that
 //! would only be misrouted again is refused, naming `--create-session`; then it says what
 //! the next tick will do. The next tick runs every check again before posting.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cmd::report_job;
-use crate::job::Job;
-use crate::lifecycle::redeliver::{ChatLookup, redeliver_in};
+use crate::cmd::{emit, print_json, report_job};
+use crate::job::{ChatKey, Job};
+use crate::lifecycle::redeliver::{ChatLookup, redeliver_each_in};
 use crate::qwenpaw::{Client, chat};
 use crate::report::LogEntry;
 use crate::settings::{Output, Redeliver};
@@ -22,40 +23,61 @@ const CHAT_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
     let store = Store::new(redeliver.state.value.clone());
-    let task_id = &redeliver.task_id;
-    // The chat is looked up before the lock is taken: no lock across network I/O. The
-    // update below acts on the job as it is then.
+    let task_ids = &redeliver.task_ids;
+    // The chats are looked up before the lock is taken (each once): no lock across
+    // network I/O. The update below acts on the jobs as they are then.
     let before = store.load()?;
-    if before.find(task_id).is_none() {
-        let (source, others) = (&redeliver.state.source, &redeliver.other_job_files);
-        crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
-    }
-    let chat = match before.find(task_id) {
-        Some(job)
-            if before
-                .turn_of(job)
-                .is_none_or(|t| t.state != TurnState::Unconfirmed) =>
-        {
-            Some(check_chat(job, redeliver))
+    for task_id in task_ids {
+        if before.find(task_id).is_none() {
+            let (source, others) = (&redeliver.state.source, &redeliver.other_job_files);
+            crate::cmd::watched_elsewhere(task_id, &store, source, others)?;
         }
-        _ => None,
-    };
+    }
+    let mut looked: HashMap<ChatKey, ChatLookup> = HashMap::new();
+    let chats: Vec<Option<ChatLookup>> = task_ids
+        .iter()
+        .map(|task_id| match before.find(task_id) {
+            Some(job)
+                if before
+                    .turn_of(job)
+                    .is_none_or(|t| t.state != TurnState::Unconfirmed) =>
+            {
+                let found = looked
+                    .entry(job.chat_key())
+                    .or_insert_with(|| check_chat(job, redeliver));
+                Some(found.clone())
+            }
+            _ => None,
+        })
+        .collect();
     let now = Timestamp::now();
     let limits = &redeliver.limits;
     let path = store.path().to_owned();
-    let (job, message) = store.update(|file| {
-        redeliver_in(
-            file,
-            task_id,
-            chat.as_ref(),
-            redeliver.create_session,
-            &path,
-            now,
-            limits,
-        )
-    })?;
-    store.log(&[LogEntry::of("requeued", &job, now)])?;
-    report_job(&job, &message, out)
+    // All or none: a refusal of one leaves the file as it was.
+    let asked: Vec<(&str, Option<&ChatLookup>)> = task_ids
+        .iter()
+        .zip(&chats)
+        .map(|(task_id, chat)| (task_id.as_str(), chat.as_ref()))
+        .collect();
+    let create_session = redeliver.create_session;
+    let done =
+        store.update(|file| redeliver_each_in(file, &asked, create_session, &path, now, limits))?;
+    let entries: Vec<LogEntry> = done
+        .iter()
+        .map(|(job, _)| LogEntry::of("requeued", job, now))
+        .collect();
+    store.log(&entries)?;
+    match done.as_slice() {
+        [(job, message)] => report_job(job, message, out),
+        _ if out.json => {
+            let jobs: Vec<&Job> = done.iter().map(|(job, _)| job).collect();
+            print_json(&serde_json::json!({ "jobs": jobs }))
+        }
+        _ if out.quiet => Ok(()),
+        _ => done
+            .iter()
+            .try_for_each(|(_, message)| emit(&format!("{message}\n"))),
+    }
 }
 
 /// Looks the job's exact chat up on its own server, as `watch` does.

@@ -16,12 +16,53 @@ use crate::time::Timestamp;
 use crate::turn::{self, Turn, TurnEvent, TurnState};
 
 /// What the server said about the parent chat.
+#[derive(Clone)]
 pub enum ChatLookup {
     Found,
     /// Absent: the next tick would misroute the result again, unless a new chat is allowed.
     Absent,
     /// The server could not be asked; the tick checks again before delivering.
     Unknown(String),
+}
+
+/// `redeliver` of several tasks, in the order given: each as [`redeliver_in`] does it, but
+/// a task whose block is in a turn an earlier one sent again goes with it (a batch's or a
+/// group's tasks share one turn), and is said so. The first refusal is the result (the
+/// caller saves nothing then). Returns each job and its message.
+pub fn redeliver_each_in(
+    file: &mut JobFile,
+    asked: &[(&str, Option<&ChatLookup>)],
+    create_session: bool,
+    path: &Path,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<Vec<(Job, String)>> {
+    let mut done: Vec<(Job, String)> = Vec::new();
+    // The turns this call sent again, with the task that sent each.
+    let mut again: Vec<(String, &str)> = Vec::new();
+    for &(task_id, chat) in asked {
+        let with = file.find(task_id).and_then(|job| {
+            // Sent again: open, or to be read back first (a follow-up sent again leaves
+            // the delivered turn of its result as it was).
+            let turn = file.turn_of(job).filter(|t| {
+                t.carries_job(&job.job_id)
+                    && matches!(t.state, TurnState::Open | TurnState::Unconfirmed)
+            })?;
+            let (_, first) = again.iter().find(|(id, _)| *id == turn.turn_id)?;
+            Some((file.shown(job), turn.turn_id.clone(), *first))
+        });
+        if let Some((job, turn, first)) = with {
+            let said = format!("{task_id} goes again with {first}, in its turn {turn}.");
+            done.push((job, said));
+            continue;
+        }
+        let (job, message) = redeliver_in(file, task_id, chat, create_session, path, now, limits)?;
+        if let Some(turn) = &job.turn {
+            again.push((turn.clone(), task_id));
+        }
+        done.push((job, message));
+    }
+    Ok(done)
 }
 
 /// What `redeliver` does to the file (the simulation runs it too): the job's own turn

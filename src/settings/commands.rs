@@ -233,7 +233,8 @@ pub struct Cancel {
 #[derive(Debug)]
 pub struct Redeliver {
     pub state: Setting<PathBuf>,
-    pub task_id: String,
+    /// In the order given, each once.
+    pub task_ids: Vec<String>,
     pub create_session: bool,
     pub limits: Limits,
     /// For the chat check (the job's own base URL is asked).

@@ -45,7 +45,7 @@ pub use tick::{Knobs, default_limits};
 
 use crate::cli::{self, Cli, Command, Generated};
 use crate::exit::{Exit, Failure};
-use crate::ids::parse_task_id;
+use crate::ids::parse_task_ids;
 use env::check_unicode;
 
 /// Where a value came from.
@@ -232,7 +232,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             &knobs()?,
         )?)),
         Command::Status(args) => Action::Status(Status {
-            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
+            task_ids: parse_task_ids(&args.task_ids)?,
             all: args.all,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
@@ -241,7 +241,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             config_skipped: file.skipped.clone(),
         }),
         Command::Cancel(args) => Action::Cancel(Cancel {
-            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
+            task_ids: parse_task_ids(&args.task_ids)?,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
             limits: knobs()?.limits(),
@@ -267,7 +267,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             ))
         }
         Command::Wait(args) => Action::Wait(Wait {
-            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
+            task_ids: parse_task_ids(&args.task_ids)?,
             agent: text(
                 (args.agent, "--agent"),
                 "ATC_AGENT_ID",
@@ -303,7 +303,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
                 .collect(),
         }),
         Command::Log(args) => Action::Log(Log {
-            task_ids: crate::ids::parse_task_ids(&args.task_ids)?,
+            task_ids: parse_task_ids(&args.task_ids)?,
             all: args.all,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
@@ -344,7 +344,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             qwenpaw::qwenpaw(args, base_url_flag, env, file, state, auth, knobs)?
         }
         Command::Redeliver(args) => Action::Redeliver(Redeliver {
-            task_id: parse_task_id(&args.task_id)?,
+            task_ids: parse_task_ids(&args.task_ids)?,
             create_session: args.create_session,
             other_job_files: other_job_files(&state()?.value, env, file),
             state: state()?,
@@ -359,7 +359,7 @@ pub fn resolve(cli: Cli, env: &dyn Environment) -> Result<Settings, Failure> {
             Generated::Completions { shell } => Generate::Completions(shell),
         }),
         Command::ParentRead(args) => {
-            let task_ids = crate::ids::parse_task_ids(&args.task_ids)?;
+            let task_ids = parse_task_ids(&args.task_ids)?;
             let (agent, session, user, channel) = watch::chat_of(
                 (args.agent, args.session, args.user, args.channel),
                 env,

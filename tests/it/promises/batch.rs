@@ -434,6 +434,107 @@ fn a_batch_given_up_is_one_line_and_redelivered_whole() {
     );
 }
 
+/// Found by hand: `atc redeliver A B` was clap's "unexpected argument", so a person with
+/// results given up in several chats redelivered them one command each. Each goes again,
+/// all or none; tasks whose results shared a turn go again in it together (the second
+/// would be "queued already" on its own).
+#[test]
+fn redeliver_of_several_sends_each_again_and_a_shared_turn_once() {
+    // task-a and task-b given up in one turn, task-c in another chat.
+    let given_up = || {
+        let s = Scene::new();
+        s.watch("task-a", &[]);
+        s.watch("task-b", &[]);
+        s.watch("task-c", &["--session", "s-88", "--user", "bob"]);
+        s.watch("task-d", &[]);
+        for task in ["task-a", "task-b", "task-c"] {
+            finishes(&s, task, &format!("answer {task}"));
+        }
+        s.poll_replies("task-d", vec![Reply::json(200, bodies::RUNNING)]);
+        s.chats.busy_for("s-77", 1);
+        s.chats.busy_for("s-88", 1);
+        s.tick(&[]);
+        for task in ["task-a", "task-c"] {
+            s.env.edit_turn(task, |turn| {
+                turn["delivery"]["waiting_since"] = json!("2026-01-01T00:00:00Z");
+            });
+        }
+        s.chats.busy_for("s-77", 1);
+        s.chats.busy_for("s-88", 1);
+        s.tick(&["--busy-deadline", "1h"]).stderr_inspected().run();
+        for task in ["task-a", "task-b", "task-c"] {
+            assert_eq!(s.status(task), "undelivered", "{task}");
+        }
+        s
+    };
+    let s = given_up();
+    let shared = s.turn("task-a")["turn_id"].as_str().unwrap().to_owned();
+    // A typo in one: nothing is requeued, the one not watched is named.
+    s.atc(["redeliver", "task-a", "task-nope", "task-c"])
+        .status(1)
+        .stderr_contains("atc: no watch for task-nope in ")
+        .file_unchanged();
+    // One that cannot be (still pending) after one that can: neither is requeued.
+    s.atc(["redeliver", "task-c", "task-d"])
+        .status(1)
+        .stderr_contains("atc: task-d is pending: atc still watches it")
+        .file_unchanged();
+    s.atc(["redeliver", "task-a", "task-b", "task-c"])
+        .stdout(format!(
+            "task-a (its turn {shared} goes again, with task-b) goes to session s-77 (user default, channel console) again on the next atc tick, once the chat is idle.\n\
+             task-b goes again with task-a, in its turn {shared}.\n\
+             task-c goes to session s-88 (user bob, channel console) again on the next atc tick, once the chat is idle.\n"
+        ))
+        .run();
+    let requeued: Vec<Value> = s
+        .env
+        .logged(&[])
+        .into_iter()
+        .filter(|e| e["event"] == "requeued")
+        .map(|e| e["task_id"].clone())
+        .collect();
+    assert_eq!(
+        requeued,
+        [json!("task-a"), json!("task-b"), json!("task-c")]
+    );
+    s.tick(&[]);
+    for task in ["task-a", "task-b", "task-c"] {
+        assert_eq!(s.status(task), "done", "{task}");
+    }
+    let texts: Vec<String> = [s.delivered("s-77"), s.delivered("s-88")].concat();
+    for task in ["task-a", "task-b", "task-c"] {
+        let copies = texts
+            .iter()
+            .filter(|t| t.contains(&format!("answer {task}")))
+            .count();
+        assert_eq!(copies, 1, "{task}: {texts:?}");
+    }
+    // Delivered: refused, all of them, and nothing changes.
+    s.atc(["redeliver", "task-c", "task-a"])
+        .status(1)
+        .stderr_contains("atc: task-c was already delivered")
+        .file_unchanged();
+    // --json: the jobs, in the order given, as `cancel` of several prints them.
+    let s = given_up();
+    let out = s
+        .atc(["--json", "redeliver", "task-c", "task-b", "task-a"])
+        .json();
+    let jobs: Vec<_> = out["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["task_id"].clone(), j["status"].clone()))
+        .collect();
+    assert_eq!(
+        jobs,
+        [
+            (json!("task-c"), json!("delivering")),
+            (json!("task-b"), json!("delivering")),
+            (json!("task-a"), json!("delivering"))
+        ]
+    );
+}
+
 /// Issue 19: a check-in due with another job's result for the same chat travels in that
 /// result's turn (carried, never carrying), once; its job is plain pending again, and its
 /// own result later goes alone.
