@@ -815,7 +815,10 @@ fn doctor_names_the_later_of_a_timers_tick_and_a_cadences() {
     s.watch(TASK, &[]);
     s.env.age_everything(3600);
     let tick_lock = s.env.state.with_file_name("jobs.json.tick.lock");
-    let ago = support::ago;
+    // Every age from one reading of the clock: two equal ages read a second apart would
+    // name the later tick (seen once under load, in the (30, 30) case).
+    let now = support::unix_secs_ago(0);
+    let ago = |secs: u64| ::atc::time::Timestamp::from_unix(now - secs).to_string();
     for (timer, cadence, said) in [
         (
             60,
