@@ -1,7 +1,7 @@
 //! The deterministic simulation of delivery (issues 15, 25 and 29): random histories of
 //! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
 //! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
-//! imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
+//! (of one task or several), imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
 //! that crash at each crash point), server restarts, chats vanishing and coming back (or archived), busy parents, POST faults and clock jumps
 //! (and, in half the histories, atc's plugin on the server, whose kicks and cadence name
 //! it: a watch is polled on a back-off, and a kick is sometimes missed: issue 38; in some,
@@ -256,6 +256,7 @@ fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
         6 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
+        2 => (1u8..(1u8 << swarm.tasks), prop::bool::weighted(0.3)).prop_map(|(tasks, create_session)| Op::RedeliverMany { tasks, create_session }),
         10 => Just(Op::Tick),
         1 => Just(Op::KickedTick),
         4 => kick(swarm).prop_map(Op::Kick),
@@ -843,6 +844,47 @@ fn the_same_group_watch_run_again_adds_no_late_member() {
             "refused: GroupWentOut",
         ),
     );
+}
+
+/// `atc redeliver T1 T2` of a batch given up whole: the turn goes again once, the second
+/// task with it ("goes again with"), and each result lands once.
+#[test]
+fn a_redeliver_of_a_batchs_tasks_sends_their_turn_once() {
+    use Op::*;
+    let w = replayed(&[
+        watch(3, 0),
+        Busy(0, true),
+        Finish(0, Ending::Answer),
+        Finish(1, Ending::Answer),
+        Tick,
+        Jump(world::Jump::PastBusyDeadline),
+        Tick,
+        Busy(0, false),
+        RedeliverMany {
+            tasks: 3,
+            create_session: false,
+        },
+        Tick,
+    ]);
+    reaches(
+        &w,
+        "both requeued, the second with the first's turn",
+        ran(
+            &w,
+            "RedeliverMany { tasks: 3",
+            "2 requeued (1 with another's turn)",
+        ) && w.sometimes.shared_turn_redelivered == 1,
+    );
+    let s = w.server().lock();
+    let texts: Vec<String> = s.chats.iter().flat_map(world::delivered_texts).collect();
+    for task in ["task-0", "task-1"] {
+        let answer = format!("«answer of {task}»");
+        assert_eq!(
+            texts.iter().filter(|t| t.contains(&answer)).count(),
+            1,
+            "{texts:?}"
+        );
+    }
 }
 
 /// Found by hand (stop 66): a result went into a chat a person had archived after the

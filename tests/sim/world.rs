@@ -296,7 +296,7 @@ fn command_line(op: &Op) -> Option<Vec<&'static str>> {
         Op::Cancel(_) => vec!["cancel", "task-0"],
         Op::CancelCheckIns(_) => vec!["cancel", "task-0", "--check-ins"],
         Op::CancelStop(_) => vec!["cancel", "task-0", "--stop"],
-        Op::Redeliver { .. } => vec!["redeliver", "task-0"],
+        Op::Redeliver { .. } | Op::RedeliverMany { .. } => vec!["redeliver", "task-0"],
         Op::Import(_) => vec!["import-plugin-state", "/dev/null"],
         _ => return None,
     };
@@ -389,6 +389,11 @@ pub enum Op {
     CancelStop(u8),
     Redeliver {
         task: u8,
+        create_session: bool,
+    },
+    /// `atc redeliver T1 T2 …` of the tasks in `tasks` (a bit set), all or none.
+    RedeliverMany {
+        tasks: u8,
         create_session: bool,
     },
     Tick,
@@ -581,6 +586,8 @@ sometimes! {
     /// A tick's parallel phase ran on several lanes whose requests interleaved (another
     /// lane went on where one stopped for a request: `--concurrency` above 1).
     lanes_interleaved: "a tick's lanes interleaved",
+    /// `redeliver` of several sent a turn two of them shared once ("goes again with").
+    shared_turn_redelivered: "a redeliver of several sending their shared turn once",
     /// A turn was delivered into a chat a person had archived, and its record says so.
     archived_delivered: "a delivery into an archived chat",
 }
@@ -1127,6 +1134,10 @@ impl Env {
                 task,
                 create_session,
             } => self.redeliver(*task, *create_session),
+            Op::RedeliverMany {
+                tasks,
+                create_session,
+            } => self.redeliver_many(*tasks, *create_session),
             Op::Import(t) => self.import(*t),
             Op::Finish(t, ending) => {
                 let (at, seq) = (self.clock.secs(), self.server.next_seq());
@@ -1788,25 +1799,75 @@ impl Env {
         }
     }
 
+    /// What `redeliver`'s look before the lock finds of the chat of `task`'s job.
+    fn chat_lookup(&self, id: &str) -> Option<atc::lifecycle::redeliver::ChatLookup> {
+        use atc::lifecycle::redeliver::ChatLookup;
+        let file = self.store().load().expect("the file loads");
+        file.find(id).map(|job| {
+            let s = self.server.lock();
+            let t = &job.target;
+            if s.down {
+                ChatLookup::Unknown("connection refused".into())
+            } else if s
+                .chats
+                .iter()
+                .any(|c| c.session == t.session_id && c.user == t.user_id && c.channel == t.channel)
+            {
+                ChatLookup::Found
+            } else {
+                ChatLookup::Absent
+            }
+        })
+    }
+
+    fn redeliver_many(&self, tasks: u8, create_session: bool) -> String {
+        let ids: Vec<String> = (0..TASKS)
+            .filter(|i| tasks & (1 << i) != 0)
+            .map(task_id)
+            .collect();
+        let now = self.now();
+        // The command looks each chat up first, before the lock.
+        let chats: Vec<_> = ids.iter().map(|id| self.chat_lookup(id)).collect();
+        let asked: Vec<_> = ids
+            .iter()
+            .zip(&chats)
+            .map(|(id, chat)| (id.as_str(), chat.as_ref()))
+            .collect();
+        let path = self.path.clone();
+        let done = self.store().update(|file| {
+            atc::lifecycle::redeliver::redeliver_each_in(
+                file,
+                &asked,
+                create_session,
+                &path,
+                now,
+                &limits(),
+            )
+        });
+        match done {
+            Ok(done) => {
+                let mut with = 0;
+                for ((job, said), id) in done.iter().zip(&ids) {
+                    debug_assert_eq!(&job.task_id, id);
+                    if said.contains(" goes again with ") {
+                        with += 1;
+                    }
+                    self.fact(Fact::Redelivered { task: id.clone() });
+                }
+                if with > 0 {
+                    self.notes().sometimes.shared_turn_redelivered += 1;
+                }
+                format!(" → {} requeued ({with} with another's turn)", done.len())
+            }
+            Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
+        }
+    }
+
     fn redeliver(&self, t: u8, create_session: bool) -> String {
         let id = task_id(t);
         let now = self.now();
         // The command looks the chat up first, before the lock.
-        let file = self.store().load().expect("the file loads");
-        let chat =
-            file.find(&id).map(|job| {
-                let s = self.server.lock();
-                let t = &job.target;
-                if s.down {
-                    atc::lifecycle::redeliver::ChatLookup::Unknown("connection refused".into())
-                } else if s.chats.iter().any(|c| {
-                    c.session == t.session_id && c.user == t.user_id && c.channel == t.channel
-                }) {
-                    atc::lifecycle::redeliver::ChatLookup::Found
-                } else {
-                    atc::lifecycle::redeliver::ChatLookup::Absent
-                }
-            });
+        let chat = self.chat_lookup(&id);
         let path = self.path.clone();
         let done = self.store().update(|file| {
             atc::lifecycle::redeliver::redeliver_in(
