@@ -1,6 +1,6 @@
 //! The deterministic simulation of delivery (issues 15, 25 and 29): random histories of
 //! watches (with every option, and the plugin's automatic ones at a turn's end), reads by
-//! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries,
+//! the parent itself (`parent-read`), cancels (plain, `--check-ins`, `--stop`), redeliveries
 //! (of one task or several), imports, ticks (timer ticks, `--no-batch` ticks, kicked ticks that look again, ticks
 //! that crash at each crash point), server restarts, chats vanishing and coming back (or archived), busy parents, POST faults and clock jumps
 //! (and, in half the histories, atc's plugin on the server, whose kicks and cadence name
