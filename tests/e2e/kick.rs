@@ -334,6 +334,36 @@ pub fn kick_give_up_heard(ctx: &Ctx) -> R<()> {
         kick.server.log_text().matches(&line).count() == 1,
         "QwenPaw's log says the give-up again"
     );
+    // A person puts it back in line, starting the chat again on purpose (with another
+    // task id that is not given up, all or none: refused, nothing changed); a tick
+    // delivers it there, once.
+    let both = atc.run_env(&["redeliver", &child, &child_session], &[])?;
+    ensure!(
+        both.status.code() == Some(1) && atc.job(&child)?["status"] == "misrouted",
+        "a redeliver of a given-up task and one not watched: {}",
+        both.describe()
+    );
+    let again = atc.ok(&["redeliver", &child, "--create-session"])?;
+    ensure!(
+        again
+            .stdout
+            .contains("on the next atc tick, starting that chat (--create-session)"),
+        "redeliver said {:?}",
+        again.stdout
+    );
+    let job = atc.tick_one_until_terminal(&[], &child, Duration::from_secs(60))?;
+    crate::scenarios::require_status(&job, "done")?;
+    // QwenPaw stores the turn as its run begins: it may show a moment after the POST.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut found = api.results_in("ida", &parent, &child)?;
+    while found == 0 && Instant::now() < deadline {
+        sleep(Duration::from_millis(200));
+        found = api.results_in("ida", &parent, &child)?;
+    }
+    ensure!(
+        found == 1,
+        "the redelivered result should be in the new chat once, not {found} times: {job}"
+    );
     Ok(())
 }
 
