@@ -124,6 +124,15 @@ impl TestEnv {
             .collect()
     }
 
+    /// The tasks of the `event` events `atc log` lists (its last 50), oldest first.
+    pub fn logged_tasks(&self, event: &str) -> Vec<String> {
+        self.logged(&[])
+            .into_iter()
+            .filter(|e| e["event"] == event)
+            .map(|e| e["task_id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     pub fn exists(&self) -> bool {
         self.state.exists()
     }
@@ -868,4 +877,18 @@ pub fn assert_age(text: &str, label: &str, within: std::time::Duration) {
         age <= most,
         "{label}{shown} ago, but at most {most:?} passed:\n{text}"
     );
+}
+
+/// The tasks and statuses of the jobs a command's `--json` lists (`{"jobs": […]}`), in
+/// its order.
+pub fn listed_statuses(out: &Value) -> Vec<(String, String)> {
+    out["jobs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no jobs listed: {out}"))
+        .iter()
+        .map(|j| {
+            let text = |key: &str| j[key].as_str().unwrap_or_default().to_owned();
+            (text("task_id"), text("status"))
+        })
+        .collect()
 }

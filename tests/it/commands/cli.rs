@@ -8,7 +8,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::atc::{TestEnv, job, job_of, mode, stderr, stdout, turn_for};
+use support::atc::{TestEnv, job, job_of, listed_statuses, mode, stderr, stdout, turn_for};
 use support::bodies;
 use support::fake::{FakeQwenPaw, Reply};
 use support::hermetic::NOWHERE;
@@ -796,30 +796,16 @@ fn cancel_of_several_tasks_cancels_each_or_none() {
             assert_eq!(file["jobs"][0]["status"], "cancelled");
             assert_eq!(file["jobs"][1]["status"], "cancelled");
         });
-    let cancelled: Vec<_> = env
-        .logged(&[])
-        .into_iter()
-        .filter(|e| e["event"] == "cancelled")
-        .map(|e| e["task_id"].clone())
-        .collect();
-    assert_eq!(cancelled, [json!("task-b"), json!(TASK)]);
+    assert_eq!(env.logged_tasks("cancelled"), ["task-b", TASK]);
     // --json: the jobs, as `watch` of several prints them.
     let out = env
         .atc(["--json", "cancel", TASK, "task-b"])
         .file_unchanged()
         .json();
-    let ids: Vec<_> = out["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| (j["task_id"].clone(), j["status"].clone()))
-        .collect();
+    let cancelled = |t: &str| (t.to_owned(), "cancelled".to_owned());
     assert_eq!(
-        ids,
-        [
-            (json!(TASK), json!("cancelled")),
-            (json!("task-b"), json!("cancelled"))
-        ]
+        listed_statuses(&out),
+        [cancelled(TASK), cancelled("task-b")]
     );
     env.atc(["--quiet", "cancel", TASK, "task-b"])
         .stdout("")

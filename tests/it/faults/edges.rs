@@ -657,12 +657,7 @@ fn a_second_cancel_logs_nothing() {
         .stdout(format!("{TASK} was already cancelled.\n"))
         .file_unchanged()
         .run();
-    let cancelled = env
-        .logged(&[])
-        .iter()
-        .filter(|e| e["event"] == "cancelled")
-        .count();
-    assert_eq!(cancelled, 1);
+    assert_eq!(env.logged_tasks("cancelled").len(), 1);
 }
 
 // ---------------------------------------------------------------------------------------

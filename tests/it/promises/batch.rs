@@ -6,7 +6,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
-use support::atc::{carried_tasks, stdout, turn_of};
+use support::atc::{carried_tasks, listed_statuses, stdout, turn_of};
 use support::bodies;
 use support::chats::PostFault;
 use support::fake::Reply;
@@ -486,16 +486,9 @@ fn redeliver_of_several_sends_each_again_and_a_shared_turn_once() {
              task-c goes to session s-88 (user bob, channel console) again on the next atc tick, once the chat is idle.\n"
         ))
         .run();
-    let requeued: Vec<Value> = s
-        .env
-        .logged(&[])
-        .into_iter()
-        .filter(|e| e["event"] == "requeued")
-        .map(|e| e["task_id"].clone())
-        .collect();
     assert_eq!(
-        requeued,
-        [json!("task-a"), json!("task-b"), json!("task-c")]
+        s.env.logged_tasks("requeued"),
+        ["task-a", "task-b", "task-c"]
     );
     s.tick(&[]);
     for task in ["task-a", "task-b", "task-c"] {
@@ -519,18 +512,13 @@ fn redeliver_of_several_sends_each_again_and_a_shared_turn_once() {
     let out = s
         .atc(["--json", "redeliver", "task-c", "task-b", "task-a"])
         .json();
-    let jobs: Vec<_> = out["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| (j["task_id"].clone(), j["status"].clone()))
-        .collect();
+    let delivering = |t: &str| (t.to_owned(), "delivering".to_owned());
     assert_eq!(
-        jobs,
+        listed_statuses(&out),
         [
-            (json!("task-c"), json!("delivering")),
-            (json!("task-b"), json!("delivering")),
-            (json!("task-a"), json!("delivering"))
+            delivering("task-c"),
+            delivering("task-b"),
+            delivering("task-a")
         ]
     );
 }
