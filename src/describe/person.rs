@@ -261,7 +261,7 @@ pub(super) fn explain_status(job: &Job, turn: Option<&Turn>) -> Option<String> {
             // Found by hand: a chat archived after the watch got its result without a
             // word; a person who looked for it in the console's list found no chat.
             let archived = if turn.is_some_and(|t| t.chat_archived) {
-                "; its chat is archived: QwenPaw's console lists it under archived chats"
+                "; its chat was archived when it was posted (QwenPaw's console lists archived chats apart: unarchive it there to have it back among the others)"
             } else {
                 ""
             };

@@ -593,7 +593,7 @@ fn a_result_delivered_into_a_chat_archived_after_the_watch_says_so() {
         .stdout_contains("delivered 0s ago into an archived chat")
         .run();
     s.atc(["status", TASK])
-        .stdout_contains("its chat is archived: QwenPaw's console lists it under archived chats")
+        .stdout_contains("delivered; its chat was archived when it was posted (QwenPaw's console lists archived chats apart: unarchive it there to have it back among the others)")
         .stdout_contains(" (archived)\n")
         .run();
     // A chat never archived says nothing of it, and the record holds no such key.
