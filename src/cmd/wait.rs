@@ -6,6 +6,7 @@
 //! given) that did not. `--json` prints one object of the same shape for every one of them
 //! ([`said`]; `{"tasks": […]}` for several).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -170,8 +171,11 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
         if let Some(timeout) = wait.timeout
             && waited + wait.interval > timeout
         {
+            let ids: Vec<&str> = open.iter().map(|t| t.task_id.as_str()).collect();
+            let chats = watched(wait, &ids);
             for t in open {
-                t.end = Some(timed_out(wait, t, timeout));
+                let chat = chats.get(t.task_id.as_str()).cloned();
+                t.end = Some(timed_out(t, chat, timeout));
             }
             break;
         }
@@ -250,7 +254,7 @@ fn poll(client: &Client, base: &str, agent: &str, t: &mut Waited, several: bool,
 
 /// How `t`, still open when `--timeout` passed, ended: out of reach if its last poll
 /// failed, else still running (and whether a watch delivers it).
-fn timed_out(wait: &Wait, t: &Waited, timeout: Duration) -> End {
+fn timed_out(t: &Waited, watched: Option<String>, timeout: Duration) -> End {
     let task_id = t.task_id.as_str();
     if let Some(error) = &t.failing {
         return End::Unfinished {
@@ -271,7 +275,7 @@ fn timed_out(wait: &Wait, t: &Waited, timeout: Duration) -> End {
         words: format!(
             "{task_id} is still running after {} (--timeout); {}",
             human(timeout),
-            match watched(wait, task_id) {
+            match watched {
                 Some(chat) => format!(
                     "it is watched: a tick delivers its result to {chat} when it ends (`atc status {task_id}`)"
                 ),
@@ -317,16 +321,22 @@ fn recorded_base(wait: &Wait) -> Option<(String, crate::settings::Source)> {
     crate::cmd::recorded_base(&Store::new(wait.state.clone()?), &wait.task_ids)
 }
 
-/// The chat a pending watch of `task_id` delivers to, if the job file (read, never
-/// written or created) has one.
-fn watched(wait: &Wait, task_id: &str) -> Option<String> {
-    let store = Store::new(wait.state.clone()?);
-    store
+/// The chat a pending watch of each of `task_ids` delivers to, for those the job file
+/// (read once, never written or created) has one.
+fn watched(wait: &Wait, task_ids: &[&str]) -> HashMap<String, String> {
+    let Some(path) = wait.state.clone() else {
+        return HashMap::new();
+    };
+    Store::new(path)
         .peek(|file| {
-            file.find(task_id)
-                .filter(|job| job.watch == Watch::Pending)
-                .map(|job| job.target.describe_chat())
+            task_ids
+                .iter()
+                .filter_map(|task_id| {
+                    let job = file.find(task_id)?;
+                    (job.watch == Watch::Pending)
+                        .then(|| ((*task_id).to_owned(), job.target.describe_chat()))
+                })
+                .collect()
         })
-        .ok()
-        .flatten()
+        .unwrap_or_default()
 }

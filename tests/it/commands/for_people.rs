@@ -218,7 +218,9 @@ fn wait_takes_several_tasks_and_prints_each_result_as_it_ends() {
             && stdout(&out).contains(&format!("[TASK_ID: {b}]"))
     );
 
-    // --json: one object a task, in the order given, whatever the order they ended in.
+    // --json: one object a task, in the order given, whatever the order they ended in;
+    // the one still running at --timeout is said watched (the job file read, not written).
+    s.watch(c, &[]);
     s.poll_replies(c, vec![running()]);
     let out = s
         .atc([
@@ -234,7 +236,7 @@ fn wait_takes_several_tasks_and_prints_each_result_as_it_ends() {
         .status(124)
         .stdout_inspected()
         .stderr_inspected()
-        .no_file()
+        .file_unchanged()
         .run();
     let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let tasks = printed["tasks"].as_array().unwrap();
@@ -252,14 +254,14 @@ fn wait_takes_several_tasks_and_prints_each_result_as_it_ends() {
     assert_eq!(
         stderr(&out),
         format!(
-            "atc: {c} is still running after 1s (--timeout); `atc watch` it to have the result delivered when it ends\n"
+            "atc: {c} is still running after 1s (--timeout); it is watched: a tick delivers its result to session s-77 (user default, channel console) when it ends (`atc status {c}`)\n"
         )
     );
     // The same id twice is waited for once.
     let out = s
         .atc(["wait", a, a, "--json"])
         .stdout_inspected()
-        .no_file()
+        .file_unchanged()
         .run();
     let printed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(printed["task_id"], a, "one task: one object, as ever");
