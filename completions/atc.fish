@@ -59,7 +59,7 @@ complete -c atc -n "__fish_atc_using_subcommand watch" -l target-agent -d 'Agent
 complete -c atc -n "__fish_atc_using_subcommand watch" -l origin -d 'Who is watching, recorded as the job\'s origin: atc\'s QwenPaw plugin passes `plugin` from its tools, so that what the parent is told names the tool\'s options (stop_after) rather than atc\'s flags, and `auto` at the end of the turn whose submit_to_agent started the tasks (nothing while auto-watch is off, and a record the file holds is never taken over) [default: cli]' -r -f -a "cli\t'A command line'
 plugin\t'atc\'s QwenPaw plugin\'s tools (watch_agent_task), called by the model'
 auto\t'atc\'s QwenPaw plugin by itself, at the end of the turn whose submit_to_agent started the tasks'"
-complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in)' -r
+complete -c atc -n "__fish_atc_using_subcommand watch" -l group -d 'Deliver the results of all these tasks together, as one turn, once none is still running (fan-in), under `[ATC_GROUP: NAME]` (so NAME holds no `]`)' -r
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-no-answer -d 'When the watch ends without an answer (lost, expired, abandoned) [default: notify]' -r -f -a "notify\t'Post one notice turn into the parent chat'
 silent\t'Post nothing'"
 complete -c atc -n "__fish_atc_using_subcommand watch" -l on-empty -d 'When the child succeeds with an empty answer [default: deliver]' -r -f -a "deliver\t'Deliver it like any result (\'(No text content in response)\')'

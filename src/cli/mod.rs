@@ -640,7 +640,7 @@ pub struct WatchArgs {
     pub origin: Option<OriginArg>,
 
     /// Deliver the results of all these tasks together, as one turn, once none is still
-    /// running (fan-in)
+    /// running (fan-in), under `[ATC_GROUP: NAME]` (so NAME holds no `]`)
     #[arg(
         long,
         value_name = "NAME",

@@ -96,7 +96,20 @@ pub(super) fn watch(
             Some(cli::Empty::Deliver) | None => OnEmpty::Deliver,
         },
         fork_branch: label("--fork-branch", args.fork_branch)?,
-        group: label("--group", args.group)?,
+        group: label("--group", args.group)?
+            .map(|name| match name.find(']') {
+                // `[ATC_GROUP: a]b]`: an agent or a script reading the marker to its first
+                // `]` would take the name for `a`.
+                Some(_) => Err(Failure::new(
+                    Exit::Usage,
+                    format!(
+                        "--group {} contains ']', which would end the name in its message's [ATC_GROUP: …] line early; pick a name without it",
+                        crate::text::preview(&name)
+                    ),
+                )),
+                None => Ok(name),
+            })
+            .transpose()?,
         forward: match args.forward {
             Some(cli::ForwardArg::Never) => ForwardMode::Never,
             Some(cli::ForwardArg::Auto) | None => ForwardMode::Auto,

@@ -180,6 +180,21 @@ fn an_empty_value_names_where_it_came_from() {
         .no_file();
 }
 
+/// Found by hand: `--group 'trio [x]'` went out as `[ATC_GROUP: trio [x]]`, whose name an
+/// agent or a script reading the marker to its first `]` takes for `trio [x`.
+#[test]
+fn a_group_name_with_a_closing_bracket_is_refused() {
+    let env = TestEnv::new();
+    env.atc(["watch", TASK, "--session", "s", "--group", "trio [x]"])
+        .status(2)
+        .stderr("atc: --group \"trio [x]\" contains ']', which would end the name in its message's [ATC_GROUP: …] line early; pick a name without it\n")
+        .no_file();
+    env.atc(["watch", TASK, "--session", "s", "--group", "trio [x"])
+        .chat_check_skipped()
+        .stdout_contains(format!("Watching {TASK} in group trio [x "))
+        .run();
+}
+
 #[test]
 fn a_directory_as_job_file_names_the_setting_it_came_from() {
     let env = TestEnv::new();
