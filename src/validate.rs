@@ -47,6 +47,19 @@ pub fn label(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A new group's name, a [`label`] besides: no `]`, which would end the name in its
+/// turn's `[ATC_GROUP: …]` line early (an agent or a script reading the marker to its
+/// first `]` would take `a]b` for `a`). Names already in a job file are not held to it.
+pub fn group(value: &str) -> Result<(), String> {
+    if value.contains(']') {
+        return Err(format!(
+            "{} contains ']', which would end the name in its message's [ATC_GROUP: …] line early; pick a name without it",
+            preview(value)
+        ));
+    }
+    Ok(())
+}
+
 /// A job id as stored: `^[A-Za-z0-9_-]{1,64}$`.
 pub fn job_id(value: &str) -> Result<(), String> {
     if value.is_empty() || value.len() > MAX_JOB_ID {

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cmd::{emit, print_json, report_job};
 use crate::exit::Exit;
 use crate::fail;
 use crate::job::{Job, Watch};
@@ -118,22 +117,10 @@ pub fn run(cancel: &Cancel, out: Output) -> Result<()> {
     not_cancelled(not_stopped, done.len())
 }
 
-/// What each cancel (or `--check-ins`) did: its message, or its job in JSON (one id: the
-/// job; several: `{"jobs": […]}`, as `watch` prints them).
+/// What each cancel (or `--check-ins`) did.
 fn report(done: &[(Job, String, bool)], asked: usize, out: Output) -> Result<()> {
-    match done {
-        // All refused: the errors say it.
-        [] => Ok(()),
-        [(job, message, _)] if asked == 1 => report_job(job, message, out),
-        _ if out.json => {
-            let jobs: Vec<&Job> = done.iter().map(|(job, _, _)| job).collect();
-            print_json(&serde_json::json!({ "jobs": jobs }))
-        }
-        _ if out.quiet => Ok(()),
-        _ => done
-            .iter()
-            .try_for_each(|(_, message, _)| emit(&format!("{message}\n"))),
-    }
+    let each = done.iter().map(|(job, message, _)| (job, message.as_str()));
+    crate::cmd::report_jobs(each, asked, out)
 }
 
 /// The children `--stop` could not stop (their watches kept), and how many watches were

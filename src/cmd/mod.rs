@@ -54,6 +54,29 @@ pub fn report_job(
     }
 }
 
+/// What a command of several task ids did to each: one id, its job as [`report_job`]
+/// prints it; several, `{"jobs": […]}` in JSON (as `watch` prints them) or one message a
+/// line. Nothing when none was done (the errors say it).
+pub fn report_jobs<'a>(
+    done: impl IntoIterator<Item = (&'a crate::job::Job, &'a str)>,
+    asked: usize,
+    out: crate::settings::Output,
+) -> anyhow::Result<()> {
+    let done: Vec<_> = done.into_iter().collect();
+    match done.as_slice() {
+        [] => Ok(()),
+        [(job, message)] if asked == 1 => report_job(job, message, out),
+        _ if out.json => {
+            let jobs: Vec<_> = done.iter().map(|(job, _)| job).collect();
+            print_json(&serde_json::json!({ "jobs": jobs }))
+        }
+        _ if out.quiet => Ok(()),
+        _ => done
+            .iter()
+            .try_for_each(|(_, message)| emit(&format!("{message}\n"))),
+    }
+}
+
 /// What a job file other than the one in use still watches (a tick still has something
 /// to do for each task): how many, and the words naming them, "FILE still watches 2 tasks
 /// (task-a, task-b)". `None` for a file that is not there, cannot be read, or watches

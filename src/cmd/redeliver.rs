@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cmd::{emit, print_json, report_job};
 use crate::job::{ChatKey, Job};
 use crate::lifecycle::redeliver::{ChatLookup, redeliver_each_in};
 use crate::qwenpaw::{Client, chat};
@@ -67,17 +66,8 @@ pub fn run(redeliver: &Redeliver, out: Output) -> Result<()> {
         .map(|(job, _)| LogEntry::of("requeued", job, now))
         .collect();
     store.log(&entries)?;
-    match done.as_slice() {
-        [(job, message)] => report_job(job, message, out),
-        _ if out.json => {
-            let jobs: Vec<&Job> = done.iter().map(|(job, _)| job).collect();
-            print_json(&serde_json::json!({ "jobs": jobs }))
-        }
-        _ if out.quiet => Ok(()),
-        _ => done
-            .iter()
-            .try_for_each(|(_, message)| emit(&format!("{message}\n"))),
-    }
+    let each = done.iter().map(|(job, message)| (job, message.as_str()));
+    crate::cmd::report_jobs(each, task_ids.len(), out)
 }
 
 /// Looks the job's exact chat up on its own server, as `watch` does.

@@ -97,17 +97,9 @@ pub(super) fn watch(
         },
         fork_branch: label("--fork-branch", args.fork_branch)?,
         group: label("--group", args.group)?
-            .map(|name| match name.find(']') {
-                // `[ATC_GROUP: a]b]`: an agent or a script reading the marker to its first
-                // `]` would take the name for `a`.
-                Some(_) => Err(Failure::new(
-                    Exit::Usage,
-                    format!(
-                        "--group {} contains ']', which would end the name in its message's [ATC_GROUP: …] line early; pick a name without it",
-                        crate::text::preview(&name)
-                    ),
-                )),
-                None => Ok(name),
+            .map(|name| match crate::validate::group(&name) {
+                Err(why) => Err(Failure::new(Exit::Usage, format!("--group {why}"))),
+                Ok(()) => Ok(name),
             })
             .transpose()?,
         forward: match args.forward {

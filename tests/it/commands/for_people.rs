@@ -817,10 +817,6 @@ fn doctor_names_the_later_of_a_timers_tick_and_a_cadences() {
     s.watch(TASK, &[]);
     s.env.age_everything(3600);
     let tick_lock = s.env.state.with_file_name("jobs.json.tick.lock");
-    // Every age from one reading of the clock: two equal ages read a second apart would
-    // name the later tick (seen once under load, in the (30, 30) case).
-    let now = support::unix_secs_ago(0);
-    let ago = |secs: u64| ::atc::time::Timestamp::from_unix(now - secs).to_string();
     for (timer, cadence, said) in [
         (
             60,
@@ -829,13 +825,18 @@ fn doctor_names_the_later_of_a_timers_tick_and_a_cadences() {
         ),
         (30, 60, "✓ timer: the last atc tick that was no kick ran "),
         (30, 30, "✓ timer: the last atc tick that was no kick ran "),
-        // Ten minutes: an age read a few seconds later still says "10m".
+        // Ten minutes: an age read a few seconds later says "10m 2s" (the line is matched
+        // by its start).
         (
             600,
             900,
-            "✗ timer: 1 watch waits, and the last atc tick that was no kick ran 10m ago",
+            "✗ timer: 1 watch waits, and the last atc tick that was no kick ran 10m",
         ),
     ] {
+        // The ages of one case from one reading of the clock: two equal ages read a second
+        // apart would name the later tick (seen once under load, in the (30, 30) case).
+        let now = support::unix_secs_ago(0);
+        let ago = |secs: u64| ::atc::time::Timestamp::from_unix(now - secs).to_string();
         support::atc::write_private(
             &tick_lock,
             format!(
