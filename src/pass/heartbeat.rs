@@ -87,13 +87,16 @@ pub(super) struct Kinds {
 const PLUGIN_KEPT: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 impl Kinds {
-    /// `previous`'s, with this tick's own kind at `now`.
+    /// `previous`'s, with this tick's own kind at `now`. A pass of a tick not kicked that
+    /// does not poll every watch due (`sweeps` false: the turns a kick's mark named) moves
+    /// no scheduled time: the back-offs count from the last pass that did.
     pub(super) fn after(
         previous: &Heartbeat,
         now: Timestamp,
         kicked: bool,
         cadence: bool,
         server: Option<&str>,
+        sweeps: bool,
     ) -> Kinds {
         let mut kinds = Kinds {
             kick: previous.last_kick_at,
@@ -109,9 +112,9 @@ impl Kinds {
         }
         if kicked {
             kinds.kick = Some(now);
-        } else if cadence {
+        } else if sweeps && cadence {
             kinds.cadence = Some(now);
-        } else {
+        } else if sweeps {
             kinds.unkicked = Some(now);
         }
         kinds
@@ -128,12 +131,14 @@ impl Heartbeat {
         Heartbeat::parse(crate::state::lock::read_stamp(path))
     }
 
-    /// When the last tick that was no kick started; an older atc's heartbeat says it only
-    /// when its last tick was not a kick.
+    /// When the last tick that was no kick started; an older atc's heartbeat (one that
+    /// knew no cadence either) says it only when its last tick was not a kick. A heartbeat
+    /// that knows a cadence is this atc's: its last tick may be a cadence's pass for a
+    /// kick's mark, which moves no scheduled time.
     pub fn last_unkicked(&self) -> Option<Timestamp> {
         self.last_unkicked_at.or(self
             .last_tick_at
-            .filter(|at| Some(*at) != self.last_kick_at && Some(*at) != self.last_cadence_at))
+            .filter(|at| self.last_cadence_at.is_none() && Some(*at) != self.last_kick_at))
     }
 
     pub(super) fn parse(line: Option<String>) -> Heartbeat {
@@ -233,6 +238,26 @@ mod tests {
             !beat.kicking("http://other/api", after(1), ceiling),
             "another server"
         );
+    }
+
+    /// A scheduled tick's later pass for the turns a kick's mark named polls only what
+    /// they concern: it moves no scheduled time (the back-offs count from the pass that
+    /// polled every watch due), a timer's or a cadence's alike; a pass that sweeps does.
+    #[test]
+    fn only_a_pass_that_polls_every_watch_due_moves_the_scheduled_time() {
+        let at = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
+        for cadence in [false, true] {
+            let first = Kinds::after(&Heartbeat::default(), at(0), false, cadence, None, true);
+            let beat = Heartbeat::of(at(0), &first, None, Some(at(0)));
+            assert_eq!(beat.last_scheduled(), Some(at(0)), "cadence {cadence}");
+            let marked = Kinds::after(&beat, at(240), false, cadence, None, false);
+            let beat = Heartbeat::of(at(240), &marked, None, Some(at(240)));
+            assert_eq!(beat.last_tick_at, Some(at(240)));
+            assert_eq!(beat.last_scheduled(), Some(at(0)), "cadence {cadence}");
+            let swept = Kinds::after(&beat, at(260), false, cadence, None, true);
+            let beat = Heartbeat::of(at(260), &swept, None, Some(at(260)));
+            assert_eq!(beat.last_scheduled(), Some(at(260)), "cadence {cadence}");
+        }
     }
 }
 

@@ -81,6 +81,12 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Whether a pass of this scope polls every watch due (a scheduled pass's does; one
+    /// limited to some turns, or looking again, does not).
+    fn sweeps(&self) -> bool {
+        matches!(self, Scope::All | Scope::AnyTurn)
+    }
+
     /// The ended turns it is limited to, if it is.
     fn ends(&self) -> Option<&[TurnEnd]> {
         match self {
@@ -231,13 +237,16 @@ pub fn run_with<S: Server>(
     // When the last tick ran, for `atc doctor`, and what it found: a job file it found
     // settled, unchanged since, holds nothing to do until its first prune.
     let previous = Heartbeat::parse(single_flight.contents());
-    // Which kind of tick ran last, each kind's time kept.
+    // Which kind of tick ran last, each kind's time kept. A scheduled tick's later pass,
+    // for the turns a kick's mark names, polls only what they concern: a watch's back-off
+    // still counts from the pass that polled every watch due.
     let kinds = Kinds::after(
         &previous,
         now,
         tick.kicked,
         tick.cadence,
         tick.server.as_deref(),
+        intent.scope.sweeps(),
     );
     let key = CacheKey::of(limits);
     if let (Some(settled), Some(print)) = (&previous.settled, store.fingerprint())

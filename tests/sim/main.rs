@@ -2938,14 +2938,15 @@ fn a_follow_up_delivered_near_the_keep_edge_keeps_its_job() {
     );
 }
 
-/// Found by the 20,000-history search of seed 23 at stop 66, and present before it (the
-/// same history fails on d13306d): with atc's plugin here and no cadence, a clock jump
-/// during a `--no-batch` tick's poll phase leaves a missed kick's child unpolled past the
-/// ceiling (the drain's scheduled tick at 360 s puts task-0's next back-off time at 600 s;
-/// its child ended at 60 s). Issue 38, open: run with `--ignored` to see it fail.
+/// Found by the 20,000-history search of seed 23 at stop 66 (present since back-off came):
+/// with atc's plugin here and no cadence, another server's kick lands while a scheduled
+/// tick sends, leaving its mark; the clock jumps 4 minutes during the tick's poll phase,
+/// and the tick's second pass, for the marked turn only, stamped itself a scheduled tick.
+/// The back-off counted from it, past task-0's back-off time that no pass had covered:
+/// the drain's tick at 360 s put task-0's next poll at 600 s, its child ended at 60 s.
+/// Only a pass that polls every watch due moves the scheduled time now.
 #[test]
-#[ignore = "known defect (issue 38, open): a clock jump mid-pass skips a back-off time"]
-fn a_clock_jump_mid_pass_leaves_a_missed_kick_unpolled_past_the_ceiling() {
+fn a_scheduled_ticks_pass_for_a_kicks_mark_does_not_move_the_back_off() {
     use Op::*;
     quiet_crashes();
     let plugin = world::Plugin {
