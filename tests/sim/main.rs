@@ -208,7 +208,7 @@ fn others(swarm: Swarm) -> BoxedStrategy<Op> {
         6 => task.clone().prop_map(Op::Cancel),
         2 => (1u8..(1u8 << swarm.tasks), chat.clone()).prop_map(|(tasks, chat)| Op::AutoWatch { tasks, chat }),
         4 => (task.clone(), chat.clone()).prop_map(|(t, c)| Op::ParentRead(t, c)),
-        2 => task.clone().prop_map(Op::CancelCheckIns),
+        3 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), any::<bool>()).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
         2 => Just(Op::Tick),
@@ -240,8 +240,31 @@ fn kick(swarm: Swarm) -> BoxedStrategy<Kick> {
 }
 
 fn op(swarm: Swarm) -> BoxedStrategy<Op> {
-    with_strays(swarm, ops(swarm), 12)
+    let ops = with_strays(swarm, ops(swarm), 12);
+    if swarm.plugin.on != world::On::Here {
+        return ops;
+    }
+    // Where the plugin kicks (children on a back-off): a request that took minutes, and a
+    // turn that ended meanwhile, whose kick leaves its mark for the tick's next pass, later
+    // (a back-off time may come between the passes).
+    let phase = prop_oneof![
+        Just(Phase::Poll),
+        Just(Phase::Look),
+        Just(Phase::Send),
+        Just(Phase::Sent)
+    ];
+    let slow = (phase, 0u8..10, kick(swarm)).prop_map(|(phase, m, kick)| {
+        let both = Op::Both(
+            Box::new(Op::Jump(Jump::Minutes(m))),
+            Box::new(Op::Kick(kick)),
+        );
+        Op::Interleave(phase, Box::new(both))
+    });
+    prop_oneof![SLOW_WEIGHT.0 => ops, SLOW_WEIGHT.1 => slow].boxed()
 }
+
+/// How often a history where the plugin kicks draws a slow request with a kick in it.
+const SLOW_WEIGHT: (u32, u32) = (15, 1);
 
 fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
@@ -501,7 +524,7 @@ fn search(cases: u32, seed: u64) -> (Totals, String, Result<(), String>) {
 
 #[test]
 fn random_histories_keep_every_promise() {
-    let cases = env_number("ATC_SIM_CASES", 2000) as u32;
+    let cases = env_number("ATC_SIM_CASES", 2500) as u32;
     let seed = env_number("ATC_SIM_SEED", 15);
     let (totals, summary, result) = search(cases, seed);
     // Straight to stderr, past the test harness's capture: the run says what it checked.

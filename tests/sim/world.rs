@@ -410,6 +410,10 @@ pub enum Op {
     Import(u8),
     /// Another process runs `op` while the next tick waits at `phase`.
     Interleave(Phase, Box<Op>),
+    /// Two operations of other processes at one phase, one after the other: e.g. a POST
+    /// that took minutes (a jump) and a turn that ended meanwhile (its kick finds the tick
+    /// running and leaves its mark).
+    Both(Box<Op>, Box<Op>),
     /// The same, the `n`-th time after the first that the tick waits at `phase` (a later
     /// POST of a pass, a later look, a kicked tick's later pass).
     InterleaveAt(Phase, u8, Box<Op>),
@@ -572,6 +576,9 @@ sometimes! {
     backoff_ceiling: "a poll owed a ceiling after a missed kick",
     /// The clock landed on a watch's back-off time, or a second either side.
     on_a_backoff_time: "the clock on a back-off time",
+    /// A back-off time came while a scheduled tick ran (the clock moved between its
+    /// passes), and the watch that tick did not poll kept it.
+    backoff_kept_mid_tick: "a back-off time come during a tick, kept",
     /// A tick refused the broken config file (exit 78): no pass ran, nothing changed.
     config_refused_tick: "a tick refused by a broken config",
     /// A watch (or an automatic one) recorded while the config file was broken.
@@ -1026,6 +1033,11 @@ impl Env {
 
     /// An operation of another process, landing while a tick waits at `phase`.
     pub fn run_other(&self, phase: Phase, op: &Op) {
+        if let Op::Both(first, then) = op {
+            self.run_other(phase, first);
+            self.run_other(phase, then);
+            return;
+        }
         // A command atc refuses for a broken config file does nothing (issue 36 M2).
         if let Some(refused) = self.refusal(op) {
             self.notes()
@@ -1311,8 +1323,9 @@ impl Env {
             | Op::FinishKicked(..)
             | Op::CrashTick(_)
             | Op::Interleave(..)
-            | Op::InterleaveAt(..) => {
-                unreachable!("ticks run through World::tick")
+            | Op::InterleaveAt(..)
+            | Op::Both(..) => {
+                unreachable!("ticks run through World::tick; two others' through run_other")
             }
         }
     }
@@ -2163,7 +2176,16 @@ impl World {
     /// Other processes' operations the last tick never reached land now, after it: a tick
     /// among them is a tick of its own (nothing holds the lock any more).
     fn leftovers(&mut self) {
-        for (phase, op) in self.env.server.take_queued() {
+        let queued = self
+            .env
+            .server
+            .take_queued()
+            .into_iter()
+            .flat_map(|(phase, op)| match op {
+                Op::Both(first, then) => vec![(phase, *first), (phase, *then)],
+                op => vec![(phase, op)],
+            });
+        for (phase, op) in queued.collect::<Vec<_>>() {
             match op {
                 op if is_tick(&op) => self.apply(&op),
                 other => {
@@ -2229,6 +2251,7 @@ impl World {
             s.polled.clear();
         }
         let tick_no = self.env.server.tick.fetch_add(1, Ordering::SeqCst) + 1;
+        let began = self.now();
         let env = &*self.env;
         let store = env.store();
         let mut said = Vec::new();
@@ -2307,6 +2330,15 @@ impl World {
                     self.sometimes.other_server_tick += 1;
                 }
                 self.judge_polls(&expected);
+                // Judged alone: no other tick ran inside this one (its polls, its
+                // scheduled time).
+                if !kicked
+                    && crash.is_none()
+                    && !reports.is_empty()
+                    && self.env.server.tick.load(Ordering::SeqCst) == tick_no
+                {
+                    self.judge_backoff_kept(&tick, began);
+                }
                 let said = format!(" → {} passes", reports.len());
                 // A tick that ran between this one's passes (its own pass) reported what it
                 // gave up itself.
@@ -2388,6 +2420,46 @@ impl World {
                 }
             })
             .collect()
+    }
+
+    /// After a scheduled tick that began at `began`: a watch on its back-off that the tick
+    /// did not poll keeps every back-off time after `began`. The tick swept at its start;
+    /// its later passes (a kick's mark, landed while it ran) poll only what that turn
+    /// concerns, and a back-off time that came meanwhile is still owed.
+    fn judge_backoff_kept(&mut self, tick: &Tick, began: Timestamp) {
+        let Ok(file) = self.env.store().load() else {
+            return;
+        };
+        let beat = Heartbeat::read(&self.env.store().tick_lock_path());
+        let now = self.now();
+        let polled = self.env.server.lock().polled.clone();
+        let limits = *self.env.limits();
+        for job in file
+            .jobs
+            .iter()
+            .filter(|job| job.watch == atc::job::Watch::Pending && !polled.contains(&job.task_id))
+        {
+            let kicking = self.env.kicking(&beat, tick, &job.base_url, now);
+            let at = |since| match backoff::polling(job, kicking, since, now, &limits) {
+                Polling::BackOff { next, .. } => Some(next),
+                Polling::EveryTick(_) => None,
+            };
+            let (Some(owed), Some(next)) = (at(Some(began)), at(beat.last_scheduled())) else {
+                continue;
+            };
+            if next > owed {
+                self.fail(&format!(
+                    "a scheduled tick that began at {}s left {} on its back-off with its next poll at {}s, past {}s, a back-off time after the tick began that no pass polled",
+                    unix(began),
+                    job.task_id,
+                    unix(next),
+                    unix(owed),
+                ));
+            }
+            if began < owed && owed <= now {
+                self.sometimes.backoff_kept_mid_tick += 1;
+            }
+        }
     }
 
     /// After a scheduled tick: it polled every watch it owed a poll.
