@@ -1988,6 +1988,23 @@ class CadenceTest(Carried, unittest.TestCase):
         self.kicker.proc.wait()
         self.assertEqual((self.path / "calls.cadence").read_text(), "(unset)\n")
 
+    def test_a_cadence_ticks_later_pass_for_a_kicks_mark_is_no_timer(self):
+        # Stop 67: another server's cadence tick ran a second pass for a kick's mark; that
+        # pass stamps only last_tick_at (it moves no scheduled time), which the fallback
+        # for heartbeats older than the cadence read as a timer's tick: this plugin stood by.
+        started = self.plugin.kick.rfc3339(time.time() - 30)
+        later = self.plugin.kick.rfc3339(time.time() - 2)
+        beat = {"last_tick_at": later, "last_cadence_at": started}
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+        self.assertTrue(self.cadence.beat(), "stood by for a cadence tick's later pass")
+        self.kicker.proc.wait()
+        self.kicker.reaper.join()
+        # A heartbeat from before the cadence (no last_cadence_at): its last tick, no
+        # kick, was a timer's.
+        fresh = self.plugin.kick.Cadence(self.plugin.kick.Kicker(), 20)
+        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps({"last_tick_at": later}) + "\n")
+        self.assertFalse(fresh.beat(), "an older atc's timer tick 2 s ago: stand by")
+
     def test_nothing_to_do_starts_nothing(self):
         self.jobs.unlink()
         self.assertFalse(self.cadence.beat())

@@ -248,12 +248,14 @@ class Kicker:
 
 def unkicked(beat):
     """When the last tick that was no kick started, as the heartbeat says it (an older
-    atc's says it only when its last tick was no kick)."""
+    atc's, one that knew no cadence, says it only when its last tick was no kick). A
+    heartbeat that knows a cadence is today's atc's: its last tick may be a cadence
+    tick's later pass, for a kick's mark, which is no timer's (atc's `last_unkicked`)."""
     if beat.get("last_unkicked_at"):
         return epoch(beat.get("last_unkicked_at"))
     tick, kick = beat.get("last_tick_at"), beat.get("last_kick_at")
     cadence = beat.get("last_cadence_at")
-    return epoch(tick) if tick and tick != kick and tick != cadence else None
+    return epoch(tick) if tick and tick != kick and not cadence else None
 
 
 def rfc3339(at):
