@@ -32,7 +32,7 @@ fn next_poll(
     }
     let ceiling = limits.poll_ceiling;
     let kicking = beat.kicking(&job.base_url, now, ceiling);
-    let said = match polling(job, kicking, beat.last_scheduled(), now, limits) {
+    let said = match polling(job, kicking, beat.last_swept_at, now, limits) {
         Polling::EveryTick(why) => format!("by every tick: {}", why.says()),
         Polling::BackOff { next, own } => {
             let when = if next <= now {

@@ -6,7 +6,7 @@
 //! watch whose one comes due is polled then. Every other watch (another server, no plugin
 //! kicking, unknown child session, a watch whose checks fail) is polled by every tick, as
 //! before. Pure: the tick says which servers' plugins tick and when the last scheduled
-//! tick ran.
+//! pass that polled every watch due finished (`Heartbeat::last_swept_at`).
 
 use std::time::Duration;
 
@@ -85,7 +85,8 @@ fn own_time(job: &Job, now: Timestamp, limits: &Limits) -> Option<Timestamp> {
 }
 
 /// How `job` is polled: `kicking` says whether a plugin of its server ticks this job file;
-/// `since` is when the last scheduled tick (not a kick) started, `None` if none did.
+/// `since` is when the last scheduled pass that polled every watch due (no kick) started,
+/// of those that finished; `None` if none did (every watch is polled).
 pub fn polling(
     job: &Job,
     kicking: bool,
@@ -123,7 +124,7 @@ pub fn polling(
 
 /// Whether a scheduled tick at `now` polls `job` (a pending watch): every tick unless it is
 /// on its back-off; then when its next time (the back-off's or its own) has come since the
-/// last scheduled tick.
+/// last scheduled pass that polled every watch due and finished.
 pub fn due(
     job: &Job,
     kicking: bool,

@@ -37,6 +37,14 @@ pub struct Heartbeat {
     /// When a tick last finished its pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// When the last scheduled pass that polled every watch due (a timer's, a person's, a
+    /// cadence's: no kick, no pass for a kick's mark) started, of those that finished,
+    /// every save made: what a watch's back-off counts from (`lifecycle::backoff`). A pass
+    /// that crashed or failed polled what it polled, or nothing: the back-off times it
+    /// came by are still owed. `None` (none yet, or an older atc's heartbeat): the next
+    /// scheduled tick polls every watch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_swept_at: Option<Timestamp>,
     /// The servers whose atc plugin ticks this job file (a kick or a cadence tick whose
     /// `ATC_BASE_URL` named it), each with its last such tick: their children are polled
     /// on a back-off (`lifecycle::backoff`). Kept a day.
@@ -80,6 +88,12 @@ pub(super) struct Kinds {
     kick: Option<Timestamp>,
     unkicked: Option<Timestamp>,
     cadence: Option<Timestamp>,
+    swept: Option<Timestamp>,
+    /// This pass is a scheduled one that polls every watch due: once done, the back-offs
+    /// count from its start.
+    sweeping: bool,
+    /// The pass is done, every save made ([`Kinds::done`]).
+    done: bool,
     pub(super) plugins: std::collections::BTreeMap<String, Timestamp>,
 }
 
@@ -87,9 +101,9 @@ pub(super) struct Kinds {
 const PLUGIN_KEPT: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 impl Kinds {
-    /// `previous`'s, with this tick's own kind at `now`. A pass of a tick not kicked that
-    /// does not poll every watch due (`sweeps` false: the turns a kick's mark named) moves
-    /// no scheduled time: the back-offs count from the last pass that did.
+    /// `previous`'s, with this tick's own kind at `now`. `sweeps`: the pass polls every
+    /// watch due (not only what the turns a kick's mark named concern); a scheduled one
+    /// that does is what the back-offs count from once it is [`done`](Kinds::done).
     pub(super) fn after(
         previous: &Heartbeat,
         now: Timestamp,
@@ -102,6 +116,9 @@ impl Kinds {
             kick: previous.last_kick_at,
             unkicked: previous.last_unkicked(),
             cadence: previous.last_cadence_at,
+            swept: previous.last_swept_at,
+            sweeping: !kicked && sweeps,
+            done: false,
             plugins: previous.plugins.clone(),
         };
         kinds
@@ -112,10 +129,20 @@ impl Kinds {
         }
         if kicked {
             kinds.kick = Some(now);
-        } else if sweeps && cadence {
+        } else if cadence {
             kinds.cadence = Some(now);
-        } else if sweeps {
+        } else {
             kinds.unkicked = Some(now);
+        }
+        kinds
+    }
+
+    /// What a pass that started at `now` leaves once it is done, every save made.
+    pub(super) fn done(&self, now: Timestamp) -> Kinds {
+        let mut kinds = self.clone();
+        kinds.done = true;
+        if kinds.sweeping {
+            kinds.swept = Some(now);
         }
         kinds
     }
@@ -151,7 +178,8 @@ impl Heartbeat {
         })
     }
 
-    /// What a tick that started at `now` leaves: `finished` once its pass is done.
+    /// What a tick that started at `now` leaves: `finished` once its pass is done (`kinds`
+    /// [`done`](Kinds::done)), with `finished_at` then `now`.
     pub(super) fn of(
         now: Timestamp,
         kinds: &Kinds,
@@ -163,9 +191,10 @@ impl Heartbeat {
             last_kick_at: kinds.kick,
             last_unkicked_at: kinds.unkicked,
             last_cadence_at: kinds.cadence,
+            last_swept_at: kinds.swept,
             plugins: kinds.plugins.clone(),
             settled,
-            finished: Some(finished_at == Some(now)),
+            finished: Some(kinds.done),
             finished_at,
         }
     }
@@ -240,23 +269,47 @@ mod tests {
         );
     }
 
-    /// A scheduled tick's later pass for the turns a kick's mark named polls only what
-    /// they concern: it moves no scheduled time (the back-offs count from the pass that
-    /// polled every watch due), a timer's or a cadence's alike; a pass that sweeps does.
+    /// The back-offs count from the last scheduled pass that polled every watch due and
+    /// finished: not from one that is still running or failed (stamped at its start
+    /// only), a scheduled tick's later pass for the turns a kick's mark named (it polls
+    /// only what they concern), or a kick; a timer's and a cadence's alike.
     #[test]
-    fn only_a_pass_that_polls_every_watch_due_moves_the_scheduled_time() {
+    fn the_back_offs_count_from_the_last_scheduled_pass_that_swept_and_finished() {
         let at = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
         for cadence in [false, true] {
-            let first = Kinds::after(&Heartbeat::default(), at(0), false, cadence, None, true);
-            let beat = Heartbeat::of(at(0), &first, None, Some(at(0)));
-            assert_eq!(beat.last_scheduled(), Some(at(0)), "cadence {cadence}");
-            let marked = Kinds::after(&beat, at(240), false, cadence, None, false);
-            let beat = Heartbeat::of(at(240), &marked, None, Some(at(240)));
-            assert_eq!(beat.last_tick_at, Some(at(240)));
-            assert_eq!(beat.last_scheduled(), Some(at(0)), "cadence {cadence}");
-            let swept = Kinds::after(&beat, at(260), false, cadence, None, true);
-            let beat = Heartbeat::of(at(260), &swept, None, Some(at(260)));
-            assert_eq!(beat.last_scheduled(), Some(at(260)), "cadence {cadence}");
+            let pass = |beat: &Heartbeat, secs, kicked, sweeps, done: bool| {
+                let kinds = Kinds::after(beat, at(secs), kicked, cadence, None, sweeps);
+                if done {
+                    Heartbeat::of(at(secs), &kinds.done(at(secs)), None, Some(at(secs)))
+                } else {
+                    Heartbeat::of(at(secs), &kinds, None, beat.finished_at)
+                }
+            };
+            let beat = pass(&Heartbeat::default(), 0, false, true, false);
+            assert_eq!(beat.last_swept_at, None, "started only; cadence {cadence}");
+            let beat = pass(&beat, 0, false, true, true);
+            assert_eq!(beat.last_swept_at, Some(at(0)), "cadence {cadence}");
+            for (secs, kicked, sweeps, done) in [
+                (240, false, false, true), // a mark's pass, done
+                (250, true, true, true),   // a kick naming no turn
+                (260, false, true, false), // started, then crashed or failed
+            ] {
+                let after = pass(&beat, secs, kicked, sweeps, done);
+                assert_eq!(after.last_tick_at, Some(at(secs)));
+                assert_eq!(
+                    after.last_swept_at,
+                    Some(at(0)),
+                    "at {secs}; cadence {cadence}"
+                );
+            }
+            let beat = pass(&beat, 280, false, true, true);
+            assert_eq!(beat.last_swept_at, Some(at(280)), "cadence {cadence}");
+            // What an older atc wrote (no `last_swept_at`): every watch is polled.
+            assert_eq!(
+                Heartbeat::parse(Some(r#"{"last_tick_at":"2027-01-15T08:00:00Z"}"#.into()))
+                    .last_swept_at,
+                None
+            );
         }
     }
 }

@@ -239,7 +239,7 @@ pub fn run_with<S: Server>(
     let previous = Heartbeat::parse(single_flight.contents());
     // Which kind of tick ran last, each kind's time kept. A scheduled tick's later pass,
     // for the turns a kick's mark names, polls only what they concern: a watch's back-off
-    // still counts from the pass that polled every watch due.
+    // counts from the last scheduled pass that polled every watch due and finished.
     let kinds = Kinds::after(
         &previous,
         now,
@@ -255,14 +255,15 @@ pub fn run_with<S: Server>(
         && settled.until.is_none_or(|until| now <= until)
         && !(settled.unsaid && intent.heard)
     {
-        let beat = Heartbeat::of(now, &kinds, previous.settled, Some(now));
+        let beat = Heartbeat::of(now, &kinds.done(now), previous.settled, Some(now));
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
     single_flight.stamp(&Heartbeat::of(now, &kinds, None, previous.finished_at).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
+    let done = kinds.done(now);
     let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, &kinds, None, Some(now)).to_line())
+        lock.stamp(&Heartbeat::of(now, &done, None, Some(now)).to_line())
     };
     let workers = tick.concurrency;
     let mut report = Report::default();
@@ -289,7 +290,8 @@ pub fn run_with<S: Server>(
         }
     }
     // The servers whose plugin ticks (this tick's own included), and when the last
-    // scheduled tick ran: what a watch's back-off counts from. A kicked tick has none.
+    // scheduled pass that polled every watch due finished: what a watch's back-off counts
+    // from. A kicked tick has none.
     let schedule = (!tick.kicked).then(|| Heartbeat {
         plugins: kinds.plugins.clone(),
         ..previous.clone()
@@ -310,7 +312,7 @@ pub fn run_with<S: Server>(
                 until: work.first_prune,
                 unsaid: work.unsaid,
             };
-            let beat = Heartbeat::of(now, &kinds, Some(settled), Some(now));
+            let beat = Heartbeat::of(now, &done, Some(settled), Some(now));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;
@@ -508,7 +510,7 @@ fn prepare(
                 turn_ended
                     || schedule.is_none_or(|s| {
                         let kicking = s.kicking(&job.base_url, now, limits.poll_ceiling);
-                        backoff::due(job, kicking, s.last_scheduled(), now, limits)
+                        backoff::due(job, kicking, s.last_swept_at, now, limits)
                     })
             })
             .filter(|job| {

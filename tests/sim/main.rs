@@ -2967,7 +2967,7 @@ fn a_follow_up_delivered_near_the_keep_edge_keeps_its_job() {
 /// and the tick's second pass, for the marked turn only, stamped itself a scheduled tick.
 /// The back-off counted from it, past task-0's back-off time that no pass had covered:
 /// the drain's tick at 360 s put task-0's next poll at 600 s, its child ended at 60 s.
-/// Only a pass that polls every watch due moves the scheduled time now.
+/// Only a scheduled pass that polls every watch due, once finished, moves the back-offs on.
 #[test]
 fn a_scheduled_ticks_pass_for_a_kicks_mark_does_not_move_the_back_off() {
     use Op::*;

@@ -579,6 +579,9 @@ sometimes! {
     /// A back-off time came while a scheduled tick ran (the clock moved between its
     /// passes), and the watch that tick did not poll kept it.
     backoff_kept_mid_tick: "a back-off time come during a tick, kept",
+    /// A back-off time had come when a scheduled tick crashed, and the watch it did not
+    /// poll kept it.
+    backoff_kept_crashed: "a back-off time a crashed tick did not poll, kept",
     /// A tick refused the broken config file (exit 78): no pass ran, nothing changed.
     config_refused_tick: "a tick refused by a broken config",
     /// A watch (or an automatic one) recorded while the config file was broken.
@@ -939,7 +942,7 @@ impl Env {
             .filter(|j| j.watch == atc::job::Watch::Pending)
             .filter_map(|j| {
                 let kicking = self.kicking(&beat, &tick, &j.base_url, now);
-                match backoff::polling(j, kicking, beat.last_scheduled(), now, self.limits()) {
+                match backoff::polling(j, kicking, beat.last_swept_at, now, self.limits()) {
                     Polling::BackOff { next, own: false } => Some(unix(next)),
                     _ => None,
                 }
@@ -1995,9 +1998,6 @@ pub struct World {
     /// When the drain began (sim seconds), and where in the world's order.
     drained_at: u64,
     drain_seq: u64,
-    /// When the last tick that had a crash armed ran (sim seconds): it may have stamped the
-    /// heartbeat as a scheduled tick and polled nothing (issue 38).
-    last_crash: u64,
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -2103,7 +2103,6 @@ impl World {
             verdict: Verdict::default(),
             drained_at: 0,
             drain_seq: 0,
-            last_crash: 0,
         }
     }
 
@@ -2241,9 +2240,6 @@ impl World {
         } else {
             Vec::new()
         };
-        if crash.is_some() {
-            self.last_crash = self.env.clock.secs();
-        }
         {
             let mut s = self.env.server.lock();
             s.crash = crash;
@@ -2252,6 +2248,7 @@ impl World {
         }
         let tick_no = self.env.server.tick.fetch_add(1, Ordering::SeqCst) + 1;
         let began = self.now();
+        let swept_before = Heartbeat::read(&self.env.store().tick_lock_path()).last_swept_at;
         let env = &*self.env;
         let store = env.store();
         let mut said = Vec::new();
@@ -2333,11 +2330,10 @@ impl World {
                 // Judged alone: no other tick ran inside this one (its polls, its
                 // scheduled time).
                 if !kicked
-                    && crash.is_none()
                     && !reports.is_empty()
                     && self.env.server.tick.load(Ordering::SeqCst) == tick_no
                 {
-                    self.judge_backoff_kept(&tick, began);
+                    self.judge_backoff_kept(&tick, Some(began), None);
                 }
                 let said = format!(" → {} passes", reports.len());
                 // A tick that ran between this one's passes (its own pass) reported what it
@@ -2348,6 +2344,9 @@ impl World {
             }
             Err(payload) if payload.is::<crate::server::SimCrash>() => {
                 assert!(crashed);
+                if !kicked && self.env.server.tick.load(Ordering::SeqCst) == tick_no {
+                    self.judge_backoff_kept(&tick, swept_before, crash);
+                }
                 if matches!(crash, Some(Crash::Posted(_))) {
                     self.env.notes().sometimes.crash_between_post_and_save += 1;
                 }
@@ -2398,7 +2397,7 @@ impl World {
                         .map(|(at, _)| *at)
                         .max()
                         .unwrap_or(0);
-                    at.max(touched).max(self.last_crash)
+                    at.max(touched)
                 });
                 let kicking = self.env.kicking(&beat, tick, &job.base_url, now);
                 Expected {
@@ -2412,7 +2411,7 @@ impl World {
                     polling: backoff::polling(
                         job,
                         kicking,
-                        beat.last_scheduled(),
+                        beat.last_swept_at,
                         now,
                         self.env.limits(),
                     ),
@@ -2422,11 +2421,13 @@ impl World {
             .collect()
     }
 
-    /// After a scheduled tick that began at `began`: a watch on its back-off that the tick
-    /// did not poll keeps every back-off time after `began`. The tick swept at its start;
+    /// After a scheduled tick: a watch on its back-off that the tick did not poll keeps
+    /// every back-off time after `from`. A tick that finished swept at its start (`from`):
     /// its later passes (a kick's mark, landed while it ran) poll only what that turn
-    /// concerns, and a back-off time that came meanwhile is still owed.
-    fn judge_backoff_kept(&mut self, tick: &Tick, began: Timestamp) {
+    /// concerns, and a back-off time that came meanwhile is still owed. A tick that
+    /// `crashed` may have polled nothing: `from` is where the back-offs counted from
+    /// before it, and it moves none on.
+    fn judge_backoff_kept(&mut self, tick: &Tick, from: Option<Timestamp>, crashed: Option<Crash>) {
         let Ok(file) = self.env.store().load() else {
             return;
         };
@@ -2444,20 +2445,28 @@ impl World {
                 Polling::BackOff { next, .. } => Some(next),
                 Polling::EveryTick(_) => None,
             };
-            let (Some(owed), Some(next)) = (at(Some(began)), at(beat.last_scheduled())) else {
+            let (Some(owed), Some(next)) = (at(from), at(beat.last_swept_at)) else {
                 continue;
             };
             if next > owed {
+                let tick = match crashed {
+                    Some(crash) => format!("a scheduled tick that crashed ({crash:?})"),
+                    None => "a scheduled tick".to_owned(),
+                };
                 self.fail(&format!(
-                    "a scheduled tick that began at {}s left {} on its back-off with its next poll at {}s, past {}s, a back-off time after the tick began that no pass polled",
-                    unix(began),
+                    "{tick} left {} on its back-off with its next poll at {}s, past {}s, a back-off time {} that no pass polled",
                     job.task_id,
                     unix(next),
                     unix(owed),
+                    from.map_or("from the start".to_owned(), |at| format!("after {}s", unix(at))),
                 ));
             }
-            if began < owed && owed <= now {
-                self.sometimes.backoff_kept_mid_tick += 1;
+            match crashed {
+                None if from.is_some_and(|from| from < owed) && owed <= now => {
+                    self.sometimes.backoff_kept_mid_tick += 1;
+                }
+                Some(_) if owed <= now => self.sometimes.backoff_kept_crashed += 1,
+                _ => {}
             }
         }
     }

@@ -99,3 +99,42 @@ fn a_plugin_of_another_server_puts_no_child_here_on_a_back_off() {
     // Its watch's server is the fake's; the plugin that ticks is another server's.
     assert_eq!(s.polls(TASK), 3);
 }
+
+/// The back-offs count from the last scheduled pass that polled every watch due and
+/// finished (`last_swept_at` in the tick lock): a scheduled tick that fails (here, a job
+/// file it cannot read: exit 3) was stamped at its start, polled nothing, and moves none
+/// on; one that finishes does.
+#[test]
+fn a_scheduled_tick_that_fails_moves_no_back_off() {
+    let s = Scene::new();
+    s.watch(TASK, &["--child-session", CHILD]);
+    s.poll_replies(TASK, vec![Reply::json(200, bodies::RUNNING); 4]);
+    cadence(&s).run();
+    let lock = s.env.state.with_extension("json.tick.lock");
+    let mut beat = heartbeat(&s);
+    assert!(
+        beat["last_swept_at"].is_string(),
+        "a finished cadence tick: {beat}"
+    );
+    // Where the back-offs counted from, long before this test.
+    const LONG_AGO: &str = "2026-01-01T00:00:00Z";
+    beat["last_swept_at"] = json!(LONG_AGO);
+    std::fs::write(&lock, format!("{beat}\n")).unwrap();
+    let good = std::fs::read(&s.env.state).unwrap();
+    std::fs::write(&s.env.state, b"{ not json").unwrap();
+    cadence(&s)
+        .status(3)
+        .stderr_contains("it was left untouched")
+        .file_unchanged()
+        .run();
+    let beat = heartbeat(&s);
+    assert_eq!(beat["last_swept_at"], LONG_AGO, "a failed tick: {beat}");
+    assert_ne!(beat["finished"], true, "{beat}");
+    std::fs::write(&s.env.state, good).unwrap();
+    cadence(&s).run();
+    let swept = heartbeat(&s)["last_swept_at"].clone();
+    assert!(
+        swept.as_str().is_some_and(|at| at > LONG_AGO),
+        "a finished tick: {swept}"
+    );
+}
