@@ -1907,8 +1907,23 @@ class CadenceTest(Carried, unittest.TestCase):
         self.dir.cleanup()
 
     def heartbeat(self, at):
-        beat = {"last_tick_at": self.plugin.kick.rfc3339(at)}
+        self.write_beat({"last_tick_at": self.plugin.kick.rfc3339(at)})
+
+    def write_beat(self, beat):
+        """``beat`` as atc leaves it in the tick lock (one JSON line)."""
         Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
+
+    def ticked(self, why):
+        """This plugin's cadence ticked at its beat (``why``: what standing by would
+        mean); the tick is waited for."""
+        self.assertTrue(self.cadence.beat(), why)
+        self.kicker.proc.wait()
+        self.kicker.reaper.join()
+
+    def stands_by(self, beat, why):
+        """A fresh cadence reading ``beat`` stands by for a timer."""
+        self.write_beat(beat)
+        self.assertFalse(self.plugin.kick.Cadence(self.plugin.kick.Kicker(), 20).beat(), why)
 
     def said(self):
         return json.loads(Path(str(self.jobs) + ".cadence").read_text())
@@ -1960,27 +1975,19 @@ class CadenceTest(Carried, unittest.TestCase):
         # Issue 36 (M5): two servers' plugins on one job file each took the other's kicked
         # ticks for a system timer, and both cadences stood by.
         now = self.plugin.kick.rfc3339(time.time() - 2)
-        beat = {"last_tick_at": now, "last_kick_at": now}
-        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
-        self.assertTrue(self.cadence.beat(), "stood by for another server's kick")
-        self.kicker.proc.wait()
-        self.kicker.reaper.join()
-        # A tick that was no kick (a timer's, or the other server's cadence): stand by.
-        fresh = self.plugin.kick.Cadence(self.plugin.kick.Kicker(), 20)
+        self.write_beat({"last_tick_at": now, "last_kick_at": now})
+        self.ticked("stood by for another server's kick")
+        # A tick that was no kick (a timer's): stand by.
         earlier = self.plugin.kick.rfc3339(time.time() - 40)
         beat = {"last_tick_at": now, "last_kick_at": now, "last_unkicked_at": earlier}
-        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
-        self.assertFalse(fresh.beat(), "a timer's tick 40 s ago: stand by")
+        self.stands_by(beat, "a timer's tick 40 s ago: stand by")
 
     def test_another_servers_cadence_is_no_timer_and_its_own_ticks_say_they_are_a_cadence(self):
         # Issue 36 (M5): two servers on one job file both tick on their cadence; neither
         # takes the other's cadence ticks (atc's heartbeat: last_cadence_at) for a timer.
         now = self.plugin.kick.rfc3339(time.time() - 2)
-        beat = {"last_tick_at": now, "last_cadence_at": now}
-        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
-        self.assertTrue(self.cadence.beat(), "stood by for another server's cadence")
-        self.kicker.proc.wait()
-        self.kicker.reaper.join()
+        self.write_beat({"last_tick_at": now, "last_cadence_at": now})
+        self.ticked("stood by for another server's cadence")
         self.assertEqual((self.path / "calls.args").read_text().splitlines(), ["tick", "--json"])
         self.assertEqual((self.path / "calls.cadence").read_text(), "1\n", "a cadence tick says so")
         # A kick's tick does not.
@@ -1988,22 +1995,18 @@ class CadenceTest(Carried, unittest.TestCase):
         self.kicker.proc.wait()
         self.assertEqual((self.path / "calls.cadence").read_text(), "(unset)\n")
 
-    def test_a_cadence_ticks_later_pass_for_a_kicks_mark_is_no_timer(self):
-        # Stop 67: another server's cadence tick ran a second pass for a kick's mark; that
-        # pass stamps only last_tick_at (it moves no scheduled time), which the fallback
-        # for heartbeats older than the cadence read as a timer's tick: this plugin stood by.
+    def test_a_heartbeat_that_knows_a_cadence_says_a_timer_only_by_last_unkicked_at(self):
+        # Stop 67: the fallback for heartbeats older than the cadence (their last tick, no
+        # kick, was a timer's) read one whose last tick came after its last cadence tick
+        # (another server's cadence pass, stamped by a build of that stop that kept the
+        # cadence's time for its sweeps alone) as a timer's: this plugin stood by. atc's
+        # own rule (`last_unkicked`): a heartbeat that knows a cadence says a timer only
+        # by last_unkicked_at.
         started = self.plugin.kick.rfc3339(time.time() - 30)
         later = self.plugin.kick.rfc3339(time.time() - 2)
-        beat = {"last_tick_at": later, "last_cadence_at": started}
-        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps(beat) + "\n")
-        self.assertTrue(self.cadence.beat(), "stood by for a cadence tick's later pass")
-        self.kicker.proc.wait()
-        self.kicker.reaper.join()
-        # A heartbeat from before the cadence (no last_cadence_at): its last tick, no
-        # kick, was a timer's.
-        fresh = self.plugin.kick.Cadence(self.plugin.kick.Kicker(), 20)
-        Path(str(self.jobs) + ".tick.lock").write_text(json.dumps({"last_tick_at": later}) + "\n")
-        self.assertFalse(fresh.beat(), "an older atc's timer tick 2 s ago: stand by")
+        self.write_beat({"last_tick_at": later, "last_cadence_at": started})
+        self.ticked("stood by for a cadence tick's later pass")
+        self.stands_by({"last_tick_at": later}, "an older atc's timer tick 2 s ago: stand by")
 
     def test_nothing_to_do_starts_nothing(self):
         self.jobs.unlink()
