@@ -160,8 +160,8 @@ impl Heartbeat {
 
     /// When the last tick that was no kick started; an older atc's heartbeat (one that
     /// knew no cadence either) says it only when its last tick was not a kick. A heartbeat
-    /// that knows a cadence is this atc's: its last tick may be a cadence's pass for a
-    /// kick's mark, which moves no scheduled time.
+    /// that knows a cadence is this atc's, which writes `last_unkicked_at` for every tick
+    /// that was neither: without it, no such tick ran.
     pub fn last_unkicked(&self) -> Option<Timestamp> {
         self.last_unkicked_at.or(self
             .last_tick_at
