@@ -85,6 +85,8 @@ impl CacheKey {
 /// When each kind of tick last started, as a tick that started now leaves it.
 #[derive(Clone, Debug)]
 pub(super) struct Kinds {
+    /// When this tick started.
+    now: Timestamp,
     kick: Option<Timestamp>,
     unkicked: Option<Timestamp>,
     cadence: Option<Timestamp>,
@@ -94,6 +96,8 @@ pub(super) struct Kinds {
     sweeping: bool,
     /// The pass is done, every save made ([`Kinds::done`]).
     done: bool,
+    /// When the last tick whose pass was done started: this one's once it is.
+    finished_at: Option<Timestamp>,
     pub(super) plugins: std::collections::BTreeMap<String, Timestamp>,
 }
 
@@ -113,12 +117,14 @@ impl Kinds {
         sweeps: bool,
     ) -> Kinds {
         let mut kinds = Kinds {
+            now,
             kick: previous.last_kick_at,
             unkicked: previous.last_unkicked(),
             cadence: previous.last_cadence_at,
             swept: previous.last_swept_at,
             sweeping: !kicked && sweeps,
             done: false,
+            finished_at: previous.finished_at,
             plugins: previous.plugins.clone(),
         };
         kinds
@@ -137,12 +143,13 @@ impl Kinds {
         kinds
     }
 
-    /// What a pass that started at `now` leaves once it is done, every save made.
-    pub(super) fn done(&self, now: Timestamp) -> Kinds {
+    /// What the pass leaves once it is done, every save made.
+    pub(super) fn done(&self) -> Kinds {
         let mut kinds = self.clone();
         kinds.done = true;
+        kinds.finished_at = Some(kinds.now);
         if kinds.sweeping {
-            kinds.swept = Some(now);
+            kinds.swept = Some(kinds.now);
         }
         kinds
     }
@@ -178,16 +185,11 @@ impl Heartbeat {
         })
     }
 
-    /// What a tick that started at `now` leaves: `finished` once its pass is done (`kinds`
-    /// [`done`](Kinds::done)), with `finished_at` then `now`.
-    pub(super) fn of(
-        now: Timestamp,
-        kinds: &Kinds,
-        settled: Option<Settled>,
-        finished_at: Option<Timestamp>,
-    ) -> Heartbeat {
+    /// What a tick leaves: `finished` once its pass is done (`kinds`
+    /// [`done`](Kinds::done)), with `finished_at` then its start.
+    pub(super) fn of(kinds: &Kinds, settled: Option<Settled>) -> Heartbeat {
         Heartbeat {
-            last_tick_at: Some(now),
+            last_tick_at: Some(kinds.now),
             last_kick_at: kinds.kick,
             last_unkicked_at: kinds.unkicked,
             last_cadence_at: kinds.cadence,
@@ -195,7 +197,7 @@ impl Heartbeat {
             plugins: kinds.plugins.clone(),
             settled,
             finished: Some(kinds.done),
-            finished_at,
+            finished_at: kinds.finished_at,
         }
     }
 
@@ -272,18 +274,15 @@ mod tests {
     /// The back-offs count from the last scheduled pass that polled every watch due and
     /// finished: not from one that is still running or failed (stamped at its start
     /// only), a scheduled tick's later pass for the turns a kick's mark named (it polls
-    /// only what they concern), or a kick; a timer's and a cadence's alike.
+    /// only what they concern), or a kick; a timer's and a cadence's alike. A tick that
+    /// failed keeps the last finished one's time; any that finished leaves its own.
     #[test]
     fn the_back_offs_count_from_the_last_scheduled_pass_that_swept_and_finished() {
         let at = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
         for cadence in [false, true] {
             let pass = |beat: &Heartbeat, secs, kicked, sweeps, done: bool| {
                 let kinds = Kinds::after(beat, at(secs), kicked, cadence, None, sweeps);
-                if done {
-                    Heartbeat::of(at(secs), &kinds.done(at(secs)), None, Some(at(secs)))
-                } else {
-                    Heartbeat::of(at(secs), &kinds, None, beat.finished_at)
-                }
+                Heartbeat::of(&if done { kinds.done() } else { kinds }, None)
             };
             let beat = pass(&Heartbeat::default(), 0, false, true, false);
             assert_eq!(beat.last_swept_at, None, "started only; cadence {cadence}");
@@ -296,6 +295,9 @@ mod tests {
             ] {
                 let after = pass(&beat, secs, kicked, sweeps, done);
                 assert_eq!(after.last_tick_at, Some(at(secs)));
+                // Whether it finished, and when the last that did started, whatever kind.
+                assert_eq!(after.finished, Some(done), "at {secs}");
+                assert_eq!(after.finished_at, Some(at(if done { secs } else { 0 })));
                 assert_eq!(
                     after.last_swept_at,
                     Some(at(0)),

@@ -255,16 +255,15 @@ pub fn run_with<S: Server>(
         && settled.until.is_none_or(|until| now <= until)
         && !(settled.unsaid && intent.heard)
     {
-        let beat = Heartbeat::of(now, &kinds.done(now), previous.settled, Some(now));
+        let beat = Heartbeat::of(&kinds.done(), previous.settled);
         single_flight.stamp(&beat.to_line())?;
         return Ok(Some(Report::unchanged()));
     }
-    single_flight.stamp(&Heartbeat::of(now, &kinds, None, previous.finished_at).to_line())?;
+    single_flight.stamp(&Heartbeat::of(&kinds, None).to_line())?;
     // Stamped when the pass is done: every save it needed was made.
-    let done = kinds.done(now);
-    let finished = |lock: &mut crate::state::lock::Guard| {
-        lock.stamp(&Heartbeat::of(now, &done, None, Some(now)).to_line())
-    };
+    let done = kinds.done();
+    let finished =
+        |lock: &mut crate::state::lock::Guard| lock.stamp(&Heartbeat::of(&done, None).to_line());
     let workers = tick.concurrency;
     let mut report = Report::default();
 
@@ -312,7 +311,7 @@ pub fn run_with<S: Server>(
                 until: work.first_prune,
                 unsaid: work.unsaid,
             };
-            let beat = Heartbeat::of(now, &done, Some(settled), Some(now));
+            let beat = Heartbeat::of(&done, Some(settled));
             single_flight.stamp(&beat.to_line())?;
         } else {
             finished(&mut single_flight)?;
