@@ -314,6 +314,93 @@ mod tests {
             );
         }
     }
+
+    /// An older atc left a bare timestamp: the tick it names started then, and counts as
+    /// a scheduled one (the doctor's timer check, `atc status`'s warning); nothing is said
+    /// of its saves.
+    #[test]
+    fn an_older_atcs_bare_timestamp_is_a_scheduled_tick_that_says_nothing_of_its_saves() {
+        let at = Timestamp::parse("2027-01-15T08:00:00Z");
+        let beat = Heartbeat::parse(Some("2027-01-15T08:00:00Z".into()));
+        assert!(at.is_some());
+        assert_eq!(beat.last_tick_at, at);
+        assert_eq!(beat.last_scheduled(), at);
+        assert_eq!((beat.finished, beat.finished_at), (None, None));
+        assert_eq!(Heartbeat::parse(Some("garbage".into())).last_tick_at, None);
+    }
+
+    /// Watches are overdue once the oldest waiting one was made more than `TICK_STALE`
+    /// ago and no scheduled tick (a timer's, a person's, a cadence's; not a kick) ran for
+    /// as long: at exactly `TICK_STALE`, not yet. Ended watches do not count.
+    #[test]
+    fn watches_are_overdue_past_the_stale_time_without_a_scheduled_tick() {
+        use crate::job::{Job, Watch};
+        let at = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
+        let stale = TICK_STALE.as_secs();
+        let mut ended = Job::sample(Watch::Cancelled);
+        ended.job_id = "ended".into();
+        let jobs = [Job::sample(Watch::Pending), ended];
+        let turns = crate::lifecycle::Turns::of(&[]);
+        let overdue = |beat: &Heartbeat, secs| beat.overdue(&jobs, &turns, at(secs));
+        let none = Heartbeat::default();
+        assert_eq!(overdue(&none, stale), None, "the watch made exactly then");
+        assert_eq!(overdue(&none, stale + 1), Some(1), "one waiting, one ended");
+        let timer = Heartbeat {
+            last_unkicked_at: Some(at(10)),
+            ..Heartbeat::default()
+        };
+        assert_eq!(
+            overdue(&timer, 10 + stale),
+            None,
+            "the timer ran exactly then"
+        );
+        assert_eq!(overdue(&timer, 10 + stale + 1), Some(1));
+        let cadence = Heartbeat {
+            last_cadence_at: Some(at(10)),
+            last_tick_at: Some(at(10)),
+            ..Heartbeat::default()
+        };
+        assert_eq!(overdue(&cadence, 10 + stale), None);
+        assert_eq!(overdue(&cadence, 10 + stale + 1), Some(1));
+        let kicked = Heartbeat {
+            last_kick_at: Some(at(100)),
+            last_tick_at: Some(at(100)),
+            ..Heartbeat::default()
+        };
+        assert_eq!(overdue(&kicked, stale + 1), Some(1), "a kick is no timer");
+        assert_eq!(
+            Heartbeat::default().overdue(&jobs[1..], &turns, at(9999)),
+            None
+        );
+    }
+
+    /// A plugin's cadence counts while it wrote within three of its periods and five
+    /// seconds (at exactly that age, still); an older one is a server that stopped.
+    #[test]
+    fn a_cadence_counts_for_three_periods_and_five_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.json.cadence");
+        let at = |secs: u64| Timestamp::from_unix(1_800_000_000 + secs);
+        let wrote = at(0).to_string();
+        std::fs::write(
+            &path,
+            format!(r#"{{"pid":42,"every_secs":20,"at":"{wrote}","ticking":true}}"#),
+        )
+        .unwrap();
+        let read = |secs| Cadence::read(&path, at(secs));
+        assert_eq!(
+            read(65),
+            Some(Cadence {
+                pid: 42,
+                every: Duration::from_secs(20),
+                ticking: true,
+                timer_seen_at: None,
+            })
+        );
+        assert_eq!(read(66), None);
+        std::fs::write(&path, format!(r#"{{"every_secs":0,"at":"{wrote}"}}"#)).unwrap();
+        assert_eq!(read(0), None, "no period");
+    }
 }
 
 /// What atc's QwenPaw plugin last wrote into `<job file>.cadence` (it beats every period
