@@ -357,6 +357,29 @@ fn wait_says_a_failed_poll_with_v_and_goes_on() {
         let out = run.stdout_inspected().no_file().run();
         assert!(stdout(&out).contains("ECHO: hello"));
     }
+    // Waiting for several, the line names the task whose poll failed.
+    let other = "task-0000000000b2";
+    s.poll_replies(
+        TASK,
+        vec![
+            Reply::json(502, r#"{"detail":"bad gateway"}"#),
+            Reply::json(200, bodies::FINISHED_COMPLETED),
+        ],
+    );
+    s.poll_replies(
+        other,
+        vec![Reply::json(200, &bodies::finished_completed("s-b", "B"))],
+    );
+    let out = s
+        .atc(["wait", TASK, other, "--interval", "100ms", "-v"])
+        .stderr(format!(
+            "atc: QwenPaw API {api} (from ATC_BASE_URL)\natc: {TASK}: poll failed (1 in a row): HTTP 502: bad gateway\n",
+            api = s.server.api()
+        ))
+        .stdout_inspected()
+        .no_file()
+        .run();
+    assert!(stdout(&out).contains("ECHO: hello") && stdout(&out).contains("\n\nB\n"));
 }
 
 #[test]
