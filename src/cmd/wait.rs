@@ -190,7 +190,7 @@ pub fn run(wait: &Wait, out: Output) -> Result<()> {
         }
         std::thread::sleep(wait.interval.max(Duration::from_millis(100)));
     }
-    finish(&tasks, several, out)
+    finish(&tasks, out)
 }
 
 /// Polls `t` once: it ends (finished, lost, refused, or out of reach `MAX_STRIKES` times
@@ -285,10 +285,10 @@ fn timed_out(t: &Waited, watched: Option<String>, timeout: Duration) -> End {
     }
 }
 
-/// `--json` (one object for one task, `{"tasks": […]}` in the order given for several),
-/// then the exit: 0 when every child completed, else the first (in the order given) that
+/// `--json` (one object for one task, `{"tasks": […]}` in the order given for several:
+/// every task has ended by now), then the exit: 0 when every child completed, else the first (in the order given) that
 /// did not, with one line saying each.
-fn finish(tasks: &[Waited], several: bool, out: Output) -> Result<()> {
+fn finish(tasks: &[Waited], out: Output) -> Result<()> {
     let ended: Vec<(&str, &End)> = tasks
         .iter()
         .filter_map(|t| Some((t.task_id.as_str(), t.end.as_ref()?)))
@@ -299,7 +299,7 @@ fn finish(tasks: &[Waited], several: bool, out: Output) -> Result<()> {
             .map(|(task_id, end)| end.json(task_id))
             .collect::<Result<Vec<_>>>()?;
         match each.as_slice() {
-            [one] if !several => print_json(one)?,
+            [one] => print_json(one)?,
             _ => print_json(&json!({ "tasks": each }))?,
         }
     }
