@@ -16,6 +16,8 @@ struct Scripted {
     stopped: Option<bool>,
     agents: Option<&'static str>,
     asked: std::sync::Mutex<Vec<&'static str>>,
+    /// The lanes a parallel phase said it started (`false`) and ended (`true`).
+    lanes: std::sync::Mutex<Vec<(usize, bool)>>,
 }
 
 const RUNNING: (u16, &str) = (200, r#"{"status":"running","started_at":1796003454.67}"#);
@@ -94,6 +96,51 @@ impl Server for Scripted {
     fn list_agents(&self, _: &str) -> Result<Answer, Transport> {
         self.answer("agents", self.agents.map(|a| (200, a)))
     }
+    fn lane_started(&self, lane: usize) {
+        self.lanes.lock().unwrap().push((lane, false));
+    }
+    fn lane_ended(&self, lane: usize) {
+        self.lanes.lock().unwrap().push((lane, true));
+    }
+}
+
+/// A parallel phase tells the server each lane it started and, after its last item or
+/// while its work unwinds, that it ended (a server that orders its lanes waits for no
+/// lane that is gone); one worker runs on the caller's thread and starts no lane.
+#[test]
+fn every_lane_started_is_ended_even_unwinding_and_one_worker_starts_none() {
+    let server = Scripted::default();
+    let lanes = || {
+        let mut said = std::mem::take(&mut *server.lanes.lock().unwrap());
+        said.sort();
+        said
+    };
+    let every_end = [
+        (0, false),
+        (0, true),
+        (1, false),
+        (1, true),
+        (2, false),
+        (2, true),
+    ];
+    let items: Vec<usize> = (0..10).collect();
+    let doubled = parallel::parallel(&server, &items, 3, |i| i * 2);
+    assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+    assert_eq!(lanes(), every_end);
+
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel::parallel(&server, &items, 3, |&i| {
+            assert_ne!(i, 4, "item 4 unwinds its lane");
+            i
+        })
+    }));
+    assert!(unwound.is_err());
+    assert_eq!(lanes(), every_end);
+
+    let caller = std::thread::current().id();
+    let threads = parallel::parallel(&server, &items, 1, |_| std::thread::current().id());
+    assert_eq!(threads, vec![caller; items.len()]);
+    assert_eq!(lanes(), []);
 }
 
 /// The timer's tick over the job file at `path`, one request at a time.
