@@ -42,9 +42,14 @@ pub fn redeliver_each_in(
     let mut again: Vec<(String, &str)> = Vec::new();
     for &(task_id, chat) in asked {
         let with = file.find(task_id).and_then(|job| {
-            // A job points only at a turn that carries it, and a turn this call sent
-            // again is open or to be read back first until the call ends.
-            let turn = file.turn_of(job)?;
+            // Sent again: open, or to be read back first. Not a delivered turn: a
+            // follow-up sent again leaves its result's turn as it was, and that is the
+            // turn `again` records for it (another task whose result shared it still
+            // owes its own follow-up).
+            let turn = file.turn_of(job).filter(|t| {
+                t.carries_job(&job.job_id)
+                    && matches!(t.state, TurnState::Open | TurnState::Unconfirmed)
+            })?;
             let (_, first) = again.iter().find(|(id, _)| *id == turn.turn_id)?;
             Some((file.shown(job), turn.turn_id.clone(), *first))
         });

@@ -2695,6 +2695,52 @@ fn a_given_up_follow_up_is_redelivered_once_and_never_its_result() {
     );
 }
 
+/// Stop 69: task-0 and task-1 go to s1 in one turn, each delegated further, and each
+/// follow-up is given up (s1 deleted). `redeliver` of both sends each follow-up again:
+/// task-1 does not go "with" task-0 through the result turn they shared, which was
+/// delivered and is not sent again (a filter in `redeliver_each_in` that looked
+/// equivalent to a mutation pass held this; nothing in the random histories reached it).
+#[test]
+fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(3, 0),
+        Op::Finish(0, Ending::Answer),
+        Op::Finish(1, Ending::Answer),
+        Op::Tick,
+        watch(4, child),
+        watch(8, child + 1),
+        Op::Finish(2, Ending::Answer),
+        Op::Finish(3, Ending::Answer),
+        Op::Tick,
+        Op::DeleteChat(0),
+        Op::Tick,
+        Op::Tick,
+        Op::CreateChat(0),
+        Op::RedeliverMany {
+            tasks: 3,
+            create_session: false,
+        },
+        Op::Tick,
+        Op::Tick,
+    ]);
+    reaches(
+        &world,
+        "both follow-ups requeued, neither with the other's turn",
+        ran(
+            &world,
+            "RedeliverMany { tasks: 3",
+            "2 requeued (0 with another's turn)",
+        ),
+    );
+    let mut ups: Vec<String> = follow_ups_in(&world, "s1")
+        .into_iter()
+        .map(|(task, _)| task)
+        .collect();
+    ups.sort();
+    assert_eq!(ups, ["task-0", "task-1"]);
+}
+
 /// Issue 38: with atc's plugin on the server (its cadence runs the ticks), a running child
 /// whose session is known is polled on a back-off (20 s after it started, then 40 s, then
 /// every ceiling); its end, the kick for it missed, is found by the back-off within a

@@ -1863,11 +1863,13 @@ impl Env {
         match done {
             Ok(done) => {
                 let mut with = 0;
+                let file = self.store().load().expect("the file loads");
                 for ((job, said), id) in done.iter().zip(&ids) {
                     debug_assert_eq!(&job.task_id, id);
                     if said.contains(" goes again with ") {
                         with += 1;
                     }
+                    back_in_line(&file, id, said);
                     self.fact(Fact::Redelivered { task: id.clone() });
                 }
                 if with > 0 {
@@ -1898,6 +1900,7 @@ impl Env {
         });
         match done {
             Ok((_, said)) => {
+                back_in_line(&self.store().load().expect("the file loads"), &id, &said);
                 self.fact(Fact::Redelivered { task: id });
                 if said.contains("'s follow-up (turn ") {
                     return " → its follow-up requeued".into();
@@ -1936,6 +1939,30 @@ impl Env {
             n.fresh.insert(job_id.clone());
         }
         format!(" → {} added", done.added.len())
+    }
+}
+
+/// What `redeliver` said of `task` holds in `file`: the watch polls again, or a block of
+/// it is back in line (its turn open or to be read back, or owed anew). A task said to go
+/// "with" another's turn is in that turn.
+fn back_in_line(file: &atc::job_file::JobFile, task: &str, said: &str) {
+    let job = file.find(task).expect("a task redelivered is watched");
+    let in_line = |t: &Turn| {
+        t.carries_job(&job.job_id) && matches!(t.state, TurnState::Open | TurnState::Unconfirmed)
+    };
+    let back = job.watch == atc::job::Watch::Pending
+        || atc::status::owes(job, file.turn_of(job)).is_some()
+        || file.turns.iter().any(in_line);
+    assert!(
+        back,
+        "redeliver said {said:?}, and nothing of {task} is back in line"
+    );
+    if let Some((_, turn)) = said.split_once(", in its turn ") {
+        let turn = turn.trim_end_matches('.');
+        assert!(
+            file.turn(turn).is_some_and(in_line),
+            "redeliver said {said:?}, and turn {turn} is not open with {task} in it"
+        );
     }
 }
 

@@ -338,3 +338,66 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
         "the result it already delivered is not posted again"
     );
 }
+
+/// Two children whose results went up in one turn each delegated, and each follow-up was
+/// given up: `atc redeliver` of both sends each follow-up again. Their shared result turn
+/// was delivered and stays so; neither task goes "with" the other through it.
+#[test]
+fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
+    let s = Scene::new();
+    for (task, child) in [("task-a", "s-a"), ("task-b", "s-b")] {
+        s.watch(task, &[]);
+        finishes(&s, task, child, &format!("{child}: delegated"));
+    }
+    s.tick(&[]);
+    assert_eq!(s.delivered("s-77").len(), 1, "both results in one turn");
+    assert_eq!(s.turn("task-a")["turn_id"], s.turn("task-b")["turn_id"]);
+    for (task, child) in [("task-ga", "s-a"), ("task-gb", "s-b")] {
+        s.watch(task, &["--session", child]);
+        answers(&s, child, &format!("{child}: the grandchild says 42"));
+        finishes(&s, task, &format!("{child}-grand"), "GRAND: 42");
+    }
+    s.tick(&[]);
+    // P's chat is gone by the time the follow-ups go: both given up.
+    s.chats.delete("s-77");
+    let said: String = (0..3)
+        .map(|_| {
+            let out = s.tick(&[]).stderr_inspected().run();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+        .collect();
+    for task in ["task-a", "task-b"] {
+        let gave_up = format!("atc: gave up on {task} (done, follow-up misrouted)");
+        assert_eq!(said.matches(&gave_up).count(), 1, "{said}");
+    }
+    assert!(follow_ups(&s, "s-77").is_empty());
+    s.add_chat("s-77", "default", "console");
+    s.atc(["redeliver", "task-a", "task-b"])
+        .stdout_contains("task-a's follow-up (turn atc-")
+        .stdout_contains("task-b's follow-up (turn atc-")
+        .run();
+    for _ in 0..3 {
+        s.tick(&[]);
+    }
+    let mut ups = follow_ups(&s, "s-77");
+    ups.sort();
+    assert_eq!(
+        ups,
+        [
+            format!(
+                "{}\n\ns-a: the grandchild says 42",
+                head("task-a", "task-ga")
+            ),
+            format!(
+                "{}\n\ns-b: the grandchild says 42",
+                head("task-b", "task-gb")
+            ),
+        ],
+        "each follow-up once"
+    );
+    assert_eq!(
+        s.delivered("s-77").len(),
+        2,
+        "in the chat started anew, the two follow-ups: their results' turn is not posted again"
+    );
+}
