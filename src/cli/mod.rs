@@ -170,7 +170,9 @@ pub enum Command {
     /// The next tick runs every check again before posting: the chat must exist (unless
     /// --create-session) and be idle, and a delivery of unknown outcome is first looked for
     /// in the parent chat, so nothing is posted twice. Several task ids: all or none, and
-    /// tasks whose results shared a turn go again in it together.
+    /// tasks whose results shared a turn go again in it together. A task whose result
+    /// landed and whose follow-ups up a delegation tree were given up: every one of those
+    /// goes again, the oldest first, never the result.
     Redeliver(RedeliverArgs),
     /// Wait in the foreground until tasks end, and print their results
     ///

@@ -138,54 +138,28 @@ pub fn redeliver_in(
             .into()
     };
     let where_to = job.target.describe_chat();
-    // Its result landed, and a follow-up of it (issue 37) was given up: that turn goes
-    // again (the newest such).
-    let follow_up = (landed == Some(TurnState::Delivered))
-        .then(|| {
-            file.turns.iter().rposition(|t| {
+    // Its result landed, and follow-ups of it (issue 37) were given up: each of those
+    // turns goes again, the oldest first (they go out in that order).
+    let follow_ups: Vec<usize> = if landed == Some(TurnState::Delivered) {
+        (0..file.turns.len())
+            .filter(|&t| {
+                let t = &file.turns[t];
                 t.is_follow_up()
                     && t.carries_job(&job.job_id)
                     && !turn::step(t, TurnEvent::Redeliver { create_session }, now, limits)
                         .is_ignored()
             })
-        })
-        .flatten();
-    let own = follow_up.or(own);
-    let (unknown, which) = match own {
-        Some(t) => {
-            let turn = &file.turns[t];
-            if turn.text.is_none() {
-                fail!(
-                    Exit::Refused,
-                    "{task_id}'s turn {} has no text kept (an earlier atc kept it on another job's record, since gone): look in the parent chat for it",
-                    turn.turn_id
-                );
-            }
-            let event = TurnEvent::Redeliver { create_session };
-            let transition = turn::step(turn, event, now, limits);
-            if transition.is_ignored() {
-                return Err(refuse(job, Some(turn)));
-            }
-            let others = turn.tasks_besides(&job.job_id);
-            let which = if follow_up.is_some() {
-                format!("'s follow-up (turn {})", turn.turn_id)
-            } else if others.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (its turn {} goes again, with {})",
-                    turn.turn_id,
-                    others.join(", ")
-                )
-            };
-            let unknown = transition.turn.state == TurnState::Unconfirmed;
-            file.turns[t] = transition.turn;
-            // Open again, it carries only what still belongs there (a job watched again
-            // elsewhere meanwhile has left it).
-            compose::tidy(file, now, limits);
-            (unknown, which)
-        }
-        None => {
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let sent = if follow_ups.is_empty() {
+        own.into_iter().collect()
+    } else {
+        follow_ups
+    };
+    let (unknown, which) = match sent.as_slice() {
+        [] => {
             let event = Event::Requeued { create_session };
             let transition = super::step(job, file.turn_of(job), event, now, limits);
             if transition.is_ignored() {
@@ -199,8 +173,52 @@ pub fn redeliver_in(
             file.jobs[i] = transition.job;
             (false, which)
         }
+        sent => {
+            let mut unknown = false;
+            for &t in sent {
+                let turn = &file.turns[t];
+                if turn.text.is_none() {
+                    fail!(
+                        Exit::Refused,
+                        "{task_id}'s turn {} has no text kept (an earlier atc kept it on another job's record, since gone): look in the parent chat for it",
+                        turn.turn_id
+                    );
+                }
+                let transition =
+                    turn::step(turn, TurnEvent::Redeliver { create_session }, now, limits);
+                if transition.is_ignored() {
+                    return Err(refuse(job, Some(turn)));
+                }
+                unknown |= transition.turn.state == TurnState::Unconfirmed;
+                file.turns[t] = transition.turn;
+            }
+            let ids: Vec<&str> = sent
+                .iter()
+                .map(|&t| file.turns[t].turn_id.as_str())
+                .collect();
+            let others = file.turns[sent[0]].tasks_besides(&file.jobs[i].job_id);
+            let which = if file.turns[sent[0]].is_follow_up() {
+                match ids.as_slice() {
+                    [one] => format!("'s follow-up (turn {one})"),
+                    many => format!("'s {} follow-ups (turns {})", many.len(), many.join(", ")),
+                }
+            } else if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (its turn {} goes again, with {})",
+                    ids[0],
+                    others.join(", ")
+                )
+            };
+            // Open again, it carries only what still belongs there (a job watched again
+            // elsewhere meanwhile has left it).
+            compose::tidy(file, now, limits);
+            (unknown, which)
+        }
     };
     let polls_again = file.jobs[i].watch == crate::job::Watch::Pending;
+    let goes = if sent.len() > 1 { "go" } else { "goes" };
     let message = match (unknown, &chat) {
         _ if polls_again => format!(
             "{task_id} is watched again (the parent read its result before atc fetched it): the next atc tick fetches the result and posts it to {where_to}, once the chat is idle."
@@ -209,13 +227,13 @@ pub fn redeliver_in(
             "{task_id}{which}: the next atc tick reads {where_to} back and posts the result only if it is not there."
         ),
         (_, Some(ChatLookup::Absent)) => format!(
-            "{task_id}{which} goes to {where_to} on the next atc tick, starting that chat (--create-session)."
+            "{task_id}{which} {goes} to {where_to} on the next atc tick, starting that chat (--create-session)."
         ),
         (_, Some(ChatLookup::Unknown(why))) => format!(
-            "{task_id}{which} goes to {where_to} again on the next atc tick, once the chat is idle; the chat could not be checked now ({why}): the tick checks it before posting."
+            "{task_id}{which} {goes} to {where_to} again on the next atc tick, once the chat is idle; the chat could not be checked now ({why}): the tick checks it before posting."
         ),
         _ => format!(
-            "{task_id}{which} goes to {where_to} again on the next atc tick, once the chat is idle."
+            "{task_id}{which} {goes} to {where_to} again on the next atc tick, once the chat is idle."
         ),
     };
     Ok((file.shown(&file.jobs[i]), message))

@@ -2741,6 +2741,50 @@ fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
     assert_eq!(ups, ["task-0", "task-1"]);
 }
 
+/// Two grandchildren each wake task-0's child, and both follow-ups are given up (s1
+/// deleted); one `redeliver` of task-0 sends both again, the older first, each once.
+#[test]
+fn a_redeliver_sends_every_given_up_follow_up_oldest_first() {
+    let child = world::CHATS.len() as u8;
+    let world = replayed(&[
+        watch(1, 0),
+        Op::Finish(0, Ending::Answer),
+        Op::Tick,
+        watch(2, child),
+        watch(4, child),
+        Op::DeleteChat(0),
+        Op::Finish(1, Ending::Answer),
+        Op::Tick,
+        Op::Tick,
+        Op::Finish(2, Ending::Answer),
+        Op::Tick,
+        Op::Tick,
+        Op::CreateChat(0),
+        redeliver(0, false),
+        Op::Tick,
+        Op::Tick,
+    ]);
+    reaches(
+        &world,
+        "both follow-ups requeued by one redeliver",
+        ran(&world, "Redeliver { task: 0", "its follow-ups requeued"),
+    );
+    let ups: Vec<String> = follow_ups_in(&world, "s1")
+        .into_iter()
+        .map(|(_, reply)| reply)
+        .collect();
+    // Each reply names the turn it was woken by, numbered in the world's order.
+    let woken: Vec<u64> = ups
+        .iter()
+        .map(|r| {
+            r.trim_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(woken.len() == 2 && woken[0] < woken[1], "{ups:?}");
+}
+
 /// Issue 38: with atc's plugin on the server (its cadence runs the ticks), a running child
 /// whose session is known is polled on a back-off (20 s after it started, then 40 s, then
 /// every ceiling); its end, the kick for it missed, is found by the back-off within a

@@ -1905,6 +1905,9 @@ impl Env {
                 if said.contains("'s follow-up (turn ") {
                     return " → its follow-up requeued".into();
                 }
+                if said.contains(" follow-ups (turns ") {
+                    return " → its follow-ups requeued".into();
+                }
                 " → requeued".into()
             }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),

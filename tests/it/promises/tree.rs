@@ -401,3 +401,53 @@ fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
         "in the chat started anew, the two follow-ups: their results' turn is not posted again"
     );
 }
+
+/// Two grandchildren each woke the child, and both follow-ups were given up: one
+/// `atc redeliver` of the child's task sends both again, the older first, each once.
+#[test]
+fn a_redeliver_sends_every_given_up_follow_up_of_the_task_oldest_first() {
+    let s = tree("CHILD: first reply");
+    s.tick(&[]);
+    s.watch("task-grand2", &["--session", "s-child"]);
+    answers(&s, "s-child", "CHILD: second reply");
+    finishes(&s, "task-grand2", "s-grand2", "GRAND2: 43");
+    s.chats.delete("s-77");
+    let said: String = (0..4)
+        .map(|_| {
+            let out = s.tick(&[]).stderr_inspected().run();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+        .collect();
+    assert_eq!(
+        said.matches("atc: gave up on task-child (done, follow-up misrouted)")
+            .count(),
+        2,
+        "{said}"
+    );
+    s.add_chat("s-77", "default", "console");
+    s.atc(["redeliver", "task-child"])
+        .stdout_contains("task-child's 2 follow-ups (turns atc-")
+        .stdout_contains(") go to session s-77 (user default, channel console) again")
+        .run();
+    for _ in 0..3 {
+        s.tick(&[]);
+    }
+    assert_eq!(
+        follow_ups(&s, "s-77"),
+        [
+            format!("{}\n\nCHILD: first reply", head("task-child", "task-grand")),
+            format!(
+                "{}\n\nCHILD: second reply",
+                head("task-child", "task-grand2")
+            ),
+        ],
+        "both, the older first, each once"
+    );
+    let status = s.atc(["status", "task-child"]).stdout_inspected().run();
+    let status = support::atc::stdout(&status);
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("follow-ups"))
+        .unwrap();
+    assert_eq!(line.matches("(delivered)").count(), 2, "{status}");
+}
