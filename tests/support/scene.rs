@@ -158,6 +158,17 @@ impl Scene {
         self.atc(std::iter::once("tick").chain(args.iter().copied()))
     }
 
+    /// `n` plain ticks, each exiting 0: what they said on stderr, in order (the give-up
+    /// lines a test counts).
+    pub fn ticks_said(&self, n: usize) -> String {
+        (0..n)
+            .map(|_| {
+                let out = self.tick(&[]).stderr_inspected().run();
+                String::from_utf8_lossy(&out.stderr).into_owned()
+            })
+            .collect()
+    }
+
     pub fn job(&self, task_id: &str) -> Value {
         self.env.job(task_id)
     }

@@ -249,12 +249,7 @@ fn a_404_from_the_send_fails_it_and_a_500_is_retried_a_few_times() {
     for _ in 0..6 {
         s.chats.send_fault("mqtt", SendFault::Error500);
     }
-    let said: String = (0..6)
-        .map(|_| {
-            let out = s.tick(&[]).stderr_inspected().run();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        })
-        .collect();
+    let said = s.ticks_said(6);
     assert_eq!(
         said,
         format!(

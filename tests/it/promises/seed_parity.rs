@@ -275,12 +275,7 @@ fn a_finished_task_is_delivered_exactly_once() {
     );
     // The fake has no discord channel: the parent's reply cannot go on to the person,
     // which the one tick that finds out says, once.
-    let said: String = (0..4)
-        .map(|_| {
-            let out = s.tick(&[]).stderr_inspected().run();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        })
-        .collect();
+    let said = s.ticks_said(4);
     assert_eq!(
         said.lines()
             .filter(|l| l.starts_with(&format!("atc: gave up on {TASK} (done, forward failed)")))

@@ -304,12 +304,7 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
     s.tick(&[]);
     // P's chat is gone by the time the follow-up goes: misrouted, said, given up.
     s.chats.delete("s-77");
-    let said: String = (0..2)
-        .map(|_| {
-            let out = s.tick(&[]).stderr_inspected().run();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        })
-        .collect();
+    let said = s.ticks_said(2);
     assert_eq!(
         said.matches("atc: gave up on task-child (done, follow-up misrouted)")
             .count(),
@@ -360,12 +355,7 @@ fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
     s.tick(&[]);
     // P's chat is gone by the time the follow-ups go: both given up.
     s.chats.delete("s-77");
-    let said: String = (0..3)
-        .map(|_| {
-            let out = s.tick(&[]).stderr_inspected().run();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        })
-        .collect();
+    let said = s.ticks_said(3);
     for task in ["task-a", "task-b"] {
         let gave_up = format!("atc: gave up on {task} (done, follow-up misrouted)");
         assert_eq!(said.matches(&gave_up).count(), 1, "{said}");
@@ -412,12 +402,7 @@ fn a_redeliver_sends_every_given_up_follow_up_of_the_task_oldest_first() {
     answers(&s, "s-child", "CHILD: second reply");
     finishes(&s, "task-grand2", "s-grand2", "GRAND2: 43");
     s.chats.delete("s-77");
-    let said: String = (0..4)
-        .map(|_| {
-            let out = s.tick(&[]).stderr_inspected().run();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        })
-        .collect();
+    let said = s.ticks_said(4);
     assert_eq!(
         said.matches("atc: gave up on task-child (done, follow-up misrouted)")
             .count(),
