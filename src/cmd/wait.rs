@@ -286,8 +286,8 @@ fn timed_out(t: &Waited, watched: Option<String>, timeout: Duration) -> End {
 }
 
 /// `--json` (one object for one task, `{"tasks": […]}` in the order given for several:
-/// every task has ended by now), then the exit: 0 when every child completed, else the first (in the order given) that
-/// did not, with one line saying each.
+/// every task has ended by now), then the exit: 0 when every child completed, else the
+/// first (in the order given) that did not, with one line saying each.
 fn finish(tasks: &[Waited], out: Output) -> Result<()> {
     let ended: Vec<(&str, &End)> = tasks
         .iter()

@@ -50,6 +50,14 @@ fn answers(s: &Scene, session: &str, text: &str) {
         .reply(session, ParentReply::ToolThenFinal(text.to_owned()));
 }
 
+/// How many times ticks that said `said` gave up a follow-up of `task` as misrouted.
+fn follow_ups_given_up(said: &str, task: &str) -> usize {
+    said.matches(&format!(
+        "atc: gave up on {task} (done, follow-up misrouted)"
+    ))
+    .count()
+}
+
 fn follow_ups(s: &Scene, session: &str) -> Vec<String> {
     s.delivered(session)
         .into_iter()
@@ -305,12 +313,7 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
     // P's chat is gone by the time the follow-up goes: misrouted, said, given up.
     s.chats.delete("s-77");
     let said = s.ticks_said(2);
-    assert_eq!(
-        said.matches("atc: gave up on task-child (done, follow-up misrouted)")
-            .count(),
-        1,
-        "{said}"
-    );
+    assert_eq!(follow_ups_given_up(&said, "task-child"), 1, "{said}");
     assert!(follow_ups(&s, "s-77").is_empty());
     s.add_chat("s-77", "default", "console");
     // That follow-up is task-child's: another task's redeliver leaves it alone.
@@ -357,8 +360,7 @@ fn a_redeliver_of_two_follow_ups_whose_results_shared_a_turn_sends_both() {
     s.chats.delete("s-77");
     let said = s.ticks_said(3);
     for task in ["task-a", "task-b"] {
-        let gave_up = format!("atc: gave up on {task} (done, follow-up misrouted)");
-        assert_eq!(said.matches(&gave_up).count(), 1, "{said}");
+        assert_eq!(follow_ups_given_up(&said, task), 1, "{said}");
     }
     assert!(follow_ups(&s, "s-77").is_empty());
     s.add_chat("s-77", "default", "console");
@@ -403,12 +405,7 @@ fn a_redeliver_sends_every_given_up_follow_up_of_the_task_oldest_first() {
     finishes(&s, "task-grand2", "s-grand2", "GRAND2: 43");
     s.chats.delete("s-77");
     let said = s.ticks_said(4);
-    assert_eq!(
-        said.matches("atc: gave up on task-child (done, follow-up misrouted)")
-            .count(),
-        2,
-        "{said}"
-    );
+    assert_eq!(follow_ups_given_up(&said, "task-child"), 2, "{said}");
     s.add_chat("s-77", "default", "console");
     s.atc(["redeliver", "task-child"])
         .stdout_contains("task-child's 2 follow-ups (turns atc-")
