@@ -13,7 +13,9 @@
 //! **interleave**: any of them may be queued for a phase of the next tick (a poll, a look,
 //! a POST before or after the server stored it, a kicked tick's pause), and runs there,
 //! as another process would, while the pass holds no lock — a second tick included.
-//! After every operation and after the drain that ends every history, the promises are
+//! After every operation and after the drain that ends every history (in half of them
+//! followed by a person's `atc redeliver` of everything given up: `World::mend`, which
+//! checks that it all landed), the promises are
 //! checked (`world.rs`), in a queue checker's terms: every block owed is delivered once,
 //! or given up and heard, or withdrawn, or not posted because the parent read it itself
 //! (at most once, and exactly once unless the parent read it); none lost, none twice. Every run counts the hard branches it
@@ -81,6 +83,8 @@ struct Swarm {
     plugin: world::Plugin,
     /// atc's config file may be broken and fixed again (issue 36 M2).
     config: bool,
+    /// After the drain, a person sends again what was given up (`World::mend`).
+    mend: bool,
 }
 
 /// Where atc's plugin runs, whether its cadence runs the scheduled ticks, the ceiling.
@@ -269,6 +273,9 @@ const SLOW_WEIGHT: (u32, u32) = (15, 1);
 fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
     let task = 0..swarm.tasks;
     let chat = chat(swarm);
+    // In a tree, a follow-up's POST meets a fault more often: a given-up follow-up, for a
+    // person to send again, is otherwise rare (a parent chat gone, a refusal).
+    let up = if swarm.tree { 3 } else { 1 };
     prop_oneof![
         6 => (watched(swarm), any::<bool>(), prop::bool::weighted(0.2), prop_oneof![3 => Just(0u8), 1 => 0u8..128])
             .prop_map(move |((tasks, chat), group, create_session, opts)| Op::Watch { tasks, chat, group, create_session, opts: opts | if swarm.check_ins { 32 } else { 0 } }),
@@ -279,6 +286,7 @@ fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
         6 => task.clone().prop_map(Op::CancelCheckIns),
         1 => task.clone().prop_map(Op::CancelStop),
         2 => (task.clone(), prop::bool::weighted(0.3)).prop_map(|(task, create_session)| Op::Redeliver { task, create_session }),
+        2 => (any::<u8>(), prop::bool::weighted(0.3)).prop_map(|(pick, create_session)| Op::RedeliverGivenUp { pick, create_session }),
         2 => (1u8..(1u8 << swarm.tasks), prop::bool::weighted(0.3)).prop_map(|(tasks, create_session)| Op::RedeliverMany { tasks, create_session }),
         10 => Just(Op::Tick),
         1 => Just(Op::KickedTick),
@@ -320,8 +328,9 @@ fn ops(swarm: Swarm) -> BoxedStrategy<Op> {
         // A fault that meets a later POST: a follow-up's comes right after the delivery
         // that woke it.
         2 => (1u8..3, fault()).prop_map(|(skip, fault)| Op::FaultLater(skip, fault)),
-        // A follow-up's POST: few POSTs are one.
-        1 => fault().prop_map(Op::FaultUp),
+        // A follow-up's POST: few POSTs are one. A refusal, half the time: a given-up
+        // follow-up, for `World::mend` to send again.
+        up => prop_oneof![fault(), Just(PostFault::Refused)].prop_map(Op::FaultUp),
         1 => any::<bool>().prop_map(Op::Flaky),
         1 => any::<bool>().prop_map(Op::Down),
         2 => any::<bool>().prop_map(Op::StopFault),
@@ -358,15 +367,19 @@ impl ReferenceStateMachine for Histories {
             prop::bool::weighted(0.5),
             plugin(),
             prop::bool::weighted(0.2),
+            any::<bool>(),
         )
-            .prop_map(|(tasks, chats, check_ins, tree, plugin, config)| Swarm {
-                tasks,
-                chats,
-                check_ins,
-                tree,
-                plugin,
-                config,
-            })
+            .prop_map(
+                |(tasks, chats, check_ins, tree, plugin, config, mend)| Swarm {
+                    tasks,
+                    chats,
+                    check_ins,
+                    tree,
+                    plugin,
+                    config,
+                    mend,
+                },
+            )
             .boxed()
     }
 
@@ -392,8 +405,11 @@ impl StateMachineTest for Histories {
         world
     }
 
-    fn teardown(mut world: World, _: Swarm) {
+    fn teardown(mut world: World, swarm: Swarm) {
         world.drain();
+        if swarm.mend {
+            world.mend();
+        }
         let (turns, batches) = world.check();
         TOTALS.with_borrow_mut(|t| {
             t.batches += batches;

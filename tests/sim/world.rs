@@ -296,7 +296,9 @@ fn command_line(op: &Op) -> Option<Vec<&'static str>> {
         Op::Cancel(_) => vec!["cancel", "task-0"],
         Op::CancelCheckIns(_) => vec!["cancel", "task-0", "--check-ins"],
         Op::CancelStop(_) => vec!["cancel", "task-0", "--stop"],
-        Op::Redeliver { .. } | Op::RedeliverMany { .. } => vec!["redeliver", "task-0"],
+        Op::Redeliver { .. } | Op::RedeliverMany { .. } | Op::RedeliverGivenUp { .. } => {
+            vec!["redeliver", "task-0"]
+        }
         Op::Import(_) => vec!["import-plugin-state", "/dev/null"],
         _ => return None,
     };
@@ -394,6 +396,12 @@ pub enum Op {
     /// `atc redeliver T1 T2 …` of the tasks in `tasks` (a bit set), all or none.
     RedeliverMany {
         tasks: u8,
+        create_session: bool,
+    },
+    /// `atc redeliver T` of a task a give-up named, as a person does on reading it: the
+    /// tasks of the given-up turns in the file, the latest first, `pick` chooses one.
+    RedeliverGivenUp {
+        pick: u8,
         create_session: bool,
     },
     Tick,
@@ -598,6 +606,8 @@ sometimes! {
     lanes_interleaved: "a tick's lanes interleaved",
     /// `redeliver` of several sent a turn two of them shared once ("goes again with").
     shared_turn_redelivered: "a redeliver of several sending their shared turn once",
+    /// `redeliver` put a given-up follow-up (issue 37) back in line.
+    follow_up_redelivered: "a given-up follow-up sent again by redeliver",
     /// A turn was delivered into a chat a person had archived, and its record says so.
     archived_delivered: "a delivery into an archived chat",
 }
@@ -1153,6 +1163,10 @@ impl Env {
                 tasks,
                 create_session,
             } => self.redeliver_many(*tasks, *create_session),
+            Op::RedeliverGivenUp {
+                pick,
+                create_session,
+            } => self.redeliver_given_up(*pick, *create_session),
             Op::Import(t) => self.import(*t),
             Op::Finish(t, ending) => {
                 let (at, seq) = (self.clock.secs(), self.server.next_seq());
@@ -1869,6 +1883,9 @@ impl Env {
                     if said.contains(" goes again with ") {
                         with += 1;
                     }
+                    if said.contains(" follow-up") {
+                        self.notes().sometimes.follow_up_redelivered += 1;
+                    }
                     back_in_line(&file, id, said);
                     self.fact(Fact::Redelivered { task: id.clone() });
                 }
@@ -1879,6 +1896,33 @@ impl Env {
             }
             Err(why) => format!(" → refused: {}", short(&format!("{why:#}"))),
         }
+    }
+
+    fn redeliver_given_up(&self, pick: u8, create_session: bool) -> String {
+        let file = self.store().load().expect("the file loads");
+        let mut given_up: Vec<u8> = Vec::new();
+        let tasks = file
+            .turns
+            .iter()
+            .rev()
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused
+                )
+            })
+            .flat_map(|t| &t.carries)
+            .filter_map(|b| b.task_id.strip_prefix("task-")?.parse::<u8>().ok());
+        for task in tasks {
+            if !given_up.contains(&task) {
+                given_up.push(task);
+            }
+        }
+        if given_up.is_empty() {
+            return " → nothing given up".into();
+        }
+        let t = given_up[usize::from(pick) % given_up.len()];
+        format!(" {}{}", task_id(t), self.redeliver(t, create_session))
     }
 
     fn redeliver(&self, t: u8, create_session: bool) -> String {
@@ -1902,6 +1946,9 @@ impl Env {
             Ok((_, said)) => {
                 back_in_line(&self.store().load().expect("the file loads"), &id, &said);
                 self.fact(Fact::Redelivered { task: id });
+                if said.contains(" follow-up") {
+                    self.notes().sometimes.follow_up_redelivered += 1;
+                }
                 if said.contains("'s follow-up (turn ") {
                     return " → its follow-up requeued".into();
                 }
@@ -2931,6 +2978,90 @@ impl World {
         self.trail.push("-- drain --".into());
         self.drained_at = self.env.clock.secs();
         self.drain_seq = self.env.server.next_seq();
+        self.quiet_ticks();
+    }
+
+    /// After the drain, a person reads the give-up lines and runs the `atc redeliver` each
+    /// names (`--create-session`: a chat that went is started again), the given-up
+    /// follow-ups of a delegation tree among them; then the world goes quiet again.
+    /// Returns how many tasks were redelivered.
+    pub fn mend(&mut self) -> usize {
+        let file = self.env.store().load().expect("the file loads");
+        let mut tasks: Vec<u8> = Vec::new();
+        let given_up = file
+            .turns
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.state,
+                    TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused
+                )
+            })
+            .flat_map(|t| &t.carries)
+            .filter_map(|b| b.task_id.strip_prefix("task-")?.parse::<u8>().ok());
+        for task in given_up {
+            if !tasks.contains(&task) {
+                tasks.push(task);
+            }
+        }
+        if tasks.is_empty() {
+            return 0;
+        }
+        self.trail.push("-- mend --".into());
+        // Quiet: the drain left a follow-up's fault armed (one may meet the drain's own).
+        self.env.server.lock().up_fault = None;
+        // All at once, as `atc status` lists them; one by one if that is refused (all or
+        // none: one of them delivered since, or sent again with another's turn).
+        let create_session = true;
+        let all = tasks.iter().fold(0u8, |set, t| set | 1 << t);
+        let refused = |world: &mut World, op: Op| {
+            let at = world.trail.len();
+            world.apply(&op);
+            world.trail[at].contains(" → refused: ")
+        };
+        let mut sent: Vec<u8> = tasks.clone();
+        let many = Op::RedeliverMany {
+            tasks: all,
+            create_session,
+        };
+        if refused(self, many) {
+            sent.clear();
+            for &task in &tasks {
+                let one = Op::Redeliver {
+                    task,
+                    create_session,
+                };
+                if !refused(self, one) {
+                    sent.push(task);
+                }
+            }
+        }
+        self.quiet_ticks();
+        // On a quiet server, with the chats started again, what went again landed.
+        let file = self.env.store().load().expect("the file loads");
+        for task in sent.iter().map(|&t| task_id(t)) {
+            let Some(job) = file.find(&task) else {
+                continue;
+            };
+            let landed = atc::status::delivery(job, file.turn_of(job)).map(|(_, state)| state);
+            let up = file
+                .turns
+                .iter()
+                .filter(|t| t.is_follow_up() && t.carries_job(&job.job_id))
+                .find(|t| t.state != TurnState::Delivered);
+            if landed.is_some_and(|state| state != TurnState::Delivered) || up.is_some() {
+                self.fail(&format!(
+                    "{task} was sent again after the drain and did not land: its block {landed:?}, a follow-up {:?}",
+                    up.map(|t| (&t.turn_id, t.state))
+                ));
+            }
+        }
+        sent.len()
+    }
+
+    /// The drain's ticks: the clock past every limit, then ticks while a turn is due or
+    /// a delivered one waits to be followed.
+    fn quiet_ticks(&mut self) {
         let l = *self.env.limits();
         // Each tick also moves the clock 20 s on. A ceiling after the drain began, a
         // scheduled tick polls every watch on its back-off (a kick the drain never sends:
