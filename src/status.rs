@@ -92,6 +92,66 @@ fn word(state: TurnState) -> &'static str {
     }
 }
 
+/// A delivery only a person can move now, as `atc doctor` counts it and `atc status`
+/// marks it: given up (undelivered, misrouted, refused) or of unknown outcome with its
+/// read-back window closed. `atc redeliver` of its task sends it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stuck<'a> {
+    pub task_id: &'a str,
+    pub turn_id: Option<&'a str>,
+    /// How it was given up, in `doctor`'s words: `refused (error)`, `undelivered`,
+    /// `misrouted`, `unconfirmed past the read-back window` (a refused notice or
+    /// follow-up is `undelivered`, as its give-up line says).
+    pub what: &'static str,
+    /// A follow-up up a delegation tree (issue 37): the task's own result landed.
+    pub follow_up: bool,
+}
+
+/// Every delivery that waits for a person ([`Stuck`]): each job's own block where its
+/// turn stands so, then each follow-up up a delegation tree (issue 37) that does, whose
+/// task's result landed before it.
+pub fn stuck<'a>(jobs: &'a [Job], turns: &'a [Turn]) -> Vec<Stuck<'a>> {
+    let closed = |t: &Turn| t.delivery.read_back_closed_at.is_some();
+    let find = |id: &str| turns.iter().find(|t| t.turn_id == id);
+    let mut stuck = Vec::new();
+    for job in jobs {
+        let turn = job.turn.as_deref().and_then(find);
+        let what = match delivery(job, turn) {
+            Some((BlockKind::Result, TurnState::Refused)) => "refused (error)",
+            Some((_, TurnState::Undelivered | TurnState::Refused)) => "undelivered",
+            Some((_, TurnState::Misrouted)) => "misrouted",
+            Some((_, TurnState::Unconfirmed)) if turn.is_some_and(closed) => {
+                "unconfirmed past the read-back window"
+            }
+            _ => continue,
+        };
+        let turn_id = turn.map(|t| t.turn_id.as_str());
+        stuck.push(Stuck {
+            task_id: &job.task_id,
+            turn_id,
+            what,
+            follow_up: false,
+        });
+    }
+    for turn in turns.iter().filter(|t| t.is_follow_up()) {
+        let what = match turn.state {
+            TurnState::Undelivered | TurnState::Refused => "undelivered",
+            TurnState::Misrouted => "misrouted",
+            TurnState::Unconfirmed if closed(turn) => "unconfirmed past the read-back window",
+            _ => continue,
+        };
+        for block in &turn.carries {
+            stuck.push(Stuck {
+                task_id: &block.task_id,
+                turn_id: Some(&turn.turn_id),
+                what,
+                follow_up: true,
+            });
+        }
+    }
+    stuck
+}
+
 /// What a save writes of every job for outside readers: its words as projected here.
 pub fn show(jobs: &mut [Job], turns: &[Turn]) {
     let at: std::collections::HashMap<&str, &Turn> =
@@ -117,6 +177,63 @@ pub fn rebuild(jobs: &mut [Job]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What waits for a person: a job's own given-up block, and each given-up follow-up of
+    /// a task whose result landed (a refused one said `undelivered`, as its give-up line
+    /// says); nothing on its way, landed, or still being read back.
+    #[test]
+    fn stuck_lists_given_up_blocks_and_follow_ups_and_nothing_on_its_way() {
+        let mut job = Job::sample(Watch::Finished);
+        let mut own = Turn::sample(TurnState::Delivered);
+        own.carries[0].job_id.clone_from(&job.job_id);
+        job.turn = Some(own.turn_id.clone());
+        let up = |n: u32, state: TurnState| {
+            let mut turn = own.clone();
+            turn.turn_id = format!("atc-j1-{n}-up");
+            turn.carries[0].kind = BlockKind::FollowUp { depth: 1 };
+            turn.state = state;
+            turn
+        };
+        let jobs = std::slice::from_ref(&job);
+        let mut turns = vec![own.clone()];
+        for (n, state) in TurnState::ALL.into_iter().enumerate() {
+            turns.push(up(n as u32, state));
+        }
+        let mut closed = up(9, TurnState::Unconfirmed);
+        closed.delivery.read_back_closed_at = Some(closed.created_at);
+        turns.push(closed);
+        let found: Vec<(&str, Option<&str>, bool)> = stuck(jobs, &turns)
+            .iter()
+            .map(|s| (s.what, s.turn_id, s.follow_up))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("undelivered", Some("atc-j1-4-up"), true),
+                ("misrouted", Some("atc-j1-5-up"), true),
+                ("undelivered", Some("atc-j1-6-up"), true),
+                (
+                    "unconfirmed past the read-back window",
+                    Some("atc-j1-9-up"),
+                    true
+                ),
+            ]
+        );
+        assert!(stuck(jobs, &turns).iter().all(|s| s.task_id == "task-1"));
+        // The job's own result refused: an error, before its follow-ups.
+        turns[0].state = TurnState::Refused;
+        let first = stuck(jobs, &turns)[0];
+        assert_eq!(
+            (first.what, first.turn_id, first.follow_up),
+            ("refused (error)", Some("atc-j1"), false)
+        );
+        turns[0].state = TurnState::Open;
+        assert_eq!(
+            stuck(jobs, &turns).len(),
+            4,
+            "a result on its way waits for no one"
+        );
+    }
 
     /// A finished child's status is where the turn carrying its result stands; the watch's
     /// own statuses are the job's.

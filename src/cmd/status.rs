@@ -301,6 +301,15 @@ fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) ->
         _ => String::new(),
     };
     let grouped = jobs.iter().any(|job| !travels_in(job).is_empty());
+    let stuck = crate::status::stuck(&file.jobs, &file.turns);
+    // A given-up follow-up first: the job's own delivery landed.
+    let note = |job: &Job| {
+        let own = brief(job, file.turn_of(job), now);
+        match crate::describe::follow_ups_stuck(&job.task_id, &stuck) {
+            Some(up) => format!("{up}; {own}"),
+            None => own,
+        }
+    };
     let rows: Vec<Row> = jobs
         .iter()
         .map(|job| Row {
@@ -313,7 +322,7 @@ fn table(jobs: &[&Job], file: &JobFile, now: Timestamp, width: Option<usize>) ->
             age: age(job.registered_at.elapsed_at(now)),
             group: travels_in(job),
             chat: format!("{} → {}", job.target.agent_id, job.target.session_id),
-            note: brief(job, file.turn_of(job), now),
+            note: note(job),
         })
         .collect();
     let full = Layout {

@@ -443,6 +443,21 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
     crate::text::one_line(&note, BRIEF_CHARS)
 }
 
+/// What the list's note says first of a task whose follow-ups up a delegation tree (issue
+/// 37) wait for a person (`status::stuck`): `follow-up misrouted`, `2 follow-ups given
+/// up`. `None` when none does.
+pub fn follow_ups_stuck(task_id: &str, stuck: &[crate::status::Stuck]) -> Option<String> {
+    let mine: Vec<_> = stuck
+        .iter()
+        .filter(|s| s.follow_up && s.task_id == task_id)
+        .collect();
+    match mine.as_slice() {
+        [] => None,
+        [one] => Some(format!("follow-up {}", one.what)),
+        many => Some(format!("{} follow-ups given up", many.len())),
+    }
+}
+
 /// The command that watches `job`'s task again as its watch was made, for the chat it
 /// records, with `more` (further flags) at its end: `atc watch T --session S --user U
 /// --stop-after 1h` (a flag at its default left out; not `--group`, whose turn may have

@@ -2981,25 +2981,40 @@ impl World {
         self.quiet_ticks();
     }
 
-    /// After the drain, a person reads the give-up lines and runs the `atc redeliver` each
-    /// names (`--create-session`: a chat that went is started again), the given-up
-    /// follow-ups of a delegation tree among them; then the world goes quiet again.
-    /// Returns how many tasks were redelivered.
+    /// After the drain, a person runs the `atc redeliver` of every task `atc doctor` and
+    /// `atc status` show waiting for them (`status::stuck`: each given up, the follow-ups of
+    /// a delegation tree among them, checked to be all there), with `--create-session` (a
+    /// chat that went is started again); then the world goes quiet again. Returns how many
+    /// tasks were redelivered.
     pub fn mend(&mut self) -> usize {
         let file = self.env.store().load().expect("the file loads");
-        let mut tasks: Vec<u8> = Vec::new();
-        let given_up = file
+        // What a person is shown (`atc doctor`'s deliveries, `atc status`): every job's own
+        // block given up, and every follow-up given up, whose task's result landed.
+        let listed = atc::status::stuck(&file.jobs, &file.turns);
+        let shown = |task: &str| listed.iter().any(|s| s.task_id == task);
+        for job in &file.jobs {
+            let state = atc::status::delivery(job, file.turn_of(job)).map(|(_, state)| state);
+            if state.is_some_and(TurnState::is_given_up) && !shown(&job.task_id) {
+                self.fail(&format!("{}'s given-up delivery is not shown", job.task_id));
+            }
+        }
+        for turn in file
             .turns
             .iter()
-            .filter(|t| {
-                matches!(
-                    t.state,
-                    TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused
-                )
-            })
-            .flat_map(|t| &t.carries)
-            .filter_map(|b| b.task_id.strip_prefix("task-")?.parse::<u8>().ok());
-        for task in given_up {
+            .filter(|t| t.is_follow_up() && t.state.is_given_up())
+        {
+            if let Some(hidden) = turn.carries.iter().find(|b| !shown(&b.task_id)) {
+                self.fail(&format!(
+                    "{}'s given-up follow-up {} is not shown",
+                    hidden.task_id, turn.turn_id
+                ));
+            }
+        }
+        let mut tasks: Vec<u8> = Vec::new();
+        let listed = listed
+            .iter()
+            .filter_map(|s| s.task_id.strip_prefix("task-")?.parse::<u8>().ok());
+        for task in listed {
             if !tasks.contains(&task) {
                 tasks.push(task);
             }

@@ -20,7 +20,7 @@ use crate::settings::{Doctor, Output};
 use crate::state::Store;
 use crate::text::plural;
 use crate::time::{Timestamp, age};
-use crate::turn::{BlockKind, ForwardStatus, Turn, TurnState};
+use crate::turn::{ForwardStatus, Turn};
 
 mod check;
 mod config;
@@ -616,8 +616,9 @@ fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, Strin
 }
 
 /// No result is stuck where only a person can move it: given up and not redelivered, or
-/// of unknown outcome with its read-back window closed. Counted by result (a turn of two
-/// results refused is two), with the turns they are in.
+/// of unknown outcome with its read-back window closed (`status::stuck`, a follow-up up a
+/// delegation tree among them). Counted by result (a turn of two results refused is two),
+/// with the turns they are in.
 fn stuck(file: &JobFile) -> Check {
     let mut counts: Vec<(String, usize)> = Vec::new();
     let count = |counts: &mut Vec<(String, usize)>, what: &str| match counts
@@ -628,23 +629,12 @@ fn stuck(file: &JobFile) -> Check {
         None => counts.push((what.to_owned(), 1)),
     };
     let mut turns_stuck = BTreeSet::new();
-    for job in &file.jobs {
-        let turn = file.turn_of(job);
-        let what = match crate::status::delivery(job, turn) {
-            Some((BlockKind::Result, TurnState::Refused)) => "refused (error)",
-            Some((_, TurnState::Undelivered | TurnState::Refused)) => "undelivered",
-            Some((_, TurnState::Misrouted)) => "misrouted",
-            Some((_, TurnState::Unconfirmed))
-                if turn.is_some_and(|t| t.delivery.read_back_closed_at.is_some()) =>
-            {
-                "unconfirmed past the read-back window"
-            }
-            _ => continue,
-        };
-        count(&mut counts, what);
-        if let Some(t) = turn {
-            turns_stuck.insert(t.turn_id.as_str());
+    for stuck in crate::status::stuck(&file.jobs, &file.turns) {
+        match stuck.follow_up {
+            true => count(&mut counts, &format!("follow-up {}", stuck.what)),
+            false => count(&mut counts, stuck.what),
         }
+        turns_stuck.extend(stuck.turn_id);
     }
     for t in &file.turns {
         // A console toast that failed leaves nothing stuck: the chat holds the turn.
@@ -659,7 +649,13 @@ fn stuck(file: &JobFile) -> Check {
     if counts.is_empty() {
         return ok("deliveries", "none stuck".to_owned());
     }
-    let said: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    let said: Vec<String> = counts
+        .iter()
+        .map(|(w, n)| match w.strip_prefix("follow-up ") {
+            Some(how) if *n > 1 => format!("{n} follow-ups {how}"),
+            _ => format!("{n} {w}"),
+        })
+        .collect();
     let results: usize = counts.iter().map(|(_, n)| n).sum();
     let turns = match turns_stuck.len() {
         n if n > 0 && n < results => format!(" (in {})", plural(n as u64, "turn", "turns")),

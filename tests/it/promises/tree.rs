@@ -4,6 +4,7 @@
 
 use crate::support;
 
+use support::atc::stdout;
 use support::bodies;
 use support::chats::ParentReply;
 use support::fake::Reply;
@@ -315,6 +316,22 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
     let said = s.ticks_said(2);
     assert_eq!(follow_ups_given_up(&said, "task-child"), 1, "{said}");
     assert!(follow_ups(&s, "s-77").is_empty());
+    // The give-up line is said once; `status` and `doctor` still show what waits for a
+    // person: the task's own result landed, its follow-up did not.
+    let stuck = "✗ deliveries: results that need a person: 1 follow-up misrouted";
+    s.healthy();
+    let listed = s.atc(["status"]).stdout_inspected().run();
+    let row = stdout(&listed)
+        .lines()
+        .find(|l| l.starts_with("task-child "))
+        .map(str::to_owned);
+    assert!(
+        row.as_deref()
+            .is_some_and(|r| r.contains(" done ") && r.contains("follow-up misrouted; delivered")),
+        "{row:?}"
+    );
+    let said = s.atc(["doctor"]).doctor_said(1);
+    assert!(said.lines().any(|l| l == stuck), "{said}");
     s.add_chat("s-77", "default", "console");
     // That follow-up is task-child's: another task's redeliver leaves it alone.
     s.atc(["redeliver", "task-grand"])
@@ -334,6 +351,17 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
             .iter()
             .any(|t| t == "CHILD: delegated to task-grand"),
         "the result it already delivered is not posted again"
+    );
+    let said = s.atc(["doctor"]).doctor_said(0);
+    assert!(
+        said.lines().any(|l| l == "✓ deliveries: none stuck"),
+        "{said}"
+    );
+    let listed = s.atc(["status"]).stdout_inspected().run();
+    assert!(
+        !stdout(&listed).contains("follow-up"),
+        "{}",
+        stdout(&listed)
     );
 }
 
