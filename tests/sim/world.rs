@@ -3051,6 +3051,16 @@ impl World {
                 }
             }
         }
+        // A timer's ticks, 20 s apart (each moves the clock so), long enough for a turn of
+        // unknown outcome to be read back for sure (two looks `--settle` apart, `--settle`
+        // after it became unknown) and posted: the drain's jumps would close its window.
+        let file = self.env.store().load().expect("the file loads");
+        if file.turns.iter().any(|t| t.state == TurnState::Unconfirmed) {
+            let settle = self.env.limits().settle.as_secs();
+            for _ in 0..=3 * settle / 20 {
+                self.apply(&Op::Tick);
+            }
+        }
         self.quiet_ticks();
         // On a quiet server, with the chats started again, what went again landed.
         let file = self.env.store().load().expect("the file loads");
