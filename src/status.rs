@@ -220,19 +220,33 @@ mod tests {
             ]
         );
         assert!(stuck(jobs, &turns).iter().all(|s| s.task_id == "task-1"));
-        // The job's own result refused: an error, before its follow-ups.
-        turns[0].state = TurnState::Refused;
-        let first = stuck(jobs, &turns)[0];
-        assert_eq!(
-            (first.what, first.turn_id, first.follow_up),
-            ("refused (error)", Some("atc-j1"), false)
-        );
-        turns[0].state = TurnState::Open;
-        assert_eq!(
-            stuck(jobs, &turns).len(),
-            4,
-            "a result on its way waits for no one"
-        );
+        // The job's own result given up: before its follow-ups. One of unknown outcome
+        // waits for a person once its read-back window closed, not before.
+        for (state, closed, what) in [
+            (TurnState::Refused, false, Some("refused (error)")),
+            (TurnState::Undelivered, false, Some("undelivered")),
+            (TurnState::Misrouted, false, Some("misrouted")),
+            (
+                TurnState::Unconfirmed,
+                true,
+                Some("unconfirmed past the read-back window"),
+            ),
+            (TurnState::Unconfirmed, false, None),
+            (TurnState::Open, false, None),
+            (TurnState::Claimed, false, None),
+        ] {
+            turns[0].state = state;
+            turns[0].delivery.read_back_closed_at = closed.then_some(turns[0].created_at);
+            let listed = stuck(jobs, &turns);
+            let own: Vec<_> = listed.iter().filter(|s| !s.follow_up).collect();
+            let said = own.first().map(|s| (s.what, s.turn_id));
+            assert_eq!(said, what.map(|w| (w, Some("atc-j1"))), "{state:?}");
+            assert_eq!(listed.len(), 4 + own.len(), "{state:?}: its follow-ups too");
+            assert!(
+                !listed[0].follow_up || own.is_empty(),
+                "the job's own first"
+            );
+        }
     }
 
     /// A finished child's status is where the turn carrying its result stands; the watch's

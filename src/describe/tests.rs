@@ -688,3 +688,35 @@ fn a_delivered_result_says_whether_the_parents_turn_runs() {
         "a turn that carries another job says nothing of this one"
     );
 }
+
+/// The list's note names a task's given-up follow-ups first: one by how it was given up,
+/// several by their count; another task's, or none, say nothing.
+#[test]
+fn the_list_names_a_tasks_given_up_follow_ups() {
+    use crate::status::Stuck;
+    let up = |task_id, what, follow_up| Stuck {
+        task_id,
+        turn_id: Some("atc-j1-up"),
+        what,
+        follow_up,
+    };
+    let one = [
+        up("task-1", "misrouted", true),
+        up("task-1", "undelivered", false),
+        up("task-2", "undelivered", true),
+    ];
+    assert_eq!(
+        follow_ups_stuck("task-1", &one).as_deref(),
+        Some("follow-up misrouted")
+    );
+    let two = [
+        up("task-1", "misrouted", true),
+        up("task-1", "undelivered", true),
+    ];
+    assert_eq!(
+        follow_ups_stuck("task-1", &two).as_deref(),
+        Some("2 follow-ups given up")
+    );
+    assert_eq!(follow_ups_stuck("task-3", &one), None);
+    assert_eq!(follow_ups_stuck("task-1", &one[1..2]), None);
+}

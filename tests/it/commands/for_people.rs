@@ -1376,13 +1376,41 @@ fn doctor_counts_the_results_that_need_a_person_and_their_turns() {
             "`atc status` shows each one and why; `atc redeliver TASK` tries a delivery again (an unconfirmed one is read back first)",
         ),
     );
+    // A task whose result landed, and whose follow-ups up a delegation tree did not: two
+    // misrouted, one refused (said undelivered, as its give-up line says), one delivered.
+    let (up_job, up_result) = carried("task-up", "done", "result", "delivered", &base);
+    let mut ups = vec![up_result];
+    for (n, state) in ["misrouted", "refused", "misrouted", "delivered"]
+        .iter()
+        .enumerate()
+    {
+        let mut up = ups[0].clone();
+        up["turn_id"] = json!(format!("{}-{n}-up", ups[0]["turn_id"].as_str().unwrap()));
+        up["carries"][0]["block"] = json!("follow_up");
+        up["carries"][0]["depth"] = json!(1);
+        up["state"] = json!(state);
+        ups.push(up);
+    }
+    let n = jobs.len();
+    jobs.push(up_job);
+    turns.extend(ups);
     // One turn each: no count of turns; nor for a forward alone (it is no result's turn).
-    for (keep, said) in [
-        (&[0, 3][..], "1 refused (error), 1 misrouted"),
-        (&[6][..], "1 not forwarded to the person"),
+    for (keep, more, said) in [
+        (&[0, 3][..], 0, "1 refused (error), 1 misrouted"),
+        (&[6][..], 0, "1 not forwarded to the person"),
+        (
+            &[][..],
+            1,
+            "2 follow-ups misrouted, 1 follow-up undelivered",
+        ),
     ] {
-        let jobs: Vec<Value> = keep.iter().map(|&i| jobs[i].clone()).collect();
-        let turns: Vec<Value> = keep.iter().map(|&i| turns[i].clone()).collect();
+        let mut kept: Vec<Value> = keep.iter().map(|&i| jobs[i].clone()).collect();
+        let mut seeded: Vec<Value> = keep.iter().map(|&i| turns[i].clone()).collect();
+        if more > 0 {
+            kept.push(jobs[n].clone());
+            seeded.extend_from_slice(&turns[n..]);
+        }
+        let (jobs, turns) = (kept, seeded);
         write(&jobs, &turns);
         let out = s.atc(["doctor"]).doctor_said(1);
         assert!(
