@@ -111,34 +111,38 @@ pub struct Stuck<'a> {
 /// turn stands so, then each follow-up up a delegation tree (issue 37) that does, whose
 /// task's result landed before it.
 pub fn stuck<'a>(jobs: &'a [Job], turns: &'a [Turn]) -> Vec<Stuck<'a>> {
-    let closed = |t: &Turn| t.delivery.read_back_closed_at.is_some();
-    let find = |id: &str| turns.iter().find(|t| t.turn_id == id);
+    let at: std::collections::HashMap<&str, &Turn> =
+        turns.iter().map(|t| (t.turn_id.as_str(), t)).collect();
+    // Given up, in the file's words, or of unknown outcome past its read-back window.
+    let waits = |state: TurnState, turn: &Turn| match state {
+        s if s.is_given_up() => Some(word(s)),
+        TurnState::Unconfirmed if turn.delivery.read_back_closed_at.is_some() => {
+            Some("unconfirmed past the read-back window")
+        }
+        _ => None,
+    };
     let mut stuck = Vec::new();
     for job in jobs {
-        let turn = job.turn.as_deref().and_then(find);
-        let what = match delivery(job, turn) {
-            Some((BlockKind::Result, TurnState::Refused)) => "refused (error)",
-            Some((_, TurnState::Undelivered | TurnState::Refused)) => "undelivered",
-            Some((_, TurnState::Misrouted)) => "misrouted",
-            Some((_, TurnState::Unconfirmed)) if turn.is_some_and(closed) => {
-                "unconfirmed past the read-back window"
-            }
-            _ => continue,
+        let turn = job.turn.as_deref().and_then(|id| at.get(id).copied());
+        let (Some((block, state)), Some(turn)) = (delivery(job, turn), turn) else {
+            continue;
         };
-        let turn_id = turn.map(|t| t.turn_id.as_str());
-        stuck.push(Stuck {
-            task_id: &job.task_id,
-            turn_id,
-            what,
-            follow_up: false,
-        });
+        let what = match (block, state) {
+            (BlockKind::Result, TurnState::Refused) => Some("refused (error)"),
+            _ => waits(state, turn),
+        };
+        if let Some(what) = what {
+            stuck.push(Stuck {
+                task_id: &job.task_id,
+                turn_id: Some(&turn.turn_id),
+                what,
+                follow_up: false,
+            });
+        }
     }
     for turn in turns.iter().filter(|t| t.is_follow_up()) {
-        let what = match turn.state {
-            TurnState::Undelivered | TurnState::Refused => "undelivered",
-            TurnState::Misrouted => "misrouted",
-            TurnState::Unconfirmed if closed(turn) => "unconfirmed past the read-back window",
-            _ => continue,
+        let Some(what) = waits(turn.state, turn) else {
+            continue;
         };
         for block in &turn.carries {
             stuck.push(Stuck {

@@ -398,8 +398,9 @@ pub enum Op {
         tasks: u8,
         create_session: bool,
     },
-    /// `atc redeliver T` of a task a give-up named, as a person does on reading it: the
-    /// tasks of the given-up turns in the file, the latest first, `pick` chooses one.
+    /// `atc redeliver T` of a task a give-up named, as a person does on reading it: of the
+    /// tasks `atc doctor` and `atc status` show waiting (`status::stuck`), the latest
+    /// first, `pick` chooses one.
     RedeliverGivenUp {
         pick: u8,
         create_session: bool,
@@ -1900,28 +1901,12 @@ impl Env {
 
     fn redeliver_given_up(&self, pick: u8, create_session: bool) -> String {
         let file = self.store().load().expect("the file loads");
-        let mut given_up: Vec<u8> = Vec::new();
-        let tasks = file
-            .turns
-            .iter()
-            .rev()
-            .filter(|t| {
-                matches!(
-                    t.state,
-                    TurnState::Undelivered | TurnState::Misrouted | TurnState::Refused
-                )
-            })
-            .flat_map(|t| &t.carries)
-            .filter_map(|b| b.task_id.strip_prefix("task-")?.parse::<u8>().ok());
-        for task in tasks {
-            if !given_up.contains(&task) {
-                given_up.push(task);
-            }
-        }
+        let given_up = stuck_tasks(&file);
         if given_up.is_empty() {
             return " → nothing given up".into();
         }
-        let t = given_up[usize::from(pick) % given_up.len()];
+        // The latest first.
+        let t = given_up[given_up.len() - 1 - usize::from(pick) % given_up.len()];
         format!(" {}{}", task_id(t), self.redeliver(t, create_session))
     }
 
@@ -1990,6 +1975,22 @@ impl Env {
         }
         format!(" → {} added", done.added.len())
     }
+}
+
+/// The tasks `atc doctor` and `atc status` show waiting for a person (`status::stuck`),
+/// each once, in the file's order.
+fn stuck_tasks(file: &atc::job_file::JobFile) -> Vec<u8> {
+    let mut tasks: Vec<u8> = Vec::new();
+    let listed = atc::status::stuck(&file.jobs, &file.turns);
+    let ids = listed
+        .iter()
+        .filter_map(|s| s.task_id.strip_prefix("task-")?.parse::<u8>().ok());
+    for task in ids {
+        if !tasks.contains(&task) {
+            tasks.push(task);
+        }
+    }
+    tasks
 }
 
 /// What `redeliver` said of `task` holds in `file`: the watch polls again, or a block of
@@ -3010,15 +3011,7 @@ impl World {
                 ));
             }
         }
-        let mut tasks: Vec<u8> = Vec::new();
-        let listed = listed
-            .iter()
-            .filter_map(|s| s.task_id.strip_prefix("task-")?.parse::<u8>().ok());
-        for task in listed {
-            if !tasks.contains(&task) {
-                tasks.push(task);
-            }
-        }
+        let tasks = stuck_tasks(&file);
         if tasks.is_empty() {
             return 0;
         }
