@@ -246,7 +246,7 @@ const ENVIRONMENT: [(&str, &str); 20] = [
 const FILES: [(&str, &str); 7] = [
     (
         "~/.config/atc/config.toml",
-        "The config file ($XDG_CONFIG_HOME/atc/config.toml, or ATC_CONFIG): key = value lines named like the flags (max-age = \"3d\"), read by every command, so the timer's ticks and the QwenPaw plugin's kicks use the same settings. Never tokens. atc config show lists every key with its value and source; atc config set KEY VALUE checks and writes one (0600). An unknown key or a bad value is refused by every command (exit 78), naming the file and the key.",
+        "The config file ($XDG_CONFIG_HOME/atc/config.toml, or ATC_CONFIG): key = value lines named like the flags (max-age = \"3d\"), read by every command, so the timer's ticks and the QwenPaw plugin's kicks use the same settings. Never tokens. atc config show lists every key with its value and source; atc config set KEY VALUE checks and writes one (0600). An unknown key or a bad value is refused by every command that needs it (exit 78), naming the file and the key; atc config show shows the rest and says each such line.",
     ),
     (
         "~/.local/state/atc/jobs.json",

@@ -230,8 +230,8 @@ pub enum Command {
     /// reads it, so the timer's ticks, the plugin's kicks and yours use the same settings:
     /// a flag beats its environment variable (ATC_MAX_AGE), which beats the file, which
     /// beats the default. Tokens never go in it: they stay in the environment. A file with
-    /// an unknown key or a bad value is refused by every command (exit 78), naming the file
-    /// and the key.
+    /// an unknown key or a bad value is refused by every command that needs it (exit 78),
+    /// naming the file and the key; `config show` shows the rest and says each such line.
     Config(ConfigArgs),
     /// Set atc up inside QwenPaw: its plugin (the Agent Task Callback tools), per agent
     Qwenpaw(QwenpawArgs),
@@ -403,7 +403,9 @@ pub enum ConfigCommand {
     ///
     /// One line per key: the value in effect for this shell, and its source. With --json:
     /// {"file": {...}, "settings": {"max-age": {"value": "3d", "source": "file", ...}}}.
-    /// Tokens are never shown.
+    /// Tokens are never shown. A line of the file every tick refuses (an unknown key, a bad
+    /// value) is left out, its key's row marked, and said on stderr (in --json,
+    /// config_skipped); a file that is not TOML is refused (exit 78).
     Show,
     /// Print the value one setting has here (what `config show` shows for it)
     Get {

@@ -40,20 +40,22 @@ pub fn run(config: &Config, out: Output) -> Result<()> {
                 print_json(&json!({
                     "file": {"path": file.path, "exists": file.exists, "located_by": located_by(file)},
                     "settings": settings,
-                }))
+                    "config_skipped": file.skipped,
+                }))?;
             } else {
-                emit(&show(file, rows))
+                emit(&show(file, rows))?;
             }
+            crate::cmd::warn_config_skipped(&file.skipped, out);
+            Ok(())
         }
         ConfigAction::Get(row) => {
             if out.json {
-                print_json(&row_json(row))
-            } else {
-                match &row.value {
-                    Some(value) => emit(&format!("{}\n", value.shown())),
-                    None => Ok(()),
-                }
+                print_json(&row_json(row))?;
+            } else if let Some(value) = &row.value {
+                emit(&format!("{}\n", value.shown()))?;
             }
+            crate::cmd::warn_config_skipped(&file.skipped, out);
+            Ok(())
         }
         ConfigAction::Set {
             key,
@@ -210,6 +212,10 @@ fn show(file: &ConfigFile, rows: &[Shown]) -> String {
             Source::File { .. } => "config file".to_owned(),
             Source::Default => "default".to_owned(),
             other => other.to_string(),
+        };
+        let from = match file.skipped_line(row.key.name) {
+            Some(_) => format!("{from} (the file's line is refused: see below)"),
+            None => from,
         };
         text.push_str(&format!(
             "{:<key_width$}  {value:<width$}  {from}\n",

@@ -137,6 +137,19 @@ pub fn watched_elsewhere(
     Ok(())
 }
 
+/// Says each line of the config file a command read past (`status`, `config show`): a
+/// warning, since every tick refuses the file until it is fixed.
+pub fn warn_config_skipped(lines: &[String], out: crate::settings::Output) {
+    if out.quiet {
+        return;
+    }
+    for line in lines {
+        crate::term::say(&format!(
+            "atc: warning: {line}. Every atc tick refuses that file until it is fixed: nothing is polled or posted meanwhile"
+        ));
+    }
+}
+
 /// Prints a value (a job record as it is in the file, a report) as one JSON document.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     // Exact: JSON escapes control characters itself, and scripts want the real text.

@@ -64,13 +64,7 @@ pub fn run(args: &settings::Status, out: Output) -> Result<()> {
     let shown = shown(args, out);
     // After what it shows (or refuses): a typo in a tick's knob never hides the jobs, and
     // is said.
-    if !out.quiet {
-        for line in &args.config_skipped {
-            crate::term::say(&format!(
-                "atc: warning: {line}. Every atc tick refuses that file until it is fixed: nothing is polled or posted meanwhile"
-            ));
-        }
-    }
+    crate::cmd::warn_config_skipped(&args.config_skipped, out);
     shown
 }
 

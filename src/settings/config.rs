@@ -42,7 +42,7 @@ pub(super) fn config(
             });
         }
         ConfigCommand::Show => {
-            let file = file::load(env, false)?;
+            let file = file::load_for_show(env)?;
             let rows = shown(&file)?;
             return Ok(Config {
                 file,
@@ -51,7 +51,11 @@ pub(super) fn config(
         }
         ConfigCommand::Get { key: name } => {
             let key = key(&name)?;
-            let file = file::load(env, false)?;
+            let file = file::load_for_show(env)?;
+            // Its own line refused: what the ticks would use cannot be told.
+            if let Some(why) = file.skipped_line(key.name) {
+                return Err(Failure::new(Exit::Config, why));
+            }
             let row = shown(&file)?
                 .into_iter()
                 .find(|row| row.key.name == key.name)

@@ -31,9 +31,11 @@ pub struct ConfigFile {
     pub located: Option<Source>,
     pub exists: bool,
     values: Vec<(&'static Key, Value)>,
-    /// What a lenient load ([`load_for_watch`]) left out, one line each: keys a watch
-    /// does not need whose value (or name) is wrong.
+    /// What a lenient load ([`load_for_watch`], [`load_for_show`]) left out, one line
+    /// each: keys whose value (or name) is wrong.
     pub skipped: Vec<String>,
+    /// The names of the keys `skipped` left out, in its order.
+    skipped_keys: Vec<String>,
 }
 
 impl ConfigFile {
@@ -50,6 +52,12 @@ impl ConfigFile {
                     key: key.name,
                 },
             })
+    }
+
+    /// Why the file's line for `name` was left out, if a lenient load left it out.
+    pub fn skipped_line(&self, name: &str) -> Option<&str> {
+        let at = self.skipped_keys.iter().position(|key| key == name)?;
+        Some(&self.skipped[at])
     }
 
     /// The keys the file sets, with their values, in the order of `KEYS`.
@@ -81,7 +89,7 @@ pub fn locate(env: &dyn Environment) -> Option<(PathBuf, Source)> {
 /// names it and `named_must_exist` (every command but `atc config`): a file named on
 /// purpose that is not there is a mistake to say, not a default to fall back to.
 pub fn load(env: &dyn Environment, named_must_exist: bool) -> Result<ConfigFile, Failure> {
-    load_as(env, named_must_exist, false)
+    load_as(env, named_must_exist, Lenient::No)
 }
 
 /// [`load`] for `atc watch`: recording a watch must not depend on the tick's knobs, so a
@@ -89,16 +97,32 @@ pub fn load(env: &dyn Environment, named_must_exist: bool) -> Result<ConfigFile,
 /// is left out and named in `skipped` (every tick still refuses the file until it is
 /// fixed). A file that is not TOML is refused: which job file it names is unknown.
 pub fn load_for_watch(env: &dyn Environment) -> Result<ConfigFile, Failure> {
-    load_as(env, true, true)
+    load_as(env, true, Lenient::ButWatchKeys)
+}
+
+/// [`load`] for `atc config show` and `get`, which show a file every tick refuses: any
+/// wrong key or value is left out and named in `skipped`. A file that is not TOML, or
+/// cannot be read or trusted, is refused: none of its lines can be told.
+pub fn load_for_show(env: &dyn Environment) -> Result<ConfigFile, Failure> {
+    load_as(env, false, Lenient::Yes)
 }
 
 /// The keys a watch reads from the config file.
 const WATCH_KEYS: [&str; 3] = ["state", "base-url", "auto-watch"];
 
+/// Which wrong lines a load leaves out (and names) instead of refusing the file.
+#[derive(Clone, Copy, PartialEq)]
+enum Lenient {
+    No,
+    /// All but the keys a watch reads.
+    ButWatchKeys,
+    Yes,
+}
+
 fn load_as(
     env: &dyn Environment,
     named_must_exist: bool,
-    lenient: bool,
+    lenient: Lenient,
 ) -> Result<ConfigFile, Failure> {
     let Some((path, located)) = locate(env) else {
         return Ok(ConfigFile::default());
@@ -122,12 +146,14 @@ fn load_as(
         Some(text) => check(&path, text, env.home().as_deref(), lenient)?,
         None => (Vec::new(), Vec::new()),
     };
+    let (skipped_keys, skipped) = skipped.into_iter().unzip();
     Ok(ConfigFile {
         exists: text.is_some(),
         path: Some(path),
         located: Some(located),
         values,
         skipped,
+        skipped_keys,
     })
 }
 
@@ -198,11 +224,17 @@ fn refusal(path: &Path, why: String) -> Failure {
     )
 }
 
-/// A file's valid keys with their values, and (leniently loaded) the lines left out.
-type Checked = (Vec<(&'static Key, Value)>, Vec<String>);
+/// A file's valid keys with their values, and (leniently loaded) the lines left out: each
+/// one's key and why.
+type Checked = (Vec<(&'static Key, Value)>, Vec<(String, String)>);
 
 /// The file's text, parsed and checked: every key known, every value valid.
-fn check(path: &Path, text: &str, home: Option<&Path>, lenient: bool) -> Result<Checked, Failure> {
+fn check(
+    path: &Path,
+    text: &str,
+    home: Option<&Path>,
+    lenient: Lenient,
+) -> Result<Checked, Failure> {
     let table: toml::Table = toml::from_str(text).map_err(|err| {
         let at = err
             .span()
@@ -242,8 +274,12 @@ fn check(path: &Path, text: &str, home: Option<&Path>, lenient: bool) -> Result<
     for (name, raw) in &table {
         match check_key(path, name, raw, home) {
             Ok(value) => values.push(value),
-            Err(problem) if lenient && !WATCH_KEYS.contains(&name.as_str()) => {
-                skipped.push(problem.message);
+            Err(problem)
+                if lenient == Lenient::Yes
+                    || (lenient == Lenient::ButWatchKeys
+                        && !WATCH_KEYS.contains(&name.as_str())) =>
+            {
+                skipped.push((name.clone(), problem.message));
             }
             Err(problem) => return Err(problem),
         }
@@ -397,7 +433,7 @@ pub fn edit(path: &Path, name: &str, value: Option<&Value>) -> anyhow::Result<Ed
 /// The file at `path` checked as every command would read it (after an edit: is it whole?).
 pub fn recheck(path: &Path, home: Option<&Path>) -> Result<(), Failure> {
     match read(path) {
-        Ok(text) => check(path, &text, home, false).map(drop),
+        Ok(text) => check(path, &text, home, Lenient::No).map(drop),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(refusal(path, unreadable(&err))),
     }
@@ -455,6 +491,7 @@ pub fn located(env: &dyn Environment) -> ConfigFile {
             located: Some(located),
             values: Vec::new(),
             skipped: Vec::new(),
+            skipped_keys: Vec::new(),
         },
         None => ConfigFile::default(),
     }

@@ -471,9 +471,24 @@ fn bad_knob_values_name_where_they_came_from() {
         .unwrap()
         .action
     {
-        Action::Status(status) => assert_eq!(status.config_skipped, [err.message]),
+        Action::Status(status) => {
+            assert_eq!(status.config_skipped, std::slice::from_ref(&err.message))
+        }
         other => panic!("{other:?}"),
     }
+    // So does `config show`, and `config get` of another key; `get` of that key refuses.
+    let config_of = |args: &[&str]| resolve_args(args, &env(&[], Some(home.path())));
+    match config_of(&["config", "show"]).unwrap().action {
+        Action::Config(config) => {
+            assert_eq!(config.file.skipped, std::slice::from_ref(&err.message));
+            assert_eq!(config.file.skipped_line("keep"), Some(&*err.message));
+            assert_eq!(config.file.skipped_line("max-age"), None);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(config_of(&["config", "get", "max-age"]).is_ok());
+    let get = config_of(&["config", "get", "keep"]).unwrap_err();
+    assert_eq!((get.exit, &get.message), (Exit::Config, &err.message));
     // A file ATC_CONFIG names beats the one in the config directory.
     let named = home.path().join("named.toml");
     std::fs::write(&named, "keep = \"2d\"\n").unwrap();
