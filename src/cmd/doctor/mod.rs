@@ -588,14 +588,24 @@ fn failing(jobs: &[Job], dead: &std::collections::BTreeMap<String, (usize, Strin
         causes.entry(kind).or_default().push(&job.task_id);
     }
     if causes.is_empty() {
-        let live = jobs.iter().filter(|j| j.watch == Watch::Pending).count();
-        return vec![ok(
-            "watches",
-            format!(
-                "{}, none failing its checks",
-                plural(live as u64, "task watched", "tasks watched")
+        let live = jobs.iter().filter(|j| j.watch == Watch::Pending);
+        let count = live.clone().count();
+        let watched = plural(count as u64, "task watched", "tasks watched");
+        // Those on a base URL that does not answer are its check's, never "not failing".
+        let unanswered = live.filter(|j| dead.contains_key(&j.base_url)).count();
+        let said = match unanswered {
+            0 => format!("{watched}, none failing its checks"),
+            n if n == count => {
+                format!("{watched}, on a base URL that does not answer (job base URL, above)")
+            }
+            1 => format!(
+                "{watched}, none failing its checks but the one on a base URL that does not answer (job base URL, above)"
             ),
-        )];
+            n => format!(
+                "{watched}, none failing its checks but the {n} on a base URL that does not answer (job base URL, above)"
+            ),
+        };
+        return vec![ok("watches", said)];
     }
     causes
         .into_iter()

@@ -1296,6 +1296,55 @@ fn doctor_groups_the_watches_failing_their_checks_by_cause() {
     }
 }
 
+/// Watches on a base URL that does not answer are that check's: the watches line never
+/// calls them "none failing" (found by hand: `2 tasks watched, none failing its checks`
+/// under the ✗ that named both, their strikes in `atc status`).
+#[test]
+fn doctor_counts_watches_on_a_dead_base_url_under_that_check_only() {
+    let s = Scene::new();
+    s.healthy();
+    let base = s.server.api();
+    let mut jobs = Vec::new();
+    for (task, url) in [
+        ("task-elsewhere", format!("{NOWHERE}/api")),
+        ("task-elsewhere-2", format!("{NOWHERE}/api")),
+        ("task-here", base.clone()),
+    ] {
+        let mut job = support::atc::job(task, "pending", &url);
+        if url != base {
+            job["strikes"] = json!(2);
+            job["last_error"] = json!("GET /api/agent-task: connection refused");
+        }
+        jobs.push(job);
+    }
+    // Each file, the watches line, and whether the job base URL check fails (doctor's
+    // exit 1).
+    for (jobs, line, dead) in [
+        (
+            jobs.clone(),
+            "✓ watches: 3 tasks watched, none failing its checks but the 2 on a base URL that does not answer (job base URL, above)",
+            true,
+        ),
+        (
+            jobs[..1].to_vec(),
+            "✓ watches: 1 task watched, on a base URL that does not answer (job base URL, above)",
+            true,
+        ),
+        (
+            jobs[2..].to_vec(),
+            "✓ watches: 1 task watched, none failing its checks",
+            false,
+        ),
+    ] {
+        s.env
+            .write_file(&json!({"version": 2, "jobs": jobs, "turns": []}));
+        let said = s.atc(["doctor"]).doctor_said(i32::from(dead));
+        assert!(said.lines().any(|l| l == line), "no {line:?} in\n{said}");
+        let job_base = said.lines().any(|l| l.starts_with("✗ job base URL: "));
+        assert_eq!(job_base, dead, "{said}");
+    }
+}
+
 /// A job of `status` whose block (`result` or `notice`) a turn in `state` carries: the
 /// job and its turn, for seeding files.
 fn carried(task: &str, status: &str, block: &str, state: &str, base: &str) -> (Value, Value) {
