@@ -95,7 +95,7 @@ fn word(state: TurnState) -> &'static str {
 /// A delivery only a person can move now, as `atc doctor` counts it and `atc status`
 /// marks it: given up (undelivered, misrouted, refused) or of unknown outcome with its
 /// read-back window closed. `atc redeliver` of its task sends it again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Stuck<'a> {
     pub task_id: &'a str,
     pub turn_id: Option<&'a str>,

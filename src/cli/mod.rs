@@ -136,8 +136,10 @@ pub enum Command {
     /// text.
     /// A status marked * was given up by a tick nobody heard (a QwenPaw kick): the next
     /// `atc tick` says why. With --json: {"jobs": [...], "turns": [...], "give_ups":
-    /// [...], "chains": {...}, "config_skipped": [...]}, the records as they are in the
-    /// job file ("chain" for one task). A config file with a wrong tick knob does not stop
+    /// [...], "stuck": [...], "chains": {...}, "config_skipped": [...]}, the records as
+    /// they are in the job file ("chain" for one task); "stuck" lists what waits for a
+    /// person, as `atc doctor` counts it ({"task_id", "turn_id", "what", "follow_up"}:
+    /// given up, or unconfirmed past its read-back window). A config file with a wrong tick knob does not stop
     /// it: each such line is a warning (and in config_skipped), since every tick refuses
     /// the file until it is fixed. Watches that have waited over two minutes with no
     /// scheduled tick for as long (or ever) get a warning too: nothing moves until one runs.

@@ -94,10 +94,11 @@ fn shown_in_full(
     };
     if out.json {
         let (turns, give_ups) = (turns_of(file, &jobs), give_ups_of(file, &jobs));
+        let stuck = stuck_of(file, &jobs);
         let skipped = &args.config_skipped;
         let shown = match jobs.as_slice() {
             [job] => json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups,
-                "chain": chain(job), "config_skipped": skipped }),
+                "stuck": stuck, "chain": chain(job), "config_skipped": skipped }),
             _ => {
                 let chains: serde_json::Map<String, serde_json::Value> = jobs
                     .iter()
@@ -106,7 +107,7 @@ fn shown_in_full(
                     .map(|(task, above)| (task, json!(above)))
                     .collect();
                 json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups,
-                    "chains": chains, "config_skipped": skipped })
+                    "stuck": stuck, "chains": chains, "config_skipped": skipped })
             }
         };
         return crate::cmd::print_json(&shown);
@@ -153,6 +154,7 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
     if out.json {
         let turns = turns_of(&file, &jobs);
         let give_ups = give_ups_of(&file, &jobs);
+        let stuck = stuck_of(&file, &jobs);
         // Each watch for a child's chat, with the tasks above it (nearest first): the
         // plugin lets a top parent's model watch a task of its own tree (issue 37).
         let chains: serde_json::Map<String, serde_json::Value> = jobs
@@ -166,8 +168,8 @@ fn shown(args: &settings::Status, out: Output) -> Result<()> {
             })
             .collect();
         return crate::cmd::print_json(
-            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups, "chains": chains,
-                "config_skipped": args.config_skipped }),
+            &json!({ "jobs": jobs, "turns": turns, "give_ups": give_ups, "stuck": stuck,
+                "chains": chains, "config_skipped": args.config_skipped }),
         );
     }
     if jobs.is_empty() {
@@ -238,6 +240,16 @@ fn give_ups_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<&'a crate::job_file:
     file.give_ups
         .iter()
         .filter(|r| jobs.iter().any(|j| r.names(&j.task_id)))
+        .collect()
+}
+
+/// What of `jobs` waits for a person (`status::stuck`: a block given up, or unconfirmed
+/// past its read-back window; a follow-up up a delegation tree among them), for `--json`:
+/// the plugin's `callback_task_status` says a follow-up that never reached its chat.
+fn stuck_of<'a>(file: &'a JobFile, jobs: &[&Job]) -> Vec<crate::status::Stuck<'a>> {
+    crate::status::stuck(&file.jobs, &file.turns)
+        .into_iter()
+        .filter(|s| jobs.iter().any(|j| j.task_id == s.task_id))
         .collect()
 }
 

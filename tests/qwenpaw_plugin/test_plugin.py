@@ -535,6 +535,30 @@ class PluginTest(Carried, unittest.TestCase):
         for other in ("bob", "other", "mqtt"):
             self.assertNotIn(other, text)
 
+    def test_status_says_a_follow_up_that_never_came_here(self):
+        # Found by reading: a task whose result came but whose child's later reply (a
+        # follow-up up a delegation tree) was given up was listed as plain ``done``.
+        (self.path / "status").write_text(json.dumps({
+            "jobs": [job("task-00000000000a", status="done"), job("task-00000000000b", status="done"),
+                     job("task-00000000000c", status="pending")],
+            "stuck": [
+                {"task_id": "task-00000000000a", "turn_id": "atc-up-1", "what": "misrouted", "follow_up": True},
+                {"task_id": "task-00000000000b", "turn_id": "atc-up-2", "what": "misrouted", "follow_up": True},
+                {"task_id": "task-00000000000b", "turn_id": "atc-up-3", "what": "undelivered", "follow_up": True},
+                # Its own block: the status already says it.
+                {"task_id": "task-00000000000c", "turn_id": "atc-x", "what": "undelivered", "follow_up": False},
+            ],
+        }))
+        self.assertEqual(run(self.plugin.tools.callback_task_status()).splitlines(), [
+            "task-00000000000a | done | agent=default session=s-1 | registered=2026-12-01T10:00:00Z"
+            " | 1 later reply of its child not posted here (misrouted): a person can send it again"
+            " with `atc redeliver task-00000000000a`",
+            "task-00000000000b | done | agent=default session=s-1 | registered=2026-12-01T10:00:00Z"
+            " | 2 later replies of its child not posted here (misrouted, undelivered): a person can"
+            " send them again with `atc redeliver task-00000000000b`",
+            "task-00000000000c | pending | agent=default session=s-1 | registered=2026-12-01T10:00:00Z",
+        ])
+
     def test_status_with_nothing_watched(self):
         self.listed(job("task-00000000000b", user="bob"))
         self.assertEqual(run(self.plugin.tools.callback_task_status()), "This chat watches no tasks.")

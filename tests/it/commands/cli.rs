@@ -655,7 +655,7 @@ fn status_of_one_task_shows_it_in_full() {
     let shown = env.atc(["--json", "status", TASK]).json();
     assert_eq!(
         shown,
-        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": [], "chain": [], "config_skipped": []})
+        json!({"jobs": [env.job(TASK)], "turns": [], "give_ups": [], "stuck": [], "chain": [], "config_skipped": []})
     );
     // Not watched here: where it looked, and where else a watch may be.
     env.atc(["status", "task-unknown"])
@@ -694,7 +694,7 @@ fn status_of_several_tasks_shows_each_in_full_in_order() {
     let shown = env.atc(["--json", "status", "task-b", TASK]).json();
     assert_eq!(
         shown,
-        json!({"jobs": [env.job("task-b"), env.job(TASK)], "turns": [], "give_ups": [],
+        json!({"jobs": [env.job("task-b"), env.job(TASK)], "turns": [], "give_ups": [], "stuck": [],
             "chains": {}, "config_skipped": []})
     );
     // One not watched: refused, naming it; nothing shown.
@@ -754,7 +754,7 @@ fn status_with_no_jobs_says_so_and_creates_nothing() {
         ))
         .no_file();
     env.atc(["--json", "status"])
-        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"chains\": {},\n  \"config_skipped\": []\n}\n")
+        .stdout("{\n  \"jobs\": [],\n  \"turns\": [],\n  \"give_ups\": [],\n  \"stuck\": [],\n  \"chains\": {},\n  \"config_skipped\": []\n}\n")
         .no_file();
     assert!(!env.state.parent().unwrap().exists());
     // A file whose watches were all pruned says how long ended ones stay.

@@ -332,6 +332,28 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
     );
     let said = s.atc(["doctor"]).doctor_said(1);
     assert!(said.lines().any(|l| l == stuck), "{said}");
+    // `--json` carries it, as the plugin's `callback_task_status` reads it: of the list
+    // and of the task, and nothing for a task with nothing stuck.
+    let turn = s
+        .env
+        .turns()
+        .into_iter()
+        .find(|t| t["carries"][0]["block"] == "follow_up");
+    let turn_id = turn.expect("a follow-up turn")["turn_id"].clone();
+    let want = serde_json::json!([{"task_id": "task-child", "turn_id": turn_id, "what": "misrouted",
+        "follow_up": true}]);
+    for args in [
+        vec!["--json", "status", "--all"],
+        vec!["--json", "status", "task-child"],
+    ] {
+        let json = s.atc(args).stdout_inspected().file_unchanged().json();
+        assert_eq!(json["stuck"], want, "{json}");
+    }
+    let json = s
+        .atc(["--json", "status", "task-grand"])
+        .stdout_inspected()
+        .json();
+    assert_eq!(json["stuck"], serde_json::json!([]), "{json}");
     s.add_chat("s-77", "default", "console");
     // That follow-up is task-child's: another task's redeliver leaves it alone.
     s.atc(["redeliver", "task-grand"])

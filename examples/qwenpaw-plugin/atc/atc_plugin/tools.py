@@ -255,7 +255,22 @@ async def chat_jobs(chat):
     jobs = jobs_of(out)
     own = [j for j in jobs if mine(j, chat)]
     others = {j.get("task_id") for j in jobs if not mine(j, chat)}
-    return (own, others, in_tree(out, jobs, own)), None
+    return (own, others, in_tree(out, jobs, own), follow_ups_stuck(out)), None
+
+
+def follow_ups_stuck(stdout):
+    """What atc's ``stuck`` says of follow-ups (a child's later reply, sent up a delegation
+    tree, that no one can post now: ``misrouted``, ``undelivered``…): by task id, each
+    one's ``what``, in atc's order. Only a person moves them (``atc redeliver``)."""
+    try:
+        stuck = json.loads(stdout).get("stuck") or []
+    except (ValueError, AttributeError):
+        return {}
+    found = {}
+    for entry in stuck if isinstance(stuck, list) else ():
+        if isinstance(entry, dict) and entry.get("follow_up") is True:
+            found.setdefault(entry.get("task_id"), []).append(str(entry.get("what")))
+    return found
 
 
 def in_tree(stdout, jobs, own):
@@ -560,7 +575,9 @@ async def callback_task_status() -> str:
     first: ``task_id | status | agent=… session=… | registered=…``. ``pending`` means waiting for the
     task (or for this chat to be idle); ``done`` means its result was posted here;
     ``skipped`` that nothing was posted (you read the result with ``check_agent_task``).
-    A task submitted in this same turn is listed first as ``submitted in this turn``: it
+    A fifth part, ``1 later reply of its child not posted here (…)``, names what the
+    task's child sent up after its result and atc could not post: tell the user. A task
+    submitted in this same turn is listed first as ``submitted in this turn``: it
     is watched when your turn ends.
 
     Returns:
@@ -588,18 +605,32 @@ async def callback_task_status() -> str:
     ]
     if not own and not coming:
         return "This chat watches no tasks."
+    stuck = listed[3]
     lines = coming + [
-        "%s | %s | agent=%s session=%s | registered=%s"
+        "%s | %s | agent=%s session=%s | registered=%s%s"
         % (
             j.get("task_id"),
             j.get("status"),
             j.get("target_agent") or j.get("agent_id"),
             j.get("session_id"),
             j.get("registered_at"),
+            follow_ups_said(j.get("task_id"), stuck.get(j.get("task_id")) or []),
         )
         for j in own[:STATUS_LIMIT]
     ]
     return "\n".join(lines)
+
+
+def follow_ups_said(task_id, whats):
+    """The end of a task's line when its follow-ups wait for a person: its result came,
+    a later reply of its child's did not."""
+    if not whats:
+        return ""
+    said = ", ".join(dict.fromkeys(whats))
+    many = "s" if len(whats) > 1 else ""
+    return (" | %d later repl%s of its child not posted here (%s): a person can send %s "
+            "again with `atc redeliver %s`" % (len(whats), "ies" if many else "y", said,
+                                               "them" if many else "it", task_id))
 
 
 async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool = False) -> str:
