@@ -928,6 +928,21 @@ impl Env {
                 );
                 if is_tick(op) || matches!(op, Op::CrashTick(_)) {
                     self.notes().sometimes.config_refused_tick += 1;
+                    // The person who sees it asks `atc config show` what is wrong: it
+                    // shows the file past that line and names it, where the refusal's
+                    // own advice sends them (it once refused the same way).
+                    let cli = atc::cli::parse_from(["config", "show"]).expect("a command");
+                    match atc::settings::resolve(cli, &env).map(|s| s.action) {
+                        Ok(atc::settings::Action::Config(shown)) => assert_eq!(
+                            shown.file.skipped,
+                            [failure.message.clone()],
+                            "`atc config show` does not name the line the tick refused"
+                        ),
+                        other => panic!(
+                            "`atc config show` refused a config file a tick refused ({:?}): {other:?}",
+                            config.broken
+                        ),
+                    }
                 }
                 let why = failure.message.replace(&file, "config.toml");
                 Some(format!(" → refused (exit 78): {}", short(&why)))
