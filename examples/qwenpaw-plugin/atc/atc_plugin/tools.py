@@ -574,7 +574,12 @@ async def callback_task_status() -> str:
     started are watched by themselves, so they are listed too). One line per task, newest
     first: ``task_id | status | agent=… session=… | registered=…``. ``pending`` means waiting for the
     task (or for this chat to be idle); ``done`` means its result was posted here;
-    ``skipped`` that nothing was posted (you read the result with ``check_agent_task``).
+    ``skipped`` that nothing was posted (you read the result with ``check_agent_task``);
+    ``delivering`` or ``unconfirmed`` that it is being posted here; ``undelivered``,
+    ``misrouted`` or ``error`` that atc gave up posting it here (``check_agent_task``
+    still shows the result, and a person can send it again with ``atc redeliver``);
+    ``lost``, ``expired`` or ``abandoned`` that the watch ended without an answer (a
+    notice here says so); ``cancelled`` that it is no longer watched.
     A fifth part, ``1 later reply of its child not posted here (…)``, names what the
     task's child sent up after its result and atc could not post: tell the user. A task
     submitted in this same turn is listed first as ``submitted in this turn``: it
