@@ -354,6 +354,16 @@ fn a_follow_up_given_up_is_said_and_redelivered_alone() {
         .stdout_inspected()
         .json();
     assert_eq!(json["stuck"], serde_json::json!([]), "{json}");
+    // The task in full says it too, and what to do.
+    let full = s.atc(["status", "task-child"]).stdout_inspected().run();
+    let full = stdout(&full);
+    let line = full.lines().find(|l| l.starts_with("follow-ups")).unwrap();
+    assert!(
+        line.ends_with(
+            " (misrouted); 1 waits for a person: `atc redeliver task-child` sends it again"
+        ),
+        "{full}"
+    );
     s.add_chat("s-77", "default", "console");
     // That follow-up is task-child's: another task's redeliver leaves it alone.
     s.atc(["redeliver", "task-grand"])
@@ -456,6 +466,11 @@ fn a_redeliver_sends_every_given_up_follow_up_of_the_task_oldest_first() {
     s.chats.delete("s-77");
     let said = s.ticks_said(4);
     assert_eq!(follow_ups_given_up(&said, "task-child"), 2, "{said}");
+    s.atc(["status", "task-child"])
+        .stdout_contains(
+            " (misrouted); 2 wait for a person: `atc redeliver task-child` sends them again\n",
+        )
+        .run();
     s.add_chat("s-77", "default", "console");
     s.atc(["redeliver", "task-child"])
         .stdout_contains("task-child's 2 follow-ups (turns atc-")
@@ -482,4 +497,5 @@ fn a_redeliver_sends_every_given_up_follow_up_of_the_task_oldest_first() {
         .find(|l| l.starts_with("follow-ups"))
         .unwrap();
     assert_eq!(line.matches("(delivered)").count(), 2, "{status}");
+    assert!(!line.contains("waits for a person"), "{status}");
 }
