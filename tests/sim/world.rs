@@ -935,7 +935,7 @@ impl Env {
                     match atc::settings::resolve(cli, &env).map(|s| s.action) {
                         Ok(atc::settings::Action::Config(shown)) => assert_eq!(
                             shown.file.skipped,
-                            [failure.message.clone()],
+                            std::slice::from_ref(&failure.message),
                             "`atc config show` does not name the line the tick refused"
                         ),
                         other => panic!(
