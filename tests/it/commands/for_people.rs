@@ -1326,6 +1326,11 @@ fn doctor_counts_watches_on_a_dead_base_url_under_that_check_only() {
             true,
         ),
         (
+            jobs[1..].to_vec(),
+            "✓ watches: 2 tasks watched, none failing its checks but the one on a base URL that does not answer (job base URL, above)",
+            true,
+        ),
+        (
             jobs[..1].to_vec(),
             "✓ watches: 1 task watched, on a base URL that does not answer (job base URL, above)",
             true,
