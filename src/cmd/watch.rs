@@ -256,11 +256,13 @@ pub fn run(watch: &Watch, out: Output) -> Result<()> {
                     )
                 }
                 Registered::Retargeted { old, job } => (
+                    // Where, in full: "there" read as the old chat when only the group
+                    // or the agent changed.
                     format!(
-                        "Re-targeted {}: {}; the result goes there {}.",
+                        "Re-targeted {}: {}; {}",
                         subject(job),
                         changes(old, job),
-                        when(job)
+                        destination(job)
                     ),
                     Some("retargeted"),
                 ),

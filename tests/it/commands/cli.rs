@@ -485,7 +485,7 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
     env.atc(["watch", TASK, "--session", "s-78", "--user", "alice"])
         .chat_check_skipped()
         .stdout(format!(
-            "Re-targeted {TASK} for agent 'default': session s-77 → s-78, user default → alice; the result goes there on the next atc tick.\n"
+            "Re-targeted {TASK} for agent 'default': session s-77 → s-78, user default → alice; the result goes to session s-78 (user alice, channel console) on the next atc tick.\n"
         ))
         .run();
     let second = env.job(TASK);
@@ -500,7 +500,7 @@ fn watching_the_same_task_for_another_target_replaces_the_registration() {
     env.atc(["watch", TASK, "--session", "s-78", "--user", "alice", "--group", "g2"])
         .chat_check_skipped()
         .stdout(format!(
-            "Re-targeted {TASK} in group g2 for agent 'default': group (none) → g2; the result goes there with the rest of its group.\n"
+            "Re-targeted {TASK} in group g2 for agent 'default': group (none) → g2; the result goes to session s-78 (user alice, channel console) with the rest of its group.\n"
         ))
         .run();
     assert_eq!(env.job(TASK)["group"], "g2");
