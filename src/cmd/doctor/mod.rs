@@ -34,7 +34,10 @@ use crate::pass::TICK_STALE;
 pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
     let store = Store::new(doctor.state.value.clone());
     let mut checks = Vec::new();
-    let file = job_file(&store, doctor, &mut checks);
+    // None: it cannot be read, and the checks of its watches cannot run (not "none").
+    let read = job_file(&store, doctor, &mut checks);
+    let unread = read.is_none();
+    let file = read.unwrap_or_default();
     let jobs = &file.jobs;
     let base = &doctor.base_url.value;
     checks.push(ok(
@@ -49,7 +52,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
         client.allow_insecure(&job.base_url);
     }
     let client = client;
-    if server(&client, doctor, &mut checks) {
+    if server(&client, doctor, &mut checks) && !unread {
         checks.push(agents(&client, base, jobs, &file.turns));
     }
     let heartbeat = crate::pass::Heartbeat::read(&store.tick_lock_path());
@@ -79,7 +82,10 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
             |c| c.1,
         ),
     ));
-    watches(&client, base, &store, &heartbeat, &file, &mut checks);
+    match unread {
+        false => watches(&client, base, &store, &heartbeat, &file, &mut checks),
+        true => checks.push(last_pass(&store, &heartbeat)),
+    }
     checks.extend(
         doctor
             .other_job_files
@@ -120,7 +126,7 @@ pub fn run(doctor: &Doctor, out: Output) -> Result<()> {
 }
 
 /// The job file loads, and it and its directory are private. Returns what it holds.
-fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> JobFile {
+fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> Option<JobFile> {
     let path = store.path();
     let shown = path.display();
     let loaded = match store.load() {
@@ -140,15 +146,15 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> JobFile 
                 "job file",
                 format!("none yet at {shown}; the first `atc watch` creates it"),
             ));
-            return file;
+            return Some(file);
         }
         Err(err) => {
             checks.push(bad(
                 "job file",
                 format!("{err:#}"),
-                format!("move {shown} aside (atc starts a new one where none exists)"),
+                format!("move {shown} aside (atc starts a new one where none exists); until then no check of its watches (agents, watches, deliveries, give-ups) can run"),
             ));
-            return JobFile::default();
+            return None;
         }
     };
     #[cfg(unix)]
@@ -182,7 +188,7 @@ fn job_file(store: &Store, doctor: &Doctor, checks: &mut Vec<Check>) -> JobFile 
             ));
         }
     }
-    loaded
+    Some(loaded)
 }
 
 fn json_of(answer: &Answer) -> Option<Value> {

@@ -862,6 +862,24 @@ fn doctor_shows_a_refused_job_file_as_a_failed_check() {
         )),
         "{text}"
     );
+    // The checks of its watches cannot run: left out and said, never "✓ none" (found by
+    // hand: "✓ watches: 0 tasks watched", "✓ deliveries: none stuck" of a file doctor
+    // could not read).
+    assert!(
+        text.contains(
+            "; until then no check of its watches (agents, watches, deliveries, give-ups) can run\n"
+        ),
+        "{text}"
+    );
+    for check in ["agents:", "watches:", "deliveries:", "give-ups:"] {
+        assert!(
+            !text
+                .lines()
+                .any(|l| l[l.find(' ').map_or(0, |i| i + 1)..].starts_with(check)),
+            "{check} in {text}"
+        );
+    }
+    assert!(text.contains("tick saves: "), "{text}");
 }
 
 /// A file written by the build before the job kept only its watch and the turn its delivery
