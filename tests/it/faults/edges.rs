@@ -713,6 +713,24 @@ fn the_demos_stop_command_stops_its_process_groups_and_removes_its_files() {
         })
         .collect();
     let pgids: Vec<String> = groups.iter().map(|c| c.id().to_string()).collect();
+    // Each a group of its own before the stop runs (found under load: a TERM sent before
+    // `setsid` had run reached no group, and the KILL a second later ended it).
+    for pgid in &pgids {
+        let leads = || {
+            std::fs::read_to_string(format!("/proc/{pgid}/stat")).is_ok_and(|stat| {
+                let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+                after.split_whitespace().nth(2) == Some(pgid.as_str())
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !leads() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "setsid {pgid} never ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     let made = std::process::Command::new("bash")
         .arg("-c")
         .arg(
