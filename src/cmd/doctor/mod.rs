@@ -729,7 +729,7 @@ fn last_pass(store: &Store, heartbeat: &crate::pass::Heartbeat) -> Check {
         "tick saves",
         format!("{started} did not finish its pass; {before}"),
         format!(
-            "run `atc tick -v` to see why: a job directory it cannot write ({}) or a full disk exits 4",
+            "run `atc tick -v` to see why: a job directory it cannot write ({}) or a full disk exits 4, a job file it cannot read 3",
             dir.display()
         ),
     )

@@ -880,6 +880,17 @@ fn doctor_shows_a_refused_job_file_as_a_failed_check() {
         );
     }
     assert!(text.contains("tick saves: "), "{text}");
+    // Its tick is refused (exit 3), so the last pass did not finish: the fix names that.
+    env.atc(["tick"])
+        .status(3)
+        .stderr_inspected()
+        .file_unchanged()
+        .run();
+    let said = env.atc(["doctor"]).doctor_said(1);
+    assert!(
+        said.contains("or a full disk exits 4, a job file it cannot read 3\n"),
+        "{said}"
+    );
 }
 
 /// A file written by the build before the job kept only its watch and the turn its delivery
