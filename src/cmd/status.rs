@@ -707,21 +707,8 @@ fn full(job: &Job, file: &JobFile, turns: &crate::lifecycle::Turns, now: Timesta
         .map(|t| format!("{} ({})", t.turn_id, t.state))
         .collect();
     if !follow_ups.is_empty() {
-        let stuck = crate::status::stuck(&file.jobs, &file.turns)
-            .iter()
-            .filter(|s| s.follow_up && s.task_id == job.task_id)
-            .count();
-        let hint = match stuck {
-            0 => String::new(),
-            1 => format!(
-                "; 1 waits for a person: `atc redeliver {}` sends it again",
-                job.task_id
-            ),
-            n => format!(
-                "; {n} wait for a person: `atc redeliver {}` sends them again",
-                job.task_id
-            ),
-        };
+        let stuck = crate::status::stuck(&file.jobs, &file.turns);
+        let hint = crate::describe::follow_ups_waiting(&job.task_id, &stuck);
         field("follow-ups", format!("{}{hint}", follow_ups.join(", ")));
     }
     let shown = match (&job.final_text, turn.and_then(|t| t.text.as_ref())) {

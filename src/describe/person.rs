@@ -447,15 +447,32 @@ pub fn brief(job: &Job, turn: Option<&Turn>, now: Timestamp) -> String {
 /// 37) wait for a person (`status::stuck`): `follow-up misrouted`, `2 follow-ups given
 /// up`. `None` when none does.
 pub fn follow_ups_stuck(task_id: &str, stuck: &[crate::status::Stuck]) -> Option<String> {
-    let mine: Vec<_> = stuck
-        .iter()
-        .filter(|s| s.follow_up && s.task_id == task_id)
-        .collect();
-    match mine.as_slice() {
+    match follow_ups_of(task_id, stuck).as_slice() {
         [] => None,
         [one] => Some(format!("follow-up {}", one.what)),
         many => Some(format!("{} follow-ups given up", many.len())),
     }
+}
+
+/// What the `follow-ups` line of `atc status T` adds when some of them wait for a person:
+/// what to do. Empty when none does.
+pub fn follow_ups_waiting(task_id: &str, stuck: &[crate::status::Stuck]) -> String {
+    match follow_ups_of(task_id, stuck).len() {
+        0 => String::new(),
+        1 => format!("; 1 waits for a person: `atc redeliver {task_id}` sends it again"),
+        n => format!("; {n} wait for a person: `atc redeliver {task_id}` sends them again"),
+    }
+}
+
+/// `task_id`'s follow-ups among what waits for a person.
+fn follow_ups_of<'a, 's>(
+    task_id: &str,
+    stuck: &'s [crate::status::Stuck<'a>],
+) -> Vec<&'s crate::status::Stuck<'a>> {
+    stuck
+        .iter()
+        .filter(|s| s.follow_up && s.task_id == task_id)
+        .collect()
 }
 
 /// The command that watches `job`'s task again as its watch was made, for the chat it

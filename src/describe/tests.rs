@@ -719,4 +719,14 @@ fn the_list_names_a_tasks_given_up_follow_ups() {
     );
     assert_eq!(follow_ups_stuck("task-3", &one), None);
     assert_eq!(follow_ups_stuck("task-1", &one[1..2]), None);
+    // The task in full says what to do, by the same count.
+    assert_eq!(
+        follow_ups_waiting("task-1", &one),
+        "; 1 waits for a person: `atc redeliver task-1` sends it again"
+    );
+    assert_eq!(
+        follow_ups_waiting("task-1", &two),
+        "; 2 wait for a person: `atc redeliver task-1` sends them again"
+    );
+    assert_eq!(follow_ups_waiting("task-1", &one[1..2]), "");
 }

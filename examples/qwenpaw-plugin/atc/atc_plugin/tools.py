@@ -255,17 +255,19 @@ async def chat_jobs(chat):
     jobs = jobs_of(out)
     own = [j for j in jobs if mine(j, chat)]
     others = {j.get("task_id") for j in jobs if not mine(j, chat)}
-    return (own, others, in_tree(out, jobs, own), follow_ups_stuck(out)), None
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    doc = doc if isinstance(doc, dict) else {}
+    return (own, others, in_tree(doc, jobs, own), follow_ups_stuck(doc)), None
 
 
-def follow_ups_stuck(stdout):
+def follow_ups_stuck(doc):
     """What atc's ``stuck`` says of follow-ups (a child's later reply, sent up a delegation
     tree, that no one can post now: ``misrouted``, ``undelivered``…): by task id, each
     one's ``what``, in atc's order. Only a person moves them (``atc redeliver``)."""
-    try:
-        stuck = json.loads(stdout).get("stuck") or []
-    except (ValueError, AttributeError):
-        return {}
+    stuck = doc.get("stuck")
     found = {}
     for entry in stuck if isinstance(stuck, list) else ():
         if isinstance(entry, dict) and entry.get("follow_up") is True:
@@ -273,13 +275,12 @@ def follow_ups_stuck(stdout):
     return found
 
 
-def in_tree(stdout, jobs, own):
+def in_tree(doc, jobs, own):
     """The other chats' watches whose chain (atc's ``chains``: the watches above each, the
     nearest first) ends at a watch of this chat: a task a child of this chat delegated
     further, whose result atc sends up to this chat (issue 37). By task id."""
-    try:
-        chains = json.loads(stdout).get("chains") or {}
-    except (ValueError, AttributeError):
+    chains = doc.get("chains") or {}
+    if not isinstance(chains, dict):
         return {}
     ours = {j.get("task_id") for j in own}
     by_task = {j.get("task_id"): j for j in jobs}
@@ -631,11 +632,11 @@ def follow_ups_said(task_id, whats):
     a later reply of its child's did not."""
     if not whats:
         return ""
-    said = ", ".join(dict.fromkeys(whats))
-    many = "s" if len(whats) > 1 else ""
-    return (" | %d later repl%s of its child not posted here (%s): a person can send %s "
-            "again with `atc redeliver %s`" % (len(whats), "ies" if many else "y", said,
-                                               "them" if many else "it", task_id))
+    many = len(whats) > 1
+    return (" | %d later %s of its child not posted here (%s): a person can send %s again "
+            "with `atc redeliver %s`" % (len(whats), "replies" if many else "reply",
+                                         ", ".join(dict.fromkeys(whats)),
+                                         "them" if many else "it", task_id))
 
 
 async def cancel_task_callback(task_id: str, stop: bool = False, check_ins: bool = False) -> str:
